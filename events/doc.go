@@ -1,0 +1,29 @@
+// Package events is meshplane's vocabulary: the event envelope, every event
+// type and its payload, the codec that turns payloads into bytes and back
+// (with schema versions and upcasters), and the Store contract that every
+// event store implements, with its errors.
+//
+// Nothing in this package does I/O. Stores live in sub-packages, one per
+// dependency (memstore, boltstore, pgstore, esdbstore), and all of them pass
+// the one conformance suite in events/storetest.
+//
+// # Positions and versions
+//
+// Every stored event has a version, its place in its stream counted from 1,
+// and a position, its place in the whole store counted from 1. Positions are
+// dense and strictly increasing in commit order: a reader that has seen
+// position p has seen every event at a position below p. A stream that has
+// never been written has version 0, and the empty store has head position 0.
+//
+// Reads take the last position (or version) the caller has already seen and
+// return what comes after it, so a checkpoint is simply the last position a
+// consumer processed, and 0 means "from the beginning".
+//
+// # Idempotence
+//
+// Event ids are UUIDv7, chosen by whoever creates the event. Appending an
+// event whose id is already stored, with the same content, is a no-op that
+// returns the stored event (with its original version and position); this is
+// what makes an agent's outbox deliver exactly once. The same id with other
+// content is refused with ErrIDConflict.
+package events

@@ -1,0 +1,264 @@
+package events
+
+import "encoding/json"
+
+// Event types. They are a persisted API: add, never rename or reorder.
+// Streams: node events on "node-<name>" (NodeStream), module and artifact
+// events on "module-<name>" (ModuleStream).
+const (
+	TypeNodeRegistered           = "node.registered"
+	TypeNodeAdopted              = "node.adopted"
+	TypeNodeSettingSet           = "node.setting-set"
+	TypeModuleDefined            = "module.defined"
+	TypeModuleAssigned           = "module.assigned"
+	TypeModuleReleased           = "module.released"
+	TypeModuleTaken              = "module.taken"
+	TypeArtifactRecorded         = "artifact.recorded"
+	TypeDeclarationComposed      = "declaration.composed"
+	TypeDeclarationComposeFailed = "declaration.compose-failed"
+	TypeDeclarationPushed        = "declaration.pushed"
+	TypeDeclarationPushFailed    = "declaration.push-failed"
+	TypeApplyReported            = "apply.reported"
+	TypeReportDeliveredLate      = "report.delivered-late"
+)
+
+// NodeStream is the stream of a node's events.
+func NodeStream(node string) string { return "node-" + node }
+
+// ModuleStream is the stream of a module's events.
+func ModuleStream(module string) string { return "module-" + module }
+
+// Payload is implemented by every event payload: it names its type.
+type Payload interface{ EventType() string }
+
+// Node settings, the keys of node.setting-set.
+const (
+	SettingPrivateAddress = "private-address" // the node's address on the private network
+	SettingArtifactStore  = "artifact-store"  // the port on which this node holds the artifact store
+	SettingPortPrefix     = "port."           // "port.store": a port the node was given
+)
+
+// NodeRegistered: a node joined the mesh.
+type NodeRegistered struct {
+	Node string `json:"node"`
+}
+
+// NodeAdopted: the node existed before the mesh and may hold modules' data;
+// its modules must be taken before their found data is used.
+type NodeAdopted struct {
+	Node string `json:"node"`
+}
+
+// NodeSettingSet: a node setting was given a value ("" clears it).
+type NodeSettingSet struct {
+	Node  string `json:"node"`
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// ModuleDefined: a module's definition, whole; a later one replaces it.
+type ModuleDefined struct {
+	Module string     `json:"module"`
+	Spec   ModuleSpec `json:"spec"`
+}
+
+// ModuleSpec is what a module file says.
+type ModuleSpec struct {
+	Routes      []string        `json:"routes,omitempty"`
+	Containers  []ContainerSpec `json:"containers,omitempty"`
+	Directories []DirectorySpec `json:"directories,omitempty"`
+	Files       []FileSpec      `json:"files,omitempty"`
+	Volumes     []string        `json:"volumes,omitempty"`
+	Networks    []string        `json:"networks,omitempty"`
+}
+
+// ContainerSpec is one container of a module. Exactly one of Image and
+// Artifact names what it runs.
+type ContainerSpec struct {
+	Name     string            `json:"name"`
+	Image    string            `json:"image,omitempty"`
+	Artifact string            `json:"artifact,omitempty"` // "forge/web": a recorded build of this module
+	Command  []string          `json:"command,omitempty"`
+	Env      map[string]string `json:"env,omitempty"`
+	Mounts   []Mount           `json:"mounts,omitempty"`
+	Ports    []PortRead        `json:"ports,omitempty"` // node settings read into the environment
+	Networks []string          `json:"networks,omitempty"`
+}
+
+// Mount mounts a host path (or a volume, when Volume is set) into a container.
+type Mount struct {
+	Source   string `json:"source"`
+	Target   string `json:"target,omitempty"` // defaults to Source
+	Volume   bool   `json:"volume,omitempty"`
+	ReadOnly bool   `json:"readonly,omitempty"`
+}
+
+// PortRead asks the node for one of its ports and hands it to the container
+// as an environment variable, resolved at compose time.
+type PortRead struct {
+	Port string `json:"port"` // the node setting "port.<Port>"
+	Env  string `json:"env"`
+}
+
+// DirectorySpec is a directory a module owns (each mounted path is one too).
+type DirectorySpec struct {
+	Path string `json:"path"`
+	Mode string `json:"mode,omitempty"` // octal, "0755" when empty
+}
+
+// FileSpec is a file a module owns, written in place.
+type FileSpec struct {
+	Path    string `json:"path"`
+	Mode    string `json:"mode,omitempty"` // octal, "0644" when empty
+	Content string `json:"content"`
+}
+
+// ModuleAssigned: the module is to run on the node.
+type ModuleAssigned struct {
+	Module string `json:"module"`
+	Node   string `json:"node"`
+}
+
+// ModuleReleased: the module is no longer to run on the node.
+type ModuleReleased struct {
+	Module string `json:"module"`
+	Node   string `json:"node"`
+}
+
+// ModuleTaken: on an adopted node, the operator says the module's found data
+// is the mesh's to use.
+type ModuleTaken struct {
+	Module string `json:"module"`
+	Node   string `json:"node"`
+}
+
+// ArtifactRecorded: a build of one of the module's artifacts. It names the
+// artifact, never an address: image references are composed per declaration.
+type ArtifactRecorded struct {
+	Module string `json:"module"`
+	Name   string `json:"name"`   // "forge/web"
+	Digest string `json:"digest"` // "sha256:ab12"
+}
+
+// DeclarationComposed (public payload): the controller composed a node's
+// declaration.
+type DeclarationComposed struct {
+	Node        string        `json:"node"`
+	Declaration string        `json:"declaration"`
+	Digest      string        `json:"digest"`
+	Roster      []string      `json:"roster"`
+	Resources   []ResourceRef `json:"resources"`
+	// Added fields.
+	Warnings []string        `json:"warnings,omitempty"` // unfilled port requests, ...
+	Skipped  []Skipped       `json:"skipped,omitempty"`  // nodes passed over as incoherent
+	Body     json.RawMessage `json:"body,omitempty"`     // the declaration as pushed (JSON), for replay
+	Inputs   []InputRef      `json:"inputs,omitempty"`   // the streams read, at their versions
+}
+
+// ResourceRef names a declared resource and its spec digest.
+type ResourceRef struct {
+	Name   string `json:"name"`
+	Kind   string `json:"kind"`
+	Module string `json:"module"`
+	Digest string `json:"digest"`
+}
+
+// Skipped records a node that a gatherer passed over because its plan is
+// incoherent (its module set does not compose, or a setting reaches nothing).
+type Skipped struct {
+	Node   string `json:"node"`
+	Reason string `json:"reason"`
+}
+
+// InputRef is a stream compose read, at the version it read.
+type InputRef struct {
+	Stream  string `json:"stream"`
+	Version uint64 `json:"version"`
+}
+
+// DeclarationComposeFailed: composing a node's declaration failed; nothing
+// was pushed.
+type DeclarationComposeFailed struct {
+	Node  string `json:"node"`
+	Read  string `json:"read,omitempty"` // what could not be read ("node g14")
+	Error string `json:"error"`
+}
+
+// DeclarationPushed: the declaration was handed to the bus for the node.
+type DeclarationPushed struct {
+	Node        string `json:"node"`
+	Declaration string `json:"declaration"`
+	Digest      string `json:"digest"`
+	Resources   int    `json:"resources"`
+}
+
+// DeclarationPushFailed: the declaration could not be handed to the bus.
+type DeclarationPushFailed struct {
+	Node        string `json:"node"`
+	Declaration string `json:"declaration"`
+	Error       string `json:"error"`
+}
+
+// ApplyReported (public payload): one apply of a declaration on a node.
+// Sent and Applied count resources; every resource that was not unchanged is
+// listed with its reason.
+type ApplyReported struct {
+	Node        string     `json:"node"`
+	Declaration string     `json:"declaration"`
+	Sent        int        `json:"sent"`
+	Applied     int        `json:"applied"`
+	Created     []string   `json:"created"`
+	Replaced    []Replaced `json:"replaced"`
+	Removed     []string   `json:"removed"`
+	Held        []Held     `json:"held"`
+	Failed      []Failed   `json:"failed"`
+	Unchanged   int        `json:"unchanged"`
+	// Added fields.
+	Updated []Replaced `json:"updated,omitempty"` // changed in place (a file's content, a directory's mode)
+	ApplyID string     `json:"apply_id,omitempty"`
+	Digest  string     `json:"digest,omitempty"` // the declaration's digest
+}
+
+// Replaced names a resource and the spec fields that changed.
+type Replaced struct {
+	Name   string   `json:"name"`
+	Fields []string `json:"fields"`
+}
+
+// Held names a resource the agent did not touch, and why.
+type Held struct {
+	Name   string `json:"name"`
+	Module string `json:"module"`
+	Reason string `json:"reason"`
+}
+
+// Failed names a resource whose apply failed.
+type Failed struct {
+	Name  string `json:"name"`
+	Error string `json:"error"`
+}
+
+// ReportDeliveredLate: an apply report reached the mesh after the agent had
+// failed to deliver it at least once (it was kept in the agent's outbox).
+type ReportDeliveredLate struct {
+	Node        string `json:"node"`
+	Declaration string `json:"declaration"`
+	ApplyID     string `json:"apply_id"`
+	Attempts    int    `json:"attempts"`
+	LastError   string `json:"last_error,omitempty"`
+}
+
+func (NodeRegistered) EventType() string           { return TypeNodeRegistered }
+func (NodeAdopted) EventType() string              { return TypeNodeAdopted }
+func (NodeSettingSet) EventType() string           { return TypeNodeSettingSet }
+func (ModuleDefined) EventType() string            { return TypeModuleDefined }
+func (ModuleAssigned) EventType() string           { return TypeModuleAssigned }
+func (ModuleReleased) EventType() string           { return TypeModuleReleased }
+func (ModuleTaken) EventType() string              { return TypeModuleTaken }
+func (ArtifactRecorded) EventType() string         { return TypeArtifactRecorded }
+func (DeclarationComposed) EventType() string      { return TypeDeclarationComposed }
+func (DeclarationComposeFailed) EventType() string { return TypeDeclarationComposeFailed }
+func (DeclarationPushed) EventType() string        { return TypeDeclarationPushed }
+func (DeclarationPushFailed) EventType() string    { return TypeDeclarationPushFailed }
+func (ApplyReported) EventType() string            { return TypeApplyReported }
+func (ReportDeliveredLate) EventType() string      { return TypeReportDeliveredLate }
