@@ -1,0 +1,127 @@
+package commands
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+)
+
+// Resource kinds.
+const (
+	KindContainer = "container"
+	KindDirectory = "directory"
+	KindFile      = "file"
+	KindVolume    = "volume"
+	KindNetwork   = "network"
+)
+
+// HostsPath is where the node's hosts file (the roster) lives on the host;
+// every container mounts it read-only at /etc/hosts. It is the node's own
+// resource: it is updated in place, never part of a container's identity,
+// and not counted in apply reports (DESIGN.md rule 2).
+const HostsPath = "/var/lib/meshplane/hosts"
+
+// Declaration is everything a node must run, as composed by the controller,
+// pushed over the bus and applied by the agent. It is a wire format: its JSON
+// is what the agent receives, and fields may be added, never renamed.
+//
+// Resources are sorted by name and each carries the digest of its spec;
+// identical inputs compose byte-identical declarations.
+type Declaration struct {
+	Node        string     `json:"node"`
+	ID          string     `json:"declaration"` // "<node>/<n>": the n-th composed for the node
+	Digest      string     `json:"digest"`      // of Adopted, Taken, Resources and Roster
+	Adopted     bool       `json:"adopted,omitempty"`
+	Taken       []string   `json:"taken,omitempty"` // modules taken on this node, sorted
+	Resources   []Resource `json:"resources"`
+	Roster      []Route    `json:"roster"`
+	Hosts       string     `json:"hosts"` // the hosts file written at HostsPath
+	Warnings    []string   `json:"warnings,omitempty"`
+	Correlation string     `json:"correlation,omitempty"` // shared by this push's compose, push, apply and report
+}
+
+// Route is one routed name in the mesh and the address that serves it.
+type Route struct {
+	Name    string `json:"name"`
+	Address string `json:"address,omitempty"` // "" when the serving node has no private address yet
+	Node    string `json:"node"`
+}
+
+// Resource is one thing the node must hold. Exactly one of Container,
+// Directory, File, Volume and Network is set, as Kind says.
+type Resource struct {
+	Name      string     `json:"name"`
+	Kind      string     `json:"kind"`
+	Module    string     `json:"module"`
+	Digest    string     `json:"digest"`
+	Container *Container `json:"container,omitempty"`
+	Directory *Directory `json:"directory,omitempty"`
+	File      *File      `json:"file,omitempty"`
+}
+
+// Container is a container's spec. Everything in it is part of the
+// container's identity (its digest): what cannot change on a running
+// container. The roster is not in it; the hosts file is mounted by path.
+type Container struct {
+	Image    string   `json:"image"`
+	Command  []string `json:"command,omitempty"`
+	Env      []string `json:"env,omitempty"` // "KEY=value", sorted by key
+	Mounts   []Mount  `json:"mounts,omitempty"`
+	Networks []string `json:"networks,omitempty"`
+}
+
+// Mount is a host path or a volume mounted into a container.
+type Mount struct {
+	Source   string `json:"source"`
+	Target   string `json:"target"`
+	Volume   bool   `json:"volume,omitempty"`
+	ReadOnly bool   `json:"readonly,omitempty"`
+}
+
+// Directory is a directory's spec.
+type Directory struct {
+	Path string `json:"path"`
+	Mode uint32 `json:"mode"` // permission bits, 0755 by default
+}
+
+// File is a file's spec, written in place.
+type File struct {
+	Path    string `json:"path"`
+	Mode    uint32 `json:"mode"`
+	Content string `json:"content"`
+}
+
+// Spec returns the part of r that its digest covers.
+func (r Resource) Spec() any {
+	switch {
+	case r.Container != nil:
+		return r.Container
+	case r.Directory != nil:
+		return r.Directory
+	case r.File != nil:
+		return r.File
+	}
+	return nil
+}
+
+// Digest returns "sha256:<hex>" of v's JSON encoding. encoding/json writes
+// struct fields in declaration order and map keys sorted, so equal values
+// digest equally.
+func Digest(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("commands: digest of unencodable value: " + err.Error())
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Resource returns the declared resource named name.
+func (d *Declaration) Resource(name string) (Resource, bool) {
+	for _, r := range d.Resources {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Resource{}, false
+}
