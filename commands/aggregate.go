@@ -1,0 +1,149 @@
+package commands
+
+import (
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	"meshplane/events"
+)
+
+// Node is the node aggregate's state, folded from its stream by EvolveNode.
+// A Node is a value: EvolveNode never modifies the maps of the state it is
+// given, it copies them when it changes them.
+type Node struct {
+	Name       string
+	Registered bool
+	Adopted    bool
+	Settings   map[string]string // node.setting-set keys (events.Setting*) to values
+	Assigned   map[string]bool   // modules assigned to the node
+	Taken      map[string]bool   // modules taken on the node (adopted nodes)
+	Composed   uint64            // declarations composed so far; the next is Composed+1
+	Version    uint64            // the stream version this state reflects
+}
+
+// Module is the module aggregate's state, folded from its stream by
+// EvolveModule. Like Node, it is a value.
+type Module struct {
+	Name      string
+	Defined   bool
+	Spec      events.ModuleSpec
+	Artifacts map[string]string // artifact name → digest of its latest recorded build
+	Version   uint64
+}
+
+// AssignedModules returns the modules assigned to n, sorted.
+func (n Node) AssignedModules() []string { return sortedKeys(n.Assigned) }
+
+// TakenModules returns the modules taken on n, sorted.
+func (n Node) TakenModules() []string { return sortedKeys(n.Taken) }
+
+// Port returns the port the node was given under name ("" if none).
+func (n Node) Port(name string) string { return n.Settings[events.SettingPortPrefix+name] }
+
+// PrivateAddress returns the node's private address ("" if none yet).
+func (n Node) PrivateAddress() string { return n.Settings[events.SettingPrivateAddress] }
+
+// ArtifactStorePort returns the port on which the node holds the artifact
+// store, "" when it holds none.
+func (n Node) ArtifactStorePort() string { return n.Settings[events.SettingArtifactStore] }
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		if v {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// EvolveNode folds one event of a node's stream into s. Events of types the
+// node does not track (composed, pushed, apply.reported, ...) only advance
+// its version and counters.
+func EvolveNode(s Node, ev events.Event, p events.Payload) Node {
+	s.Version = ev.Version
+	switch p := p.(type) {
+	case events.NodeRegistered:
+		s.Name, s.Registered = p.Node, true
+	case events.NodeAdopted:
+		s.Adopted = true
+	case events.NodeSettingSet:
+		s.Settings = withString(s.Settings, p.Key, p.Value)
+	case events.ModuleAssigned:
+		s.Assigned = withBool(s.Assigned, p.Module, true)
+	case events.ModuleReleased:
+		s.Assigned = withBool(s.Assigned, p.Module, false)
+		s.Taken = withBool(s.Taken, p.Module, false)
+	case events.ModuleTaken:
+		s.Taken = withBool(s.Taken, p.Module, true)
+	case events.DeclarationComposed:
+		s.Composed++
+	}
+	return s
+}
+
+// EvolveModule folds one event of a module's stream into s.
+func EvolveModule(s Module, ev events.Event, p events.Payload) Module {
+	s.Version = ev.Version
+	switch p := p.(type) {
+	case events.ModuleDefined:
+		s.Name, s.Defined, s.Spec = p.Module, true, p.Spec
+	case events.ArtifactRecorded:
+		s.Artifacts = withString(s.Artifacts, p.Name, p.Digest)
+	}
+	return s
+}
+
+func withString(m map[string]string, k, v string) map[string]string {
+	out := maps.Clone(m)
+	if out == nil {
+		out = map[string]string{}
+	}
+	if v == "" {
+		delete(out, k)
+	} else {
+		out[k] = v
+	}
+	return out
+}
+
+func withBool(m map[string]bool, k string, v bool) map[string]bool {
+	out := maps.Clone(m)
+	if out == nil {
+		out = map[string]bool{}
+	}
+	if v {
+		out[k] = true
+	} else {
+		delete(out, k)
+	}
+	return out
+}
+
+// validName reports whether s is usable as a node, module or container name:
+// lower-case letters, digits, '-', '_' and '.', starting with a letter or digit.
+func validName(s string) bool {
+	if s == "" || len(s) > 63 {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+		case (r == '-' || r == '_' || r == '.') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// validArtifact reports whether s names an artifact: name segments joined by '/'.
+func validArtifact(s string) bool {
+	if s == "" {
+		return false
+	}
+	return !slices.ContainsFunc(strings.Split(s, "/"), func(seg string) bool { return !validName(seg) })
+}

@@ -1,0 +1,334 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"meshplane/events"
+)
+
+// Reader is every read compose makes. Each may fail; compose never takes a
+// failure for an absence (DESIGN.md rule 1, seed 000).
+type Reader interface {
+	// Nodes lists every registered node, sorted.
+	Nodes(ctx context.Context) ([]string, error)
+	// Node returns a node's state. An unregistered node is a state with
+	// Registered false, not an error; a failure to read is an error.
+	Node(ctx context.Context, name string) (Node, error)
+	// Module returns a module's state, likewise.
+	Module(ctx context.Context, name string) (Module, error)
+}
+
+// Composition is a composed declaration with what compose learned on the
+// way: the nodes it passed over as incoherent and the streams it read.
+type Composition struct {
+	Declaration Declaration
+	Skipped     []events.Skipped
+	Inputs      []events.InputRef
+}
+
+// Compose composes the declaration of node, the seq-th composed for it
+// (seq = Node.Composed+1). It reads every node and every assigned module
+// through r, then composes purely:
+//
+//   - the node's own resources, from its assigned modules; if its own module
+//     set does not compose, Compose fails with an *IncoherentError;
+//   - the roster: every routed name served by a node whose plan composes.
+//     A node whose plan does not compose (ErrIncoherent) is passed over and
+//     recorded in Skipped. Any read that fails aborts the compose with a
+//     *ReadError naming the node and the read; no roster is ever returned
+//     beside an error.
+//
+// Identical inputs compose byte-identical declarations.
+func Compose(ctx context.Context, r Reader, node string, seq uint64, correlation string) (Composition, error) {
+	m, err := gather(ctx, r, node)
+	if err != nil {
+		return Composition{}, err
+	}
+	self, ok := m.nodes[node]
+	if !ok || !self.Registered {
+		return Composition{}, &ReadError{Node: node, Read: "node " + node, Err: fmt.Errorf("node %s is not registered", node)}
+	}
+	own, err := m.plan(self)
+	if err != nil {
+		return Composition{}, err
+	}
+	var c Composition
+	var routes []Route
+	for _, name := range m.names {
+		n := m.nodes[name]
+		p := own
+		if name != node {
+			if p, err = m.plan(n); errors.Is(err, ErrIncoherent) {
+				c.Skipped = append(c.Skipped, events.Skipped{Node: name, Reason: err.Error()})
+				continue
+			} else if err != nil {
+				return Composition{}, err
+			}
+		}
+		for _, name := range p.routes {
+			routes = append(routes, Route{Name: name, Address: n.PrivateAddress(), Node: n.Name})
+		}
+	}
+	sort.Slice(routes, func(i, j int) bool {
+		if routes[i].Name != routes[j].Name {
+			return routes[i].Name < routes[j].Name
+		}
+		return routes[i].Node < routes[j].Node
+	})
+	d := Declaration{
+		Node:        node,
+		ID:          fmt.Sprintf("%s/%d", node, seq),
+		Adopted:     self.Adopted,
+		Taken:       self.TakenModules(),
+		Resources:   own.resources,
+		Roster:      routes,
+		Hosts:       hostsFile(routes),
+		Warnings:    own.warnings,
+		Correlation: correlation,
+	}
+	d.Digest = Digest(struct {
+		Adopted   bool
+		Taken     []string
+		Resources []Resource
+		Roster    []Route
+	}{d.Adopted, d.Taken, d.Resources, d.Roster})
+	c.Declaration = d
+	c.Inputs = m.inputs
+	return c, nil
+}
+
+// Composed returns the declaration.composed payload of c.
+func (c Composition) Composed() events.DeclarationComposed {
+	d := c.Declaration
+	refs := make([]events.ResourceRef, len(d.Resources))
+	for i, r := range d.Resources {
+		refs[i] = events.ResourceRef{Name: r.Name, Kind: r.Kind, Module: r.Module, Digest: r.Digest}
+	}
+	roster := make([]string, 0, len(d.Roster))
+	for _, r := range d.Roster {
+		if len(roster) == 0 || roster[len(roster)-1] != r.Name {
+			roster = append(roster, r.Name)
+		}
+	}
+	body, _ := json.Marshal(d) // a Declaration always encodes
+	return events.DeclarationComposed{
+		Node: d.Node, Declaration: d.ID, Digest: d.Digest, Roster: roster, Resources: refs,
+		Warnings: d.Warnings, Skipped: c.Skipped, Body: body, Inputs: c.Inputs,
+	}
+}
+
+func hostsFile(routes []Route) string {
+	var b strings.Builder
+	b.WriteString("# meshplane roster: every routed name in the mesh. Rewritten in place.\n")
+	for _, r := range routes {
+		if r.Address == "" {
+			fmt.Fprintf(&b, "# %s: served by %s, which has no private address yet\n", r.Name, r.Node)
+			continue
+		}
+		fmt.Fprintf(&b, "%s\t%s\n", r.Address, r.Name)
+	}
+	return b.String()
+}
+
+// mesh is everything compose read, so that planning is pure.
+type mesh struct {
+	names   []string
+	nodes   map[string]Node
+	modules map[string]Module
+	inputs  []events.InputRef
+	store   *Node // the node holding the artifact store, if any
+	target  string
+}
+
+func gather(ctx context.Context, r Reader, target string) (*mesh, error) {
+	m := &mesh{nodes: map[string]Node{}, modules: map[string]Module{}, target: target}
+	names, err := r.Nodes(ctx)
+	if err != nil {
+		return nil, &ReadError{Node: target, Read: "the node list", Err: err}
+	}
+	if !slices.Contains(names, target) {
+		names = append(names, target)
+	}
+	sort.Strings(names)
+	m.names = names
+	var mods []string
+	for _, name := range names {
+		n, err := r.Node(ctx, name)
+		if err != nil {
+			return nil, &ReadError{Node: target, Read: "node " + name, Err: err}
+		}
+		m.nodes[name] = n
+		m.inputs = append(m.inputs, events.InputRef{Stream: events.NodeStream(name), Version: n.Version})
+		mods = append(mods, n.AssignedModules()...)
+		if n.ArtifactStorePort() != "" && m.store == nil {
+			m.store = &n
+		}
+	}
+	sort.Strings(mods)
+	for _, name := range slices.Compact(mods) {
+		mod, err := r.Module(ctx, name)
+		if err != nil {
+			return nil, &ReadError{Node: target, Read: "module " + name, Err: err}
+		}
+		m.modules[name] = mod
+		m.inputs = append(m.inputs, events.InputRef{Stream: events.ModuleStream(name), Version: mod.Version})
+	}
+	return m, nil
+}
+
+// plan is one node's own part of the mesh: its resources and routed names.
+type plan struct {
+	resources []Resource
+	routes    []string
+	warnings  []string
+}
+
+// plan composes n's resources from its assigned modules. It fails only with
+// an *IncoherentError: everything it needs was read by gather.
+func (m *mesh) plan(n Node) (plan, error) {
+	var p plan
+	incoherent := func(format string, args ...any) (plan, error) {
+		return plan{}, &IncoherentError{Node: n.Name, Reason: fmt.Sprintf(format, args...)}
+	}
+	owner := map[string]string{} // resource name → module
+	claim := func(name, module string) error {
+		if prev, ok := owner[name]; ok {
+			if prev == module {
+				return &IncoherentError{Node: n.Name, Reason: fmt.Sprintf("module %s claims %s twice", module, name)}
+			}
+			return &IncoherentError{Node: n.Name, Reason: fmt.Sprintf("modules %s and %s both claim %s", prev, module, name)}
+		}
+		owner[name] = module
+		return nil
+	}
+	for _, modName := range n.AssignedModules() {
+		mod, ok := m.modules[modName]
+		if !ok || !mod.Defined {
+			return incoherent("module %s is assigned but not defined", modName)
+		}
+		p.routes = append(p.routes, mod.Spec.Routes...)
+		dirs := map[string]uint32{}
+		for _, d := range mod.Spec.Directories {
+			mode, _ := parseMode(d.Mode, 0o755) // validated at define
+			dirs[d.Path] = mode
+		}
+		for _, c := range mod.Spec.Containers {
+			if err := claim(c.Name, modName); err != nil {
+				return plan{}, err
+			}
+			spec, warnings, err := m.container(n, mod, c)
+			if err != nil {
+				return plan{}, err
+			}
+			p.warnings = append(p.warnings, warnings...)
+			p.resources = append(p.resources, Resource{Name: c.Name, Kind: KindContainer, Module: modName, Container: spec})
+			for _, mt := range c.Mounts {
+				if _, ok := dirs[mt.Source]; !ok {
+					dirs[mt.Source] = 0o755
+				}
+			}
+		}
+		for path, mode := range dirs {
+			if err := claim(path, modName); err != nil {
+				return plan{}, err
+			}
+			p.resources = append(p.resources, Resource{Name: path, Kind: KindDirectory, Module: modName, Directory: &Directory{Path: path, Mode: mode}})
+		}
+		for _, f := range mod.Spec.Files {
+			if err := claim(f.Path, modName); err != nil {
+				return plan{}, err
+			}
+			mode, _ := parseMode(f.Mode, 0o644)
+			p.resources = append(p.resources, Resource{Name: f.Path, Kind: KindFile, Module: modName, File: &File{Path: f.Path, Mode: mode, Content: f.Content}})
+		}
+	}
+	sort.Slice(p.resources, func(i, j int) bool { return p.resources[i].Name < p.resources[j].Name })
+	for i := range p.resources {
+		p.resources[i].Digest = Digest(p.resources[i].Spec())
+	}
+	sort.Strings(p.routes)
+	p.routes = slices.Compact(p.routes)
+	return p, nil
+}
+
+// container composes one container's spec on node n. Ports are read where
+// they are used (DESIGN.md rule 6): from what the node was given, now; an
+// unfilled request sets nothing and says so. An artifact's image reference
+// is composed here, from the node holding the artifact store.
+func (m *mesh) container(n Node, mod Module, c events.ContainerSpec) (*Container, []string, error) {
+	var warnings []string
+	env := map[string]string{}
+	for k, v := range c.Env {
+		env[k] = v
+	}
+	for _, pr := range c.Ports {
+		port := n.Port(pr.Port)
+		if port == "" {
+			warnings = append(warnings, fmt.Sprintf("container %s asks for port %q of node %s, which was not given: %s left unset", c.Name, pr.Port, n.Name, pr.Env))
+			delete(env, pr.Env)
+			continue
+		}
+		env[pr.Env] = port
+	}
+	image := c.Image
+	if c.Artifact != "" {
+		ref, err := m.artifactRef(n, mod, c.Artifact)
+		if err != nil {
+			return nil, nil, err
+		}
+		image = ref
+	}
+	spec := &Container{Image: image, Command: c.Command}
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		spec.Env = append(spec.Env, k+"="+env[k])
+	}
+	for _, mt := range c.Mounts {
+		target := mt.Target
+		if target == "" {
+			target = mt.Source
+		}
+		spec.Mounts = append(spec.Mounts, Mount{Source: mt.Source, Target: target, ReadOnly: mt.ReadOnly})
+	}
+	spec.Mounts = append(spec.Mounts, Mount{Source: HostsPath, Target: "/etc/hosts", ReadOnly: true})
+	sort.Slice(spec.Mounts, func(i, j int) bool { return spec.Mounts[i].Target < spec.Mounts[j].Target })
+	spec.Networks = slices.Sorted(slices.Values(c.Networks))
+	return spec, warnings, nil
+}
+
+// artifactRef composes the image reference of a recorded build: at the
+// private address of the node holding the artifact store, on the port it was
+// given; by loopback when that node is the one being composed for and has no
+// private address yet (a first node, mid-genesis). No artifact store
+// reachable is a setting that reaches nothing: the node does not compose.
+func (m *mesh) artifactRef(n Node, mod Module, artifact string) (string, error) {
+	digest, ok := mod.Artifacts[artifact]
+	if !ok {
+		return "", &IncoherentError{Node: n.Name, Reason: fmt.Sprintf("module %s runs artifact %s, which has no recorded build", mod.Name, artifact)}
+	}
+	if m.store == nil {
+		return "", &IncoherentError{Node: n.Name, Reason: fmt.Sprintf("module %s runs artifact %s, and no node holds the artifact store", mod.Name, artifact)}
+	}
+	addr := m.store.PrivateAddress()
+	if addr == "" {
+		if m.store.Name != n.Name {
+			return "", &IncoherentError{Node: n.Name, Reason: fmt.Sprintf("module %s runs artifact %s, and the artifact store on %s has no private address to reach it by", mod.Name, artifact, m.store.Name)}
+		}
+		addr = "127.0.0.1"
+	}
+	host := addr
+	if strings.Contains(addr, ":") {
+		host = "[" + addr + "]"
+	}
+	return fmt.Sprintf("%s:%s/%s@%s", host, m.store.ArtifactStorePort(), artifact, digest), nil
+}

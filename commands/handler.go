@@ -1,0 +1,305 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"meshplane/events"
+)
+
+// DefaultRetries is how many times Execute re-reads and re-decides after
+// losing a race for its stream.
+const DefaultRetries = 5
+
+// Handler is the write side's shell: it loads the aggregates a command names
+// from the store, decides, and appends with the expected version, retrying a
+// bounded number of times on a conflict. It also pushes (compose, then hand
+// to the bus) and records apply outcomes.
+//
+// It caches aggregate states by stream and catches them up with a read of
+// the stream from the cached version on every load, so every load still
+// reads the store (and a store that cannot be read fails the command).
+type Handler struct {
+	store   events.Store
+	reg     *events.Registry
+	now     func() time.Time
+	newID   func() uuid.UUID
+	retries int
+
+	mu      sync.Mutex
+	nodes   map[string]Node
+	modules map[string]Module
+	catalog catalog
+}
+
+// Option configures a Handler.
+type Option func(*Handler)
+
+// WithClock sets the clock events are stamped with.
+func WithClock(now func() time.Time) Option { return func(h *Handler) { h.now = now } }
+
+// WithIDs sets the source of event ids (UUIDv7 by default).
+func WithIDs(newID func() uuid.UUID) Option { return func(h *Handler) { h.newID = newID } }
+
+// WithRetries sets how many times a conflicting command is retried.
+func WithRetries(n int) Option { return func(h *Handler) { h.retries = n } }
+
+// NewHandler returns a handler over store.
+func NewHandler(store events.Store, reg *events.Registry, opts ...Option) *Handler {
+	h := &Handler{
+		store: store, reg: reg, now: time.Now, newID: events.NewID, retries: DefaultRetries,
+		nodes: map[string]Node{}, modules: map[string]Module{},
+	}
+	for _, o := range opts {
+		o(h)
+	}
+	return h
+}
+
+// Execute decides c as actor ("operator:<name>") and appends its events. It
+// returns the events as stored (none when the command changed nothing).
+func (h *Handler) Execute(ctx context.Context, actor string, c Command) ([]events.Event, error) {
+	var lastErr error
+	for attempt := 0; attempt <= h.retries; attempt++ {
+		s, version, err := h.load(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		payloads, err := Decide(s, c)
+		if err != nil || len(payloads) == 0 {
+			return nil, err
+		}
+		corr := h.newID().String()
+		evs, err := h.events(c.Stream(), payloads, events.Meta{Actor: actor, Correlation: corr})
+		if err != nil {
+			return nil, err
+		}
+		stored, err := h.store.Append(ctx, c.Stream(), events.Exactly(version), evs...)
+		if errors.Is(err, events.ErrWrongExpectedVersion) {
+			lastErr = err
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("commands: %s: append %s: %w", describe(c), c.Stream(), err)
+		}
+		return stored, nil
+	}
+	return nil, fmt.Errorf("commands: %s: gave up after %d attempts, the stream kept changing: %w (last: %v)",
+		describe(c), h.retries+1, ErrConflict, lastErr)
+}
+
+// load returns the state c needs and the version of the stream c appends to.
+func (h *Handler) load(ctx context.Context, c Command) (State, uint64, error) {
+	var s State
+	var err error
+	switch c := c.(type) {
+	case RegisterNode, AdoptNode, SetNodeSetting:
+		s.Node, err = h.Node(ctx, nodeOf(c))
+		return s, s.Node.Version, err
+	case AssignModule, ReleaseModule, TakeModule:
+		node, module := nodeOf(c), moduleOf(c)
+		if s.Node, err = h.Node(ctx, node); err != nil {
+			return s, 0, err
+		}
+		s.Module, err = h.Module(ctx, module)
+		return s, s.Node.Version, err
+	case DefineModule, RecordArtifact:
+		s.Module, err = h.Module(ctx, moduleOf(c))
+		return s, s.Module.Version, err
+	}
+	return s, 0, reject(CodeInvalid, "unknown command %T", c)
+}
+
+func nodeOf(c Command) string {
+	switch c := c.(type) {
+	case RegisterNode:
+		return c.Node
+	case AdoptNode:
+		return c.Node
+	case SetNodeSetting:
+		return c.Node
+	case AssignModule:
+		return c.Node
+	case ReleaseModule:
+		return c.Node
+	case TakeModule:
+		return c.Node
+	}
+	return ""
+}
+
+func moduleOf(c Command) string {
+	switch c := c.(type) {
+	case DefineModule:
+		return c.Module
+	case AssignModule:
+		return c.Module
+	case ReleaseModule:
+		return c.Module
+	case TakeModule:
+		return c.Module
+	case RecordArtifact:
+		return c.Module
+	}
+	return ""
+}
+
+func describe(c Command) string {
+	name := fmt.Sprintf("%T", c)
+	name = name[strings.LastIndex(name, ".")+1:]
+	switch c := c.(type) {
+	case AssignModule, ReleaseModule, TakeModule:
+		return fmt.Sprintf("%s %s on %s", name, moduleOf(c), nodeOf(c))
+	case DefineModule, RecordArtifact:
+		return fmt.Sprintf("%s %s", name, moduleOf(c))
+	default:
+		return fmt.Sprintf("%s %s", name, nodeOf(c))
+	}
+}
+
+func (h *Handler) events(stream string, ps []events.Payload, m events.Meta) ([]events.Event, error) {
+	out := make([]events.Event, len(ps))
+	for i, p := range ps {
+		m.ID, m.At = h.newID(), h.now()
+		ev, err := h.reg.New(stream, p, m)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = ev
+	}
+	return out, nil
+}
+
+// Node returns a node's current state, read from the store. It implements
+// Reader.
+func (h *Handler) Node(ctx context.Context, name string) (Node, error) {
+	h.mu.Lock()
+	cached := h.nodes[name]
+	h.mu.Unlock()
+	n, err := catchUp(ctx, h, events.NodeStream(name), cached, cached.Version, EvolveNode)
+	if err != nil {
+		return Node{}, err
+	}
+	if n.Name == "" {
+		n.Name = name
+	}
+	h.mu.Lock()
+	if h.nodes[name].Version < n.Version {
+		h.nodes[name] = n
+	}
+	h.mu.Unlock()
+	return n, nil
+}
+
+// Module returns a module's current state, read from the store. It
+// implements Reader.
+func (h *Handler) Module(ctx context.Context, name string) (Module, error) {
+	h.mu.Lock()
+	cached := h.modules[name]
+	h.mu.Unlock()
+	m, err := catchUp(ctx, h, events.ModuleStream(name), cached, cached.Version, EvolveModule)
+	if err != nil {
+		return Module{}, err
+	}
+	if m.Name == "" {
+		m.Name = name
+	}
+	h.mu.Lock()
+	if h.modules[name].Version < m.Version {
+		h.modules[name] = m
+	}
+	h.mu.Unlock()
+	return m, nil
+}
+
+func catchUp[S any](ctx context.Context, h *Handler, stream string, s S, version uint64, evolve func(S, events.Event, events.Payload) S) (S, error) {
+	evs, err := h.store.ReadStream(ctx, stream, version, 0)
+	if err != nil {
+		return s, fmt.Errorf("commands: read %s: %w", stream, err)
+	}
+	for _, ev := range evs {
+		p, err := h.reg.Decode(ev)
+		if errors.Is(err, events.ErrUnknownType) {
+			// A type this build does not know changes nothing it decides on;
+			// the version still advances.
+			p = nil
+		} else if err != nil {
+			return s, fmt.Errorf("commands: read %s: %w", stream, err)
+		}
+		s = evolve(s, ev, p)
+	}
+	return s, nil
+}
+
+// Nodes lists every registered node, sorted. It implements Reader, from a
+// catalog it keeps by reading the store's global stream from where it last
+// stopped.
+func (h *Handler) Nodes(ctx context.Context) ([]string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.catalog.catchUp(ctx, h.store); err != nil {
+		return nil, fmt.Errorf("commands: node list: %w", err)
+	}
+	out := make([]string, 0, len(h.catalog.nodes))
+	for n := range h.catalog.nodes {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Modules lists every defined module, sorted.
+func (h *Handler) Modules(ctx context.Context) ([]string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.catalog.catchUp(ctx, h.store); err != nil {
+		return nil, fmt.Errorf("commands: module list: %w", err)
+	}
+	out := make([]string, 0, len(h.catalog.modules))
+	for n := range h.catalog.modules {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// catalog is the set of registered nodes and defined modules, kept by type
+// and stream name alone (no payload decoding).
+type catalog struct {
+	pos     uint64
+	nodes   map[string]bool
+	modules map[string]bool
+}
+
+func (c *catalog) catchUp(ctx context.Context, s events.Store) error {
+	if c.nodes == nil {
+		c.nodes, c.modules = map[string]bool{}, map[string]bool{}
+	}
+	for {
+		page, err := s.ReadAll(ctx, c.pos, 4096)
+		if err != nil {
+			return err
+		}
+		for _, ev := range page {
+			switch ev.Type {
+			case events.TypeNodeRegistered:
+				c.nodes[strings.TrimPrefix(ev.Stream, "node-")] = true
+			case events.TypeModuleDefined:
+				c.modules[strings.TrimPrefix(ev.Stream, "module-")] = true
+			}
+			c.pos = ev.Position
+		}
+		if len(page) < 4096 {
+			return nil
+		}
+	}
+}
+
+var _ Reader = (*Handler)(nil)

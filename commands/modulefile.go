@@ -1,0 +1,373 @@
+package commands
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"go.yaml.in/yaml/v3"
+
+	"meshplane/events"
+)
+
+// ErrModuleFile wraps every error of ParseModuleFile.
+var ErrModuleFile = errors.New("malformed module file")
+
+// ModuleFileError names the file, line and field a module file is refused
+// for.
+type ModuleFileError struct {
+	File  string
+	Line  int
+	Field string
+	Msg   string
+}
+
+func (e *ModuleFileError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, e.Field, e.Msg)
+}
+
+// Is makes errors.Is(err, ErrModuleFile) true.
+func (e *ModuleFileError) Is(target error) bool { return target == ErrModuleFile }
+
+// ParseModuleFile parses a module file (YAML). file names it in errors.
+//
+//	module: forge                    # required
+//	routes: [forge.zurag.be]
+//	containers:
+//	  - name: web
+//	    artifact: forge/web          # or image: registry/name:tag
+//	    command: [forge, serve]
+//	    env: {LOG: info}
+//	    ports:                       # node settings, read at compose time
+//	      - {port: store, env: STORE_PORT}
+//	    mounts:
+//	      - /var/lib/forge           # source = target
+//	      - {source: /srv/cfg, target: /etc/forge, readonly: true}
+//	directories:
+//	  - {path: /var/lib/forge, mode: "0700"}
+//	files:
+//	  - {path: /etc/forge.conf, mode: "0644", content: "..."}
+//
+// Every mounted path is also a directory resource of the module. Unknown
+// fields, wrong types, duplicate container names and everything
+// ValidateSpec refuses are errors naming the file, line and field.
+func ParseModuleFile(file string, data []byte) (string, events.ModuleSpec, error) {
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		return "", events.ModuleSpec{}, &ModuleFileError{File: file, Line: yamlErrLine(err), Msg: err.Error()}
+	}
+	p := &mfParser{file: file}
+	name, spec := p.module(&doc)
+	if p.err != nil {
+		return "", events.ModuleSpec{}, p.err
+	}
+	return name, spec, nil
+}
+
+type mfParser struct {
+	file string
+	err  error
+}
+
+func (p *mfParser) fail(n *yaml.Node, field, format string, args ...any) {
+	if p.err == nil {
+		line := 0
+		if n != nil {
+			line = n.Line
+		}
+		p.err = &ModuleFileError{File: p.file, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+}
+
+func (p *mfParser) module(doc *yaml.Node) (string, events.ModuleSpec) {
+	var spec events.ModuleSpec
+	root := doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	var name string
+	nameSeen := false
+	p.mapping(root, "", func(key string, v *yaml.Node) {
+		switch key {
+		case "module":
+			name, nameSeen = p.str(v, "module"), true
+			if p.err == nil && !validName(name) {
+				p.fail(v, "module", "%q: use lower-case letters, digits, '-', '_' and '.'", name)
+			}
+		case "routes":
+			spec.Routes = p.strs(v, "routes")
+			for i, r := range spec.Routes {
+				if !validHostname(r) {
+					p.fail(v.Content[i], fmt.Sprintf("routes[%d]", i), "%q is not a host name", r)
+				}
+			}
+		case "containers":
+			p.seq(v, "containers", func(i int, c *yaml.Node) {
+				spec.Containers = append(spec.Containers, p.container(c, fmt.Sprintf("containers[%d]", i)))
+			})
+		case "directories":
+			p.seq(v, "directories", func(i int, d *yaml.Node) {
+				f := fmt.Sprintf("directories[%d]", i)
+				var ds events.DirectorySpec
+				p.mapping(d, f, func(key string, v *yaml.Node) {
+					switch key {
+					case "path":
+						ds.Path = p.path(v, f+".path")
+					case "mode":
+						ds.Mode = p.mode(v, f+".mode")
+					default:
+						p.fail(v, f+"."+key, "unknown field (want path, mode)")
+					}
+				})
+				if ds.Path == "" {
+					p.fail(d, f+".path", "missing")
+				}
+				spec.Directories = append(spec.Directories, ds)
+			})
+		case "files":
+			p.seq(v, "files", func(i int, n *yaml.Node) {
+				f := fmt.Sprintf("files[%d]", i)
+				var fs events.FileSpec
+				p.mapping(n, f, func(key string, v *yaml.Node) {
+					switch key {
+					case "path":
+						fs.Path = p.path(v, f+".path")
+					case "mode":
+						fs.Mode = p.mode(v, f+".mode")
+					case "content":
+						fs.Content = p.str(v, f+".content")
+					default:
+						p.fail(v, f+"."+key, "unknown field (want path, mode, content)")
+					}
+				})
+				if fs.Path == "" {
+					p.fail(n, f+".path", "missing")
+				}
+				spec.Files = append(spec.Files, fs)
+			})
+		default:
+			p.fail(v, key, "unknown field (want module, routes, containers, directories, files)")
+		}
+	})
+	if p.err == nil && !nameSeen {
+		p.fail(root, "module", "missing: a module file names its module")
+	}
+	seen := map[string]int{}
+	for i, c := range spec.Containers {
+		if j, dup := seen[c.Name]; dup && p.err == nil {
+			p.fail(root, fmt.Sprintf("containers[%d].name", i), "%q is also the name of containers[%d]", c.Name, j)
+		}
+		seen[c.Name] = i
+	}
+	if p.err == nil {
+		if err := ValidateSpec(spec); err != nil {
+			p.fail(root, "", "%v", err)
+		}
+	}
+	return name, spec
+}
+
+func (p *mfParser) container(n *yaml.Node, f string) events.ContainerSpec {
+	var c events.ContainerSpec
+	p.mapping(n, f, func(key string, v *yaml.Node) {
+		switch key {
+		case "name":
+			c.Name = p.str(v, f+".name")
+			if p.err == nil && !validName(c.Name) {
+				p.fail(v, f+".name", "%q: use lower-case letters, digits, '-', '_' and '.'", c.Name)
+			}
+		case "image":
+			c.Image = p.str(v, f+".image")
+		case "artifact":
+			c.Artifact = p.str(v, f+".artifact")
+			if p.err == nil && !validArtifact(c.Artifact) {
+				p.fail(v, f+".artifact", "%q is not an artifact name", c.Artifact)
+			}
+		case "command":
+			c.Command = p.strs(v, f+".command")
+		case "env":
+			c.Env = map[string]string{}
+			p.mapping(v, f+".env", func(k string, ev *yaml.Node) { c.Env[k] = p.str(ev, f+".env."+k) })
+		case "networks":
+			c.Networks = p.strs(v, f+".networks")
+		case "ports":
+			p.seq(v, f+".ports", func(i int, pn *yaml.Node) {
+				pf := fmt.Sprintf("%s.ports[%d]", f, i)
+				var pr events.PortRead
+				p.mapping(pn, pf, func(key string, v *yaml.Node) {
+					switch key {
+					case "port":
+						pr.Port = p.str(v, pf+".port")
+					case "env":
+						pr.Env = p.str(v, pf+".env")
+					default:
+						p.fail(v, pf+"."+key, "unknown field (want port, env)")
+					}
+				})
+				if p.err == nil && (pr.Port == "" || pr.Env == "") {
+					p.fail(pn, pf, "a port read names both port and env")
+				}
+				c.Ports = append(c.Ports, pr)
+			})
+		case "mounts":
+			p.seq(v, f+".mounts", func(i int, mn *yaml.Node) {
+				mf := fmt.Sprintf("%s.mounts[%d]", f, i)
+				var m events.Mount
+				if mn.Kind == yaml.ScalarNode {
+					m.Source = p.path(mn, mf)
+				} else {
+					p.mapping(mn, mf, func(key string, v *yaml.Node) {
+						switch key {
+						case "source":
+							m.Source = p.path(v, mf+".source")
+						case "target":
+							m.Target = p.path(v, mf+".target")
+						case "readonly":
+							m.ReadOnly = p.bool(v, mf+".readonly")
+						default:
+							p.fail(v, mf+"."+key, "unknown field (want source, target, readonly)")
+						}
+					})
+				}
+				if p.err == nil && m.Source == "" {
+					p.fail(mn, mf+".source", "missing")
+				}
+				c.Mounts = append(c.Mounts, m)
+			})
+		default:
+			p.fail(v, f+"."+key, "unknown field (want name, image, artifact, command, env, ports, mounts, networks)")
+		}
+	})
+	if p.err == nil {
+		switch {
+		case c.Name == "":
+			p.fail(n, f+".name", "missing")
+		case c.Image == "" && c.Artifact == "":
+			p.fail(n, f, "container %s names neither an image nor an artifact", c.Name)
+		case c.Image != "" && c.Artifact != "":
+			p.fail(n, f, "container %s names both an image and an artifact", c.Name)
+		}
+	}
+	return c
+}
+
+func (p *mfParser) mapping(n *yaml.Node, f string, each func(key string, v *yaml.Node)) {
+	if p.err != nil {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		p.fail(n, f, "want a mapping, found %s", kindName(n))
+		return
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content) && p.err == nil; i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if seen[k.Value] {
+			p.fail(k, join(f, k.Value), "given twice")
+			return
+		}
+		seen[k.Value] = true
+		each(k.Value, v)
+	}
+}
+
+func (p *mfParser) seq(n *yaml.Node, f string, each func(i int, v *yaml.Node)) {
+	if p.err != nil {
+		return
+	}
+	if n.Kind != yaml.SequenceNode {
+		p.fail(n, f, "want a list, found %s", kindName(n))
+		return
+	}
+	for i, v := range n.Content {
+		if p.err != nil {
+			return
+		}
+		each(i, v)
+	}
+}
+
+func (p *mfParser) str(n *yaml.Node, f string) string {
+	if p.err != nil {
+		return ""
+	}
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		p.fail(n, f, "want a string, found %s", kindName(n))
+		return ""
+	}
+	return n.Value
+}
+
+func (p *mfParser) strs(n *yaml.Node, f string) []string {
+	var out []string
+	p.seq(n, f, func(i int, v *yaml.Node) { out = append(out, p.str(v, fmt.Sprintf("%s[%d]", f, i))) })
+	return out
+}
+
+func (p *mfParser) bool(n *yaml.Node, f string) bool {
+	s := p.str(n, f)
+	if p.err != nil {
+		return false
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		p.fail(n, f, "%q is not true or false", s)
+	}
+	return b
+}
+
+func (p *mfParser) path(n *yaml.Node, f string) string {
+	s := p.str(n, f)
+	if p.err == nil && !absPath(s) {
+		p.fail(n, f, "%q is not an absolute path", s)
+	}
+	return s
+}
+
+func (p *mfParser) mode(n *yaml.Node, f string) string {
+	s := p.str(n, f)
+	if p.err == nil {
+		if _, err := parseMode(s, 0); err != nil {
+			p.fail(n, f, "%v (quote it: \"0700\")", err)
+		}
+	}
+	return s
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" {
+			return "nothing"
+		}
+		return fmt.Sprintf("%q", n.Value)
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return "an empty document"
+}
+
+func join(f, k string) string {
+	if f == "" {
+		return k
+	}
+	return f + "." + k
+}
+
+// yamlErrLine pulls the line out of a yaml syntax error ("yaml: line 3: ...").
+func yamlErrLine(err error) int {
+	var line int
+	if _, scanErr := fmt.Sscanf(err.Error(), "yaml: line %d:", &line); scanErr == nil {
+		return line
+	}
+	return 0
+}

@@ -1,0 +1,165 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"meshplane/events"
+)
+
+// SendFunc hands a declaration to the bus for its node.
+type SendFunc func(ctx context.Context, d Declaration) error
+
+// Push composes node's declaration and hands it to send, recording each step
+// as an event on the node's stream, all sharing one correlation:
+//
+//   - compose fails: declaration.compose-failed naming the read, nothing is
+//     sent, and the error is returned;
+//   - composed: declaration.composed (appended at the node version compose
+//     read, so no command on the node slips between; retried on conflict),
+//     then send; if send fails, declaration.push-failed and the error;
+//     otherwise declaration.pushed.
+//
+// reader is where compose reads; nil means the handler itself (the store).
+func (h *Handler) Push(ctx context.Context, node string, reader Reader, send SendFunc) (Declaration, error) {
+	if reader == nil {
+		reader = h
+	}
+	corr := h.newID().String()
+	meta := events.Meta{Actor: "controller", Correlation: corr}
+	stream := events.NodeStream(node)
+	var lastErr error
+	for attempt := 0; attempt <= h.retries; attempt++ {
+		self, err := reader.Node(ctx, node)
+		if err != nil {
+			err = &ReadError{Node: node, Read: "node " + node, Err: err}
+			return Declaration{}, h.composeFailed(ctx, node, err, meta)
+		}
+		if !self.Registered {
+			return Declaration{}, reject(CodeNodeUnknown, "cannot push to %s: node %s is not registered", node, node)
+		}
+		c, err := Compose(ctx, reader, node, self.Composed+1, corr)
+		if err != nil {
+			return Declaration{}, h.composeFailed(ctx, node, err, meta)
+		}
+		evs, err := h.events(stream, []events.Payload{c.Composed()}, meta)
+		if err != nil {
+			return Declaration{}, err
+		}
+		_, err = h.store.Append(ctx, stream, events.Exactly(self.Version), evs...)
+		if errors.Is(err, events.ErrWrongExpectedVersion) {
+			lastErr = err
+			continue
+		}
+		if err != nil {
+			return Declaration{}, fmt.Errorf("commands: push %s: append composed: %w", node, err)
+		}
+		d := c.Declaration
+		if err := send(ctx, d); err != nil {
+			failed := events.DeclarationPushFailed{Node: node, Declaration: d.ID, Error: err.Error()}
+			if aerr := h.appendAny(ctx, stream, failed, meta); aerr != nil {
+				return d, fmt.Errorf("commands: push %s: send: %w (and recording it failed: %v)", node, err, aerr)
+			}
+			return d, fmt.Errorf("commands: push %s: send %s: %w", node, d.ID, err)
+		}
+		pushed := events.DeclarationPushed{Node: node, Declaration: d.ID, Digest: d.Digest, Resources: len(d.Resources)}
+		if err := h.appendAny(ctx, stream, pushed, meta); err != nil {
+			return d, fmt.Errorf("commands: push %s: record pushed: %w", node, err)
+		}
+		return d, nil
+	}
+	return Declaration{}, fmt.Errorf("commands: push %s: gave up after %d attempts, the node kept changing: %w (last: %v)",
+		node, h.retries+1, ErrConflict, lastErr)
+}
+
+// composeFailed records a failed compose and returns the error to report.
+func (h *Handler) composeFailed(ctx context.Context, node string, cause error, meta events.Meta) error {
+	p := events.DeclarationComposeFailed{Node: node, Error: cause.Error()}
+	var re *ReadError
+	if errors.As(cause, &re) {
+		p.Read = re.Read
+	}
+	err := fmt.Errorf("commands: push %s: %w", node, cause)
+	if aerr := h.appendAny(ctx, events.NodeStream(node), p, meta); aerr != nil {
+		return fmt.Errorf("%w (and recording the failure failed: %v)", err, aerr)
+	}
+	return err
+}
+
+func (h *Handler) appendAny(ctx context.Context, stream string, p events.Payload, meta events.Meta) error {
+	evs, err := h.events(stream, []events.Payload{p}, meta)
+	if err != nil {
+		return err
+	}
+	_, err = h.store.Append(ctx, stream, events.Any, evs...)
+	return err
+}
+
+// Delivery is an apply outcome as an agent delivers it.
+type Delivery struct {
+	Report      events.ApplyReported
+	ApplyID     uuid.UUID // the id of the apply.reported event: re-delivery is a no-op
+	AppliedAt   time.Time
+	Correlation string
+	Attempts    int    // failed delivery attempts before this one
+	LastError   string // the last of them
+}
+
+// RecordApply appends an agent's apply report as apply.reported (with the
+// agent's apply id, so delivering it again appends nothing), and, when
+// earlier attempts failed, report.delivered-late beside it.
+func (h *Handler) RecordApply(ctx context.Context, d Delivery) ([]events.Event, error) {
+	node := d.Report.Node
+	if d.ApplyID == uuid.Nil {
+		return nil, reject(CodeInvalid, "apply report from %s has no apply id", node)
+	}
+	n, err := h.Node(ctx, node)
+	if err != nil {
+		return nil, fmt.Errorf("commands: record apply %s: %w", d.ApplyID, err)
+	}
+	if !n.Registered {
+		return nil, reject(CodeNodeUnknown, "apply report from %s: node %s is not registered", node, node)
+	}
+	stream := events.NodeStream(node)
+	d.Report.ApplyID = d.ApplyID.String()
+	apply, err := h.reg.New(stream, d.Report, events.Meta{
+		ID: d.ApplyID, At: d.AppliedAt, Actor: "agent:" + node, Correlation: d.Correlation,
+	})
+	if err != nil {
+		return nil, err
+	}
+	batch := []events.Event{apply}
+	if d.Attempts > 0 {
+		late, err := h.reg.New(stream, events.ReportDeliveredLate{
+			Node: node, Declaration: d.Report.Declaration, ApplyID: d.ApplyID.String(),
+			Attempts: d.Attempts, LastError: d.LastError,
+		}, events.Meta{ID: lateID(d.ApplyID), At: h.now(), Actor: "agent:" + node, Correlation: d.Correlation, Causation: d.ApplyID.String()})
+		if err != nil {
+			return nil, err
+		}
+		batch = append(batch, late)
+	}
+	stored, err := h.store.Append(ctx, stream, events.Any, batch...)
+	if errors.Is(err, events.ErrIDConflict) && len(batch) > 1 {
+		// Recorded before, and the acknowledgement was lost: the late note
+		// then differs (its time, its attempts). The report itself decides.
+		stored, err = h.store.Append(ctx, stream, events.Any, apply)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("commands: record apply %s of %s: %w", d.ApplyID, d.Report.Declaration, err)
+	}
+	return stored, nil
+}
+
+// lateID derives the id of a report's report.delivered-late event from the
+// apply id: the same report always yields the same id (a UUIDv7 still, with
+// the apply's timestamp and a flipped random bit).
+func lateID(apply uuid.UUID) uuid.UUID {
+	id := apply
+	id[15] ^= 0x01
+	return id
+}
