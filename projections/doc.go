@@ -1,0 +1,46 @@
+// Package projections is meshplane's read side: pure folds of the event
+// stream into the views operators and scenario steps read (roster, status,
+// holds, timeline, churn), and the Runner that feeds them from an
+// events.Store with a checkpoint.
+//
+// # Folds
+//
+// A Projection folds one decoded event at a time: state + event → state. A
+// fold does no I/O, reads no clock and touches no global; everything it knows
+// comes from the events it was handed, in position order. So a projection
+// rebuilt from position 0 is the same, byte for byte (see Projection's
+// MarshalJSON), as the one that followed the store live, and two rebuilds are
+// identical.
+//
+// The Runner decodes each event once, with an *events.Registry, and hands the
+// envelope and the payload to every projection. Payloads are shared between
+// projections: a projection may keep references into a payload but never
+// modifies one.
+//
+// # Bad input
+//
+// Nothing in the stream is fatal to the read side, and nothing is dropped
+// silently:
+//   - an event whose type the registry does not know is counted per type
+//     (Runner.Unknown) and skipped;
+//   - a payload that does not decode is counted and kept, with its position
+//     and error, for inspection (Runner.Failures);
+//   - an event a projection cannot attribute (an apply report naming no node,
+//     on a stream that is not a node's) is refused by that projection's Fold
+//     with an error wrapping ErrUnattributed, and counted the same way.
+//
+// Users may append events by hand, so payloads may lack the added (non
+// public) fields of events/types.go, and envelopes may lack actor or
+// correlation: the folds fall back where they can (the digest of an apply is
+// looked up from its declaration's composed event, a node is read from the
+// stream name when the payload does not name it).
+//
+// # Concurrency
+//
+// Every projection guards its state with its own sync.RWMutex: Fold and
+// Reset take it for writing, queries for reading, so a projection can be
+// read while the Runner feeds it. A query sees the projection after some
+// whole event, never half of one; two queries on two projections may see
+// different positions (Runner.WaitFor makes a reader wait for a position).
+// Values returned by queries are copies or are never modified afterwards.
+package projections

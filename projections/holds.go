@@ -1,0 +1,131 @@
+package projections
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"meshplane/events"
+)
+
+// Holds is each node's own list of held resources, from its latest apply
+// report (DESIGN.md rule 3, seed 002): what the node decided at apply time,
+// not what the controller expected. A resource held by consecutive applies
+// keeps the declaration and position from which it has been held.
+type Holds struct {
+	mu    sync.RWMutex
+	nodes map[string]*holdsNode
+}
+
+type holdsNode struct {
+	Declaration string `json:"declaration"` // of the latest apply
+	Position    uint64 `json:"position"`
+	Held        []Hold `json:"held"` // sorted by module, then name
+}
+
+// Hold is one held resource.
+type Hold struct {
+	Name   string `json:"name"`
+	Module string `json:"module"`
+	Reason string `json:"reason"`
+	// Since is the apply from which the resource has been held, without a
+	// break, for the same reason.
+	Since HoldSince `json:"since"`
+}
+
+// HoldSince marks the apply that first held a resource.
+type HoldSince struct {
+	Declaration string    `json:"declaration"`
+	Position    uint64    `json:"position"`
+	At          time.Time `json:"at"`
+}
+
+var _ Projection = (*Holds)(nil)
+
+// NewHolds returns an empty holds projection.
+func NewHolds() *Holds { return &Holds{nodes: map[string]*holdsNode{}} }
+
+// Name is "holds".
+func (h *Holds) Name() string { return "holds" }
+
+// Reset forgets everything.
+func (h *Holds) Reset() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.nodes = map[string]*holdsNode{}
+}
+
+// Fold replaces a node's list with the one of each apply.reported.
+func (h *Holds) Fold(ev events.Event, p events.Payload) error {
+	a, ok := p.(events.ApplyReported)
+	if !ok {
+		return nil
+	}
+	node := nodeOf(ev, p)
+	if node == "" {
+		return unattributed(h.Name(), ev)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	prev := h.nodes[node]
+	n := &holdsNode{Declaration: a.Declaration, Position: ev.Position, Held: make([]Hold, 0, len(a.Held))}
+	since := HoldSince{Declaration: a.Declaration, Position: ev.Position, At: ev.At}
+	for _, x := range a.Held {
+		hold := Hold{Name: x.Name, Module: x.Module, Reason: x.Reason, Since: since}
+		if prev != nil {
+			for _, o := range prev.Held {
+				if o.Name == x.Name && o.Module == x.Module && o.Reason == x.Reason {
+					hold.Since = o.Since
+					break
+				}
+			}
+		}
+		n.Held = append(n.Held, hold)
+	}
+	slices.SortStableFunc(n.Held, func(a, b Hold) int {
+		if a.Module != b.Module {
+			if a.Module < b.Module {
+				return -1
+			}
+			return 1
+		}
+		if a.Name < b.Name {
+			return -1
+		}
+		if a.Name > b.Name {
+			return 1
+		}
+		return 0
+	})
+	h.nodes[node] = n
+	return nil
+}
+
+// Of returns node's held resources from its latest apply, sorted by module
+// then name; empty when that apply held nothing. A node that never reported
+// an apply is ErrUnknownNode.
+func (h *Holds) Of(node string) ([]Hold, error) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	n, ok := h.nodes[node]
+	if !ok {
+		return nil, fmt.Errorf("projections: holds of %q: %w", node, ErrUnknownNode)
+	}
+	return slices.Clone(n.Held), nil
+}
+
+// Nodes lists the nodes that reported an apply, sorted.
+func (h *Holds) Nodes() []string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return slices.Sorted(maps.Keys(h.nodes))
+}
+
+// MarshalJSON writes every node's list, nodes sorted.
+func (h *Holds) MarshalJSON() ([]byte, error) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return marshal(h.nodes)
+}

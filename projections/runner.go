@@ -1,0 +1,309 @@
+package projections
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+
+	"meshplane/events"
+)
+
+// Checkpoints keeps the last position a named consumer has folded.
+//
+// Invariant: a runner saves a position only after every projection has
+// folded every event up to it, so a checkpoint never runs ahead of the state
+// it stands for. A durable implementation is only sound with durable
+// projections; with in-memory projections use MemCheckpoints.
+type Checkpoints interface {
+	// Load returns the saved position of name, 0 if none was saved.
+	Load(ctx context.Context, name string) (uint64, error)
+	// Save records pos as name's position.
+	Save(ctx context.Context, name string, pos uint64) error
+}
+
+// MemCheckpoints is an in-memory Checkpoints, safe for concurrent use.
+type MemCheckpoints struct {
+	mu  sync.Mutex
+	pos map[string]uint64
+}
+
+var _ Checkpoints = (*MemCheckpoints)(nil)
+
+// NewMemCheckpoints returns an empty MemCheckpoints.
+func NewMemCheckpoints() *MemCheckpoints { return &MemCheckpoints{pos: map[string]uint64{}} }
+
+// Load returns name's position.
+func (m *MemCheckpoints) Load(_ context.Context, name string) (uint64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.pos[name], nil
+}
+
+// Save records name's position.
+func (m *MemCheckpoints) Save(_ context.Context, name string, pos uint64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pos[name] = pos
+	return nil
+}
+
+// DefaultCheckpoint is the checkpoint name NewRunner uses.
+const DefaultCheckpoint = "projections"
+
+// PageSize is how many events CatchUp reads at a time.
+const PageSize = 1024
+
+// maxFailures bounds how many failures a runner keeps for inspection; it
+// counts them all.
+const maxFailures = 100
+
+// Failure is an event some projection (or the codec) could not fold.
+type Failure struct {
+	Position   uint64 `json:"position"`
+	Stream     string `json:"stream"`
+	Type       string `json:"type"`
+	Projection string `json:"projection,omitempty"` // "" when the payload did not decode
+	Err        string `json:"error"`
+}
+
+// Runner feeds projections from a store: it decodes each event once, hands
+// it to every projection in order, then advances its position and saves the
+// checkpoint.
+//
+// Concurrency: folding is serialized by the runner (CatchUp, Run and
+// Rebuild may be called from several goroutines; an event is folded once),
+// and each projection locks its own state, so queries may run at any time.
+// Position, WaitFor, Unknown and Failures are safe at any time.
+type Runner struct {
+	store events.Store
+	reg   *events.Registry
+	ps    []Projection
+	cp    Checkpoints
+	name  string
+
+	fold   sync.Mutex // held while folding; guards loaded
+	loaded bool       // the checkpoint was read
+
+	mu       sync.RWMutex // guards what follows
+	pos      uint64
+	unknown  map[string]int
+	failures []Failure
+	failed   int
+	moved    *events.Signal // notified whenever pos changes
+}
+
+// NewRunner returns a runner feeding ps from store, checkpointed in memory
+// under DefaultCheckpoint.
+func NewRunner(store events.Store, reg *events.Registry, ps ...Projection) *Runner {
+	return NewRunnerWithCheckpoints(store, reg, NewMemCheckpoints(), DefaultCheckpoint, ps...)
+}
+
+// NewRunnerWithCheckpoints returns a runner feeding ps from store,
+// checkpointed in cp under name.
+func NewRunnerWithCheckpoints(store events.Store, reg *events.Registry, cp Checkpoints, name string, ps ...Projection) *Runner {
+	return &Runner{
+		store: store, reg: reg, ps: ps, cp: cp, name: name,
+		unknown: map[string]int{}, moved: events.NewSignal(),
+	}
+}
+
+// Position is the last position every projection has folded.
+func (r *Runner) Position() uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.pos
+}
+
+// Unknown counts, per type, the events skipped because the registry does not
+// know their type.
+func (r *Runner) Unknown() map[string]int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return maps.Clone(r.unknown)
+}
+
+// Failures returns the first failures kept (at most 100) and how many there
+// were in all: payloads that did not decode, and events a projection
+// refused.
+func (r *Runner) Failures() (kept []Failure, total int) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return append([]Failure(nil), r.failures...), r.failed
+}
+
+// WaitFor blocks until the projections have folded position pos, or ctx is
+// done.
+func (r *Runner) WaitFor(ctx context.Context, pos uint64) error {
+	for {
+		r.mu.RLock()
+		at, moved := r.pos, r.moved.Changed()
+		r.mu.RUnlock()
+		if at >= pos {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("projections: wait for position %d (at %d): %w", pos, at, ctx.Err())
+		case <-moved:
+		}
+	}
+}
+
+// load reads the checkpoint once. Called with fold held.
+func (r *Runner) load(ctx context.Context) error {
+	if r.loaded {
+		return nil
+	}
+	pos, err := r.cp.Load(ctx, r.name)
+	if err != nil {
+		return fmt.Errorf("projections: load checkpoint %s: %w", r.name, err)
+	}
+	r.setPos(pos)
+	r.loaded = true
+	return nil
+}
+
+func (r *Runner) setPos(pos uint64) {
+	r.mu.Lock()
+	r.pos = pos
+	r.mu.Unlock()
+	r.moved.Notify()
+}
+
+// CatchUp folds every event from the checkpoint to the store's head as it is
+// when CatchUp starts, a page at a time, saving the checkpoint after each
+// page. A read failure is returned, wrapped; it is never taken for the end of
+// the stream.
+func (r *Runner) CatchUp(ctx context.Context) error {
+	r.fold.Lock()
+	defer r.fold.Unlock()
+	return r.catchUp(ctx)
+}
+
+func (r *Runner) catchUp(ctx context.Context) error {
+	if err := r.load(ctx); err != nil {
+		return err
+	}
+	head, err := r.store.Head(ctx)
+	if err != nil {
+		return fmt.Errorf("projections: catch up: head: %w", err)
+	}
+	for pos := r.Position(); pos < head; pos = r.Position() {
+		page, err := r.store.ReadAll(ctx, pos, PageSize)
+		if err != nil {
+			return fmt.Errorf("projections: catch up: read after %d: %w", pos, err)
+		}
+		if len(page) == 0 {
+			return fmt.Errorf("projections: catch up: store read nothing after %d, below its head %d", pos, head)
+		}
+		last := pos
+		for _, ev := range page {
+			if ev.Position != last+1 {
+				return fmt.Errorf("projections: catch up: expected position %d, store returned %d", last+1, ev.Position)
+			}
+			r.apply(ev)
+			last = ev.Position
+		}
+		if err := r.advance(ctx, last); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Run folds every event after the checkpoint, then each as it is committed,
+// until ctx is done (returning nil) or the store fails (returning the
+// wrapped error). The checkpoint is saved after every event.
+func (r *Runner) Run(ctx context.Context) error {
+	r.fold.Lock()
+	err := r.load(ctx)
+	r.fold.Unlock()
+	if err != nil {
+		return err
+	}
+	err = r.store.Subscribe(ctx, r.Position(), func(ev events.Event) error {
+		r.fold.Lock()
+		defer r.fold.Unlock()
+		at := r.Position()
+		switch {
+		case ev.Position <= at: // folded meanwhile by CatchUp or Rebuild
+			return nil
+		case ev.Position != at+1:
+			return fmt.Errorf("projections: run: expected position %d, store delivered %d", at+1, ev.Position)
+		}
+		r.apply(ev)
+		return r.advance(ctx, ev.Position)
+	})
+	if err == nil || (ctx.Err() != nil && errors.Is(err, ctx.Err())) {
+		return nil
+	}
+	return fmt.Errorf("projections: run: %w", err)
+}
+
+// Rebuild resets every projection, the counters and the checkpoint, and
+// folds the store again from position 0 to its head. Queries made meanwhile
+// see the projections partly rebuilt.
+func (r *Runner) Rebuild(ctx context.Context) error {
+	r.fold.Lock()
+	defer r.fold.Unlock()
+	for _, p := range r.ps {
+		p.Reset()
+	}
+	r.mu.Lock()
+	r.unknown = map[string]int{}
+	r.failures, r.failed = nil, 0
+	r.mu.Unlock()
+	if err := r.cp.Save(ctx, r.name, 0); err != nil {
+		return fmt.Errorf("projections: rebuild: save checkpoint %s: %w", r.name, err)
+	}
+	r.loaded = true
+	r.setPos(0)
+	if err := r.catchUp(ctx); err != nil {
+		return fmt.Errorf("projections: rebuild: %w", err)
+	}
+	return nil
+}
+
+// advance saves the checkpoint at pos (every projection has folded it) and
+// then publishes it.
+func (r *Runner) advance(ctx context.Context, pos uint64) error {
+	if err := r.cp.Save(ctx, r.name, pos); err != nil {
+		return fmt.Errorf("projections: save checkpoint %s at %d: %w", r.name, pos, err)
+	}
+	r.setPos(pos)
+	return nil
+}
+
+// apply decodes ev once and folds it into every projection. Nothing here is
+// fatal: unknown types, undecodable payloads and refusals are counted.
+func (r *Runner) apply(ev events.Event) {
+	if !r.reg.Known(ev.Type) {
+		r.mu.Lock()
+		r.unknown[ev.Type]++
+		r.mu.Unlock()
+		return
+	}
+	p, err := r.reg.Decode(ev)
+	if err != nil {
+		r.fail(ev, "", err)
+		return
+	}
+	for _, proj := range r.ps {
+		if err := proj.Fold(ev, p); err != nil {
+			r.fail(ev, proj.Name(), err)
+		}
+	}
+}
+
+func (r *Runner) fail(ev events.Event, proj string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failed++
+	if len(r.failures) < maxFailures {
+		r.failures = append(r.failures, Failure{
+			Position: ev.Position, Stream: ev.Stream, Type: ev.Type, Projection: proj, Err: err.Error(),
+		})
+	}
+}

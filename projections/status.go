@@ -1,0 +1,363 @@
+package projections
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"meshplane/events"
+)
+
+// Sync values: how a node's last applied declaration relates to its last
+// pushed one.
+const (
+	SyncInSync     = "in-sync"    // the last applied declaration is the last pushed
+	SyncPending    = "pending"    // a later declaration was pushed and not yet applied
+	SyncUnreported = "unreported" // nothing applied was ever reported
+)
+
+// Health values, in the order they win: churning over failing over
+// waiting-on-take over converged.
+const (
+	HealthChurning      = "churning"        // a churn episode is open (Churn.Active)
+	HealthFailing       = "failing"         // the last apply failed resources, or the last compose after it failed
+	HealthWaitingOnTake = "waiting-on-take" // the last apply held resources for untaken modules
+	HealthConverged     = "converged"
+)
+
+// Status is each node's two axes (DESIGN.md: sync and health, as Argo CD's),
+// with held counts per module and the last compose error.
+//
+// Health reads the churn projection at query time, so a Status is only
+// consistent with the Churn it was built with having folded the same events
+// (the Runner feeds both; Set wires them).
+type Status struct {
+	mu    sync.RWMutex
+	churn *Churn
+	nodes map[string]*statusNode
+}
+
+type statusNode struct {
+	Modules       []string         `json:"modules"` // assigned, sorted
+	Taken         []string         `json:"taken"`   // taken, sorted
+	Adopted       bool             `json:"adopted,omitempty"`
+	Composed      *DeclMark        `json:"composed,omitempty"`
+	ComposeFailed *ComposeFailure  `json:"compose_failed,omitempty"`
+	Pushed        *DeclMark        `json:"pushed,omitempty"`
+	PushFailed    *PushFailure     `json:"push_failed,omitempty"`
+	Applied       *ApplyRecord     `json:"applied,omitempty"`
+	decls         map[string]*decl // declaration id → what was composed
+}
+
+// decl is what status keeps of a composed declaration.
+type decl struct {
+	digest    string
+	resources []events.ResourceRef
+}
+
+// DeclMark is a declaration at a point of the stream.
+type DeclMark struct {
+	Declaration string    `json:"declaration"`
+	Digest      string    `json:"digest"`
+	Position    uint64    `json:"position"`
+	At          time.Time `json:"at"`
+	Correlation string    `json:"correlation,omitempty"`
+}
+
+// ComposeFailure is the last declaration.compose-failed of a node.
+type ComposeFailure struct {
+	Read     string    `json:"read,omitempty"`
+	Error    string    `json:"error"`
+	Position uint64    `json:"position"`
+	At       time.Time `json:"at"`
+}
+
+// PushFailure is the last declaration.push-failed of a node.
+type PushFailure struct {
+	Declaration string    `json:"declaration"`
+	Error       string    `json:"error"`
+	Position    uint64    `json:"position"`
+	At          time.Time `json:"at"`
+}
+
+// ApplyRecord is the last apply of a node: the report as received, with the
+// declaration's digest filled in from its composed event when the report
+// did not carry it, and its one-line summary (ApplyReported.Summary, made
+// when queried). A folded record is never modified; a later apply replaces
+// it.
+type ApplyRecord struct {
+	DeclMark
+	Report  events.ApplyReported `json:"report"`
+	Summary string               `json:"summary"`
+}
+
+// NodeStatus is a node's status as queried.
+type NodeStatus struct {
+	Node    string `json:"node"`
+	Sync    string `json:"sync"`
+	Health  string `json:"health"`
+	Churn   bool   `json:"churn"` // a churn episode is open
+	Adopted bool   `json:"adopted,omitempty"`
+	// Modules is the state of every module assigned to the node or named by
+	// its last apply, by name.
+	Modules map[string]ModuleStatus `json:"modules"`
+	// Held counts held resources per module, largest first.
+	Held          []events.ModuleCount `json:"held"`
+	Composed      *DeclMark            `json:"composed,omitempty"`
+	ComposeFailed *ComposeFailure      `json:"compose_failed,omitempty"` // only when it is the last compose attempt
+	Pushed        *DeclMark            `json:"pushed,omitempty"`
+	PushFailed    *PushFailure         `json:"push_failed,omitempty"`
+	Applied       *ApplyRecord         `json:"applied,omitempty"`
+}
+
+// ModuleStatus is one module's state on a node.
+type ModuleStatus struct {
+	Assigned bool   `json:"assigned"`
+	Taken    bool   `json:"taken"`
+	State    string `json:"state"`            // converged, waiting-on-take, failing, or pending (not yet in an apply)
+	Held     int    `json:"held,omitempty"`   // resources held for take
+	Failed   int    `json:"failed,omitempty"` // resources whose apply failed
+}
+
+// Module states beyond the health values.
+const ModulePending = "pending" // assigned, and no apply has covered it yet
+
+var _ Projection = (*Status)(nil)
+
+// NewStatus returns an empty status projection reading churn for health. A
+// nil churn means no node is ever churning.
+func NewStatus(churn *Churn) *Status {
+	return &Status{churn: churn, nodes: map[string]*statusNode{}}
+}
+
+// Name is "status".
+func (s *Status) Name() string { return "status" }
+
+// Reset forgets everything (not the churn it reads: reset that too).
+func (s *Status) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nodes = map[string]*statusNode{}
+}
+
+func (s *Status) node(name string) *statusNode {
+	n := s.nodes[name]
+	if n == nil {
+		n = &statusNode{Modules: []string{}, Taken: []string{}, decls: map[string]*decl{}}
+		s.nodes[name] = n
+	}
+	return n
+}
+
+// Fold records node lifecycle, compose, push and apply events.
+func (s *Status) Fold(ev events.Event, p events.Payload) error {
+	switch p.(type) {
+	case events.NodeRegistered, events.NodeAdopted, events.ModuleAssigned, events.ModuleReleased,
+		events.ModuleTaken, events.DeclarationComposed, events.DeclarationComposeFailed,
+		events.DeclarationPushed, events.DeclarationPushFailed, events.ApplyReported:
+	default:
+		return nil
+	}
+	node := nodeOf(ev, p)
+	if node == "" {
+		return unattributed(s.Name(), ev)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.node(node)
+	switch v := p.(type) {
+	case events.NodeAdopted:
+		n.Adopted = true
+	case events.ModuleAssigned:
+		n.Modules = insertSorted(n.Modules, v.Module)
+	case events.ModuleReleased:
+		n.Modules = removeSorted(n.Modules, v.Module)
+		n.Taken = removeSorted(n.Taken, v.Module)
+	case events.ModuleTaken:
+		n.Taken = insertSorted(n.Taken, v.Module)
+	case events.DeclarationComposed:
+		n.decls[v.Declaration] = &decl{digest: v.Digest, resources: v.Resources}
+		n.Composed = &DeclMark{Declaration: v.Declaration, Digest: v.Digest, Position: ev.Position, At: ev.At, Correlation: ev.Correlation}
+	case events.DeclarationComposeFailed:
+		n.ComposeFailed = &ComposeFailure{Read: v.Read, Error: v.Error, Position: ev.Position, At: ev.At}
+	case events.DeclarationPushed:
+		digest := v.Digest
+		if d := n.decls[v.Declaration]; digest == "" && d != nil {
+			digest = d.digest
+		}
+		n.Pushed = &DeclMark{Declaration: v.Declaration, Digest: digest, Position: ev.Position, At: ev.At, Correlation: ev.Correlation}
+	case events.DeclarationPushFailed:
+		n.PushFailed = &PushFailure{Declaration: v.Declaration, Error: v.Error, Position: ev.Position, At: ev.At}
+	case events.ApplyReported:
+		digest := v.Digest
+		if d := n.decls[v.Declaration]; digest == "" && d != nil {
+			digest = d.digest
+		}
+		n.Applied = &ApplyRecord{
+			DeclMark: DeclMark{Declaration: v.Declaration, Digest: digest, Position: ev.Position, At: ev.At, Correlation: ev.Correlation},
+			Report:   v,
+		}
+	}
+	return nil
+}
+
+// Nodes lists every node status knows, sorted.
+func (s *Status) Nodes() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Sorted(maps.Keys(s.nodes))
+}
+
+// Of returns node's status.
+func (s *Status) Of(node string) (NodeStatus, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n, ok := s.nodes[node]
+	if !ok {
+		return NodeStatus{}, fmt.Errorf("projections: status of %q: %w", node, ErrUnknownNode)
+	}
+	return s.of(node, n), nil
+}
+
+func (s *Status) of(name string, n *statusNode) NodeStatus {
+	st := NodeStatus{
+		Node: name, Adopted: n.Adopted, Modules: map[string]ModuleStatus{}, Held: []events.ModuleCount{},
+		Composed: n.Composed, Pushed: n.Pushed, PushFailed: n.PushFailed,
+	}
+	if n.Applied != nil {
+		a := *n.Applied // records are never modified once folded; this one gets its summary
+		a.Summary = a.Report.Summary()
+		st.Applied = &a
+	}
+	for _, m := range n.Modules {
+		st.Modules[m] = ModuleStatus{Assigned: true, State: ModulePending}
+	}
+	for _, m := range n.Taken {
+		ms := st.Modules[m]
+		ms.Taken = true
+		st.Modules[m] = ms
+	}
+
+	// Sync: the target is the last pushed declaration or, on a node whose
+	// stream has no push at all (hand-written), the last composed one.
+	target := n.Pushed
+	if target == nil {
+		target = n.Composed
+	}
+	switch {
+	case n.Applied == nil:
+		st.Sync = SyncUnreported
+	case target == nil || n.Applied.Declaration == target.Declaration:
+		st.Sync = SyncInSync
+	default:
+		st.Sync = SyncPending
+	}
+
+	// The last compose attempt failed, after the last apply.
+	if f := n.ComposeFailed; f != nil && (n.Composed == nil || f.Position > n.Composed.Position) &&
+		(n.Applied == nil || f.Position > n.Applied.Position) {
+		st.ComposeFailed = f
+	}
+
+	var failed, held int
+	if a := n.Applied; a != nil {
+		st.Held = events.HeldByModule(a.Report.Held)
+		held, failed = len(a.Report.Held), len(a.Report.Failed)
+		byName := map[string]string{}
+		if d := n.decls[a.Declaration]; d != nil {
+			for _, r := range d.resources {
+				byName[r.Name] = r.Module
+			}
+			for _, r := range d.resources {
+				ms := st.Modules[r.Module]
+				if ms.State == "" || ms.State == ModulePending {
+					ms.State = HealthConverged
+				}
+				st.Modules[r.Module] = ms
+			}
+		}
+		for _, f := range a.Report.Failed {
+			m, ok := byName[f.Name]
+			if !ok {
+				continue
+			}
+			ms := st.Modules[m]
+			ms.Failed++
+			ms.State = HealthFailing
+			st.Modules[m] = ms
+		}
+		for _, h := range a.Report.Held {
+			ms := st.Modules[h.Module]
+			ms.Held++
+			if ms.State != HealthFailing {
+				ms.State = HealthWaitingOnTake
+			}
+			st.Modules[h.Module] = ms
+		}
+	}
+
+	st.Churn = s.churn != nil && s.churn.Active(name)
+	switch {
+	case st.Churn:
+		st.Health = HealthChurning
+	case failed > 0 || st.ComposeFailed != nil:
+		st.Health = HealthFailing
+	case held > 0:
+		st.Health = HealthWaitingOnTake
+	default:
+		st.Health = HealthConverged
+	}
+	return st
+}
+
+// Converged reports whether node is converged and in sync: what the step
+// "status of X is converged" checks.
+func (s *Status) Converged(node string) (bool, error) {
+	st, err := s.Of(node)
+	if err != nil {
+		return false, err
+	}
+	return st.Health == HealthConverged && st.Sync == SyncInSync, nil
+}
+
+// WaitingOnTake reports whether module is waiting on take on node (any of
+// its resources held by the last apply), and how many resources are held.
+func (s *Status) WaitingOnTake(node, module string) (waiting bool, held int, err error) {
+	st, err := s.Of(node)
+	if err != nil {
+		return false, 0, err
+	}
+	ms := st.Modules[module]
+	return ms.Held > 0, ms.Held, nil
+}
+
+// MarshalJSON writes every node's status as Of returns it, nodes sorted.
+func (s *Status) MarshalJSON() ([]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make(map[string]NodeStatus, len(s.nodes))
+	for name, n := range s.nodes {
+		out[name] = s.of(name, n)
+	}
+	return marshal(out)
+}
+
+// insertSorted returns s with v inserted in order, once.
+func insertSorted(s []string, v string) []string {
+	i, found := slices.BinarySearch(s, v)
+	if found {
+		return s
+	}
+	return slices.Insert(slices.Clip(s), i, v)
+}
+
+// removeSorted returns s without v.
+func removeSorted(s []string, v string) []string {
+	i, found := slices.BinarySearch(s, v)
+	if !found {
+		return s
+	}
+	return slices.Delete(slices.Clone(s), i, i+1)
+}

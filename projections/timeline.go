@@ -1,0 +1,468 @@
+package projections
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"meshplane/events"
+)
+
+// Timeline is every event as an entry a person can read, with queries by
+// node, module, resource, type, time range and correlation, and Why: the
+// answer to "why was this container replaced at 23:02?".
+//
+// Folding is cheap: an entry keeps the envelope (without its data) and the
+// decoded payload (a composed declaration's only as counts); summaries,
+// resource names and modules are worked out when an entry is read.
+//
+// Invariant: entries are in position order and never modified once folded;
+// byNode[n] lists the indexes of node n's entries, ascending.
+type Timeline struct {
+	mu      sync.RWMutex
+	entries []entry
+	byNode  map[string][]int
+	decls   map[declKey]*tlDecl
+	last    map[string]*tlDecl // per node, the last composed declaration
+}
+
+type entry struct {
+	ev   events.Event // Data dropped
+	node string
+	p    events.Payload // a DeclarationComposed is kept without roster or resources
+	decl *tlDecl        // the declaration a composed, pushed or apply event is about, when known
+	// counts of a composed declaration
+	roster, resources int
+}
+
+// tlDecl is what the timeline keeps of a composed declaration. Resources
+// slices are shared with the node's previous declaration when equal.
+type tlDecl struct {
+	digest    string
+	resources []events.ResourceRef
+	modules   []string // distinct, sorted
+}
+
+// Entry is one event as the timeline shows it.
+type Entry struct {
+	Position    uint64    `json:"position"`
+	At          time.Time `json:"at"`
+	Stream      string    `json:"stream"`
+	Type        string    `json:"type"`
+	Actor       string    `json:"actor,omitempty"`
+	Correlation string    `json:"correlation,omitempty"`
+	Node        string    `json:"node,omitempty"`
+	Modules     []string  `json:"modules,omitempty"`
+	Resources   []string  `json:"resources,omitempty"` // the resources an apply touched (not unchanged)
+	Declaration string    `json:"declaration,omitempty"`
+	Digest      string    `json:"digest,omitempty"`
+	Heavy       bool      `json:"heavy,omitempty"` // an apply that created, replaced or removed half its declaration or more
+	Summary     string    `json:"summary"`
+}
+
+// Touch is one thing an apply did to one resource.
+type Touch struct {
+	Entry  Entry    `json:"entry"`
+	Action string   `json:"action"` // created, updated, replaced, removed, held, failed
+	Fields []string `json:"fields,omitempty"`
+	Reason string   `json:"reason,omitempty"` // why it was held, or the failure
+}
+
+// Touch actions.
+const (
+	ActionCreated  = "created"
+	ActionUpdated  = "updated"
+	ActionReplaced = "replaced"
+	ActionRemoved  = "removed"
+	ActionHeld     = "held"
+	ActionFailed   = "failed"
+)
+
+// Filter selects timeline entries. Zero fields select everything.
+type Filter struct {
+	Node        string
+	Module      string
+	Resource    string // touched by an apply (created, updated, replaced, removed, held, failed)
+	Type        string
+	Correlation string
+	From, To    time.Time // [From, To); a zero bound is open
+	Limit       int       // > 0: only the last Limit matches
+}
+
+var _ Projection = (*Timeline)(nil)
+
+// NewTimeline returns an empty timeline.
+func NewTimeline() *Timeline {
+	t := &Timeline{}
+	t.reset()
+	return t
+}
+
+func (t *Timeline) reset() {
+	t.entries = nil
+	t.byNode = map[string][]int{}
+	t.decls = map[declKey]*tlDecl{}
+	t.last = map[string]*tlDecl{}
+}
+
+// Name is "timeline".
+func (t *Timeline) Name() string { return "timeline" }
+
+// Reset forgets everything.
+func (t *Timeline) Reset() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.reset()
+}
+
+// Len is the number of entries.
+func (t *Timeline) Len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.entries)
+}
+
+// Fold appends one entry.
+func (t *Timeline) Fold(ev events.Event, p events.Payload) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ev.Data = nil
+	e := entry{ev: ev, node: nodeOf(ev, p), p: p}
+	switch v := p.(type) {
+	case events.DeclarationComposed:
+		d := &tlDecl{digest: v.Digest, resources: v.Resources}
+		if prev := t.last[e.node]; prev != nil && slices.Equal(prev.resources, v.Resources) {
+			d.resources, d.modules = prev.resources, prev.modules
+		} else {
+			for _, r := range v.Resources {
+				d.modules = insertSorted(d.modules, r.Module)
+			}
+		}
+		t.decls[declKey{e.node, v.Declaration}] = d
+		t.last[e.node] = d
+		e.decl, e.roster, e.resources = d, len(v.Roster), len(v.Resources)
+		v.Roster, v.Resources, v.Body, v.Inputs = nil, nil, nil, nil
+		e.p = v
+	case events.DeclarationPushed:
+		e.decl = t.decls[declKey{e.node, v.Declaration}]
+	case events.ApplyReported:
+		e.decl = t.decls[declKey{e.node, v.Declaration}]
+	}
+	t.entries = append(t.entries, e)
+	if e.node != "" {
+		t.byNode[e.node] = append(t.byNode[e.node], len(t.entries)-1)
+	}
+	return nil
+}
+
+// Query returns the entries f selects, in position order.
+func (t *Timeline) Query(f Filter) []Entry {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	var out []Entry
+	t.scan(f.Node, func(e *entry) bool {
+		if !t.match(e, f) {
+			return true
+		}
+		out = append(out, t.show(e))
+		return f.Limit <= 0 || len(out) < f.Limit
+	})
+	slices.Reverse(out)
+	return out
+}
+
+// scan calls fn with the entries of node (or all, when node is ""), newest
+// first, until fn returns false.
+func (t *Timeline) scan(node string, fn func(*entry) bool) {
+	if node == "" {
+		for i := len(t.entries) - 1; i >= 0; i-- {
+			if !fn(&t.entries[i]) {
+				return
+			}
+		}
+		return
+	}
+	idx := t.byNode[node]
+	for i := len(idx) - 1; i >= 0; i-- {
+		if !fn(&t.entries[idx[i]]) {
+			return
+		}
+	}
+}
+
+func (t *Timeline) match(e *entry, f Filter) bool {
+	switch {
+	case f.Node != "" && e.node != f.Node,
+		f.Type != "" && e.ev.Type != f.Type,
+		f.Correlation != "" && e.ev.Correlation != f.Correlation,
+		!f.From.IsZero() && e.ev.At.Before(f.From),
+		!f.To.IsZero() && !e.ev.At.Before(f.To):
+		return false
+	}
+	if f.Resource != "" && len(touches(e, f.Resource)) == 0 {
+		return false
+	}
+	if f.Module != "" && !slices.Contains(modules(e), f.Module) {
+		return false
+	}
+	return true
+}
+
+// Why returns what every apply on node did to resource, oldest first, each
+// with the declaration (and digest) and correlation it came from: follow
+// the correlation to the compose and push of the same pass.
+func (t *Timeline) Why(node, resource string) ([]Touch, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if _, ok := t.byNode[node]; !ok {
+		return nil, fmt.Errorf("projections: why %s on %q: %w", resource, node, ErrUnknownNode)
+	}
+	var out []Touch
+	t.scan(node, func(e *entry) bool {
+		ts := touches(e, resource)
+		if len(ts) > 0 {
+			shown := t.show(e)
+			for i := len(ts) - 1; i >= 0; i-- {
+				ts[i].Entry = shown
+				out = append(out, ts[i])
+			}
+		}
+		return true
+	})
+	slices.Reverse(out)
+	return out, nil
+}
+
+// touches lists what an apply entry did to the resource named name.
+func touches(e *entry, name string) []Touch {
+	a, ok := e.p.(events.ApplyReported)
+	if !ok {
+		return nil
+	}
+	var out []Touch
+	for _, s := range a.Created {
+		if s == name {
+			out = append(out, Touch{Action: ActionCreated})
+		}
+	}
+	for _, r := range a.Updated {
+		if r.Name == name {
+			out = append(out, Touch{Action: ActionUpdated, Fields: r.Fields})
+		}
+	}
+	for _, r := range a.Replaced {
+		if r.Name == name {
+			out = append(out, Touch{Action: ActionReplaced, Fields: r.Fields})
+		}
+	}
+	for _, s := range a.Removed {
+		if s == name {
+			out = append(out, Touch{Action: ActionRemoved})
+		}
+	}
+	for _, h := range a.Held {
+		if h.Name == name {
+			out = append(out, Touch{Action: ActionHeld, Reason: h.Reason})
+		}
+	}
+	for _, f := range a.Failed {
+		if f.Name == name {
+			out = append(out, Touch{Action: ActionFailed, Reason: f.Error})
+		}
+	}
+	return out
+}
+
+// touched lists, sorted and distinct, the resources an apply entry touched.
+func touched(a events.ApplyReported) []string {
+	var out []string
+	out = append(out, a.Created...)
+	for _, r := range a.Updated {
+		out = append(out, r.Name)
+	}
+	for _, r := range a.Replaced {
+		out = append(out, r.Name)
+	}
+	out = append(out, a.Removed...)
+	for _, h := range a.Held {
+		out = append(out, h.Name)
+	}
+	for _, f := range a.Failed {
+		out = append(out, f.Name)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// modules lists, sorted and distinct, the modules an entry concerns.
+func modules(e *entry) []string {
+	switch v := e.p.(type) {
+	case events.ModuleDefined:
+		return []string{v.Module}
+	case events.ModuleAssigned:
+		return []string{v.Module}
+	case events.ModuleReleased:
+		return []string{v.Module}
+	case events.ModuleTaken:
+		return []string{v.Module}
+	case events.ArtifactRecorded:
+		return []string{v.Module}
+	case events.DeclarationComposed, events.DeclarationPushed:
+		if e.decl != nil {
+			return e.decl.modules
+		}
+	case events.ApplyReported:
+		var out []string
+		for _, h := range v.Held {
+			out = insertSorted(out, h.Module)
+		}
+		if e.decl != nil {
+			names := touched(v)
+			for _, r := range e.decl.resources {
+				if _, ok := slices.BinarySearch(names, r.Name); ok {
+					out = insertSorted(out, r.Module)
+				}
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// show renders an entry.
+func (t *Timeline) show(e *entry) Entry {
+	out := Entry{
+		Position: e.ev.Position, At: e.ev.At, Stream: e.ev.Stream, Type: e.ev.Type,
+		Actor: e.ev.Actor, Correlation: e.ev.Correlation, Node: e.node, Modules: modules(e),
+	}
+	if e.decl != nil {
+		out.Digest = e.decl.digest
+	}
+	switch v := e.p.(type) {
+	case events.DeclarationComposed:
+		out.Declaration, out.Digest = v.Declaration, v.Digest
+	case events.DeclarationPushed:
+		out.Declaration = v.Declaration
+		if v.Digest != "" {
+			out.Digest = v.Digest
+		}
+	case events.DeclarationPushFailed:
+		out.Declaration = v.Declaration
+	case events.ApplyReported:
+		out.Declaration = v.Declaration
+		if v.Digest != "" {
+			out.Digest = v.Digest
+		}
+		out.Resources = touched(v)
+		sent := v.Sent
+		if sent == 0 && e.decl != nil {
+			sent = len(e.decl.resources)
+		}
+		out.Heavy = sent > 0 && 2*v.Changes() >= sent
+	case events.ReportDeliveredLate:
+		out.Declaration = v.Declaration
+	}
+	out.Summary = summarize(e)
+	return out
+}
+
+// summaryNames is how many names a summary lists before "and N more".
+const summaryNames = 5
+
+// summarize is the one line an entry reads as.
+func summarize(e *entry) string {
+	switch v := e.p.(type) {
+	case events.NodeRegistered:
+		return fmt.Sprintf("node %s registered", e.node)
+	case events.NodeAdopted:
+		return fmt.Sprintf("node %s adopted", e.node)
+	case events.NodeSettingSet:
+		if v.Value == "" {
+			return fmt.Sprintf("%s cleared on %s", v.Key, e.node)
+		}
+		return fmt.Sprintf("%s set to %s on %s", v.Key, v.Value, e.node)
+	case events.ModuleDefined:
+		return fmt.Sprintf("module %s defined: %d container(s), %d routed name(s)", v.Module, len(v.Spec.Containers), len(v.Spec.Routes))
+	case events.ModuleAssigned:
+		return fmt.Sprintf("%s assigned to %s", v.Module, v.Node)
+	case events.ModuleReleased:
+		return fmt.Sprintf("%s released from %s", v.Module, v.Node)
+	case events.ModuleTaken:
+		return fmt.Sprintf("%s taken on %s", v.Module, v.Node)
+	case events.ArtifactRecorded:
+		return fmt.Sprintf("artifact %s of %s recorded at %s", v.Name, v.Module, v.Digest)
+	case events.DeclarationComposed:
+		s := fmt.Sprintf("composed %s for %s: %d resource(s), %d routed name(s)", v.Declaration, e.node, e.resources, e.roster)
+		if len(v.Warnings) > 0 {
+			s += fmt.Sprintf(", %d warning(s)", len(v.Warnings))
+		}
+		if len(v.Skipped) > 0 {
+			s += fmt.Sprintf(", %d node(s) skipped", len(v.Skipped))
+		}
+		return s
+	case events.DeclarationComposeFailed:
+		return fmt.Sprintf("compose for %s failed: %s", e.node, v.Error)
+	case events.DeclarationPushed:
+		return fmt.Sprintf("pushed %s to %s: %d resource(s)", v.Declaration, e.node, v.Resources)
+	case events.DeclarationPushFailed:
+		return fmt.Sprintf("push of %s to %s failed: %s", v.Declaration, e.node, v.Error)
+	case events.ApplyReported:
+		return applyLine(v)
+	case events.ReportDeliveredLate:
+		s := fmt.Sprintf("report of %s delivered late, after %d attempt(s)", v.Declaration, v.Attempts)
+		if v.LastError != "" {
+			s += ": " + v.LastError
+		}
+		return s
+	}
+	return e.ev.Type
+}
+
+// applyLine is an apply's Summary, then what it did by name:
+// "applied 3 resource(s); replaced web (mounts); created db".
+func applyLine(a events.ApplyReported) string {
+	var b strings.Builder
+	b.WriteString(a.Summary())
+	list := func(verb string, n int, name func(int) string) {
+		if n == 0 {
+			return
+		}
+		b.WriteString("; ")
+		b.WriteString(verb)
+		for i := 0; i < n && i < summaryNames; i++ {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString(" ")
+			b.WriteString(name(i))
+		}
+		if n > summaryNames {
+			fmt.Fprintf(&b, " and %d more", n-summaryNames)
+		}
+	}
+	withFields := func(r events.Replaced) string {
+		if len(r.Fields) == 0 {
+			return r.Name
+		}
+		return r.Name + " (" + strings.Join(r.Fields, ", ") + ")"
+	}
+	list("created", len(a.Created), func(i int) string { return a.Created[i] })
+	list("replaced", len(a.Replaced), func(i int) string { return withFields(a.Replaced[i]) })
+	list("updated", len(a.Updated), func(i int) string { return withFields(a.Updated[i]) })
+	list("removed", len(a.Removed), func(i int) string { return a.Removed[i] })
+	list("failed", len(a.Failed), func(i int) string { return a.Failed[i].Name + " (" + a.Failed[i].Error + ")" })
+	return b.String()
+}
+
+// MarshalJSON writes every entry, in position order.
+func (t *Timeline) MarshalJSON() ([]byte, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make([]Entry, len(t.entries))
+	for i := range t.entries {
+		out[i] = t.show(&t.entries[i])
+	}
+	return marshal(out)
+}
