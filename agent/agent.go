@@ -1,0 +1,384 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"meshplane/commands"
+	"meshplane/events"
+)
+
+// Report is one apply's outcome as the agent keeps and delivers it: the
+// apply.reported payload, and what delivery needs besides.
+type Report struct {
+	// Outcome is the apply.reported payload. Outcome.ApplyID is the id of the
+	// event the controller appends for it, which makes delivery idempotent.
+	Outcome events.ApplyReported `json:"outcome"`
+	// AppliedAt is when the apply finished, by the agent's clock.
+	AppliedAt time.Time `json:"applied_at"`
+	// Correlation is the declaration's correlation id (its push's).
+	Correlation string `json:"correlation,omitempty"`
+	// Attempts is how many deliveries of this report failed before the one
+	// it is handed to: 0 on the first try; above 0, a late delivery.
+	Attempts int `json:"attempts"`
+	// LastError is the error of the last failed delivery.
+	LastError string `json:"last_error,omitempty"`
+	// Kept is set on the report Apply returns when it is still in the
+	// outbox, undelivered (its own delivery failed, or an earlier report's
+	// did and it waits behind it). It is not stored.
+	Kept bool `json:"-"`
+}
+
+// Summary is the report's one line (events.ApplyReported.Summary).
+func (r Report) Summary() string { return r.Outcome.Summary() }
+
+// Config is what an Agent is made of. Every field is required.
+type Config struct {
+	Node    string                    // the node this agent applies for
+	Runtime Runtime                   // carries out the plan
+	Outbox  *Outbox                   // keeps reports until delivered, and the State
+	Deliver Deliver                   // hands a report to the mesh
+	Now     func() time.Time          // the clock
+	NewID   func() (uuid.UUID, error) // apply ids: UUIDv7 (uuid.NewV7)
+}
+
+// Agent applies declarations to its node and reports the outcome. It is safe
+// for concurrent use; applies are serialised.
+type Agent struct {
+	cfg Config
+
+	mu    sync.Mutex
+	state State
+}
+
+// New makes an agent, loading its State from the outbox (a restarted agent
+// over the same outbox remembers the directories it made and its undelivered
+// reports).
+func New(cfg Config) (*Agent, error) {
+	switch {
+	case cfg.Node == "":
+		return nil, errors.New("agent: new: empty node name")
+	case cfg.Runtime == nil:
+		return nil, fmt.Errorf("agent: new %s: no runtime", cfg.Node)
+	case cfg.Outbox == nil:
+		return nil, fmt.Errorf("agent: new %s: no outbox", cfg.Node)
+	case cfg.Deliver == nil:
+		return nil, fmt.Errorf("agent: new %s: no deliver", cfg.Node)
+	case cfg.Now == nil:
+		return nil, fmt.Errorf("agent: new %s: no clock", cfg.Node)
+	case cfg.NewID == nil:
+		return nil, fmt.Errorf("agent: new %s: no id source", cfg.Node)
+	}
+	st, err := cfg.Outbox.LoadState()
+	if err != nil {
+		return nil, fmt.Errorf("agent: new %s: %w", cfg.Node, err)
+	}
+	return &Agent{cfg: cfg, state: st}, nil
+}
+
+// State returns a copy of what the agent remembers.
+func (a *Agent) State() State {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return State{Made: append([]string(nil), a.state.Made...)}
+}
+
+// Apply makes the node hold d: it observes the node, plans (Diff), carries
+// out every step through the Runtime, keeps the report in the outbox and
+// then tries to deliver it (after any report kept earlier).
+//
+// A resource that fails is listed in the report's Failed with its error; the
+// others are still applied. The error is non-nil when there was no apply
+// (a declaration for another node or with duplicate names, a node that could
+// not be observed: nothing was changed and no report made) or when the
+// report or State could not be kept (the report returned is then the one the
+// node applied, but it may be lost on restart). A failed delivery is not an
+// error of Apply: the report stays kept, the returned report says so (Kept,
+// and Attempts and LastError when its own delivery failed), and Flush tries
+// again.
+func (a *Agent) Apply(ctx context.Context, d commands.Declaration) (Report, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.check(d); err != nil {
+		return Report{}, err
+	}
+	obs, err := Observe(ctx, a.cfg.Runtime, d)
+	if err != nil {
+		return Report{}, fmt.Errorf("agent: apply %s: %w", d.ID, err)
+	}
+	id, err := a.cfg.NewID()
+	if err != nil {
+		return Report{}, fmt.Errorf("agent: apply %s: apply id: %w", d.ID, err)
+	}
+	plan := Diff(d, obs, a.state)
+	res := execute(ctx, a.cfg.Runtime, plan)
+	rep := Report{
+		Outcome:     buildOutcome(a.cfg.Node, d, plan, res),
+		AppliedAt:   a.cfg.Now().UTC(),
+		Correlation: d.Correlation,
+	}
+	rep.Outcome.ApplyID = id.String()
+
+	a.state = NextState(a.state, d, res.made)
+	if err := a.cfg.Outbox.Put(rep); err != nil {
+		return rep, fmt.Errorf("agent: apply %s: %w", d.ID, err)
+	}
+	if err := a.cfg.Outbox.SaveState(a.state); err != nil {
+		return rep, fmt.Errorf("agent: apply %s: %w", d.ID, err)
+	}
+	if _, err := a.cfg.Outbox.Flush(ctx, a.cfg.Deliver); err != nil && !errors.Is(err, ErrUndelivered) && ctx.Err() == nil {
+		return rep, fmt.Errorf("agent: apply %s: %w", d.ID, err)
+	}
+	pending, err := a.cfg.Outbox.Pending()
+	if err != nil {
+		return rep, fmt.Errorf("agent: apply %s: %w", d.ID, err)
+	}
+	for _, p := range pending {
+		if p.Outcome.ApplyID == rep.Outcome.ApplyID {
+			rep.Attempts, rep.LastError, rep.Kept = p.Attempts, p.LastError, true
+		}
+	}
+	return rep, nil
+}
+
+// Flush tries again to deliver every kept report, in apply order (see
+// Outbox.Flush).
+func (a *Agent) Flush(ctx context.Context) (int, error) {
+	return a.cfg.Outbox.Flush(ctx, a.cfg.Deliver)
+}
+
+// Pending returns the reports kept in the outbox, in apply order.
+func (a *Agent) Pending() ([]Report, error) { return a.cfg.Outbox.Pending() }
+
+func (a *Agent) check(d commands.Declaration) error {
+	if d.Node != a.cfg.Node {
+		return fmt.Errorf("agent: apply %s: declaration is for node %q, this is %q: %w", d.ID, d.Node, a.cfg.Node, ErrInvalid)
+	}
+	if d.ID == "" {
+		return fmt.Errorf("agent: apply: declaration for %s has no id: %w", d.Node, ErrInvalid)
+	}
+	seen := make(map[string]bool, len(d.Resources))
+	for i, r := range d.Resources {
+		if r.Name == "" {
+			return fmt.Errorf("agent: apply %s: resources[%d]: empty name: %w", d.ID, i, ErrInvalid)
+		}
+		if seen[r.Name] {
+			return fmt.Errorf("agent: apply %s: resources[%d]: name %q declared twice: %w", d.ID, i, r.Name, ErrInvalid)
+		}
+		seen[r.Name] = true
+	}
+	return nil
+}
+
+// Observe reads what Diff needs from the runtime: the managed containers,
+// and what is at every declared directory and file path and at the hosts
+// file. Any failure to look is an error; nothing there is a result.
+func Observe(ctx context.Context, rt Runtime, d commands.Declaration) (Observed, error) {
+	obs := Observed{Containers: map[string]Container{}, Paths: map[string]PathState{}}
+	cs, err := rt.ListContainers(ctx)
+	if err != nil {
+		return Observed{}, fmt.Errorf("observe: list containers: %w", err)
+	}
+	for _, c := range cs {
+		obs.Containers[c.Name] = c
+	}
+	paths := []string{commands.HostsPath}
+	for _, r := range d.Resources {
+		switch {
+		case r.Kind == commands.KindDirectory && r.Directory != nil:
+			paths = append(paths, r.Directory.Path)
+		case r.Kind == commands.KindFile && r.File != nil:
+			paths = append(paths, r.File.Path)
+		}
+	}
+	for _, p := range paths {
+		if _, done := obs.Paths[p]; done || ValidatePath(p) != nil {
+			continue // a bad path is rejected by Diff, not looked at
+		}
+		info, err := rt.Stat(ctx, p)
+		if err != nil {
+			return Observed{}, fmt.Errorf("observe: stat %s: %w", p, err)
+		}
+		ps := PathState{PathInfo: info}
+		if info.Exists && !info.Dir {
+			if ps.Content, err = rt.ReadFile(ctx, p); err != nil {
+				return Observed{}, fmt.Errorf("observe: read %s: %w", p, err)
+			}
+		}
+		obs.Paths[p] = ps
+	}
+	return obs, nil
+}
+
+// result is what carrying out a plan did.
+type result struct {
+	failed map[string]error // by resource (or removed container) name
+	made   []string         // directory paths made
+}
+
+// execute carries out plan through rt: the hosts file first (containers
+// mount it), then directories and files, then removals, then containers.
+func execute(ctx context.Context, rt Runtime, plan Plan) result {
+	res := result{failed: map[string]error{}}
+	if plan.Hosts.Write {
+		if err := rt.WriteFile(ctx, commands.HostsPath, []byte(plan.Hosts.Content), HostsMode); err != nil {
+			res.failed[commands.HostsPath] = fmt.Errorf("write hosts file: %w", err)
+		}
+	}
+	phase := func(s Step) int {
+		switch {
+		case s.Kind == commands.KindDirectory:
+			return 0
+		case s.Kind == commands.KindFile:
+			return 1
+		case s.Action == Remove:
+			return 2
+		default:
+			return 3
+		}
+	}
+	order := make([]Step, 0, len(plan.Steps))
+	for _, s := range plan.Steps {
+		if s.Action != Unchanged && s.Action != Hold {
+			order = append(order, s)
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return phase(order[i]) < phase(order[j]) })
+	for _, s := range order {
+		err := do(ctx, rt, s)
+		if err != nil {
+			res.failed[s.Name] = err
+			continue
+		}
+		if s.Kind == commands.KindDirectory && s.Action == Create {
+			res.made = append(res.made, s.Resource.Directory.Path)
+		}
+	}
+	return res
+}
+
+// do carries out one step. Its error names the step.
+func do(ctx context.Context, rt Runtime, s Step) error {
+	r := s.Resource
+	switch s.Action {
+	case Reject:
+		return fmt.Errorf("%s %s: %s: %w", r.Kind, s.Name, s.Reason, ErrInvalid)
+	case Remove:
+		if err := rt.RemoveContainer(ctx, s.Name); err != nil {
+			return fmt.Errorf("remove %s: %w", s.Name, err)
+		}
+		return nil
+	}
+	switch r.Kind {
+	case commands.KindContainer:
+		c := Container{Name: r.Name, Module: r.Module, Digest: r.Digest, Spec: *r.Container}
+		if s.Action == Replace {
+			if err := rt.RemoveContainer(ctx, r.Name); err != nil && !errors.Is(err, ErrNotFound) {
+				return fmt.Errorf("replace %s: remove: %w", r.Name, err)
+			}
+			if err := rt.CreateContainer(ctx, c); err != nil {
+				return fmt.Errorf("replace %s: create: %w", r.Name, err)
+			}
+			return nil
+		}
+		if err := rt.CreateContainer(ctx, c); err != nil {
+			return fmt.Errorf("create %s: %w", r.Name, err)
+		}
+	case commands.KindDirectory:
+		mode := orDefault(r.Directory.Mode, DefaultDirMode)
+		if s.Action == Create {
+			if err := rt.Mkdir(ctx, r.Directory.Path, mode); err != nil {
+				return fmt.Errorf("make directory %s: %w", r.Directory.Path, err)
+			}
+			return nil
+		}
+		if err := rt.Chmod(ctx, r.Directory.Path, mode); err != nil {
+			return fmt.Errorf("chmod %s %o: %w", r.Directory.Path, mode, err)
+		}
+	case commands.KindFile:
+		mode := orDefault(r.File.Mode, DefaultFileMode)
+		if err := rt.WriteFile(ctx, r.File.Path, []byte(r.File.Content), mode); err != nil {
+			return fmt.Errorf("write %s: %w", r.File.Path, err)
+		}
+	}
+	return nil
+}
+
+func orDefault(mode, def uint32) uint32 {
+	if mode == 0 {
+		return def
+	}
+	return mode
+}
+
+// buildOutcome turns a carried-out plan into the apply.reported payload.
+// Sent counts the declaration's resources; Applied those neither held nor
+// failed. The hosts file is never counted; a failed write of it is listed in
+// Failed (under commands.HostsPath), as is a failed removal.
+func buildOutcome(node string, d commands.Declaration, plan Plan, res result) events.ApplyReported {
+	out := events.ApplyReported{
+		Node: node, Declaration: d.ID, Digest: d.Digest, Sent: len(d.Resources),
+		Created: []string{}, Replaced: []events.Replaced{}, Removed: []string{},
+		Held: []events.Held{}, Failed: []events.Failed{},
+	}
+	if err, ok := res.failed[commands.HostsPath]; ok {
+		out.Failed = append(out.Failed, events.Failed{Name: commands.HostsPath, Error: err.Error()})
+	}
+	for _, s := range plan.Steps {
+		if err, ok := res.failed[s.Name]; ok {
+			out.Failed = append(out.Failed, events.Failed{Name: s.Name, Error: err.Error()})
+			continue
+		}
+		switch s.Action {
+		case Unchanged:
+			out.Unchanged++
+		case Create:
+			out.Created = append(out.Created, s.Name)
+		case Replace:
+			out.Replaced = append(out.Replaced, events.Replaced{Name: s.Name, Fields: s.Fields})
+		case Update:
+			out.Updated = append(out.Updated, events.Replaced{Name: s.Name, Fields: s.Fields})
+		case Remove:
+			out.Removed = append(out.Removed, s.Name)
+		case Hold:
+			out.Held = append(out.Held, events.Held{Name: s.Name, Module: s.Module, Reason: s.Reason})
+		}
+		if s.Action != Remove && s.Action != Hold {
+			out.Applied++
+		}
+	}
+	sort.Strings(out.Created)
+	sort.Strings(out.Removed)
+	sort.Slice(out.Replaced, func(i, j int) bool { return out.Replaced[i].Name < out.Replaced[j].Name })
+	sort.Slice(out.Updated, func(i, j int) bool { return out.Updated[i].Name < out.Updated[j].Name })
+	sort.Slice(out.Held, func(i, j int) bool { return out.Held[i].Name < out.Held[j].Name })
+	sort.Slice(out.Failed, func(i, j int) bool { return out.Failed[i].Name < out.Failed[j].Name })
+	return out
+}
+
+// NextState is the State after applying d: the directories made before that
+// are still declared, and those made now. It is pure.
+func NextState(st State, d commands.Declaration, made []string) State {
+	declared := map[string]bool{}
+	for _, r := range d.Resources {
+		if r.Kind == commands.KindDirectory && r.Directory != nil {
+			declared[path.Clean(r.Directory.Path)] = true
+		}
+	}
+	var out []string
+	for _, p := range st.Made {
+		if declared[p] {
+			out = append(out, p)
+		}
+	}
+	out = append(out, made...)
+	sort.Strings(out)
+	return State{Made: compact(out)}
+}

@@ -1,0 +1,65 @@
+// Package agent is the node side of meshplane: it takes a node's
+// declaration, compares it with what the node holds, carries out the
+// difference through a container Runtime, and reports the outcome to the
+// mesh through an outbox that survives restarts.
+//
+// # Plan, then apply
+//
+// As in Nomad's reconciler, the decision is pure and the doing is narrow.
+// Observe reads the node through the Runtime (managed containers, and what
+// is at every declared path); Diff, which does no I/O and reads no clock,
+// turns the declaration, the observation and the agent's State into a Plan:
+// one Step per declared resource (Unchanged, Create, Replace, Update, Hold or
+// Reject, with the changed fields and a reason), one Remove per managed
+// container that is no longer declared, and whether the hosts file must be
+// written. Agent.Apply carries the plan out (hosts file, directories, files,
+// removals, containers), one resource at a time: a resource that fails is
+// listed in the report with its error and the rest are still applied.
+//
+// What counts as a change (DESIGN.md rules 2, 4, 5):
+//   - A container is unchanged when its digest and spec equal the ones it was
+//     created with (the runtime keeps both, as labels on Docker). Otherwise it
+//     is replaced, and the report names the changed fields: "image",
+//     "command", "env.KEY", "mounts.TARGET" (a changed mount path names its
+//     target), "networks".
+//   - A directory at its declared mode, and a byte-identical file at its
+//     declared mode, are unchanged; otherwise they are updated in place
+//     ("mode", "content"). Directories and files are never removed: they are
+//     data.
+//   - The hosts file (commands.HostsPath) is the node's own: it is written in
+//     place when it differs, is never counted in a report, and is no part of
+//     any container's identity.
+//
+// # Holds
+//
+// On an adopted node, the data a module needs may already be there from
+// before the mesh (or from an earlier, released assignment). A directory
+// resource of a module that is not taken, whose path exists and was not made
+// by this agent, is found, and the agent does not touch it: if it already
+// matches it counts as unchanged, otherwise it is held with the reason
+// "found on this adopted node; not touched until MODULE is taken". Every
+// container that mounts a found path is held too, created or not, with
+// "would mount PATH, found on this adopted node; not run until MODULE is
+// taken". Once the module is taken nothing is held. A hold is a line in every
+// report (rule 3, seed 002).
+//
+// The agent remembers the directories it made (State.Made) so they are never
+// found later; when a directory leaves the declaration it is forgotten, so a
+// re-assign after a release finds the leftovers again.
+//
+// # The report and the outbox
+//
+// Each apply makes one Report: the apply.reported payload (Sent, Applied,
+// Unchanged, and every resource that was not unchanged with its reason),
+// the time of the apply, the declaration's correlation, and a fresh ApplyID
+// from the injected id source. The ApplyID is the id of the event the
+// controller appends, so delivering a report twice appends it once.
+//
+// A report is written to the Outbox (one JSON file per report, written
+// atomically; see outbox.go for the format) before its delivery is
+// attempted, and removed once delivered. A failed delivery keeps it, with its
+// attempt count and last error; Agent.Flush (and every later Apply) retries
+// the kept reports in apply order. A new Agent over the same outbox has the
+// kept reports and the State (rule 8, seed 000: "applied, and could not tell
+// the mesh").
+package agent

@@ -1,0 +1,407 @@
+package agent
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"meshplane/commands"
+)
+
+// Action is what a plan does with one resource.
+type Action int
+
+// Actions. Unchanged, Update, Create and Replace count as applied once
+// carried out; Hold and Reject never touch the node.
+const (
+	Unchanged Action = iota // the node already holds the declared spec
+	Create                  // absent: make it
+	Replace                 // a container whose spec changed: remove, then create
+	Update                  // a directory's mode or a file's content/mode: change in place
+	Remove                  // a managed container no longer declared
+	Hold                    // found data of an untaken module on an adopted node: do not touch
+	Reject                  // the declared resource cannot be applied (bad spec, unknown kind)
+)
+
+var actionNames = [...]string{"unchanged", "create", "replace", "update", "remove", "hold", "reject"}
+
+func (a Action) String() string {
+	if int(a) < len(actionNames) {
+		return actionNames[a]
+	}
+	return fmt.Sprintf("action(%d)", int(a))
+}
+
+// Default modes, used when a declaration leaves a mode at 0.
+const (
+	DefaultDirMode  = 0o755
+	DefaultFileMode = 0o644
+	HostsMode       = 0o644
+)
+
+// Observed is what the node holds, as the agent saw it just before planning.
+type Observed struct {
+	// Containers are the managed containers, by name.
+	Containers map[string]Container
+	// Paths are what was found at every declared directory and file path and
+	// at commands.HostsPath. A path missing from the map was not looked at,
+	// which Diff treats as absent.
+	Paths map[string]PathState
+}
+
+// PathState is what was found at one path.
+type PathState struct {
+	PathInfo
+	Content []byte // the file's content, for an existing file
+}
+
+// State is what the agent remembers between applies, persisted beside the
+// outbox.
+//
+// Invariant: Made holds the paths of directory resources this agent made
+// itself and that are still declared, sorted and without duplicates. A
+// directory it made is never "found"; once its resource leaves the
+// declaration it is forgotten, so a later declaration finds the leftover.
+type State struct {
+	Made []string `json:"made"`
+}
+
+func (s State) made(p string) bool {
+	_, ok := slices.BinarySearch(s.Made, p)
+	return ok
+}
+
+// Step is the plan for one resource.
+type Step struct {
+	Name     string
+	Kind     string
+	Module   string
+	Action   Action
+	Fields   []string          // what changed, for Replace and Update ("image", "env.PORT", "mode")
+	Reason   string            // why, in words; for Hold the exact report wording
+	Found    bool              // a directory found on an adopted node for an untaken module
+	Resource commands.Resource // the declared resource (zero for Remove)
+}
+
+// HostsStep is the plan for the node's hosts file (commands.HostsPath). It
+// is the node's own: it is never counted in a report.
+type HostsStep struct {
+	Write   bool   // the file is absent or differs
+	Content string // what to write
+	Reason  string
+}
+
+// Plan is what Diff decides. Steps holds one step per declared resource, in
+// declaration order, then one Remove step per undeclared managed container,
+// sorted by name.
+type Plan struct {
+	Declaration string
+	Hosts       HostsStep
+	Steps       []Step
+}
+
+// Diff compares the declaration with what the node holds and decides, per
+// resource, what to do and why. It is pure: no I/O, no clock, and it does not
+// modify its arguments.
+//
+// The rules (DESIGN.md 2, 3, 4 and 5; STEPS.md for the hold wording):
+//   - A container whose digest and spec equal the observed one is unchanged;
+//     otherwise it is replaced, naming the changed fields.
+//   - A directory at the declared mode, and a file byte-identical and at the
+//     declared mode, are unchanged; otherwise updated in place.
+//   - The hosts file is written when it differs; it is no resource.
+//   - On an adopted node, a directory of a module that is not taken, whose
+//     path exists and was not made by this agent, is found: it is never
+//     touched. It is held if the agent would have had to change it, and
+//     unchanged if it already matches. Every container that mounts a found
+//     path (or a path under it) is held, whether or not it runs.
+//   - Managed containers that are not declared are removed. Directories and
+//     files are never removed.
+func Diff(d commands.Declaration, obs Observed, st State) Plan {
+	p := Plan{Declaration: d.ID, Steps: make([]Step, 0, len(d.Resources))}
+
+	hosts := obs.Paths[commands.HostsPath]
+	switch {
+	case !hosts.Exists:
+		p.Hosts = HostsStep{Write: true, Content: d.Hosts, Reason: "absent"}
+	case hosts.Dir:
+		p.Hosts = HostsStep{Write: true, Content: d.Hosts, Reason: "a directory is in its place"}
+	case string(hosts.Content) != d.Hosts:
+		p.Hosts = HostsStep{Write: true, Content: d.Hosts, Reason: "content differs"}
+	case hosts.Mode != HostsMode:
+		p.Hosts = HostsStep{Write: true, Content: d.Hosts, Reason: fmt.Sprintf("mode %o to %o", hosts.Mode, HostsMode)}
+	default:
+		p.Hosts = HostsStep{Content: d.Hosts, Reason: "unchanged"}
+	}
+
+	taken := make(map[string]bool, len(d.Taken))
+	for _, m := range d.Taken {
+		taken[m] = true
+	}
+	// found maps a found directory path to its module.
+	found := map[string]string{}
+	if d.Adopted {
+		for _, r := range d.Resources {
+			if r.Kind != commands.KindDirectory || r.Directory == nil || taken[r.Module] {
+				continue
+			}
+			if ps := obs.Paths[r.Directory.Path]; ps.Exists && !st.made(r.Directory.Path) {
+				found[r.Directory.Path] = r.Module
+			}
+		}
+	}
+
+	declared := make(map[string]bool, len(d.Resources))
+	for _, r := range d.Resources {
+		declared[r.Name] = true
+		s := Step{Name: r.Name, Kind: r.Kind, Module: r.Module, Resource: r}
+		if err := checkResource(r); err != nil {
+			s.Action, s.Reason = Reject, err.Error()
+			p.Steps = append(p.Steps, s)
+			continue
+		}
+		switch r.Kind {
+		case commands.KindContainer:
+			diffContainer(&s, r, obs, found)
+		case commands.KindDirectory:
+			diffDirectory(&s, r, obs, found)
+		case commands.KindFile:
+			diffFile(&s, r, obs)
+		}
+		p.Steps = append(p.Steps, s)
+	}
+
+	var gone []string
+	for name := range obs.Containers {
+		if !declared[name] {
+			gone = append(gone, name)
+		}
+	}
+	sort.Strings(gone)
+	for _, name := range gone {
+		c := obs.Containers[name]
+		p.Steps = append(p.Steps, Step{
+			Name: name, Kind: commands.KindContainer, Module: c.Module,
+			Action: Remove, Reason: "no longer declared",
+		})
+	}
+	return p
+}
+
+// checkResource refuses a declared resource the agent cannot apply.
+func checkResource(r commands.Resource) error {
+	switch r.Kind {
+	case commands.KindContainer:
+		if r.Container == nil || r.Directory != nil || r.File != nil {
+			return fmt.Errorf("kind container needs exactly a container spec")
+		}
+		if err := ValidateContainer(Container{Name: r.Name, Spec: *r.Container}); err != nil {
+			return err
+		}
+	case commands.KindDirectory:
+		if r.Directory == nil || r.Container != nil || r.File != nil {
+			return fmt.Errorf("kind directory needs exactly a directory spec")
+		}
+		if err := ValidatePath(r.Directory.Path); err != nil {
+			return err
+		}
+		if err := ValidateMode(r.Directory.Mode); err != nil {
+			return err
+		}
+	case commands.KindFile:
+		if r.File == nil || r.Container != nil || r.Directory != nil {
+			return fmt.Errorf("kind file needs exactly a file spec")
+		}
+		if err := ValidatePath(r.File.Path); err != nil {
+			return err
+		}
+		if r.File.Path == commands.HostsPath {
+			return fmt.Errorf("path %s is the node's hosts file", r.File.Path)
+		}
+		if err := ValidateMode(r.File.Mode); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("kind %q is not applied by this agent", r.Kind)
+	}
+	if got := commands.Digest(r.Spec()); got != r.Digest {
+		return fmt.Errorf("digest %s does not match its spec (%s)", r.Digest, got)
+	}
+	return nil
+}
+
+func diffContainer(s *Step, r commands.Resource, obs Observed, found map[string]string) {
+	for _, m := range r.Container.Mounts {
+		if m.Volume {
+			continue
+		}
+		if module, ok := under(m.Source, found); ok {
+			s.Action, s.Found = Hold, true
+			s.Reason = fmt.Sprintf("would mount %s, found on this adopted node; not run until %s is taken", m.Source, module)
+			return
+		}
+	}
+	have, ok := obs.Containers[r.Name]
+	if !ok {
+		s.Action, s.Reason = Create, "absent"
+		return
+	}
+	s.Fields = ContainerFields(have.Spec, *r.Container)
+	if have.Module != r.Module {
+		s.Fields = append(s.Fields, "module")
+	}
+	same := commands.Digest(have.Spec) == commands.Digest(r.Container)
+	if same && len(s.Fields) == 0 && have.Digest == r.Digest {
+		s.Action, s.Reason = Unchanged, "spec unchanged"
+		return
+	}
+	switch {
+	case len(s.Fields) > 0:
+	case !same:
+		s.Fields = []string{"spec"} // equal field by field, but not byte for byte
+	default:
+		s.Fields = []string{"digest"}
+	}
+	s.Action, s.Reason = Replace, "changed: "+strings.Join(s.Fields, ", ")
+}
+
+// under reports whether p is a found path or lies under one, and the found
+// directory's module.
+func under(p string, found map[string]string) (string, bool) {
+	for q := p; ; q = path.Dir(q) {
+		if m, ok := found[q]; ok {
+			return m, true
+		}
+		if q == "/" || q == "." {
+			return "", false
+		}
+	}
+}
+
+func diffDirectory(s *Step, r commands.Resource, obs Observed, found map[string]string) {
+	want := r.Directory.Mode
+	if want == 0 {
+		want = DefaultDirMode
+	}
+	have := obs.Paths[r.Directory.Path]
+	_, isFound := found[r.Directory.Path]
+	switch {
+	case !have.Exists:
+		s.Action, s.Reason = Create, fmt.Sprintf("absent; make at %o", want)
+	case !have.Dir && isFound:
+		s.Action, s.Found = Hold, true
+		s.Reason = fmt.Sprintf("found on this adopted node; not touched until %s is taken", r.Module)
+	case !have.Dir:
+		s.Action, s.Reason = Reject, fmt.Sprintf("%s is a file, not a directory", r.Directory.Path)
+	case have.Mode == want:
+		s.Action, s.Found, s.Reason = Unchanged, isFound, fmt.Sprintf("mode %o", want)
+	case isFound:
+		s.Action, s.Found = Hold, true
+		s.Reason = fmt.Sprintf("found on this adopted node; not touched until %s is taken", r.Module)
+	default:
+		s.Action, s.Fields = Update, []string{"mode"}
+		s.Reason = fmt.Sprintf("mode %o to %o", have.Mode, want)
+	}
+}
+
+func diffFile(s *Step, r commands.Resource, obs Observed) {
+	want := r.File.Mode
+	if want == 0 {
+		want = DefaultFileMode
+	}
+	have := obs.Paths[r.File.Path]
+	switch {
+	case !have.Exists:
+		s.Action, s.Reason = Create, "absent"
+		return
+	case have.Dir:
+		s.Action, s.Reason = Reject, fmt.Sprintf("%s is a directory, not a file", r.File.Path)
+		return
+	}
+	var reasons []string
+	if string(have.Content) != r.File.Content {
+		s.Fields = append(s.Fields, "content")
+		reasons = append(reasons, "content differs")
+	}
+	if have.Mode != want {
+		s.Fields = append(s.Fields, "mode")
+		reasons = append(reasons, fmt.Sprintf("mode %o to %o", have.Mode, want))
+	}
+	if len(s.Fields) == 0 {
+		s.Action, s.Reason = Unchanged, "byte-identical, mode "+fmt.Sprintf("%o", want)
+		return
+	}
+	s.Action, s.Reason = Update, strings.Join(reasons, "; ")
+}
+
+// ContainerFields names the fields in which two container specs differ, as
+// report paths: "image", "command", "env.KEY" per changed, added or removed
+// key (sorted), "mounts.TARGET" per changed, added or removed mount (sorted
+// by target), "networks". Equal specs give none.
+func ContainerFields(have, want commands.Container) []string {
+	var out []string
+	if have.Image != want.Image {
+		out = append(out, "image")
+	}
+	if !slices.Equal(have.Command, want.Command) {
+		out = append(out, "command")
+	}
+	he, we := envMap(have.Env), envMap(want.Env)
+	var keys []string
+	for k, v := range we {
+		if hv, ok := he[k]; !ok || hv != v {
+			keys = append(keys, k)
+		}
+	}
+	for k := range he {
+		if _, ok := we[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, "env."+k)
+	}
+	hm, wm := mountMap(have.Mounts), mountMap(want.Mounts)
+	var targets []string
+	for t, m := range wm {
+		if hv, ok := hm[t]; !ok || hv != m {
+			targets = append(targets, t)
+		}
+	}
+	for t := range hm {
+		if _, ok := wm[t]; !ok {
+			targets = append(targets, t)
+		}
+	}
+	sort.Strings(targets)
+	for _, t := range targets {
+		out = append(out, "mounts."+t)
+	}
+	if len(targets) == 0 && !slices.Equal(have.Mounts, want.Mounts) {
+		out = append(out, "mounts") // same mounts in another order, or a duplicated target
+	}
+	if !slices.Equal(have.Networks, want.Networks) {
+		out = append(out, "networks")
+	}
+	return out
+}
+
+func envMap(env []string) map[string]string {
+	m := make(map[string]string, len(env))
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	return m
+}
+
+func mountMap(ms []commands.Mount) map[string]commands.Mount {
+	m := make(map[string]commands.Mount, len(ms))
+	for _, x := range ms {
+		m[x.Target] = x
+	}
+	return m
+}

@@ -1,0 +1,187 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+
+	"meshplane/commands"
+)
+
+// Runtime errors. A Runtime wraps them with context ("simruntime: remove
+// web: ..."); callers branch with errors.Is.
+//
+// "Does not exist" is a result, not an error, wherever a method's job is to
+// look (ListContainers, Stat): Stat of a missing path returns
+// PathInfo{Exists: false} and a nil error. ErrNotFound is only returned by a
+// method that must act on something that is not there (RemoveContainer,
+// Chmod, ReadFile). A failure to look is always an error.
+var (
+	// ErrRuntime means the runtime could not carry out a call: the daemon is
+	// unreachable, the disk refused a write, an injected fault fired. The
+	// state of the named object is unknown.
+	ErrRuntime = errors.New("runtime failure")
+
+	// ErrNotFound means the container or path a call must act on does not
+	// exist.
+	ErrNotFound = errors.New("not found")
+
+	// ErrExists means a container of that name, or something at that path,
+	// already exists.
+	ErrExists = errors.New("already exists")
+
+	// ErrWrongKind means the path exists but is of the other kind: a file
+	// where a directory is wanted, or a directory where a file is.
+	ErrWrongKind = errors.New("exists as another kind")
+
+	// ErrInvalid means the input was refused as malformed (a container name
+	// Docker would refuse, a relative path, a mode outside 07777, an empty
+	// image). Nothing was changed.
+	ErrInvalid = errors.New("invalid input")
+)
+
+// Runtime is the narrow part of a container runtime the agent uses. It is
+// implemented by agent/simruntime (in memory) and by the Docker runtime, and
+// both pass the conformance suite in agent/runtimetest.
+//
+// Every method honours ctx: a call made with a done context fails with an
+// error wrapping ctx.Err() and changes nothing. Implementations are safe for
+// concurrent use.
+//
+// Containers. A managed container carries, persisted with it (as labels on
+// Docker), its module, its resource digest and its full spec as JSON; a later
+// ListContainers returns exactly the spec it was created with. Containers the
+// runtime holds that are not managed by the mesh are never listed and never
+// touched.
+//
+// Paths are absolute and clean ("/var/lib/x", never "x" or "/var/lib/../x")
+// and name the host filesystem as the agent sees it. Modes are permission
+// bits (at most 07777) and are set exactly, whatever the process umask.
+type Runtime interface {
+	// ListContainers returns every managed container, sorted by name.
+	ListContainers(ctx context.Context) ([]Container, error)
+
+	// CreateContainer creates and starts c in one call. A container of that
+	// name, managed or not, is ErrExists.
+	CreateContainer(ctx context.Context, c Container) error
+
+	// RemoveContainer stops and removes the managed container name. A name no
+	// managed container has is ErrNotFound.
+	RemoveContainer(ctx context.Context, name string) error
+
+	// Stat describes what is at p. Nothing there is PathInfo{Exists: false},
+	// not an error.
+	Stat(ctx context.Context, p string) (PathInfo, error)
+
+	// Mkdir makes the directory p with mode, making missing parents with
+	// mode 0755. Anything already at p is ErrExists.
+	Mkdir(ctx context.Context, p string, mode uint32) error
+
+	// Chmod sets the mode of the directory or file at p. Nothing at p is
+	// ErrNotFound.
+	Chmod(ctx context.Context, p string, mode uint32) error
+
+	// WriteFile replaces the content of the file at p and sets its mode, as
+	// one atomic change: a reader sees the old file or the new one. Missing
+	// parents are made with mode 0755. A directory at p is ErrWrongKind.
+	WriteFile(ctx context.Context, p string, content []byte, mode uint32) error
+
+	// ReadFile returns the content of the file at p. Nothing at p is
+	// ErrNotFound; a directory is ErrWrongKind.
+	ReadFile(ctx context.Context, p string) ([]byte, error)
+}
+
+// Container is a managed container as the agent creates it and as the
+// runtime lists it.
+type Container struct {
+	Name   string             // the resource name, which is the container name
+	Module string             // the module that declares it
+	Digest string             // the resource digest it was created from
+	Spec   commands.Container // the spec it was created with
+}
+
+// PathInfo is what Stat found at a path.
+type PathInfo struct {
+	Exists bool
+	Dir    bool   // a directory (otherwise a regular file)
+	Mode   uint32 // permission bits
+	Size   int64  // bytes, for a file
+}
+
+// Labels under which a runtime that persists metadata as key/value labels
+// (Docker) keeps a managed container's module, digest and spec. A container
+// is managed when it carries LabelManaged = "true".
+const (
+	LabelManaged = "meshplane.managed"
+	LabelModule  = "meshplane.module"
+	LabelDigest  = "meshplane.digest"
+	LabelSpec    = "meshplane.spec"
+)
+
+// MaxMode is the largest mode a Runtime accepts.
+const MaxMode = 0o7777
+
+var containerName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
+
+// ValidateContainerName checks a container name as Docker does.
+func ValidateContainerName(name string) error {
+	if len(name) > 128 || !containerName.MatchString(name) {
+		return fmt.Errorf("container name %q: must match [a-zA-Z0-9][a-zA-Z0-9_.-]* (at most 128 bytes): %w", name, ErrInvalid)
+	}
+	return nil
+}
+
+// ValidateContainer checks what CreateContainer needs: a valid name, an
+// image, and absolute mount sources and targets.
+func ValidateContainer(c Container) error {
+	if err := ValidateContainerName(c.Name); err != nil {
+		return err
+	}
+	if strings.TrimSpace(c.Spec.Image) == "" {
+		return fmt.Errorf("container %s: empty image: %w", c.Name, ErrInvalid)
+	}
+	for i, m := range c.Spec.Mounts {
+		if !m.Volume {
+			if err := ValidatePath(m.Source); err != nil {
+				return fmt.Errorf("container %s: mounts[%d].source: %w", c.Name, i, err)
+			}
+		} else if m.Source == "" {
+			return fmt.Errorf("container %s: mounts[%d].source: empty volume name: %w", c.Name, i, ErrInvalid)
+		}
+		if err := ValidatePath(m.Target); err != nil {
+			return fmt.Errorf("container %s: mounts[%d].target: %w", c.Name, i, err)
+		}
+	}
+	for i, kv := range c.Spec.Env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return fmt.Errorf("container %s: env[%d] %q: not KEY=value: %w", c.Name, i, kv, ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// ValidatePath checks that p is absolute and clean.
+func ValidatePath(p string) error {
+	switch {
+	case p == "":
+		return fmt.Errorf("path: empty: %w", ErrInvalid)
+	case !path.IsAbs(p):
+		return fmt.Errorf("path %q: not absolute: %w", p, ErrInvalid)
+	case path.Clean(p) != p:
+		return fmt.Errorf("path %q: not clean (want %q): %w", p, path.Clean(p), ErrInvalid)
+	case strings.ContainsRune(p, 0):
+		return fmt.Errorf("path %q: contains NUL: %w", p, ErrInvalid)
+	}
+	return nil
+}
+
+// ValidateMode checks that mode is permission bits.
+func ValidateMode(mode uint32) error {
+	if mode > MaxMode {
+		return fmt.Errorf("mode %o: over %o: %w", mode, MaxMode, ErrInvalid)
+	}
+	return nil
+}
