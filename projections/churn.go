@@ -51,6 +51,7 @@ type churnNode struct {
 
 	cur, prev           string // current declaration digest, and the one before it
 	curDecl, prevDecl   string
+	curPos, prevPos     uint64
 	curRoster, prevRost []string
 	changed             Mark // the last change of digest
 	opSinceChange       bool
@@ -89,9 +90,9 @@ func (e Episode) Active() bool { return e.End == nil }
 
 // Evidence is what an episode saw.
 type Evidence struct {
-	// Declarations are the distinct declarations (by digest) of the
-	// episode's passes and flips, in the order first seen; at most
-	// maxEvidence, the rest counted in MoreDeclarations.
+	// Declarations are the distinct declarations of the episode's passes
+	// and flips, in the order first seen; at most maxEvidence, the rest
+	// counted in MoreDeclarations.
 	Declarations     []DeclRef `json:"declarations"`
 	MoreDeclarations int       `json:"more_declarations,omitempty"`
 	// Fields counts, per replaced spec field, the resources replaced for it.
@@ -223,21 +224,21 @@ func (n *churnNode) evidence() *Evidence {
 func (c *Churn) composed(n *churnNode, node string, ev events.Event, v events.DeclarationComposed) {
 	n.decls[v.Declaration] = declFacts{digest: v.Digest, resources: len(v.Resources)}
 	if n.cur == "" {
-		n.cur, n.curDecl, n.curRoster = v.Digest, v.Declaration, v.Roster
+		n.cur, n.curDecl, n.curPos, n.curRoster = v.Digest, v.Declaration, ev.Position, v.Roster
 		n.changed = Mark{ev.Position, ev.At}
 		return
 	}
 	if v.Digest == n.cur {
-		n.curDecl, n.curRoster = v.Declaration, v.Roster
+		n.curDecl, n.curPos, n.curRoster = v.Declaration, ev.Position, v.Roster
 		return
 	}
 	flip := n.prev != "" && v.Digest == n.prev && !n.opSinceChange
 	firstChange := n.changed
-	a := DeclRef{Declaration: n.prevDecl, Digest: n.prev}
-	b := DeclRef{Declaration: n.curDecl, Digest: n.cur}
+	a := DeclRef{Declaration: n.prevDecl, Digest: n.prev, Position: n.prevPos}
+	b := DeclRef{Declaration: n.curDecl, Digest: n.cur, Position: n.curPos}
 	added, removed := diffNames(n.curRoster, v.Roster)
-	n.prev, n.prevDecl, n.prevRost = n.cur, n.curDecl, n.curRoster
-	n.cur, n.curDecl, n.curRoster = v.Digest, v.Declaration, v.Roster
+	n.prev, n.prevDecl, n.prevPos, n.prevRost = n.cur, n.curDecl, n.curPos, n.curRoster
+	n.cur, n.curDecl, n.curPos, n.curRoster = v.Digest, v.Declaration, ev.Position, v.Roster
 	n.changed = Mark{ev.Position, ev.At}
 	n.opSinceChange = false
 	if !flip {
@@ -336,7 +337,7 @@ func (e *Evidence) addDecl(d DeclRef) {
 		return
 	}
 	for _, x := range e.Declarations {
-		if x.Digest == d.Digest && (d.Digest != "" || x.Declaration == d.Declaration) {
+		if x.Declaration == d.Declaration && x.Digest == d.Digest {
 			return
 		}
 	}
