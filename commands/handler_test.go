@@ -1,0 +1,220 @@
+package commands_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"meshplane/commands"
+	"meshplane/events"
+	"meshplane/events/memstore"
+)
+
+const op = "operator:test"
+
+func setup(t *testing.T, opts ...memstore.Option) (*commands.Handler, events.Store) {
+	t.Helper()
+	store := memstore.New(opts...)
+	t.Cleanup(func() { store.Close() })
+	return commands.NewHandler(store, events.NewRegistry()), store
+}
+
+func must(t *testing.T, h *commands.Handler, cs ...commands.Command) {
+	t.Helper()
+	for _, c := range cs {
+		if _, err := h.Execute(context.Background(), op, c); err != nil {
+			t.Fatalf("%T: %v", c, err)
+		}
+	}
+}
+
+func mesh(t *testing.T, h *commands.Handler) {
+	must(t, h,
+		commands.RegisterNode{Node: "novox"}, commands.RegisterNode{Node: "g14"},
+		commands.DefineModule{Module: "searxng", Spec: events.ModuleSpec{Routes: []string{"searxng.zurag.be"},
+			Containers: []events.ContainerSpec{{Name: "searxng", Image: "searxng:1"}}}},
+		commands.DefineModule{Module: "proxy", Spec: events.ModuleSpec{
+			Containers: []events.ContainerSpec{{Name: "proxy", Image: "caddy:2"}}}},
+		commands.AssignModule{Module: "searxng", Node: "g14"},
+		commands.AssignModule{Module: "proxy", Node: "novox"},
+	)
+}
+
+func TestExecuteAppendsAndRejects(t *testing.T) {
+	h, store := setup(t)
+	mesh(t, h)
+	_, err := h.Execute(context.Background(), op, commands.AssignModule{Module: "ghost", Node: "novox"})
+	var r *commands.Rejection
+	if !errors.As(err, &r) || r.Code != commands.CodeModuleUnknown {
+		t.Fatalf("assigning an undefined module: %v", err)
+	}
+	evs, err := store.ReadStream(context.Background(), "node-novox", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2 || evs[1].Type != events.TypeModuleAssigned || evs[1].Actor != op {
+		t.Fatalf("node-novox = %v", evs)
+	}
+}
+
+// Commands that race on one stream: every one lands exactly once, the
+// losers re-read and re-decide.
+func TestExecuteRetriesOnConflict(t *testing.T) {
+	h, store := setup(t)
+	must(t, h, commands.RegisterNode{Node: "novox"})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			// A separate handler each: separate caches, real conflicts.
+			h := commands.NewHandler(store, events.NewRegistry(), commands.WithRetries(20))
+			_, err := h.Execute(context.Background(), op, commands.SetNodeSetting{Node: "novox", Key: "port.p" + string(rune('a'+i)), Value: "1000"})
+			errs <- err
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := h.Node(context.Background(), "novox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(n.Settings) != 8 || n.Version != 9 {
+		t.Fatalf("settings %v at version %d, want 8 at version 9", n.Settings, n.Version)
+	}
+}
+
+func TestExecuteGivesUpNamingTheConflict(t *testing.T) {
+	// A store whose stream always moves on between read and append.
+	h0, store := setup(t)
+	must(t, h0, commands.RegisterNode{Node: "novox"})
+	racing := &racingStore{Store: store}
+	h := commands.NewHandler(racing, events.NewRegistry(), commands.WithRetries(2))
+	_, err := h.Execute(context.Background(), op, commands.AdoptNode{Node: "novox"})
+	if !errors.Is(err, commands.ErrConflict) || !strings.Contains(err.Error(), "3 attempts") {
+		t.Fatalf("Execute = %v, want a conflict after 3 attempts", err)
+	}
+}
+
+type racingStore struct{ events.Store }
+
+func (s *racingStore) Append(ctx context.Context, stream string, exp events.ExpectedVersion, evs ...events.Event) ([]events.Event, error) {
+	other := events.Event{ID: events.NewID(), Type: "test.interloper", Schema: 1}
+	if _, err := s.Store.Append(ctx, stream, events.Any, other); err != nil {
+		return nil, err
+	}
+	return s.Store.Append(ctx, stream, exp, evs...)
+}
+
+func TestPushRecordsComposePushAndFailure(t *testing.T) {
+	var failG14 bool
+	h, store := setup(t, memstore.WithFault(func(op memstore.Op, stream string) error {
+		if failG14 && op == memstore.OpReadStream && stream == "node-g14" {
+			return errors.New("FATAL: the database system is not yet accepting connections")
+		}
+		return nil
+	}))
+	mesh(t, h)
+	var sent []commands.Declaration
+	send := func(ctx context.Context, d commands.Declaration) error { sent = append(sent, d); return nil }
+
+	d, err := h.Push(context.Background(), "novox", nil, send)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sent) != 1 || sent[0].Digest != d.Digest || d.ID != "novox/1" {
+		t.Fatalf("sent %v", sent)
+	}
+
+	failG14 = true
+	_, err = h.Push(context.Background(), "novox", nil, send)
+	if err == nil || !strings.Contains(err.Error(), "g14") {
+		t.Fatalf("push with g14 unreadable = %v, want an error naming g14", err)
+	}
+	if len(sent) != 1 {
+		t.Fatalf("a declaration was sent beside a compose failure")
+	}
+
+	failG14 = false
+	_, err = h.Push(context.Background(), "novox", nil, func(context.Context, commands.Declaration) error { return errors.New("bus cut") })
+	if err == nil || !strings.Contains(err.Error(), "bus cut") {
+		t.Fatalf("push with the bus cut = %v", err)
+	}
+
+	evs, _ := store.ReadStream(context.Background(), "node-novox", 0, 0)
+	var types []string
+	for _, ev := range evs {
+		types = append(types, ev.Type)
+	}
+	want := "node.registered module.assigned declaration.composed declaration.pushed declaration.compose-failed declaration.composed declaration.push-failed"
+	if got := strings.Join(types, " "); got != want {
+		t.Fatalf("node-novox:\n got %s\nwant %s", got, want)
+	}
+	if evs[2].Correlation == "" || evs[2].Correlation != evs[3].Correlation {
+		t.Errorf("composed and pushed do not share a correlation")
+	}
+	if !strings.Contains(string(evs[4].Data), `"read":"node g14"`) {
+		t.Errorf("compose-failed does not name the read: %s", evs[4].Data)
+	}
+}
+
+func TestRecordApplyIsIdempotent(t *testing.T) {
+	h, store := setup(t)
+	mesh(t, h)
+	id := events.NewID()
+	d := commands.Delivery{
+		Report:  events.ApplyReported{Node: "novox", Declaration: "novox/1", Sent: 2, Applied: 2, Unchanged: 2},
+		ApplyID: id, AppliedAt: time.Date(2026, 9, 29, 22, 46, 0, 0, time.UTC), Correlation: "c1",
+	}
+	first, err := h.RecordApply(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Delivered again, after a lost acknowledgement, as a late delivery.
+	d.Attempts, d.LastError = 2, "nats: connection closed"
+	again, err := h.RecordApply(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again[0].Position != first[0].Position {
+		t.Fatalf("re-delivery appended again: %v then %v", first, again)
+	}
+	n := 0
+	evs, _ := store.ReadStream(context.Background(), "node-novox", 0, 0)
+	for _, ev := range evs {
+		if ev.Type == events.TypeApplyReported {
+			n++
+			if ev.ID != id || ev.Actor != "agent:novox" {
+				t.Errorf("apply.reported %v", ev)
+			}
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d apply.reported events, want 1", n)
+	}
+
+	// A report first delivered late carries a note beside it.
+	d2 := d
+	d2.ApplyID = events.NewID()
+	stored, err := h.RecordApply(context.Background(), d2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != 2 || stored[1].Type != events.TypeReportDeliveredLate {
+		t.Fatalf("late delivery stored %v", stored)
+	}
+	if _, err := h.RecordApply(context.Background(), commands.Delivery{Report: events.ApplyReported{Node: "ghost"}, ApplyID: uuid.New()}); !errors.Is(err, commands.ErrRejected) {
+		t.Fatalf("report from an unknown node: %v", err)
+	}
+}
