@@ -1,0 +1,371 @@
+package agent_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"meshplane/agent"
+	"meshplane/commands"
+)
+
+type want struct {
+	name   string
+	action agent.Action
+	fields []string
+	reason string // checked when not empty
+}
+
+func running(rs ...commands.Resource) map[string]agent.Container {
+	m := map[string]agent.Container{}
+	for _, r := range rs {
+		m[r.Name] = agent.Container{Name: r.Name, Module: r.Module, Digest: r.Digest, Spec: *r.Container}
+	}
+	return m
+}
+
+func paths(kv ...any) map[string]agent.PathState {
+	m := map[string]agent.PathState{}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i].(string)] = kv[i+1].(agent.PathState)
+	}
+	return m
+}
+
+func d(mode uint32) agent.PathState {
+	return agent.PathState{PathInfo: agent.PathInfo{Exists: true, Dir: true, Mode: mode}}
+}
+
+func f(content string, mode uint32) agent.PathState {
+	return agent.PathState{PathInfo: agent.PathInfo{Exists: true, Mode: mode, Size: int64(len(content))}, Content: []byte(content)}
+}
+
+func hostsOK(d commands.Declaration) agent.PathState { return f(d.Hosts, agent.HostsMode) }
+
+func TestDiff(t *testing.T) {
+	web := commands.Container{
+		Image:   "reg:5000/forge/web@sha256:ab12",
+		Command: []string{"serve"},
+		Env:     []string{"A=1", "B=2"},
+		Mounts:  []commands.Mount{{Source: "/srv/forge", Target: "/data"}, {Source: commands.HostsPath, Target: "/etc/hosts", ReadOnly: true}},
+	}
+	with := func(c commands.Container, edit func(*commands.Container)) commands.Container {
+		c.Env = slices.Clone(c.Env)
+		c.Mounts = slices.Clone(c.Mounts)
+		c.Command = slices.Clone(c.Command)
+		edit(&c)
+		return c
+	}
+	base := decl("novox/1", ctr("web", "forge", web))
+	holdDir := "found on this adopted node; not touched until route-proxy is taken"
+	holdCA := "would mount /var/lib/route-proxy/ca, found on this adopted node; not run until route-proxy is taken"
+
+	tests := []struct {
+		name      string
+		d         commands.Declaration
+		obs       agent.Observed
+		st        agent.State
+		want      []want
+		hostWrite bool
+	}{
+		{
+			name:      "empty node: create everything, write hosts",
+			d:         decl("novox/1", ctr("web", "forge", web), dir("data", "forge", "/srv/forge", 0o700), file("conf", "forge", "/etc/forge.ini", "x=1\n", 0o640)),
+			obs:       agent.Observed{},
+			want:      []want{{"conf", agent.Create, nil, ""}, {"data", agent.Create, nil, ""}, {"web", agent.Create, nil, ""}},
+			hostWrite: true,
+		},
+		{
+			name: "same digest and spec: unchanged (rule 4)",
+			d:    base,
+			obs:  agent.Observed{Containers: running(base.Resources...), Paths: paths(commands.HostsPath, hostsOK(base))},
+			want: []want{{"web", agent.Unchanged, nil, ""}},
+		},
+		{
+			name:      "hosts differ: written in place, container unchanged (rule 2)",
+			d:         base,
+			obs:       agent.Observed{Containers: running(base.Resources...), Paths: paths(commands.HostsPath, f("old roster\n", 0o644))},
+			want:      []want{{"web", agent.Unchanged, nil, ""}},
+			hostWrite: true,
+		},
+		{
+			name:      "hosts at another mode: rewritten",
+			d:         base,
+			obs:       agent.Observed{Containers: running(base.Resources...), Paths: paths(commands.HostsPath, f(base.Hosts, 0o600))},
+			want:      []want{{"web", agent.Unchanged, nil, ""}},
+			hostWrite: true,
+		},
+		{
+			name: "image changed: replaced naming image",
+			d:    decl("novox/2", ctr("web", "forge", with(web, func(c *commands.Container) { c.Image = "reg:5000/forge/web@sha256:cd34" }))),
+			obs:  agent.Observed{Containers: running(base.Resources...), Paths: paths(commands.HostsPath, hostsOK(base))},
+			want: []want{{"web", agent.Replace, []string{"image"}, "changed: image"}},
+		},
+		{
+			name: "env changed, added, removed: one field per key",
+			d:    decl("novox/2", ctr("web", "forge", with(web, func(c *commands.Container) { c.Env = []string{"A=9", "C=3"} }))),
+			obs:  agent.Observed{Containers: running(base.Resources...), Paths: paths(commands.HostsPath, hostsOK(base))},
+			want: []want{{"web", agent.Replace, []string{"env.A", "env.B", "env.C"}, ""}},
+		},
+		{
+			name: "mount path changed: replaced naming the mount (rule 5)",
+			d:    decl("novox/2", ctr("web", "forge", with(web, func(c *commands.Container) { c.Mounts[0].Source = "/var/lib/forge" }))),
+			obs:  agent.Observed{Containers: running(base.Resources...), Paths: paths(commands.HostsPath, hostsOK(base))},
+			want: []want{{"web", agent.Replace, []string{"mounts./data"}, "changed: mounts./data"}},
+		},
+		{
+			name: "command and networks changed",
+			d: decl("novox/2", ctr("web", "forge", with(web, func(c *commands.Container) {
+				c.Command = []string{"serve", "--debug"}
+				c.Networks = []string{"mesh"}
+			}))),
+			obs:  agent.Observed{Containers: running(base.Resources...), Paths: paths(commands.HostsPath, hostsOK(base))},
+			want: []want{{"web", agent.Replace, []string{"command", "networks"}, ""}},
+		},
+		{
+			name: "same spec, other digest label: replaced naming digest",
+			d:    base,
+			obs: agent.Observed{Containers: map[string]agent.Container{"web": {Name: "web", Module: "forge", Digest: "sha256:old", Spec: web}},
+				Paths: paths(commands.HostsPath, hostsOK(base))},
+			want: []want{{"web", agent.Replace, []string{"digest"}, ""}},
+		},
+		{
+			name: "directory already 700: unchanged, not 755 to 700 (rule 4)",
+			d:    decl("novox/1", dir("data", "forge", "/srv/forge", 0o700)),
+			obs:  agent.Observed{Paths: paths("/srv/forge", d(0o700))},
+			want: []want{{"data", agent.Unchanged, nil, ""}}, hostWrite: true,
+		},
+		{
+			name: "directory at 755 declared 700: updated in place",
+			d:    decl("novox/1", dir("data", "forge", "/srv/forge", 0o700)),
+			obs:  agent.Observed{Paths: paths("/srv/forge", d(0o755))},
+			want: []want{{"data", agent.Update, []string{"mode"}, "mode 755 to 700"}}, hostWrite: true,
+		},
+		{
+			name: "directory mode 0 means 755",
+			d:    decl("novox/1", dir("data", "forge", "/srv/forge", 0)),
+			obs:  agent.Observed{Paths: paths("/srv/forge", d(0o755))},
+			want: []want{{"data", agent.Unchanged, nil, ""}}, hostWrite: true,
+		},
+		{
+			name: "file byte-identical at its mode: unchanged",
+			d:    decl("novox/1", file("conf", "forge", "/etc/forge.ini", "x=1\n", 0o640)),
+			obs:  agent.Observed{Paths: paths("/etc/forge.ini", f("x=1\n", 0o640))},
+			want: []want{{"conf", agent.Unchanged, nil, ""}}, hostWrite: true,
+		},
+		{
+			name: "file content and mode differ: updated in place",
+			d:    decl("novox/1", file("conf", "forge", "/etc/forge.ini", "x=1\n", 0o640)),
+			obs:  agent.Observed{Paths: paths("/etc/forge.ini", f("x=1", 0o644))},
+			want: []want{{"conf", agent.Update, []string{"content", "mode"}, ""}}, hostWrite: true,
+		},
+		{
+			name: "adopted, untaken, found matching directory: unchanged; container mounting it held",
+			d:    adopted(decl("novox/1", routeProxy()...)),
+			obs:  agent.Observed{Paths: paths(caPath, d(0o755))},
+			want: []want{
+				{"acme", agent.Create, nil, ""},
+				{"ca", agent.Hold, nil, holdCA},
+				{"proxy", agent.Create, nil, ""},
+				{"route-proxy-ca", agent.Unchanged, nil, ""},
+			},
+			hostWrite: true,
+		},
+		{
+			name: "adopted, untaken, found directory at another mode: held, not touched",
+			d:    adopted(decl("novox/1", routeProxy()...)),
+			obs:  agent.Observed{Paths: paths(caPath, d(0o700))},
+			want: []want{
+				{"acme", agent.Create, nil, ""},
+				{"ca", agent.Hold, nil, holdCA},
+				{"proxy", agent.Create, nil, ""},
+				{"route-proxy-ca", agent.Hold, nil, holdDir},
+			},
+			hostWrite: true,
+		},
+		{
+			name: "adopted, untaken, held container already running: left alone, not removed",
+			d:    adopted(decl("novox/1", routeProxy()...)),
+			obs:  agent.Observed{Containers: running(routeProxy()[1]), Paths: paths(caPath, d(0o700))},
+			want: []want{
+				{"acme", agent.Create, nil, ""},
+				{"ca", agent.Hold, nil, holdCA},
+				{"proxy", agent.Create, nil, ""},
+				{"route-proxy-ca", agent.Hold, nil, holdDir},
+			},
+			hostWrite: true,
+		},
+		{
+			name: "adopted, taken: nothing held, found directory updated",
+			d:    adopted(decl("novox/1", routeProxy()...), "route-proxy"),
+			obs:  agent.Observed{Paths: paths(caPath, d(0o700))},
+			want: []want{
+				{"acme", agent.Create, nil, ""},
+				{"ca", agent.Create, nil, ""},
+				{"proxy", agent.Create, nil, ""},
+				{"route-proxy-ca", agent.Update, []string{"mode"}, ""},
+			},
+			hostWrite: true,
+		},
+		{
+			name: "adopted, untaken, directory the agent made: not found, nothing held",
+			d:    adopted(decl("novox/1", routeProxy()...)),
+			obs:  agent.Observed{Paths: paths(caPath, d(0o700))},
+			st:   agent.State{Made: []string{caPath}},
+			want: []want{
+				{"acme", agent.Create, nil, ""},
+				{"ca", agent.Create, nil, ""},
+				{"proxy", agent.Create, nil, ""},
+				{"route-proxy-ca", agent.Update, []string{"mode"}, ""},
+			},
+			hostWrite: true,
+		},
+		{
+			name: "adopted, untaken, directory absent: created, nothing held",
+			d:    adopted(decl("novox/1", routeProxy()...)),
+			obs:  agent.Observed{},
+			want: []want{
+				{"acme", agent.Create, nil, ""},
+				{"ca", agent.Create, nil, ""},
+				{"proxy", agent.Create, nil, ""},
+				{"route-proxy-ca", agent.Create, nil, ""},
+			},
+			hostWrite: true,
+		},
+		{
+			name: "not adopted: an existing directory is the mesh's",
+			d:    decl("novox/1", routeProxy()...),
+			obs:  agent.Observed{Paths: paths(caPath, d(0o700))},
+			want: []want{
+				{"acme", agent.Create, nil, ""},
+				{"ca", agent.Create, nil, ""},
+				{"proxy", agent.Create, nil, ""},
+				{"route-proxy-ca", agent.Update, []string{"mode"}, ""},
+			},
+			hostWrite: true,
+		},
+		{
+			name: "managed container no longer declared: removed",
+			d:    base,
+			obs:  agent.Observed{Containers: running(base.Resources[0], ctr("old", "gone", image("x:1"))), Paths: paths(commands.HostsPath, hostsOK(base))},
+			want: []want{{"web", agent.Unchanged, nil, ""}, {"old", agent.Remove, nil, "no longer declared"}},
+		},
+		{
+			name: "bad resources: rejected with a reason",
+			d: decl("novox/1",
+				commands.Resource{Name: "vol", Kind: commands.KindVolume, Module: "m"},
+				commands.Resource{Name: "nospec", Kind: commands.KindContainer, Module: "m"},
+				func() commands.Resource { r := ctr("lying", "m", image("x")); r.Digest = "sha256:0"; return r }(),
+				dir("rel", "m", "relative", 0o755),
+				file("hosts", "m", commands.HostsPath, "x", 0o644),
+			),
+			obs: agent.Observed{Paths: paths(commands.HostsPath, f("10.1.0.3 searxng.zurag.be\n", 0o644))},
+			want: []want{
+				{"hosts", agent.Reject, nil, "path /var/lib/meshplane/hosts is the node's hosts file"},
+				{"lying", agent.Reject, nil, ""},
+				{"nospec", agent.Reject, nil, "kind container needs exactly a container spec"},
+				{"rel", agent.Reject, nil, ""},
+				{"vol", agent.Reject, nil, `kind "volume" is not applied by this agent`},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := agent.Diff(tt.d, tt.obs, tt.st)
+			if p.Hosts.Write != tt.hostWrite {
+				t.Errorf("hosts write = %v (%s), want %v", p.Hosts.Write, p.Hosts.Reason, tt.hostWrite)
+			}
+			if p.Declaration != tt.d.ID {
+				t.Errorf("plan of %q, want %q", p.Declaration, tt.d.ID)
+			}
+			if len(p.Steps) != len(tt.want) {
+				t.Fatalf("%d steps, want %d:\n%s", len(p.Steps), len(tt.want), dump(p))
+			}
+			for i, w := range tt.want {
+				s := p.Steps[i]
+				if s.Name != w.name || s.Action != w.action || !slices.Equal(s.Fields, w.fields) {
+					t.Errorf("step %d = %s %s %v, want %s %s %v", i, s.Name, s.Action, s.Fields, w.name, w.action, w.fields)
+				}
+				if w.reason != "" && s.Reason != w.reason {
+					t.Errorf("step %s reason %q, want %q", s.Name, s.Reason, w.reason)
+				}
+				if s.Reason == "" {
+					t.Errorf("step %s has no reason", s.Name)
+				}
+			}
+		})
+	}
+}
+
+func dump(p agent.Plan) string {
+	var s string
+	for _, st := range p.Steps {
+		s += fmt.Sprintf("  %s %s %v %q\n", st.Name, st.Action, st.Fields, st.Reason)
+	}
+	return s
+}
+
+func TestDiffDoesNotModifyInputs(t *testing.T) {
+	d := adopted(decl("novox/1", routeProxy()...))
+	before := commands.Digest(d)
+	obs := agent.Observed{Paths: paths(caPath, d0700())}
+	st := agent.State{Made: []string{"/elsewhere"}}
+	p1 := agent.Diff(d, obs, st)
+	p2 := agent.Diff(d, obs, st)
+	if commands.Digest(d) != before || len(st.Made) != 1 || st.Made[0] != "/elsewhere" {
+		t.Fatal("Diff modified its inputs")
+	}
+	if dump(p1) != dump(p2) {
+		t.Fatalf("Diff is not deterministic:\n%s\n%s", dump(p1), dump(p2))
+	}
+}
+
+func d0700() agent.PathState { return d(0o700) }
+
+func TestContainerFields(t *testing.T) {
+	m := func(src, tgt string, ro bool) commands.Mount { return commands.Mount{Source: src, Target: tgt, ReadOnly: ro} }
+	tests := []struct {
+		name       string
+		have, want commands.Container
+		fields     []string
+	}{
+		{"equal", commands.Container{Image: "a"}, commands.Container{Image: "a"}, nil},
+		{"nil and empty env are equal", commands.Container{Image: "a", Env: []string{}}, commands.Container{Image: "a"}, nil},
+		{"mount made read-only", commands.Container{Image: "a", Mounts: []commands.Mount{m("/s", "/t", false)}},
+			commands.Container{Image: "a", Mounts: []commands.Mount{m("/s", "/t", true)}}, []string{"mounts./t"}},
+		{"mount added and removed", commands.Container{Image: "a", Mounts: []commands.Mount{m("/s", "/old", false)}},
+			commands.Container{Image: "a", Mounts: []commands.Mount{m("/s", "/new", false)}}, []string{"mounts./new", "mounts./old"}},
+		{"mounts reordered", commands.Container{Image: "a", Mounts: []commands.Mount{m("/a", "/a", false), m("/b", "/b", false)}},
+			commands.Container{Image: "a", Mounts: []commands.Mount{m("/b", "/b", false), m("/a", "/a", false)}}, []string{"mounts"}},
+		{"everything", commands.Container{Image: "a", Command: []string{"x"}, Env: []string{"K=1"}, Networks: []string{"n"}},
+			commands.Container{Image: "b", Env: []string{"K=2"}}, []string{"image", "command", "env.K", "networks"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := agent.ContainerFields(tt.have, tt.want); !slices.Equal(got, tt.fields) {
+				t.Fatalf("fields = %v, want %v", got, tt.fields)
+			}
+		})
+	}
+}
+
+func TestNextState(t *testing.T) {
+	d := decl("novox/1", dir("a", "m", "/a", 0o755), dir("b", "m", "/b", 0o755))
+	tests := []struct {
+		name string
+		st   agent.State
+		made []string
+		want []string
+	}{
+		{"remembers what it made", agent.State{}, []string{"/b", "/a"}, []string{"/a", "/b"}},
+		{"forgets what left the declaration", agent.State{Made: []string{"/a", "/gone"}}, nil, []string{"/a"}},
+		{"no duplicates", agent.State{Made: []string{"/a"}}, []string{"/a"}, []string{"/a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := agent.NextState(tt.st, d, tt.made); !slices.Equal(got.Made, tt.want) {
+				t.Fatalf("made = %v, want %v", got.Made, tt.want)
+			}
+		})
+	}
+}
