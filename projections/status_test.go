@@ -1,0 +1,208 @@
+package projections
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"meshplane/events"
+)
+
+func TestStatus(t *testing.T) {
+	held := func(mod string, n int) []events.Held {
+		out := make([]events.Held, n)
+		for i := range out {
+			out[i] = events.Held{Name: mod + "-h" + string(rune('a'+i)), Module: mod, Reason: "found on this adopted node"}
+		}
+		return out
+	}
+	res := append(resources("route-proxy", 3, "A"), resources("photos", 2, "A")...)
+	tests := []struct {
+		name      string
+		build     func(g *gen)
+		sync      string
+		health    string
+		converged bool
+		waiting   map[string]int // module → held count, waiting on take
+		compose   string         // the compose error shown
+	}{
+		{
+			name: "applied the last push: in sync, converged",
+			build: func(g *gen) {
+				g.assign("route-proxy", "novox").composed("novox", "novox/1", "A", nil, res).pushed("novox", "novox/1", "A", 5).
+					applied("novox", events.ApplyReported{Declaration: "novox/1", Sent: 5, Applied: 5, Unchanged: 5})
+			},
+			sync: SyncInSync, health: HealthConverged, converged: true,
+		},
+		{
+			name: "pushed and never reported",
+			build: func(g *gen) {
+				g.composed("novox", "novox/1", "A", nil, res).pushed("novox", "novox/1", "A", 5)
+			},
+			sync: SyncUnreported, health: HealthConverged,
+		},
+		{
+			name: "a later push not yet applied is pending",
+			build: func(g *gen) {
+				g.composed("novox", "novox/1", "A", nil, res).pushed("novox", "novox/1", "A", 5).
+					applied("novox", events.ApplyReported{Declaration: "novox/1", Sent: 5, Applied: 5, Unchanged: 5}).
+					composed("novox", "novox/2", "B", nil, res).pushed("novox", "novox/2", "B", 5)
+			},
+			sync: SyncPending, health: HealthConverged,
+		},
+		{
+			name: "a composed declaration that was never pushed does not make it pending",
+			build: func(g *gen) {
+				g.composed("novox", "novox/1", "A", nil, res).pushed("novox", "novox/1", "A", 5).
+					applied("novox", events.ApplyReported{Declaration: "novox/1", Sent: 5, Applied: 5, Unchanged: 5}).
+					composed("novox", "novox/2", "B", nil, res)
+			},
+			sync: SyncInSync, health: HealthConverged, converged: true,
+		},
+		{
+			name: "held resources: waiting on take, counted per module, never converged",
+			build: func(g *gen) {
+				g.composed("novox", "novox/1", "A", nil, res).pushed("novox", "novox/1", "A", 5).
+					applied("novox", events.ApplyReported{Declaration: "novox/1", Sent: 5, Applied: 1,
+						Held: append(held("route-proxy", 3), held("photos", 1)...)})
+			},
+			sync: SyncInSync, health: HealthWaitingOnTake, waiting: map[string]int{"route-proxy": 3, "photos": 1},
+		},
+		{
+			name: "failed resources are failing",
+			build: func(g *gen) {
+				g.composed("novox", "novox/1", "A", nil, res).pushed("novox", "novox/1", "A", 5).
+					applied("novox", events.ApplyReported{Declaration: "novox/1", Sent: 5, Applied: 3,
+						Held: held("photos", 1), Failed: []events.Failed{{Name: "route-proxy-0", Error: "boom"}}})
+			},
+			sync: SyncInSync, health: HealthFailing, waiting: map[string]int{"photos": 1},
+		},
+		{
+			name: "a compose failing after the last apply is failing, with its error",
+			build: func(g *gen) {
+				g.composed("novox", "novox/1", "A", nil, res).pushed("novox", "novox/1", "A", 5).
+					applied("novox", events.ApplyReported{Declaration: "novox/1", Sent: 5, Applied: 5, Unchanged: 5}).
+					composeFailed("novox", "node g14", "reading node g14: store unavailable")
+			},
+			sync: SyncInSync, health: HealthFailing, compose: "reading node g14: store unavailable",
+		},
+		{
+			name: "a compose that failed and then succeeded is not failing",
+			build: func(g *gen) {
+				g.composeFailed("novox", "node g14", "store unavailable").
+					composed("novox", "novox/1", "A", nil, res).pushed("novox", "novox/1", "A", 5).
+					applied("novox", events.ApplyReported{Declaration: "novox/1", Sent: 5, Applied: 5, Unchanged: 5})
+			},
+			sync: SyncInSync, health: HealthConverged, converged: true,
+		},
+		{
+			name: "an open churn episode is churning",
+			build: func(g *gen) {
+				g.pass("novox", "novox/1", "A", nil, 4, 4).pass("novox", "novox/2", "B", nil, 4, 4)
+			},
+			sync: SyncInSync, health: HealthChurning,
+		},
+		{
+			name: "hand-written: composed and applied with no push, no digest, no actor",
+			build: func(g *gen) {
+				g.raw("node-novox", events.TypeDeclarationComposed,
+					`{"node":"novox","declaration":"novox/1","digest":"sha256:d1","roster":["a"],"resources":[{"name":"web","kind":"container","module":"forge","digest":"x"}]}`).
+					raw("node-novox", events.TypeApplyReported,
+						`{"node":"novox","declaration":"novox/1","sent":1,"applied":1,"created":[],"replaced":[],"removed":[],"held":[],"failed":[],"unchanged":1}`)
+			},
+			sync: SyncInSync, health: HealthConverged, converged: true,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newGen(t)
+			tc.build(g)
+			s := g.folded().Status
+			st, err := s.Of("novox")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Sync != tc.sync || st.Health != tc.health {
+				t.Errorf("sync %s health %s, want %s %s", st.Sync, st.Health, tc.sync, tc.health)
+			}
+			conv, err := s.Converged("novox")
+			if err != nil || conv != tc.converged {
+				t.Errorf("Converged = %v, %v; want %v", conv, err, tc.converged)
+			}
+			for m, n := range tc.waiting {
+				w, h, err := s.WaitingOnTake("novox", m)
+				if err != nil || !w || h != n {
+					t.Errorf("WaitingOnTake(%s) = %v %d %v, want true %d", m, w, h, err, n)
+				}
+				if ms := st.Modules[m]; ms.State != HealthWaitingOnTake || ms.Held != n {
+					t.Errorf("module %s: %+v, want waiting-on-take with %d held", m, ms, n)
+				}
+			}
+			var total int
+			for _, mc := range st.Held {
+				total += mc.Count
+				if tc.waiting[mc.Module] != mc.Count {
+					t.Errorf("held %s: %d, want %d", mc.Module, mc.Count, tc.waiting[mc.Module])
+				}
+			}
+			if len(st.Held) != len(tc.waiting) {
+				t.Errorf("held %+v, want %v", st.Held, tc.waiting)
+			}
+			if tc.compose == "" && st.ComposeFailed != nil {
+				t.Errorf("compose failure shown: %+v", st.ComposeFailed)
+			}
+			if tc.compose != "" && (st.ComposeFailed == nil || st.ComposeFailed.Error != tc.compose) {
+				t.Errorf("compose failure %+v, want %q", st.ComposeFailed, tc.compose)
+			}
+		})
+	}
+}
+
+func TestStatusDigestLookedUp(t *testing.T) {
+	g := newGen(t).composed("novox", "novox/1", "sha256:d1", nil, resources("m", 1, "A")).
+		raw("node-novox", events.TypeApplyReported, `{"node":"novox","declaration":"novox/1","sent":1,"applied":1}`)
+	st, err := g.folded().Status.Of("novox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Applied == nil || st.Applied.Digest != "sha256:d1" || st.Applied.Summary != "applied 1 resource(s)" {
+		t.Errorf("applied %+v, want digest sha256:d1 and its summary", st.Applied)
+	}
+}
+
+func TestStatusModules(t *testing.T) {
+	g := newGen(t).assign("a", "novox").assign("b", "novox").assign("c", "novox").
+		op("novox", events.ModuleTaken{Module: "a", Node: "novox"}).
+		op("novox", events.ModuleReleased{Module: "c", Node: "novox"}).
+		composed("novox", "novox/1", "A", nil, append(resources("a", 2, "A"), resources("b", 1, "A")...)).
+		applied("novox", events.ApplyReported{Declaration: "novox/1", Sent: 3, Applied: 2, Held: []events.Held{{Name: "b-0", Module: "b"}}})
+	st, err := g.folded().Status.Of("novox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]ModuleStatus{
+		"a": {Assigned: true, Taken: true, State: HealthConverged},
+		"b": {Assigned: true, State: HealthWaitingOnTake, Held: 1},
+	}
+	if len(st.Modules) != len(want) {
+		t.Errorf("modules %+v, want %+v", st.Modules, want)
+	}
+	for m, ms := range want {
+		if st.Modules[m] != ms {
+			t.Errorf("module %s: %+v, want %+v", m, st.Modules[m], ms)
+		}
+	}
+	if got := g.folded().Status.Nodes(); !slices.Equal(got, []string{"novox"}) {
+		t.Errorf("nodes %v", got)
+	}
+}
+
+func TestStatusUnknownNode(t *testing.T) {
+	s := New()
+	if _, err := s.Status.Of("ghost"); !errors.Is(err, ErrUnknownNode) {
+		t.Errorf("Of = %v, want ErrUnknownNode", err)
+	}
+	if _, err := s.Status.Converged("ghost"); !errors.Is(err, ErrUnknownNode) {
+		t.Errorf("Converged = %v, want ErrUnknownNode", err)
+	}
+}

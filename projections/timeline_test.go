@@ -1,0 +1,134 @@
+package projections
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"meshplane/events"
+)
+
+// timelineHistory: positions 1..9.
+//
+//	1 route-proxy assigned to novox            (operator, novox)
+//	2 composed novox/1                         (c-novox/1)
+//	3 pushed novox/1                           (c-novox/1)
+//	4 applied novox/1: created proxy, replaced web (mounts), held ca
+//	5 composed g14/1                           (c-g14/1)
+//	6 applied g14/1: created web
+//	7 composed novox/2                         (c-novox/2)
+//	8 applied novox/2: replaced web (image)
+//	9 an event of a type this build does not know (left to the runner)
+func timelineHistory(t *testing.T) *gen {
+	res := []events.ResourceRef{
+		{Name: "ca", Kind: "container", Module: "route-proxy", Digest: "1"},
+		{Name: "proxy", Kind: "container", Module: "route-proxy", Digest: "2"},
+		{Name: "web", Kind: "container", Module: "forge", Digest: "3"},
+	}
+	return newGen(t).assign("route-proxy", "novox").
+		composed("novox", "novox/1", "sha256:n1", []string{"a"}, res).
+		pushed("novox", "novox/1", "sha256:n1", 3).
+		applied("novox", events.ApplyReported{Declaration: "novox/1", Sent: 3, Applied: 2,
+			Created:  []string{"proxy"},
+			Replaced: []events.Replaced{{Name: "web", Fields: []string{"mounts"}}},
+			Held:     []events.Held{{Name: "ca", Module: "route-proxy", Reason: "not run until route-proxy is taken"}}}).
+		composed("g14", "g14/1", "sha256:g1", []string{"a"}, res[2:]).
+		applied("g14", events.ApplyReported{Declaration: "g14/1", Sent: 1, Applied: 1, Created: []string{"web"}}).
+		composed("novox", "novox/2", "sha256:n2", []string{"a"}, res).
+		applied("novox", events.ApplyReported{Declaration: "novox/2", Sent: 3, Applied: 2, Unchanged: 1,
+			Replaced: []events.Replaced{{Name: "web", Fields: []string{"image"}}},
+			Held:     []events.Held{{Name: "ca", Module: "route-proxy", Reason: "not run until route-proxy is taken"}}})
+}
+
+func TestTimelineQuery(t *testing.T) {
+	tl := timelineHistory(t).folded().Timeline
+	at := func(pos int) time.Time { return t0.Add(time.Duration(pos) * time.Minute) }
+	tests := []struct {
+		name string
+		f    Filter
+		want []uint64
+	}{
+		{"everything", Filter{}, []uint64{1, 2, 3, 4, 5, 6, 7, 8}},
+		{"by node", Filter{Node: "g14"}, []uint64{5, 6}},
+		{"by type", Filter{Type: events.TypeApplyReported}, []uint64{4, 6, 8}},
+		{"by correlation", Filter{Correlation: "c-novox/1"}, []uint64{2, 3, 4}},
+		{"by resource", Filter{Resource: "web"}, []uint64{4, 6, 8}},
+		{"by resource on a node", Filter{Node: "novox", Resource: "web"}, []uint64{4, 8}},
+		{"by held resource", Filter{Resource: "ca"}, []uint64{4, 8}},
+		{"by module", Filter{Module: "route-proxy"}, []uint64{1, 2, 3, 4, 7, 8}},
+		{"by module, forge", Filter{Module: "forge"}, []uint64{2, 3, 4, 5, 6, 7, 8}},
+		{"time range is [from, to)", Filter{From: at(3), To: at(6)}, []uint64{3, 4, 5}},
+		{"limit keeps the latest", Filter{Node: "novox", Limit: 2}, []uint64{7, 8}},
+		{"nothing matches", Filter{Node: "ghost"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []uint64
+			for _, e := range tl.Query(tc.f) {
+				got = append(got, e.Position)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("positions %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestTimelineEntries(t *testing.T) {
+	tl := timelineHistory(t).folded().Timeline
+	es := tl.Query(Filter{Correlation: "c-novox/1", Type: events.TypeApplyReported})
+	if len(es) != 1 {
+		t.Fatalf("%d entries", len(es))
+	}
+	e := es[0]
+	want := "applied 2 resource(s), 1 held for untaken modules (route-proxy: 1); created proxy; replaced web (mounts)"
+	if e.Summary != want {
+		t.Errorf("summary %q, want %q", e.Summary, want)
+	}
+	if e.Node != "novox" || e.Declaration != "novox/1" || e.Digest != "sha256:n1" || e.Actor != "agent:novox" {
+		t.Errorf("entry %+v", e)
+	}
+	if !slices.Equal(e.Resources, []string{"ca", "proxy", "web"}) || !slices.Equal(e.Modules, []string{"forge", "route-proxy"}) {
+		t.Errorf("resources %v modules %v", e.Resources, e.Modules)
+	}
+	if !e.Heavy {
+		t.Error("2 of 3 changed is not heavy")
+	}
+	composed := tl.Query(Filter{Type: events.TypeDeclarationComposed, Limit: 1})[0]
+	if !strings.Contains(composed.Summary, "3 resource(s)") || composed.Digest != "sha256:n2" {
+		t.Errorf("composed entry %+v", composed)
+	}
+}
+
+func TestTimelineWhy(t *testing.T) {
+	tl := timelineHistory(t).folded().Timeline
+	got, err := tl.Why("novox", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		pos    uint64
+		action string
+		field  string
+		decl   string
+	}{{4, ActionReplaced, "mounts", "novox/1"}, {8, ActionReplaced, "image", "novox/2"}}
+	if len(got) != len(want) {
+		t.Fatalf("why: %+v", got)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.Entry.Position != w.pos || g.Action != w.action || !slices.Equal(g.Fields, []string{w.field}) ||
+			g.Entry.Declaration != w.decl || g.Entry.Correlation != "c-"+w.decl {
+			t.Errorf("touch %d: %+v, want %+v", i, g, w)
+		}
+	}
+	held, err := tl.Why("novox", "ca")
+	if err != nil || len(held) != 2 || held[0].Action != ActionHeld || held[0].Reason == "" {
+		t.Errorf("why ca: %+v, %v", held, err)
+	}
+	if _, err := tl.Why("ghost", "web"); !errors.Is(err, ErrUnknownNode) {
+		t.Errorf("why on an unknown node: %v", err)
+	}
+}
