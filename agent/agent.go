@@ -25,8 +25,10 @@ type Report struct {
 	AppliedAt time.Time `json:"applied_at"`
 	// Correlation is the declaration's correlation id (its push's).
 	Correlation string `json:"correlation,omitempty"`
-	// Attempts is how many deliveries of this report failed before the one
-	// it is handed to: 0 on the first try; above 0, a late delivery.
+	// Attempts is how many delivery rounds (Outbox.Flush) failed while this
+	// report was kept, before the one it is handed to: 0 on the first try;
+	// above 0, a late delivery. A report waiting behind an earlier one that
+	// failed counts the round too, though it was not tried in it.
 	Attempts int `json:"attempts"`
 	// LastError is the error of the last failed delivery.
 	LastError string `json:"last_error,omitempty"`

@@ -263,8 +263,10 @@ type Deliver func(ctx context.Context, r Report) error
 
 // Flush tries to deliver every kept report, in apply order, stopping at the
 // first failure so that a later report never overtakes an earlier one. A
-// delivered report is removed; a failed one is kept with its attempt count
-// raised and the error recorded. It returns how many were delivered, and an
+// delivered report is removed. When one fails, it and every later report
+// stay kept, each with its Attempts raised and the error recorded (a later
+// report was not tried, but it was not delivered in that round either: its
+// delivery is late all the same). It returns how many were delivered, and an
 // error wrapping ErrUndelivered if one failed (or the outbox's own error).
 func (o *Outbox) Flush(ctx context.Context, deliver Deliver) (int, error) {
 	o.mu.Lock()
@@ -274,9 +276,9 @@ func (o *Outbox) Flush(ctx context.Context, deliver Deliver) (int, error) {
 		return 0, fmt.Errorf("agent: flush: %w", err)
 	}
 	n := 0
-	for _, e := range es {
+	for i, e := range es {
 		if err := ctx.Err(); err != nil {
-			return n, fmt.Errorf("agent: flush: %w", err) // not an attempt
+			return n, fmt.Errorf("agent: flush: %w", err) // not a failed round
 		}
 		derr := deliver(ctx, e.Report)
 		if derr == nil {
@@ -286,17 +288,24 @@ func (o *Outbox) Flush(ctx context.Context, deliver Deliver) (int, error) {
 			n++
 			continue
 		}
-		e.Report.Attempts++
-		e.Report.LastError = derr.Error()
-		b, err := encodeEntry(e)
-		if err == nil {
-			err = o.files.put(entryName(e.Seq), b)
+		// The round failed for this report and for every later one, which
+		// waits behind it.
+		for j, later := range es[i:] {
+			later.Report.Attempts++
+			later.Report.LastError = derr.Error()
+			if j > 0 {
+				later.Report.LastError = fmt.Sprintf("behind report %s: %v", e.Report.Outcome.ApplyID, derr)
+			}
+			b, err := encodeEntry(later)
+			if err == nil {
+				err = o.files.put(entryName(later.Seq), b)
+			}
+			if err != nil {
+				return n, fmt.Errorf("agent: flush: report %s: record failed delivery (%v): %w", later.Report.Outcome.ApplyID, derr, err)
+			}
 		}
-		if err != nil {
-			return n, fmt.Errorf("agent: flush: report %s: record failed delivery (%v): %w", e.Report.Outcome.ApplyID, derr, err)
-		}
-		return n, fmt.Errorf("agent: flush: report %s (%s), attempt %d: %w: %w",
-			e.Report.Outcome.ApplyID, e.Report.Outcome.Declaration, e.Report.Attempts, ErrUndelivered, derr)
+		return n, fmt.Errorf("agent: flush: report %s (%s), round %d: %w: %w",
+			e.Report.Outcome.ApplyID, e.Report.Outcome.Declaration, e.Report.Attempts+1, ErrUndelivered, derr)
 	}
 	return n, nil
 }

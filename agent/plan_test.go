@@ -323,7 +323,9 @@ func TestDiffDoesNotModifyInputs(t *testing.T) {
 func d0700() agent.PathState { return d(0o700) }
 
 func TestContainerFields(t *testing.T) {
-	m := func(src, tgt string, ro bool) commands.Mount { return commands.Mount{Source: src, Target: tgt, ReadOnly: ro} }
+	m := func(src, tgt string, ro bool) commands.Mount {
+		return commands.Mount{Source: src, Target: tgt, ReadOnly: ro}
+	}
 	tests := []struct {
 		name       string
 		have, want commands.Container
