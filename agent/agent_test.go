@@ -69,14 +69,16 @@ type fixture struct {
 	ag   *agent.Agent
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { return newBenchFixture(t) }
+
+func newBenchFixture(t testing.TB) *fixture {
 	t.Helper()
 	fx := &fixture{rt: simruntime.New(), box: agent.NewMemOutbox(), sink: &sink{}}
 	fx.ag = fx.agent(t, fx.box)
 	return fx
 }
 
-func (fx *fixture) agent(t *testing.T, box *agent.Outbox) *agent.Agent {
+func (fx *fixture) agent(t testing.TB, box *agent.Outbox) *agent.Agent {
 	t.Helper()
 	tick := 0
 	ag, err := agent.New(agent.Config{
