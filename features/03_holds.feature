@@ -1,0 +1,45 @@
+Feature: A hold is a line in every report (DESIGN.md rule 3, seed 002)
+  On an adopted node, a module's data found on disk is not the mesh's to touch until the
+  module is taken. The report says what it held and why; status shows the module waiting
+  on take, never converged.
+
+  Background:
+    Given a mesh with nodes "novox"
+    And node "novox" is adopted
+    And module "route-proxy" with containers "proxy, ca, acme"
+    And module "route-proxy" container "ca" mounts "/var/lib/route-proxy/ca"
+    And directory "/var/lib/route-proxy/ca" exists on node "novox"
+    And module "route-proxy" is assigned to "novox"
+
+  Scenario: Found data holds the container that mounts it, and the report says so
+    When the mesh is pushed to "novox"
+    And node "novox" applies its latest declaration
+    Then the apply report of "novox" reads "applied 3 resource(s), 1 held for untaken modules (route-proxy: 1)"
+    And the apply report of "novox" holds "ca" because "would mount /var/lib/route-proxy/ca, found on this adopted node; not run until route-proxy is taken"
+    And status of "novox" shows "route-proxy" waiting on take
+    And status of "novox" is not converged
+
+  Scenario: Taking the module releases the hold
+    Given 1 passes run on "novox"
+    When module "route-proxy" is taken on "novox"
+    And 1 passes run on "novox"
+    Then the apply report of "novox" reads "applied 4 resource(s)"
+    And status of "novox" is converged
+
+  Scenario: Holds are counted per module, largest first
+    Given module "photos" with containers "app, db"
+    And module "photos" container "app" mounts "/srv/photos"
+    And module "photos" container "db" mounts "/srv/photos"
+    And directory "/srv/photos" exists on node "novox"
+    And module "photos" is assigned to "novox"
+    When 1 passes run on "novox"
+    Then the apply report of "novox" reads "applied 4 resource(s), 3 held for untaken modules (photos: 2, route-proxy: 1)"
+    And status of "novox" shows "photos" waiting on take
+    And status of "novox" shows "route-proxy" waiting on take
+
+  Scenario: Data that is not found is the mesh's to make, held or not
+    Given module "mail" with containers "smtp"
+    And module "mail" container "smtp" mounts "/var/lib/mail"
+    And module "mail" is assigned to "novox"
+    When 1 passes run on "novox"
+    Then the apply report of "novox" reads "applied 5 resource(s), 1 held for untaken modules (route-proxy: 1)"

@@ -1,0 +1,360 @@
+package features
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"meshplane/commands"
+	"meshplane/events"
+)
+
+// view brings the projections up to the store's head before a check.
+func view(ctx context.Context) (*World, error) {
+	w := world(ctx)
+	return w, w.mesh.CatchUp(ctx)
+}
+
+// stream reads a node's stream from the store itself: checks are not
+// subject to injected read faults.
+func (w *World) stream(ctx context.Context, node string) ([]events.Event, error) {
+	return w.store.ReadStream(ctx, events.NodeStream(node), 0, 0)
+}
+
+// latest returns the last event of node's stream whose type is in types.
+func (w *World) latest(ctx context.Context, node string, types ...string) (events.Event, bool, error) {
+	evs, err := w.stream(ctx, node)
+	if err != nil {
+		return events.Event{}, false, err
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		if slices.Contains(types, evs[i].Type) {
+			return evs[i], true, nil
+		}
+	}
+	return events.Event{}, false, nil
+}
+
+func (w *World) lastApply(ctx context.Context, node string) (events.ApplyReported, error) {
+	ev, ok, err := w.latest(ctx, node, events.TypeApplyReported)
+	if err != nil {
+		return events.ApplyReported{}, err
+	}
+	if !ok {
+		return events.ApplyReported{}, fmt.Errorf("node %s has reported no apply", node)
+	}
+	return events.DecodeAs[events.ApplyReported](w.mesh.Registry, ev)
+}
+
+func pushFailsNaming(ctx context.Context, node, name string) error {
+	w := world(ctx)
+	ev, ok, err := w.latest(ctx, node, events.TypeDeclarationPushed, events.TypeDeclarationComposeFailed, events.TypeDeclarationPushFailed)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("nothing was pushed to %s, and no push failed", node)
+	}
+	var msg string
+	switch ev.Type {
+	case events.TypeDeclarationPushed:
+		return fmt.Errorf("the push to %s succeeded (%s)", node, ev.Data)
+	case events.TypeDeclarationComposeFailed:
+		p, err := events.DecodeAs[events.DeclarationComposeFailed](w.mesh.Registry, ev)
+		if err != nil {
+			return err
+		}
+		msg = p.Error
+	case events.TypeDeclarationPushFailed:
+		p, err := events.DecodeAs[events.DeclarationPushFailed](w.mesh.Registry, ev)
+		if err != nil {
+			return err
+		}
+		msg = p.Error
+	}
+	if !strings.Contains(msg, name) {
+		return fmt.Errorf("the push to %s failed with %q, which does not name %q", node, msg, name)
+	}
+	return nil
+}
+
+func noDeclarationWasPushed(ctx context.Context, node string) error {
+	ev, ok, err := world(ctx).latest(ctx, node, events.TypeDeclarationPushed)
+	if err != nil {
+		return err
+	}
+	if ok {
+		return fmt.Errorf("a declaration was pushed to %s: %s", node, ev.Data)
+	}
+	return nil
+}
+
+func roster(ctx context.Context, node string) ([]string, error) {
+	w, err := view(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d, err := w.mesh.Views.Roster.Current(node)
+	if err != nil {
+		return nil, err
+	}
+	return d.Roster, nil
+}
+
+func rosterContains(ctx context.Context, node, name string) error {
+	r, err := roster(ctx, node)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(r, name) {
+		return fmt.Errorf("the roster of %s is %v, without %q", node, r, name)
+	}
+	return nil
+}
+
+func rosterDoesNotContain(ctx context.Context, node, name string) error {
+	r, err := roster(ctx, node)
+	if err != nil {
+		return err
+	}
+	if slices.Contains(r, name) {
+		return fmt.Errorf("the roster of %s is %v, with %q", node, r, name)
+	}
+	return nil
+}
+
+func applyReportReads(ctx context.Context, node, want string) error {
+	r, err := world(ctx).lastApply(ctx, node)
+	if err != nil {
+		return err
+	}
+	if got := r.Summary(); got != want {
+		return fmt.Errorf("the apply report of %s reads\n  %q\nnot\n  %q", node, got, want)
+	}
+	return nil
+}
+
+func applyReportHolds(ctx context.Context, node, name, reason string) error {
+	w, err := view(ctx)
+	if err != nil {
+		return err
+	}
+	holds, err := w.mesh.Views.Holds.Of(node)
+	if err != nil {
+		return err
+	}
+	for _, h := range holds {
+		if h.Name == name {
+			if h.Reason != reason {
+				return fmt.Errorf("%s holds %s because\n  %q\nnot\n  %q", node, name, h.Reason, reason)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("the apply report of %s holds %v, not %q", node, holds, name)
+}
+
+func statusShowsWaitingOnTake(ctx context.Context, node, module string) error {
+	w, err := view(ctx)
+	if err != nil {
+		return err
+	}
+	waiting, held, err := w.mesh.Views.Status.WaitingOnTake(node, module)
+	if err != nil {
+		return err
+	}
+	if !waiting || held == 0 {
+		st, _ := w.mesh.Views.Status.Of(node)
+		return fmt.Errorf("status of %s does not show %s waiting on take: %+v", node, module, st)
+	}
+	if ok, _ := w.mesh.Views.Status.Converged(node); ok {
+		return fmt.Errorf("status of %s shows %s waiting on take, and converged too", node, module)
+	}
+	return nil
+}
+
+func converged(ctx context.Context, node string, want bool) error {
+	w, err := view(ctx)
+	if err != nil {
+		return err
+	}
+	ok, err := w.mesh.Views.Status.Converged(node)
+	if err != nil {
+		return err
+	}
+	if ok != want {
+		st, _ := w.mesh.Views.Status.Of(node)
+		return fmt.Errorf("status of %s: sync %s, health %s (converged: %v, want %v)", node, st.Sync, st.Health, ok, want)
+	}
+	return nil
+}
+
+func statusIsConverged(ctx context.Context, node string) error    { return converged(ctx, node, true) }
+func statusIsNotConverged(ctx context.Context, node string) error { return converged(ctx, node, false) }
+
+func resourcesWereReplaced(ctx context.Context, n int, node string) error {
+	r, err := world(ctx).lastApply(ctx, node)
+	if err != nil {
+		return err
+	}
+	if len(r.Replaced) != n {
+		return fmt.Errorf("%d resource(s) were replaced on %s in the last pass, not %d: %+v", len(r.Replaced), node, n, r.Replaced)
+	}
+	return nil
+}
+
+func containerWasNotReplaced(ctx context.Context, container, node string) error {
+	w, err := view(ctx)
+	if err != nil {
+		return err
+	}
+	touches, err := w.mesh.Views.Timeline.Why(node, container)
+	if err != nil {
+		return err
+	}
+	created := false
+	for _, t := range touches {
+		switch t.Action {
+		case "created":
+			if created {
+				return fmt.Errorf("container %s on %s was created again at position %d (%s)", container, node, t.Entry.Position, t.Entry.Summary)
+			}
+			created = true
+		case "replaced", "removed":
+			return fmt.Errorf("container %s on %s was %s at position %d (%v)", container, node, t.Action, t.Entry.Position, t.Fields)
+		}
+	}
+	if !created {
+		return fmt.Errorf("container %s on %s was never created", container, node)
+	}
+	return nil
+}
+
+// appliedContainer returns the container spec of the declaration the node
+// last applied, from its declaration.composed event.
+func appliedContainer(ctx context.Context, node, container string) (*commands.Container, error) {
+	w := world(ctx)
+	r, err := w.lastApply(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	evs, err := w.stream(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].Type != events.TypeDeclarationComposed {
+			continue
+		}
+		p, err := events.DecodeAs[events.DeclarationComposed](w.mesh.Registry, evs[i])
+		if err != nil {
+			return nil, err
+		}
+		if p.Declaration != r.Declaration {
+			continue
+		}
+		var d commands.Declaration
+		if err := json.NewDecoder(bytes.NewReader(p.Body)).Decode(&d); err != nil {
+			return nil, fmt.Errorf("declaration %s: body: %w", p.Declaration, err)
+		}
+		res, ok := d.Resource(container)
+		if !ok || res.Container == nil {
+			return nil, fmt.Errorf("declaration %s applied on %s has no container %q", d.ID, node, container)
+		}
+		for _, f := range r.Failed {
+			if f.Name == container {
+				return nil, fmt.Errorf("container %s failed on %s: %s", container, node, f.Error)
+			}
+		}
+		for _, h := range r.Held {
+			if h.Name == container {
+				return nil, fmt.Errorf("container %s is held on %s: %s", container, node, h.Reason)
+			}
+		}
+		return res.Container, nil
+	}
+	return nil, fmt.Errorf("node %s applied %s, whose composed event is not in its stream", node, r.Declaration)
+}
+
+func containerHasEnvironment(ctx context.Context, container, node, env string) error {
+	c, err := appliedContainer(ctx, node, container)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(c.Env, env) {
+		return fmt.Errorf("container %s on %s has environment %v, without %q", container, node, c.Env, env)
+	}
+	return nil
+}
+
+func containerRunsImage(ctx context.Context, container, node, image string) error {
+	c, err := appliedContainer(ctx, node, container)
+	if err != nil {
+		return err
+	}
+	if c.Image != image {
+		return fmt.Errorf("container %s on %s runs %q, not %q", container, node, c.Image, image)
+	}
+	return nil
+}
+
+func churnLoopDetected(ctx context.Context, node string) error {
+	w, err := view(ctx)
+	if err != nil {
+		return err
+	}
+	if !w.mesh.Views.Churn.Active(node) {
+		return fmt.Errorf("no churn loop is active on %s; episodes: %+v", node, w.mesh.Views.Churn.Episodes(node))
+	}
+	return nil
+}
+
+func noChurnDetected(ctx context.Context, node string) error {
+	w, err := view(ctx)
+	if err != nil {
+		return err
+	}
+	if w.mesh.Views.Churn.Active(node) {
+		ep, _ := w.mesh.Views.Churn.Current(node)
+		return fmt.Errorf("a churn loop is active on %s: %+v", node, ep)
+	}
+	return nil
+}
+
+func projectionsEqualBefore(ctx context.Context) error {
+	w, err := view(ctx)
+	if err != nil {
+		return err
+	}
+	if w.before == nil {
+		return fmt.Errorf("the projections were not rebuilt in this scenario")
+	}
+	after, err := json.Marshal(w.mesh.Views)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(after, w.before) {
+		return fmt.Errorf("the projections differ after the rebuild:\nbefore %s\nafter  %s", w.before, after)
+	}
+	return nil
+}
+
+func eventStreamHas(ctx context.Context, n int, typ, node string) error {
+	evs, err := world(ctx).stream(ctx, node)
+	if err != nil {
+		return err
+	}
+	got := 0
+	for _, ev := range evs {
+		if ev.Type == typ {
+			got++
+		}
+	}
+	if got != n {
+		return fmt.Errorf("the event stream has %d %q events for %s, not %d", got, typ, node, n)
+	}
+	return nil
+}

@@ -1,0 +1,410 @@
+// Package features is meshplane's scenario step library: every step of
+// STEPS.md, word for word, over an in-process mesh (package sim) that runs
+// the same commands, store, projections and agent code as `mesh up`. The
+// feature files beside it are run by `go test ./features/...` and by
+// `mesh scenario run FILE...`.
+//
+// Each scenario gets its own World (carried by the context godog hands every
+// step, never a package global): an empty store, an empty simulated runtime
+// per node, and no faults. Given and When steps act only through commands
+// (and, for the world outside the mesh, the simulated runtime); Then steps
+// read projections or the event stream, never internal state.
+package features
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/cucumber/godog"
+
+	"meshplane/commands"
+	"meshplane/events"
+	"meshplane/events/boltstore"
+	"meshplane/events/memstore"
+	"meshplane/sim"
+)
+
+// Stores the scenarios can run on.
+const (
+	StoreMemory = "memory"
+	StoreBolt   = "bolt"
+)
+
+// Options configure the step library.
+type Options struct {
+	// Store is "memory" (the default) or "bolt".
+	Store string
+	// TempDir makes a directory for a scenario's bolt file; os.MkdirTemp
+	// when nil.
+	TempDir func() (string, error)
+}
+
+// World is one scenario's mesh and what its steps remember.
+type World struct {
+	mesh    *sim.Mesh
+	store   events.Store
+	cleanup func()
+	modules map[string]*events.ModuleSpec // as the scenario has defined them
+	before  []byte                        // the projections before a rebuild
+}
+
+type worldKey struct{}
+
+func world(ctx context.Context) *World { return ctx.Value(worldKey{}).(*World) }
+
+// Initialize registers every step and the per-scenario set-up on sc.
+func Initialize(sc *godog.ScenarioContext, opts Options) {
+	sc.Before(func(ctx context.Context, s *godog.Scenario) (context.Context, error) {
+		w, err := newWorld(opts)
+		if err != nil {
+			return ctx, err
+		}
+		return context.WithValue(ctx, worldKey{}, w), nil
+	})
+	sc.After(func(ctx context.Context, s *godog.Scenario, err error) (context.Context, error) {
+		if w, ok := ctx.Value(worldKey{}).(*World); ok && w.cleanup != nil {
+			w.cleanup()
+		}
+		return ctx, nil
+	})
+
+	// Given: set-up, through real commands.
+	sc.Step(`^a mesh with nodes "([^"]*)"$`, aMeshWithNodes)
+	sc.Step(`^node "([^"]*)" is adopted$`, nodeIsAdopted)
+	sc.Step(`^node "([^"]*)" has port "([^"]*)" set to (\d+)$`, nodeHasPort)
+	sc.Step(`^node "([^"]*)" has private address "([^"]*)"$`, nodeHasPrivateAddress)
+	sc.Step(`^node "([^"]*)" holds the artifact store on port (\d+)$`, nodeHoldsArtifactStore)
+	sc.Step(`^module "([^"]*)" with containers "([^"]*)"$`, moduleWithContainers)
+	sc.Step(`^module "([^"]*)" container "([^"]*)" mounts "([^"]*)"$`, containerMounts)
+	sc.Step(`^module "([^"]*)" routes name "([^"]*)"$`, moduleRoutesName)
+	sc.Step(`^module "([^"]*)" container "([^"]*)" reads port "([^"]*)" of its node as "([^"]*)"$`, containerReadsPort)
+	sc.Step(`^module "([^"]*)" container "([^"]*)" runs artifact "([^"]*)" at digest "([^"]*)"$`, containerRunsArtifact)
+	sc.Step(`^module "([^"]*)" does not compose$`, moduleDoesNotCompose)
+	sc.Step(`^directory "([^"]*)" exists on node "([^"]*)"$`, directoryExistsOnNode)
+
+	// When: actions.
+	sc.Step(`^module "([^"]*)" is assigned to "([^"]*)"$`, moduleIsAssigned)
+	sc.Step(`^module "([^"]*)" is taken on "([^"]*)"$`, moduleIsTaken)
+	sc.Step(`^module "([^"]*)" is released from "([^"]*)"$`, moduleIsReleased)
+	sc.Step(`^the mesh is pushed to "([^"]*)"$`, meshIsPushedTo)
+	sc.Step(`^the mesh is pushed to every node$`, meshIsPushedToEveryNode)
+	sc.Step(`^node "([^"]*)" applies its latest declaration$`, nodeApplies)
+	sc.Step(`^(\d+) passes run on "([^"]*)"$`, passesRun)
+	sc.Step(`^the store fails reads of node "([^"]*)"$`, storeFailsReads)
+	sc.Step(`^the store fails reads of node "([^"]*)" on every other pass$`, storeFailsReadsEveryOtherPass)
+	sc.Step(`^the store recovers$`, storeRecovers)
+	sc.Step(`^the bus to "([^"]*)" is cut$`, busIsCut)
+	sc.Step(`^the bus to "([^"]*)" is restored$`, busIsRestored)
+	sc.Step(`^the projections are rebuilt from the event stream$`, projectionsAreRebuilt)
+	sc.Step(`^something outside the mesh removes every container on "([^"]*)" after each apply$`, outsideRemovesContainers)
+	sc.Step(`^the event stream receives:$`, eventStreamReceives)
+
+	// Then: checks, on projections and the event stream.
+	sc.Step(`^the push to "([^"]*)" fails naming "([^"]*)"$`, pushFailsNaming)
+	sc.Step(`^no declaration was pushed to "([^"]*)"$`, noDeclarationWasPushed)
+	sc.Step(`^the roster of "([^"]*)" contains "([^"]*)"$`, rosterContains)
+	sc.Step(`^the roster of "([^"]*)" does not contain "([^"]*)"$`, rosterDoesNotContain)
+	sc.Step(`^the apply report of "([^"]*)" reads "([^"]*)"$`, applyReportReads)
+	sc.Step(`^the apply report of "([^"]*)" holds "([^"]*)" because "([^"]*)"$`, applyReportHolds)
+	sc.Step(`^status of "([^"]*)" shows "([^"]*)" waiting on take$`, statusShowsWaitingOnTake)
+	sc.Step(`^status of "([^"]*)" is converged$`, statusIsConverged)
+	sc.Step(`^status of "([^"]*)" is not converged$`, statusIsNotConverged)
+	sc.Step(`^(\d+) resources? (?:were|was) replaced on "([^"]*)" in the last pass$`, resourcesWereReplaced)
+	sc.Step(`^container "([^"]*)" on "([^"]*)" was not replaced$`, containerWasNotReplaced)
+	sc.Step(`^container "([^"]*)" on "([^"]*)" has environment "([^"]*)"$`, containerHasEnvironment)
+	sc.Step(`^container "([^"]*)" on "([^"]*)" runs image "([^"]*)"$`, containerRunsImage)
+	sc.Step(`^a churn loop is detected on "([^"]*)"$`, churnLoopDetected)
+	sc.Step(`^no churn is detected on "([^"]*)"$`, noChurnDetected)
+	sc.Step(`^the projections equal those before the rebuild$`, projectionsEqualBefore)
+	sc.Step(`^the event stream has (\d+) "([^"]*)" events for "([^"]*)"$`, eventStreamHas)
+}
+
+func newWorld(opts Options) (*World, error) {
+	w := &World{modules: map[string]*events.ModuleSpec{}}
+	switch opts.Store {
+	case "", StoreMemory:
+		w.store = memstore.New()
+		w.cleanup = func() { w.store.Close() }
+	case StoreBolt:
+		mk := opts.TempDir
+		if mk == nil {
+			mk = func() (string, error) { return os.MkdirTemp("", "meshplane-scenario-") }
+		}
+		dir, err := mk()
+		if err != nil {
+			return nil, fmt.Errorf("scenario store: %w", err)
+		}
+		s, err := boltstore.Open(filepath.Join(dir, "events.db"))
+		if err != nil {
+			return nil, fmt.Errorf("scenario store: %w", err)
+		}
+		w.store = s
+		w.cleanup = func() { s.Close(); os.RemoveAll(dir) }
+	default:
+		return nil, fmt.Errorf("unknown store %q (want %s or %s)", opts.Store, StoreMemory, StoreBolt)
+	}
+	w.mesh = sim.New(w.store)
+	return w, nil
+}
+
+func list(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// --- Given ---
+
+func aMeshWithNodes(ctx context.Context, names string) error {
+	w := world(ctx)
+	for _, n := range list(names) {
+		if _, err := w.mesh.AddNode(ctx, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func nodeIsAdopted(ctx context.Context, node string) error {
+	return world(ctx).mesh.Do(ctx, commands.AdoptNode{Node: node})
+}
+
+func nodeHasPort(ctx context.Context, node, port string, value int) error {
+	return world(ctx).mesh.Do(ctx, commands.SetNodeSetting{Node: node, Key: events.SettingPortPrefix + port, Value: strconv.Itoa(value)})
+}
+
+func nodeHasPrivateAddress(ctx context.Context, node, addr string) error {
+	return world(ctx).mesh.Do(ctx, commands.SetNodeSetting{Node: node, Key: events.SettingPrivateAddress, Value: addr})
+}
+
+func nodeHoldsArtifactStore(ctx context.Context, node string, port int) error {
+	return world(ctx).mesh.Do(ctx, commands.SetNodeSetting{Node: node, Key: events.SettingArtifactStore, Value: strconv.Itoa(port)})
+}
+
+// define (re)defines a module after edit changes the scenario's copy of it.
+func (w *World) define(ctx context.Context, module string, edit func(*events.ModuleSpec) error) error {
+	spec, ok := w.modules[module]
+	if !ok {
+		spec = &events.ModuleSpec{}
+		w.modules[module] = spec
+	}
+	if err := edit(spec); err != nil {
+		return err
+	}
+	return w.mesh.Do(ctx, commands.DefineModule{Module: module, Spec: *spec})
+}
+
+func (w *World) container(spec *events.ModuleSpec, module, name string) (*events.ContainerSpec, error) {
+	for i := range spec.Containers {
+		if spec.Containers[i].Name == name {
+			return &spec.Containers[i], nil
+		}
+	}
+	return nil, fmt.Errorf("module %s has no container %q (declare it with: module %q with containers %q)", module, name, module, name)
+}
+
+// scenarioImage is the image a scenario container runs unless told otherwise.
+func scenarioImage(module, container string) string {
+	return "scenario.invalid/" + module + "/" + container + ":1"
+}
+
+func moduleWithContainers(ctx context.Context, module, names string) error {
+	return world(ctx).define(ctx, module, func(s *events.ModuleSpec) error {
+		for _, n := range list(names) {
+			if slices.ContainsFunc(s.Containers, func(c events.ContainerSpec) bool { return c.Name == n }) {
+				continue
+			}
+			s.Containers = append(s.Containers, events.ContainerSpec{Name: n, Image: scenarioImage(module, n)})
+		}
+		return nil
+	})
+}
+
+func containerMounts(ctx context.Context, module, container, path string) error {
+	w := world(ctx)
+	return w.define(ctx, module, func(s *events.ModuleSpec) error {
+		c, err := w.container(s, module, container)
+		if err != nil {
+			return err
+		}
+		c.Mounts = append(c.Mounts, events.Mount{Source: path})
+		return nil
+	})
+}
+
+func moduleRoutesName(ctx context.Context, module, name string) error {
+	return world(ctx).define(ctx, module, func(s *events.ModuleSpec) error {
+		if !slices.Contains(s.Routes, name) {
+			s.Routes = append(s.Routes, name)
+		}
+		return nil
+	})
+}
+
+func containerReadsPort(ctx context.Context, module, container, port, env string) error {
+	w := world(ctx)
+	return w.define(ctx, module, func(s *events.ModuleSpec) error {
+		c, err := w.container(s, module, container)
+		if err != nil {
+			return err
+		}
+		c.Ports = append(c.Ports, events.PortRead{Port: port, Env: env})
+		return nil
+	})
+}
+
+func containerRunsArtifact(ctx context.Context, module, container, artifact, digest string) error {
+	w := world(ctx)
+	err := w.define(ctx, module, func(s *events.ModuleSpec) error {
+		c, err := w.container(s, module, container)
+		if err != nil {
+			return err
+		}
+		c.Image, c.Artifact = "", artifact
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return w.mesh.Do(ctx, commands.RecordArtifact{Module: module, Name: artifact, Digest: digest})
+}
+
+// moduleDoesNotCompose defines a module whose set does not compose on any
+// node: it claims one container name twice, which define accepts (a module
+// set's coherence is a statement about the node it is assigned to) and
+// compose refuses.
+func moduleDoesNotCompose(ctx context.Context, module string) error {
+	return world(ctx).define(ctx, module, func(s *events.ModuleSpec) error {
+		s.Containers = append(s.Containers,
+			events.ContainerSpec{Name: module, Image: scenarioImage(module, "a")},
+			events.ContainerSpec{Name: module, Image: scenarioImage(module, "b")})
+		return nil
+	})
+}
+
+func directoryExistsOnNode(ctx context.Context, path, node string) error {
+	n, err := world(ctx).mesh.Node(node)
+	if err != nil {
+		return err
+	}
+	return n.Runtime.MakeDirectory(path, 0o755)
+}
+
+// --- When ---
+
+func moduleIsAssigned(ctx context.Context, module, node string) error {
+	return world(ctx).mesh.Do(ctx, commands.AssignModule{Module: module, Node: node})
+}
+
+func moduleIsTaken(ctx context.Context, module, node string) error {
+	return world(ctx).mesh.Do(ctx, commands.TakeModule{Module: module, Node: node})
+}
+
+func moduleIsReleased(ctx context.Context, module, node string) error {
+	return world(ctx).mesh.Do(ctx, commands.ReleaseModule{Module: module, Node: node})
+}
+
+// push pushes to node. A push that fails is recorded in the stream, where
+// Then steps read it; only a failure to run the push at all fails the step.
+func push(ctx context.Context, node string) error {
+	err := world(ctx).mesh.Push(ctx, node)
+	var re *commands.ReadError
+	if err == nil || errors.As(err, &re) || errors.Is(err, commands.ErrIncoherent) || errors.Is(err, sim.ErrBusCut) {
+		return nil
+	}
+	return err
+}
+
+func meshIsPushedTo(ctx context.Context, node string) error { return push(ctx, node) }
+
+func meshIsPushedToEveryNode(ctx context.Context) error {
+	nodes, err := world(ctx).mesh.Handler.Nodes(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if err := push(ctx, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func nodeApplies(ctx context.Context, node string) error {
+	_, applied, err := world(ctx).mesh.Apply(ctx, node)
+	if err != nil {
+		return err
+	}
+	if !applied {
+		return fmt.Errorf("node %s has received no declaration to apply", node)
+	}
+	return nil
+}
+
+func passesRun(ctx context.Context, n int, node string) error {
+	for i := 0; i < n; i++ {
+		if err := world(ctx).mesh.Pass(ctx, node); err != nil {
+			return fmt.Errorf("pass %d of %d: %w", i+1, n, err)
+		}
+	}
+	return nil
+}
+
+func storeFailsReads(ctx context.Context, node string) error {
+	world(ctx).mesh.Store.FailReads(node, false)
+	return nil
+}
+
+func storeFailsReadsEveryOtherPass(ctx context.Context, node string) error {
+	world(ctx).mesh.Store.FailReads(node, true)
+	return nil
+}
+
+func storeRecovers(ctx context.Context) error {
+	world(ctx).mesh.Store.Recover()
+	return nil
+}
+
+func busIsCut(ctx context.Context, node string) error { return world(ctx).mesh.CutBus(node) }
+
+func busIsRestored(ctx context.Context, node string) error {
+	return world(ctx).mesh.RestoreBus(ctx, node)
+}
+
+func projectionsAreRebuilt(ctx context.Context) error {
+	w := world(ctx)
+	if err := w.mesh.CatchUp(ctx); err != nil {
+		return err
+	}
+	before, err := json.Marshal(w.mesh.Views)
+	if err != nil {
+		return err
+	}
+	w.before = before
+	return w.mesh.Runner.Rebuild(ctx)
+}
+
+func outsideRemovesContainers(ctx context.Context, node string) error {
+	return world(ctx).mesh.RemoveContainersAfterApply(node)
+}
+
+func eventStreamReceives(ctx context.Context, doc *godog.DocString) error {
+	var lines [][]byte
+	for _, l := range strings.Split(doc.Content, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, []byte(l))
+		}
+	}
+	return world(ctx).mesh.AppendJSONLines(ctx, lines)
+}

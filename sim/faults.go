@@ -1,0 +1,74 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"meshplane/events"
+)
+
+// ErrInjected marks every failure the simulator injects.
+var ErrInjected = errors.New("injected fault")
+
+// FaultyStore wraps a store so reads of chosen node streams fail, as a store
+// in crash recovery refuses connections (seed 000). It fails only what it is
+// told to: appends and other reads pass through.
+type FaultyStore struct {
+	events.Store
+
+	mu    sync.Mutex
+	reads map[string]readFault // stream → fault
+	pass  int                  // passes run so far, for "every other pass"
+}
+
+type readFault struct {
+	everyOther bool
+	from       int // the pass count when it was set
+}
+
+// NewFaultyStore wraps s with no faults set.
+func NewFaultyStore(s events.Store) *FaultyStore {
+	return &FaultyStore{Store: s, reads: map[string]readFault{}}
+}
+
+// FailReads makes reads of node's stream fail: always, or on every other
+// pass starting with the next one.
+func (f *FaultyStore) FailReads(node string, everyOther bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reads[events.NodeStream(node)] = readFault{everyOther: everyOther, from: f.pass}
+}
+
+// Recover clears every read fault.
+func (f *FaultyStore) Recover() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reads = map[string]readFault{}
+}
+
+// BeginPass tells the store a pass begins (for faults on every other pass).
+func (f *FaultyStore) BeginPass() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pass++
+}
+
+func (f *FaultyStore) failing(stream string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rf, ok := f.reads[stream]
+	if !ok {
+		return false
+	}
+	return !rf.everyOther || (f.pass-rf.from)%2 == 1
+}
+
+// ReadStream fails for a stream under a read fault.
+func (f *FaultyStore) ReadStream(ctx context.Context, stream string, after uint64, limit int) ([]events.Event, error) {
+	if f.failing(stream) {
+		return nil, fmt.Errorf("read %s: FATAL: the database system is not yet accepting connections: %w", stream, ErrInjected)
+	}
+	return f.Store.ReadStream(ctx, stream, after, limit)
+}

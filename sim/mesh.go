@@ -1,0 +1,303 @@
+// Package sim is a whole meshplane in one process: the event store, the
+// controller's command handler and projections, and any number of simulated
+// nodes, each an agent applying to an in-memory runtime, reached through a
+// simulated bus. Faults are injected where the seeds say they happen: store
+// reads that fail, a bus that is cut, and a world that removes containers.
+//
+// The scenario steps (features/), `mesh up` on simulated nodes, and the
+// benchmarks all drive the mesh through sim, so they exercise the same
+// commands, store, projections and agent code that a running mesh does;
+// only the runtime and the bus are simulated.
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"meshplane/agent"
+	"meshplane/agent/simruntime"
+	"meshplane/commands"
+	"meshplane/events"
+	"meshplane/projections"
+)
+
+// ErrBusCut is the delivery failure of a cut bus.
+var ErrBusCut = errors.New("bus cut")
+
+// Actor is the operator the simulator acts as.
+const Actor = "operator:sim"
+
+// Mesh is an in-process mesh. Its methods are safe for concurrent use, but
+// a scenario drives it one step at a time.
+type Mesh struct {
+	Store    *FaultyStore
+	Registry *events.Registry
+	Handler  *commands.Handler
+	Views    *projections.Set
+	Runner   *projections.Runner
+
+	clock *Clock
+	mu    sync.Mutex
+	nodes map[string]*Node
+}
+
+// Node is a simulated node: its runtime, its agent, and its end of the bus.
+type Node struct {
+	Name    string
+	Runtime *simruntime.Runtime
+	Agent   *agent.Agent
+
+	mu           sync.Mutex
+	latest       *commands.Declaration // the last declaration the bus delivered
+	cut          bool                  // the bus to this node is cut
+	removesAfter bool                  // something outside removes every container after each apply
+}
+
+// Clock is the simulated clock: it starts at a fixed instant and advances a
+// second each time it is read, so runs are reproducible.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock returns a clock starting at start.
+func NewClock(start time.Time) *Clock { return &Clock{now: start} }
+
+// Now returns the current simulated time and advances it by a second.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.now
+	c.now = c.now.Add(time.Second)
+	return t
+}
+
+// Epoch is when every simulation starts.
+var Epoch = time.Date(2026, 9, 29, 22, 0, 0, 0, time.UTC)
+
+// New returns a mesh over store (which it wraps for faults) with no nodes.
+func New(store events.Store) *Mesh {
+	reg := events.NewRegistry()
+	clock := NewClock(Epoch)
+	fs := NewFaultyStore(store)
+	views := projections.New()
+	return &Mesh{
+		Store:    fs,
+		Registry: reg,
+		Handler:  commands.NewHandler(fs, reg, commands.WithClock(clock.Now)),
+		Views:    views,
+		Runner:   projections.NewRunner(fs, reg, views.All()...),
+		clock:    clock,
+		nodes:    map[string]*Node{},
+	}
+}
+
+// Clock returns the mesh's simulated clock.
+func (m *Mesh) Clock() *Clock { return m.clock }
+
+// Do runs an operator command.
+func (m *Mesh) Do(ctx context.Context, c commands.Command) error {
+	_, err := m.Handler.Execute(ctx, Actor, c)
+	return err
+}
+
+// AddNode registers node and starts its simulated agent.
+func (m *Mesh) AddNode(ctx context.Context, name string) (*Node, error) {
+	if err := m.Do(ctx, commands.RegisterNode{Node: name}); err != nil {
+		return nil, err
+	}
+	return m.node(name)
+}
+
+// Node returns the simulated node name, starting its agent if need be (the
+// node may have been registered by another process, or by a replayed
+// stream).
+func (m *Mesh) Node(name string) (*Node, error) { return m.node(name) }
+
+func (m *Mesh) node(name string) (*Node, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n, ok := m.nodes[name]; ok {
+		return n, nil
+	}
+	n := &Node{Name: name, Runtime: simruntime.New()}
+	a, err := agent.New(agent.Config{
+		Node:    name,
+		Runtime: n.Runtime,
+		Outbox:  agent.NewMemOutbox(),
+		Deliver: func(ctx context.Context, r agent.Report) error { return m.deliver(ctx, n, r) },
+		Now:     m.clock.Now,
+		NewID:   uuid.NewV7,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sim: start agent %s: %w", name, err)
+	}
+	n.Agent = a
+	m.nodes[name] = n
+	return n, nil
+}
+
+// Nodes lists the simulated nodes, sorted.
+func (m *Mesh) Nodes() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(m.nodes))
+	for n := range m.nodes {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// deliver is the bus from an agent back to the controller.
+func (m *Mesh) deliver(ctx context.Context, n *Node, r agent.Report) error {
+	n.mu.Lock()
+	cut := n.cut
+	n.mu.Unlock()
+	if cut {
+		return fmt.Errorf("reporting: nats: connection closed: %w", ErrBusCut)
+	}
+	id, err := uuid.Parse(r.Outcome.ApplyID)
+	if err != nil {
+		return fmt.Errorf("sim: report from %s: apply id %q: %w", n.Name, r.Outcome.ApplyID, err)
+	}
+	_, err = m.Handler.RecordApply(ctx, commands.Delivery{
+		Report: r.Outcome, ApplyID: id, AppliedAt: r.AppliedAt, Correlation: r.Correlation,
+		Attempts: r.Attempts, LastError: r.LastError,
+	})
+	return err
+}
+
+// Push composes node's declaration and sends it over the simulated bus.
+func (m *Mesh) Push(ctx context.Context, node string) error {
+	n, err := m.node(node)
+	if err != nil {
+		return err
+	}
+	_, err = m.Handler.Push(ctx, node, nil, func(ctx context.Context, d commands.Declaration) error {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if n.cut {
+			return fmt.Errorf("bus to %s: %w", node, ErrBusCut)
+		}
+		n.latest = &d
+		return nil
+	})
+	return err
+}
+
+// Apply makes node apply the latest declaration the bus delivered to it.
+// A node that has received none has nothing to apply: that is no error.
+func (m *Mesh) Apply(ctx context.Context, node string) (agent.Report, bool, error) {
+	n, err := m.node(node)
+	if err != nil {
+		return agent.Report{}, false, err
+	}
+	n.mu.Lock()
+	d, removes := n.latest, n.removesAfter
+	n.mu.Unlock()
+	if d == nil {
+		return agent.Report{}, false, nil
+	}
+	r, err := n.Agent.Apply(ctx, *d)
+	if err != nil {
+		return r, false, fmt.Errorf("sim: %s applies %s: %w", node, d.ID, err)
+	}
+	if removes {
+		n.Runtime.RemoveAllContainers()
+	}
+	return r, true, nil
+}
+
+// Pass is one pass on node: push to it, then it applies. A push that fails
+// is part of the pass (it is recorded in the stream); the node then applies
+// whatever it last received.
+func (m *Mesh) Pass(ctx context.Context, node string) error {
+	m.Store.BeginPass()
+	pushErr := m.Push(ctx, node)
+	if pushErr != nil && !recorded(pushErr) {
+		return pushErr
+	}
+	_, _, err := m.Apply(ctx, node)
+	return err
+}
+
+// recorded reports whether a push error is one the stream records (a failed
+// compose or send) rather than a failure of the simulator itself.
+func recorded(err error) bool {
+	var re *commands.ReadError
+	return errors.As(err, &re) || errors.Is(err, commands.ErrIncoherent) || errors.Is(err, ErrBusCut)
+}
+
+// CutBus cuts the bus to node: pushes fail, and its reports are kept in its
+// outbox.
+func (m *Mesh) CutBus(node string) error {
+	n, err := m.node(node)
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.cut = true
+	n.mu.Unlock()
+	return nil
+}
+
+// RestoreBus restores the bus to node, and the agent delivers what it kept.
+func (m *Mesh) RestoreBus(ctx context.Context, node string) error {
+	n, err := m.node(node)
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.cut = false
+	n.mu.Unlock()
+	if _, err := n.Agent.Flush(ctx); err != nil {
+		return fmt.Errorf("sim: %s delivers its outbox: %w", node, err)
+	}
+	return nil
+}
+
+// RemoveContainersAfterApply makes something outside the mesh remove every
+// container on node after each apply.
+func (m *Mesh) RemoveContainersAfterApply(node string) error {
+	n, err := m.node(node)
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.removesAfter = true
+	n.mu.Unlock()
+	return nil
+}
+
+// CatchUp brings the projections up to the store's head.
+func (m *Mesh) CatchUp(ctx context.Context) error { return m.Runner.CatchUp(ctx) }
+
+// AppendJSONLines appends events given as JSON lines (the export format and
+// the scenario doc-string format) through the store's ordinary append, in
+// order. A missing id is filled with a fresh UUIDv7, a missing time with the
+// simulated clock's.
+func (m *Mesh) AppendJSONLines(ctx context.Context, lines [][]byte) error {
+	for i, line := range lines {
+		ev, err := events.UnmarshalJSONLine(line)
+		if err != nil {
+			return fmt.Errorf("sim: event line %d: %w", i+1, err)
+		}
+		if ev.ID == uuid.Nil {
+			ev.ID = events.NewID()
+		}
+		if ev.At.IsZero() {
+			ev.At = m.clock.Now()
+		}
+		if _, err := m.Store.Append(ctx, ev.Stream, events.Any, ev); err != nil {
+			return fmt.Errorf("sim: event line %d: append %s: %w", i+1, ev.Stream, err)
+		}
+	}
+	return nil
+}
