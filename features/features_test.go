@@ -39,4 +39,3 @@ func TestFeatures(t *testing.T) {
 		})
 	}
 }
-

@@ -354,7 +354,7 @@ func nodeApplies(ctx context.Context, node string) error {
 
 func passesRun(ctx context.Context, n int, node string) error {
 	for i := 0; i < n; i++ {
-		if err := world(ctx).mesh.Pass(ctx, node); err != nil {
+		if _, _, err := world(ctx).mesh.Pass(ctx, node); err != nil {
 			return fmt.Errorf("pass %d of %d: %w", i+1, n, err)
 		}
 	}

@@ -217,15 +217,15 @@ func (m *Mesh) Apply(ctx context.Context, node string) (agent.Report, bool, erro
 
 // Pass is one pass on node: push to it, then it applies. A push that fails
 // is part of the pass (it is recorded in the stream); the node then applies
-// whatever it last received.
-func (m *Mesh) Pass(ctx context.Context, node string) error {
+// whatever it last received. It returns the apply's report, and whether
+// there was anything to apply.
+func (m *Mesh) Pass(ctx context.Context, node string) (agent.Report, bool, error) {
 	m.Store.BeginPass()
 	pushErr := m.Push(ctx, node)
 	if pushErr != nil && !recorded(pushErr) {
-		return pushErr
+		return agent.Report{}, false, pushErr
 	}
-	_, _, err := m.Apply(ctx, node)
-	return err
+	return m.Apply(ctx, node)
 }
 
 // recorded reports whether a push error is one the stream records (a failed

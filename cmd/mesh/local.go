@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"meshplane/commands"
+	"meshplane/events"
+	"meshplane/events/boltstore"
+	"meshplane/projections"
+)
+
+// dataFlag adds --data to fs.
+func dataFlag(fs *flag.FlagSet) *string {
+	def := os.Getenv("MESH_DATA")
+	if def == "" {
+		def = ".mesh"
+	}
+	return fs.String("data", def, "the data `directory` holding the event store (env MESH_DATA)")
+}
+
+// local is the mesh as local mode sees it: the store in the data directory,
+// the write side over it, and the projections folded from it.
+type local struct {
+	store   *boltstore.Store
+	reg     *events.Registry
+	handler *commands.Handler
+	views   *projections.Set
+	runner  *projections.Runner
+}
+
+// openLocal opens the store in dir. create says whether a missing store may
+// be made (only commands that write may).
+func openLocal(dir string, create bool) (*local, error) {
+	path := filepath.Join(dir, "events.db")
+	if !create {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("no event store at %s (run 'mesh up' first, or pass --data)", path)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	s, err := boltstore.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	reg := events.NewRegistry()
+	views := projections.New()
+	return &local{
+		store:   s,
+		reg:     reg,
+		handler: commands.NewHandler(s, reg),
+		views:   views,
+		runner:  projections.NewRunner(s, reg, views.All()...),
+	}, nil
+}
+
+// fold brings the projections up to the store's head.
+func (l *local) fold(ctx context.Context) error {
+	if err := l.runner.CatchUp(ctx); err != nil {
+		return fmt.Errorf("fold projections: %w", err)
+	}
+	return nil
+}
+
+func (l *local) Close() error { return l.store.Close() }
+
+// withLocal opens the store, folds the projections when fold is set, runs
+// fn, and closes the store.
+func withLocal(ctx context.Context, dir string, create, fold bool, fn func(*local) error) error {
+	l, err := openLocal(dir, create)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	if fold {
+		if err := l.fold(ctx); err != nil {
+			return err
+		}
+	}
+	return fn(l)
+}

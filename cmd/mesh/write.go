@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"meshplane/commands"
+)
+
+// operator is the actor the CLI acts as.
+func operator() string {
+	name := os.Getenv("MESH_OPERATOR")
+	if name == "" {
+		name = os.Getenv("USER")
+	}
+	if name == "" {
+		name = "cli"
+	}
+	return "operator:" + name
+}
+
+// execute runs commands against the store in dir, reporting each.
+func execute(ctx context.Context, e *env, dir string, cs ...commands.Command) error {
+	return withLocal(ctx, dir, true, false, func(l *local) error {
+		for _, c := range cs {
+			evs, err := l.handler.Execute(ctx, operator(), c)
+			if err != nil {
+				return err
+			}
+			if len(evs) == 0 {
+				fmt.Fprintf(e.stdout, "%s: nothing to change\n", c.Stream())
+			}
+			for _, ev := range evs {
+				fmt.Fprintf(e.stdout, "%s #%d %s\n", ev.Stream, ev.Position, ev.Type)
+			}
+		}
+		return nil
+	})
+}
+
+func cmdNodeRegister(ctx context.Context, e *env, args []string) error {
+	fs := e.flags("node register", "[--data DIR] NODE...")
+	data := dataFlag(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("name at least one node")
+	}
+	var cs []commands.Command
+	for _, n := range pos {
+		cs = append(cs, commands.RegisterNode{Node: n})
+	}
+	return execute(ctx, e, *data, cs...)
+}
+
+func cmdNodeAdopt(ctx context.Context, e *env, args []string) error {
+	fs := e.flags("node adopt", "[--data DIR] NODE")
+	data := dataFlag(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("name one node")
+	}
+	return execute(ctx, e, *data, commands.AdoptNode{Node: pos[0]})
+}
+
+func cmdNodeSet(ctx context.Context, e *env, args []string) error {
+	fs := e.flags("node set", "[--data DIR] NODE KEY VALUE")
+	data := dataFlag(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 3 {
+		return usagef("want NODE KEY VALUE (an empty VALUE clears the setting)")
+	}
+	return execute(ctx, e, *data, commands.SetNodeSetting{Node: pos[0], Key: pos[1], Value: pos[2]})
+}
+
+func cmdModuleDefine(ctx context.Context, e *env, args []string) error {
+	fs := e.flags("module define", "[--data DIR] FILE...")
+	data := dataFlag(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usagef("name at least one module file")
+	}
+	// Parse every file before appending anything: one bad file defines nothing.
+	var cs []commands.Command
+	for _, f := range pos {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		name, spec, err := commands.ParseModuleFile(f, b)
+		if err != nil {
+			return err
+		}
+		cs = append(cs, commands.DefineModule{Module: name, Spec: spec})
+	}
+	return execute(ctx, e, *data, cs...)
+}
+
+func moduleNode(verb string, mk func(module, node string) commands.Command) func(context.Context, *env, []string) error {
+	return func(ctx context.Context, e *env, args []string) error {
+		fs := e.flags(verb, "[--data DIR] MODULE NODE")
+		data := dataFlag(fs)
+		pos, err := parse(fs, args)
+		if err != nil {
+			return err
+		}
+		if len(pos) != 2 {
+			return usagef("want MODULE NODE")
+		}
+		return execute(ctx, e, *data, mk(pos[0], pos[1]))
+	}
+}
+
+var (
+	cmdAssign  = moduleNode("assign", func(m, n string) commands.Command { return commands.AssignModule{Module: m, Node: n} })
+	cmdTake    = moduleNode("take", func(m, n string) commands.Command { return commands.TakeModule{Module: m, Node: n} })
+	cmdRelease = moduleNode("release", func(m, n string) commands.Command {
+		return commands.ReleaseModule{Module: m, Node: n}
+	})
+)
