@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+
+	"github.com/cucumber/godog/colors"
+	"golang.org/x/term"
 
 	"meshplane/features"
 )
@@ -27,9 +31,13 @@ func cmdScenarioRun(ctx context.Context, e *env, args []string) error {
 	if *store != features.StoreMemory && *store != features.StoreBolt {
 		return usagef("--store %q: want memory or bolt", *store)
 	}
+	out := e.stdout
+	if f, ok := out.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) || os.Getenv("NO_COLOR") != "" {
+		out = colors.Uncolored(out)
+	}
 	status := features.Run(features.RunOptions{
 		Options: features.Options{Store: *store},
-		Paths:   pos, Format: *format, Output: e.stdout, Seed: *seed, Tags: *tags,
+		Paths:   pos, Format: *format, Output: out, Seed: *seed, Tags: *tags,
 	})
 	if status != 0 {
 		fmt.Fprintf(e.stderr, "mesh scenario run: scenarios failed (godog status %d)\n", status)
