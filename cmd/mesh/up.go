@@ -207,4 +207,3 @@ where to look (the store is closed when this exits; every answer comes from its 
 `, dataArg)
 	return nil
 }
-
