@@ -62,7 +62,7 @@ func sortedKeys(m map[string]bool) []string {
 
 // EvolveNode folds one event of a node's stream into s. Events of types the
 // node does not track (composed, pushed, apply.reported, ...) only advance
-// its version and counters.
+// its version and counters; their payload may be nil.
 func EvolveNode(s Node, ev events.Event, p events.Payload) Node {
 	s.Version = ev.Version
 	switch p := p.(type) {
@@ -79,10 +79,28 @@ func EvolveNode(s Node, ev events.Event, p events.Payload) Node {
 		s.Taken = withBool(s.Taken, p.Module, false)
 	case events.ModuleTaken:
 		s.Taken = withBool(s.Taken, p.Module, true)
-	case events.DeclarationComposed:
-		s.Composed++
+	}
+	if ev.Type == events.TypeDeclarationComposed {
+		s.Composed++ // counted by type: the payload need not be decoded
 	}
 	return s
+}
+
+// nodeDecodes reports whether EvolveNode needs the payload of an event of
+// type typ; the node stream is mostly composes, pushes and applies, which it
+// only counts.
+func nodeDecodes(typ string) bool {
+	switch typ {
+	case events.TypeNodeRegistered, events.TypeNodeAdopted, events.TypeNodeSettingSet,
+		events.TypeModuleAssigned, events.TypeModuleReleased, events.TypeModuleTaken:
+		return true
+	}
+	return false
+}
+
+// moduleDecodes is nodeDecodes for EvolveModule.
+func moduleDecodes(typ string) bool {
+	return typ == events.TypeModuleDefined || typ == events.TypeArtifactRecorded
 }
 
 // EvolveModule folds one event of a module's stream into s.

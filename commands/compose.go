@@ -58,6 +58,9 @@ func Compose(ctx context.Context, r Reader, node string, seq uint64, correlation
 	if err != nil {
 		return Composition{}, err
 	}
+	for i := range own.resources {
+		own.resources[i].Digest = Digest(own.resources[i].Spec())
+	}
 	var c Composition
 	var routes []Route
 	for _, name := range m.names {
@@ -189,8 +192,10 @@ type plan struct {
 	warnings  []string
 }
 
-// plan composes n's resources from its assigned modules. It fails only with
-// an *IncoherentError: everything it needs was read by gather.
+// plan composes n's resources from its assigned modules, without their
+// digests (the gatherers need only coherence and routes; Compose digests the
+// node's own). It fails only with an *IncoherentError: everything it needs
+// was read by gather.
 func (m *mesh) plan(n Node) (plan, error) {
 	var p plan
 	incoherent := func(format string, args ...any) (plan, error) {
@@ -249,9 +254,6 @@ func (m *mesh) plan(n Node) (plan, error) {
 		}
 	}
 	sort.Slice(p.resources, func(i, j int) bool { return p.resources[i].Name < p.resources[j].Name })
-	for i := range p.resources {
-		p.resources[i].Digest = Digest(p.resources[i].Spec())
-	}
 	sort.Strings(p.routes)
 	p.routes = slices.Compact(p.routes)
 	return p, nil

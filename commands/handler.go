@@ -183,7 +183,7 @@ func (h *Handler) Node(ctx context.Context, name string) (Node, error) {
 	h.mu.Lock()
 	cached := h.nodes[name]
 	h.mu.Unlock()
-	n, err := catchUp(ctx, h, events.NodeStream(name), cached, cached.Version, EvolveNode)
+	n, err := catchUp(ctx, h, events.NodeStream(name), cached, cached.Version, nodeDecodes, EvolveNode)
 	if err != nil {
 		return Node{}, err
 	}
@@ -204,7 +204,7 @@ func (h *Handler) Module(ctx context.Context, name string) (Module, error) {
 	h.mu.Lock()
 	cached := h.modules[name]
 	h.mu.Unlock()
-	m, err := catchUp(ctx, h, events.ModuleStream(name), cached, cached.Version, EvolveModule)
+	m, err := catchUp(ctx, h, events.ModuleStream(name), cached, cached.Version, moduleDecodes, EvolveModule)
 	if err != nil {
 		return Module{}, err
 	}
@@ -219,12 +219,16 @@ func (h *Handler) Module(ctx context.Context, name string) (Module, error) {
 	return m, nil
 }
 
-func catchUp[S any](ctx context.Context, h *Handler, stream string, s S, version uint64, evolve func(S, events.Event, events.Payload) S) (S, error) {
+func catchUp[S any](ctx context.Context, h *Handler, stream string, s S, version uint64, decodes func(string) bool, evolve func(S, events.Event, events.Payload) S) (S, error) {
 	evs, err := h.store.ReadStream(ctx, stream, version, 0)
 	if err != nil {
 		return s, fmt.Errorf("commands: read %s: %w", stream, err)
 	}
 	for _, ev := range evs {
+		if !decodes(ev.Type) {
+			s = evolve(s, ev, nil)
+			continue
+		}
 		p, err := h.reg.Decode(ev)
 		if errors.Is(err, events.ErrUnknownType) {
 			// A type this build does not know changes nothing it decides on;
