@@ -1,0 +1,198 @@
+package boltstore
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"meshplane/events"
+	"meshplane/events/storetest"
+)
+
+// rawPayload is the same apply.reported payload storetest.Bench appends
+// (its own is unexported), so that the raw records are byte for byte the
+// size of the store's.
+var rawPayload = func() json.RawMessage {
+	b, err := json.Marshal(events.ApplyReported{
+		Node: "novox", Declaration: "decl-0193", Sent: 12, Applied: 9,
+		Created:  []string{"searxng/web", "searxng/redis"},
+		Replaced: []events.Replaced{{Name: "forge/web", Fields: []string{"image", "mounts[0].source"}}},
+		Held: []events.Held{
+			{Name: "route-proxy/ca", Module: "route-proxy", Reason: "would mount /var/lib/route-proxy/ca"},
+			{Name: "route-proxy/proxy", Module: "route-proxy", Reason: "found on this adopted node"},
+		},
+		Failed:    []events.Failed{{Name: "photos/db", Error: "port 5432 in use"}},
+		Unchanged: 6, ApplyID: "0193a6c1-7b2e-7c00-8000-00000000002a", Digest: "sha256:9f2c41d0",
+	})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}()
+
+func rawEvent(stream string) events.Event {
+	return events.Event{
+		ID: events.NewID(), Stream: stream, Type: events.TypeApplyReported, Schema: 1,
+		At:    time.Date(2026, 9, 29, 22, 46, 0, 123456789, time.UTC),
+		Actor: "agent:novox", Correlation: "push-42", Data: rawPayload,
+	}
+}
+
+// BenchmarkRawBolt is the ceiling for BenchmarkBoltstore: bbolt alone
+// writing the same records (same sizes, same batches, 8-byte sequential
+// keys, FillPercent 1.0, one Update and so one commit with fsync per batch,
+// no index) and reading them back with a cursor, without decoding.
+// Sub-benchmarks and the events/s metric mirror storetest.Bench.
+func BenchmarkRawBolt(b *testing.B) {
+	for _, batch := range []int{1, 100} {
+		for _, writers := range []int{1, 8} {
+			b.Run(fmt.Sprintf("append/batch=%d/writers=%d", batch, writers), func(b *testing.B) {
+				benchRawAppend(b, batch, writers)
+			})
+		}
+	}
+	b.Run("readall", func(b *testing.B) { benchRawReadAll(b, false) })
+	b.Run("readall+decode", func(b *testing.B) { benchRawReadAll(b, true) })
+}
+
+// BenchmarkFsync measures the disk under the benchmarks: one 4 KiB write at
+// the end of a file, then fsync, per op. A bbolt commit syncs twice (its
+// pages, then its meta page), so this bounds commits per second.
+func BenchmarkFsync(b *testing.B) {
+	f, err := os.Create(filepath.Join(b.TempDir(), "fsync.dat"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	page := make([]byte, 4096)
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := f.WriteAt(page, int64(i)*4096); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "syncs/s")
+}
+
+func openRaw(b *testing.B) *bolt.DB {
+	db, err := bolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(bucketEvents); return err }); err != nil {
+		b.Fatal(err)
+	}
+	return db
+}
+
+// rawPut writes records in one Update under the next positions.
+func rawPut(db *bolt.DB, head *uint64, recs [][]byte) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(bucketEvents)
+		bk.FillPercent = fillSequential
+		for _, r := range recs {
+			*head++
+			if err := bk.Put(u64key(*head), r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func benchRawAppend(b *testing.B, batch, writers int) {
+	db := openRaw(b)
+	defer db.Close()
+	var head uint64 // guarded by bbolt's writer lock
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	b.ResetTimer()
+	for w := range writers {
+		wg.Go(func() {
+			stream := fmt.Sprintf("node-bench%02d", w)
+			recs := make([][]byte, batch)
+			for next.Add(1) <= int64(b.N) {
+				for i := range recs {
+					// Version and position of the size the store writes.
+					e := rawEvent(stream)
+					e.Version, e.Position = uint64(b.N), uint64(b.N)
+					recs[i] = events.AppendRecord(nil, e)
+				}
+				if err := rawPut(db, &head, recs); err != nil {
+					b.Errorf("raw put: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "events/s")
+}
+
+// benchRawReadAll reads every record with a cursor, in the pages storetest
+// reads; with decode, each is also decoded with events.DecodeRecord, which
+// is the ceiling for the store's ReadAll.
+func benchRawReadAll(b *testing.B, decode bool) {
+	db := openRaw(b)
+	defer db.Close()
+	var head uint64
+	const fill = 1000
+	recs := make([][]byte, fill)
+	for done := 0; done < storetest.ReadAllEvents; done += fill {
+		for i := range recs {
+			e := rawEvent("node-bench00")
+			e.Version, e.Position = uint64(done+i+1), uint64(done+i+1)
+			recs[i] = events.AppendRecord(nil, e)
+		}
+		if err := rawPut(db, &head, recs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var sink int
+	for range b.N {
+		// Pages as storetest reads them: a read transaction and a Seek each.
+		var after uint64
+		for after < storetest.ReadAllEvents {
+			if err := db.View(func(tx *bolt.Tx) error {
+				c := tx.Bucket(bucketEvents).Cursor()
+				n := 0
+				for k, v := c.Seek(u64key(after + 1)); k != nil && n < storetest.ReadAllPage; k, v = c.Next() {
+					sink += len(v)
+					if decode {
+						e, err := events.DecodeRecord(v)
+						if err != nil {
+							return err
+						}
+						sink += len(e.Data)
+					}
+					after = binary.BigEndian.Uint64(k)
+					n++
+				}
+				return nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.StopTimer()
+	if sink == 0 {
+		b.Fatal("read nothing")
+	}
+	b.ReportMetric(float64(b.N)*storetest.ReadAllEvents/b.Elapsed().Seconds(), "events/s")
+}
