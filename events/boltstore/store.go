@@ -100,7 +100,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		writerDone: make(chan struct{}),
 	}
 	s.head.Store(head)
-	go s.writeLoop(head)
+	go s.writeLoop()
 	return s, nil
 }
 

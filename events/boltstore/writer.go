@@ -102,9 +102,9 @@ func (s *Store) lastWord(r *request) result {
 
 // writeLoop is the writer goroutine: it commits groups of requests until
 // Close, then fails whatever is still queued with ErrClosed.
-func (s *Store) writeLoop(head uint64) {
+func (s *Store) writeLoop() {
 	defer close(s.writerDone)
-	w := writer{db: s.db, head: head}
+	w := writer{db: s.db}
 	for {
 		var first *request
 		select {
@@ -112,6 +112,15 @@ func (s *Store) writeLoop(head uint64) {
 		case <-s.quit:
 			s.failQueued()
 			return
+		}
+		select {
+		case <-s.quit: // Close wins over a request that raced it
+			if first.state.CompareAndSwap(pending, taken) {
+				first.done <- result{err: events.ErrClosed}
+			}
+			s.failQueued()
+			return
+		default:
 		}
 		group := s.gather(first)
 		if len(group) == 0 {
@@ -170,23 +179,28 @@ func (s *Store) failQueued() {
 	}
 }
 
-// writer holds what the writer goroutine alone reads and writes.
+// writer commits groups; only the writer goroutine uses it.
 type writer struct {
-	db   *bolt.DB
-	head uint64 // last committed position
+	db *bolt.DB
 }
 
 // commit applies group in one bbolt Update. It returns each request's
 // result, and the new head; if the commit itself fails, err is set and
-// nothing of the group was written.
+// nothing of the group was written. Positions continue from the head stored
+// in the transaction itself.
 func (w *writer) commit(group []*request) ([]result, uint64, error) {
 	results := make([]result, len(group))
-	head := w.head
+	var head uint64
 	size := 0
 	for _, r := range group {
 		size += r.size
 	}
 	err := w.db.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		var ok bool
+		if head, ok = u64val(meta.Get(metaHead)); !ok {
+			return fmt.Errorf("corrupt: meta head missing or malformed")
+		}
 		t := txn{
 			tx:      tx,
 			events:  tx.Bucket(bucketEvents),
@@ -207,16 +221,15 @@ func (w *writer) commit(group []*request) ([]result, uint64, error) {
 		if t.head == head {
 			return nil
 		}
-		if err := tx.Bucket(bucketMeta).Put(metaHead, u64key(t.head)); err != nil {
+		if err := meta.Put(metaHead, u64key(t.head)); err != nil {
 			return fmt.Errorf("write head %d: %w", t.head, err)
 		}
 		head = t.head
 		return nil
 	})
 	if err != nil {
-		return nil, w.head, fmt.Errorf("commit of %d request(s): %w", len(group), err)
+		return nil, 0, fmt.Errorf("commit of %d request(s): %w", len(group), err)
 	}
-	w.head = head
 	return results, head, nil
 }
 
