@@ -236,7 +236,7 @@ func (c *Churn) composed(n *churnNode, node string, ev events.Event, v events.De
 	firstChange := n.changed
 	a := DeclRef{Declaration: n.prevDecl, Digest: n.prev, Position: n.prevPos}
 	b := DeclRef{Declaration: n.curDecl, Digest: n.cur, Position: n.curPos}
-	added, removed := diffNames(n.curRoster, v.Roster)
+	from := n.curRoster
 	n.prev, n.prevDecl, n.prevPos, n.prevRost = n.cur, n.curDecl, n.curPos, n.curRoster
 	n.cur, n.curDecl, n.curPos, n.curRoster = v.Digest, v.Declaration, ev.Position, v.Roster
 	n.changed = Mark{ev.Position, ev.At}
@@ -255,6 +255,7 @@ func (c *Churn) composed(n *churnNode, node string, ev events.Event, v events.De
 	e.Evidence.addDecl(a)
 	e.Evidence.addDecl(b)
 	e.Evidence.addDecl(DeclRef{Declaration: v.Declaration, Digest: v.Digest, Position: ev.Position})
+	added, removed := diffNames(from, v.Roster)
 	e.Evidence.addRoster(added)
 	e.Evidence.addRoster(removed)
 }

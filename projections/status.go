@@ -39,15 +39,18 @@ type Status struct {
 	nodes map[string]*statusNode
 }
 
+// statusNode is one node's folded state. The marks are values (a zero
+// Position means "none yet"), so a fold allocates nothing but the record
+// of an apply.
 type statusNode struct {
-	Modules       []string         `json:"modules"` // assigned, sorted
-	Taken         []string         `json:"taken"`   // taken, sorted
-	Adopted       bool             `json:"adopted,omitempty"`
-	Composed      *DeclMark        `json:"composed,omitempty"`
-	ComposeFailed *ComposeFailure  `json:"compose_failed,omitempty"`
-	Pushed        *DeclMark        `json:"pushed,omitempty"`
-	PushFailed    *PushFailure     `json:"push_failed,omitempty"`
-	Applied       *ApplyRecord     `json:"applied,omitempty"`
+	modules       []string // assigned, sorted
+	taken         []string // taken, sorted
+	adopted       bool
+	composed      DeclMark
+	composeFailed ComposeFailure
+	pushed        DeclMark
+	pushFailed    PushFailure
+	applied       *ApplyRecord     // never modified once folded
 	decls         map[string]*decl // declaration id → what was composed
 }
 
@@ -145,7 +148,7 @@ func (s *Status) Reset() {
 func (s *Status) node(name string) *statusNode {
 	n := s.nodes[name]
 	if n == nil {
-		n = &statusNode{Modules: []string{}, Taken: []string{}, decls: map[string]*decl{}}
+		n = &statusNode{decls: map[string]*decl{}}
 		s.nodes[name] = n
 	}
 	return n
@@ -169,33 +172,33 @@ func (s *Status) Fold(ev events.Event, p events.Payload) error {
 	n := s.node(node)
 	switch v := p.(type) {
 	case events.NodeAdopted:
-		n.Adopted = true
+		n.adopted = true
 	case events.ModuleAssigned:
-		n.Modules = insertSorted(n.Modules, v.Module)
+		n.modules = insertSorted(n.modules, v.Module)
 	case events.ModuleReleased:
-		n.Modules = removeSorted(n.Modules, v.Module)
-		n.Taken = removeSorted(n.Taken, v.Module)
+		n.modules = removeSorted(n.modules, v.Module)
+		n.taken = removeSorted(n.taken, v.Module)
 	case events.ModuleTaken:
-		n.Taken = insertSorted(n.Taken, v.Module)
+		n.taken = insertSorted(n.taken, v.Module)
 	case events.DeclarationComposed:
 		n.decls[v.Declaration] = &decl{digest: v.Digest, resources: v.Resources}
-		n.Composed = &DeclMark{Declaration: v.Declaration, Digest: v.Digest, Position: ev.Position, At: ev.At, Correlation: ev.Correlation}
+		n.composed = DeclMark{Declaration: v.Declaration, Digest: v.Digest, Position: ev.Position, At: ev.At, Correlation: ev.Correlation}
 	case events.DeclarationComposeFailed:
-		n.ComposeFailed = &ComposeFailure{Read: v.Read, Error: v.Error, Position: ev.Position, At: ev.At}
+		n.composeFailed = ComposeFailure{Read: v.Read, Error: v.Error, Position: ev.Position, At: ev.At}
 	case events.DeclarationPushed:
 		digest := v.Digest
 		if d := n.decls[v.Declaration]; digest == "" && d != nil {
 			digest = d.digest
 		}
-		n.Pushed = &DeclMark{Declaration: v.Declaration, Digest: digest, Position: ev.Position, At: ev.At, Correlation: ev.Correlation}
+		n.pushed = DeclMark{Declaration: v.Declaration, Digest: digest, Position: ev.Position, At: ev.At, Correlation: ev.Correlation}
 	case events.DeclarationPushFailed:
-		n.PushFailed = &PushFailure{Declaration: v.Declaration, Error: v.Error, Position: ev.Position, At: ev.At}
+		n.pushFailed = PushFailure{Declaration: v.Declaration, Error: v.Error, Position: ev.Position, At: ev.At}
 	case events.ApplyReported:
 		digest := v.Digest
 		if d := n.decls[v.Declaration]; digest == "" && d != nil {
 			digest = d.digest
 		}
-		n.Applied = &ApplyRecord{
+		n.applied = &ApplyRecord{
 			DeclMark: DeclMark{Declaration: v.Declaration, Digest: digest, Position: ev.Position, At: ev.At, Correlation: ev.Correlation},
 			Report:   v,
 		}
@@ -223,18 +226,29 @@ func (s *Status) Of(node string) (NodeStatus, error) {
 
 func (s *Status) of(name string, n *statusNode) NodeStatus {
 	st := NodeStatus{
-		Node: name, Adopted: n.Adopted, Modules: map[string]ModuleStatus{}, Held: []events.ModuleCount{},
-		Composed: n.Composed, Pushed: n.Pushed, PushFailed: n.PushFailed,
+		Node: name, Adopted: n.adopted, Modules: map[string]ModuleStatus{}, Held: []events.ModuleCount{},
 	}
-	if n.Applied != nil {
-		a := *n.Applied // records are never modified once folded; this one gets its summary
+	if n.composed.Position > 0 {
+		c := n.composed
+		st.Composed = &c
+	}
+	if n.pushed.Position > 0 {
+		p := n.pushed
+		st.Pushed = &p
+	}
+	if n.pushFailed.Position > 0 {
+		f := n.pushFailed
+		st.PushFailed = &f
+	}
+	if n.applied != nil {
+		a := *n.applied // records are never modified once folded; this one gets its summary
 		a.Summary = a.Report.Summary()
 		st.Applied = &a
 	}
-	for _, m := range n.Modules {
+	for _, m := range n.modules {
 		st.Modules[m] = ModuleStatus{Assigned: true, State: ModulePending}
 	}
-	for _, m := range n.Taken {
+	for _, m := range n.taken {
 		ms := st.Modules[m]
 		ms.Taken = true
 		st.Modules[m] = ms
@@ -242,27 +256,27 @@ func (s *Status) of(name string, n *statusNode) NodeStatus {
 
 	// Sync: the target is the last pushed declaration or, on a node whose
 	// stream has no push at all (hand-written), the last composed one.
-	target := n.Pushed
+	target := st.Pushed
 	if target == nil {
-		target = n.Composed
+		target = st.Composed
 	}
 	switch {
-	case n.Applied == nil:
+	case n.applied == nil:
 		st.Sync = SyncUnreported
-	case target == nil || n.Applied.Declaration == target.Declaration:
+	case target == nil || n.applied.Declaration == target.Declaration:
 		st.Sync = SyncInSync
 	default:
 		st.Sync = SyncPending
 	}
 
 	// The last compose attempt failed, after the last apply.
-	if f := n.ComposeFailed; f != nil && (n.Composed == nil || f.Position > n.Composed.Position) &&
-		(n.Applied == nil || f.Position > n.Applied.Position) {
-		st.ComposeFailed = f
+	if f := n.composeFailed; f.Position > 0 && f.Position > n.composed.Position &&
+		(n.applied == nil || f.Position > n.applied.Position) {
+		st.ComposeFailed = &f
 	}
 
 	var failed, held int
-	if a := n.Applied; a != nil {
+	if a := n.applied; a != nil {
 		st.Held = events.HeldByModule(a.Report.Held)
 		held, failed = len(a.Report.Held), len(a.Report.Failed)
 		byName := map[string]string{}

@@ -19,22 +19,43 @@ import (
 // resource names and modules are worked out when an entry is read.
 //
 // Invariant: entries are in position order and never modified once folded;
-// byNode[n] lists the indexes of node n's entries, ascending.
+// they are kept in chunks of chunkSize, so the timeline grows without
+// copying what it holds. byNode[n] lists the indexes of node n's entries,
+// ascending.
 type Timeline struct {
-	mu      sync.RWMutex
-	entries []entry
-	byNode  map[string][]int
-	decls   map[declKey]*tlDecl
-	last    map[string]*tlDecl // per node, the last composed declaration
+	mu     sync.RWMutex
+	chunks [][]entry
+	n      int // entries
+	byNode map[string][]int32
+	decls  map[declKey]*tlDecl
+	last   map[string]*tlDecl // per node, the last composed declaration
 }
 
+// chunkSize is how many entries one chunk of the timeline holds.
+const chunkSize = 4096
+
+// entry is what the timeline keeps of one event: the envelope's fields it
+// shows, and the payload.
 type entry struct {
-	ev   events.Event // Data dropped
-	node string
-	p    events.Payload // a DeclarationComposed is kept without roster or resources
-	decl *tlDecl        // the declaration a composed, pushed or apply event is about, when known
-	// counts of a composed declaration
-	roster, resources int
+	position           uint64
+	at                 time.Time
+	stream, typ        string
+	actor, correlation string
+	node               string
+	p                  events.Payload // a DeclarationComposed is kept without roster or resources
+	decl               *tlDecl        // the declaration a composed, pushed or apply event is about, when known
+	roster, resources  int32          // counts of a composed declaration
+}
+
+func (t *Timeline) at(i int) *entry { return &t.chunks[i/chunkSize][i%chunkSize] }
+
+func (t *Timeline) push(e entry) {
+	if t.n%chunkSize == 0 {
+		t.chunks = append(t.chunks, make([]entry, 0, chunkSize))
+	}
+	c := &t.chunks[len(t.chunks)-1]
+	*c = append(*c, e)
+	t.n++
 }
 
 // tlDecl is what the timeline keeps of a composed declaration. Resources
@@ -101,8 +122,8 @@ func NewTimeline() *Timeline {
 }
 
 func (t *Timeline) reset() {
-	t.entries = nil
-	t.byNode = map[string][]int{}
+	t.chunks, t.n = nil, 0
+	t.byNode = map[string][]int32{}
 	t.decls = map[declKey]*tlDecl{}
 	t.last = map[string]*tlDecl{}
 }
@@ -121,15 +142,17 @@ func (t *Timeline) Reset() {
 func (t *Timeline) Len() int {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return len(t.entries)
+	return t.n
 }
 
 // Fold appends one entry.
 func (t *Timeline) Fold(ev events.Event, p events.Payload) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	ev.Data = nil
-	e := entry{ev: ev, node: nodeOf(ev, p), p: p}
+	e := entry{
+		position: ev.Position, at: ev.At, stream: ev.Stream, typ: ev.Type,
+		actor: ev.Actor, correlation: ev.Correlation, node: nodeOf(ev, p), p: p,
+	}
 	switch v := p.(type) {
 	case events.DeclarationComposed:
 		d := &tlDecl{digest: v.Digest, resources: v.Resources}
@@ -142,7 +165,7 @@ func (t *Timeline) Fold(ev events.Event, p events.Payload) error {
 		}
 		t.decls[declKey{e.node, v.Declaration}] = d
 		t.last[e.node] = d
-		e.decl, e.roster, e.resources = d, len(v.Roster), len(v.Resources)
+		e.decl, e.roster, e.resources = d, int32(len(v.Roster)), int32(len(v.Resources))
 		v.Roster, v.Resources, v.Body, v.Inputs = nil, nil, nil, nil
 		e.p = v
 	case events.DeclarationPushed:
@@ -150,10 +173,10 @@ func (t *Timeline) Fold(ev events.Event, p events.Payload) error {
 	case events.ApplyReported:
 		e.decl = t.decls[declKey{e.node, v.Declaration}]
 	}
-	t.entries = append(t.entries, e)
 	if e.node != "" {
-		t.byNode[e.node] = append(t.byNode[e.node], len(t.entries)-1)
+		t.byNode[e.node] = append(t.byNode[e.node], int32(t.n))
 	}
+	t.push(e)
 	return nil
 }
 
@@ -177,8 +200,8 @@ func (t *Timeline) Query(f Filter) []Entry {
 // first, until fn returns false.
 func (t *Timeline) scan(node string, fn func(*entry) bool) {
 	if node == "" {
-		for i := len(t.entries) - 1; i >= 0; i-- {
-			if !fn(&t.entries[i]) {
+		for i := t.n - 1; i >= 0; i-- {
+			if !fn(t.at(i)) {
 				return
 			}
 		}
@@ -186,7 +209,7 @@ func (t *Timeline) scan(node string, fn func(*entry) bool) {
 	}
 	idx := t.byNode[node]
 	for i := len(idx) - 1; i >= 0; i-- {
-		if !fn(&t.entries[idx[i]]) {
+		if !fn(t.at(int(idx[i]))) {
 			return
 		}
 	}
@@ -195,10 +218,10 @@ func (t *Timeline) scan(node string, fn func(*entry) bool) {
 func (t *Timeline) match(e *entry, f Filter) bool {
 	switch {
 	case f.Node != "" && e.node != f.Node,
-		f.Type != "" && e.ev.Type != f.Type,
-		f.Correlation != "" && e.ev.Correlation != f.Correlation,
-		!f.From.IsZero() && e.ev.At.Before(f.From),
-		!f.To.IsZero() && !e.ev.At.Before(f.To):
+		f.Type != "" && e.typ != f.Type,
+		f.Correlation != "" && e.correlation != f.Correlation,
+		!f.From.IsZero() && e.at.Before(f.From),
+		!f.To.IsZero() && !e.at.Before(f.To):
 		return false
 	}
 	if f.Resource != "" && len(touches(e, f.Resource)) == 0 {
@@ -334,8 +357,8 @@ func modules(e *entry) []string {
 // show renders an entry.
 func (t *Timeline) show(e *entry) Entry {
 	out := Entry{
-		Position: e.ev.Position, At: e.ev.At, Stream: e.ev.Stream, Type: e.ev.Type,
-		Actor: e.ev.Actor, Correlation: e.ev.Correlation, Node: e.node, Modules: modules(e),
+		Position: e.position, At: e.at, Stream: e.stream, Type: e.typ,
+		Actor: e.actor, Correlation: e.correlation, Node: e.node, Modules: modules(e),
 	}
 	if e.decl != nil {
 		out.Digest = e.decl.digest
@@ -417,7 +440,7 @@ func summarize(e *entry) string {
 		}
 		return s
 	}
-	return e.ev.Type
+	return e.typ
 }
 
 // applyLine is an apply's Summary, then what it did by name:
@@ -460,9 +483,9 @@ func applyLine(a events.ApplyReported) string {
 func (t *Timeline) MarshalJSON() ([]byte, error) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	out := make([]Entry, len(t.entries))
-	for i := range t.entries {
-		out[i] = t.show(&t.entries[i])
+	out := make([]Entry, t.n)
+	for i := range out {
+		out[i] = t.show(t.at(i))
 	}
 	return marshal(out)
 }
