@@ -72,15 +72,17 @@ func (h *Holds) Fold(ev events.Event, p events.Payload) error {
 	prev := h.nodes[node]
 	n := &holdsNode{Declaration: a.Declaration, Position: ev.Position, Held: make([]Hold, 0, len(a.Held))}
 	since := HoldSince{Declaration: a.Declaration, Position: ev.Position, At: ev.At}
+	var before map[events.Held]HoldSince
+	if prev != nil && len(prev.Held) > 0 {
+		before = make(map[events.Held]HoldSince, len(prev.Held))
+		for _, o := range prev.Held {
+			before[events.Held{Name: o.Name, Module: o.Module, Reason: o.Reason}] = o.Since
+		}
+	}
 	for _, x := range a.Held {
 		hold := Hold{Name: x.Name, Module: x.Module, Reason: x.Reason, Since: since}
-		if prev != nil {
-			for _, o := range prev.Held {
-				if o.Name == x.Name && o.Module == x.Module && o.Reason == x.Reason {
-					hold.Since = o.Since
-					break
-				}
-			}
+		if s, ok := before[x]; ok {
+			hold.Since = s
 		}
 		n.Held = append(n.Held, hold)
 	}

@@ -321,3 +321,21 @@ func TestRunnerQueriesWhileRunning(t *testing.T) {
 		t.Errorf("%d entries for %d events", set.Timeline.Len(), len(g.evs))
 	}
 }
+
+func TestRunnerRunReturnsStoreFailure(t *testing.T) {
+	store := memstore.New()
+	r := NewRunner(store, events.NewRegistry(), New().All()...)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(context.Background()) }()
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, events.ErrClosed) {
+			t.Errorf("run on a closed store = %v, want ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not return when the store closed")
+	}
+}
