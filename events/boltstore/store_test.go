@@ -498,3 +498,49 @@ func TestClose(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 }
+
+// TestGather checks how the writer forms a group from the queue: everything
+// waiting, in order, without requests whose callers gave up, within bounds.
+func TestGather(t *testing.T) {
+	mk := func(state int32, size int) *request {
+		r := &request{size: size, done: make(chan result, 1)}
+		r.state.Store(state)
+		return r
+	}
+	for _, tc := range []struct {
+		name   string
+		first  *request
+		queued []*request
+		want   []int // indexes into append([]*request{first}, queued...)
+		left   int   // requests left in the queue
+	}{
+		{"lone request", mk(pending, 1), nil, []int{0}, 0},
+		{"all that waits", mk(pending, 1), []*request{mk(pending, 1), mk(pending, 1)}, []int{0, 1, 2}, 0},
+		{"abandoned skipped", mk(pending, 1), []*request{mk(abandoned, 1), mk(pending, 1)}, []int{0, 2}, 0},
+		{"abandoned first", mk(abandoned, 1), []*request{mk(pending, 1)}, []int{1}, 0},
+		{"byte bound", mk(pending, maxGroupBytes), []*request{mk(pending, 1)}, []int{0}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Store{reqs: make(chan *request, queueSize)}
+			for _, r := range tc.queued {
+				s.reqs <- r
+			}
+			all := append([]*request{tc.first}, tc.queued...)
+			group := s.gather(tc.first)
+			if len(group) != len(tc.want) {
+				t.Fatalf("group of %d, want %d", len(group), len(tc.want))
+			}
+			for i, idx := range tc.want {
+				if group[i] != all[idx] {
+					t.Errorf("group[%d] is not request %d", i, idx)
+				}
+				if group[i].state.Load() != taken {
+					t.Errorf("group[%d] not marked taken", i)
+				}
+			}
+			if len(s.reqs) != tc.left {
+				t.Errorf("%d requests left queued, want %d", len(s.reqs), tc.left)
+			}
+		})
+	}
+}
