@@ -544,3 +544,106 @@ func TestGather(t *testing.T) {
 		})
 	}
 }
+
+// TestCorruptFile checks that damage found on disk is an error naming what
+// is wrong, never an empty or short answer.
+func TestCorruptFile(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		damage  func(tx *bolt.Tx) error
+		openErr string // the error Open gives, if it refuses the file
+		readErr string // else the error the reads give
+		allOK   bool   // ReadAll does not see this damage (it reads no index)
+		isInval bool   // whether the read errors wrap events.ErrInvalid
+	}{
+		{
+			name:    "garbage record",
+			damage:  func(tx *bolt.Tx) error { return tx.Bucket(bucketEvents).Put(u64key(2), []byte{1, 2, 3}) },
+			readErr: "position 2",
+			isInval: true,
+		},
+		{
+			name: "record under the wrong key",
+			damage: func(tx *bolt.Tx) error {
+				b := tx.Bucket(bucketEvents)
+				return b.Put(u64key(2), append([]byte(nil), b.Get(u64key(3))...))
+			},
+			readErr: "record at position 2 says position 3",
+		},
+		{
+			name: "stream index to a missing position",
+			damage: func(tx *bolt.Tx) error {
+				return tx.Bucket(bucketStreams).Bucket([]byte("node-a")).Put(u64key(2), u64key(99))
+			},
+			readErr: "position 99, which is not stored",
+			allOK:   true,
+		},
+		{
+			name:    "head beyond the events",
+			damage:  func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(metaHead, u64key(5)) },
+			openErr: "meta head is 5, last event is at position 3",
+		},
+		{
+			name:    "a hole in the positions",
+			damage:  func(tx *bolt.Tx) error { return tx.Bucket(bucketEvents).Delete(u64key(2)) },
+			readErr: "position 2",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "events.db")
+			s, err := Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Append(context.Background(), "node-a", events.NoStream, evN(3, "a")...); err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			db, err := bolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Update(tc.damage); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+
+			s, err = Open(path)
+			if tc.openErr != "" {
+				if err == nil {
+					s.Close()
+					t.Fatal("Open accepted the damaged file")
+				}
+				if !strings.Contains(err.Error(), tc.openErr) || !strings.Contains(err.Error(), path) {
+					t.Errorf("Open: %q, want it to name %q and the file", err, tc.openErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			defer s.Close()
+			_, errAll := s.ReadAll(context.Background(), 0, 0)
+			_, errStream := s.ReadStream(context.Background(), "node-a", 0, 0)
+			reads := map[string]error{"ReadAll": errAll, "ReadStream": errStream}
+			if tc.allOK {
+				if errAll != nil {
+					t.Errorf("ReadAll: %v", errAll)
+				}
+				delete(reads, "ReadAll")
+			}
+			for what, err := range reads {
+				if err == nil {
+					t.Errorf("%s of a damaged file: no error", what)
+					continue
+				}
+				if !strings.Contains(err.Error(), tc.readErr) {
+					t.Errorf("%s: %q, want it to name %q", what, err, tc.readErr)
+				}
+				if tc.isInval && !errors.Is(err, events.ErrInvalid) {
+					t.Errorf("%s: %v, want it to wrap ErrInvalid", what, err)
+				}
+			}
+		})
+	}
+}
