@@ -228,7 +228,7 @@ func checkUnchanged(t testing.TB, st events.Store, head uint64, stream string, v
 // events.Prepare makes of them, numbered from version v and position p.
 func prepared(t testing.TB, stream string, v, p uint64, evs ...events.Event) []events.Event {
 	t.Helper()
-	out, err := events.Prepare(stream, evs, time.Time{}.Add(time.Hour))
+	out, err := events.Prepare(stream, evs, when(-3600)) // a zero At becomes this; tests that append one replace it with the store's
 	if err != nil {
 		t.Fatalf("Prepare: %v", err)
 	}
