@@ -163,8 +163,8 @@ func UnmarshalJSONLine(line []byte) (Event, error) {
 	if err := dec.Decode(&ev); err != nil {
 		return Event{}, fmt.Errorf("events: event line: %v: %w", err, ErrInvalid)
 	}
-	if dec.More() {
-		return Event{}, fmt.Errorf("events: event line: more than one JSON value: %w", ErrInvalid)
+	if rest := bytes.TrimLeft(line[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		return Event{}, fmt.Errorf("events: event line: %q after the event: %w", truncate(rest, 20), ErrInvalid)
 	}
 	if ev.Schema == 0 {
 		ev.Schema = 1
@@ -173,3 +173,10 @@ func UnmarshalJSONLine(line []byte) (Event, error) {
 }
 
 func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}

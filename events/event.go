@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 	"unicode/utf8"
 
@@ -16,6 +17,13 @@ const (
 	MaxDataSize = 1 << 20
 	// MaxNameSize bounds stream names, types, actors, causation and correlation.
 	MaxNameSize = 512
+)
+
+// The instants an event's time may take: those whose Unix nanoseconds fit an
+// int64, as the record format stores them.
+var (
+	minTime = time.Unix(0, math.MinInt64).UTC()
+	maxTime = time.Unix(0, math.MaxInt64).UTC()
 )
 
 // Event is the envelope of DESIGN.md. Id, Stream, Type, Schema, At, Actor,
@@ -69,6 +77,9 @@ func (e Event) Validate(field string) error {
 	}
 	if err := checkName(field+".type", e.Type, true); err != nil {
 		return err
+	}
+	if e.At.Before(minTime) || e.At.After(maxTime) {
+		return invalid(field+".at", "%s is outside the years 1678 to 2262", e.At.Format(time.RFC3339))
 	}
 	if e.Schema < 1 {
 		return invalid(field+".schema", "must be 1 or more, is %d", e.Schema)

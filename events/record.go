@@ -61,11 +61,11 @@ func DecodeRecord(b []byte) (Event, error) {
 	e.Position = r.uvarint()
 	schema := r.uvarint()
 	at := r.varint()
-	var lens [5]int
+	var lens, offs [5]int
 	var total int
-	start := r.off
 	for i := range lens {
 		lens[i] = r.length(MaxNameSize)
+		offs[i] = r.off
 		r.skip(lens[i])
 		total += lens[i]
 	}
@@ -83,11 +83,8 @@ func DecodeRecord(b []byte) (Event, error) {
 	e.At = time.Unix(0, at).UTC()
 	// One string for the five names: they are substrings of it.
 	all := make([]byte, 0, total)
-	off := start
-	for _, n := range lens {
-		off += uvarintLen(uint64(n))
-		all = append(all, b[off:off+n]...)
-		off += n
+	for i, n := range lens {
+		all = append(all, b[offs[i]:offs[i]+n]...)
 	}
 	s := string(all)
 	fields := [...]*string{&e.Stream, &e.Type, &e.Actor, &e.Causation, &e.Correlation}
@@ -115,7 +112,8 @@ func (r *reader) uvarint() uint64 {
 		return 0
 	}
 	v, n := binary.Uvarint(r.b[r.off:])
-	if n <= 0 {
+	if n <= 0 || n != uvarintLen(v) {
+		// Overlong encodings are refused: a record has one encoding.
 		r.err = recordErr("bad uvarint at offset %d", r.off)
 		return 0
 	}
@@ -128,7 +126,7 @@ func (r *reader) varint() int64 {
 		return 0
 	}
 	v, n := binary.Varint(r.b[r.off:])
-	if n <= 0 {
+	if n <= 0 || n != uvarintLen(zigzag(v)) {
 		r.err = recordErr("bad varint at offset %d", r.off)
 		return 0
 	}
@@ -154,6 +152,8 @@ func (r *reader) skip(n int) {
 	}
 	r.off += n
 }
+
+func zigzag(v int64) uint64 { return uint64(v<<1) ^ uint64(v>>63) }
 
 func uvarintLen(v uint64) int {
 	n := 1
