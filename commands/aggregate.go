@@ -20,6 +20,7 @@ type Node struct {
 	Assigned   map[string]bool   // modules assigned to the node
 	Taken      map[string]bool   // modules taken on the node (adopted nodes)
 	Composed   uint64            // declarations composed so far; the next is Composed+1
+	Declared   map[string]string // resource name → digest, of the last composed declaration
 	Version    uint64            // the stream version this state reflects
 }
 
@@ -79,20 +80,27 @@ func EvolveNode(s Node, ev events.Event, p events.Payload) Node {
 		s.Taken = withBool(s.Taken, p.Module, false)
 	case events.ModuleTaken:
 		s.Taken = withBool(s.Taken, p.Module, true)
+	case events.DeclarationComposed:
+		declared := make(map[string]string, len(p.Resources))
+		for _, r := range p.Resources {
+			declared[r.Name] = r.Digest
+		}
+		s.Declared = declared
 	}
 	if ev.Type == events.TypeDeclarationComposed {
-		s.Composed++ // counted by type: the payload need not be decoded
+		s.Composed++ // counted by type, so that a payload this build cannot decode still counts
 	}
 	return s
 }
 
 // nodeDecodes reports whether EvolveNode needs the payload of an event of
 // type typ; the node stream is mostly composes, pushes and applies, which it
-// only counts.
+// only counts (of a composed declaration it keeps the resource digests).
 func nodeDecodes(typ string) bool {
 	switch typ {
 	case events.TypeNodeRegistered, events.TypeNodeAdopted, events.TypeNodeSettingSet,
-		events.TypeModuleAssigned, events.TypeModuleReleased, events.TypeModuleTaken:
+		events.TypeModuleAssigned, events.TypeModuleReleased, events.TypeModuleTaken,
+		events.TypeDeclarationComposed:
 		return true
 	}
 	return false

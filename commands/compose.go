@@ -25,11 +25,12 @@ type Reader interface {
 }
 
 // Composition is a composed declaration with what compose learned on the
-// way: the nodes it passed over as incoherent and the streams it read.
+// way: the nodes it passed over as incoherent, and the resource digests of
+// the node's previous declaration.
 type Composition struct {
 	Declaration Declaration
 	Skipped     []events.Skipped
-	Inputs      []events.InputRef
+	Previous    map[string]string // resource name → digest, of the node's last composed declaration
 }
 
 // Compose composes the declaration of node, the seq-th composed for it
@@ -102,16 +103,29 @@ func Compose(ctx context.Context, r Reader, node string, seq uint64, correlation
 		Roster    []Route
 	}{d.Adopted, d.Taken, d.Resources, d.Roster})
 	c.Declaration = d
-	c.Inputs = m.inputs
+	c.Previous = self.Declared
 	return c, nil
 }
 
-// Composed returns the declaration.composed payload of c.
+// Composed returns the declaration.composed payload of c. It carries the
+// spec of every resource whose digest the node's previous declaration did
+// not have, so the stream holds every spec once.
 func (c Composition) Composed() events.DeclarationComposed {
 	d := c.Declaration
 	refs := make([]events.ResourceRef, len(d.Resources))
+	var specs map[string]json.RawMessage
+	seen := make(map[string]bool, len(c.Previous))
+	for _, dg := range c.Previous {
+		seen[dg] = true
+	}
 	for i, r := range d.Resources {
 		refs[i] = events.ResourceRef{Name: r.Name, Kind: r.Kind, Module: r.Module, Digest: r.Digest}
+		if !seen[r.Digest] {
+			if specs == nil {
+				specs = map[string]json.RawMessage{}
+			}
+			specs[r.Digest], _ = json.Marshal(r.Spec()) // a spec always encodes
+		}
 	}
 	roster := make([]string, 0, len(d.Roster))
 	for _, r := range d.Roster {
@@ -119,10 +133,9 @@ func (c Composition) Composed() events.DeclarationComposed {
 			roster = append(roster, r.Name)
 		}
 	}
-	body, _ := json.Marshal(d) // a Declaration always encodes
 	return events.DeclarationComposed{
 		Node: d.Node, Declaration: d.ID, Digest: d.Digest, Roster: roster, Resources: refs,
-		Warnings: d.Warnings, Skipped: c.Skipped, Body: body, Inputs: c.Inputs,
+		Warnings: d.Warnings, Skipped: c.Skipped, Specs: specs,
 	}
 }
 
@@ -144,7 +157,6 @@ type mesh struct {
 	names   []string
 	nodes   map[string]Node
 	modules map[string]Module
-	inputs  []events.InputRef
 	store   *Node // the node holding the artifact store, if any
 	target  string
 }
@@ -167,7 +179,6 @@ func gather(ctx context.Context, r Reader, target string) (*mesh, error) {
 			return nil, &ReadError{Node: target, Read: "node " + name, Err: err}
 		}
 		m.nodes[name] = n
-		m.inputs = append(m.inputs, events.InputRef{Stream: events.NodeStream(name), Version: n.Version})
 		mods = append(mods, n.AssignedModules()...)
 		if n.ArtifactStorePort() != "" && m.store == nil {
 			m.store = &n
@@ -180,7 +191,6 @@ func gather(ctx context.Context, r Reader, target string) (*mesh, error) {
 			return nil, &ReadError{Node: target, Read: "module " + name, Err: err}
 		}
 		m.modules[name] = mod
-		m.inputs = append(m.inputs, events.InputRef{Stream: events.ModuleStream(name), Version: mod.Version})
 	}
 	return m, nil
 }

@@ -230,9 +230,11 @@ func catchUp[S any](ctx context.Context, h *Handler, stream string, s S, version
 			continue
 		}
 		p, err := h.reg.Decode(ev)
-		if errors.Is(err, events.ErrUnknownType) {
-			// A type this build does not know changes nothing it decides on;
-			// the version still advances.
+		if errors.Is(err, events.ErrUnknownType) || (err != nil && ev.Type == events.TypeDeclarationComposed) {
+			// A type this build does not know changes nothing it decides on,
+			// and a composed declaration that does not decode (appended by
+			// hand) only costs the next compose its spec delta; the version
+			// still advances.
 			p = nil
 		} else if err != nil {
 			return s, fmt.Errorf("commands: read %s: %w", stream, err)

@@ -2,6 +2,7 @@ package commands_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -216,5 +217,48 @@ func TestRecordApplyIsIdempotent(t *testing.T) {
 	}
 	if _, err := h.RecordApply(context.Background(), commands.Delivery{Report: events.ApplyReported{Node: "ghost"}, ApplyID: uuid.New()}); !errors.Is(err, commands.ErrRejected) {
 		t.Fatalf("report from an unknown node: %v", err)
+	}
+}
+
+// Every spec stands once in a node's stream: a push that changes nothing
+// carries none, a changed container carries only its own.
+func TestComposedCarriesOnlyNewSpecs(t *testing.T) {
+	h, store := setup(t)
+	mesh(t, h)
+	send := func(context.Context, commands.Declaration) error { return nil }
+	specs := func() map[string]json.RawMessage {
+		t.Helper()
+		if _, err := h.Push(context.Background(), "novox", nil, send); err != nil {
+			t.Fatal(err)
+		}
+		evs, _ := store.ReadStream(context.Background(), "node-novox", 0, 0)
+		for i := len(evs) - 1; i >= 0; i-- {
+			if evs[i].Type == events.TypeDeclarationComposed {
+				p, err := events.DecodeAs[events.DeclarationComposed](events.NewRegistry(), evs[i])
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p.Specs
+			}
+		}
+		t.Fatal("no composed event")
+		return nil
+	}
+	if got := specs(); len(got) != 1 {
+		t.Fatalf("first declaration carries %d specs, want 1", len(got))
+	}
+	if got := specs(); len(got) != 0 {
+		t.Fatalf("an unchanged declaration carries %d specs", len(got))
+	}
+	must(t, h, commands.DefineModule{Module: "proxy", Spec: events.ModuleSpec{
+		Containers: []events.ContainerSpec{{Name: "proxy", Image: "caddy:2.8"}}}})
+	got := specs()
+	if len(got) != 1 {
+		t.Fatalf("a changed container: %d specs", len(got))
+	}
+	for _, spec := range got {
+		if !strings.Contains(string(spec), `"image":"caddy:2.8"`) {
+			t.Fatalf("spec %s", spec)
+		}
 	}
 }

@@ -149,10 +149,13 @@ type DeclarationComposed struct {
 	Roster      []string      `json:"roster"`
 	Resources   []ResourceRef `json:"resources"`
 	// Added fields.
-	Warnings []string        `json:"warnings,omitempty"` // unfilled port requests, ...
-	Skipped  []Skipped       `json:"skipped,omitempty"`  // nodes passed over as incoherent
-	Body     json.RawMessage `json:"body,omitempty"`     // the declaration as pushed (JSON), for replay
-	Inputs   []InputRef      `json:"inputs,omitempty"`   // the streams read, at their versions
+	Warnings []string  `json:"warnings,omitempty"` // unfilled port requests, ...
+	Skipped  []Skipped `json:"skipped,omitempty"`  // nodes passed over as incoherent
+	// Specs holds the spec (JSON) of every resource digest that the node's
+	// previous declaration did not have, by digest: every spec a node was
+	// ever declared stands once in its stream, and a declaration that
+	// changes nothing carries none.
+	Specs map[string]json.RawMessage `json:"specs,omitempty"`
 }
 
 // ResourceRef names a declared resource and its spec digest.
@@ -168,12 +171,6 @@ type ResourceRef struct {
 type Skipped struct {
 	Node   string `json:"node"`
 	Reason string `json:"reason"`
-}
-
-// InputRef is a stream compose read, at the version it read.
-type InputRef struct {
-	Stream  string `json:"stream"`
-	Version uint64 `json:"version"`
 }
 
 // DeclarationComposeFailed: composing a node's declaration failed; nothing

@@ -234,17 +234,29 @@ func containerWasNotReplaced(ctx context.Context, container, node string) error 
 }
 
 // appliedContainer returns the container spec of the declaration the node
-// last applied, from its declaration.composed event.
+// last applied: its digest from that declaration's composed event, its spec
+// from the composed event that first declared that digest.
 func appliedContainer(ctx context.Context, node, container string) (*commands.Container, error) {
 	w := world(ctx)
 	r, err := w.lastApply(ctx, node)
 	if err != nil {
 		return nil, err
 	}
+	for _, f := range r.Failed {
+		if f.Name == container {
+			return nil, fmt.Errorf("container %s failed on %s: %s", container, node, f.Error)
+		}
+	}
+	for _, h := range r.Held {
+		if h.Name == container {
+			return nil, fmt.Errorf("container %s is held on %s: %s", container, node, h.Reason)
+		}
+	}
 	evs, err := w.stream(ctx, node)
 	if err != nil {
 		return nil, err
 	}
+	digest := ""
 	for i := len(evs) - 1; i >= 0; i-- {
 		if evs[i].Type != events.TypeDeclarationComposed {
 			continue
@@ -253,30 +265,31 @@ func appliedContainer(ctx context.Context, node, container string) (*commands.Co
 		if err != nil {
 			return nil, err
 		}
-		if p.Declaration != r.Declaration {
-			continue
-		}
-		var d commands.Declaration
-		if err := json.NewDecoder(bytes.NewReader(p.Body)).Decode(&d); err != nil {
-			return nil, fmt.Errorf("declaration %s: body: %w", p.Declaration, err)
-		}
-		res, ok := d.Resource(container)
-		if !ok || res.Container == nil {
-			return nil, fmt.Errorf("declaration %s applied on %s has no container %q", d.ID, node, container)
-		}
-		for _, f := range r.Failed {
-			if f.Name == container {
-				return nil, fmt.Errorf("container %s failed on %s: %s", container, node, f.Error)
+		if digest == "" {
+			if p.Declaration != r.Declaration {
+				continue
+			}
+			for _, ref := range p.Resources {
+				if ref.Name == container && ref.Kind == commands.KindContainer {
+					digest = ref.Digest
+				}
+			}
+			if digest == "" {
+				return nil, fmt.Errorf("declaration %s applied on %s has no container %q", r.Declaration, node, container)
 			}
 		}
-		for _, h := range r.Held {
-			if h.Name == container {
-				return nil, fmt.Errorf("container %s is held on %s: %s", container, node, h.Reason)
+		if spec, ok := p.Specs[digest]; ok {
+			var c commands.Container
+			if err := json.Unmarshal(spec, &c); err != nil {
+				return nil, fmt.Errorf("spec %s of %s: %w", digest, container, err)
 			}
+			return &c, nil
 		}
-		return res.Container, nil
 	}
-	return nil, fmt.Errorf("node %s applied %s, whose composed event is not in its stream", node, r.Declaration)
+	if digest == "" {
+		return nil, fmt.Errorf("node %s applied %s, whose composed event is not in its stream", node, r.Declaration)
+	}
+	return nil, fmt.Errorf("no composed event on %s carries the spec %s of %s", node, digest, container)
 }
 
 func containerHasEnvironment(ctx context.Context, container, node, env string) error {

@@ -166,7 +166,7 @@ func (t *Timeline) Fold(ev events.Event, p events.Payload) error {
 		t.decls[declKey{e.node, v.Declaration}] = d
 		t.last[e.node] = d
 		e.decl, e.roster, e.resources = d, int32(len(v.Roster)), int32(len(v.Resources))
-		v.Roster, v.Resources, v.Body, v.Inputs = nil, nil, nil, nil
+		v.Roster, v.Resources, v.Specs = nil, nil, nil
 		e.p = v
 	case events.DeclarationPushed:
 		e.decl = t.decls[declKey{e.node, v.Declaration}]
