@@ -13,15 +13,15 @@ import (
 // mesh's commands, compose, agents and store, so the events it leaves are
 // the ones a real mesh would.
 type Workload struct {
-	Nodes           int // nodes, "node-000" ...
-	Modules         int // modules, each with Containers containers, one mounted path and one routed name
-	Containers      int
-	ModulesPerNode  int // modules assigned to each node
-	ChurnEvery      int // every ChurnEvery-th node has its containers removed behind the mesh's back (0: none)
-	FlakyEvery      int // every FlakyEvery-th node's stream fails reads on every other pass (0: none)
-	ReassignEvery   int // every ReassignEvery-th round, one module moves to another node (0: never)
-	BusCutEvery     int // every BusCutEvery-th round, one node's bus is cut for the round, then restored (0: never)
-	AdoptedEvery    int // every AdoptedEvery-th node is adopted, with its first module's data found on disk (0: none)
+	Nodes          int // nodes, "node-000" ...
+	Modules        int // modules, each with Containers containers, one mounted path and one routed name
+	Containers     int
+	ModulesPerNode int // modules assigned to each node
+	ChurnEvery     int // every ChurnEvery-th node has its containers removed behind the mesh's back (0: none)
+	FlakyEvery     int // every FlakyEvery-th node's stream fails reads on every other pass (0: none)
+	ReassignEvery  int // every ReassignEvery-th round, one module moves to another node (0: never)
+	BusCutEvery    int // every BusCutEvery-th round, one node's bus is cut for the round, then restored (0: never)
+	AdoptedEvery   int // every AdoptedEvery-th node is adopted, with its first module's data found on disk (0: none)
 }
 
 // DefaultWorkload is a small mesh with every kind of fault.
