@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"sync"
 
 	"meshplane/events"
@@ -190,7 +191,75 @@ func (r *Runner) catchUp(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("projections: catch up: head: %w", err)
 	}
-	for pos := r.Position(); pos < head; pos = r.Position() {
+	pos := r.Position()
+	if pos >= head {
+		return nil
+	}
+	// A pipeline: one goroutine reads pages in order, decodeWorkers decode
+	// them (decoding is most of a rebuild, and each event's decode is
+	// independent), and this goroutine folds them in order. Folding, the
+	// checkpoint and every counter stay on this goroutine.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	workers := decodeWorkers()
+	jobs := make(chan decodeJob, workers)
+	order := make(chan chan decodedPage, 2*workers)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(jobs)
+		defer close(order)
+		readErr <- r.readPages(ctx, pos, head, jobs, order)
+	}()
+	for w := 0; w < workers; w++ {
+		go func() {
+			for j := range jobs {
+				j.out <- r.decodePage(j.page)
+			}
+		}()
+	}
+	last := pos
+	for res := range order {
+		var dp decodedPage
+		select {
+		case dp = <-res:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		for i, ev := range dp.events {
+			if ev.Position != last+1 {
+				return fmt.Errorf("projections: catch up: expected position %d, store returned %d", last+1, ev.Position)
+			}
+			r.fold1(ev, dp.payloads[i], dp.errs[i])
+			last = ev.Position
+		}
+		if err := r.advance(ctx, last); err != nil {
+			return err
+		}
+	}
+	return <-readErr
+}
+
+// decodeWorkers is how many goroutines decode pages during a catch-up.
+func decodeWorkers() int { return max(1, runtime.GOMAXPROCS(0)) }
+
+type decodeJob struct {
+	page []events.Event
+	out  chan decodedPage
+}
+
+type decodedPage struct {
+	events   []events.Event
+	payloads []events.Payload
+	errs     []error // errUnknown, a decode error, or nil
+}
+
+// errUnknown marks an event whose type the registry does not know.
+var errUnknown = errors.New("unknown type")
+
+// readPages reads the store from pos to head in pages, queueing each for
+// decoding and, in the same order, for folding.
+func (r *Runner) readPages(ctx context.Context, pos, head uint64, jobs chan<- decodeJob, order chan<- chan decodedPage) error {
+	for pos < head {
 		page, err := r.store.ReadAll(ctx, pos, PageSize)
 		if err != nil {
 			return fmt.Errorf("projections: catch up: read after %d: %w", pos, err)
@@ -198,19 +267,29 @@ func (r *Runner) catchUp(ctx context.Context) error {
 		if len(page) == 0 {
 			return fmt.Errorf("projections: catch up: store read nothing after %d, below its head %d", pos, head)
 		}
-		last := pos
-		for _, ev := range page {
-			if ev.Position != last+1 {
-				return fmt.Errorf("projections: catch up: expected position %d, store returned %d", last+1, ev.Position)
-			}
-			r.apply(ev)
-			last = ev.Position
+		out := make(chan decodedPage, 1)
+		select {
+		case order <- out:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-		if err := r.advance(ctx, last); err != nil {
-			return err
+		select {
+		case jobs <- decodeJob{page: page, out: out}:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
+		pos = page[len(page)-1].Position
 	}
 	return nil
+}
+
+// decodePage decodes every event of a page. It touches no runner state.
+func (r *Runner) decodePage(page []events.Event) decodedPage {
+	dp := decodedPage{events: page, payloads: make([]events.Payload, len(page)), errs: make([]error, len(page))}
+	for i, ev := range page {
+		dp.payloads[i], dp.errs[i] = r.decode(ev)
+	}
+	return dp
 }
 
 // Run folds every event after the checkpoint, then each as it is committed,
@@ -279,13 +358,28 @@ func (r *Runner) advance(ctx context.Context, pos uint64) error {
 // apply decodes ev once and folds it into every projection. Nothing here is
 // fatal: unknown types, undecodable payloads and refusals are counted.
 func (r *Runner) apply(ev events.Event) {
+	p, err := r.decode(ev)
+	r.fold1(ev, p, err)
+}
+
+// decode decodes ev's payload; errUnknown for a type the registry does not
+// know.
+func (r *Runner) decode(ev events.Event) (events.Payload, error) {
 	if !r.reg.Known(ev.Type) {
+		return nil, errUnknown
+	}
+	return r.reg.Decode(ev)
+}
+
+// fold1 folds one decoded event into every projection, or counts why it
+// cannot.
+func (r *Runner) fold1(ev events.Event, p events.Payload, err error) {
+	if errors.Is(err, errUnknown) {
 		r.mu.Lock()
 		r.unknown[ev.Type]++
 		r.mu.Unlock()
 		return
 	}
-	p, err := r.reg.Decode(ev)
 	if err != nil {
 		r.fail(ev, "", err)
 		return
