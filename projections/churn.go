@@ -407,6 +407,20 @@ func (c *Churn) Current(node string) (Episode, bool) {
 	return n.Episodes[n.active].clone(), true
 }
 
+// Nodes lists, sorted, the nodes that have had at least one episode.
+func (c *Churn) Nodes() []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []string
+	for n, st := range c.nodes {
+		if len(st.Episodes) > 0 {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Episodes returns every episode seen on node, oldest first; an open one is
 // last. A node with none, or never mentioned, has an empty history.
 func (c *Churn) Episodes(node string) []Episode {

@@ -56,11 +56,13 @@ type Set struct {
 // New returns a Set of empty projections.
 func New() *Set {
 	c := NewChurn()
+	t := NewTimeline()
+	t.churn = c
 	return &Set{
 		Roster:   NewRoster(),
 		Status:   NewStatus(c),
 		Holds:    NewHolds(),
-		Timeline: NewTimeline(),
+		Timeline: t,
 		Churn:    c,
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"runtime"
+	"slices"
 	"sync"
 
 	"meshplane/events"
@@ -225,18 +226,85 @@ func (r *Runner) catchUp(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		for i, ev := range dp.events {
+		for _, ev := range dp.events {
 			if ev.Position != last+1 {
 				return fmt.Errorf("projections: catch up: expected position %d, store returned %d", last+1, ev.Position)
 			}
-			r.fold1(ev, dp.payloads[i], dp.errs[i])
 			last = ev.Position
 		}
+		r.foldPage(dp)
 		if err := r.advance(ctx, last); err != nil {
 			return err
 		}
 	}
 	return <-readErr
+}
+
+// foldPage folds a decoded page into every projection. Projections are
+// independent of each other while they fold (status reads churn only when
+// queried), so each folds the page on its own goroutine; each still sees
+// every event in position order. What cannot be folded is counted in the
+// order a one-by-one fold would count it, so the counters do not depend on
+// scheduling.
+func (r *Runner) foldPage(dp decodedPage) {
+	if len(r.ps) < 2 || len(dp.events) < 64 {
+		for i, ev := range dp.events {
+			r.fold1(ev, dp.payloads[i], dp.errs[i])
+		}
+		return
+	}
+	type refusal struct {
+		event, proj int
+		err         error
+	}
+	refused := make([][]refusal, len(r.ps))
+	var wg sync.WaitGroup
+	for k, proj := range r.ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i, ev := range dp.events {
+				if dp.errs[i] != nil {
+					continue
+				}
+				if err := proj.Fold(ev, dp.payloads[i]); err != nil {
+					refused[k] = append(refused[k], refusal{i, k, err})
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var all []refusal
+	for i, err := range dp.errs {
+		if err != nil {
+			all = append(all, refusal{i, -1, err})
+		}
+	}
+	for _, rs := range refused {
+		all = append(all, rs...)
+	}
+	if len(all) == 0 {
+		return
+	}
+	slices.SortFunc(all, func(a, b refusal) int {
+		if a.event != b.event {
+			return a.event - b.event
+		}
+		return a.proj - b.proj
+	})
+	for _, f := range all {
+		ev := dp.events[f.event]
+		switch {
+		case errors.Is(f.err, errUnknown):
+			r.mu.Lock()
+			r.unknown[ev.Type]++
+			r.mu.Unlock()
+		case f.proj < 0:
+			r.fail(ev, "", f.err)
+		default:
+			r.fail(ev, r.ps[f.proj].Name(), f.err)
+		}
+	}
 }
 
 // decodeWorkers is how many goroutines decode pages during a catch-up.

@@ -29,6 +29,7 @@ type Timeline struct {
 	byNode map[string][]int32
 	decls  map[declKey]*tlDecl
 	last   map[string]*tlDecl // per node, the last composed declaration
+	churn  *Churn             // read when queried, to mark where loops were detected and cleared; may be nil
 }
 
 // chunkSize is how many entries one chunk of the timeline holds.
@@ -80,6 +81,7 @@ type Entry struct {
 	Declaration string    `json:"declaration,omitempty"`
 	Digest      string    `json:"digest,omitempty"`
 	Heavy       bool      `json:"heavy,omitempty"` // an apply that created, replaced or removed half its declaration or more
+	Churn       string    `json:"churn,omitempty"` // "loop detected", "flip detected", "loop cleared", ... at this event
 	Summary     string    `json:"summary"`
 }
 
@@ -185,11 +187,12 @@ func (t *Timeline) Query(f Filter) []Entry {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	var out []Entry
+	marks := t.churnMarks(f.Node)
 	t.scan(f.Node, func(e *entry) bool {
 		if !t.match(e, f) {
 			return true
 		}
-		out = append(out, t.show(e))
+		out = append(out, t.marked(t.show(e), marks))
 		return f.Limit <= 0 || len(out) < f.Limit
 	})
 	slices.Reverse(out)
@@ -243,10 +246,11 @@ func (t *Timeline) Why(node, resource string) ([]Touch, error) {
 		return nil, fmt.Errorf("projections: why %s on %q: %w", resource, node, ErrUnknownNode)
 	}
 	var out []Touch
+	marks := t.churnMarks(node)
 	t.scan(node, func(e *entry) bool {
 		ts := touches(e, resource)
 		if len(ts) > 0 {
-			shown := t.show(e)
+			shown := t.marked(t.show(e), marks)
 			for i := len(ts) - 1; i >= 0; i-- {
 				ts[i].Entry = shown
 				out = append(out, ts[i])
@@ -389,6 +393,45 @@ func (t *Timeline) show(e *entry) Entry {
 	}
 	out.Summary = summarize(e)
 	return out
+}
+
+// churnMarks maps the positions at which the churn projection detected or
+// cleared an episode (on node, or on every node when node is "") to what
+// happened there. Rule 7: a loop is shown in the timeline too.
+func (t *Timeline) churnMarks(node string) map[uint64]string {
+	if t.churn == nil {
+		return nil
+	}
+	nodes := []string{node}
+	if node == "" {
+		nodes = t.churn.Nodes()
+	}
+	marks := map[uint64]string{}
+	for _, n := range nodes {
+		for _, ep := range t.churn.Episodes(n) {
+			kind := "loop"
+			switch {
+			case ep.Loop && ep.Flip:
+				kind = "loop and flip"
+			case ep.Flip:
+				kind = "flip"
+			}
+			marks[ep.Detected.Position] = fmt.Sprintf("churn %s detected (episode: %d heavy passes, %d flips)", kind, ep.HeavyPasses, ep.Flips)
+			if ep.End != nil {
+				marks[ep.End.Position] = fmt.Sprintf("churn %s cleared after %d passes", kind, ep.Passes)
+			}
+		}
+	}
+	return marks
+}
+
+// marked adds the churn mark at en's position, if any, to en.
+func (t *Timeline) marked(en Entry, marks map[uint64]string) Entry {
+	if m, ok := marks[en.Position]; ok {
+		en.Churn = m
+		en.Summary += "; " + m
+	}
+	return en
 }
 
 // summaryNames is how many names a summary lists before "and N more".

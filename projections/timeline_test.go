@@ -132,3 +132,24 @@ func TestTimelineWhy(t *testing.T) {
 		t.Errorf("why on an unknown node: %v", err)
 	}
 }
+
+// Rule 7: a loop is shown in the timeline, at the apply where it was
+// detected and the one where it cleared.
+func TestTimelineMarksChurn(t *testing.T) {
+	res := []events.ResourceRef{{Name: "a"}, {Name: "b"}}
+	heavy := events.ApplyReported{Node: "novox", Declaration: "novox/1", Sent: 2, Applied: 2, Created: []string{"a", "b"}}
+	quiet := events.ApplyReported{Node: "novox", Declaration: "novox/1", Sent: 2, Applied: 2, Unchanged: 2}
+	set := newGen(t).
+		composed("novox", "novox/1", "sha256:aa", nil, res).
+		applied("novox", heavy).applied("novox", heavy).
+		applied("novox", quiet).applied("novox", quiet).
+		folded()
+	var marks []string
+	for _, en := range set.Timeline.Query(Filter{Node: "novox", Type: events.TypeApplyReported}) {
+		marks = append(marks, en.Churn)
+	}
+	want := []string{"", "churn loop detected (episode: 2 heavy passes, 0 flips)", "", "churn loop cleared after 4 passes"}
+	if !slices.Equal(marks, want) {
+		t.Fatalf("churn marks %q, want %q", marks, want)
+	}
+}
