@@ -2,7 +2,6 @@ package events
 
 import (
 	"encoding/json"
-	"errors"
 	"reflect"
 	"testing"
 )
@@ -37,5 +36,3 @@ func FuzzDecodeAgreesWithStdlib(f *testing.F) {
 		}
 	})
 }
-
-var _ = errors.New
