@@ -27,7 +27,7 @@ type Workload struct {
 // DefaultWorkload is a small mesh with every kind of fault.
 var DefaultWorkload = Workload{
 	Nodes: 12, Modules: 16, Containers: 3, ModulesPerNode: 3,
-	ChurnEvery: 5, FlakyEvery: 4, ReassignEvery: 3, BusCutEvery: 4, AdoptedEvery: 6,
+	ChurnEvery: 5, FlakyEvery: 10, ReassignEvery: 7, BusCutEvery: 4, AdoptedEvery: 6,
 }
 
 // Setup defines the workload's modules and nodes and assigns them.
@@ -87,9 +87,6 @@ func (m *Mesh) Setup(ctx context.Context, w Workload) error {
 				return err
 			}
 		}
-		if w.FlakyEvery > 0 && i%w.FlakyEvery == w.FlakyEvery-1 {
-			m.Store.FailReads(node, true)
-		}
 	}
 	return nil
 }
@@ -101,12 +98,8 @@ func NodeName(i int) string { return fmt.Sprintf("node-%03d", i) }
 // actions and faults the round calls for. round counts from 0.
 func (m *Mesh) Round(ctx context.Context, w Workload, round int) error {
 	if w.ReassignEvery > 0 && round > 0 && round%w.ReassignEvery == 0 {
-		// Move one module from one node to the next: roster changes everywhere.
-		from := round % w.Nodes
-		to := (from + 1) % w.Nodes
-		mod := fmt.Sprintf("mod-%03d", (from*w.ModulesPerNode+w.ModulesPerNode-1)%w.Modules)
-		if err := m.Do(ctx, commands.ReleaseModule{Module: mod, Node: NodeName(from)}); err == nil {
-			_ = m.Do(ctx, commands.AssignModule{Module: mod, Node: NodeName(to)}) // may already be there
+		if err := m.moveModule(ctx, w, round); err != nil {
+			return fmt.Errorf("round %d: %w", round, err)
 		}
 	}
 	cut := ""
@@ -115,6 +108,12 @@ func (m *Mesh) Round(ctx context.Context, w Workload, round int) error {
 		if err := m.CutBus(cut); err != nil {
 			return err
 		}
+	}
+	if w.FlakyEvery > 0 && round%w.FlakyEvery == 2 {
+		// The store cannot read one node's stream this round, as a store in
+		// crash recovery refuses connections: every compose that reads it fails.
+		m.Store.FailReads(NodeName((round/w.FlakyEvery)%w.Nodes), false)
+		defer m.Store.Recover()
 	}
 	for i := 0; i < w.Nodes; i++ {
 		if _, _, err := m.Pass(ctx, NodeName(i)); err != nil {
@@ -125,6 +124,42 @@ func (m *Mesh) Round(ctx context.Context, w Workload, round int) error {
 		if err := m.RestoreBus(ctx, cut); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// moveModule moves one module, chosen by round, from a node that has it to
+// the next node that does not: an operator's release and assign, and a
+// roster change on every node.
+func (m *Mesh) moveModule(ctx context.Context, w Workload, round int) error {
+	mod := fmt.Sprintf("mod-%03d", (round/w.ReassignEvery)%w.Modules)
+	var from = -1
+	for i := 0; i < w.Nodes; i++ {
+		n, err := m.Handler.Node(ctx, NodeName(i))
+		if err != nil {
+			return err
+		}
+		if n.Assigned[mod] {
+			from = i
+			break
+		}
+	}
+	if from < 0 {
+		return nil // on no node: nothing to move
+	}
+	for k := 1; k < w.Nodes; k++ {
+		to := (from + k) % w.Nodes
+		n, err := m.Handler.Node(ctx, NodeName(to))
+		if err != nil {
+			return err
+		}
+		if n.Assigned[mod] {
+			continue
+		}
+		if err := m.Do(ctx, commands.ReleaseModule{Module: mod, Node: NodeName(from)}); err != nil {
+			return err
+		}
+		return m.Do(ctx, commands.AssignModule{Module: mod, Node: NodeName(to)})
 	}
 	return nil
 }
