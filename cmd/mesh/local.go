@@ -85,3 +85,12 @@ func withLocal(ctx context.Context, dir string, create, fold bool, fn func(*loca
 	}
 	return fn(l)
 }
+
+// nodesOr returns names, or every node the status projection knows when
+// names is empty.
+func (l *local) nodesOr(names []string) []string {
+	if len(names) > 0 {
+		return names
+	}
+	return l.views.Status.Nodes()
+}

@@ -45,10 +45,7 @@ func cmdStatus(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	return withLocal(ctx, *data, false, true, func(l *local) error {
-		nodes := pos
-		if len(nodes) == 0 {
-			nodes = l.views.Status.Nodes()
-		}
+		nodes := l.nodesOr(pos)
 		var all []projections.NodeStatus
 		for _, n := range nodes {
 			st, err := l.views.Status.Of(n)
@@ -265,10 +262,7 @@ func cmdChurn(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	return withLocal(ctx, *data, false, true, func(l *local) error {
-		nodes := pos
-		if len(nodes) == 0 {
-			nodes = l.views.Status.Nodes()
-		}
+		nodes := l.nodesOr(pos)
 		all := map[string][]projections.Episode{}
 		for _, n := range nodes {
 			all[n] = l.views.Churn.Episodes(n)

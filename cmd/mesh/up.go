@@ -72,17 +72,9 @@ func cmdUp(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	var defs []commands.DefineModule
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		name, spec, err := commands.ParseModuleFile(f, b)
-		if err != nil {
-			return err
-		}
-		defs = append(defs, commands.DefineModule{Module: name, Spec: spec})
+	defs, err := readModuleFiles(files)
+	if err != nil {
+		return err
 	}
 
 	l, err := openLocal(*data, true)

@@ -92,20 +92,33 @@ func cmdModuleDefine(ctx context.Context, e *env, args []string) error {
 	if len(pos) == 0 {
 		return usagef("name at least one module file")
 	}
-	// Parse every file before appending anything: one bad file defines nothing.
-	var cs []commands.Command
-	for _, f := range pos {
+	defs, err := readModuleFiles(pos)
+	if err != nil {
+		return err
+	}
+	cs := make([]commands.Command, len(defs))
+	for i, d := range defs {
+		cs[i] = d
+	}
+	return execute(ctx, e, *data, cs...)
+}
+
+// readModuleFiles parses every module file before anything is appended, so
+// that one bad file defines nothing.
+func readModuleFiles(paths []string) ([]commands.DefineModule, error) {
+	defs := make([]commands.DefineModule, 0, len(paths))
+	for _, f := range paths {
 		b, err := os.ReadFile(f)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		name, spec, err := commands.ParseModuleFile(f, b)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		cs = append(cs, commands.DefineModule{Module: name, Spec: spec})
+		defs = append(defs, commands.DefineModule{Module: name, Spec: spec})
 	}
-	return execute(ctx, e, *data, cs...)
+	return defs, nil
 }
 
 func moduleNode(verb string, mk func(module, node string) commands.Command) func(context.Context, *env, []string) error {
