@@ -20,7 +20,8 @@ type Upcaster func(data json.RawMessage) (json.RawMessage, error)
 // to date on read. A Registry is built once (NewRegistry, then Register and
 // Upcast) and is safe for concurrent reads after that.
 type Registry struct {
-	types map[string]*entry
+	types  map[string]*entry
+	intern *internCache
 }
 
 type entry struct {
@@ -32,7 +33,7 @@ type entry struct {
 // NewRegistry returns a registry holding the whole vocabulary of this
 // package at its current schemas.
 func NewRegistry() *Registry {
-	r := &Registry{types: map[string]*entry{}}
+	r := &Registry{types: map[string]*entry{}, intern: newInternCache()}
 	for _, p := range []Payload{
 		NodeRegistered{}, NodeAdopted{}, NodeSettingSet{}, ModuleDefined{},
 		ModuleAssigned{}, ModuleReleased{}, ModuleTaken{}, ArtifactRecorded{},
@@ -109,7 +110,9 @@ func (r *Registry) New(stream string, p Payload, m Meta) (Event, error) {
 var unmarshal = gojson.Unmarshal
 
 // Decode returns the payload of ev as a value of its registered Go type
-// (NodeRegistered, not *NodeRegistered), upcast to the current schema. An
+// (NodeRegistered, not *NodeRegistered), upcast to the current schema.
+// Payloads may share memory with each other (a declaration's resources and
+// roster, when they repeat): never modify one. An
 // unregistered type is ErrUnknownType; a schema newer than this build knows,
 // a missing upcaster, or data that does not decode is an error naming the
 // event.
@@ -134,9 +137,21 @@ func (r *Registry) Decode(ev Event) (Payload, error) {
 			return nil, fmt.Errorf("events: upcast %s schema %d at position %d: %w", ev.Type, s, ev.Position, err)
 		}
 	}
-	v := reflect.New(e.typ)
-	if err := unmarshal(data, v.Interface()); err != nil {
+	p, err := r.decodeData(e.typ, data)
+	if err != nil {
 		return nil, fmt.Errorf("events: decode %s at position %d: %s: %v: %w", ev.Stream, ev.Position, ev.Type, err, ErrInvalid)
+	}
+	return p, nil
+}
+
+// decodeData decodes data as a payload of Go type typ.
+func (r *Registry) decodeData(typ reflect.Type, data []byte) (Payload, error) {
+	if typ == composedType && r.intern != nil {
+		return r.intern.decodeComposed(data)
+	}
+	v := reflect.New(typ)
+	if err := unmarshal(data, v.Interface()); err != nil {
+		return nil, err
 	}
 	return v.Elem().Interface().(Payload), nil
 }

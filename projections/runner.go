@@ -55,7 +55,7 @@ func (m *MemCheckpoints) Save(_ context.Context, name string, pos uint64) error 
 const DefaultCheckpoint = "projections"
 
 // PageSize is how many events CatchUp reads at a time.
-const PageSize = 1024
+const PageSize = 4096
 
 // maxFailures bounds how many failures a runner keeps for inspection; it
 // counts them all.
