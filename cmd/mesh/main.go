@@ -64,6 +64,7 @@ func init() {
 		{"take", "[--data DIR] MODULE NODE", "take an assigned module on an adopted node", cmdTake},
 		{"release", "[--data DIR] MODULE NODE", "release a module from a node", cmdRelease},
 		{"timeline", "[--data DIR] [--node N] [--module M] [--resource R] [--type T] [--correlation C] [--since T] [--until T] [--limit N] [--json]", "the audit timeline, filtered", cmdTimeline},
+		{"roster", "[--data DIR] [--json] [--history] [--diff FROM,TO] NODE", "a node's roster: its current routed names, every declaration's, and what changed between two", cmdRoster},
 		{"why", "[--data DIR] [--json] NODE RESOURCE", "why a resource on a node is as it is: every apply that touched it, and the push behind each", cmdWhy},
 		{"churn", "[--data DIR] [--json] [NODE...]", "churn loops and flips, open and past, with their evidence", cmdChurn},
 		{"rebuild", "[--data DIR]", "rebuild every projection from position 0 and check it equals a second rebuild", cmdRebuild},

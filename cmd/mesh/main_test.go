@@ -74,6 +74,9 @@ func TestGolden(t *testing.T) {
 		{"why-ca", []string{"why", "novox", "ca"}},
 		{"why-forge-web", []string{"why", "novox", "forge-web"}},
 		{"churn", []string{"churn"}},
+		{"roster", []string{"roster", "g14"}},
+		{"roster-history", []string{"roster", "--history", "novox"}},
+		{"roster-diff", []string{"roster", "--diff", "novox/1,novox/2", "novox"}},
 		{"rebuild", []string{"rebuild"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
