@@ -43,3 +43,17 @@ Feature: A hold is a line in every report (DESIGN.md rule 3, seed 002)
     And module "mail" is assigned to "novox"
     When 1 passes run on "novox"
     Then the apply report of "novox" reads "applied 5 resource(s), 1 held for untaken modules (route-proxy: 1)"
+
+  Scenario: A rolled-back module's leftovers are found again on re-assign (the seed's cutover)
+    Given module "mail" with containers "smtp"
+    And module "mail" container "smtp" mounts "/var/lib/mail"
+    And module "mail" is assigned to "novox"
+    And module "mail" is taken on "novox"
+    And 1 passes run on "novox"
+    And module "mail" is released from "novox"
+    And 1 passes run on "novox"
+    When module "mail" is assigned to "novox"
+    And 1 passes run on "novox"
+    Then the apply report of "novox" holds "smtp" because "would mount /var/lib/mail, found on this adopted node; not run until mail is taken"
+    And status of "novox" shows "mail" waiting on take
+    And status of "novox" shows "route-proxy" waiting on take

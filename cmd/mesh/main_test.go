@@ -187,7 +187,7 @@ func TestScenarioRun(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
-	if !strings.Contains(out, "4 scenarios (4 passed)") {
+	if !strings.Contains(out, "5 scenarios (5 passed)") {
 		t.Fatalf("output:\n%s", out)
 	}
 	failing := filepath.Join(t.TempDir(), "failing.feature")
