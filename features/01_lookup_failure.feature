@@ -48,3 +48,11 @@ Feature: A lookup failure is an error, never "not found" (DESIGN.md rule 1, seed
     And the roster of "novox" does not contain "ace.novox.be"
     And the push to "ace" fails naming "claims broken twice"
     And no declaration was pushed to "ace"
+
+  Scenario: Faults on every other pass count pushes too
+    Given the store fails reads of node "g14" on every other pass
+    When the mesh is pushed to "novox"
+    And the mesh is pushed to "novox"
+    And the mesh is pushed to "novox"
+    Then the event stream has 2 "declaration.compose-failed" events for "novox"
+    And the event stream has 1 "declaration.pushed" events for "novox"

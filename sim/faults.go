@@ -48,7 +48,8 @@ func (f *FaultyStore) Recover() {
 	f.reads = map[string]readFault{}
 }
 
-// BeginPass tells the store a pass begins (for faults on every other pass).
+// BeginPass tells the store a pass begins (for faults on every other pass);
+// the mesh calls it at every push.
 func (f *FaultyStore) BeginPass() {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -174,8 +174,10 @@ func (m *Mesh) deliver(ctx context.Context, n *Node, r agent.Report) error {
 	return err
 }
 
-// Push composes node's declaration and sends it over the simulated bus.
+// Push composes node's declaration and sends it over the simulated bus. A
+// push begins a pass, for faults set on every other pass.
 func (m *Mesh) Push(ctx context.Context, node string) error {
+	m.Store.BeginPass()
 	n, err := m.node(node)
 	if err != nil {
 		return err
@@ -220,7 +222,6 @@ func (m *Mesh) Apply(ctx context.Context, node string) (agent.Report, bool, erro
 // whatever it last received. It returns the apply's report, and whether
 // there was anything to apply.
 func (m *Mesh) Pass(ctx context.Context, node string) (agent.Report, bool, error) {
-	m.Store.BeginPass()
 	pushErr := m.Push(ctx, node)
 	if pushErr != nil && !recorded(pushErr) {
 		return agent.Report{}, false, pushErr
