@@ -56,7 +56,7 @@ type churnNode struct {
 	changed             Mark // the last change of digest
 	opSinceChange       bool
 
-	decls map[string]declFacts // declaration id → digest and size
+	decls declIndex[declFacts] // declaration id → digest and size
 }
 
 type declFacts struct {
@@ -142,7 +142,7 @@ func (c *Churn) Reset() {
 func (c *Churn) node(name string) *churnNode {
 	n := c.nodes[name]
 	if n == nil {
-		n = &churnNode{active: -1, decls: map[string]declFacts{}}
+		n = &churnNode{active: -1}
 		c.nodes[name] = n
 	}
 	return n
@@ -222,7 +222,7 @@ func (n *churnNode) evidence() *Evidence {
 }
 
 func (c *Churn) composed(n *churnNode, node string, ev events.Event, v events.DeclarationComposed) {
-	n.decls[v.Declaration] = declFacts{digest: v.Digest, resources: len(v.Resources)}
+	n.decls.add(v.Declaration, declFacts{digest: v.Digest, resources: len(v.Resources)})
 	if n.cur == "" {
 		n.cur, n.curDecl, n.curPos, n.curRoster = v.Digest, v.Declaration, ev.Position, v.Roster
 		n.changed = Mark{ev.Position, ev.At}
@@ -273,7 +273,7 @@ func (n *churnNode) open(node string, start, detected Mark) {
 }
 
 func (c *Churn) applied(n *churnNode, node string, ev events.Event, v events.ApplyReported) {
-	facts := n.decls[v.Declaration]
+	facts, _ := n.decls.get(v.Declaration)
 	sent := v.Sent
 	if sent == 0 {
 		sent = facts.resources

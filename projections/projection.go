@@ -162,10 +162,6 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
-// declKey names one declaration of one node. Declaration ids are per node
-// ("<node>/<n>"), but hand-written streams may reuse them across nodes.
-type declKey struct{ node, decl string }
-
 // sameStrings reports whether a and b hold the same strings in order.
 func sameStrings(a, b []string) bool {
 	if len(a) != len(b) {

@@ -25,7 +25,7 @@ type Roster struct {
 
 type rosterNode struct {
 	History []ComposedDecl `json:"history"`
-	index   map[string]int // declaration id → last index in History
+	index   declIndex[int] // declaration id → last index in History
 }
 
 // ComposedDecl is one composed declaration as the roster keeps it.
@@ -77,7 +77,7 @@ func (r *Roster) Fold(ev events.Event, p events.Payload) error {
 	defer r.mu.Unlock()
 	n := r.nodes[node]
 	if n == nil {
-		n = &rosterNode{index: map[string]int{}}
+		n = &rosterNode{}
 		r.nodes[node] = n
 	}
 	d := ComposedDecl{
@@ -100,7 +100,7 @@ func (r *Roster) Fold(ev events.Event, p events.Payload) error {
 		}
 	}
 	n.History = append(n.History, d)
-	n.index[d.Declaration] = len(n.History) - 1
+	n.index.add(d.Declaration, len(n.History)-1)
 	return nil
 }
 
@@ -151,7 +151,7 @@ func (r *Roster) decl(node, decl string) (ComposedDecl, error) {
 	if !ok {
 		return ComposedDecl{}, fmt.Errorf("projections: declaration %q of %q: %w", decl, node, ErrUnknownNode)
 	}
-	i, ok := n.index[decl]
+	i, ok := n.index.peek(decl)
 	if !ok {
 		return ComposedDecl{}, fmt.Errorf("projections: declaration %q of %q: %w", decl, node, ErrUnknownDeclaration)
 	}

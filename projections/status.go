@@ -51,7 +51,7 @@ type statusNode struct {
 	pushed        DeclMark
 	pushFailed    PushFailure
 	applied       *ApplyRecord     // never modified once folded
-	decls         map[string]*decl // declaration id → what was composed
+	decls         declIndex[*decl] // declaration id → what was composed
 }
 
 // decl is what status keeps of a composed declaration.
@@ -148,7 +148,7 @@ func (s *Status) Reset() {
 func (s *Status) node(name string) *statusNode {
 	n := s.nodes[name]
 	if n == nil {
-		n = &statusNode{decls: map[string]*decl{}}
+		n = &statusNode{}
 		s.nodes[name] = n
 	}
 	return n
@@ -181,13 +181,13 @@ func (s *Status) Fold(ev events.Event, p events.Payload) error {
 	case events.ModuleTaken:
 		n.taken = insertSorted(n.taken, v.Module)
 	case events.DeclarationComposed:
-		n.decls[v.Declaration] = &decl{digest: v.Digest, resources: v.Resources}
+		n.decls.add(v.Declaration, &decl{digest: v.Digest, resources: v.Resources})
 		n.composed = DeclMark{Declaration: v.Declaration, Digest: v.Digest, Position: ev.Position, At: ev.At, Correlation: ev.Correlation}
 	case events.DeclarationComposeFailed:
 		n.composeFailed = ComposeFailure{Read: v.Read, Error: v.Error, Position: ev.Position, At: ev.At}
 	case events.DeclarationPushed:
 		digest := v.Digest
-		if d := n.decls[v.Declaration]; digest == "" && d != nil {
+		if d, _ := n.decls.get(v.Declaration); digest == "" && d != nil {
 			digest = d.digest
 		}
 		n.pushed = DeclMark{Declaration: v.Declaration, Digest: digest, Position: ev.Position, At: ev.At, Correlation: ev.Correlation}
@@ -195,7 +195,7 @@ func (s *Status) Fold(ev events.Event, p events.Payload) error {
 		n.pushFailed = PushFailure{Declaration: v.Declaration, Error: v.Error, Position: ev.Position, At: ev.At}
 	case events.ApplyReported:
 		digest := v.Digest
-		if d := n.decls[v.Declaration]; digest == "" && d != nil {
+		if d, _ := n.decls.get(v.Declaration); digest == "" && d != nil {
 			digest = d.digest
 		}
 		n.applied = &ApplyRecord{
@@ -280,7 +280,7 @@ func (s *Status) of(name string, n *statusNode) NodeStatus {
 		st.Held = events.HeldByModule(a.Report.Held)
 		held, failed = len(a.Report.Held), len(a.Report.Failed)
 		byName := map[string]string{}
-		if d := n.decls[a.Declaration]; d != nil {
+		if d, _ := n.decls.peek(a.Declaration); d != nil {
 			for _, r := range d.resources {
 				byName[r.Name] = r.Module
 			}

@@ -27,9 +27,9 @@ type Timeline struct {
 	chunks [][]entry
 	n      int // entries
 	byNode map[string][]int32
-	decls  map[declKey]*tlDecl
-	last   map[string]*tlDecl // per node, the last composed declaration
-	churn  *Churn             // read when queried, to mark where loops were detected and cleared; may be nil
+	decls  map[string]*declIndex[*tlDecl] // per node
+	last   map[string]*tlDecl             // per node, the last composed declaration
+	churn  *Churn                         // read when queried, to mark where loops were detected and cleared; may be nil
 }
 
 // chunkSize is how many entries one chunk of the timeline holds.
@@ -126,7 +126,7 @@ func NewTimeline() *Timeline {
 func (t *Timeline) reset() {
 	t.chunks, t.n = nil, 0
 	t.byNode = map[string][]int32{}
-	t.decls = map[declKey]*tlDecl{}
+	t.decls = map[string]*declIndex[*tlDecl]{}
 	t.last = map[string]*tlDecl{}
 }
 
@@ -165,20 +165,35 @@ func (t *Timeline) Fold(ev events.Event, p events.Payload) error {
 				d.modules = insertSorted(d.modules, r.Module)
 			}
 		}
-		t.decls[declKey{e.node, v.Declaration}] = d
+		x := t.decls[e.node]
+		if x == nil {
+			x = &declIndex[*tlDecl]{}
+			t.decls[e.node] = x
+		}
+		x.add(v.Declaration, d)
 		t.last[e.node] = d
 		e.decl, e.roster, e.resources = d, int32(len(v.Roster)), int32(len(v.Resources))
 		v.Roster, v.Resources, v.Specs = nil, nil, nil
 		e.p = v
 	case events.DeclarationPushed:
-		e.decl = t.decls[declKey{e.node, v.Declaration}]
+		e.decl = t.decl(e.node, v.Declaration)
 	case events.ApplyReported:
-		e.decl = t.decls[declKey{e.node, v.Declaration}]
+		e.decl = t.decl(e.node, v.Declaration)
 	}
 	if e.node != "" {
 		t.byNode[e.node] = append(t.byNode[e.node], int32(t.n))
 	}
 	t.push(e)
+	return nil
+}
+
+// decl returns node's latest composed declaration of id, nil if none (while
+// folding).
+func (t *Timeline) decl(node, id string) *tlDecl {
+	if x := t.decls[node]; x != nil {
+		d, _ := x.get(id)
+		return d
+	}
 	return nil
 }
 
