@@ -5,8 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 
 	"meshplane/commands"
 	"meshplane/events"
@@ -93,4 +96,25 @@ func (l *local) nodesOr(names []string) []string {
 		return names
 	}
 	return l.views.Status.Nodes()
+}
+
+// noteSkipped tells what the projections could not fold: events of types
+// this build does not know, and events that did not decode. They are kept
+// in the store and counted here, never silently lost.
+func (l *local) noteSkipped(w io.Writer) {
+	if u := l.runner.Unknown(); len(u) > 0 {
+		types := make([]string, 0, len(u))
+		for t := range u {
+			types = append(types, t)
+		}
+		sort.Strings(types)
+		parts := make([]string, len(types))
+		for i, t := range types {
+			parts[i] = fmt.Sprintf("%s: %d", t, u[t])
+		}
+		fmt.Fprintf(w, "\nskipped events of types this build does not know (kept in the store): %s\n", strings.Join(parts, ", "))
+	}
+	if kept, total := l.runner.Failures(); total > 0 {
+		fmt.Fprintf(w, "\n%d event(s) could not be folded; the first at position %d (%s): %s\n", total, kept[0].Position, kept[0].Type, kept[0].Err)
+	}
 }

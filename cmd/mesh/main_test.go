@@ -10,6 +10,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"meshplane/events"
+	"meshplane/events/boltstore"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -210,5 +213,27 @@ func TestScenarioRun(t *testing.T) {
 	code, out, _ = mesh(t, "scenario", "run", "--store", "bolt", failing)
 	if code != exitFailed || !strings.Contains(out, `"applied 1 resource(s)"`) {
 		t.Fatalf("a failing scenario: exit %d\n%s", code, out)
+	}
+}
+
+// An event of a type this build does not know is kept, skipped by the
+// projections, and said so.
+func TestUnknownEventsAreCountedNotLost(t *testing.T) {
+	dir := upExample(t)
+	s, err := boltstore.Open(filepath.Join(dir, "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Append(context.Background(), "node-novox", events.Any,
+		events.Event{ID: events.NewID(), Type: "node.repainted", Schema: 1, Data: []byte(`{"colour":"red"}`)})
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, verb := range [][]string{{"status"}, {"timeline", "--limit", "1"}, {"rebuild"}} {
+		code, out, errOut := mesh(t, append(verb, "--data", dir)...)
+		if code != exitOK || !strings.Contains(out, "skipped events of types this build does not know (kept in the store): node.repainted: 1") {
+			t.Errorf("mesh %v: exit %d\n%s%s", verb, code, out, errOut)
+		}
 	}
 }

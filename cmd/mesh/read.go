@@ -77,9 +77,10 @@ func cmdStatus(ctx context.Context, e *env, args []string) error {
 				fmt.Fprintf(e.stdout, "\n%s: last compose failed at %s: %s\n", st.Node, stamp(st.ComposeFailed.At), st.ComposeFailed.Error)
 			}
 			if st.PushFailed != nil {
-				fmt.Fprintf(e.stdout, "\n%s: last push failed: %+v\n", st.Node, *st.PushFailed)
+				fmt.Fprintf(e.stdout, "\n%s: last push of %s failed at %s: %s\n", st.Node, st.PushFailed.Declaration, stamp(st.PushFailed.At), st.PushFailed.Error)
 			}
 		}
+		l.noteSkipped(e.stdout)
 		return nil
 	})
 }
@@ -199,7 +200,11 @@ func cmdTimeline(ctx context.Context, e *env, args []string) error {
 		for _, en := range entries {
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", en.Position, stamp(en.At), orDash(en.Node), en.Type, orDash(en.Actor), en.Summary)
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		l.noteSkipped(e.stdout)
+		return nil
 	})
 }
 
@@ -332,12 +337,7 @@ func cmdRebuild(ctx context.Context, e *env, args []string) error {
 		n := l.runner.Position()
 		fmt.Fprintf(e.stdout, "rebuilt every projection from %d events in %s; a second rebuild is byte-identical (%d bytes)\n",
 			n, took.Round(time.Millisecond), len(first))
-		if u := l.runner.Unknown(); len(u) > 0 {
-			fmt.Fprintf(e.stdout, "skipped events of types this build does not know: %v\n", u)
-		}
-		if _, total := l.runner.Failures(); total > 0 {
-			fmt.Fprintf(e.stdout, "%d events could not be folded (see 'mesh timeline --json')\n", total)
-		}
+		l.noteSkipped(e.stdout)
 		return nil
 	})
 }
