@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -451,10 +453,5 @@ func (m *memFiles) remove(name string) error {
 func (m *memFiles) list() ([]string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]string, 0, len(m.m))
-	for n := range m.m {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out, nil
+	return slices.Sorted(maps.Keys(m.m)), nil
 }

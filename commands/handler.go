@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -253,12 +254,7 @@ func (h *Handler) Nodes(ctx context.Context) ([]string, error) {
 	if err := h.catalog.catchUp(ctx, h.store); err != nil {
 		return nil, fmt.Errorf("commands: node list: %w", err)
 	}
-	out := make([]string, 0, len(h.catalog.nodes))
-	for n := range h.catalog.nodes {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out, nil
+	return slices.Sorted(maps.Keys(h.catalog.nodes)), nil
 }
 
 // Modules lists every defined module, sorted.
@@ -268,12 +264,7 @@ func (h *Handler) Modules(ctx context.Context) ([]string, error) {
 	if err := h.catalog.catchUp(ctx, h.store); err != nil {
 		return nil, fmt.Errorf("commands: module list: %w", err)
 	}
-	out := make([]string, 0, len(h.catalog.modules))
-	for n := range h.catalog.modules {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out, nil
+	return slices.Sorted(maps.Keys(h.catalog.modules)), nil
 }
 
 // catalog is the set of registered nodes and defined modules, kept by type

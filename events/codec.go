@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"time"
 
 	gojson "github.com/goccy/go-json"
@@ -68,12 +69,7 @@ func (r *Registry) Known(typ string) bool { _, ok := r.types[typ]; return ok }
 
 // Types lists the registered types, sorted.
 func (r *Registry) Types() []string {
-	out := make([]string, 0, len(r.types))
-	for t := range r.types {
-		out = append(out, t)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(r.types))
 }
 
 // Meta is what an event carries besides its payload.

@@ -2,6 +2,7 @@ package projections
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -108,12 +109,7 @@ func (r *Roster) Fold(ev events.Event, p events.Payload) error {
 func (r *Roster) Nodes() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := make([]string, 0, len(r.nodes))
-	for n := range r.nodes {
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(r.nodes))
 }
 
 // Current returns node's latest composed declaration.

@@ -14,7 +14,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -147,12 +148,7 @@ func (m *Mesh) node(name string) (*Node, error) {
 func (m *Mesh) Nodes() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]string, 0, len(m.nodes))
-	for n := range m.nodes {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(m.nodes))
 }
 
 // deliver is the bus from an agent back to the controller.

@@ -19,7 +19,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -387,12 +389,7 @@ func (r *Runtime) Container(name string) (commands.Container, bool) {
 func (r *Runtime) Names() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]string, 0, len(r.containers))
-	for n := range r.containers {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(r.containers))
 }
 
 // Creates returns how many times a container named name was created.
