@@ -336,6 +336,24 @@ func diffFile(s *Step, r commands.Resource, obs Observed) {
 	s.Action, s.Reason = Update, strings.Join(reasons, "; ")
 }
 
+// changedKeys lists, sorted, the keys whose values differ between have and
+// want, or that only one of them has.
+func changedKeys[V comparable](have, want map[string]V) []string {
+	var keys []string
+	for k, v := range want {
+		if hv, ok := have[k]; !ok || hv != v {
+			keys = append(keys, k)
+		}
+	}
+	for k := range have {
+		if _, ok := want[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
 // ContainerFields names the fields in which two container specs differ, as
 // report paths: "image", "command", "env.KEY" per changed, added or removed
 // key (sorted), "mounts.TARGET" per changed, added or removed mount (sorted
@@ -348,35 +366,10 @@ func ContainerFields(have, want commands.Container) []string {
 	if !slices.Equal(have.Command, want.Command) {
 		out = append(out, "command")
 	}
-	he, we := envMap(have.Env), envMap(want.Env)
-	var keys []string
-	for k, v := range we {
-		if hv, ok := he[k]; !ok || hv != v {
-			keys = append(keys, k)
-		}
-	}
-	for k := range he {
-		if _, ok := we[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range changedKeys(envMap(have.Env), envMap(want.Env)) {
 		out = append(out, "env."+k)
 	}
-	hm, wm := mountMap(have.Mounts), mountMap(want.Mounts)
-	var targets []string
-	for t, m := range wm {
-		if hv, ok := hm[t]; !ok || hv != m {
-			targets = append(targets, t)
-		}
-	}
-	for t := range hm {
-		if _, ok := wm[t]; !ok {
-			targets = append(targets, t)
-		}
-	}
-	sort.Strings(targets)
+	targets := changedKeys(mountMap(have.Mounts), mountMap(want.Mounts))
 	for _, t := range targets {
 		out = append(out, "mounts."+t)
 	}
