@@ -153,8 +153,9 @@ commands:
 		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprint(w, `
-Every command takes --data DIR (default ".mesh", or $MESH_DATA): the directory
-holding the event store (events.db, a bbolt file locked while a command uses it).
+Every command but scenario run takes --data DIR (default ".mesh", or $MESH_DATA):
+the directory holding the event store (events.db, a bbolt file locked while a
+command uses it).
 'mesh COMMAND --help' lists a command's flags.
 
 exit codes: 0 ok, 1 failed, 2 bad usage, 3 refused by the mesh (the rejection's
