@@ -2,7 +2,6 @@ package boltstore
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,32 +16,11 @@ import (
 	"meshplane/events/storetest"
 )
 
-// rawPayload is the same apply.reported payload storetest.Bench appends
-// (its own is unexported), so that the raw records are byte for byte the
-// size of the store's.
-var rawPayload = func() json.RawMessage {
-	b, err := json.Marshal(events.ApplyReported{
-		Node: "novox", Declaration: "decl-0193", Sent: 12, Applied: 9,
-		Created:  []string{"searxng/web", "searxng/redis"},
-		Replaced: []events.Replaced{{Name: "forge/web", Fields: []string{"image", "mounts[0].source"}}},
-		Held: []events.Held{
-			{Name: "route-proxy/ca", Module: "route-proxy", Reason: "would mount /var/lib/route-proxy/ca"},
-			{Name: "route-proxy/proxy", Module: "route-proxy", Reason: "found on this adopted node"},
-		},
-		Failed:    []events.Failed{{Name: "photos/db", Error: "port 5432 in use"}},
-		Unchanged: 6, ApplyID: "0193a6c1-7b2e-7c00-8000-00000000002a", Digest: "sha256:9f2c41d0",
-	})
-	if err != nil {
-		panic(err)
-	}
-	return b
-}()
-
 func rawEvent(stream string) events.Event {
 	return events.Event{
 		ID: events.NewID(), Stream: stream, Type: events.TypeApplyReported, Schema: 1,
 		At:    time.Date(2026, 9, 29, 22, 46, 0, 123456789, time.UTC),
-		Actor: "agent:novox", Correlation: "push-42", Data: rawPayload,
+		Actor: "agent:novox", Correlation: "push-42", Data: storetest.BenchPayload,
 	}
 }
 

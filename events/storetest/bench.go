@@ -18,8 +18,10 @@ const (
 	ReadAllPage   = 4096
 )
 
-// benchPayload is a realistic apply.reported: about 300 bytes of JSON.
-var benchPayload = mustJSON(events.ApplyReported{
+// BenchPayload is the payload Bench appends: a realistic apply.reported,
+// about 300 bytes of JSON. A store's raw ceiling benchmark writes these same
+// bytes, so that the two compare like with like.
+var BenchPayload = mustJSON(events.ApplyReported{
 	Node: "novox", Declaration: "decl-0193", Sent: 12, Applied: 9,
 	Created:  []string{"searxng/web", "searxng/redis"},
 	Replaced: []events.Replaced{{Name: "forge/web", Fields: []string{"image", "mounts[0].source"}}},
@@ -64,7 +66,7 @@ func Bench(b *testing.B, f Factory) {
 func benchEvent() events.Event {
 	return events.Event{
 		ID: events.NewID(), Type: events.TypeApplyReported, Schema: 1, At: when(0),
-		Actor: "agent:novox", Correlation: "push-42", Data: benchPayload,
+		Actor: "agent:novox", Correlation: "push-42", Data: BenchPayload,
 	}
 }
 
