@@ -470,7 +470,18 @@ func (s *suite) testCancelledContext(t *testing.T) {
 	mustAppend(t, st, "node-a", events.NoStream, newEvent("test.setup", `{}`))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	calls := map[string]func() error{
+	for name, call := range everyMethod(ctx, st) {
+		if err := call(); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s with a cancelled context: got %v, want context.Canceled", name, err)
+		}
+	}
+	checkUnchanged(t, st, 1, "node-a", 1)
+}
+
+// everyMethod calls each method of st once with ctx (an append of one
+// event to node-a), by name.
+func everyMethod(ctx context.Context, st events.Store) map[string]func() error {
+	return map[string]func() error{
 		"Append": func() error {
 			_, err := st.Append(ctx, "node-a", events.Any, newEvent("test.late", `{}`))
 			return err
@@ -480,12 +491,6 @@ func (s *suite) testCancelledContext(t *testing.T) {
 		"Head":       func() error { _, err := st.Head(ctx); return err },
 		"Subscribe":  func() error { return st.Subscribe(ctx, 0, func(events.Event) error { return nil }) },
 	}
-	for name, call := range calls {
-		if err := call(); !errors.Is(err, context.Canceled) {
-			t.Errorf("%s with a cancelled context: got %v, want context.Canceled", name, err)
-		}
-	}
-	checkUnchanged(t, st, 1, "node-a", 1)
 }
 
 // testClosed: after Close every method fails with ErrClosed, and Close again
@@ -498,17 +503,7 @@ func (s *suite) testClosed(t *testing.T) {
 		t.Fatalf("Close: %v", err)
 	}
 	ctx := ctxFor(t)
-	calls := map[string]func() error{
-		"Append": func() error {
-			_, err := st.Append(ctx, "node-a", events.Any, newEvent("test.late", `{}`))
-			return err
-		},
-		"ReadStream": func() error { _, err := st.ReadStream(ctx, "node-a", 0, 0); return err },
-		"ReadAll":    func() error { _, err := st.ReadAll(ctx, 0, 0); return err },
-		"Head":       func() error { _, err := st.Head(ctx); return err },
-		"Subscribe":  func() error { return st.Subscribe(ctx, 0, func(events.Event) error { return nil }) },
-	}
-	for name, call := range calls {
+	for name, call := range everyMethod(ctx, st) {
 		if err := call(); !errors.Is(err, events.ErrClosed) {
 			t.Errorf("%s after Close: got %v, want ErrClosed", name, err)
 		}
