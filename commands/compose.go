@@ -31,11 +31,12 @@ type Composition struct {
 	Declaration Declaration
 	Skipped     []events.Skipped
 	Previous    map[string]string // resource name → digest, of the node's last composed declaration
+	Version     uint64            // the version of the node's stream compose read
 }
 
-// Compose composes the declaration of node, the seq-th composed for it
-// (seq = Node.Composed+1). It reads every node and every assigned module
-// through r, then composes purely:
+// Compose composes the next declaration of node (its id counts the node's
+// composed declarations: "<node>/<Composed+1>"). It reads every node and
+// every assigned module through r, then composes purely:
 //
 //   - the node's own resources, from its assigned modules; if its own module
 //     set does not compose, Compose fails with an *IncoherentError;
@@ -45,15 +46,16 @@ type Composition struct {
 //     *ReadError naming the node and the read; no roster is ever returned
 //     beside an error.
 //
-// Identical inputs compose byte-identical declarations.
-func Compose(ctx context.Context, r Reader, node string, seq uint64, correlation string) (Composition, error) {
+// An unregistered node is a *Rejection. Identical inputs compose
+// byte-identical declarations.
+func Compose(ctx context.Context, r Reader, node string, correlation string) (Composition, error) {
 	m, err := gather(ctx, r, node)
 	if err != nil {
 		return Composition{}, err
 	}
 	self, ok := m.nodes[node]
 	if !ok || !self.Registered {
-		return Composition{}, &ReadError{Node: node, Read: "node " + node, Err: fmt.Errorf("node %s is not registered", node)}
+		return Composition{}, reject(CodeNodeUnknown, "cannot compose for %s: node %s is not registered", node, node)
 	}
 	own, err := m.plan(self)
 	if err != nil {
@@ -87,7 +89,7 @@ func Compose(ctx context.Context, r Reader, node string, seq uint64, correlation
 	})
 	d := Declaration{
 		Node:        node,
-		ID:          fmt.Sprintf("%s/%d", node, seq),
+		ID:          fmt.Sprintf("%s/%d", node, self.Composed+1),
 		Adopted:     self.Adopted,
 		Taken:       self.TakenModules(),
 		Resources:   own.resources,
@@ -104,6 +106,7 @@ func Compose(ctx context.Context, r Reader, node string, seq uint64, correlation
 	}{d.Adopted, d.Taken, d.Resources, d.Roster})
 	c.Declaration = d
 	c.Previous = self.Declared
+	c.Version = self.Version
 	return c, nil
 }
 

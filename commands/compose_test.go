@@ -91,7 +91,7 @@ func twoNodes() *fakeMesh {
 }
 
 func TestComposeGathersTheRoster(t *testing.T) {
-	c, err := Compose(context.Background(), twoNodes(), "novox", 1, "corr")
+	c, err := Compose(context.Background(), twoNodes(), "novox", "corr")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestComposeFailsOnAReadFailureNamingTheNode(t *testing.T) {
 		t.Run(read, func(t *testing.T) {
 			m := twoNodes()
 			m.fail[read] = errors.New("the database system is not yet accepting connections")
-			c, err := Compose(context.Background(), m, "novox", 1, "corr")
+			c, err := Compose(context.Background(), m, "novox", "corr")
 			var re *ReadError
 			if !errors.As(err, &re) {
 				t.Fatalf("Compose = %v; want a *ReadError", err)
@@ -148,7 +148,7 @@ func TestComposePassesOverAnIncoherentNode(t *testing.T) {
 		events.ModuleAssigned{Module: "ace-web", Node: "ace"},
 		events.ModuleAssigned{Module: "searxng", Node: "ace"}, // both claim container "searxng"
 	)
-	c, err := Compose(context.Background(), m, "novox", 1, "corr")
+	c, err := Compose(context.Background(), m, "novox", "corr")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestComposePassesOverAnIncoherentNode(t *testing.T) {
 		t.Errorf("skipped = %+v", c.Skipped)
 	}
 	// The incoherent node's own compose fails, as a statement about it.
-	_, err = Compose(context.Background(), m, "ace", 1, "corr")
+	_, err = Compose(context.Background(), m, "ace", "corr")
 	if !errors.Is(err, ErrIncoherent) {
 		t.Fatalf("compose of the incoherent node = %v, want ErrIncoherent", err)
 	}
@@ -168,12 +168,12 @@ func TestComposePassesOverAnIncoherentNode(t *testing.T) {
 // Rule 2: the roster is not part of a container's identity.
 func TestRosterDoesNotChangeContainerDigests(t *testing.T) {
 	m := twoNodes()
-	before, err := Compose(context.Background(), m, "novox", 1, "a")
+	before, err := Compose(context.Background(), m, "novox", "a")
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.apply(events.ModuleReleased{Module: "searxng", Node: "g14"})
-	after, err := Compose(context.Background(), m, "novox", 2, "b")
+	after, err := Compose(context.Background(), m, "novox", "b")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestRosterDoesNotChangeContainerDigests(t *testing.T) {
 func TestComposeIsDeterministic(t *testing.T) {
 	var first []byte
 	for i := 0; i < 20; i++ {
-		c, err := Compose(context.Background(), twoNodes(), "novox", 7, "corr")
+		c, err := Compose(context.Background(), twoNodes(), "novox", "corr")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,7 +210,7 @@ func TestComposeReadsPortsAtComposeTime(t *testing.T) {
 		Ports: []events.PortRead{{Port: "store", Env: "STORE_PORT"}}}}}
 	m := newFakeMesh().apply(events.NodeRegistered{Node: "novox"},
 		events.ModuleDefined{Module: "forge", Spec: spec}, events.ModuleAssigned{Module: "forge", Node: "novox"})
-	c, err := Compose(context.Background(), m, "novox", 1, "")
+	c, err := Compose(context.Background(), m, "novox", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestComposeReadsPortsAtComposeTime(t *testing.T) {
 		t.Errorf("warnings = %v", c.Declaration.Warnings)
 	}
 	m.apply(events.NodeSettingSet{Node: "novox", Key: "port.store", Value: "6852"})
-	c, err = Compose(context.Background(), m, "novox", 2, "")
+	c, err = Compose(context.Background(), m, "novox", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestComposeArtifactReferences(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := base().apply(tt.extra...).apply(events.ModuleAssigned{Module: "forge", Node: tt.on})
-			c, err := Compose(context.Background(), m, tt.on, 1, "")
+			c, err := Compose(context.Background(), m, tt.on, "")
 			if tt.incoherent != "" {
 				if !errors.Is(err, ErrIncoherent) || !strings.Contains(err.Error(), tt.incoherent) {
 					t.Fatalf("Compose = %v, want incoherent naming %q", err, tt.incoherent)
@@ -284,7 +284,7 @@ func TestComposeArtifactReferences(t *testing.T) {
 }
 
 func ExampleCompose() {
-	c, _ := Compose(context.Background(), twoNodes(), "novox", 1, "")
+	c, _ := Compose(context.Background(), twoNodes(), "novox", "")
 	fmt.Print(c.Declaration.Hosts)
 	// Output:
 	// # meshplane roster: every routed name in the mesh. Rewritten in place.

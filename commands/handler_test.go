@@ -262,3 +262,20 @@ func TestComposedCarriesOnlyNewSpecs(t *testing.T) {
 		}
 	}
 }
+
+func TestPushToAnUnknownNodeIsRefusedAndRecordsNothing(t *testing.T) {
+	h, store := setup(t)
+	mesh(t, h)
+	before, _ := store.Head(context.Background())
+	_, err := h.Push(context.Background(), "ghost", nil, func(context.Context, commands.Declaration) error {
+		t.Fatal("sent a declaration for an unknown node")
+		return nil
+	})
+	var r *commands.Rejection
+	if !errors.As(err, &r) || r.Code != commands.CodeNodeUnknown {
+		t.Fatalf("push to ghost: %v, want a node-unknown rejection", err)
+	}
+	if after, _ := store.Head(context.Background()); after != before {
+		t.Fatalf("a refused push appended %d event(s)", after-before)
+	}
+}

@@ -34,15 +34,10 @@ func (h *Handler) Push(ctx context.Context, node string, reader Reader, send Sen
 	stream := events.NodeStream(node)
 	var lastErr error
 	for attempt := 0; attempt <= h.retries; attempt++ {
-		self, err := reader.Node(ctx, node)
-		if err != nil {
-			err = &ReadError{Node: node, Read: "node " + node, Err: err}
-			return Declaration{}, h.composeFailed(ctx, node, err, meta)
+		c, err := Compose(ctx, reader, node, corr)
+		if errors.Is(err, ErrRejected) {
+			return Declaration{}, err // no such node: nothing to record on its stream
 		}
-		if !self.Registered {
-			return Declaration{}, reject(CodeNodeUnknown, "cannot push to %s: node %s is not registered", node, node)
-		}
-		c, err := Compose(ctx, reader, node, self.Composed+1, corr)
 		if err != nil {
 			return Declaration{}, h.composeFailed(ctx, node, err, meta)
 		}
@@ -50,7 +45,7 @@ func (h *Handler) Push(ctx context.Context, node string, reader Reader, send Sen
 		if err != nil {
 			return Declaration{}, err
 		}
-		_, err = h.store.Append(ctx, stream, events.Exactly(self.Version), evs...)
+		_, err = h.store.Append(ctx, stream, events.Exactly(c.Version), evs...)
 		if errors.Is(err, events.ErrWrongExpectedVersion) {
 			lastErr = err
 			continue
