@@ -14,7 +14,6 @@ package features
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -318,12 +317,10 @@ func moduleIsReleased(ctx context.Context, module, node string) error {
 // push pushes to node. A push that fails is recorded in the stream, where
 // Then steps read it; only a failure to run the push at all fails the step.
 func push(ctx context.Context, node string) error {
-	err := world(ctx).mesh.Push(ctx, node)
-	var re *commands.ReadError
-	if err == nil || errors.As(err, &re) || errors.Is(err, commands.ErrIncoherent) || errors.Is(err, sim.ErrBusCut) {
-		return nil
+	if err := world(ctx).mesh.Push(ctx, node); err != nil && !sim.Recorded(err) {
+		return err
 	}
-	return err
+	return nil
 }
 
 func meshIsPushedTo(ctx context.Context, node string) error { return push(ctx, node) }

@@ -219,15 +219,15 @@ func (m *Mesh) Apply(ctx context.Context, node string) (agent.Report, bool, erro
 // there was anything to apply.
 func (m *Mesh) Pass(ctx context.Context, node string) (agent.Report, bool, error) {
 	pushErr := m.Push(ctx, node)
-	if pushErr != nil && !recorded(pushErr) {
+	if pushErr != nil && !Recorded(pushErr) {
 		return agent.Report{}, false, pushErr
 	}
 	return m.Apply(ctx, node)
 }
 
-// recorded reports whether a push error is one the stream records (a failed
+// Recorded reports whether a push error is one the stream records (a failed
 // compose or send) rather than a failure of the simulator itself.
-func recorded(err error) bool {
+func Recorded(err error) bool {
 	var re *commands.ReadError
 	return errors.As(err, &re) || errors.Is(err, commands.ErrIncoherent) || errors.Is(err, ErrBusCut)
 }
