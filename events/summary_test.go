@@ -73,3 +73,25 @@ func TestChanges(t *testing.T) {
 		t.Errorf("Changes() = %d, want 4 (created, replaced, removed; not updated, held, failed)", got)
 	}
 }
+
+func TestHeavy(t *testing.T) {
+	three := []string{"a", "b", "c"}
+	for _, tc := range []struct {
+		name     string
+		r        events.ApplyReported
+		declared int
+		want     bool
+	}{
+		{"half is heavy", events.ApplyReported{Sent: 6, Created: three}, 0, true},
+		{"under half is not", events.ApplyReported{Sent: 7, Created: three}, 0, false},
+		{"replaced and removed count", events.ApplyReported{Sent: 4, Replaced: []events.Replaced{{Name: "a"}}, Removed: []string{"b"}}, 0, true},
+		{"held and updated do not", events.ApplyReported{Sent: 2, Held: []events.Held{{Name: "a"}}, Updated: []events.Replaced{{Name: "b"}}}, 0, false},
+		{"no resources is never heavy", events.ApplyReported{}, 0, false},
+		{"a report without sent uses the declaration's size", events.ApplyReported{Created: three}, 6, true},
+		{"sent wins over the declaration's size", events.ApplyReported{Sent: 10, Created: three}, 6, false},
+	} {
+		if got := tc.r.Heavy(tc.declared); got != tc.want {
+			t.Errorf("%s: Heavy = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -274,16 +274,12 @@ func (n *churnNode) open(node string, start, detected Mark) {
 
 func (c *Churn) applied(n *churnNode, node string, ev events.Event, v events.ApplyReported) {
 	facts, _ := n.decls.get(v.Declaration)
-	sent := v.Sent
-	if sent == 0 {
-		sent = facts.resources
-	}
 	digest := v.Digest
 	if digest == "" {
 		digest = facts.digest
 	}
 	here := Mark{ev.Position, ev.At}
-	heavy := sent > 0 && 2*v.Changes() >= sent
+	heavy := v.Heavy(facts.resources)
 	if !heavy {
 		n.streak = 0
 		if n.active < 0 {

@@ -398,11 +398,11 @@ func (t *Timeline) show(e *entry) Entry {
 			out.Digest = v.Digest
 		}
 		out.Resources = touched(v)
-		sent := v.Sent
-		if sent == 0 && e.decl != nil {
-			sent = len(e.decl.resources)
+		declared := 0
+		if e.decl != nil {
+			declared = len(e.decl.resources)
 		}
-		out.Heavy = sent > 0 && 2*v.Changes() >= sent
+		out.Heavy = v.Heavy(declared)
 	case events.ReportDeliveredLate:
 		out.Declaration = v.Declaration
 	}
