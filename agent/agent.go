@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"meshplane/commands"
+	"meshplane/declaration"
 	"meshplane/events"
 )
 
@@ -105,7 +105,7 @@ func (a *Agent) State() State {
 // error of Apply: the report stays kept, the returned report says so (Kept,
 // and Attempts and LastError when its own delivery failed), and Flush tries
 // again.
-func (a *Agent) Apply(ctx context.Context, d commands.Declaration) (Report, error) {
+func (a *Agent) Apply(ctx context.Context, d declaration.Declaration) (Report, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err := a.check(d); err != nil {
@@ -159,7 +159,7 @@ func (a *Agent) Flush(ctx context.Context) (int, error) {
 // Pending returns the reports kept in the outbox, in apply order.
 func (a *Agent) Pending() ([]Report, error) { return a.cfg.Outbox.Pending() }
 
-func (a *Agent) check(d commands.Declaration) error {
+func (a *Agent) check(d declaration.Declaration) error {
 	if d.Node != a.cfg.Node {
 		return fmt.Errorf("agent: apply %s: declaration is for node %q, this is %q: %w", d.ID, d.Node, a.cfg.Node, ErrInvalid)
 	}
@@ -182,7 +182,7 @@ func (a *Agent) check(d commands.Declaration) error {
 // Observe reads what Diff needs from the runtime: the managed containers,
 // and what is at every declared directory and file path and at the hosts
 // file. Any failure to look is an error; nothing there is a result.
-func Observe(ctx context.Context, rt Runtime, d commands.Declaration) (Observed, error) {
+func Observe(ctx context.Context, rt Runtime, d declaration.Declaration) (Observed, error) {
 	obs := Observed{Containers: map[string]Container{}, Paths: map[string]PathState{}}
 	cs, err := rt.ListContainers(ctx)
 	if err != nil {
@@ -191,12 +191,12 @@ func Observe(ctx context.Context, rt Runtime, d commands.Declaration) (Observed,
 	for _, c := range cs {
 		obs.Containers[c.Name] = c
 	}
-	paths := []string{commands.HostsPath}
+	paths := []string{declaration.HostsPath}
 	for _, r := range d.Resources {
 		switch {
-		case r.Kind == commands.KindDirectory && r.Directory != nil:
+		case r.Kind == declaration.KindDirectory && r.Directory != nil:
 			paths = append(paths, r.Directory.Path)
-		case r.Kind == commands.KindFile && r.File != nil:
+		case r.Kind == declaration.KindFile && r.File != nil:
 			paths = append(paths, r.File.Path)
 		}
 	}
@@ -230,15 +230,15 @@ type result struct {
 func execute(ctx context.Context, rt Runtime, plan Plan) result {
 	res := result{failed: map[string]error{}}
 	if plan.Hosts.Write {
-		if err := rt.WriteFile(ctx, commands.HostsPath, []byte(plan.Hosts.Content), HostsMode); err != nil {
-			res.failed[commands.HostsPath] = fmt.Errorf("write hosts file: %w", err)
+		if err := rt.WriteFile(ctx, declaration.HostsPath, []byte(plan.Hosts.Content), HostsMode); err != nil {
+			res.failed[declaration.HostsPath] = fmt.Errorf("write hosts file: %w", err)
 		}
 	}
 	phase := func(s Step) int {
 		switch {
-		case s.Kind == commands.KindDirectory:
+		case s.Kind == declaration.KindDirectory:
 			return 0
-		case s.Kind == commands.KindFile:
+		case s.Kind == declaration.KindFile:
 			return 1
 		case s.Action == Remove:
 			return 2
@@ -259,7 +259,7 @@ func execute(ctx context.Context, rt Runtime, plan Plan) result {
 			res.failed[s.Name] = err
 			continue
 		}
-		if s.Kind == commands.KindDirectory && s.Action == Create {
+		if s.Kind == declaration.KindDirectory && s.Action == Create {
 			res.made = append(res.made, s.Resource.Directory.Path)
 		}
 	}
@@ -279,7 +279,7 @@ func do(ctx context.Context, rt Runtime, s Step) error {
 		return nil
 	}
 	switch r.Kind {
-	case commands.KindContainer:
+	case declaration.KindContainer:
 		c := Container{Name: r.Name, Module: r.Module, Digest: r.Digest, Spec: *r.Container}
 		if s.Action == Replace {
 			if err := rt.RemoveContainer(ctx, r.Name); err != nil && !errors.Is(err, ErrNotFound) {
@@ -293,7 +293,7 @@ func do(ctx context.Context, rt Runtime, s Step) error {
 		if err := rt.CreateContainer(ctx, c); err != nil {
 			return fmt.Errorf("create %s: %w", r.Name, err)
 		}
-	case commands.KindDirectory:
+	case declaration.KindDirectory:
 		mode := orDefault(r.Directory.Mode, DefaultDirMode)
 		if s.Action == Create {
 			if err := rt.Mkdir(ctx, r.Directory.Path, mode); err != nil {
@@ -304,7 +304,7 @@ func do(ctx context.Context, rt Runtime, s Step) error {
 		if err := rt.Chmod(ctx, r.Directory.Path, mode); err != nil {
 			return fmt.Errorf("chmod %s %o: %w", r.Directory.Path, mode, err)
 		}
-	case commands.KindFile:
+	case declaration.KindFile:
 		mode := orDefault(r.File.Mode, DefaultFileMode)
 		if err := rt.WriteFile(ctx, r.File.Path, []byte(r.File.Content), mode); err != nil {
 			return fmt.Errorf("write %s: %w", r.File.Path, err)
@@ -323,15 +323,15 @@ func orDefault(mode, def uint32) uint32 {
 // buildOutcome turns a carried-out plan into the apply.reported payload.
 // Sent counts the declaration's resources; Applied those neither held nor
 // failed. The hosts file is never counted; a failed write of it is listed in
-// Failed (under commands.HostsPath), as is a failed removal.
-func buildOutcome(node string, d commands.Declaration, plan Plan, res result) events.ApplyReported {
+// Failed (under declaration.HostsPath), as is a failed removal.
+func buildOutcome(node string, d declaration.Declaration, plan Plan, res result) events.ApplyReported {
 	out := events.ApplyReported{
 		Node: node, Declaration: d.ID, Digest: d.Digest, Sent: len(d.Resources),
 		Created: []string{}, Replaced: []events.Replaced{}, Removed: []string{},
 		Held: []events.Held{}, Failed: []events.Failed{},
 	}
-	if err, ok := res.failed[commands.HostsPath]; ok {
-		out.Failed = append(out.Failed, events.Failed{Name: commands.HostsPath, Error: err.Error()})
+	if err, ok := res.failed[declaration.HostsPath]; ok {
+		out.Failed = append(out.Failed, events.Failed{Name: declaration.HostsPath, Error: err.Error()})
 	}
 	for _, s := range plan.Steps {
 		if err, ok := res.failed[s.Name]; ok {
@@ -367,10 +367,10 @@ func buildOutcome(node string, d commands.Declaration, plan Plan, res result) ev
 
 // NextState is the State after applying d: the directories made before that
 // are still declared, and those made now. It is pure.
-func NextState(st State, d commands.Declaration, made []string) State {
+func NextState(st State, d declaration.Declaration, made []string) State {
 	declared := map[string]bool{}
 	for _, r := range d.Resources {
-		if r.Kind == commands.KindDirectory && r.Directory != nil {
+		if r.Kind == declaration.KindDirectory && r.Directory != nil {
 			declared[path.Clean(r.Directory.Path)] = true
 		}
 	}

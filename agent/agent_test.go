@@ -13,7 +13,7 @@ import (
 
 	"meshplane/agent"
 	"meshplane/agent/simruntime"
-	"meshplane/commands"
+	"meshplane/declaration"
 	"meshplane/events"
 )
 
@@ -92,7 +92,7 @@ func (fx *fixture) agent(t testing.TB, box *agent.Outbox) *agent.Agent {
 	return ag
 }
 
-func (fx *fixture) apply(t *testing.T, d commands.Declaration) agent.Report {
+func (fx *fixture) apply(t *testing.T, d declaration.Declaration) agent.Report {
 	t.Helper()
 	r, err := fx.ag.Apply(context.Background(), d)
 	if err != nil {
@@ -101,15 +101,15 @@ func (fx *fixture) apply(t *testing.T, d commands.Declaration) agent.Report {
 	return r
 }
 
-func web(mount string) commands.Container {
-	return commands.Container{
+func web(mount string) declaration.Container {
+	return declaration.Container{
 		Image: "127.0.0.1:5000/forge/web@sha256:ab12", Env: []string{"STORE_PORT=6852"},
-		Mounts: []commands.Mount{{Source: mount, Target: "/data"}, {Source: commands.HostsPath, Target: "/etc/hosts", ReadOnly: true}},
+		Mounts: []declaration.Mount{{Source: mount, Target: "/data"}, {Source: declaration.HostsPath, Target: "/etc/hosts", ReadOnly: true}},
 	}
 }
 
-func forge(mount string) []commands.Resource {
-	return []commands.Resource{
+func forge(mount string) []declaration.Resource {
+	return []declaration.Resource{
 		ctr("web", "forge", web(mount)),
 		dir("forge-data", "forge", mount, 0o700),
 		file("forge-conf", "forge", "/etc/forge/app.ini", "[server]\nport=3000\n", 0o640),
@@ -215,7 +215,7 @@ func TestHostsChangeIsNotCounted(t *testing.T) {
 	if got, want := r.Summary(), "applied 3 resource(s)"; got != want || r.Outcome.Changes() != 0 || r.Outcome.Unchanged != 3 || len(r.Outcome.Updated) != 0 {
 		t.Fatalf("roster change reported as %q %+v", got, r.Outcome)
 	}
-	if content, _, _ := fx.rt.File(commands.HostsPath); string(content) != d2.Hosts {
+	if content, _, _ := fx.rt.File(declaration.HostsPath); string(content) != d2.Hosts {
 		t.Fatalf("hosts file %q, want %q", content, d2.Hosts)
 	}
 	if fx.rt.Creates("web") != 1 {
@@ -304,7 +304,7 @@ func TestReassignAfterReleaseFindsLeftovers(t *testing.T) {
 	rp := routeProxy()
 	rp[3] = dir("route-proxy-ca", "route-proxy", caPath, 0o700)
 	steps := []struct {
-		d       commands.Declaration
+		d       declaration.Declaration
 		summary string
 	}{
 		{adopted(decl("novox/1", rp...), "route-proxy"), "applied 4 resource(s)"},
@@ -377,11 +377,11 @@ func TestOutsideRemovalIsRecreated(t *testing.T) {
 func TestApplyRefusals(t *testing.T) {
 	tests := []struct {
 		name  string
-		d     commands.Declaration
+		d     declaration.Declaration
 		fault string
 		want  error
 	}{
-		{"another node", func() commands.Declaration { d := decl("g14/1"); d.Node = "g14"; return d }(), "", agent.ErrInvalid},
+		{"another node", func() declaration.Declaration { d := decl("g14/1"); d.Node = "g14"; return d }(), "", agent.ErrInvalid},
 		{"no id", decl(""), "", agent.ErrInvalid},
 		{"duplicate names", decl("novox/1", dir("x", "m", "/a", 0o755), dir("x", "m", "/b", 0o755)), "", agent.ErrInvalid},
 		{"cannot observe", decl("novox/1", forge("/srv/forge")...), simruntime.OpList, agent.ErrRuntime},

@@ -6,22 +6,22 @@ import (
 	"testing"
 
 	"meshplane/agent"
-	"meshplane/commands"
+	"meshplane/declaration"
 )
 
 // bigDecl is a node the size of seed 000's: 110 modules of two containers
 // and a mounted directory, 330 resources.
-func bigDecl(id string) commands.Declaration {
-	var rs []commands.Resource
+func bigDecl(id string) declaration.Declaration {
+	var rs []declaration.Resource
 	for m := range 110 {
 		module := fmt.Sprintf("mod%03d", m)
 		p := "/var/lib/" + module
 		rs = append(rs, dir(module+"-data", module, p, 0o700))
 		for i := range 2 {
-			c := commands.Container{
+			c := declaration.Container{
 				Image:  fmt.Sprintf("reg:5000/%s/c%d@sha256:ab12", module, i),
 				Env:    []string{"A=1", "B=2", "STORE_PORT=6852"},
-				Mounts: []commands.Mount{{Source: p, Target: "/data"}, {Source: commands.HostsPath, Target: "/etc/hosts", ReadOnly: true}},
+				Mounts: []declaration.Mount{{Source: p, Target: "/data"}, {Source: declaration.HostsPath, Target: "/etc/hosts", ReadOnly: true}},
 			}
 			rs = append(rs, ctr(fmt.Sprintf("%s-c%d", module, i), module, c))
 		}
@@ -32,13 +32,13 @@ func bigDecl(id string) commands.Declaration {
 func BenchmarkDiffUnchanged330(b *testing.B) {
 	d := bigDecl("novox/1")
 	obs := agent.Observed{Containers: map[string]agent.Container{}, Paths: map[string]agent.PathState{
-		commands.HostsPath: {PathInfo: agent.PathInfo{Exists: true, Mode: agent.HostsMode}, Content: []byte(d.Hosts)},
+		declaration.HostsPath: {PathInfo: agent.PathInfo{Exists: true, Mode: agent.HostsMode}, Content: []byte(d.Hosts)},
 	}}
 	for _, r := range d.Resources {
 		switch r.Kind {
-		case commands.KindContainer:
+		case declaration.KindContainer:
 			obs.Containers[r.Name] = agent.Container{Name: r.Name, Module: r.Module, Digest: r.Digest, Spec: *r.Container}
-		case commands.KindDirectory:
+		case declaration.KindDirectory:
 			obs.Paths[r.Directory.Path] = agent.PathState{PathInfo: agent.PathInfo{Exists: true, Dir: true, Mode: 0o700}}
 		}
 	}

@@ -26,7 +26,7 @@
 //     declared mode, are unchanged; otherwise they are updated in place
 //     ("mode", "content"). Directories and files are never removed: they are
 //     data.
-//   - The hosts file (commands.HostsPath) is the node's own: it is written in
+//   - The hosts file (declaration.HostsPath) is the node's own: it is written in
 //     place when it differs, is never counted in a report, and is no part of
 //     any container's identity.
 //

@@ -2,12 +2,11 @@ package agent
 
 import (
 	"fmt"
+	"meshplane/declaration"
 	"path"
 	"slices"
 	"sort"
 	"strings"
-
-	"meshplane/commands"
 )
 
 // Action is what a plan does with one resource.
@@ -46,7 +45,7 @@ type Observed struct {
 	// Containers are the managed containers, by name.
 	Containers map[string]Container
 	// Paths are what was found at every declared directory and file path and
-	// at commands.HostsPath. A path missing from the map was not looked at,
+	// at declaration.HostsPath. A path missing from the map was not looked at,
 	// which Diff treats as absent.
 	Paths map[string]PathState
 }
@@ -79,13 +78,13 @@ type Step struct {
 	Kind     string
 	Module   string
 	Action   Action
-	Fields   []string          // what changed, for Replace and Update ("image", "env.PORT", "mode")
-	Reason   string            // why, in words; for Hold the exact report wording
-	Found    bool              // a directory found on an adopted node for an untaken module
-	Resource commands.Resource // the declared resource (zero for Remove)
+	Fields   []string             // what changed, for Replace and Update ("image", "env.PORT", "mode")
+	Reason   string               // why, in words; for Hold the exact report wording
+	Found    bool                 // a directory found on an adopted node for an untaken module
+	Resource declaration.Resource // the declared resource (zero for Remove)
 }
 
-// HostsStep is the plan for the node's hosts file (commands.HostsPath). It
+// HostsStep is the plan for the node's hosts file (declaration.HostsPath). It
 // is the node's own: it is never counted in a report.
 type HostsStep struct {
 	Write   bool   // the file is absent or differs
@@ -119,10 +118,10 @@ type Plan struct {
 //     path (or a path under it) is held, whether or not it runs.
 //   - Managed containers that are not declared are removed. Directories and
 //     files are never removed.
-func Diff(d commands.Declaration, obs Observed, st State) Plan {
+func Diff(d declaration.Declaration, obs Observed, st State) Plan {
 	p := Plan{Declaration: d.ID, Steps: make([]Step, 0, len(d.Resources))}
 
-	hosts := obs.Paths[commands.HostsPath]
+	hosts := obs.Paths[declaration.HostsPath]
 	switch {
 	case !hosts.Exists:
 		p.Hosts = HostsStep{Write: true, Content: d.Hosts, Reason: "absent"}
@@ -144,7 +143,7 @@ func Diff(d commands.Declaration, obs Observed, st State) Plan {
 	found := map[string]string{}
 	if d.Adopted {
 		for _, r := range d.Resources {
-			if r.Kind != commands.KindDirectory || r.Directory == nil || taken[r.Module] {
+			if r.Kind != declaration.KindDirectory || r.Directory == nil || taken[r.Module] {
 				continue
 			}
 			if ps := obs.Paths[r.Directory.Path]; ps.Exists && !st.made(r.Directory.Path) {
@@ -163,11 +162,11 @@ func Diff(d commands.Declaration, obs Observed, st State) Plan {
 			continue
 		}
 		switch r.Kind {
-		case commands.KindContainer:
+		case declaration.KindContainer:
 			diffContainer(&s, r, obs, found)
-		case commands.KindDirectory:
+		case declaration.KindDirectory:
 			diffDirectory(&s, r, obs, found)
-		case commands.KindFile:
+		case declaration.KindFile:
 			diffFile(&s, r, obs)
 		}
 		p.Steps = append(p.Steps, s)
@@ -183,7 +182,7 @@ func Diff(d commands.Declaration, obs Observed, st State) Plan {
 	for _, name := range gone {
 		c := obs.Containers[name]
 		p.Steps = append(p.Steps, Step{
-			Name: name, Kind: commands.KindContainer, Module: c.Module,
+			Name: name, Kind: declaration.KindContainer, Module: c.Module,
 			Action: Remove, Reason: "no longer declared",
 		})
 	}
@@ -191,16 +190,16 @@ func Diff(d commands.Declaration, obs Observed, st State) Plan {
 }
 
 // checkResource refuses a declared resource the agent cannot apply.
-func checkResource(r commands.Resource) error {
+func checkResource(r declaration.Resource) error {
 	switch r.Kind {
-	case commands.KindContainer:
+	case declaration.KindContainer:
 		if r.Container == nil || r.Directory != nil || r.File != nil {
 			return fmt.Errorf("kind container needs exactly a container spec")
 		}
 		if err := ValidateContainer(Container{Name: r.Name, Spec: *r.Container}); err != nil {
 			return err
 		}
-	case commands.KindDirectory:
+	case declaration.KindDirectory:
 		if r.Directory == nil || r.Container != nil || r.File != nil {
 			return fmt.Errorf("kind directory needs exactly a directory spec")
 		}
@@ -210,14 +209,14 @@ func checkResource(r commands.Resource) error {
 		if err := ValidateMode(r.Directory.Mode); err != nil {
 			return err
 		}
-	case commands.KindFile:
+	case declaration.KindFile:
 		if r.File == nil || r.Container != nil || r.Directory != nil {
 			return fmt.Errorf("kind file needs exactly a file spec")
 		}
 		if err := ValidatePath(r.File.Path); err != nil {
 			return err
 		}
-		if r.File.Path == commands.HostsPath {
+		if r.File.Path == declaration.HostsPath {
 			return fmt.Errorf("path %s is the node's hosts file", r.File.Path)
 		}
 		if err := ValidateMode(r.File.Mode); err != nil {
@@ -226,13 +225,13 @@ func checkResource(r commands.Resource) error {
 	default:
 		return fmt.Errorf("kind %q is not applied by this agent", r.Kind)
 	}
-	if got := commands.Digest(r.Spec()); got != r.Digest {
+	if got := declaration.Digest(r.Spec()); got != r.Digest {
 		return fmt.Errorf("digest %s does not match its spec (%s)", r.Digest, got)
 	}
 	return nil
 }
 
-func diffContainer(s *Step, r commands.Resource, obs Observed, found map[string]string) {
+func diffContainer(s *Step, r declaration.Resource, obs Observed, found map[string]string) {
 	for _, m := range r.Container.Mounts {
 		if m.Volume {
 			continue
@@ -252,7 +251,7 @@ func diffContainer(s *Step, r commands.Resource, obs Observed, found map[string]
 	if have.Module != r.Module {
 		s.Fields = append(s.Fields, "module")
 	}
-	same := commands.Digest(have.Spec) == commands.Digest(r.Container)
+	same := declaration.Digest(have.Spec) == declaration.Digest(r.Container)
 	if same && len(s.Fields) == 0 && have.Digest == r.Digest {
 		s.Action, s.Reason = Unchanged, "spec unchanged"
 		return
@@ -280,7 +279,7 @@ func under(p string, found map[string]string) (string, bool) {
 	}
 }
 
-func diffDirectory(s *Step, r commands.Resource, obs Observed, found map[string]string) {
+func diffDirectory(s *Step, r declaration.Resource, obs Observed, found map[string]string) {
 	want := r.Directory.Mode
 	if want == 0 {
 		want = DefaultDirMode
@@ -306,7 +305,7 @@ func diffDirectory(s *Step, r commands.Resource, obs Observed, found map[string]
 	}
 }
 
-func diffFile(s *Step, r commands.Resource, obs Observed) {
+func diffFile(s *Step, r declaration.Resource, obs Observed) {
 	want := r.File.Mode
 	if want == 0 {
 		want = DefaultFileMode
@@ -358,7 +357,7 @@ func changedKeys[V comparable](have, want map[string]V) []string {
 // report paths: "image", "command", "env.KEY" per changed, added or removed
 // key (sorted), "mounts.TARGET" per changed, added or removed mount (sorted
 // by target), "networks". Equal specs give none.
-func ContainerFields(have, want commands.Container) []string {
+func ContainerFields(have, want declaration.Container) []string {
 	var out []string
 	if have.Image != want.Image {
 		out = append(out, "image")
@@ -391,8 +390,8 @@ func envMap(env []string) map[string]string {
 	return m
 }
 
-func mountMap(ms []commands.Mount) map[string]commands.Mount {
-	m := make(map[string]commands.Mount, len(ms))
+func mountMap(ms []declaration.Mount) map[string]declaration.Mount {
+	m := make(map[string]declaration.Mount, len(ms))
 	for _, x := range ms {
 		m[x.Target] = x
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"meshplane/agent"
-	"meshplane/commands"
+	"meshplane/declaration"
 )
 
 type want struct {
@@ -16,7 +16,7 @@ type want struct {
 	reason string // checked when not empty
 }
 
-func running(rs ...commands.Resource) map[string]agent.Container {
+func running(rs ...declaration.Resource) map[string]agent.Container {
 	m := map[string]agent.Container{}
 	for _, r := range rs {
 		m[r.Name] = agent.Container{Name: r.Name, Module: r.Module, Digest: r.Digest, Spec: *r.Container}
@@ -40,16 +40,16 @@ func f(content string, mode uint32) agent.PathState {
 	return agent.PathState{PathInfo: agent.PathInfo{Exists: true, Mode: mode, Size: int64(len(content))}, Content: []byte(content)}
 }
 
-func hostsOK(d commands.Declaration) agent.PathState { return f(d.Hosts, agent.HostsMode) }
+func hostsOK(d declaration.Declaration) agent.PathState { return f(d.Hosts, agent.HostsMode) }
 
 func TestDiff(t *testing.T) {
-	web := commands.Container{
+	web := declaration.Container{
 		Image:   "reg:5000/forge/web@sha256:ab12",
 		Command: []string{"serve"},
 		Env:     []string{"A=1", "B=2"},
-		Mounts:  []commands.Mount{{Source: "/srv/forge", Target: "/data"}, {Source: commands.HostsPath, Target: "/etc/hosts", ReadOnly: true}},
+		Mounts:  []declaration.Mount{{Source: "/srv/forge", Target: "/data"}, {Source: declaration.HostsPath, Target: "/etc/hosts", ReadOnly: true}},
 	}
-	with := func(c commands.Container, edit func(*commands.Container)) commands.Container {
+	with := func(c declaration.Container, edit func(*declaration.Container)) declaration.Container {
 		c.Env = slices.Clone(c.Env)
 		c.Mounts = slices.Clone(c.Mounts)
 		c.Command = slices.Clone(c.Command)
@@ -62,7 +62,7 @@ func TestDiff(t *testing.T) {
 
 	tests := []struct {
 		name      string
-		d         commands.Declaration
+		d         declaration.Declaration
 		obs       agent.Observed
 		st        agent.State
 		want      []want
@@ -78,55 +78,55 @@ func TestDiff(t *testing.T) {
 		{
 			name: "same digest and spec: unchanged (rule 4)",
 			d:    base,
-			obs:  agent.Observed{Containers: running(base.Resources...), Paths: paths(commands.HostsPath, hostsOK(base))},
+			obs:  agent.Observed{Containers: running(base.Resources...), Paths: paths(declaration.HostsPath, hostsOK(base))},
 			want: []want{{"web", agent.Unchanged, nil, ""}},
 		},
 		{
 			name:      "hosts differ: written in place, container unchanged (rule 2)",
 			d:         base,
-			obs:       agent.Observed{Containers: running(base.Resources...), Paths: paths(commands.HostsPath, f("old roster\n", 0o644))},
+			obs:       agent.Observed{Containers: running(base.Resources...), Paths: paths(declaration.HostsPath, f("old roster\n", 0o644))},
 			want:      []want{{"web", agent.Unchanged, nil, ""}},
 			hostWrite: true,
 		},
 		{
 			name:      "hosts at another mode: rewritten",
 			d:         base,
-			obs:       agent.Observed{Containers: running(base.Resources...), Paths: paths(commands.HostsPath, f(base.Hosts, 0o600))},
+			obs:       agent.Observed{Containers: running(base.Resources...), Paths: paths(declaration.HostsPath, f(base.Hosts, 0o600))},
 			want:      []want{{"web", agent.Unchanged, nil, ""}},
 			hostWrite: true,
 		},
 		{
 			name: "image changed: replaced naming image",
-			d:    decl("novox/2", ctr("web", "forge", with(web, func(c *commands.Container) { c.Image = "reg:5000/forge/web@sha256:cd34" }))),
-			obs:  agent.Observed{Containers: running(base.Resources...), Paths: paths(commands.HostsPath, hostsOK(base))},
+			d:    decl("novox/2", ctr("web", "forge", with(web, func(c *declaration.Container) { c.Image = "reg:5000/forge/web@sha256:cd34" }))),
+			obs:  agent.Observed{Containers: running(base.Resources...), Paths: paths(declaration.HostsPath, hostsOK(base))},
 			want: []want{{"web", agent.Replace, []string{"image"}, "changed: image"}},
 		},
 		{
 			name: "env changed, added, removed: one field per key",
-			d:    decl("novox/2", ctr("web", "forge", with(web, func(c *commands.Container) { c.Env = []string{"A=9", "C=3"} }))),
-			obs:  agent.Observed{Containers: running(base.Resources...), Paths: paths(commands.HostsPath, hostsOK(base))},
+			d:    decl("novox/2", ctr("web", "forge", with(web, func(c *declaration.Container) { c.Env = []string{"A=9", "C=3"} }))),
+			obs:  agent.Observed{Containers: running(base.Resources...), Paths: paths(declaration.HostsPath, hostsOK(base))},
 			want: []want{{"web", agent.Replace, []string{"env.A", "env.B", "env.C"}, ""}},
 		},
 		{
 			name: "mount path changed: replaced naming the mount (rule 5)",
-			d:    decl("novox/2", ctr("web", "forge", with(web, func(c *commands.Container) { c.Mounts[0].Source = "/var/lib/forge" }))),
-			obs:  agent.Observed{Containers: running(base.Resources...), Paths: paths(commands.HostsPath, hostsOK(base))},
+			d:    decl("novox/2", ctr("web", "forge", with(web, func(c *declaration.Container) { c.Mounts[0].Source = "/var/lib/forge" }))),
+			obs:  agent.Observed{Containers: running(base.Resources...), Paths: paths(declaration.HostsPath, hostsOK(base))},
 			want: []want{{"web", agent.Replace, []string{"mounts./data"}, "changed: mounts./data"}},
 		},
 		{
 			name: "command and networks changed",
-			d: decl("novox/2", ctr("web", "forge", with(web, func(c *commands.Container) {
+			d: decl("novox/2", ctr("web", "forge", with(web, func(c *declaration.Container) {
 				c.Command = []string{"serve", "--debug"}
 				c.Networks = []string{"mesh"}
 			}))),
-			obs:  agent.Observed{Containers: running(base.Resources...), Paths: paths(commands.HostsPath, hostsOK(base))},
+			obs:  agent.Observed{Containers: running(base.Resources...), Paths: paths(declaration.HostsPath, hostsOK(base))},
 			want: []want{{"web", agent.Replace, []string{"command", "networks"}, ""}},
 		},
 		{
 			name: "same spec, other digest label: replaced naming digest",
 			d:    base,
 			obs: agent.Observed{Containers: map[string]agent.Container{"web": {Name: "web", Module: "forge", Digest: "sha256:old", Spec: web}},
-				Paths: paths(commands.HostsPath, hostsOK(base))},
+				Paths: paths(declaration.HostsPath, hostsOK(base))},
 			want: []want{{"web", agent.Replace, []string{"digest"}, ""}},
 		},
 		{
@@ -247,19 +247,19 @@ func TestDiff(t *testing.T) {
 		{
 			name: "managed container no longer declared: removed",
 			d:    base,
-			obs:  agent.Observed{Containers: running(base.Resources[0], ctr("old", "gone", image("x:1"))), Paths: paths(commands.HostsPath, hostsOK(base))},
+			obs:  agent.Observed{Containers: running(base.Resources[0], ctr("old", "gone", image("x:1"))), Paths: paths(declaration.HostsPath, hostsOK(base))},
 			want: []want{{"web", agent.Unchanged, nil, ""}, {"old", agent.Remove, nil, "no longer declared"}},
 		},
 		{
 			name: "bad resources: rejected with a reason",
 			d: decl("novox/1",
-				commands.Resource{Name: "vol", Kind: commands.KindVolume, Module: "m"},
-				commands.Resource{Name: "nospec", Kind: commands.KindContainer, Module: "m"},
-				func() commands.Resource { r := ctr("lying", "m", image("x")); r.Digest = "sha256:0"; return r }(),
+				declaration.Resource{Name: "vol", Kind: declaration.KindVolume, Module: "m"},
+				declaration.Resource{Name: "nospec", Kind: declaration.KindContainer, Module: "m"},
+				func() declaration.Resource { r := ctr("lying", "m", image("x")); r.Digest = "sha256:0"; return r }(),
 				dir("rel", "m", "relative", 0o755),
-				file("hosts", "m", commands.HostsPath, "x", 0o644),
+				file("hosts", "m", declaration.HostsPath, "x", 0o644),
 			),
-			obs: agent.Observed{Paths: paths(commands.HostsPath, f("10.1.0.3 searxng.zurag.be\n", 0o644))},
+			obs: agent.Observed{Paths: paths(declaration.HostsPath, f("10.1.0.3 searxng.zurag.be\n", 0o644))},
 			want: []want{
 				{"hosts", agent.Reject, nil, "path /var/lib/meshplane/hosts is the node's hosts file"},
 				{"lying", agent.Reject, nil, ""},
@@ -307,12 +307,12 @@ func dump(p agent.Plan) string {
 
 func TestDiffDoesNotModifyInputs(t *testing.T) {
 	d := adopted(decl("novox/1", routeProxy()...))
-	before := commands.Digest(d)
+	before := declaration.Digest(d)
 	obs := agent.Observed{Paths: paths(caPath, d0700())}
 	st := agent.State{Made: []string{"/elsewhere"}}
 	p1 := agent.Diff(d, obs, st)
 	p2 := agent.Diff(d, obs, st)
-	if commands.Digest(d) != before || len(st.Made) != 1 || st.Made[0] != "/elsewhere" {
+	if declaration.Digest(d) != before || len(st.Made) != 1 || st.Made[0] != "/elsewhere" {
 		t.Fatal("Diff modified its inputs")
 	}
 	if dump(p1) != dump(p2) {
@@ -323,24 +323,24 @@ func TestDiffDoesNotModifyInputs(t *testing.T) {
 func d0700() agent.PathState { return d(0o700) }
 
 func TestContainerFields(t *testing.T) {
-	m := func(src, tgt string, ro bool) commands.Mount {
-		return commands.Mount{Source: src, Target: tgt, ReadOnly: ro}
+	m := func(src, tgt string, ro bool) declaration.Mount {
+		return declaration.Mount{Source: src, Target: tgt, ReadOnly: ro}
 	}
 	tests := []struct {
 		name       string
-		have, want commands.Container
+		have, want declaration.Container
 		fields     []string
 	}{
-		{"equal", commands.Container{Image: "a"}, commands.Container{Image: "a"}, nil},
-		{"nil and empty env are equal", commands.Container{Image: "a", Env: []string{}}, commands.Container{Image: "a"}, nil},
-		{"mount made read-only", commands.Container{Image: "a", Mounts: []commands.Mount{m("/s", "/t", false)}},
-			commands.Container{Image: "a", Mounts: []commands.Mount{m("/s", "/t", true)}}, []string{"mounts./t"}},
-		{"mount added and removed", commands.Container{Image: "a", Mounts: []commands.Mount{m("/s", "/old", false)}},
-			commands.Container{Image: "a", Mounts: []commands.Mount{m("/s", "/new", false)}}, []string{"mounts./new", "mounts./old"}},
-		{"mounts reordered", commands.Container{Image: "a", Mounts: []commands.Mount{m("/a", "/a", false), m("/b", "/b", false)}},
-			commands.Container{Image: "a", Mounts: []commands.Mount{m("/b", "/b", false), m("/a", "/a", false)}}, []string{"mounts"}},
-		{"everything", commands.Container{Image: "a", Command: []string{"x"}, Env: []string{"K=1"}, Networks: []string{"n"}},
-			commands.Container{Image: "b", Env: []string{"K=2"}}, []string{"image", "command", "env.K", "networks"}},
+		{"equal", declaration.Container{Image: "a"}, declaration.Container{Image: "a"}, nil},
+		{"nil and empty env are equal", declaration.Container{Image: "a", Env: []string{}}, declaration.Container{Image: "a"}, nil},
+		{"mount made read-only", declaration.Container{Image: "a", Mounts: []declaration.Mount{m("/s", "/t", false)}},
+			declaration.Container{Image: "a", Mounts: []declaration.Mount{m("/s", "/t", true)}}, []string{"mounts./t"}},
+		{"mount added and removed", declaration.Container{Image: "a", Mounts: []declaration.Mount{m("/s", "/old", false)}},
+			declaration.Container{Image: "a", Mounts: []declaration.Mount{m("/s", "/new", false)}}, []string{"mounts./new", "mounts./old"}},
+		{"mounts reordered", declaration.Container{Image: "a", Mounts: []declaration.Mount{m("/a", "/a", false), m("/b", "/b", false)}},
+			declaration.Container{Image: "a", Mounts: []declaration.Mount{m("/b", "/b", false), m("/a", "/a", false)}}, []string{"mounts"}},
+		{"everything", declaration.Container{Image: "a", Command: []string{"x"}, Env: []string{"K=1"}, Networks: []string{"n"}},
+			declaration.Container{Image: "b", Env: []string{"K=2"}}, []string{"image", "command", "env.K", "networks"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

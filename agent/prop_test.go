@@ -3,17 +3,16 @@ package agent_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"meshplane/declaration"
 	"slices"
 	"testing"
-
-	"meshplane/commands"
 )
 
 // randomDecl makes a random declaration of up to 4 modules, each with
 // directories, files and containers that mount some of the directories.
-func randomDecl(r *rand.Rand, id string) commands.Declaration {
+func randomDecl(r *rand.Rand, id string) declaration.Declaration {
 	modes := []uint32{0, 0o700, 0o750, 0o755, 0o2770}
-	var rs []commands.Resource
+	var rs []declaration.Resource
 	var taken []string
 	for m := range r.IntN(4) + 1 {
 		module := fmt.Sprintf("mod%d", m)
@@ -31,16 +30,16 @@ func randomDecl(r *rand.Rand, id string) commands.Declaration {
 			rs = append(rs, file(fmt.Sprintf("%s-file%d", module, i), module, fmt.Sprintf("/f/%s/%d.conf", module, i), content, modes[r.IntN(2)]|0o600))
 		}
 		for i := range r.IntN(4) {
-			c := commands.Container{Image: fmt.Sprintf("img%d:%d", i, r.IntN(3))}
+			c := declaration.Container{Image: fmt.Sprintf("img%d:%d", i, r.IntN(3))}
 			for k := range r.IntN(3) {
 				c.Env = append(c.Env, fmt.Sprintf("K%d=%d", k, r.IntN(3)))
 			}
 			for k, p := range dirs {
 				if r.IntN(2) == 0 {
-					c.Mounts = append(c.Mounts, commands.Mount{Source: p, Target: fmt.Sprintf("/m%d", k)})
+					c.Mounts = append(c.Mounts, declaration.Mount{Source: p, Target: fmt.Sprintf("/m%d", k)})
 				}
 			}
-			c.Mounts = append(c.Mounts, commands.Mount{Source: commands.HostsPath, Target: "/etc/hosts", ReadOnly: true})
+			c.Mounts = append(c.Mounts, declaration.Mount{Source: declaration.HostsPath, Target: "/etc/hosts", ReadOnly: true})
 			rs = append(rs, ctr(fmt.Sprintf("%s-c%d", module, i), module, c))
 		}
 	}

@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"meshplane/declaration"
 	"path"
 	"regexp"
 	"strings"
-
-	"meshplane/commands"
 )
 
 // Runtime errors. A Runtime wraps them with context ("simruntime: remove
@@ -97,10 +96,10 @@ type Runtime interface {
 // Container is a managed container as the agent creates it and as the
 // runtime lists it.
 type Container struct {
-	Name   string             // the resource name, which is the container name
-	Module string             // the module that declares it
-	Digest string             // the resource digest it was created from
-	Spec   commands.Container // the spec it was created with
+	Name   string                // the resource name, which is the container name
+	Module string                // the module that declares it
+	Digest string                // the resource digest it was created from
+	Spec   declaration.Container // the spec it was created with
 }
 
 // PathInfo is what Stat found at a path.

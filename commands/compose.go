@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"meshplane/declaration"
 	"meshplane/events"
 )
 
@@ -28,7 +29,7 @@ type Reader interface {
 // way: the nodes it passed over as incoherent, and the resource digests of
 // the node's previous declaration.
 type Composition struct {
-	Declaration Declaration
+	Declaration declaration.Declaration
 	Skipped     []events.Skipped
 	Previous    map[string]string // resource name → digest, of the node's last composed declaration
 	Version     uint64            // the version of the node's stream compose read
@@ -62,10 +63,10 @@ func Compose(ctx context.Context, r Reader, node string, correlation string) (Co
 		return Composition{}, err
 	}
 	for i := range own.resources {
-		own.resources[i].Digest = Digest(own.resources[i].Spec())
+		own.resources[i].Digest = declaration.Digest(own.resources[i].Spec())
 	}
 	var c Composition
-	var routes []Route
+	var routes []declaration.Route
 	for _, name := range m.names {
 		n := m.nodes[name]
 		p := own
@@ -78,7 +79,7 @@ func Compose(ctx context.Context, r Reader, node string, correlation string) (Co
 			}
 		}
 		for _, name := range p.routes {
-			routes = append(routes, Route{Name: name, Address: n.PrivateAddress(), Node: n.Name})
+			routes = append(routes, declaration.Route{Name: name, Address: n.PrivateAddress(), Node: n.Name})
 		}
 	}
 	sort.Slice(routes, func(i, j int) bool {
@@ -87,7 +88,7 @@ func Compose(ctx context.Context, r Reader, node string, correlation string) (Co
 		}
 		return routes[i].Node < routes[j].Node
 	})
-	d := Declaration{
+	d := declaration.Declaration{
 		Node:        node,
 		ID:          fmt.Sprintf("%s/%d", node, self.Composed+1),
 		Adopted:     self.Adopted,
@@ -98,11 +99,11 @@ func Compose(ctx context.Context, r Reader, node string, correlation string) (Co
 		Warnings:    own.warnings,
 		Correlation: correlation,
 	}
-	d.Digest = Digest(struct {
+	d.Digest = declaration.Digest(struct {
 		Adopted   bool
 		Taken     []string
-		Resources []Resource
-		Roster    []Route
+		Resources []declaration.Resource
+		Roster    []declaration.Route
 	}{d.Adopted, d.Taken, d.Resources, d.Roster})
 	c.Declaration = d
 	c.Previous = self.Declared
@@ -142,7 +143,7 @@ func (c Composition) Composed() events.DeclarationComposed {
 	}
 }
 
-func hostsFile(routes []Route) string {
+func hostsFile(routes []declaration.Route) string {
 	var b strings.Builder
 	b.WriteString("# meshplane roster: every routed name in the mesh. Rewritten in place.\n")
 	for _, r := range routes {
@@ -200,7 +201,7 @@ func gather(ctx context.Context, r Reader, target string) (*mesh, error) {
 
 // plan is one node's own part of the mesh: its resources and routed names.
 type plan struct {
-	resources []Resource
+	resources []declaration.Resource
 	routes    []string
 	warnings  []string
 }
@@ -245,7 +246,7 @@ func (m *mesh) plan(n Node) (plan, error) {
 				return plan{}, err
 			}
 			p.warnings = append(p.warnings, warnings...)
-			p.resources = append(p.resources, Resource{Name: c.Name, Kind: KindContainer, Module: modName, Container: spec})
+			p.resources = append(p.resources, declaration.Resource{Name: c.Name, Kind: declaration.KindContainer, Module: modName, Container: spec})
 			for _, mt := range c.Mounts {
 				if _, ok := dirs[mt.Source]; !ok {
 					dirs[mt.Source] = 0o755
@@ -256,14 +257,14 @@ func (m *mesh) plan(n Node) (plan, error) {
 			if err := claim(path, modName); err != nil {
 				return plan{}, err
 			}
-			p.resources = append(p.resources, Resource{Name: path, Kind: KindDirectory, Module: modName, Directory: &Directory{Path: path, Mode: mode}})
+			p.resources = append(p.resources, declaration.Resource{Name: path, Kind: declaration.KindDirectory, Module: modName, Directory: &declaration.Directory{Path: path, Mode: mode}})
 		}
 		for _, f := range mod.Spec.Files {
 			if err := claim(f.Path, modName); err != nil {
 				return plan{}, err
 			}
 			mode, _ := parseMode(f.Mode, 0o644)
-			p.resources = append(p.resources, Resource{Name: f.Path, Kind: KindFile, Module: modName, File: &File{Path: f.Path, Mode: mode, Content: f.Content}})
+			p.resources = append(p.resources, declaration.Resource{Name: f.Path, Kind: declaration.KindFile, Module: modName, File: &declaration.File{Path: f.Path, Mode: mode, Content: f.Content}})
 		}
 	}
 	sort.Slice(p.resources, func(i, j int) bool { return p.resources[i].Name < p.resources[j].Name })
@@ -276,7 +277,7 @@ func (m *mesh) plan(n Node) (plan, error) {
 // they are used (DESIGN.md rule 6): from what the node was given, now; an
 // unfilled request sets nothing and says so. An artifact's image reference
 // is composed here, from the node holding the artifact store.
-func (m *mesh) container(n Node, mod Module, c events.ContainerSpec) (*Container, []string, error) {
+func (m *mesh) container(n Node, mod Module, c events.ContainerSpec) (*declaration.Container, []string, error) {
 	var warnings []string
 	env := map[string]string{}
 	for k, v := range c.Env {
@@ -299,7 +300,7 @@ func (m *mesh) container(n Node, mod Module, c events.ContainerSpec) (*Container
 		}
 		image = ref
 	}
-	spec := &Container{Image: image, Command: c.Command}
+	spec := &declaration.Container{Image: image, Command: c.Command}
 	keys := make([]string, 0, len(env))
 	for k := range env {
 		keys = append(keys, k)
@@ -313,9 +314,9 @@ func (m *mesh) container(n Node, mod Module, c events.ContainerSpec) (*Container
 		if target == "" {
 			target = mt.Source
 		}
-		spec.Mounts = append(spec.Mounts, Mount{Source: mt.Source, Target: target, ReadOnly: mt.ReadOnly})
+		spec.Mounts = append(spec.Mounts, declaration.Mount{Source: mt.Source, Target: target, ReadOnly: mt.ReadOnly})
 	}
-	spec.Mounts = append(spec.Mounts, Mount{Source: HostsPath, Target: "/etc/hosts", ReadOnly: true})
+	spec.Mounts = append(spec.Mounts, declaration.Mount{Source: declaration.HostsPath, Target: "/etc/hosts", ReadOnly: true})
 	sort.Slice(spec.Mounts, func(i, j int) bool { return spec.Mounts[i].Target < spec.Mounts[j].Target })
 	spec.Networks = slices.Sorted(slices.Values(c.Networks))
 	return spec, warnings, nil

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"meshplane/declaration"
 	"meshplane/events"
 )
 
@@ -112,7 +113,7 @@ func Decide(s State, c Command) ([]events.Payload, error) {
 		if err := ValidateSpec(c.Spec); err != nil {
 			return nil, reject(CodeInvalid, "module %s: %v", c.Module, err)
 		}
-		if s.Module.Defined && Digest(s.Module.Spec) == Digest(c.Spec) {
+		if s.Module.Defined && declaration.Digest(s.Module.Spec) == declaration.Digest(c.Spec) {
 			return nil, nil
 		}
 		return one(events.ModuleDefined{Module: c.Module, Spec: c.Spec})

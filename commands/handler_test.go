@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"meshplane/commands"
+	"meshplane/declaration"
 	"meshplane/events"
 	"meshplane/events/memstore"
 )
@@ -127,8 +128,8 @@ func TestPushRecordsComposePushAndFailure(t *testing.T) {
 		return nil
 	}))
 	mesh(t, h)
-	var sent []commands.Declaration
-	send := func(ctx context.Context, d commands.Declaration) error { sent = append(sent, d); return nil }
+	var sent []declaration.Declaration
+	send := func(ctx context.Context, d declaration.Declaration) error { sent = append(sent, d); return nil }
 
 	d, err := h.Push(context.Background(), "novox", nil, send)
 	if err != nil {
@@ -148,7 +149,7 @@ func TestPushRecordsComposePushAndFailure(t *testing.T) {
 	}
 
 	failG14 = false
-	_, err = h.Push(context.Background(), "novox", nil, func(context.Context, commands.Declaration) error { return errors.New("bus cut") })
+	_, err = h.Push(context.Background(), "novox", nil, func(context.Context, declaration.Declaration) error { return errors.New("bus cut") })
 	if err == nil || !strings.Contains(err.Error(), "bus cut") {
 		t.Fatalf("push with the bus cut = %v", err)
 	}
@@ -225,7 +226,7 @@ func TestRecordApplyIsIdempotent(t *testing.T) {
 func TestComposedCarriesOnlyNewSpecs(t *testing.T) {
 	h, store := setup(t)
 	mesh(t, h)
-	send := func(context.Context, commands.Declaration) error { return nil }
+	send := func(context.Context, declaration.Declaration) error { return nil }
 	specs := func() map[string]json.RawMessage {
 		t.Helper()
 		if _, err := h.Push(context.Background(), "novox", nil, send); err != nil {
@@ -267,7 +268,7 @@ func TestPushToAnUnknownNodeIsRefusedAndRecordsNothing(t *testing.T) {
 	h, store := setup(t)
 	mesh(t, h)
 	before, _ := store.Head(context.Background())
-	_, err := h.Push(context.Background(), "ghost", nil, func(context.Context, commands.Declaration) error {
+	_, err := h.Push(context.Background(), "ghost", nil, func(context.Context, declaration.Declaration) error {
 		t.Fatal("sent a declaration for an unknown node")
 		return nil
 	})

@@ -8,11 +8,12 @@ import (
 
 	"github.com/google/uuid"
 
+	"meshplane/declaration"
 	"meshplane/events"
 )
 
 // SendFunc hands a declaration to the bus for its node.
-type SendFunc func(ctx context.Context, d Declaration) error
+type SendFunc func(ctx context.Context, d declaration.Declaration) error
 
 // Push composes node's declaration and hands it to send, recording each step
 // as an event on the node's stream, all sharing one correlation:
@@ -25,7 +26,7 @@ type SendFunc func(ctx context.Context, d Declaration) error
 //     otherwise declaration.pushed.
 //
 // reader is where compose reads; nil means the handler itself (the store).
-func (h *Handler) Push(ctx context.Context, node string, reader Reader, send SendFunc) (Declaration, error) {
+func (h *Handler) Push(ctx context.Context, node string, reader Reader, send SendFunc) (declaration.Declaration, error) {
 	if reader == nil {
 		reader = h
 	}
@@ -36,14 +37,14 @@ func (h *Handler) Push(ctx context.Context, node string, reader Reader, send Sen
 	for attempt := 0; attempt <= h.retries; attempt++ {
 		c, err := Compose(ctx, reader, node, corr)
 		if errors.Is(err, ErrRejected) {
-			return Declaration{}, err // no such node: nothing to record on its stream
+			return declaration.Declaration{}, err // no such node: nothing to record on its stream
 		}
 		if err != nil {
-			return Declaration{}, h.composeFailed(ctx, node, err, meta)
+			return declaration.Declaration{}, h.composeFailed(ctx, node, err, meta)
 		}
 		evs, err := h.events(stream, []events.Payload{c.Composed()}, meta)
 		if err != nil {
-			return Declaration{}, err
+			return declaration.Declaration{}, err
 		}
 		_, err = h.store.Append(ctx, stream, events.Exactly(c.Version), evs...)
 		if errors.Is(err, events.ErrWrongExpectedVersion) {
@@ -51,7 +52,7 @@ func (h *Handler) Push(ctx context.Context, node string, reader Reader, send Sen
 			continue
 		}
 		if err != nil {
-			return Declaration{}, fmt.Errorf("commands: push %s: append composed: %w", node, err)
+			return declaration.Declaration{}, fmt.Errorf("commands: push %s: append composed: %w", node, err)
 		}
 		d := c.Declaration
 		if err := send(ctx, d); err != nil {
@@ -67,7 +68,7 @@ func (h *Handler) Push(ctx context.Context, node string, reader Reader, send Sen
 		}
 		return d, nil
 	}
-	return Declaration{}, fmt.Errorf("commands: push %s: gave up after %d attempts, the node kept changing: %w (last: %v)",
+	return declaration.Declaration{}, fmt.Errorf("commands: push %s: gave up after %d attempts, the node kept changing: %w (last: %v)",
 		node, h.retries+1, ErrConflict, lastErr)
 }
 

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"meshplane/commands"
+	"meshplane/declaration"
 	"meshplane/events"
 )
 
@@ -236,7 +236,7 @@ func containerWasNotReplaced(ctx context.Context, container, node string) error 
 // appliedContainer returns the container spec of the declaration the node
 // last applied: its digest from that declaration's composed event, its spec
 // from the composed event that first declared that digest.
-func appliedContainer(ctx context.Context, node, container string) (*commands.Container, error) {
+func appliedContainer(ctx context.Context, node, container string) (*declaration.Container, error) {
 	w := world(ctx)
 	r, err := w.lastApply(ctx, node)
 	if err != nil {
@@ -270,7 +270,7 @@ func appliedContainer(ctx context.Context, node, container string) (*commands.Co
 				continue
 			}
 			for _, ref := range p.Resources {
-				if ref.Name == container && ref.Kind == commands.KindContainer {
+				if ref.Name == container && ref.Kind == declaration.KindContainer {
 					digest = ref.Digest
 				}
 			}
@@ -279,7 +279,7 @@ func appliedContainer(ctx context.Context, node, container string) (*commands.Co
 			}
 		}
 		if spec, ok := p.Specs[digest]; ok {
-			var c commands.Container
+			var c declaration.Container
 			if err := json.Unmarshal(spec, &c); err != nil {
 				return nil, fmt.Errorf("spec %s of %s: %w", digest, container, err)
 			}

@@ -24,6 +24,7 @@ import (
 	"meshplane/agent"
 	"meshplane/agent/simruntime"
 	"meshplane/commands"
+	"meshplane/declaration"
 	"meshplane/events"
 	"meshplane/projections"
 )
@@ -55,9 +56,9 @@ type Node struct {
 	Agent   *agent.Agent
 
 	mu           sync.Mutex
-	latest       *commands.Declaration // the last declaration the bus delivered
-	cut          bool                  // the bus to this node is cut
-	removesAfter bool                  // something outside removes every container after each apply
+	latest       *declaration.Declaration // the last declaration the bus delivered
+	cut          bool                     // the bus to this node is cut
+	removesAfter bool                     // something outside removes every container after each apply
 }
 
 // Clock is the simulated clock: it starts at a fixed instant and advances a
@@ -178,7 +179,7 @@ func (m *Mesh) Push(ctx context.Context, node string) error {
 	if err != nil {
 		return err
 	}
-	_, err = m.Handler.Push(ctx, node, nil, func(ctx context.Context, d commands.Declaration) error {
+	_, err = m.Handler.Push(ctx, node, nil, func(ctx context.Context, d declaration.Declaration) error {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		if n.cut {

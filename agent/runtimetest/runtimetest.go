@@ -25,7 +25,7 @@ import (
 	"testing"
 
 	"meshplane/agent"
-	"meshplane/commands"
+	"meshplane/declaration"
 )
 
 // Unmanaged is implemented by runtimes that can run a container outside the
@@ -37,12 +37,12 @@ type Unmanaged interface {
 // Root is the directory under which the suite makes every path.
 const Root = "/srv/rtsuite"
 
-func spec(image string) commands.Container {
-	return commands.Container{
+func spec(image string) declaration.Container {
+	return declaration.Container{
 		Image:   image,
 		Command: []string{"serve", "--port", "8080"},
 		Env:     []string{"A=1", "B=two words", "EMPTY="},
-		Mounts: []commands.Mount{
+		Mounts: []declaration.Mount{
 			{Source: Root + "/data", Target: "/data"},
 			{Source: Root + "/conf", Target: "/etc/app", ReadOnly: true},
 			{Source: "cache", Target: "/cache", Volume: true},
@@ -53,7 +53,7 @@ func spec(image string) commands.Container {
 
 func managed(name, module, image string) agent.Container {
 	s := spec(image)
-	return agent.Container{Name: name, Module: module, Digest: commands.Digest(s), Spec: s}
+	return agent.Container{Name: name, Module: module, Digest: declaration.Digest(s), Spec: s}
 }
 
 // mounts makes the host paths spec mounts.
@@ -113,16 +113,16 @@ func testCreateList(t *testing.T, rt agent.Runtime) {
 		t.Fatalf("list:\n got %+v\nwant %+v", got, want)
 	}
 	for _, c := range got {
-		if commands.Digest(c.Spec) != c.Digest {
-			t.Errorf("%s: listed spec digests to %s, created with %s", c.Name, commands.Digest(c.Spec), c.Digest)
+		if declaration.Digest(c.Spec) != c.Digest {
+			t.Errorf("%s: listed spec digests to %s, created with %s", c.Name, declaration.Digest(c.Spec), c.Digest)
 		}
 	}
 }
 
 func testCreateMinimal(t *testing.T, rt agent.Runtime) {
 	ctx := context.Background()
-	c := agent.Container{Name: "min", Module: "m", Spec: commands.Container{Image: "busybox:1"}}
-	c.Digest = commands.Digest(c.Spec)
+	c := agent.Container{Name: "min", Module: "m", Spec: declaration.Container{Image: "busybox:1"}}
+	c.Digest = declaration.Digest(c.Spec)
 	if err := rt.CreateContainer(ctx, c); err != nil {
 		t.Fatalf("create: %v", err)
 	}
@@ -130,7 +130,7 @@ func testCreateMinimal(t *testing.T, rt agent.Runtime) {
 	if err != nil {
 		t.Fatalf("list: %v", err)
 	}
-	if len(got) != 1 || commands.Digest(got[0].Spec) != c.Digest || got[0].Module != "m" || got[0].Digest != c.Digest {
+	if len(got) != 1 || declaration.Digest(got[0].Spec) != c.Digest || got[0].Module != "m" || got[0].Digest != c.Digest {
 		t.Fatalf("list = %+v, want exactly %+v", got, c)
 	}
 }
@@ -165,10 +165,10 @@ func testCreateInvalid(t *testing.T, rt agent.Runtime) {
 		{"empty name", managed("", "m", "img")},
 		{"name with slash", managed("a/b", "m", "img")},
 		{"name with space", managed("a b", "m", "img")},
-		{"empty image", agent.Container{Name: "x", Module: "m", Spec: commands.Container{}}},
-		{"relative mount", agent.Container{Name: "x", Module: "m", Spec: commands.Container{
-			Image: "img", Mounts: []commands.Mount{{Source: "data", Target: "/data"}}}}},
-		{"env without =", agent.Container{Name: "x", Module: "m", Spec: commands.Container{
+		{"empty image", agent.Container{Name: "x", Module: "m", Spec: declaration.Container{}}},
+		{"relative mount", agent.Container{Name: "x", Module: "m", Spec: declaration.Container{
+			Image: "img", Mounts: []declaration.Mount{{Source: "data", Target: "/data"}}}}},
+		{"env without =", agent.Container{Name: "x", Module: "m", Spec: declaration.Container{
 			Image: "img", Env: []string{"NOEQUALS"}}}},
 	}
 	for _, b := range bad {
@@ -437,7 +437,7 @@ func testCancelled(t *testing.T, rt agent.Runtime) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	p := Root + "/cancelled"
-	c := agent.Container{Name: "cancelled", Module: "m", Spec: commands.Container{Image: "img"}}
+	c := agent.Container{Name: "cancelled", Module: "m", Spec: declaration.Container{Image: "img"}}
 	calls := []struct {
 		name string
 		fn   func() error

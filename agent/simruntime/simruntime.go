@@ -27,7 +27,7 @@ import (
 	"sync"
 
 	"meshplane/agent"
-	"meshplane/commands"
+	"meshplane/declaration"
 )
 
 // Ops that FailNext can fail.
@@ -133,7 +133,7 @@ func (r *Runtime) ListContainers(ctx context.Context) ([]agent.Container, error)
 		if err := json.Unmarshal([]byte(c.labels[agent.LabelSpec]), &ac.Spec); err != nil {
 			// A label that does not decode is listed with no digest, so the
 			// agent replaces it rather than trusting it.
-			ac.Digest, ac.Spec = "", commands.Container{}
+			ac.Digest, ac.Spec = "", declaration.Container{}
 		}
 		out = append(out, ac)
 	}
@@ -371,16 +371,16 @@ func (r *Runtime) RunUnmanaged(name, image string) error {
 
 // Container returns the spec the container name was created with, and
 // whether such a managed container exists.
-func (r *Runtime) Container(name string) (commands.Container, bool) {
+func (r *Runtime) Container(name string) (declaration.Container, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c, ok := r.containers[name]
 	if !ok || c.labels[agent.LabelManaged] != "true" {
-		return commands.Container{}, false
+		return declaration.Container{}, false
 	}
-	var spec commands.Container
+	var spec declaration.Container
 	if err := json.Unmarshal([]byte(c.labels[agent.LabelSpec]), &spec); err != nil {
-		return commands.Container{}, false
+		return declaration.Container{}, false
 	}
 	return spec, true
 }

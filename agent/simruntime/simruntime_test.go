@@ -8,7 +8,7 @@ import (
 	"meshplane/agent"
 	"meshplane/agent/runtimetest"
 	"meshplane/agent/simruntime"
-	"meshplane/commands"
+	"meshplane/declaration"
 )
 
 func TestConformance(t *testing.T) {
@@ -23,7 +23,7 @@ func TestFailNext(t *testing.T) {
 		call func(rt *simruntime.Runtime) error
 	}{
 		{simruntime.OpCreate, func(rt *simruntime.Runtime) error {
-			return rt.CreateContainer(ctx, agent.Container{Name: "c", Spec: commands.Container{Image: "i"}})
+			return rt.CreateContainer(ctx, agent.Container{Name: "c", Spec: declaration.Container{Image: "i"}})
 		}},
 		{simruntime.OpMkdir, func(rt *simruntime.Runtime) error { return rt.Mkdir(ctx, "/d", 0o755) }},
 		{simruntime.OpWrite, func(rt *simruntime.Runtime) error { return rt.WriteFile(ctx, "/f", nil, 0o644) }},
@@ -58,7 +58,7 @@ func TestOutsideWorld(t *testing.T) {
 	if mode, ok := rt.Dir("/var/lib/route-proxy"); !ok || mode != 0o755 {
 		t.Fatalf("parent Dir = %o, %v; want 755, true", mode, ok)
 	}
-	spec := commands.Container{Image: "i", Mounts: []commands.Mount{{Source: "/var/lib/route-proxy/ca", Target: "/ca"}}}
+	spec := declaration.Container{Image: "i", Mounts: []declaration.Mount{{Source: "/var/lib/route-proxy/ca", Target: "/ca"}}}
 	for _, n := range []string{"a", "b"} {
 		if err := rt.CreateContainer(ctx, agent.Container{Name: n, Spec: spec}); err != nil {
 			t.Fatal(err)
@@ -82,8 +82,8 @@ func TestOutsideWorld(t *testing.T) {
 	if got := rt.Creates("a"); got != 2 {
 		t.Fatalf("Creates(a) = %d, want 2", got)
 	}
-	if err := rt.CreateContainer(ctx, agent.Container{Name: "m", Spec: commands.Container{
-		Image: "i", Mounts: []commands.Mount{{Source: "/missing", Target: "/x"}}}}); !errors.Is(err, agent.ErrNotFound) {
+	if err := rt.CreateContainer(ctx, agent.Container{Name: "m", Spec: declaration.Container{
+		Image: "i", Mounts: []declaration.Mount{{Source: "/missing", Target: "/x"}}}}); !errors.Is(err, agent.ErrNotFound) {
 		t.Fatalf("create with a missing mount source: %v, want ErrNotFound", err)
 	}
 }

@@ -1,4 +1,18 @@
-package commands
+// Package declaration is the wire form of a declaration: everything a node
+// must run, as the controller composes it and the agent applies it. It holds
+// the resource kinds, the container, mount, directory and file specs, the
+// roster's routes, the hosts file's path and the spec digest.
+//
+// Both sides import it: the controller (commands) composes declarations, the
+// agent decodes and applies them. It imports nothing of meshplane, does no
+// I/O, and keeps the node side from linking the write side
+// (TestAgentLinksNoWriteSide in package agent holds that).
+//
+// Its JSON is a wire format: fields may be added, never renamed or
+// reordered. Reordering a Container's fields changes every container's
+// digest, and so recreates every container on every node (seed 000);
+// TestDigestsPinned holds the digests of a representative declaration.
+package declaration
 
 import (
 	"crypto/sha256"
@@ -110,7 +124,7 @@ func (r Resource) Spec() any {
 func Digest(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
-		panic("commands: digest of unencodable value: " + err.Error())
+		panic("declaration: digest of unencodable value: " + err.Error())
 	}
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
