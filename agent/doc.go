@@ -18,7 +18,8 @@
 //
 // What counts as a change (DESIGN.md rules 2, 4, 5):
 //   - A container is unchanged when its digest and spec equal the ones it was
-//     created with (the runtime keeps both, as labels on Docker). Otherwise it
+//     created with (the runtime keeps both with the container, as labels
+//     would be kept on Docker). Otherwise it
 //     is replaced, and the report names the changed fields: "image",
 //     "command", "env.KEY", "mounts.TARGET" (a changed mount path names its
 //     target), "networks".
