@@ -253,9 +253,10 @@ func TestHolds(t *testing.T) {
 		held    []events.Held
 		running []string
 	}{
-		{"found and matching: ca held", 0o755, false,
-			"applied 3 resource(s), 1 held for untaken modules (route-proxy: 1)",
-			[]events.Held{{Name: "ca", Module: "route-proxy", Reason: holdCA}}, []string{"acme", "proxy"}},
+		{"found and matching: directory and ca held (STEPS.md's worked count)", 0o755, false,
+			"applied 2 resource(s), 2 held for untaken modules (route-proxy: 2)",
+			[]events.Held{{Name: "ca", Module: "route-proxy", Reason: holdCA}, {Name: "route-proxy-ca", Module: "route-proxy", Reason: holdDir}},
+			[]string{"acme", "proxy"}},
 		{"found at another mode: directory and ca held", 0o700, false,
 			"applied 2 resource(s), 2 held for untaken modules (route-proxy: 2)",
 			[]events.Held{{Name: "ca", Module: "route-proxy", Reason: holdCA}, {Name: "route-proxy-ca", Module: "route-proxy", Reason: holdDir}},

@@ -18,7 +18,8 @@
 //
 // What counts as a change (DESIGN.md rules 2, 4, 5):
 //   - A container is unchanged when its digest and spec equal the ones it was
-//     created with (the runtime keeps both, as labels on Docker). Otherwise it
+//     created with (the runtime keeps both with the container, as labels
+//     would be kept on Docker). Otherwise it
 //     is replaced, and the report names the changed fields: "image",
 //     "command", "env.KEY", "mounts.TARGET" (a changed mount path names its
 //     target), "networks".
@@ -34,14 +35,20 @@
 //
 // On an adopted node, the data a module needs may already be there from
 // before the mesh (or from an earlier, released assignment). A directory
-// resource of a module that is not taken, whose path exists and was not made
-// by this agent, is found, and the agent does not touch it: if it already
-// matches it counts as unchanged, otherwise it is held with the reason
-// "found on this adopted node; not touched until MODULE is taken". Every
-// container that mounts a found path is held too, created or not, with
-// "would mount PATH, found on this adopted node; not run until MODULE is
-// taken". Once the module is taken nothing is held. A hold is a line in every
-// report (rule 3, seed 002).
+// resource of a module that is assigned but not taken, whose path exists and
+// was not made by this agent, is found, and the agent does not touch it: it
+// is held, whether or not its mode already matches, and counts as held, never
+// as applied, with the reason "found on this adopted node; not touched until
+// MODULE is taken". Every container that mounts a found path (or a path
+// under it) is held too, created or not, with "would mount PATH, found on
+// this adopted node; not run until MODULE is taken"; every declared file
+// under a found directory is held with "under PATH, found on this adopted
+// node; not written until MODULE is taken" (a declared directory under one
+// that was not itself found: "not made"). Once the module is taken nothing
+// is held. A hold is a line in every report (rule 3, seed 002): route-proxy
+// with containers proxy, ca and acme, where only ca mounts the found
+// /var/lib/route-proxy/ca, reads "applied 2 resource(s), 2 held for untaken
+// modules (route-proxy: 2)".
 //
 // The agent remembers the directories it made (State.Made) so they are never
 // found later; when a directory leaves the declaration it is forgotten, so a

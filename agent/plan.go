@@ -76,11 +76,11 @@ func (s State) made(p string) bool {
 type Step struct {
 	Name     string
 	Kind     string
-	Module   string
+	Module   string // the resource's module; for Hold, the untaken module it waits on
 	Action   Action
 	Fields   []string             // what changed, for Replace and Update ("image", "env.PORT", "mode")
 	Reason   string               // why, in words; for Hold the exact report wording
-	Found    bool                 // a directory found on an adopted node for an untaken module
+	Found    bool                 // held because of data found on an adopted node for an untaken module
 	Resource declaration.Resource // the declared resource (zero for Remove)
 }
 
@@ -111,11 +111,17 @@ type Plan struct {
 //   - A directory at the declared mode, and a file byte-identical and at the
 //     declared mode, are unchanged; otherwise updated in place.
 //   - The hosts file is written when it differs; it is no resource.
-//   - On an adopted node, a directory of a module that is not taken, whose
-//     path exists and was not made by this agent, is found: it is never
-//     touched. It is held if the agent would have had to change it, and
-//     unchanged if it already matches. Every container that mounts a found
-//     path (or a path under it) is held, whether or not it runs.
+//   - On an adopted node, a directory of a module that is assigned but not
+//     taken, whose path exists and was not made by this agent, is found. A
+//     found directory is held, whether or not its mode already matches: it
+//     is never touched, and it counts as held, never as applied. Every
+//     declared file or directory under a found path is held (nothing is
+//     written inside found data), and every container that mounts a found
+//     path or a path under it (whether or not it runs), whatever module the
+//     file, directory or container belongs to. A held step's Module is the
+//     untaken module it waits on (the found directory's), so the report
+//     counts it for the module whose take releases it. A taken module, or a
+//     node that is not adopted, finds nothing.
 //   - Managed containers that are not declared are removed. Directories and
 //     files are never removed.
 func Diff(d declaration.Declaration, obs Observed, st State) Plan {
@@ -167,7 +173,7 @@ func Diff(d declaration.Declaration, obs Observed, st State) Plan {
 		case declaration.KindDirectory:
 			diffDirectory(&s, r, obs, found)
 		case declaration.KindFile:
-			diffFile(&s, r, obs)
+			diffFile(&s, r, obs, found)
 		}
 		p.Steps = append(p.Steps, s)
 	}
@@ -237,8 +243,8 @@ func diffContainer(s *Step, r declaration.Resource, obs Observed, found map[stri
 			continue
 		}
 		if module, ok := under(m.Source, found); ok {
-			s.Action, s.Found = Hold, true
-			s.Reason = fmt.Sprintf("would mount %s, found on this adopted node; not run until %s is taken", m.Source, module)
+			s.Action, s.Found, s.Reason = Hold, true, holdContainer(m.Source, module)
+			s.Module = module
 			return
 		}
 	}
@@ -266,15 +272,44 @@ func diffContainer(s *Step, r declaration.Resource, obs Observed, found map[stri
 	s.Action, s.Reason = Replace, "changed: "+strings.Join(s.Fields, ", ")
 }
 
+// The hold reasons (STEPS.md, "Report wording"), in one voice: what was
+// found, and what is not done until the module is taken. STEPS.md words the
+// directory and container reasons; the reason for a file (or an unfound
+// directory) under a found directory is ours, in the same voice: it names
+// the found directory, as a container's names the path it would mount:
+// "under PATH, found on this adopted node; not written until MODULE is
+// taken" ("not made" for a directory).
+func holdDirectory(module string) string {
+	return fmt.Sprintf("found on this adopted node; not touched until %s is taken", module)
+}
+
+func holdContainer(source, module string) string {
+	return fmt.Sprintf("would mount %s, found on this adopted node; not run until %s is taken", source, module)
+}
+
+func holdUnder(dir, verb, module string) string {
+	return fmt.Sprintf("under %s, found on this adopted node; not %s until %s is taken", dir, verb, module)
+}
+
 // under reports whether p is a found path or lies under one, and the found
 // directory's module.
 func under(p string, found map[string]string) (string, bool) {
+	_, m, ok := foundAt(p, found)
+	return m, ok
+}
+
+// foundAt returns the found path that is p or the nearest one above it, and
+// its module.
+func foundAt(p string, found map[string]string) (string, string, bool) {
+	if len(found) == 0 {
+		return "", "", false
+	}
 	for q := p; ; q = path.Dir(q) {
 		if m, ok := found[q]; ok {
-			return m, true
+			return q, m, true
 		}
 		if q == "/" || q == "." {
-			return "", false
+			return "", "", false
 		}
 	}
 }
@@ -284,28 +319,35 @@ func diffDirectory(s *Step, r declaration.Resource, obs Observed, found map[stri
 	if want == 0 {
 		want = DefaultDirMode
 	}
+	if _, ok := found[r.Directory.Path]; ok {
+		s.Action, s.Found, s.Reason = Hold, true, holdDirectory(r.Module)
+		return
+	}
+	if dir, module, ok := foundAt(path.Dir(r.Directory.Path), found); ok {
+		s.Action, s.Found, s.Reason = Hold, true, holdUnder(dir, "made", module)
+		s.Module = module
+		return
+	}
 	have := obs.Paths[r.Directory.Path]
-	_, isFound := found[r.Directory.Path]
 	switch {
 	case !have.Exists:
 		s.Action, s.Reason = Create, fmt.Sprintf("absent; make at %o", want)
-	case !have.Dir && isFound:
-		s.Action, s.Found = Hold, true
-		s.Reason = fmt.Sprintf("found on this adopted node; not touched until %s is taken", r.Module)
 	case !have.Dir:
 		s.Action, s.Reason = Reject, fmt.Sprintf("%s is a file, not a directory", r.Directory.Path)
 	case have.Mode == want:
-		s.Action, s.Found, s.Reason = Unchanged, isFound, fmt.Sprintf("mode %o", want)
-	case isFound:
-		s.Action, s.Found = Hold, true
-		s.Reason = fmt.Sprintf("found on this adopted node; not touched until %s is taken", r.Module)
+		s.Action, s.Reason = Unchanged, fmt.Sprintf("mode %o", want)
 	default:
 		s.Action, s.Fields = Update, []string{"mode"}
 		s.Reason = fmt.Sprintf("mode %o to %o", have.Mode, want)
 	}
 }
 
-func diffFile(s *Step, r declaration.Resource, obs Observed) {
+func diffFile(s *Step, r declaration.Resource, obs Observed, found map[string]string) {
+	if dir, module, ok := foundAt(r.File.Path, found); ok {
+		s.Action, s.Found, s.Reason = Hold, true, holdUnder(dir, "written", module)
+		s.Module = module
+		return
+	}
 	want := r.File.Mode
 	if want == 0 {
 		want = DefaultFileMode

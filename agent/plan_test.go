@@ -3,6 +3,7 @@ package agent_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"meshplane/agent"
@@ -59,6 +60,7 @@ func TestDiff(t *testing.T) {
 	base := decl("novox/1", ctr("web", "forge", web))
 	holdDir := "found on this adopted node; not touched until route-proxy is taken"
 	holdCA := "would mount /var/lib/route-proxy/ca, found on this adopted node; not run until route-proxy is taken"
+	holdFile := "under /var/lib/route-proxy/ca, found on this adopted node; not written until route-proxy is taken"
 
 	tests := []struct {
 		name      string
@@ -160,12 +162,96 @@ func TestDiff(t *testing.T) {
 			want: []want{{"conf", agent.Update, []string{"content", "mode"}, ""}}, hostWrite: true,
 		},
 		{
-			name: "adopted, untaken, found matching directory: unchanged; container mounting it held",
+			name: "adopted, untaken, found matching directory: held, never applied; container mounting it held",
 			d:    adopted(decl("novox/1", routeProxy()...)),
 			obs:  agent.Observed{Paths: paths(caPath, d(0o755))},
 			want: []want{
 				{"acme", agent.Create, nil, ""},
 				{"ca", agent.Hold, nil, holdCA},
+				{"proxy", agent.Create, nil, ""},
+				{"route-proxy-ca", agent.Hold, nil, holdDir},
+			},
+			hostWrite: true,
+		},
+		{
+			name: "adopted, untaken, found directory that is a file: held, not rejected",
+			d:    adopted(decl("novox/1", routeProxy()...)),
+			obs:  agent.Observed{Paths: paths(caPath, f("x", 0o644))},
+			want: []want{
+				{"acme", agent.Create, nil, ""},
+				{"ca", agent.Hold, nil, holdCA},
+				{"proxy", agent.Create, nil, ""},
+				{"route-proxy-ca", agent.Hold, nil, holdDir},
+			},
+			hostWrite: true,
+		},
+		{
+			name: "adopted, untaken: a file under a found directory held, matching or not, whatever its module",
+			d: adopted(decl("novox/1", append(routeProxy(),
+				file("ca-conf", "route-proxy", caPath+"/ca.json", "{}\n", 0o600),
+				file("ca-root", "route-proxy", caPath+"/certs/root.pem", "pem\n", 0o644),
+				file("stray", "forge", caPath+"/forge.ini", "x\n", 0o644),
+				file("beside", "route-proxy", "/var/lib/route-proxy/cab", "y\n", 0o644),
+			)...), "forge"),
+			obs: agent.Observed{Paths: paths(caPath, d(0o755), caPath+"/ca.json", f("{}\n", 0o600), "/var/lib/route-proxy/cab", f("y\n", 0o644))},
+			want: []want{
+				{"acme", agent.Create, nil, ""},
+				{"beside", agent.Unchanged, nil, ""},
+				{"ca", agent.Hold, nil, holdCA},
+				{"ca-conf", agent.Hold, nil, holdFile},
+				{"ca-root", agent.Hold, nil, holdFile},
+				{"proxy", agent.Create, nil, ""},
+				{"route-proxy-ca", agent.Hold, nil, holdDir},
+				{"stray", agent.Hold, nil, holdFile},
+			},
+			hostWrite: true,
+		},
+		{
+			name: "adopted, untaken: a container mounting a path under a found directory held, whatever its module",
+			d: adopted(decl("novox/1", append(routeProxy(),
+				ctr("signer", "route-proxy", image("signer:1", caPath+"/keys")),
+				ctr("backup", "forge", image("restic:0.17", "/var/lib/route-proxy")),
+				ctr("reader", "forge", image("reader:1", caPath+"/keys/public")),
+				dir("route-proxy-keys", "route-proxy", caPath+"/keys", 0o700),
+			)...), "forge"),
+			obs: agent.Observed{Paths: paths(caPath, d(0o755))},
+			want: []want{
+				{"acme", agent.Create, nil, ""},
+				{"backup", agent.Create, nil, ""}, // mounts the parent: nothing found there
+				{"ca", agent.Hold, nil, holdCA},
+				{"proxy", agent.Create, nil, ""},
+				{"reader", agent.Hold, nil, "would mount " + caPath + "/keys/public, found on this adopted node; not run until route-proxy is taken"},
+				{"route-proxy-ca", agent.Hold, nil, holdDir},
+				{"route-proxy-keys", agent.Hold, nil, "under " + caPath + ", found on this adopted node; not made until route-proxy is taken"},
+				{"signer", agent.Hold, nil, "would mount " + caPath + "/keys, found on this adopted node; not run until route-proxy is taken"},
+			},
+			hostWrite: true,
+		},
+		{
+			name: "adopted, taken: a found matching directory and the files under it are the mesh's",
+			d: adopted(decl("novox/1", append(routeProxy(),
+				file("ca-conf", "route-proxy", caPath+"/ca.json", "{}\n", 0o600),
+			)...), "route-proxy"),
+			obs: agent.Observed{Paths: paths(caPath, d(0o755), caPath+"/ca.json", f("{}\n", 0o600))},
+			want: []want{
+				{"acme", agent.Create, nil, ""},
+				{"ca", agent.Create, nil, ""},
+				{"ca-conf", agent.Unchanged, nil, ""},
+				{"proxy", agent.Create, nil, ""},
+				{"route-proxy-ca", agent.Unchanged, nil, ""},
+			},
+			hostWrite: true,
+		},
+		{
+			name: "not adopted: a matching directory and the file under it are unchanged, nothing held",
+			d: decl("novox/1", append(routeProxy(),
+				file("ca-conf", "route-proxy", caPath+"/ca.json", "{}\n", 0o600),
+			)...),
+			obs: agent.Observed{Paths: paths(caPath, d(0o755), caPath+"/ca.json", f("{}\n", 0o640))},
+			want: []want{
+				{"acme", agent.Create, nil, ""},
+				{"ca", agent.Create, nil, ""},
+				{"ca-conf", agent.Update, []string{"mode"}, ""},
 				{"proxy", agent.Create, nil, ""},
 				{"route-proxy-ca", agent.Unchanged, nil, ""},
 			},
@@ -291,6 +377,10 @@ func TestDiff(t *testing.T) {
 				}
 				if s.Reason == "" {
 					t.Errorf("step %s has no reason", s.Name)
+				}
+				// A hold is counted for the module whose take releases it.
+				if s.Action == agent.Hold && !strings.HasSuffix(s.Reason, "until "+s.Module+" is taken") {
+					t.Errorf("step %s held for %q, but its reason is %q", s.Name, s.Module, s.Reason)
 				}
 			}
 		})

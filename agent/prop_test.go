@@ -3,9 +3,12 @@ package agent_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"meshplane/declaration"
 	"slices"
 	"testing"
+
+	"meshplane/agent"
+	"meshplane/declaration"
+	"meshplane/events"
 )
 
 // randomDecl makes a random declaration of up to 4 modules, each with
@@ -68,9 +71,22 @@ func TestApplyTwiceIsANoOpProperty(t *testing.T) {
 			fx.apply(t, randomDecl(r, "novox/0"))
 		}
 		d := randomDecl(r, "novox/1")
+		found := foundBefore(fx, d)
 		first := fx.apply(t, d)
 		second := fx.apply(t, d)
 		o := second.Outcome
+		// Rule 3: a found directory is held on every pass, never applied, and
+		// left exactly as it was.
+		for name, mode := range found {
+			for _, rep := range []agent.Report{first, second} {
+				if !slices.ContainsFunc(rep.Outcome.Held, func(h events.Held) bool { return h.Name == name }) {
+					t.Fatalf("seed %d: found directory %s not held: %+v", seed, name, rep.Outcome)
+				}
+			}
+			if got, _ := fx.rt.Dir(dirPath(d, name)); got != mode {
+				t.Fatalf("seed %d: found directory %s touched: mode %o, was %o", seed, name, got, mode)
+			}
+		}
 		if o.Changes() != 0 || len(o.Updated) != 0 || len(o.Failed) != 0 || len(first.Outcome.Failed) != 0 {
 			t.Fatalf("seed %d: second apply changed something: %s\nfirst %+v\nsecond %+v\ndisk:\n%s",
 				seed, second.Summary(), first.Outcome, o, fx.rt.Paths())
@@ -82,4 +98,32 @@ func TestApplyTwiceIsANoOpProperty(t *testing.T) {
 			t.Fatalf("seed %d: counts do not add up: %+v", seed, o)
 		}
 	}
+}
+
+// foundBefore lists, with their modes, the directory resources of d that the
+// agent will find: d is for an adopted node, their module is not taken, and
+// the directory is on disk and was not made by the agent.
+func foundBefore(fx *fixture, d declaration.Declaration) map[string]uint32 {
+	out := map[string]uint32{}
+	if !d.Adopted {
+		return out
+	}
+	for _, r := range d.Resources {
+		if r.Directory == nil || slices.Contains(d.Taken, r.Module) || slices.Contains(fx.ag.State().Made, r.Directory.Path) {
+			continue
+		}
+		if mode, ok := fx.rt.Dir(r.Directory.Path); ok {
+			out[r.Name] = mode
+		}
+	}
+	return out
+}
+
+func dirPath(d declaration.Declaration, name string) string {
+	for _, r := range d.Resources {
+		if r.Name == name && r.Directory != nil {
+			return r.Directory.Path
+		}
+	}
+	return ""
 }

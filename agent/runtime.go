@@ -19,9 +19,10 @@ import (
 // method that must act on something that is not there (RemoveContainer,
 // Chmod, ReadFile). A failure to look is always an error.
 var (
-	// ErrRuntime means the runtime could not carry out a call: the daemon is
-	// unreachable, the disk refused a write, an injected fault fired. The
-	// state of the named object is unknown.
+	// ErrRuntime means the runtime could not carry out a call: what it runs
+	// on was unreachable or refused (a disk that refused a write), or an
+	// injected fault fired (simruntime.FailNext). The state of the named
+	// object is unknown.
 	ErrRuntime = errors.New("runtime failure")
 
 	// ErrNotFound means the container or path a call must act on does not
@@ -42,16 +43,18 @@ var (
 	ErrInvalid = errors.New("invalid input")
 )
 
-// Runtime is the narrow part of a container runtime the agent uses. It is
-// implemented by agent/simruntime (in memory) and by the Docker runtime, and
-// both pass the conformance suite in agent/runtimetest.
+// Runtime is the narrow part of a container runtime the agent uses. Today it
+// is implemented by agent/simruntime (in memory), which passes the
+// conformance suite in agent/runtimetest; a runtime over a real container
+// engine is not written yet, and must pass the same suite.
 //
 // Every method honours ctx: a call made with a done context fails with an
 // error wrapping ctx.Err() and changes nothing. Implementations are safe for
 // concurrent use.
 //
-// Containers. A managed container carries, persisted with it (as labels on
-// Docker), its module, its resource digest and its full spec as JSON; a later
+// Containers. A managed container carries, persisted with it (as labels, the
+// way Docker would keep them), its module, its resource digest and its full
+// spec as JSON; a later
 // ListContainers returns exactly the spec it was created with. Containers the
 // runtime holds that are not managed by the mesh are never listed and never
 // touched.

@@ -108,7 +108,8 @@ var unmarshal = gojson.Unmarshal
 // Decode returns the payload of ev as a value of its registered Go type
 // (NodeRegistered, not *NodeRegistered), upcast to the current schema.
 // Payloads may share memory with each other (a declaration's resources and
-// roster, when they repeat): never modify one. An
+// roster, when they repeat): never modify one's elements in place. Shared
+// slices are clipped, so appending to one never writes into another. An
 // unregistered type is ErrUnknownType; a schema newer than this build knows,
 // a missing upcaster, or data that does not decode is an error naming the
 // event.

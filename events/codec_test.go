@@ -273,3 +273,46 @@ func TestJSONLine(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeComposedNotAliased: the registry decodes a composed
+// declaration's roster and resources through a cache shared by every decode
+// of the same bytes. An append through one decoded payload must never write
+// into another's: each append below would land in the same spare capacity
+// if the cached slices were handed out unclipped.
+func TestDecodeComposedNotAliased(t *testing.T) {
+	r := events.NewRegistry()
+	ev, err := r.New("node-novox", events.DeclarationComposed{
+		Node: "novox", Declaration: "novox/1", Digest: "sha256:d1",
+		Roster: []string{"10.1.0.3 a.zurag.be", "10.1.0.3 b.zurag.be", "10.1.0.4 c.zurag.be"},
+		Resources: []events.ResourceRef{
+			{Name: "ca", Kind: "container", Module: "route-proxy", Digest: "sha256:1"},
+			{Name: "proxy", Kind: "container", Module: "route-proxy", Digest: "sha256:2"},
+			{Name: "acme", Kind: "container", Module: "route-proxy", Digest: "sha256:3"},
+		},
+	}, events.Meta{ID: idA, At: testAt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode := func() events.DeclarationComposed {
+		t.Helper()
+		d, err := events.DecodeAs[events.DeclarationComposed](r, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	a, b := decode(), decode()
+	a.Roster = append(a.Roster, "10.9.9.9 mine.a")
+	a.Resources = append(a.Resources, events.ResourceRef{Name: "mine-a"})
+	b.Roster = append(b.Roster, "10.9.9.9 mine.b")
+	b.Resources = append(b.Resources, events.ResourceRef{Name: "mine-b"})
+	if got := a.Roster[len(a.Roster)-1]; got != "10.9.9.9 mine.a" {
+		t.Errorf("an append to one decode's roster wrote into another's: it reads %q", got)
+	}
+	if got := a.Resources[len(a.Resources)-1].Name; got != "mine-a" {
+		t.Errorf("an append to one decode's resources wrote into another's: it reads %q", got)
+	}
+	if c := decode(); len(c.Roster) != 3 || len(c.Resources) != 3 {
+		t.Errorf("a later decode reads %d roster lines and %d resources, want 3 and 3", len(c.Roster), len(c.Resources))
+	}
+}

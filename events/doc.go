@@ -4,8 +4,8 @@
 // event store implements, with its errors.
 //
 // Nothing in this package does I/O. Stores live in sub-packages, one per
-// dependency (memstore, boltstore, pgstore, esdbstore), and all of them pass
-// the one conformance suite in events/storetest.
+// dependency (today memstore, in memory, and boltstore, a bbolt file), and
+// all of them pass the one conformance suite in events/storetest.
 //
 // # Positions and versions
 //

@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"sync"
 )
 
@@ -11,7 +12,8 @@ import (
 // declaration's two lists through a bounded cache keyed by their bytes, so
 // a list it has decoded before costs a map lookup instead of a decode with a
 // string allocated per field. Decoded lists are shared between payloads,
-// which is why payloads are never modified (see Registry.Decode).
+// which is why payloads are never modified in place (see Registry.Decode);
+// they are handed out clipped, so appending to one is safe.
 
 // composedWire is DeclarationComposed with its two repeating lists left as
 // bytes.
@@ -64,6 +66,11 @@ func (c *internCache) decodeComposed(data []byte) (DeclarationComposed, error) {
 
 // interned decodes raw into a []T through m (guarded by c.mu). Absent and
 // null lists are nil, as a direct decode makes them.
+//
+// The slice it returns is shared with every other decode of the same bytes,
+// so it is clipped (capacity equal to length): an append by one caller then
+// copies to a new array instead of writing into the spare capacity that
+// every other caller's slice shares.
 func interned[T any](c *internCache, m map[string][]T, raw json.RawMessage) ([]T, error) {
 	if len(raw) == 0 {
 		return nil, nil
@@ -81,6 +88,7 @@ func interned[T any](c *internCache, m map[string][]T, raw json.RawMessage) ([]T
 	if len(m) >= internLimit {
 		clear(m)
 	}
+	v = slices.Clip(v)
 	m[string(raw)] = v
 	c.mu.Unlock()
 	return v, nil

@@ -1,7 +1,9 @@
 Feature: A hold is a line in every report (DESIGN.md rule 3, seed 002)
   On an adopted node, a module's data found on disk is not the mesh's to touch until the
-  module is taken. The report says what it held and why; status shows the module waiting
-  on take, never converged.
+  module is taken. Every found directory of a module assigned but not taken is held,
+  whether or not it already matches, and so is every file under one and every container
+  that mounts one: none of them is touched or counted as applied. The report says what
+  it held and why; status shows the module waiting on take, never converged.
 
   Background:
     Given a mesh with nodes "novox"
@@ -11,13 +13,20 @@ Feature: A hold is a line in every report (DESIGN.md rule 3, seed 002)
     And directory "/var/lib/route-proxy/ca" exists on node "novox"
     And module "route-proxy" is assigned to "novox"
 
-  Scenario: Found data holds the container that mounts it, and the report says so
+  Scenario: Found data is held with the container that mounts it, and the report says so (STEPS.md's worked count)
     When the mesh is pushed to "novox"
     And node "novox" applies its latest declaration
-    Then the apply report of "novox" reads "applied 3 resource(s), 1 held for untaken modules (route-proxy: 1)"
+    Then the apply report of "novox" reads "applied 2 resource(s), 2 held for untaken modules (route-proxy: 2)"
+    And the apply report of "novox" holds "/var/lib/route-proxy/ca" because "found on this adopted node; not touched until route-proxy is taken"
     And the apply report of "novox" holds "ca" because "would mount /var/lib/route-proxy/ca, found on this adopted node; not run until route-proxy is taken"
     And status of "novox" shows "route-proxy" waiting on take
     And status of "novox" is not converged
+
+  Scenario: A file under a found directory is held, and not written
+    Given module "route-proxy" writes file "/var/lib/route-proxy/ca/ca.json" with "{}"
+    When 1 passes run on "novox"
+    Then the apply report of "novox" reads "applied 2 resource(s), 3 held for untaken modules (route-proxy: 3)"
+    And the apply report of "novox" holds "/var/lib/route-proxy/ca/ca.json" because "under /var/lib/route-proxy/ca, found on this adopted node; not written until route-proxy is taken"
 
   Scenario: Taking the module releases the hold
     Given 1 passes run on "novox"
@@ -33,7 +42,7 @@ Feature: A hold is a line in every report (DESIGN.md rule 3, seed 002)
     And directory "/srv/photos" exists on node "novox"
     And module "photos" is assigned to "novox"
     When 1 passes run on "novox"
-    Then the apply report of "novox" reads "applied 4 resource(s), 3 held for untaken modules (photos: 2, route-proxy: 1)"
+    Then the apply report of "novox" reads "applied 2 resource(s), 5 held for untaken modules (photos: 3, route-proxy: 2)"
     And status of "novox" shows "photos" waiting on take
     And status of "novox" shows "route-proxy" waiting on take
 
@@ -42,7 +51,7 @@ Feature: A hold is a line in every report (DESIGN.md rule 3, seed 002)
     And module "mail" container "smtp" mounts "/var/lib/mail"
     And module "mail" is assigned to "novox"
     When 1 passes run on "novox"
-    Then the apply report of "novox" reads "applied 5 resource(s), 1 held for untaken modules (route-proxy: 1)"
+    Then the apply report of "novox" reads "applied 4 resource(s), 2 held for untaken modules (route-proxy: 2)"
 
   Scenario: A rolled-back module's leftovers are found again on re-assign (the seed's cutover)
     Given module "mail" with containers "smtp"

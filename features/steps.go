@@ -83,6 +83,7 @@ func Initialize(sc *godog.ScenarioContext, opts Options) {
 	sc.Step(`^module "([^"]*)" with containers "([^"]*)"$`, moduleWithContainers)
 	sc.Step(`^module "([^"]*)" container "([^"]*)" mounts "([^"]*)"$`, containerMounts)
 	sc.Step(`^module "([^"]*)" routes name "([^"]*)"$`, moduleRoutesName)
+	sc.Step(`^module "([^"]*)" writes file "([^"]*)" with "([^"]*)"$`, moduleWritesFile)
 	sc.Step(`^module "([^"]*)" container "([^"]*)" reads port "([^"]*)" of its node as "([^"]*)"$`, containerReadsPort)
 	sc.Step(`^module "([^"]*)" container "([^"]*)" runs artifact "([^"]*)" at digest "([^"]*)"$`, containerRunsArtifact)
 	sc.Step(`^module "([^"]*)" does not compose$`, moduleDoesNotCompose)
@@ -238,6 +239,13 @@ func containerMounts(ctx context.Context, module, container, path string) error 
 			return err
 		}
 		c.Mounts = append(c.Mounts, events.Mount{Source: path})
+		return nil
+	})
+}
+
+func moduleWritesFile(ctx context.Context, module, path, content string) error {
+	return world(ctx).define(ctx, module, func(s *events.ModuleSpec) error {
+		s.Files = append(s.Files, events.FileSpec{Path: path, Content: content})
 		return nil
 	})
 }

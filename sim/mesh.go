@@ -158,7 +158,7 @@ func (m *Mesh) deliver(ctx context.Context, n *Node, r agent.Report) error {
 	cut := n.cut
 	n.mu.Unlock()
 	if cut {
-		return fmt.Errorf("reporting: nats: connection closed: %w", ErrBusCut)
+		return fmt.Errorf("sim: report from %s: connection closed: %w", n.Name, ErrBusCut)
 	}
 	id, err := uuid.Parse(r.Outcome.ApplyID)
 	if err != nil {

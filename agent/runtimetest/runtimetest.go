@@ -1,5 +1,6 @@
 // Package runtimetest is the conformance suite of agent.Runtime: the one
-// body of tests that agent/simruntime and the Docker runtime both pass.
+// body of tests every runtime passes. agent/simruntime is the only runtime
+// today; one over a real container engine, when written, passes it too.
 //
 // Use it from a test of the runtime's package:
 //

@@ -1,8 +1,8 @@
 // Package simruntime is an in-memory agent.Runtime: containers, and a
 // simulated disk of directories (with modes) and files (with content and
 // modes). It is deterministic and safe for concurrent use, and passes the
-// runtime conformance suite (agent/runtimetest) that the Docker runtime
-// passes too.
+// runtime conformance suite (agent/runtimetest). It is the only runtime so
+// far; one over a real container engine is not written yet.
 //
 // Besides the agent's interface it exposes what the world outside the mesh
 // can do to a node (MakeDirectory: a directory that was there before the

@@ -1,7 +1,8 @@
-// Command mesh is meshplane's one binary: `mesh up` runs the control plane,
-// and the other verbs ask it what it did and why.
+// Command mesh is meshplane's one binary: `mesh up` runs the control plane
+// with simulated nodes in this process, and the other verbs ask it what it
+// did and why.
 //
-// Until the daemon exists every verb works in local mode: it opens the
+// There is no daemon yet: every verb works in local mode. It opens the
 // event store in the data directory (a bbolt file, locked while in use),
 // folds the projections from it, and answers.
 package main

@@ -18,7 +18,8 @@ import (
 )
 
 // meshFile describes the nodes of a mesh for `mesh up` (examples/mesh.yaml).
-// Nodes are simulated in the process until the agents run over NATS.
+// Nodes are simulated in this process (sim.Mesh): there is no transport to
+// agents on other machines yet.
 type meshFile struct {
 	Nodes []struct {
 		Name           string         `yaml:"name"`

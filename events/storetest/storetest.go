@@ -1,6 +1,6 @@
 // Package storetest is the one conformance suite that every events.Store
-// passes (memstore, boltstore, pgstore, esdbstore), and the benchmarks that
-// compare them. A store's own test file is two lines:
+// passes (today memstore and boltstore), and the benchmarks that compare
+// them. A store's own test file is two lines:
 //
 //	func TestConformance(t *testing.T) { storetest.Run(t, storetest.Factory{Open: open}) }
 //	func BenchmarkStore(b *testing.B)  { storetest.Bench(b, storetest.Factory{Open: open}) }
