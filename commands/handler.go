@@ -43,7 +43,8 @@ type Handler struct {
 // Option configures a Handler.
 type Option func(*Handler)
 
-// WithClock sets the clock events are stamped with.
+// WithClock sets the clock events are stamped with (the wall clock, in UTC,
+// by default).
 func WithClock(now func() time.Time) Option { return func(h *Handler) { h.now = now } }
 
 // WithIDs sets the source of event ids (UUIDv7 by default).
@@ -55,7 +56,7 @@ func WithRetries(n int) Option { return func(h *Handler) { h.retries = n } }
 // NewHandler returns a handler over store.
 func NewHandler(store events.Store, reg *events.Registry, opts ...Option) *Handler {
 	h := &Handler{
-		store: store, reg: reg, now: time.Now, newID: events.NewID, retries: DefaultRetries,
+		store: store, reg: reg, now: wallClock, newID: events.NewID, retries: DefaultRetries,
 		nodes: map[string]Node{}, modules: map[string]Module{},
 	}
 	for _, o := range opts {
@@ -63,6 +64,9 @@ func NewHandler(store events.Store, reg *events.Registry, opts ...Option) *Handl
 	}
 	return h
 }
+
+// wallClock is the default clock: the wall clock in UTC, nanoseconds kept.
+func wallClock() time.Time { return time.Now().UTC() }
 
 // Execute decides c as actor ("operator:<name>") and appends its events. It
 // returns the events as stored (none when the command changed nothing).

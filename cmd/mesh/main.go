@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
+	"time"
 
 	"meshplane/commands"
 )
@@ -36,10 +37,15 @@ type command struct {
 	run     func(ctx context.Context, e *env, args []string) error
 }
 
-// env is what a command runs with: its output streams, so tests can run
-// the CLI in process.
+// env is what a command runs with: its output streams and its clock, so
+// tests can run the CLI in process.
 type env struct {
 	stdout, stderr io.Writer
+	// now stamps what `mesh up` writes: the wall clock in UTC, nanoseconds
+	// kept, so that every run's events follow the last run's. (The verbs
+	// that write through openLocal's handler use the handler's default,
+	// the same wall clock.)
+	now func() time.Time
 }
 
 // usageError is a wrong command line: exit 2, with the verb's usage.
@@ -80,7 +86,15 @@ func main() {
 
 // run runs the CLI and returns its exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr}
+	return (&env{stdout: stdout, stderr: stderr, now: wallClock}).run(ctx, args)
+}
+
+// wallClock is the clock of everything the CLI writes to a user's store.
+func wallClock() time.Time { return time.Now().UTC() }
+
+// run runs the CLI in e and returns its exit code.
+func (e *env) run(ctx context.Context, args []string) int {
+	stdout, stderr := e.stdout, e.stderr
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		help(stdout)
 		if len(args) == 0 {

@@ -10,18 +10,24 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"meshplane/events"
 	"meshplane/events/boltstore"
+	"meshplane/sim"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
-// mesh runs the CLI in process and returns its exit code and output.
+// mesh runs the CLI in process and returns its exit code and output. What
+// `mesh up` writes is stamped by a simulated clock starting at sim.Epoch on
+// every call, so that golden files hold fixed times; TestUpUsesTheWallClock
+// runs the CLI with its own clock.
 func mesh(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := run(context.Background(), args, &out, &errOut)
+	e := &env{stdout: &out, stderr: &errOut, now: sim.NewClock(sim.Epoch).Now}
+	code := e.run(context.Background(), args)
 	return code, out.String(), errOut.String()
 }
 
@@ -236,4 +242,55 @@ func TestUnknownEventsAreCountedNotLost(t *testing.T) {
 			t.Errorf("mesh %v: exit %d\n%s%s", verb, code, out, errOut)
 		}
 	}
+}
+
+// mesh up writes to a user's store with the wall clock: a second run's
+// events follow the first's, and every one is dated now, not at the
+// simulator's epoch.
+func TestUpUsesTheWallClock(t *testing.T) {
+	dir := t.TempDir()
+	var evs []events.Event
+	for i := range 2 {
+		var out, errOut bytes.Buffer
+		args := []string{"up", "--data", dir, "--modules", "../../examples/modules", "--mesh", "../../examples/mesh.yaml"}
+		if code := run(context.Background(), args, &out, &errOut); code != exitOK {
+			t.Fatalf("run %d: exit %d\n%s%s", i+1, code, out.String(), errOut.String())
+		}
+		all := readAll(t, dir)
+		if len(all) <= len(evs) {
+			t.Fatalf("run %d appended nothing", i+1)
+		}
+		evs = all
+	}
+	now := time.Now()
+	subMicro := false
+	for i, ev := range evs {
+		if d := now.Sub(ev.At); d < 0 || d > time.Minute {
+			t.Errorf("#%d %s at %s: %s before now, want within a minute", ev.Position, ev.Type, ev.At, d)
+		}
+		if ev.At.Location() != time.UTC {
+			t.Errorf("#%d %s at %s: not UTC", ev.Position, ev.Type, ev.At)
+		}
+		if i > 0 && ev.At.Before(evs[i-1].At) {
+			t.Errorf("#%d %s at %s is before #%d at %s", ev.Position, ev.Type, ev.At, evs[i-1].Position, evs[i-1].At)
+		}
+		subMicro = subMicro || ev.At.Nanosecond()%1000 != 0
+	}
+	if !subMicro {
+		t.Errorf("no event of %d has a time finer than a microsecond: nanoseconds are lost", len(evs))
+	}
+}
+
+func readAll(t *testing.T, dir string) []events.Event {
+	t.Helper()
+	s, err := boltstore.Open(filepath.Join(dir, "events.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	evs, err := s.ReadAll(context.Background(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
 }

@@ -82,7 +82,7 @@ func cmdUp(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer l.Close()
-	m := sim.New(l.store)
+	m := sim.New(l.store, sim.WithClock(e.now))
 	w := e.stdout
 	fmt.Fprintf(w, "meshplane: event store %s\n", filepath.Join(*data, "events.db"))
 
