@@ -2,6 +2,8 @@ package commands
 
 import (
 	"fmt"
+
+	"github.com/opencontainers/go-digest"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -64,24 +66,38 @@ func (TakeModule) command()     {}
 func (RecordArtifact) command() {}
 
 // State is what Decide needs to know: the node and the module the command
-// names (zero values when it names none, or they do not exist yet).
+// names (zero values when it names none, or they do not exist yet), and the
+// routed names other modules claim.
 type State struct {
 	Node   Node
 	Module Module
+	// Claims maps a routed name to another module that routes it: for
+	// DefineModule every other defined module's routes, for AssignModule
+	// those of every other module assigned to a node. Nil for the other
+	// commands.
+	Claims map[string]string
 }
 
 // Decide is the whole write-side policy: given the state of the aggregates a
 // command names, the events it produces, or a *Rejection. It is pure.
-// Deciding a command that changes nothing (assigning an assigned module,
-// setting a setting to its value) is not an error: it produces no events.
+//
+// One rule for work already done: a command whose effect the state already
+// holds (registering a registered node, adopting an adopted one, setting a
+// setting to its value, defining a module as it is defined, assigning an
+// assigned module, releasing one that is not assigned, taking a taken one,
+// recording the build already recorded) is no error and produces no events,
+// so an operator can run a script again. Unchanged says what such a command
+// found. A command is still refused when its input is invalid or what it
+// needs is missing (an unknown node or module, a take on a node that is not
+// adopted, a take of a module not assigned), whether or not its work is done.
 func Decide(s State, c Command) ([]events.Payload, error) {
+	if err := checkNames(c); err != nil {
+		return nil, err
+	}
 	switch c := c.(type) {
 	case RegisterNode:
-		if !validName(c.Node) {
-			return nil, reject(CodeInvalid, "node name %q: use lower-case letters, digits, '-', '_' and '.'", c.Node)
-		}
 		if s.Node.Registered {
-			return nil, reject(CodeNodeExists, "node %s is already registered", c.Node)
+			return nil, nil
 		}
 		return one(events.NodeRegistered{Node: c.Node})
 
@@ -107,14 +123,16 @@ func Decide(s State, c Command) ([]events.Payload, error) {
 		return one(events.NodeSettingSet{Node: c.Node, Key: c.Key, Value: c.Value})
 
 	case DefineModule:
-		if !validName(c.Module) {
-			return nil, reject(CodeInvalid, "module name %q: use lower-case letters, digits, '-', '_' and '.'", c.Module)
-		}
 		if err := ValidateSpec(c.Spec); err != nil {
 			return nil, reject(CodeInvalid, "module %s: %v", c.Module, err)
 		}
 		if s.Module.Defined && declaration.Digest(s.Module.Spec) == declaration.Digest(c.Spec) {
 			return nil, nil
+		}
+		for _, r := range c.Spec.Routes {
+			if other, ok := s.Claims[r]; ok && other != c.Module {
+				return nil, reject(CodeRouteClaimed, "module %s routes %s, which module %s already routes", c.Module, r, other)
+			}
 		}
 		return one(events.ModuleDefined{Module: c.Module, Spec: c.Spec})
 
@@ -123,10 +141,15 @@ func Decide(s State, c Command) ([]events.Payload, error) {
 			return nil, err
 		}
 		if !s.Module.Defined {
-			return nil, reject(CodeModuleUnknown, "cannot assign module %s to %s: module %s is not defined", c.Module, c.Node, c.Module)
+			return nil, reject(CodeModuleUnknown, "cannot assign module %s to %s: module %s is not defined", short(c.Module), c.Node, short(c.Module))
 		}
 		if s.Node.Assigned[c.Module] {
-			return nil, reject(CodeAlreadyAssigned, "module %s is already assigned to %s", c.Module, c.Node)
+			return nil, nil
+		}
+		for _, r := range s.Module.Spec.Routes {
+			if other, ok := s.Claims[r]; ok && other != c.Module {
+				return nil, reject(CodeRouteClaimed, "cannot assign module %s to %s: it routes %s, which module %s, assigned in the mesh, already routes", c.Module, c.Node, r, other)
+			}
 		}
 		return one(events.ModuleAssigned{Module: c.Module, Node: c.Node})
 
@@ -135,7 +158,10 @@ func Decide(s State, c Command) ([]events.Payload, error) {
 			return nil, err
 		}
 		if !s.Node.Assigned[c.Module] {
-			return nil, reject(CodeNotAssigned, "cannot release module %s from %s: it is not assigned there", c.Module, c.Node)
+			if !s.Module.Defined {
+				return nil, reject(CodeModuleUnknown, "cannot release module %s from %s: module %s is not defined", short(c.Module), c.Node, short(c.Module))
+			}
+			return nil, nil
 		}
 		return one(events.ModuleReleased{Module: c.Module, Node: c.Node})
 
@@ -144,25 +170,25 @@ func Decide(s State, c Command) ([]events.Payload, error) {
 			return nil, err
 		}
 		if !s.Node.Adopted {
-			return nil, reject(CodeNotAdopted, "cannot take module %s on %s: %s is not an adopted node, its modules need no take", c.Module, c.Node, c.Node)
+			return nil, reject(CodeNotAdopted, "cannot take module %s on %s: %s is not an adopted node, its modules need no take", short(c.Module), c.Node, c.Node)
 		}
 		if !s.Node.Assigned[c.Module] {
-			return nil, reject(CodeNotAssigned, "cannot take module %s on %s: it is not assigned there", c.Module, c.Node)
+			return nil, reject(CodeNotAssigned, "cannot take module %s on %s: it is not assigned there", short(c.Module), c.Node)
 		}
 		if s.Node.Taken[c.Module] {
-			return nil, reject(CodeAlreadyTaken, "module %s is already taken on %s", c.Module, c.Node)
+			return nil, nil
 		}
 		return one(events.ModuleTaken{Module: c.Module, Node: c.Node})
 
 	case RecordArtifact:
 		if !s.Module.Defined {
-			return nil, reject(CodeModuleUnknown, "cannot record artifact %s: module %s is not defined", c.Name, c.Module)
+			return nil, reject(CodeModuleUnknown, "cannot record artifact %s: module %s is not defined", short(c.Name), short(c.Module))
 		}
 		if !validArtifact(c.Name) {
-			return nil, reject(CodeInvalid, "artifact name %q: segments of lower-case letters, digits, '-', '_' and '.', joined by '/'", c.Name)
+			return nil, reject(CodeInvalid, "artifact name %s: segments of lower-case letters, digits, '-', '_' and '.', joined by '/'", quote(c.Name))
 		}
-		if !validDigest(c.Digest) {
-			return nil, reject(CodeInvalid, "artifact %s: digest %q is not of the form sha256:<hex>", c.Name, c.Digest)
+		if err := CheckDigest(c.Digest); err != nil {
+			return nil, reject(CodeInvalid, "artifact %s: %v", c.Name, err)
 		}
 		if s.Module.Artifacts[c.Name] == c.Digest {
 			return nil, nil
@@ -172,11 +198,95 @@ func Decide(s State, c Command) ([]events.Payload, error) {
 	return nil, reject(CodeInvalid, "unknown command %T", c)
 }
 
+// Unchanged is what the CLI tells an operator when c found its work already
+// done (Decide produced no events and no error): a sentence naming what was
+// already so.
+func Unchanged(c Command) string {
+	switch c := c.(type) {
+	case RegisterNode:
+		return fmt.Sprintf("node %s: already registered", c.Node)
+	case AdoptNode:
+		return fmt.Sprintf("node %s: already adopted", c.Node)
+	case SetNodeSetting:
+		if c.Value == "" {
+			return fmt.Sprintf("node %s: %s already unset", c.Node, c.Key)
+		}
+		return fmt.Sprintf("node %s: %s already %s", c.Node, c.Key, c.Value)
+	case DefineModule:
+		return fmt.Sprintf("module %s: already defined so", c.Module)
+	case AssignModule:
+		return fmt.Sprintf("module %s: already assigned to %s", c.Module, c.Node)
+	case ReleaseModule:
+		return fmt.Sprintf("module %s: not assigned to %s", c.Module, c.Node)
+	case TakeModule:
+		return fmt.Sprintf("module %s: already taken on %s", c.Module, c.Node)
+	case RecordArtifact:
+		return fmt.Sprintf("artifact %s: build %s already recorded", c.Name, c.Digest)
+	}
+	return fmt.Sprintf("%T: nothing to change", c)
+}
+
 func one(p events.Payload) ([]events.Payload, error) { return []events.Payload{p}, nil }
 
 func registered(n Node, name string) error {
 	if !n.Registered {
-		return reject(CodeNodeUnknown, "node %s is not registered", name)
+		return reject(CodeNodeUnknown, "node %s is not registered", short(name))
+	}
+	return nil
+}
+
+// checkNames refuses a command naming a node or a module by a name that is
+// not a valid name, before anything is read under that name.
+func checkNames(c Command) error {
+	if n := nodeOf(c); n != "" || isNodeCommand(c) {
+		if err := checkName("node", n); err != nil {
+			return err
+		}
+	}
+	if m := moduleOf(c); m != "" || isModuleCommand(c) {
+		if err := checkName("module", m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func isNodeCommand(c Command) bool {
+	switch c.(type) {
+	case RegisterNode, AdoptNode, SetNodeSetting, AssignModule, ReleaseModule, TakeModule:
+		return true
+	}
+	return false
+}
+
+func isModuleCommand(c Command) bool {
+	switch c.(type) {
+	case DefineModule, AssignModule, ReleaseModule, TakeModule, RecordArtifact:
+		return true
+	}
+	return false
+}
+
+// checkName refuses a node or module name that is not a valid name,
+// quoting it shortened.
+func checkName(what, name string) error {
+	if !validName(name) {
+		return reject(CodeInvalid, "%s name %s: use up to %d lower-case letters, digits, '-', '_' and '.', starting with a letter or digit", what, quote(name), maxName)
+	}
+	return nil
+}
+
+// CheckDigest checks that d is a real build digest: "sha256:" and 64
+// lower-case hex digits (github.com/opencontainers/go-digest). It is checked
+// where an operator records a build; readers of the stream accept whatever
+// history holds.
+func CheckDigest(d string) error {
+	dg, err := digest.Parse(d)
+	if err == nil && dg.Algorithm() != digest.SHA256 {
+		err = fmt.Errorf("algorithm %s", dg.Algorithm())
+	}
+	if err != nil {
+		return fmt.Errorf("digest %s is not sha256: and 64 lower-case hex digits (%v)", quote(d), err)
 	}
 	return nil
 }
@@ -205,19 +315,6 @@ func validSetting(key, value string) error {
 			key, events.SettingPrivateAddress, events.SettingArtifactStore, events.SettingPortPrefix)
 	}
 	return nil
-}
-
-func validDigest(d string) bool {
-	hex, ok := strings.CutPrefix(d, "sha256:")
-	if !ok || hex == "" || len(hex) > 64 {
-		return false
-	}
-	for _, r := range hex {
-		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // ValidateSpec checks what can be checked of a module on its own: names,

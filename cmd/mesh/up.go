@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -88,14 +87,7 @@ func cmdUp(ctx context.Context, e *env, args []string) error {
 
 	// Operator commands. Each is a no-op when the store already says so, so
 	// `mesh up` can be run again over the same data directory.
-	do := func(c commands.Command) error {
-		err := m.Do(ctx, c)
-		var rej *commands.Rejection
-		if errors.As(err, &rej) && (rej.Code == commands.CodeNodeExists || rej.Code == commands.CodeAlreadyAssigned || rej.Code == commands.CodeAlreadyTaken) {
-			return nil
-		}
-		return err
-	}
+	do := func(c commands.Command) error { return m.Do(ctx, c) }
 	for _, d := range defs {
 		if err := do(d); err != nil {
 			return err
