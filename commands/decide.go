@@ -5,6 +5,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 	"net/netip"
+	"path"
 	"strconv"
 	"strings"
 
@@ -317,79 +318,138 @@ func validSetting(key, value string) error {
 	return nil
 }
 
+// SpecError is a module spec ValidateSpec refuses: the field, in the module
+// file's terms ("containers[0].mounts[1].source"), and what is wrong with it.
+type SpecError struct {
+	Field string
+	Msg   string
+}
+
+func (e *SpecError) Error() string { return e.Field + ": " + e.Msg }
+
+func specErr(field, format string, args ...any) error {
+	return &SpecError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
 // ValidateSpec checks what can be checked of a module on its own: names,
 // paths, modes, and that each container runs exactly one image or artifact.
+// Every path is absolute and clean (path.Clean leaves it as it is: no "//",
+// no "." or ".." segment, no trailing "/"), and is declared once: no two
+// directories or files share a path (a file and a directory included), no
+// container mounts a declared file (every mounted path is a directory), and
+// no container mounts two paths at one target. Its errors are *SpecError.
+//
 // Whether a module set composes on a node (container names claimed twice,
 // ports and artifacts that reach nothing) is decided at compose time: that is
 // a statement about the node, not about the module.
 func ValidateSpec(s events.ModuleSpec) error {
 	for i, r := range s.Routes {
 		if !validHostname(r) {
-			return fmt.Errorf("routes[%d]: %q is not a host name", i, r)
+			return specErr(fmt.Sprintf("routes[%d]", i), "%s is not a host name", quote(r))
+		}
+	}
+	declared := map[string]string{} // path → the field declaring it
+	declare := func(field, p string) error {
+		if err := checkPath(p); err != nil {
+			return specErr(field, "%v", err)
+		}
+		if prev, ok := declared[p]; ok {
+			return specErr(field, "%s is declared twice: also %s", p, prev)
+		}
+		declared[p] = field
+		return nil
+	}
+	for i, d := range s.Directories {
+		if err := declare(fmt.Sprintf("directories[%d].path", i), d.Path); err != nil {
+			return err
+		}
+		if _, err := parseMode(d.Mode, 0o755); err != nil {
+			return specErr(fmt.Sprintf("directories[%d].mode", i), "%v", err)
+		}
+	}
+	files := map[string]string{}
+	for i, f := range s.Files {
+		field := fmt.Sprintf("files[%d].path", i)
+		if err := declare(field, f.Path); err != nil {
+			return err
+		}
+		files[f.Path] = field
+		if _, err := parseMode(f.Mode, 0o644); err != nil {
+			return specErr(fmt.Sprintf("files[%d].mode", i), "%v", err)
 		}
 	}
 	for i, c := range s.Containers {
 		f := fmt.Sprintf("containers[%d]", i)
 		if !validName(c.Name) {
-			return fmt.Errorf("%s.name: %q: use lower-case letters, digits, '-', '_' and '.'", f, c.Name)
+			return specErr(f+".name", "%s: use up to %d lower-case letters, digits, '-', '_' and '.'", quote(c.Name), maxName)
 		}
 		switch {
 		case c.Image == "" && c.Artifact == "":
-			return fmt.Errorf("%s (%s): names neither an image nor an artifact", f, c.Name)
+			return specErr(f, "container %s names neither an image nor an artifact", c.Name)
 		case c.Image != "" && c.Artifact != "":
-			return fmt.Errorf("%s (%s): names both an image and an artifact", f, c.Name)
+			return specErr(f, "container %s names both an image and an artifact", c.Name)
 		case c.Artifact != "" && !validArtifact(c.Artifact):
-			return fmt.Errorf("%s.artifact: %q is not an artifact name", f, c.Artifact)
+			return specErr(f+".artifact", "%s is not an artifact name", quote(c.Artifact))
 		}
 		for k := range c.Env {
 			if k == "" || strings.ContainsAny(k, "= \t\n") {
-				return fmt.Errorf("%s.env: %q is not a variable name", f, k)
+				return specErr(f+".env", "%s is not a variable name", quote(k))
 			}
 		}
+		targets := map[string]int{}
 		for j, m := range c.Mounts {
-			if !absPath(m.Source) {
-				return fmt.Errorf("%s.mounts[%d].source: %q is not an absolute path", f, j, m.Source)
+			mf := fmt.Sprintf("%s.mounts[%d]", f, j)
+			if err := checkPath(m.Source); err != nil {
+				return specErr(mf+".source", "%v", err)
 			}
-			if m.Target != "" && !absPath(m.Target) {
-				return fmt.Errorf("%s.mounts[%d].target: %q is not an absolute path", f, j, m.Target)
+			if file, ok := files[m.Source]; ok {
+				return specErr(mf+".source", "%s is declared as a file (%s); a mounted path is a directory", m.Source, file)
 			}
+			target := m.Target
+			if target != "" {
+				if err := checkPath(target); err != nil {
+					return specErr(mf+".target", "%v", err)
+				}
+			} else {
+				target = m.Source
+			}
+			if k, dup := targets[target]; dup {
+				return specErr(mf, "mounts at %s, as mounts[%d] does", target, k)
+			}
+			targets[target] = j
 			if m.Volume {
-				return fmt.Errorf("%s.mounts[%d]: volume mounts are not supported yet", f, j)
+				return specErr(mf, "volume mounts are not supported yet")
 			}
 		}
 		for j, p := range c.Ports {
 			if !validName(p.Port) {
-				return fmt.Errorf("%s.ports[%d].port: %q is not a port name", f, j, p.Port)
+				return specErr(fmt.Sprintf("%s.ports[%d].port", f, j), "%s is not a port name", quote(p.Port))
 			}
 			if p.Env == "" || strings.ContainsAny(p.Env, "= \t\n") {
-				return fmt.Errorf("%s.ports[%d].env: %q is not a variable name", f, j, p.Env)
+				return specErr(fmt.Sprintf("%s.ports[%d].env", f, j), "%s is not a variable name", quote(p.Env))
 			}
 		}
 	}
-	for i, d := range s.Directories {
-		if !absPath(d.Path) {
-			return fmt.Errorf("directories[%d].path: %q is not an absolute path", i, d.Path)
-		}
-		if _, err := parseMode(d.Mode, 0o755); err != nil {
-			return fmt.Errorf("directories[%d].mode: %v", i, err)
-		}
+	if len(s.Volumes) > 0 {
+		return specErr("volumes", "volumes are not supported yet")
 	}
-	for i, f := range s.Files {
-		if !absPath(f.Path) {
-			return fmt.Errorf("files[%d].path: %q is not an absolute path", i, f.Path)
-		}
-		if _, err := parseMode(f.Mode, 0o644); err != nil {
-			return fmt.Errorf("files[%d].mode: %v", i, err)
-		}
-	}
-	if len(s.Volumes) > 0 || len(s.Networks) > 0 {
-		return fmt.Errorf("volumes and networks are not supported yet")
+	if len(s.Networks) > 0 {
+		return specErr("networks", "networks are not supported yet")
 	}
 	return nil
 }
 
-func absPath(p string) bool {
-	return strings.HasPrefix(p, "/") && !strings.Contains(p, "/../") && !strings.HasSuffix(p, "/..") && !strings.ContainsAny(p, "\x00\n:")
+// checkPath checks that p is an absolute, clean path a host can hold.
+func checkPath(p string) error {
+	switch {
+	case !strings.HasPrefix(p, "/"):
+		return fmt.Errorf("%s is not an absolute path", quote(p))
+	case strings.ContainsAny(p, "\x00\n:"):
+		return fmt.Errorf("%s: a path holds no NUL, newline or ':'", quote(p))
+	case path.Clean(p) != p:
+		return fmt.Errorf("%s is not a clean path: write %s", quote(p), quote(path.Clean(p)))
+	}
+	return nil
 }
 
 func validHostname(h string) bool {

@@ -72,6 +72,11 @@ func TestDecide(t *testing.T) {
 		{name: "define", when: DefineModule{Module: "forge", Spec: webSpec}, then: []events.Payload{defined}},
 		{name: "define the same again: already done", given: []events.Payload{defined}, when: DefineModule{Module: "forge", Spec: webSpec}},
 		{name: "define a container with no image", when: DefineModule{Module: "forge", Spec: events.ModuleSpec{Containers: []events.ContainerSpec{{Name: "web"}}}}, code: CodeInvalid},
+		{name: "define a path that is not clean", when: DefineModule{Module: "forge", Spec: events.ModuleSpec{Directories: []events.DirectorySpec{{Path: "/srv//data/."}}}},
+			code: CodeInvalid, msg: `directories[0].path: "/srv//data/." is not a clean path`},
+		{name: "define a path as a file and a directory", when: DefineModule{Module: "forge", Spec: events.ModuleSpec{
+			Directories: []events.DirectorySpec{{Path: "/srv/data"}}, Files: []events.FileSpec{{Path: "/srv/data"}}}},
+			code: CodeInvalid, msg: "files[0].path: /srv/data is declared twice"},
 		{name: "define a long module name", when: DefineModule{Module: long, Spec: webSpec}, code: CodeInvalid, msg: "module name"},
 		{name: "define a route another module routes", claims: map[string]string{"forge.zurag.be": "gitea"},
 			when: DefineModule{Module: "forge", Spec: webSpec}, code: CodeRouteClaimed, msg: "module forge routes forge.zurag.be, which module gitea already routes"},
