@@ -205,26 +205,26 @@ func Decide(s State, c Command) ([]events.Payload, error) {
 func Unchanged(c Command) string {
 	switch c := c.(type) {
 	case RegisterNode:
-		return fmt.Sprintf("node %s: already registered", c.Node)
+		return fmt.Sprintf("node %s is already registered", c.Node)
 	case AdoptNode:
-		return fmt.Sprintf("node %s: already adopted", c.Node)
+		return fmt.Sprintf("node %s is already adopted", c.Node)
 	case SetNodeSetting:
 		if c.Value == "" {
-			return fmt.Sprintf("node %s: %s already unset", c.Node, c.Key)
+			return fmt.Sprintf("node %s has no %s already", c.Node, c.Key)
 		}
-		return fmt.Sprintf("node %s: %s already %s", c.Node, c.Key, c.Value)
+		return fmt.Sprintf("node %s already has %s %s", c.Node, c.Key, c.Value)
 	case DefineModule:
-		return fmt.Sprintf("module %s: already defined so", c.Module)
+		return fmt.Sprintf("module %s is already defined so", c.Module)
 	case AssignModule:
-		return fmt.Sprintf("module %s: already assigned to %s", c.Module, c.Node)
+		return fmt.Sprintf("module %s is already assigned to %s", c.Module, c.Node)
 	case ReleaseModule:
-		return fmt.Sprintf("module %s: not assigned to %s", c.Module, c.Node)
+		return fmt.Sprintf("module %s is not assigned to %s", c.Module, c.Node)
 	case TakeModule:
-		return fmt.Sprintf("module %s: already taken on %s", c.Module, c.Node)
+		return fmt.Sprintf("module %s is already taken on %s", c.Module, c.Node)
 	case RecordArtifact:
-		return fmt.Sprintf("artifact %s: build %s already recorded", c.Name, c.Digest)
+		return fmt.Sprintf("build %s of %s is already recorded", c.Digest, c.Name)
 	}
-	return fmt.Sprintf("%T: nothing to change", c)
+	return fmt.Sprintf("%T changes nothing", c)
 }
 
 func one(p events.Payload) ([]events.Payload, error) { return []events.Payload{p}, nil }

@@ -208,7 +208,8 @@ func moduleClaims(ctx context.Context, src source, names []string, except string
 // (reading the store, appending nothing) and, if any is refused, returns
 // that refusal having appended nothing. Then it executes each in order, as
 // Execute does. It returns the events each command appended, index-aligned
-// with cs (none for a command whose work was already done).
+// with cs (none for a command whose work was already done); when one fails
+// to append, those of the commands before it, with the error.
 //
 // The check is a validate-all pass through Decide on the folded state, not
 // one transaction: a store appends atomically to one stream only, and a
@@ -239,7 +240,7 @@ func (h *Handler) ExecuteAll(ctx context.Context, actor string, cs []Command) ([
 	for i, c := range cs {
 		evs, err := h.Execute(ctx, actor, c)
 		if err != nil {
-			return out, err
+			return out[:i], err
 		}
 		out[i] = evs
 	}
