@@ -14,38 +14,48 @@ import (
 )
 
 // Command is an operator's (or an agent's) request to change the mesh. Each
-// names the stream it appends to; Decide turns it into events.
+// names the stream it appends to; Decide turns it into events. A command
+// whose work is already done appends nothing and is no error (see Decide);
+// each type below says when its work is done.
 type Command interface {
 	// Stream is the stream the command's events are appended to.
 	Stream() string
 	command()
 }
 
-// RegisterNode adds a node to the mesh.
+// RegisterNode adds a node to the mesh. Done when the node is registered.
 type RegisterNode struct{ Node string }
 
-// AdoptNode marks a node as adopted: it existed before the mesh.
+// AdoptNode marks a node as adopted: it existed before the mesh. Done when
+// the node is adopted.
 type AdoptNode struct{ Node string }
 
-// SetNodeSetting sets (or, with an empty Value, clears) a node setting.
+// SetNodeSetting sets (or, with an empty Value, clears) a node setting. Done
+// when the setting has that value (or none).
 type SetNodeSetting struct{ Node, Key, Value string }
 
-// DefineModule defines (or redefines) a module.
+// DefineModule defines (or redefines) a module. Done when the module is
+// defined with a spec of the same digest.
 type DefineModule struct {
 	Module string
 	Spec   events.ModuleSpec
 }
 
-// AssignModule assigns a defined module to a node.
+// AssignModule assigns a defined module to a node. Done when it is assigned
+// there.
 type AssignModule struct{ Module, Node string }
 
-// ReleaseModule releases a module from a node.
+// ReleaseModule releases a module from a node. Done when the module (which
+// must be defined) is not assigned there.
 type ReleaseModule struct{ Module, Node string }
 
-// TakeModule takes an assigned module on an adopted node.
+// TakeModule takes an assigned module on an adopted node. Done when it is
+// taken there.
 type TakeModule struct{ Module, Node string }
 
-// RecordArtifact records a build of one of a module's artifacts.
+// RecordArtifact records a build of one of a module's artifacts; Digest is
+// checked by CheckDigest. Done when it is the artifact's latest recorded
+// build.
 type RecordArtifact struct{ Module, Name, Digest string }
 
 func (c RegisterNode) Stream() string   { return events.NodeStream(c.Node) }
@@ -299,21 +309,21 @@ func validSetting(key, value string) error {
 			return nil
 		}
 		if _, err := netip.ParseAddr(value); err != nil {
-			return reject(CodeInvalid, "private address %q is not an IP address", value)
+			return reject(CodeInvalid, "private address %s is not an IP address", quote(value))
 		}
 	case key == events.SettingArtifactStore, strings.HasPrefix(key, events.SettingPortPrefix):
 		if key != events.SettingArtifactStore && !validName(strings.TrimPrefix(key, events.SettingPortPrefix)) {
-			return reject(CodeInvalid, "setting %q: port names use lower-case letters, digits, '-', '_' and '.'", key)
+			return reject(CodeInvalid, "setting %s: port names use lower-case letters, digits, '-', '_' and '.'", quote(key))
 		}
 		if value == "" {
 			return nil
 		}
 		if p, err := strconv.ParseUint(value, 10, 16); err != nil || p == 0 {
-			return reject(CodeInvalid, "setting %s: %q is not a port (1-65535)", key, value)
+			return reject(CodeInvalid, "setting %s: %s is not a port (1-65535)", key, quote(value))
 		}
 	default:
-		return reject(CodeInvalid, "unknown node setting %q (use %s, %s or %s<name>)",
-			key, events.SettingPrivateAddress, events.SettingArtifactStore, events.SettingPortPrefix)
+		return reject(CodeInvalid, "unknown node setting %s (use %s, %s or %s<name>)",
+			quote(key), events.SettingPrivateAddress, events.SettingArtifactStore, events.SettingPortPrefix)
 	}
 	return nil
 }
@@ -476,7 +486,7 @@ func parseMode(s string, def uint32) (uint32, error) {
 	}
 	m, err := strconv.ParseUint(s, 8, 32)
 	if err != nil || m > 0o7777 {
-		return 0, fmt.Errorf("%q is not an octal mode", s)
+		return 0, fmt.Errorf("%s is not an octal mode", quote(s))
 	}
 	return uint32(m), nil
 }

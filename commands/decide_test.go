@@ -68,6 +68,8 @@ func TestDecide(t *testing.T) {
 		{name: "clear a setting never set: already done", given: []events.Payload{reg}, when: SetNodeSetting{Node: "novox", Key: "port.store", Value: ""}},
 		{name: "a port that is not a port", given: []events.Payload{reg}, when: SetNodeSetting{Node: "novox", Key: "port.store", Value: "68520"}, code: CodeInvalid},
 		{name: "an address that is not an address", given: []events.Payload{reg}, when: SetNodeSetting{Node: "novox", Key: "private-address", Value: "10.1"}, code: CodeInvalid},
+		{name: "a long setting value, shortened", given: []events.Payload{reg}, when: SetNodeSetting{Node: "novox", Key: "private-address", Value: long}, code: CodeInvalid, msg: "(100000 bytes) is not an IP address"},
+		{name: "a long setting key, shortened", given: []events.Payload{reg}, when: SetNodeSetting{Node: "novox", Key: long, Value: "1"}, code: CodeInvalid, msg: "unknown node setting"},
 		{name: "an unknown setting", given: []events.Payload{reg}, when: SetNodeSetting{Node: "novox", Key: "colour", Value: "red"}, code: CodeInvalid},
 		{name: "define", when: DefineModule{Module: "forge", Spec: webSpec}, then: []events.Payload{defined}},
 		{name: "define the same again: already done", given: []events.Payload{defined}, when: DefineModule{Module: "forge", Spec: webSpec}},

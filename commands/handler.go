@@ -69,7 +69,8 @@ func NewHandler(store events.Store, reg *events.Registry, opts ...Option) *Handl
 func wallClock() time.Time { return time.Now().UTC() }
 
 // Execute decides c as actor ("operator:<name>") and appends its events. It
-// returns the events as stored (none when the command changed nothing).
+// returns the events as stored: none, and no error, when c's work was
+// already done (see Decide).
 func (h *Handler) Execute(ctx context.Context, actor string, c Command) ([]events.Event, error) {
 	if err := checkNames(c); err != nil {
 		return nil, err
