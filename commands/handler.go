@@ -222,20 +222,8 @@ func moduleClaims(ctx context.Context, src source, names []string, except string
 // CLI's local mode holds the store's file lock for the whole command, so
 // there no other writer can come between.)
 func (h *Handler) ExecuteAll(ctx context.Context, actor string, cs []Command) ([][]events.Event, error) {
-	o := &overlay{base: h, nodes: map[string]Node{}, modules: map[string]Module{}}
-	for _, c := range cs {
-		if err := checkNames(c); err != nil {
-			return nil, err
-		}
-		s, _, err := stateOf(ctx, o, c)
-		if err != nil {
-			return nil, err
-		}
-		ps, err := Decide(s, c)
-		if err != nil {
-			return nil, err
-		}
-		o.fold(c, s, ps)
+	if err := h.Check(ctx, cs); err != nil {
+		return nil, err
 	}
 	out := make([][]events.Event, len(cs))
 	for i, c := range cs {
@@ -246,6 +234,28 @@ func (h *Handler) ExecuteAll(ctx context.Context, actor string, cs []Command) ([
 		out[i] = evs
 	}
 	return out, nil
+}
+
+// Check is ExecuteAll's first pass: it decides every command of cs in order
+// against the state the commands before it would leave, reading the store
+// and appending nothing, and returns the first refusal (or read failure).
+func (h *Handler) Check(ctx context.Context, cs []Command) error {
+	o := &overlay{base: h, nodes: map[string]Node{}, modules: map[string]Module{}}
+	for _, c := range cs {
+		if err := checkNames(c); err != nil {
+			return err
+		}
+		s, _, err := stateOf(ctx, o, c)
+		if err != nil {
+			return err
+		}
+		ps, err := Decide(s, c)
+		if err != nil {
+			return err
+		}
+		o.fold(c, s, ps)
+	}
+	return nil
 }
 
 // overlay is the store as a batch's commands would leave it: the states they

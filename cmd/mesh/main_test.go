@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -248,6 +249,28 @@ func TestRefusedAtTheDoor(t *testing.T) {
 				t.Errorf("a refused command wrote %d event(s)", len(after)-len(before))
 			}
 		})
+	}
+}
+
+// Refused on a fresh data directory, a command leaves no store behind.
+func TestRefusedOnAFreshDirectoryMakesNoStore(t *testing.T) {
+	badMesh := filepath.Join(t.TempDir(), "mesh.yaml")
+	if err := os.WriteFile(badMesh, []byte("nodes:\n  - {name: a, modules: [ghost]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"node", "register", "a", "B"},
+		{"node", "adopt", "a"},
+		{"up", "--modules", "../../examples/modules", "--mesh", badMesh},
+	} {
+		dir := filepath.Join(t.TempDir(), "data")
+		code, out, errOut := mesh(t, append(args, "--data", dir)...)
+		if code != exitRejected {
+			t.Errorf("mesh %v: exit %d, want %d\n%s%s", args, code, exitRejected, out, errOut)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("mesh %v was refused but made %s (%v)", args, dir, err)
+		}
 	}
 }
 

@@ -128,6 +128,11 @@ func cmdUp(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 
+	cs := setUp(defs, mf)
+	if err := checkFresh(ctx, *data, cs); err != nil {
+		return setUpRefused(err)
+	}
+
 	l, err := openLocal(*data, true)
 	if err != nil {
 		return err
@@ -140,13 +145,10 @@ func cmdUp(ctx context.Context, e *env, args []string) error {
 	// The set-up, as operator commands, checked all together before any is
 	// written (a refused one writes none). A command whose work is already
 	// done appends nothing, so `mesh up` can run again over the same data.
-	cs := setUp(defs, mf)
 	results, err := m.Handler.ExecuteAll(ctx, sim.Actor, cs)
-	if err != nil {
-		var rej *commands.Rejection
-		if len(results) == 0 && errors.As(err, &rej) {
-			return &commands.Rejection{Code: rej.Code, Msg: fmt.Sprintf("set-up: %s (nothing was written)", rej.Msg)}
-		}
+	if err != nil && len(results) == 0 {
+		return setUpRefused(err)
+	} else if err != nil {
 		return fmt.Errorf("set-up: %w", err)
 	}
 	done := 0
@@ -212,6 +214,15 @@ where to look (the store is closed when this exits; every answer comes from its 
   go run ./cmd/mesh churn%[1]s
 `, dataArg)
 	return nil
+}
+
+// setUpRefused says of a refused set-up that nothing was written.
+func setUpRefused(err error) error {
+	var rej *commands.Rejection
+	if errors.As(err, &rej) {
+		return &commands.Rejection{Code: rej.Code, Msg: fmt.Sprintf("set-up: %s (nothing was written)", rej.Msg)}
+	}
+	return fmt.Errorf("set-up: %w", err)
 }
 
 // setUp is the set-up a mesh file asks for, as operator commands in order:

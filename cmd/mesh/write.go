@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"meshplane/commands"
 	"meshplane/events"
+	"meshplane/events/memstore"
 )
 
 // operator is the actor the CLI acts as.
@@ -26,6 +28,9 @@ func operator() string {
 // (commands.Handler.ExecuteAll): if one is refused, none is written. It
 // reports each: the events it appended, or that its work was already done.
 func execute(ctx context.Context, e *env, dir string, cs ...commands.Command) error {
+	if err := checkFresh(ctx, dir, cs); err != nil {
+		return batchRefused(err, len(cs))
+	}
 	return withLocal(ctx, dir, true, false, func(l *local) error {
 		results, err := l.handler.ExecuteAll(ctx, operator(), cs)
 		for i, evs := range results {
@@ -36,12 +41,33 @@ func execute(ctx context.Context, e *env, dir string, cs ...commands.Command) er
 				fmt.Fprintf(e.stdout, "%s #%d %s\n", ev.Stream, ev.Position, ev.Type)
 			}
 		}
-		var rej *commands.Rejection
-		if err != nil && len(results) == 0 && len(cs) > 1 && errors.As(err, &rej) {
-			return &commands.Rejection{Code: rej.Code, Msg: fmt.Sprintf("%s (none of the %d was written)", rej.Msg, len(cs))}
+		if len(results) == 0 {
+			return batchRefused(err, len(cs))
 		}
 		return err
 	})
+}
+
+// batchRefused says of a refusal of a batch of n commands that none was
+// written.
+func batchRefused(err error, n int) error {
+	var rej *commands.Rejection
+	if n > 1 && errors.As(err, &rej) {
+		return &commands.Rejection{Code: rej.Code, Msg: fmt.Sprintf("%s (none of the %d was written)", rej.Msg, n)}
+	}
+	return err
+}
+
+// checkFresh checks cs against an empty mesh when dir holds no store yet,
+// so that a command refused there does not leave a new, empty store behind.
+// Over an existing store ExecuteAll checks them.
+func checkFresh(ctx context.Context, dir string, cs []commands.Command) error {
+	if _, err := os.Stat(filepath.Join(dir, "events.db")); !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	s := memstore.New()
+	defer s.Close()
+	return commands.NewHandler(s, events.NewRegistry()).Check(ctx, cs)
 }
 
 func cmdNodeRegister(ctx context.Context, e *env, args []string) error {
