@@ -396,3 +396,28 @@ func TestAssignRefusesARouteAnAssignedModuleRoutes(t *testing.T) {
 	// The module already routing it may go on elsewhere.
 	must(t, h, commands.AssignModule{Module: "web", Node: "b"})
 }
+
+// A digest is checked where an operator records a build, never where the
+// stream is read: a short one already in history is folded as it is, and
+// recording it again is refused rather than taken for work already done.
+func TestHistoryWithAShortDigestIsRead(t *testing.T) {
+	h, store := setup(t)
+	must(t, h, commands.DefineModule{Module: "forge", Spec: events.ModuleSpec{Containers: []events.ContainerSpec{{Name: "web", Artifact: "forge/web"}}}})
+	ev, err := events.NewRegistry().New("module-forge", events.ArtifactRecorded{Module: "forge", Name: "forge/web", Digest: "sha256:ab12"},
+		events.Meta{ID: events.NewID(), At: time.Now(), Actor: op})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Append(context.Background(), "module-forge", events.Any, ev); err != nil {
+		t.Fatal(err)
+	}
+	m, err := h.Module(context.Background(), "forge")
+	if err != nil || m.Artifacts["forge/web"] != "sha256:ab12" {
+		t.Fatalf("Module(forge) = %+v, %v; want the short digest history holds", m.Artifacts, err)
+	}
+	_, err = h.Execute(context.Background(), op, commands.RecordArtifact{Module: "forge", Name: "forge/web", Digest: "sha256:ab12"})
+	var r *commands.Rejection
+	if !errors.As(err, &r) || r.Code != commands.CodeInvalid {
+		t.Fatalf("recording the short digest again: %v, want an invalid rejection", err)
+	}
+}

@@ -214,7 +214,7 @@ func TestRefusedAtTheDoor(t *testing.T) {
 		{"a directory as a module file", []string{"module", "define", files}, exitRejected,
 			[]string{files + ": a directory, not a module file"}},
 		{"a node listed twice in a mesh file", []string{"up", "--modules", mods, "--mesh", meshTwice}, exitRejected,
-			[]string{meshTwice + ": nodes[2].name: node a is listed twice: also nodes[0]"}},
+			[]string{meshTwice + ": nodes[2].name: node \"a\" is listed twice: also nodes[0]"}},
 		{"a short digest in a mesh file", []string{"up", "--modules", mods, "--mesh", meshDigest}, exitRejected,
 			[]string{`refused (invalid): set-up: artifact forge/web: digest "sha256:ab12cd34"`, "nothing was written"}},
 		{"a bad node in a mesh file writes none", []string{"up", "--modules", mods, "--mesh", meshBadNode}, exitRejected,

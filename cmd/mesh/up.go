@@ -79,23 +79,30 @@ func readMeshFile(path string) (meshFile, error) {
 	if err != nil {
 		return m, fmt.Errorf("read %s: %w", path, err)
 	}
+	return parseMeshFile(path, b)
+}
+
+// parseMeshFile parses and checks a mesh file's bytes; path names it in
+// errors, which are all errMeshFile.
+func parseMeshFile(path string, b []byte) (meshFile, error) {
+	var m meshFile
 	if len(b) > maxMeshFileSize {
 		return m, &meshFileError{file: path, msg: fmt.Sprintf("larger than %d bytes (1 MiB): not a mesh file", maxMeshFileSize)}
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&m); err != nil && !errors.Is(err, io.EOF) {
-		return m, &meshFileError{file: path, msg: err.Error()}
+		return meshFile{}, &meshFileError{file: path, msg: err.Error()}
 	}
 	seen := map[string]int{}
 	for i, n := range m.Nodes {
 		if j, dup := seen[n.Name]; dup {
-			return m, &meshFileError{file: path, field: fmt.Sprintf("nodes[%d].name", i), msg: fmt.Sprintf("node %s is listed twice: also nodes[%d]", n.Name, j)}
+			return m, &meshFileError{file: path, field: fmt.Sprintf("nodes[%d].name", i), msg: fmt.Sprintf("node %.40q is listed twice: also nodes[%d]", n.Name, j)}
 		}
 		seen[n.Name] = i
 		for k, dir := range n.Found {
 			if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
-				return m, &meshFileError{file: path, field: fmt.Sprintf("nodes[%d].found[%d]", i, k), msg: fmt.Sprintf("%q is not a clean absolute path", dir)}
+				return m, &meshFileError{file: path, field: fmt.Sprintf("nodes[%d].found[%d]", i, k), msg: fmt.Sprintf("%.80q is not a clean absolute path", dir)}
 			}
 		}
 	}
