@@ -249,15 +249,13 @@ func registered(n Node, name string) error {
 // checkNames refuses a command naming a node or a module by a name that is
 // not a valid name, before anything is read under that name.
 func checkNames(c Command) error {
-	if n := nodeOf(c); n != "" || isNodeCommand(c) {
-		if err := checkName("node", n); err != nil {
+	if isNodeCommand(c) {
+		if err := checkName("node", nodeOf(c)); err != nil {
 			return err
 		}
 	}
-	if m := moduleOf(c); m != "" || isModuleCommand(c) {
-		if err := checkName("module", m); err != nil {
-			return err
-		}
+	if isModuleCommand(c) {
+		return checkName("module", moduleOf(c))
 	}
 	return nil
 }
