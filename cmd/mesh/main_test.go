@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"meshplane/commands"
 	"meshplane/events"
 	"meshplane/events/boltstore"
 	"meshplane/sim"
@@ -279,15 +280,15 @@ func TestPanicExitsWithItsOwnCode(t *testing.T) {
 	saved := verbs
 	t.Cleanup(func() { verbs = saved })
 	verbs = append(slices.Clone(verbs), command{name: "explode", run: func(context.Context, *env, []string) error {
-		var m map[string]int
-		m["boom"]++ // a nil map: a real runtime panic
+		var cs []commands.Command
+		_ = commands.Unchanged(cs[len(cs)]) // a runtime panic: index out of range
 		return nil
 	}})
 	code, _, errOut := mesh(t, "explode")
 	if code != exitPanic || code == exitUsage {
 		t.Fatalf("exit %d, want %d", code, exitPanic)
 	}
-	for _, want := range []string{"mesh: panic: assignment to entry in nil map", "goroutine ", "main_test.go"} {
+	for _, want := range []string{"mesh: panic: runtime error: index out of range [0] with length 0", "goroutine ", "main_test.go"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr does not contain %q:\n%s", want, errOut)
 		}
