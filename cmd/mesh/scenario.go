@@ -52,7 +52,12 @@ func cmdScenarioRun(ctx context.Context, e *env, args []string) error {
 	if f, ok := out.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) || os.Getenv("NO_COLOR") != "" {
 		out = colors.Uncolored(out)
 	}
-	// As features.Run, counting the scenarios that ran.
+	// As features.Run (Strict, seed 0 random as -1), counting the scenarios
+	// that ran.
+	order := *seed
+	if order == 0 {
+		order = -1
+	}
 	var ran atomic.Int64
 	opts := features.Options{Store: *store}
 	status := godog.TestSuite{
@@ -66,7 +71,7 @@ func cmdScenarioRun(ctx context.Context, e *env, args []string) error {
 		},
 		Options: &godog.Options{
 			Format: *format, Output: out, Paths: pos,
-			Strict: true, Randomize: *seed, Tags: *tags,
+			Strict: true, Randomize: order, Tags: *tags,
 		},
 	}.Run()
 	if status != 0 {
