@@ -10,6 +10,7 @@ tool (
 require (
 	github.com/cucumber/godog v0.16.0
 	github.com/google/uuid v1.6.0
+	github.com/opencontainers/go-digest v1.0.0
 	go.etcd.io/bbolt v1.5.0
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/term v0.46.0

@@ -149,10 +149,15 @@ func withBool(m map[string]bool, k string, v bool) map[string]bool {
 	return out
 }
 
+// maxName is the longest node, module or container name: a DNS label's 63
+// bytes.
+const maxName = 63
+
 // validName reports whether s is usable as a node, module or container name:
-// lower-case letters, digits, '-', '_' and '.', starting with a letter or digit.
+// up to maxName lower-case letters, digits, '-', '_' and '.', starting with a
+// letter or digit.
 func validName(s string) bool {
-	if s == "" || len(s) > 63 {
+	if s == "" || len(s) > maxName {
 		return false
 	}
 	for i, r := range s {

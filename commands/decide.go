@@ -2,7 +2,10 @@ package commands
 
 import (
 	"fmt"
+
+	"github.com/opencontainers/go-digest"
 	"net/netip"
+	"path"
 	"strconv"
 	"strings"
 
@@ -11,38 +14,48 @@ import (
 )
 
 // Command is an operator's (or an agent's) request to change the mesh. Each
-// names the stream it appends to; Decide turns it into events.
+// names the stream it appends to; Decide turns it into events. A command
+// whose work is already done appends nothing and is no error (see Decide);
+// each type below says when its work is done.
 type Command interface {
 	// Stream is the stream the command's events are appended to.
 	Stream() string
 	command()
 }
 
-// RegisterNode adds a node to the mesh.
+// RegisterNode adds a node to the mesh. Done when the node is registered.
 type RegisterNode struct{ Node string }
 
-// AdoptNode marks a node as adopted: it existed before the mesh.
+// AdoptNode marks a node as adopted: it existed before the mesh. Done when
+// the node is adopted.
 type AdoptNode struct{ Node string }
 
-// SetNodeSetting sets (or, with an empty Value, clears) a node setting.
+// SetNodeSetting sets (or, with an empty Value, clears) a node setting. Done
+// when the setting has that value (or none).
 type SetNodeSetting struct{ Node, Key, Value string }
 
-// DefineModule defines (or redefines) a module.
+// DefineModule defines (or redefines) a module. Done when the module is
+// defined with a spec of the same digest.
 type DefineModule struct {
 	Module string
 	Spec   events.ModuleSpec
 }
 
-// AssignModule assigns a defined module to a node.
+// AssignModule assigns a defined module to a node. Done when it is assigned
+// there.
 type AssignModule struct{ Module, Node string }
 
-// ReleaseModule releases a module from a node.
+// ReleaseModule releases a module from a node. Done when the module (which
+// must be defined) is not assigned there.
 type ReleaseModule struct{ Module, Node string }
 
-// TakeModule takes an assigned module on an adopted node.
+// TakeModule takes an assigned module on an adopted node. Done when it is
+// taken there.
 type TakeModule struct{ Module, Node string }
 
-// RecordArtifact records a build of one of a module's artifacts.
+// RecordArtifact records a build of one of a module's artifacts; Digest is
+// checked by CheckDigest. Done when it is the artifact's latest recorded
+// build.
 type RecordArtifact struct{ Module, Name, Digest string }
 
 func (c RegisterNode) Stream() string   { return events.NodeStream(c.Node) }
@@ -64,24 +77,38 @@ func (TakeModule) command()     {}
 func (RecordArtifact) command() {}
 
 // State is what Decide needs to know: the node and the module the command
-// names (zero values when it names none, or they do not exist yet).
+// names (zero values when it names none, or they do not exist yet), and the
+// routed names other modules claim.
 type State struct {
 	Node   Node
 	Module Module
+	// Claims maps a routed name to another module that routes it: for
+	// DefineModule every other defined module's routes, for AssignModule
+	// those of every other module assigned to a node. Nil for the other
+	// commands.
+	Claims map[string]string
 }
 
 // Decide is the whole write-side policy: given the state of the aggregates a
 // command names, the events it produces, or a *Rejection. It is pure.
-// Deciding a command that changes nothing (assigning an assigned module,
-// setting a setting to its value) is not an error: it produces no events.
+//
+// One rule for work already done: a command whose effect the state already
+// holds (registering a registered node, adopting an adopted one, setting a
+// setting to its value, defining a module as it is defined, assigning an
+// assigned module, releasing one that is not assigned, taking a taken one,
+// recording the build already recorded) is no error and produces no events,
+// so an operator can run a script again. Unchanged says what such a command
+// found. A command is still refused when its input is invalid or what it
+// needs is missing (an unknown node or module, a take on a node that is not
+// adopted, a take of a module not assigned), whether or not its work is done.
 func Decide(s State, c Command) ([]events.Payload, error) {
+	if err := checkNames(c); err != nil {
+		return nil, err
+	}
 	switch c := c.(type) {
 	case RegisterNode:
-		if !validName(c.Node) {
-			return nil, reject(CodeInvalid, "node name %q: use lower-case letters, digits, '-', '_' and '.'", c.Node)
-		}
 		if s.Node.Registered {
-			return nil, reject(CodeNodeExists, "node %s is already registered", c.Node)
+			return nil, nil
 		}
 		return one(events.NodeRegistered{Node: c.Node})
 
@@ -107,14 +134,16 @@ func Decide(s State, c Command) ([]events.Payload, error) {
 		return one(events.NodeSettingSet{Node: c.Node, Key: c.Key, Value: c.Value})
 
 	case DefineModule:
-		if !validName(c.Module) {
-			return nil, reject(CodeInvalid, "module name %q: use lower-case letters, digits, '-', '_' and '.'", c.Module)
-		}
 		if err := ValidateSpec(c.Spec); err != nil {
 			return nil, reject(CodeInvalid, "module %s: %v", c.Module, err)
 		}
 		if s.Module.Defined && declaration.Digest(s.Module.Spec) == declaration.Digest(c.Spec) {
 			return nil, nil
+		}
+		for _, r := range c.Spec.Routes {
+			if other, ok := s.Claims[r]; ok && other != c.Module {
+				return nil, reject(CodeRouteClaimed, "module %s routes %s, which module %s already routes", c.Module, r, other)
+			}
 		}
 		return one(events.ModuleDefined{Module: c.Module, Spec: c.Spec})
 
@@ -123,10 +152,15 @@ func Decide(s State, c Command) ([]events.Payload, error) {
 			return nil, err
 		}
 		if !s.Module.Defined {
-			return nil, reject(CodeModuleUnknown, "cannot assign module %s to %s: module %s is not defined", c.Module, c.Node, c.Module)
+			return nil, reject(CodeModuleUnknown, "cannot assign module %s to %s: module %s is not defined", short(c.Module), c.Node, short(c.Module))
 		}
 		if s.Node.Assigned[c.Module] {
-			return nil, reject(CodeAlreadyAssigned, "module %s is already assigned to %s", c.Module, c.Node)
+			return nil, nil
+		}
+		for _, r := range s.Module.Spec.Routes {
+			if other, ok := s.Claims[r]; ok && other != c.Module {
+				return nil, reject(CodeRouteClaimed, "cannot assign module %s to %s: it routes %s, which module %s, assigned in the mesh, already routes", c.Module, c.Node, r, other)
+			}
 		}
 		return one(events.ModuleAssigned{Module: c.Module, Node: c.Node})
 
@@ -135,7 +169,10 @@ func Decide(s State, c Command) ([]events.Payload, error) {
 			return nil, err
 		}
 		if !s.Node.Assigned[c.Module] {
-			return nil, reject(CodeNotAssigned, "cannot release module %s from %s: it is not assigned there", c.Module, c.Node)
+			if !s.Module.Defined {
+				return nil, reject(CodeModuleUnknown, "cannot release module %s from %s: module %s is not defined", short(c.Module), c.Node, short(c.Module))
+			}
+			return nil, nil
 		}
 		return one(events.ModuleReleased{Module: c.Module, Node: c.Node})
 
@@ -144,25 +181,25 @@ func Decide(s State, c Command) ([]events.Payload, error) {
 			return nil, err
 		}
 		if !s.Node.Adopted {
-			return nil, reject(CodeNotAdopted, "cannot take module %s on %s: %s is not an adopted node, its modules need no take", c.Module, c.Node, c.Node)
+			return nil, reject(CodeNotAdopted, "cannot take module %s on %s: %s is not an adopted node, its modules need no take", short(c.Module), c.Node, c.Node)
 		}
 		if !s.Node.Assigned[c.Module] {
-			return nil, reject(CodeNotAssigned, "cannot take module %s on %s: it is not assigned there", c.Module, c.Node)
+			return nil, reject(CodeNotAssigned, "cannot take module %s on %s: it is not assigned there", short(c.Module), c.Node)
 		}
 		if s.Node.Taken[c.Module] {
-			return nil, reject(CodeAlreadyTaken, "module %s is already taken on %s", c.Module, c.Node)
+			return nil, nil
 		}
 		return one(events.ModuleTaken{Module: c.Module, Node: c.Node})
 
 	case RecordArtifact:
 		if !s.Module.Defined {
-			return nil, reject(CodeModuleUnknown, "cannot record artifact %s: module %s is not defined", c.Name, c.Module)
+			return nil, reject(CodeModuleUnknown, "cannot record artifact %s: module %s is not defined", short(c.Name), short(c.Module))
 		}
 		if !validArtifact(c.Name) {
-			return nil, reject(CodeInvalid, "artifact name %q: segments of lower-case letters, digits, '-', '_' and '.', joined by '/'", c.Name)
+			return nil, reject(CodeInvalid, "artifact name %s: segments of lower-case letters, digits, '-', '_' and '.', joined by '/'", quote(c.Name))
 		}
-		if !validDigest(c.Digest) {
-			return nil, reject(CodeInvalid, "artifact %s: digest %q is not of the form sha256:<hex>", c.Name, c.Digest)
+		if err := CheckDigest(c.Digest); err != nil {
+			return nil, reject(CodeInvalid, "artifact %s: %v", c.Name, err)
 		}
 		if s.Module.Artifacts[c.Name] == c.Digest {
 			return nil, nil
@@ -172,11 +209,93 @@ func Decide(s State, c Command) ([]events.Payload, error) {
 	return nil, reject(CodeInvalid, "unknown command %T", c)
 }
 
+// Unchanged is what the CLI tells an operator when c found its work already
+// done (Decide produced no events and no error): a sentence naming what was
+// already so.
+func Unchanged(c Command) string {
+	switch c := c.(type) {
+	case RegisterNode:
+		return fmt.Sprintf("node %s is already registered", c.Node)
+	case AdoptNode:
+		return fmt.Sprintf("node %s is already adopted", c.Node)
+	case SetNodeSetting:
+		if c.Value == "" {
+			return fmt.Sprintf("node %s has no %s already", c.Node, c.Key)
+		}
+		return fmt.Sprintf("node %s already has %s %s", c.Node, c.Key, c.Value)
+	case DefineModule:
+		return fmt.Sprintf("module %s is already defined so", c.Module)
+	case AssignModule:
+		return fmt.Sprintf("module %s is already assigned to %s", c.Module, c.Node)
+	case ReleaseModule:
+		return fmt.Sprintf("module %s is not assigned to %s", c.Module, c.Node)
+	case TakeModule:
+		return fmt.Sprintf("module %s is already taken on %s", c.Module, c.Node)
+	case RecordArtifact:
+		return fmt.Sprintf("build %s of %s is already recorded", c.Digest, c.Name)
+	}
+	return fmt.Sprintf("%T changes nothing", c)
+}
+
 func one(p events.Payload) ([]events.Payload, error) { return []events.Payload{p}, nil }
 
 func registered(n Node, name string) error {
 	if !n.Registered {
-		return reject(CodeNodeUnknown, "node %s is not registered", name)
+		return reject(CodeNodeUnknown, "node %s is not registered", short(name))
+	}
+	return nil
+}
+
+// checkNames refuses a command naming a node or a module by a name that is
+// not a valid name, before anything is read under that name.
+func checkNames(c Command) error {
+	if isNodeCommand(c) {
+		if err := checkName("node", nodeOf(c)); err != nil {
+			return err
+		}
+	}
+	if isModuleCommand(c) {
+		return checkName("module", moduleOf(c))
+	}
+	return nil
+}
+
+func isNodeCommand(c Command) bool {
+	switch c.(type) {
+	case RegisterNode, AdoptNode, SetNodeSetting, AssignModule, ReleaseModule, TakeModule:
+		return true
+	}
+	return false
+}
+
+func isModuleCommand(c Command) bool {
+	switch c.(type) {
+	case DefineModule, AssignModule, ReleaseModule, TakeModule, RecordArtifact:
+		return true
+	}
+	return false
+}
+
+// checkName refuses a node or module name that is not a valid name,
+// quoting it shortened.
+func checkName(what, name string) error {
+	if !validName(name) {
+		return reject(CodeInvalid, "%s name %s: use up to %d lower-case letters, digits, '-', '_' and '.', starting with a letter or digit", what, quote(name), maxName)
+	}
+	return nil
+}
+
+// CheckDigest checks that d is a real build digest: "sha256:" and 64
+// lower-case hex digits (github.com/opencontainers/go-digest). It is checked
+// where an operator records a build; readers of the stream accept whatever
+// history holds.
+func CheckDigest(d string) error {
+	dg, err := digest.Parse(d)
+	if err == nil && dg.Algorithm() != digest.SHA256 {
+		err = fmt.Errorf("algorithm %s", dg.Algorithm())
+	}
+	if err != nil {
+		return fmt.Errorf("digest %s is not sha256: and 64 lower-case hex digits (%v)", quote(d), err)
 	}
 	return nil
 }
@@ -188,111 +307,157 @@ func validSetting(key, value string) error {
 			return nil
 		}
 		if _, err := netip.ParseAddr(value); err != nil {
-			return reject(CodeInvalid, "private address %q is not an IP address", value)
+			return reject(CodeInvalid, "private address %s is not an IP address", quote(value))
 		}
 	case key == events.SettingArtifactStore, strings.HasPrefix(key, events.SettingPortPrefix):
 		if key != events.SettingArtifactStore && !validName(strings.TrimPrefix(key, events.SettingPortPrefix)) {
-			return reject(CodeInvalid, "setting %q: port names use lower-case letters, digits, '-', '_' and '.'", key)
+			return reject(CodeInvalid, "setting %s: port names use lower-case letters, digits, '-', '_' and '.'", quote(key))
 		}
 		if value == "" {
 			return nil
 		}
 		if p, err := strconv.ParseUint(value, 10, 16); err != nil || p == 0 {
-			return reject(CodeInvalid, "setting %s: %q is not a port (1-65535)", key, value)
+			return reject(CodeInvalid, "setting %s: %s is not a port (1-65535)", key, quote(value))
 		}
 	default:
-		return reject(CodeInvalid, "unknown node setting %q (use %s, %s or %s<name>)",
-			key, events.SettingPrivateAddress, events.SettingArtifactStore, events.SettingPortPrefix)
+		return reject(CodeInvalid, "unknown node setting %s (use %s, %s or %s<name>)",
+			quote(key), events.SettingPrivateAddress, events.SettingArtifactStore, events.SettingPortPrefix)
 	}
 	return nil
 }
 
-func validDigest(d string) bool {
-	hex, ok := strings.CutPrefix(d, "sha256:")
-	if !ok || hex == "" || len(hex) > 64 {
-		return false
-	}
-	for _, r := range hex {
-		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f') {
-			return false
-		}
-	}
-	return true
+// SpecError is a module spec ValidateSpec refuses: the field, in the module
+// file's terms ("containers[0].mounts[1].source"), and what is wrong with it.
+type SpecError struct {
+	Field string
+	Msg   string
+}
+
+func (e *SpecError) Error() string { return e.Field + ": " + e.Msg }
+
+func specErr(field, format string, args ...any) error {
+	return &SpecError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
 // ValidateSpec checks what can be checked of a module on its own: names,
 // paths, modes, and that each container runs exactly one image or artifact.
+// Every path is absolute and clean (path.Clean leaves it as it is: no "//",
+// no "." or ".." segment, no trailing "/"), and is declared once: no two
+// directories or files share a path (a file and a directory included), no
+// container mounts a declared file (every mounted path is a directory), and
+// no container mounts two paths at one target. Its errors are *SpecError.
+//
 // Whether a module set composes on a node (container names claimed twice,
 // ports and artifacts that reach nothing) is decided at compose time: that is
 // a statement about the node, not about the module.
 func ValidateSpec(s events.ModuleSpec) error {
 	for i, r := range s.Routes {
 		if !validHostname(r) {
-			return fmt.Errorf("routes[%d]: %q is not a host name", i, r)
+			return specErr(fmt.Sprintf("routes[%d]", i), "%s is not a host name", quote(r))
+		}
+	}
+	declared := map[string]string{} // path → the field declaring it
+	declare := func(field, p string) error {
+		if err := checkPath(p); err != nil {
+			return specErr(field, "%v", err)
+		}
+		if prev, ok := declared[p]; ok {
+			return specErr(field, "%s is declared twice: also %s", p, prev)
+		}
+		declared[p] = field
+		return nil
+	}
+	for i, d := range s.Directories {
+		if err := declare(fmt.Sprintf("directories[%d].path", i), d.Path); err != nil {
+			return err
+		}
+		if _, err := parseMode(d.Mode, 0o755); err != nil {
+			return specErr(fmt.Sprintf("directories[%d].mode", i), "%v", err)
+		}
+	}
+	files := map[string]string{}
+	for i, f := range s.Files {
+		field := fmt.Sprintf("files[%d].path", i)
+		if err := declare(field, f.Path); err != nil {
+			return err
+		}
+		files[f.Path] = field
+		if _, err := parseMode(f.Mode, 0o644); err != nil {
+			return specErr(fmt.Sprintf("files[%d].mode", i), "%v", err)
 		}
 	}
 	for i, c := range s.Containers {
 		f := fmt.Sprintf("containers[%d]", i)
 		if !validName(c.Name) {
-			return fmt.Errorf("%s.name: %q: use lower-case letters, digits, '-', '_' and '.'", f, c.Name)
+			return specErr(f+".name", "%s: use up to %d lower-case letters, digits, '-', '_' and '.'", quote(c.Name), maxName)
 		}
 		switch {
 		case c.Image == "" && c.Artifact == "":
-			return fmt.Errorf("%s (%s): names neither an image nor an artifact", f, c.Name)
+			return specErr(f, "container %s names neither an image nor an artifact", c.Name)
 		case c.Image != "" && c.Artifact != "":
-			return fmt.Errorf("%s (%s): names both an image and an artifact", f, c.Name)
+			return specErr(f, "container %s names both an image and an artifact", c.Name)
 		case c.Artifact != "" && !validArtifact(c.Artifact):
-			return fmt.Errorf("%s.artifact: %q is not an artifact name", f, c.Artifact)
+			return specErr(f+".artifact", "%s is not an artifact name", quote(c.Artifact))
 		}
 		for k := range c.Env {
 			if k == "" || strings.ContainsAny(k, "= \t\n") {
-				return fmt.Errorf("%s.env: %q is not a variable name", f, k)
+				return specErr(f+".env", "%s is not a variable name", quote(k))
 			}
 		}
+		targets := map[string]int{}
 		for j, m := range c.Mounts {
-			if !absPath(m.Source) {
-				return fmt.Errorf("%s.mounts[%d].source: %q is not an absolute path", f, j, m.Source)
+			mf := fmt.Sprintf("%s.mounts[%d]", f, j)
+			if err := checkPath(m.Source); err != nil {
+				return specErr(mf+".source", "%v", err)
 			}
-			if m.Target != "" && !absPath(m.Target) {
-				return fmt.Errorf("%s.mounts[%d].target: %q is not an absolute path", f, j, m.Target)
+			if file, ok := files[m.Source]; ok {
+				return specErr(mf+".source", "%s is declared as a file (%s); a mounted path is a directory", m.Source, file)
 			}
+			target := m.Target
+			if target != "" {
+				if err := checkPath(target); err != nil {
+					return specErr(mf+".target", "%v", err)
+				}
+			} else {
+				target = m.Source
+			}
+			if k, dup := targets[target]; dup {
+				return specErr(mf, "mounts at %s, as mounts[%d] does", target, k)
+			}
+			targets[target] = j
 			if m.Volume {
-				return fmt.Errorf("%s.mounts[%d]: volume mounts are not supported yet", f, j)
+				return specErr(mf, "volume mounts are not supported yet")
 			}
 		}
 		for j, p := range c.Ports {
 			if !validName(p.Port) {
-				return fmt.Errorf("%s.ports[%d].port: %q is not a port name", f, j, p.Port)
+				return specErr(fmt.Sprintf("%s.ports[%d].port", f, j), "%s is not a port name", quote(p.Port))
 			}
 			if p.Env == "" || strings.ContainsAny(p.Env, "= \t\n") {
-				return fmt.Errorf("%s.ports[%d].env: %q is not a variable name", f, j, p.Env)
+				return specErr(fmt.Sprintf("%s.ports[%d].env", f, j), "%s is not a variable name", quote(p.Env))
 			}
 		}
 	}
-	for i, d := range s.Directories {
-		if !absPath(d.Path) {
-			return fmt.Errorf("directories[%d].path: %q is not an absolute path", i, d.Path)
-		}
-		if _, err := parseMode(d.Mode, 0o755); err != nil {
-			return fmt.Errorf("directories[%d].mode: %v", i, err)
-		}
+	if len(s.Volumes) > 0 {
+		return specErr("volumes", "volumes are not supported yet")
 	}
-	for i, f := range s.Files {
-		if !absPath(f.Path) {
-			return fmt.Errorf("files[%d].path: %q is not an absolute path", i, f.Path)
-		}
-		if _, err := parseMode(f.Mode, 0o644); err != nil {
-			return fmt.Errorf("files[%d].mode: %v", i, err)
-		}
-	}
-	if len(s.Volumes) > 0 || len(s.Networks) > 0 {
-		return fmt.Errorf("volumes and networks are not supported yet")
+	if len(s.Networks) > 0 {
+		return specErr("networks", "networks are not supported yet")
 	}
 	return nil
 }
 
-func absPath(p string) bool {
-	return strings.HasPrefix(p, "/") && !strings.Contains(p, "/../") && !strings.HasSuffix(p, "/..") && !strings.ContainsAny(p, "\x00\n:")
+// checkPath checks that p is an absolute, clean path a host can hold.
+func checkPath(p string) error {
+	switch {
+	case !strings.HasPrefix(p, "/"):
+		return fmt.Errorf("%s is not an absolute path", quote(p))
+	case strings.ContainsAny(p, "\x00\n:"):
+		return fmt.Errorf("%s: a path holds no NUL, newline or ':'", quote(p))
+	case path.Clean(p) != p:
+		return fmt.Errorf("%s is not a clean path: write %s", quote(p), quote(path.Clean(p)))
+	}
+	return nil
 }
 
 func validHostname(h string) bool {
@@ -319,7 +484,7 @@ func parseMode(s string, def uint32) (uint32, error) {
 	}
 	m, err := strconv.ParseUint(s, 8, 32)
 	if err != nil || m > 0o7777 {
-		return 0, fmt.Errorf("%q is not an octal mode", s)
+		return 0, fmt.Errorf("%s is not an octal mode", quote(s))
 	}
 	return uint32(m), nil
 }

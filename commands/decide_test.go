@@ -3,6 +3,7 @@ package commands
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"meshplane/events"
@@ -28,58 +29,96 @@ var webSpec = events.ModuleSpec{
 	Containers: []events.ContainerSpec{{Name: "web", Image: "forge:1"}},
 }
 
+const (
+	fullDigest  = "sha256:3ccce11a2a888784e88e862248d98651773d12ee70502e473c2e654e5dab08b0"
+	otherDigest = "sha256:5ac036b6109b0b9f2c41d0aa3ccce11a2a888784e88e862248d98651773d12ee"
+)
+
+// TestDecide: given events, when a command, then events or a rejection. A
+// command whose work is already done is a no-op: no events, no error.
 func TestDecide(t *testing.T) {
 	reg := events.NodeRegistered{Node: "novox"}
 	adopted := events.NodeAdopted{Node: "novox"}
 	defined := events.ModuleDefined{Module: "forge", Spec: webSpec}
 	assigned := events.ModuleAssigned{Module: "forge", Node: "novox"}
+	taken := events.ModuleTaken{Module: "forge", Node: "novox"}
+	port := events.NodeSettingSet{Node: "novox", Key: "port.store", Value: "6852"}
+	recorded := events.ArtifactRecorded{Module: "forge", Name: "forge/web", Digest: fullDigest}
+	long := strings.Repeat("n", 100_000)
 	tests := []struct {
-		name  string
-		given []events.Payload
-		when  Command
-		then  []events.Payload
-		code  string // rejection code, when rejected
+		name   string
+		given  []events.Payload
+		claims map[string]string
+		when   Command
+		then   []events.Payload
+		code   string // rejection code, when rejected
+		msg    string // the rejection's message contains this
 	}{
-		{"register", nil, RegisterNode{Node: "novox"}, []events.Payload{reg}, ""},
-		{"register twice", []events.Payload{reg}, RegisterNode{Node: "novox"}, nil, CodeNodeExists},
-		{"register a bad name", nil, RegisterNode{Node: "No Vox"}, nil, CodeInvalid},
-		{"adopt", []events.Payload{reg}, AdoptNode{Node: "novox"}, []events.Payload{adopted}, ""},
-		{"adopt again changes nothing", []events.Payload{reg, adopted}, AdoptNode{Node: "novox"}, nil, ""},
-		{"adopt unknown node", nil, AdoptNode{Node: "novox"}, nil, CodeNodeUnknown},
-		{"set a port", []events.Payload{reg}, SetNodeSetting{Node: "novox", Key: "port.store", Value: "6852"},
-			[]events.Payload{events.NodeSettingSet{Node: "novox", Key: "port.store", Value: "6852"}}, ""},
-		{"set a port to what it is", []events.Payload{reg, events.NodeSettingSet{Node: "novox", Key: "port.store", Value: "6852"}},
-			SetNodeSetting{Node: "novox", Key: "port.store", Value: "6852"}, nil, ""},
-		{"a port that is not a port", []events.Payload{reg}, SetNodeSetting{Node: "novox", Key: "port.store", Value: "68520"}, nil, CodeInvalid},
-		{"an address that is not an address", []events.Payload{reg}, SetNodeSetting{Node: "novox", Key: "private-address", Value: "10.1"}, nil, CodeInvalid},
-		{"an unknown setting", []events.Payload{reg}, SetNodeSetting{Node: "novox", Key: "colour", Value: "red"}, nil, CodeInvalid},
-		{"define", nil, DefineModule{Module: "forge", Spec: webSpec}, []events.Payload{defined}, ""},
-		{"define the same again changes nothing", []events.Payload{defined}, DefineModule{Module: "forge", Spec: webSpec}, nil, ""},
-		{"define a container with no image", nil, DefineModule{Module: "forge", Spec: events.ModuleSpec{Containers: []events.ContainerSpec{{Name: "web"}}}}, nil, CodeInvalid},
-		{"assign", []events.Payload{reg, defined}, AssignModule{Module: "forge", Node: "novox"}, []events.Payload{assigned}, ""},
-		{"assign an undefined module", []events.Payload{reg}, AssignModule{Module: "forge", Node: "novox"}, nil, CodeModuleUnknown},
-		{"assign to an unknown node", []events.Payload{defined}, AssignModule{Module: "forge", Node: "novox"}, nil, CodeNodeUnknown},
-		{"assign twice", []events.Payload{reg, defined, assigned}, AssignModule{Module: "forge", Node: "novox"}, nil, CodeAlreadyAssigned},
-		{"release", []events.Payload{reg, defined, assigned}, ReleaseModule{Module: "forge", Node: "novox"},
-			[]events.Payload{events.ModuleReleased{Module: "forge", Node: "novox"}}, ""},
-		{"release what is not assigned", []events.Payload{reg, defined}, ReleaseModule{Module: "forge", Node: "novox"}, nil, CodeNotAssigned},
-		{"take on an adopted node", []events.Payload{reg, adopted, defined, assigned}, TakeModule{Module: "forge", Node: "novox"},
-			[]events.Payload{events.ModuleTaken{Module: "forge", Node: "novox"}}, ""},
-		{"take on a node that was not adopted", []events.Payload{reg, defined, assigned}, TakeModule{Module: "forge", Node: "novox"}, nil, CodeNotAdopted},
-		{"take a module not assigned there", []events.Payload{reg, adopted, defined}, TakeModule{Module: "forge", Node: "novox"}, nil, CodeNotAssigned},
-		{"take twice", []events.Payload{reg, adopted, defined, assigned, events.ModuleTaken{Module: "forge", Node: "novox"}},
-			TakeModule{Module: "forge", Node: "novox"}, nil, CodeAlreadyTaken},
-		{"take after release and re-assign", []events.Payload{reg, adopted, defined, assigned,
-			events.ModuleTaken{Module: "forge", Node: "novox"}, events.ModuleReleased{Module: "forge", Node: "novox"}, assigned},
-			TakeModule{Module: "forge", Node: "novox"}, []events.Payload{events.ModuleTaken{Module: "forge", Node: "novox"}}, ""},
-		{"record an artifact", []events.Payload{defined}, RecordArtifact{Module: "forge", Name: "forge/web", Digest: "sha256:ab12"},
-			[]events.Payload{events.ArtifactRecorded{Module: "forge", Name: "forge/web", Digest: "sha256:ab12"}}, ""},
-		{"record an artifact with a bad digest", []events.Payload{defined}, RecordArtifact{Module: "forge", Name: "forge/web", Digest: "ab12"}, nil, CodeInvalid},
-		{"record an artifact of an undefined module", nil, RecordArtifact{Module: "forge", Name: "forge/web", Digest: "sha256:ab12"}, nil, CodeModuleUnknown},
+		{name: "register", when: RegisterNode{Node: "novox"}, then: []events.Payload{reg}},
+		{name: "register again: already done", given: []events.Payload{reg}, when: RegisterNode{Node: "novox"}},
+		{name: "register a bad name", when: RegisterNode{Node: "No Vox"}, code: CodeInvalid},
+		{name: "register a name of 64 bytes", when: RegisterNode{Node: strings.Repeat("n", 64)}, code: CodeInvalid},
+		{name: "register a long name, shortened in the message", when: RegisterNode{Node: long}, code: CodeInvalid, msg: `"nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn"… (100000 bytes)`},
+		{name: "adopt", given: []events.Payload{reg}, when: AdoptNode{Node: "novox"}, then: []events.Payload{adopted}},
+		{name: "adopt again: already done", given: []events.Payload{reg, adopted}, when: AdoptNode{Node: "novox"}},
+		{name: "adopt unknown node", when: AdoptNode{Node: "novox"}, code: CodeNodeUnknown},
+		{name: "adopt a long name", when: AdoptNode{Node: long}, code: CodeInvalid, msg: "(100000 bytes)"},
+		{name: "set a port", given: []events.Payload{reg}, when: SetNodeSetting{Node: "novox", Key: "port.store", Value: "6852"}, then: []events.Payload{port}},
+		{name: "set a port to what it is: already done", given: []events.Payload{reg, port}, when: SetNodeSetting{Node: "novox", Key: "port.store", Value: "6852"}},
+		{name: "clear a setting never set: already done", given: []events.Payload{reg}, when: SetNodeSetting{Node: "novox", Key: "port.store", Value: ""}},
+		{name: "a port that is not a port", given: []events.Payload{reg}, when: SetNodeSetting{Node: "novox", Key: "port.store", Value: "68520"}, code: CodeInvalid},
+		{name: "an address that is not an address", given: []events.Payload{reg}, when: SetNodeSetting{Node: "novox", Key: "private-address", Value: "10.1"}, code: CodeInvalid},
+		{name: "a long setting value, shortened", given: []events.Payload{reg}, when: SetNodeSetting{Node: "novox", Key: "private-address", Value: long}, code: CodeInvalid, msg: "(100000 bytes) is not an IP address"},
+		{name: "a long setting key, shortened", given: []events.Payload{reg}, when: SetNodeSetting{Node: "novox", Key: long, Value: "1"}, code: CodeInvalid, msg: "unknown node setting"},
+		{name: "an unknown setting", given: []events.Payload{reg}, when: SetNodeSetting{Node: "novox", Key: "colour", Value: "red"}, code: CodeInvalid},
+		{name: "define", when: DefineModule{Module: "forge", Spec: webSpec}, then: []events.Payload{defined}},
+		{name: "define the same again: already done", given: []events.Payload{defined}, when: DefineModule{Module: "forge", Spec: webSpec}},
+		{name: "define a container with no image", when: DefineModule{Module: "forge", Spec: events.ModuleSpec{Containers: []events.ContainerSpec{{Name: "web"}}}}, code: CodeInvalid},
+		{name: "define a path that is not clean", when: DefineModule{Module: "forge", Spec: events.ModuleSpec{Directories: []events.DirectorySpec{{Path: "/srv//data/."}}}},
+			code: CodeInvalid, msg: `directories[0].path: "/srv//data/." is not a clean path`},
+		{name: "define a path as a file and a directory", when: DefineModule{Module: "forge", Spec: events.ModuleSpec{
+			Directories: []events.DirectorySpec{{Path: "/srv/data"}}, Files: []events.FileSpec{{Path: "/srv/data"}}}},
+			code: CodeInvalid, msg: "files[0].path: /srv/data is declared twice"},
+		{name: "define a long module name", when: DefineModule{Module: long, Spec: webSpec}, code: CodeInvalid, msg: "module name"},
+		{name: "define a route another module routes", claims: map[string]string{"forge.zurag.be": "gitea"},
+			when: DefineModule{Module: "forge", Spec: webSpec}, code: CodeRouteClaimed, msg: "module forge routes forge.zurag.be, which module gitea already routes"},
+		{name: "redefine with the route it already routes", given: []events.Payload{defined}, claims: map[string]string{"forge.zurag.be": "forge"},
+			when: DefineModule{Module: "forge", Spec: events.ModuleSpec{Routes: webSpec.Routes, Containers: []events.ContainerSpec{{Name: "web", Image: "forge:2"}}}},
+			then: []events.Payload{events.ModuleDefined{Module: "forge", Spec: events.ModuleSpec{Routes: webSpec.Routes, Containers: []events.ContainerSpec{{Name: "web", Image: "forge:2"}}}}}},
+		{name: "assign", given: []events.Payload{reg, defined}, when: AssignModule{Module: "forge", Node: "novox"}, then: []events.Payload{assigned}},
+		{name: "assign again: already done", given: []events.Payload{reg, defined, assigned}, when: AssignModule{Module: "forge", Node: "novox"}},
+		{name: "assign an undefined module", given: []events.Payload{reg}, when: AssignModule{Module: "forge", Node: "novox"}, code: CodeModuleUnknown},
+		{name: "assign to an unknown node", given: []events.Payload{defined}, when: AssignModule{Module: "forge", Node: "novox"}, code: CodeNodeUnknown},
+		{name: "assign a module whose route an assigned module routes", given: []events.Payload{reg, defined}, claims: map[string]string{"forge.zurag.be": "gitea"},
+			when: AssignModule{Module: "forge", Node: "novox"}, code: CodeRouteClaimed, msg: "it routes forge.zurag.be, which module gitea"},
+		{name: "release", given: []events.Payload{reg, defined, assigned}, when: ReleaseModule{Module: "forge", Node: "novox"},
+			then: []events.Payload{events.ModuleReleased{Module: "forge", Node: "novox"}}},
+		{name: "release what is not assigned: already done", given: []events.Payload{reg, defined}, when: ReleaseModule{Module: "forge", Node: "novox"}},
+		{name: "release again: already done", given: []events.Payload{reg, defined, assigned, events.ModuleReleased{Module: "forge", Node: "novox"}}, when: ReleaseModule{Module: "forge", Node: "novox"}},
+		{name: "release a module never defined", given: []events.Payload{reg}, when: ReleaseModule{Module: "forge", Node: "novox"}, code: CodeModuleUnknown},
+		{name: "take on an adopted node", given: []events.Payload{reg, adopted, defined, assigned}, when: TakeModule{Module: "forge", Node: "novox"},
+			then: []events.Payload{taken}},
+		{name: "take on a node that was not adopted", given: []events.Payload{reg, defined, assigned}, when: TakeModule{Module: "forge", Node: "novox"}, code: CodeNotAdopted},
+		{name: "take a module not assigned there", given: []events.Payload{reg, adopted, defined}, when: TakeModule{Module: "forge", Node: "novox"}, code: CodeNotAssigned},
+		{name: "take again: already done", given: []events.Payload{reg, adopted, defined, assigned, taken}, when: TakeModule{Module: "forge", Node: "novox"}},
+		{name: "take after release and re-assign", given: []events.Payload{reg, adopted, defined, assigned, taken, events.ModuleReleased{Module: "forge", Node: "novox"}, assigned},
+			when: TakeModule{Module: "forge", Node: "novox"}, then: []events.Payload{taken}},
+		{name: "record an artifact", given: []events.Payload{defined}, when: RecordArtifact{Module: "forge", Name: "forge/web", Digest: fullDigest},
+			then: []events.Payload{recorded}},
+		{name: "record the same build again: already done", given: []events.Payload{defined, recorded}, when: RecordArtifact{Module: "forge", Name: "forge/web", Digest: fullDigest}},
+		{name: "record a newer build", given: []events.Payload{defined, recorded}, when: RecordArtifact{Module: "forge", Name: "forge/web", Digest: otherDigest},
+			then: []events.Payload{events.ArtifactRecorded{Module: "forge", Name: "forge/web", Digest: otherDigest}}},
+		{name: "record a short digest", given: []events.Payload{defined}, when: RecordArtifact{Module: "forge", Name: "forge/web", Digest: "sha256:ab12"}, code: CodeInvalid, msg: `digest "sha256:ab12"`},
+		{name: "record a digest with no algorithm", given: []events.Payload{defined}, when: RecordArtifact{Module: "forge", Name: "forge/web", Digest: "ab12"}, code: CodeInvalid},
+		{name: "record an upper-case digest", given: []events.Payload{defined}, when: RecordArtifact{Module: "forge", Name: "forge/web", Digest: strings.ToUpper(fullDigest)}, code: CodeInvalid},
+		{name: "record a sha512 digest", given: []events.Payload{defined}, when: RecordArtifact{Module: "forge", Name: "forge/web", Digest: "sha512:" + strings.Repeat("ab", 64)}, code: CodeInvalid, msg: "sha512"},
+		{name: "record an artifact of an undefined module", when: RecordArtifact{Module: "forge", Name: "forge/web", Digest: fullDigest}, code: CodeModuleUnknown},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Decide(given(tt.given...), tt.when)
+			s := given(tt.given...)
+			s.Claims = tt.claims
+			got, err := Decide(s, tt.when)
 			if tt.code != "" {
 				var r *Rejection
 				if !errors.As(err, &r) || r.Code != tt.code || !errors.Is(err, ErrRejected) {
@@ -88,6 +127,9 @@ func TestDecide(t *testing.T) {
 				if got != nil {
 					t.Fatalf("a rejection came with events: %v", got)
 				}
+				if !strings.Contains(r.Msg, tt.msg) || len(r.Msg) > 300 {
+					t.Fatalf("rejection %q: want it to contain %q, in under 300 bytes", r.Msg, tt.msg)
+				}
 				return
 			}
 			if err != nil {
@@ -95,6 +137,9 @@ func TestDecide(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got, tt.then) {
 				t.Fatalf("Decide = %#v, want %#v", got, tt.then)
+			}
+			if len(got) == 0 && Unchanged(tt.when) == "" {
+				t.Fatalf("no sentence for %T's work already done", tt.when)
 			}
 		})
 	}

@@ -3,6 +3,8 @@ package commands
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"unicode/utf8"
 )
 
 // Sentinel errors.
@@ -22,16 +24,17 @@ var (
 	ErrConflict = errors.New("conflict")
 )
 
-// Rejection codes: stable, for the CLI's exit codes and API clients.
+// Rejection codes: stable, for the CLI's exit codes and API clients. A
+// command whose work is already done is no rejection (see Decide), so there
+// is no code for "already registered", "already assigned" or "already
+// taken".
 const (
-	CodeInvalid         = "invalid"
-	CodeNodeUnknown     = "node-unknown"
-	CodeNodeExists      = "node-exists"
-	CodeNotAdopted      = "not-adopted"
-	CodeModuleUnknown   = "module-unknown"
-	CodeAlreadyAssigned = "already-assigned"
-	CodeNotAssigned     = "not-assigned"
-	CodeAlreadyTaken    = "already-taken"
+	CodeInvalid       = "invalid"        // the command's input is malformed, or too long
+	CodeNodeUnknown   = "node-unknown"   // the node is not registered
+	CodeNotAdopted    = "not-adopted"    // a take on a node that was not adopted
+	CodeModuleUnknown = "module-unknown" // the module is not defined
+	CodeNotAssigned   = "not-assigned"   // a take of a module not assigned to the node
+	CodeRouteClaimed  = "route-claimed"  // another module already routes one of the module's names
 )
 
 // Rejection is a command refused by its aggregate: a code callers branch on,
@@ -48,6 +51,32 @@ func (r *Rejection) Is(target error) bool { return target == ErrRejected }
 
 func reject(code, format string, args ...any) error {
 	return &Rejection{Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// maxQuoted is how much of a name or other input a message quotes: enough
+// to recognise it, never a megabyte of it.
+const maxQuoted = 40
+
+// quote quotes s for a message, shortened to its first maxQuoted bytes (on a
+// rune boundary) with its length when it is longer.
+func quote(s string) string {
+	if len(s) <= maxQuoted {
+		return fmt.Sprintf("%q", s)
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%q… (%d bytes)", s[:cut], len(s))
+}
+
+// short is s for a message, shortened as quote does but unquoted when it
+// fits and needs no escaping.
+func short(s string) string {
+	if len(s) <= maxQuoted && strconv.Quote(s) == `"`+s+`"` {
+		return s
+	}
+	return quote(s)
 }
 
 // ReadError is a failed read during compose: which node was being composed,

@@ -43,7 +43,8 @@ type Handler struct {
 // Option configures a Handler.
 type Option func(*Handler)
 
-// WithClock sets the clock events are stamped with.
+// WithClock sets the clock events are stamped with (the wall clock, in UTC,
+// by default).
 func WithClock(now func() time.Time) Option { return func(h *Handler) { h.now = now } }
 
 // WithIDs sets the source of event ids (UUIDv7 by default).
@@ -55,7 +56,7 @@ func WithRetries(n int) Option { return func(h *Handler) { h.retries = n } }
 // NewHandler returns a handler over store.
 func NewHandler(store events.Store, reg *events.Registry, opts ...Option) *Handler {
 	h := &Handler{
-		store: store, reg: reg, now: time.Now, newID: events.NewID, retries: DefaultRetries,
+		store: store, reg: reg, now: wallClock, newID: events.NewID, retries: DefaultRetries,
 		nodes: map[string]Node{}, modules: map[string]Module{},
 	}
 	for _, o := range opts {
@@ -64,9 +65,16 @@ func NewHandler(store events.Store, reg *events.Registry, opts ...Option) *Handl
 	return h
 }
 
+// wallClock is the default clock: the wall clock in UTC, nanoseconds kept.
+func wallClock() time.Time { return time.Now().UTC() }
+
 // Execute decides c as actor ("operator:<name>") and appends its events. It
-// returns the events as stored (none when the command changed nothing).
+// returns the events as stored: none, and no error, when c's work was
+// already done (see Decide).
 func (h *Handler) Execute(ctx context.Context, actor string, c Command) ([]events.Event, error) {
+	if err := checkNames(c); err != nil {
+		return nil, err
+	}
 	var lastErr error
 	for attempt := 0; attempt <= h.retries; attempt++ {
 		s, version, err := h.load(ctx, c)
@@ -98,24 +106,229 @@ func (h *Handler) Execute(ctx context.Context, actor string, c Command) ([]event
 
 // load returns the state c needs and the version of the stream c appends to.
 func (h *Handler) load(ctx context.Context, c Command) (State, uint64, error) {
+	return stateOf(ctx, h, c)
+}
+
+// source is where a command's state is read from: the store (the Handler),
+// or, while ExecuteAll checks a batch, the store overlaid with what the
+// batch's earlier commands would append.
+type source interface {
+	Reader
+	Modules(ctx context.Context) ([]string, error)
+}
+
+// stateOf reads the state c needs from src, and the version of the stream c
+// appends to.
+func stateOf(ctx context.Context, src source, c Command) (State, uint64, error) {
 	var s State
 	var err error
 	switch c := c.(type) {
 	case RegisterNode, AdoptNode, SetNodeSetting:
-		s.Node, err = h.Node(ctx, nodeOf(c))
+		s.Node, err = src.Node(ctx, nodeOf(c))
 		return s, s.Node.Version, err
 	case AssignModule, ReleaseModule, TakeModule:
 		node, module := nodeOf(c), moduleOf(c)
-		if s.Node, err = h.Node(ctx, node); err != nil {
+		if s.Node, err = src.Node(ctx, node); err != nil {
 			return s, 0, err
 		}
-		s.Module, err = h.Module(ctx, module)
+		if s.Module, err = src.Module(ctx, module); err != nil {
+			return s, 0, err
+		}
+		if _, ok := c.(AssignModule); ok && s.Module.Defined && len(s.Module.Spec.Routes) > 0 {
+			s.Claims, err = assignedClaims(ctx, src, module)
+		}
 		return s, s.Node.Version, err
-	case DefineModule, RecordArtifact:
-		s.Module, err = h.Module(ctx, moduleOf(c))
+	case DefineModule:
+		if s.Module, err = src.Module(ctx, c.Module); err != nil {
+			return s, 0, err
+		}
+		if len(c.Spec.Routes) > 0 {
+			s.Claims, err = definedClaims(ctx, src, c.Module)
+		}
+		return s, s.Module.Version, err
+	case RecordArtifact:
+		s.Module, err = src.Module(ctx, c.Module)
 		return s, s.Module.Version, err
 	}
 	return s, 0, reject(CodeInvalid, "unknown command %T", c)
+}
+
+// definedClaims maps every routed name of every defined module other than
+// except to the module that routes it (the first by name, when history holds
+// two).
+func definedClaims(ctx context.Context, src source, except string) (map[string]string, error) {
+	names, err := src.Modules(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return moduleClaims(ctx, src, names, except)
+}
+
+// assignedClaims is definedClaims over the modules assigned to some node.
+func assignedClaims(ctx context.Context, src source, except string) (map[string]string, error) {
+	nodes, err := src.Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var mods []string
+	for _, name := range nodes {
+		n, err := src.Node(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		mods = append(mods, n.AssignedModules()...)
+	}
+	slices.Sort(mods)
+	return moduleClaims(ctx, src, slices.Compact(mods), except)
+}
+
+func moduleClaims(ctx context.Context, src source, names []string, except string) (map[string]string, error) {
+	claims := map[string]string{}
+	for _, name := range names {
+		if name == except {
+			continue
+		}
+		m, err := src.Module(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if !m.Defined {
+			continue
+		}
+		for _, r := range m.Spec.Routes {
+			if _, ok := claims[r]; !ok {
+				claims[r] = name
+			}
+		}
+	}
+	return claims, nil
+}
+
+// ExecuteAll executes cs as one: all or nothing. It first decides every
+// command in order against the state the commands before it would leave
+// (reading the store, appending nothing) and, if any is refused, returns
+// that refusal having appended nothing. Then it executes each in order, as
+// Execute does. It returns the events each command appended, index-aligned
+// with cs (none for a command whose work was already done); when one fails
+// to append, those of the commands before it, with the error.
+//
+// The check is a validate-all pass through Decide on the folded state, not
+// one transaction: a store appends atomically to one stream only, and a
+// batch spans streams (node register a b c is three). So all or nothing
+// holds against the store as the check read it. A writer that changes a
+// stream between the check and the appends can still make a later command
+// fail after earlier ones were appended; each is re-decided when it is
+// appended, so nothing is written that the store's state then refuses. (The
+// CLI's local mode holds the store's file lock for the whole command, so
+// there no other writer can come between.)
+func (h *Handler) ExecuteAll(ctx context.Context, actor string, cs []Command) ([][]events.Event, error) {
+	if err := h.Check(ctx, cs); err != nil {
+		return nil, err
+	}
+	out := make([][]events.Event, len(cs))
+	for i, c := range cs {
+		evs, err := h.Execute(ctx, actor, c)
+		if err != nil {
+			return out[:i], err
+		}
+		out[i] = evs
+	}
+	return out, nil
+}
+
+// Check is ExecuteAll's first pass: it decides every command of cs in order
+// against the state the commands before it would leave, reading the store
+// and appending nothing, and returns the first refusal (or read failure).
+func (h *Handler) Check(ctx context.Context, cs []Command) error {
+	o := &overlay{base: h, nodes: map[string]Node{}, modules: map[string]Module{}}
+	for _, c := range cs {
+		if err := checkNames(c); err != nil {
+			return err
+		}
+		s, _, err := stateOf(ctx, o, c)
+		if err != nil {
+			return err
+		}
+		ps, err := Decide(s, c)
+		if err != nil {
+			return err
+		}
+		o.fold(c, s, ps)
+	}
+	return nil
+}
+
+// overlay is the store as a batch's commands would leave it: the states they
+// change, folded in memory, over the Handler's reads.
+type overlay struct {
+	base    source
+	nodes   map[string]Node
+	modules map[string]Module
+}
+
+var _ source = (*overlay)(nil)
+
+func (o *overlay) Node(ctx context.Context, name string) (Node, error) {
+	if n, ok := o.nodes[name]; ok {
+		return n, nil
+	}
+	return o.base.Node(ctx, name)
+}
+
+func (o *overlay) Module(ctx context.Context, name string) (Module, error) {
+	if m, ok := o.modules[name]; ok {
+		return m, nil
+	}
+	return o.base.Module(ctx, name)
+}
+
+func (o *overlay) Nodes(ctx context.Context) ([]string, error) {
+	names, err := o.base.Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for name, n := range o.nodes {
+		if n.Registered {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+func (o *overlay) Modules(ctx context.Context) ([]string, error) {
+	names, err := o.base.Modules(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for name, m := range o.modules {
+		if m.Defined {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// fold folds the payloads c was decided to produce from s into the overlay.
+func (o *overlay) fold(c Command, s State, ps []events.Payload) {
+	if len(ps) == 0 {
+		return
+	}
+	switch c.(type) {
+	case DefineModule, RecordArtifact:
+		m := s.Module
+		for _, p := range ps {
+			m = EvolveModule(m, events.Event{Version: m.Version + 1, Type: p.EventType()}, p)
+		}
+		o.modules[moduleOf(c)] = m
+	default:
+		n := s.Node
+		for _, p := range ps {
+			n = EvolveNode(n, events.Event{Version: n.Version + 1, Type: p.EventType()}, p)
+		}
+		o.nodes[nodeOf(c)] = n
+	}
 }
 
 func nodeOf(c Command) string {
@@ -299,4 +512,4 @@ func (c *catalog) catchUp(ctx context.Context, s events.Store) error {
 	}
 }
 
-var _ Reader = (*Handler)(nil)
+var _ source = (*Handler)(nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -278,5 +279,145 @@ func TestPushToAnUnknownNodeIsRefusedAndRecordsNothing(t *testing.T) {
 	}
 	if after, _ := store.Head(context.Background()); after != before {
 		t.Fatalf("a refused push appended %d event(s)", after-before)
+	}
+}
+
+// A command whose work is already done appends nothing and is no error,
+// through the handler as in Decide: re-running an operator's script is safe.
+func TestExecuteAlreadyDoneAppendsNothing(t *testing.T) {
+	h, store := setup(t)
+	mesh(t, h)
+	must(t, h, commands.AdoptNode{Node: "novox"}, commands.TakeModule{Module: "proxy", Node: "novox"},
+		commands.SetNodeSetting{Node: "novox", Key: "port.store", Value: "6852"})
+	for _, c := range []commands.Command{
+		commands.RegisterNode{Node: "novox"},
+		commands.AdoptNode{Node: "novox"},
+		commands.SetNodeSetting{Node: "novox", Key: "port.store", Value: "6852"},
+		commands.DefineModule{Module: "proxy", Spec: events.ModuleSpec{Containers: []events.ContainerSpec{{Name: "proxy", Image: "caddy:2"}}}},
+		commands.AssignModule{Module: "proxy", Node: "novox"},
+		commands.TakeModule{Module: "proxy", Node: "novox"},
+		commands.ReleaseModule{Module: "searxng", Node: "novox"},
+	} {
+		t.Run(fmt.Sprintf("%T", c), func(t *testing.T) {
+			before, _ := store.Head(context.Background())
+			evs, err := h.Execute(context.Background(), op, c)
+			if err != nil || len(evs) != 0 {
+				t.Fatalf("Execute = %v, %v; want no events and no error", evs, err)
+			}
+			if after, _ := store.Head(context.Background()); after != before {
+				t.Fatalf("appended %d event(s)", after-before)
+			}
+		})
+	}
+}
+
+// ExecuteAll checks every command before it appends any: one refused item
+// writes nothing; items may rely on the ones before them.
+func TestExecuteAllIsAllOrNothing(t *testing.T) {
+	web := func(routes ...string) events.ModuleSpec {
+		return events.ModuleSpec{Routes: routes, Containers: []events.ContainerSpec{{Name: "web", Image: "nginx:1"}}}
+	}
+	tests := []struct {
+		name  string
+		given []commands.Command
+		when  []commands.Command
+		code  string // the refusal, "" when the batch is accepted
+		msg   string
+		wrote int // events appended when accepted
+	}{
+		{name: "every node valid", when: []commands.Command{commands.RegisterNode{Node: "a"}, commands.RegisterNode{Node: "b"}, commands.RegisterNode{Node: "c"}}, wrote: 3},
+		{name: "one node invalid writes none", when: []commands.Command{commands.RegisterNode{Node: "a"}, commands.RegisterNode{Node: "B"}, commands.RegisterNode{Node: "c"}},
+			code: commands.CodeInvalid, msg: `node name "B"`},
+		{name: "a name listed twice is registered once", when: []commands.Command{commands.RegisterNode{Node: "a"}, commands.RegisterNode{Node: "a"}}, wrote: 1},
+		{name: "later items see earlier ones", when: []commands.Command{
+			commands.RegisterNode{Node: "a"}, commands.AdoptNode{Node: "a"},
+			commands.DefineModule{Module: "web", Spec: web("web.example.org")},
+			commands.AssignModule{Module: "web", Node: "a"}, commands.TakeModule{Module: "web", Node: "a"}}, wrote: 5},
+		{name: "a later refusal writes none of the earlier", when: []commands.Command{
+			commands.RegisterNode{Node: "a"}, commands.DefineModule{Module: "web", Spec: web()},
+			commands.TakeModule{Module: "web", Node: "a"}}, code: commands.CodeNotAdopted},
+		{name: "two modules of one batch routing one name", when: []commands.Command{
+			commands.DefineModule{Module: "web", Spec: web("www.example.org")},
+			commands.DefineModule{Module: "www", Spec: web("www.example.org")}},
+			code: commands.CodeRouteClaimed, msg: "module www routes www.example.org, which module web already routes"},
+		{name: "a module routing a name a stored module routes", given: []commands.Command{commands.DefineModule{Module: "web", Spec: web("www.example.org")}},
+			when: []commands.Command{commands.DefineModule{Module: "www", Spec: web("www.example.org")}}, code: commands.CodeRouteClaimed, msg: "module web already routes"},
+		{name: "a short digest", given: []commands.Command{commands.DefineModule{Module: "web", Spec: web()}},
+			when: []commands.Command{commands.RegisterNode{Node: "a"}, commands.RecordArtifact{Module: "web", Name: "web", Digest: "sha256:ab12"}},
+			code: commands.CodeInvalid, msg: `"sha256:ab12"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, store := setup(t)
+			must(t, h, tt.given...)
+			before, _ := store.Head(context.Background())
+			_, err := h.ExecuteAll(context.Background(), op, tt.when)
+			after, _ := store.Head(context.Background())
+			if tt.code == "" {
+				if err != nil || after-before != uint64(tt.wrote) {
+					t.Fatalf("ExecuteAll = %v, wrote %d; want no error and %d", err, after-before, tt.wrote)
+				}
+				return
+			}
+			var r *commands.Rejection
+			if !errors.As(err, &r) || r.Code != tt.code || !strings.Contains(r.Msg, tt.msg) {
+				t.Fatalf("ExecuteAll = %v; want a %s rejection containing %q", err, tt.code, tt.msg)
+			}
+			if after != before {
+				t.Fatalf("a refused batch appended %d event(s)", after-before)
+			}
+		})
+	}
+}
+
+// A routed name claimed by two modules, in a history written before define
+// checked it, is refused when the second is assigned, naming both.
+func TestAssignRefusesARouteAnAssignedModuleRoutes(t *testing.T) {
+	h, store := setup(t)
+	must(t, h, commands.RegisterNode{Node: "a"}, commands.RegisterNode{Node: "b"})
+	reg := events.NewRegistry()
+	for _, m := range []string{"web", "www"} {
+		ev, err := reg.New(events.ModuleStream(m), events.ModuleDefined{Module: m, Spec: events.ModuleSpec{
+			Routes: []string{"www.example.org"}, Containers: []events.ContainerSpec{{Name: m, Image: "nginx:1"}}}},
+			events.Meta{ID: events.NewID(), At: time.Now(), Actor: op})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.Append(context.Background(), ev.Stream, events.Any, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(t, h, commands.AssignModule{Module: "web", Node: "a"})
+	_, err := h.Execute(context.Background(), op, commands.AssignModule{Module: "www", Node: "b"})
+	var r *commands.Rejection
+	if !errors.As(err, &r) || r.Code != commands.CodeRouteClaimed || !strings.Contains(r.Msg, "module www to b") || !strings.Contains(r.Msg, "module web") {
+		t.Fatalf("assigning www: %v; want a route-claimed rejection naming www and web", err)
+	}
+	// The module already routing it may go on elsewhere.
+	must(t, h, commands.AssignModule{Module: "web", Node: "b"})
+}
+
+// A digest is checked where an operator records a build, never where the
+// stream is read: a short one already in history is folded as it is, and
+// recording it again is refused rather than taken for work already done.
+func TestHistoryWithAShortDigestIsRead(t *testing.T) {
+	h, store := setup(t)
+	must(t, h, commands.DefineModule{Module: "forge", Spec: events.ModuleSpec{Containers: []events.ContainerSpec{{Name: "web", Artifact: "forge/web"}}}})
+	ev, err := events.NewRegistry().New("module-forge", events.ArtifactRecorded{Module: "forge", Name: "forge/web", Digest: "sha256:ab12"},
+		events.Meta{ID: events.NewID(), At: time.Now(), Actor: op})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Append(context.Background(), "module-forge", events.Any, ev); err != nil {
+		t.Fatal(err)
+	}
+	m, err := h.Module(context.Background(), "forge")
+	if err != nil || m.Artifacts["forge/web"] != "sha256:ab12" {
+		t.Fatalf("Module(forge) = %+v, %v; want the short digest history holds", m.Artifacts, err)
+	}
+	_, err = h.Execute(context.Background(), op, commands.RecordArtifact{Module: "forge", Name: "forge/web", Digest: "sha256:ab12"})
+	var r *commands.Rejection
+	if !errors.As(err, &r) || r.Code != commands.CodeInvalid {
+		t.Fatalf("recording the short digest again: %v, want an invalid rejection", err)
 	}
 }

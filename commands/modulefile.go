@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -24,10 +26,29 @@ type ModuleFileError struct {
 }
 
 func (e *ModuleFileError) Error() string {
-	if e.Field == "" {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	at := e.File
+	if e.Line > 0 {
+		at = fmt.Sprintf("%s:%d", e.File, e.Line)
 	}
-	return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, e.Field, e.Msg)
+	if e.Field == "" {
+		return fmt.Sprintf("%s: %s", at, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s: %s", at, e.Field, e.Msg)
+}
+
+// MaxModuleFileSize is the largest module file accepted: 1 MiB, far above
+// any module (the example modules are under 1 KiB). A larger file is refused
+// having read no more than this and one byte.
+const MaxModuleFileSize = 1 << 20
+
+// ReadModuleFile reads a module file from r, refusing it unread past
+// MaxModuleFileSize, and parses it as ParseModuleFile does.
+func ReadModuleFile(file string, r io.Reader) (string, events.ModuleSpec, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxModuleFileSize+1))
+	if err != nil {
+		return "", events.ModuleSpec{}, fmt.Errorf("read %s: %w", file, err)
+	}
+	return ParseModuleFile(file, data)
 }
 
 // Is makes errors.Is(err, ErrModuleFile) true.
@@ -53,15 +74,19 @@ func (e *ModuleFileError) Is(target error) bool { return target == ErrModuleFile
 //	  - {path: /etc/forge.conf, mode: "0644", content: "..."}
 //
 // Every mounted path is also a directory resource of the module. Unknown
-// fields, wrong types, duplicate container names and everything
-// ValidateSpec refuses are errors naming the file, line and field.
+// fields, wrong types, duplicate container names, a file over
+// MaxModuleFileSize and everything ValidateSpec refuses (paths not clean or
+// declared twice among them) are errors naming the file, line and field.
 func ParseModuleFile(file string, data []byte) (string, events.ModuleSpec, error) {
+	if len(data) > MaxModuleFileSize {
+		return "", events.ModuleSpec{}, &ModuleFileError{File: file, Msg: fmt.Sprintf("larger than %d bytes (1 MiB): not a module file", MaxModuleFileSize)}
+	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
 		return "", events.ModuleSpec{}, &ModuleFileError{File: file, Line: yamlErrLine(err), Msg: err.Error()}
 	}
-	p := &mfParser{file: file}
+	p := &mfParser{file: file, lines: map[string]int{}}
 	name, spec := p.module(&doc)
 	if p.err != nil {
 		return "", events.ModuleSpec{}, p.err
@@ -70,8 +95,24 @@ func ParseModuleFile(file string, data []byte) (string, events.ModuleSpec, error
 }
 
 type mfParser struct {
-	file string
-	err  error
+	file  string
+	err   error
+	lines map[string]int // field → the line it was read from, for ValidateSpec's errors
+}
+
+// line returns the line of field, or of the nearest enclosing field read.
+func (p *mfParser) line(field string) (int, bool) {
+	for field != "" {
+		if l, ok := p.lines[field]; ok {
+			return l, true
+		}
+		i := strings.LastIndexAny(field, ".[")
+		if i < 0 {
+			break
+		}
+		field = field[:i]
+	}
+	return 0, false
 }
 
 func (p *mfParser) fail(n *yaml.Node, field, format string, args ...any) {
@@ -97,13 +138,13 @@ func (p *mfParser) module(doc *yaml.Node) (string, events.ModuleSpec) {
 		case "module":
 			name, nameSeen = p.str(v, "module"), true
 			if p.err == nil && !validName(name) {
-				p.fail(v, "module", "%q: use lower-case letters, digits, '-', '_' and '.'", name)
+				p.fail(v, "module", "%s: use up to %d lower-case letters, digits, '-', '_' and '.', starting with a letter or digit", quote(name), maxName)
 			}
 		case "routes":
 			spec.Routes = p.strs(v, "routes")
 			for i, r := range spec.Routes {
 				if !validHostname(r) {
-					p.fail(v.Content[i], fmt.Sprintf("routes[%d]", i), "%q is not a host name", r)
+					p.fail(v.Content[i], fmt.Sprintf("routes[%d]", i), "%s is not a host name", quote(r))
 				}
 			}
 		case "containers":
@@ -159,14 +200,25 @@ func (p *mfParser) module(doc *yaml.Node) (string, events.ModuleSpec) {
 	}
 	seen := map[string]int{}
 	for i, c := range spec.Containers {
+		f := fmt.Sprintf("containers[%d].name", i)
 		if j, dup := seen[c.Name]; dup && p.err == nil {
-			p.fail(root, fmt.Sprintf("containers[%d].name", i), "%q is also the name of containers[%d]", c.Name, j)
+			l, _ := p.line(f)
+			p.err = &ModuleFileError{File: p.file, Line: l, Field: f, Msg: fmt.Sprintf("%q is also the name of containers[%d]", c.Name, j)}
 		}
 		seen[c.Name] = i
 	}
 	if p.err == nil {
 		if err := ValidateSpec(spec); err != nil {
-			p.fail(root, "", "%v", err)
+			var se *SpecError
+			if errors.As(err, &se) {
+				l, ok := p.line(se.Field)
+				if !ok {
+					l = root.Line
+				}
+				p.err = &ModuleFileError{File: p.file, Line: l, Field: se.Field, Msg: se.Msg}
+			} else {
+				p.fail(root, "", "%v", err)
+			}
 		}
 	}
 	return name, spec
@@ -220,6 +272,7 @@ func (p *mfParser) container(n *yaml.Node, f string) events.ContainerSpec {
 				var m events.Mount
 				if mn.Kind == yaml.ScalarNode {
 					m.Source = p.path(mn, mf)
+					p.lines[mf+".source"] = mn.Line
 				} else {
 					p.mapping(mn, mf, func(key string, v *yaml.Node) {
 						switch key {
@@ -260,6 +313,7 @@ func (p *mfParser) mapping(n *yaml.Node, f string, each func(key string, v *yaml
 	if p.err != nil {
 		return
 	}
+	p.lines[f] = n.Line
 	if n.Kind != yaml.MappingNode {
 		p.fail(n, f, "want a mapping, found %s", kindName(n))
 		return
@@ -296,6 +350,7 @@ func (p *mfParser) str(n *yaml.Node, f string) string {
 	if p.err != nil {
 		return ""
 	}
+	p.lines[f] = n.Line
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
 		p.fail(n, f, "want a string, found %s", kindName(n))
 		return ""
@@ -323,8 +378,10 @@ func (p *mfParser) bool(n *yaml.Node, f string) bool {
 
 func (p *mfParser) path(n *yaml.Node, f string) string {
 	s := p.str(n, f)
-	if p.err == nil && !absPath(s) {
-		p.fail(n, f, "%q is not an absolute path", s)
+	if p.err == nil {
+		if err := checkPath(s); err != nil {
+			p.fail(n, f, "%v", err)
+		}
 	}
 	return s
 }

@@ -61,6 +61,17 @@ func TestParseModuleFileRefusesNamingFileLineAndField(t *testing.T) {
 		{"syntax", "module: [forge\n", "f.yaml:"},
 		{"bad route", "module: forge\nroutes: [\"not a host\"]\n", "f.yaml:2: routes[0]"},
 		{"port read without env", "module: forge\ncontainers:\n  - name: web\n    image: a\n    ports: [{port: store}]\n", "f.yaml:5: containers[0].ports[0]"},
+		{"path not clean", "module: forge\ndirectories:\n  - {path: /srv//data/., mode: \"0700\"}\n", `f.yaml:3: directories[0].path: "/srv//data/." is not a clean path: write "/srv/data"`},
+		{"trailing slash", "module: forge\nfiles:\n  - {path: /etc/forge/}\n", `f.yaml:3: files[0].path: "/etc/forge/" is not a clean path`},
+		{"dot-dot", "module: forge\ncontainers:\n  - name: web\n    image: a\n    mounts: [/srv/../etc]\n", `f.yaml:5: containers[0].mounts[0]: "/srv/../etc" is not a clean path`},
+		{"mount target not clean", "module: forge\ncontainers:\n  - name: web\n    image: a\n    mounts:\n      - {source: /srv, target: /data/}\n", `f.yaml:6: containers[0].mounts[0].target: "/data/" is not a clean path`},
+		{"directory twice", "module: forge\ndirectories:\n  - {path: /srv/data}\n  - {path: /srv/data, mode: \"0700\"}\n", "f.yaml:4: directories[1].path: /srv/data is declared twice: also directories[0].path"},
+		{"a file and a directory", "module: forge\ndirectories:\n  - {path: /srv/data}\nfiles:\n  - {path: /srv/data, content: x}\n", "f.yaml:5: files[0].path: /srv/data is declared twice: also directories[0].path"},
+		{"file twice", "module: forge\nfiles:\n  - {path: /etc/a}\n  - {path: /etc/a}\n", "f.yaml:4: files[1].path: /etc/a is declared twice: also files[0].path"},
+		{"a mounted file", "module: forge\ncontainers:\n  - name: web\n    image: a\n    mounts:\n      - /etc/a\nfiles:\n  - {path: /etc/a}\n", "f.yaml:6: containers[0].mounts[0].source: /etc/a is declared as a file (files[0].path)"},
+		{"two mounts at one target", "module: forge\ncontainers:\n  - name: web\n    image: a\n    mounts:\n      - {source: /srv/a, target: /data}\n      - {source: /srv/b, target: /data}\n", "f.yaml:7: containers[0].mounts[1]: mounts at /data, as mounts[0] does"},
+		{"a long module name", "module: " + strings.Repeat("f", 5000) + "\n", `f.yaml:1: module: "ffffffffffffffffffffffffffffffffffffffff"… (5000 bytes)`},
+		{"too big", "module: forge\n" + strings.Repeat("#", MaxModuleFileSize), "f.yaml: larger than 1048576 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,6 +83,32 @@ func TestParseModuleFileRefusesNamingFileLineAndField(t *testing.T) {
 				t.Fatalf("err = %q\nwant it to contain %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// endless is an input that never ends (as /dev/zero), counting what is read.
+type endless struct{ read int }
+
+func (e *endless) Read(b []byte) (int, error) {
+	for i := range b {
+		b[i] = '#'
+	}
+	e.read += len(b)
+	return len(b), nil
+}
+
+func TestReadModuleFileIsBounded(t *testing.T) {
+	r := &endless{}
+	_, _, err := ReadModuleFile("zero", r)
+	if !errors.Is(err, ErrModuleFile) || !strings.Contains(err.Error(), "zero: larger than") {
+		t.Fatalf("err = %v, want a module file error naming the file and the limit", err)
+	}
+	if r.read > 2*MaxModuleFileSize {
+		t.Fatalf("read %d bytes of an endless file; the limit is %d", r.read, MaxModuleFileSize)
+	}
+	name, _, err := ReadModuleFile("forge.yaml", strings.NewReader(forgeFile))
+	if err != nil || name != "forge" {
+		t.Fatalf("ReadModuleFile(forge) = %q, %v", name, err)
 	}
 }
 

@@ -24,22 +24,22 @@ Feature: Addresses are read where they are used (DESIGN.md rule 6, seed 004)
 
   Scenario: A first node, mid-genesis, reaches its own artifact store by loopback
     Given node "novox" holds the artifact store on port 5000
-    And module "forge" container "web" runs artifact "forge/web" at digest "sha256:ab12"
+    And module "forge" container "web" runs artifact "forge/web" at digest "sha256:3ccce11a2a888784e88e862248d98651773d12ee70502e473c2e654e5dab08b0"
     And module "forge" is assigned to "novox"
     When 1 passes run on "novox"
-    Then container "web" on "novox" runs image "127.0.0.1:5000/forge/web@sha256:ab12"
+    Then container "web" on "novox" runs image "127.0.0.1:5000/forge/web@sha256:3ccce11a2a888784e88e862248d98651773d12ee70502e473c2e654e5dab08b0"
 
   Scenario: Another node reaches the artifact store at its private address
     Given node "novox" holds the artifact store on port 5000
     And node "novox" has private address "10.1.0.3"
-    And module "forge" container "web" runs artifact "forge/web" at digest "sha256:ab12"
+    And module "forge" container "web" runs artifact "forge/web" at digest "sha256:3ccce11a2a888784e88e862248d98651773d12ee70502e473c2e654e5dab08b0"
     And module "forge" is assigned to "g14"
     When 1 passes run on "g14"
-    Then container "web" on "g14" runs image "10.1.0.3:5000/forge/web@sha256:ab12"
+    Then container "web" on "g14" runs image "10.1.0.3:5000/forge/web@sha256:3ccce11a2a888784e88e862248d98651773d12ee70502e473c2e654e5dab08b0"
 
   Scenario: No artifact store reachable is a setting that reaches nothing
     Given node "novox" holds the artifact store on port 5000
-    And module "forge" container "web" runs artifact "forge/web" at digest "sha256:ab12"
+    And module "forge" container "web" runs artifact "forge/web" at digest "sha256:3ccce11a2a888784e88e862248d98651773d12ee70502e473c2e654e5dab08b0"
     And module "forge" is assigned to "g14"
     When the mesh is pushed to "g14"
     Then the push to "g14" fails naming "no private address"

@@ -44,7 +44,7 @@ type Mesh struct {
 	Views    *projections.Set
 	Runner   *projections.Runner
 
-	clock *Clock
+	now   func() time.Time // stamps every event the mesh makes
 	mu    sync.Mutex
 	nodes map[string]*Node
 }
@@ -83,25 +83,42 @@ func (c *Clock) Now() time.Time {
 // Epoch is when every simulation starts.
 var Epoch = time.Date(2026, 9, 29, 22, 0, 0, 0, time.UTC)
 
+// Option configures a Mesh.
+type Option func(*options)
+
+type options struct{ now func() time.Time }
+
+// WithClock stamps the mesh's events (the handler's and every agent's) with
+// now instead of a simulated clock starting at Epoch. `mesh up` passes the
+// wall clock, since it writes to a user's store; scenarios, the simulator's
+// workloads and the benchmarks keep the simulated clock, so their runs are
+// reproducible.
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
 // New returns a mesh over store (which it wraps for faults) with no nodes.
-func New(store events.Store) *Mesh {
+// Its clock is a simulated one starting at Epoch unless WithClock says
+// otherwise.
+func New(store events.Store, opts ...Option) *Mesh {
+	o := options{}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.now == nil {
+		o.now = NewClock(Epoch).Now
+	}
 	reg := events.NewRegistry()
-	clock := NewClock(Epoch)
 	fs := NewFaultyStore(store)
 	views := projections.New()
 	return &Mesh{
 		Store:    fs,
 		Registry: reg,
-		Handler:  commands.NewHandler(fs, reg, commands.WithClock(clock.Now)),
+		Handler:  commands.NewHandler(fs, reg, commands.WithClock(o.now)),
 		Views:    views,
 		Runner:   projections.NewRunner(fs, reg, views.All()...),
-		clock:    clock,
+		now:      o.now,
 		nodes:    map[string]*Node{},
 	}
 }
-
-// Clock returns the mesh's simulated clock.
-func (m *Mesh) Clock() *Clock { return m.clock }
 
 // Do runs an operator command.
 func (m *Mesh) Do(ctx context.Context, c commands.Command) error {
@@ -134,7 +151,7 @@ func (m *Mesh) node(name string) (*Node, error) {
 		Runtime: n.Runtime,
 		Outbox:  agent.NewMemOutbox(),
 		Deliver: func(ctx context.Context, r agent.Report) error { return m.deliver(ctx, n, r) },
-		Now:     m.clock.Now,
+		Now:     m.now,
 		NewID:   uuid.NewV7,
 	})
 	if err != nil {
@@ -280,7 +297,7 @@ func (m *Mesh) CatchUp(ctx context.Context) error { return m.Runner.CatchUp(ctx)
 // AppendJSONLines appends events given as JSON lines (the export format and
 // the scenario doc-string format) through the store's ordinary append, in
 // order. A missing id is filled with a fresh UUIDv7, a missing time with the
-// simulated clock's.
+// mesh's clock.
 func (m *Mesh) AppendJSONLines(ctx context.Context, lines [][]byte) error {
 	for i, line := range lines {
 		ev, err := events.UnmarshalJSONLine(line)
@@ -291,7 +308,7 @@ func (m *Mesh) AppendJSONLines(ctx context.Context, lines [][]byte) error {
 			ev.ID = events.NewID()
 		}
 		if ev.At.IsZero() {
-			ev.At = m.clock.Now()
+			ev.At = m.now()
 		}
 		if _, err := m.Store.Append(ctx, ev.Stream, events.Any, ev); err != nil {
 			return fmt.Errorf("sim: event line %d: append %s: %w", i+1, ev.Stream, err)

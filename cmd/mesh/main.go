@@ -15,8 +15,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sort"
 	"strings"
+	"time"
 
 	"meshplane/commands"
 )
@@ -24,9 +26,10 @@ import (
 // Exit codes.
 const (
 	exitOK       = 0
-	exitFailed   = 1 // the command ran and failed, or a scenario failed
-	exitUsage    = 2 // the command line is wrong
-	exitRejected = 3 // the mesh refused the command (a rejection with a code)
+	exitFailed   = 1  // the command ran and failed, a scenario failed, or no scenario ran
+	exitUsage    = 2  // the command line is wrong
+	exitRejected = 3  // refused at the door: the mesh refused the command (a rejection with a code), or a module or mesh file is malformed (code invalid); nothing was written
+	exitPanic    = 70 // a bug: the CLI panicked (the panic and its stack are on stderr); EX_SOFTWARE of sysexits.h
 )
 
 // command is one verb of the CLI.
@@ -37,10 +40,15 @@ type command struct {
 	run     func(ctx context.Context, e *env, args []string) error
 }
 
-// env is what a command runs with: its output streams, so tests can run
-// the CLI in process.
+// env is what a command runs with: its output streams and its clock, so
+// tests can run the CLI in process.
 type env struct {
 	stdout, stderr io.Writer
+	// now stamps what `mesh up` writes: the wall clock in UTC, nanoseconds
+	// kept, so that every run's events follow the last run's. (The verbs
+	// that write through openLocal's handler use the handler's default,
+	// the same wall clock.)
+	now func() time.Time
 }
 
 // usageError is a wrong command line: exit 2, with the verb's usage.
@@ -81,7 +89,22 @@ func main() {
 
 // run runs the CLI and returns its exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	e := &env{stdout: stdout, stderr: stderr}
+	return (&env{stdout: stdout, stderr: stderr, now: wallClock}).run(ctx, args)
+}
+
+// wallClock is the clock of everything the CLI writes to a user's store.
+func wallClock() time.Time { return time.Now().UTC() }
+
+// run runs the CLI in e and returns its exit code. A panic in the command
+// is printed with its stack and exits exitPanic, never exitUsage.
+func (e *env) run(ctx context.Context, args []string) (code int) {
+	stdout, stderr := e.stdout, e.stderr
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "mesh: panic: %v\n\n%s\nThis is a bug in mesh; the exit code is %d.\n", r, debug.Stack(), exitPanic)
+			code = exitPanic
+		}
+	}()
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		help(stdout)
 		if len(args) == 0 {
@@ -108,6 +131,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	case errors.As(err, &rej):
 		fmt.Fprintf(stderr, "mesh %s: refused (%s): %s\n", c.name, rej.Code, rej.Msg)
+		return exitRejected
+	case errors.Is(err, commands.ErrModuleFile), errors.Is(err, errMeshFile):
+		fmt.Fprintf(stderr, "mesh %s: refused (%s): %v\n", c.name, commands.CodeInvalid, err)
 		return exitRejected
 	case errors.Is(err, errScenariosFailed):
 		return exitFailed
@@ -159,8 +185,15 @@ the directory holding the event store (events.db, a bbolt file locked while a
 command uses it).
 'mesh COMMAND --help' lists a command's flags.
 
-exit codes: 0 ok, 1 failed, 2 bad usage, 3 refused by the mesh (the rejection's
-code is printed: node-unknown, module-unknown, not-assigned, ...).
+A command whose work is already done (registering a registered node,
+assigning an assigned module, ...) writes nothing, says so, and exits 0. A
+command with several items (node register a b c, module define f1 f2, the
+set-up of mesh up) checks them all first and writes nothing if one is refused.
+
+exit codes: 0 ok (or nothing to do), 1 failed (or no scenario ran), 2 bad usage,
+3 refused: by the mesh, or a malformed module or mesh file, nothing written
+(the code is printed: invalid, node-unknown, module-unknown, not-assigned,
+route-claimed, ...), 70 a bug: mesh panicked (the stack is printed).
 `)
 }
 

@@ -1,11 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"regexp"
+	"sync/atomic"
 
+	"github.com/cucumber/godog"
 	"github.com/cucumber/godog/colors"
 	"golang.org/x/term"
 
@@ -14,6 +21,11 @@ import (
 
 // errScenariosFailed: the report is already printed; exit 1.
 var errScenariosFailed = errors.New("scenarios failed")
+
+// maxFeatureLine is the longest line a feature file may hold: the Gherkin
+// parser reads lines with a bufio.Scanner, whose limit this is, and panics
+// past it. Feature files are checked before they are handed to it.
+const maxFeatureLine = bufio.MaxScanTokenSize
 
 func cmdScenarioRun(ctx context.Context, e *env, args []string) error {
 	fs := e.flags("scenario run", "[flags] FILE...")
@@ -31,17 +43,104 @@ func cmdScenarioRun(ctx context.Context, e *env, args []string) error {
 	if *store != features.StoreMemory && *store != features.StoreBolt {
 		return usagef("--store %q: want memory or bolt", *store)
 	}
+	for _, p := range pos {
+		if err := checkFeatures(p); err != nil {
+			return err
+		}
+	}
 	out := e.stdout
 	if f, ok := out.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) || os.Getenv("NO_COLOR") != "" {
 		out = colors.Uncolored(out)
 	}
-	status := features.Run(features.RunOptions{
-		Options: features.Options{Store: *store},
-		Paths:   pos, Format: *format, Output: out, Seed: *seed, Tags: *tags,
-	})
+	// As features.Run (Strict, seed 0 random as -1), counting the scenarios
+	// that ran.
+	order := *seed
+	if order == 0 {
+		order = -1
+	}
+	var ran atomic.Int64
+	opts := features.Options{Store: *store}
+	status := godog.TestSuite{
+		Name: "meshplane",
+		ScenarioInitializer: func(sc *godog.ScenarioContext) {
+			features.Initialize(sc, opts)
+			sc.Before(func(ctx context.Context, _ *godog.Scenario) (context.Context, error) {
+				ran.Add(1)
+				return ctx, nil
+			})
+		},
+		Options: &godog.Options{
+			Format: *format, Output: out, Paths: pos,
+			Strict: true, Randomize: order, Tags: *tags,
+		},
+	}.Run()
 	if status != 0 {
 		fmt.Fprintf(e.stderr, "mesh scenario run: scenarios failed (godog status %d)\n", status)
 		return errScenariosFailed
 	}
+	if ran.Load() == 0 {
+		why := "the files hold none"
+		if *tags != "" {
+			why = fmt.Sprintf("none matches --tags %q", *tags)
+		}
+		return fmt.Errorf("no scenario ran: %s", why)
+	}
 	return nil
+}
+
+// lineSuffix is godog's FILE:LINE form of a path.
+var lineSuffix = regexp.MustCompile(`:\d+$`)
+
+// checkFeatures checks what the Gherkin parser would panic on: every
+// feature file under path (a file, FILE:LINE, or a directory of *.feature
+// files, as godog reads them) holds no line longer than maxFeatureLine.
+func checkFeatures(path string) error {
+	st, err := os.Stat(path)
+	if err != nil && lineSuffix.MatchString(path) {
+		path = lineSuffix.ReplaceAllString(path, "")
+		st, err = os.Stat(path)
+	}
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return checkFeatureLines(path)
+	}
+	return filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || filepath.Ext(p) != ".feature" {
+			return nil
+		}
+		return checkFeatureLines(p)
+	})
+}
+
+// checkFeatureLines reads path a line at a time, never holding more than
+// maxFeatureLine of one, and refuses it at the first line too long.
+func checkFeatureLines(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 64<<10)
+	line, n := 1, 0
+	for {
+		chunk, isPrefix, err := r.ReadLine()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+		n += len(chunk)
+		if n >= maxFeatureLine {
+			return fmt.Errorf("%s:%d: a line longer than %d KiB; the Gherkin parser reads no longer line", path, line, maxFeatureLine>>10)
+		}
+		if !isPrefix {
+			line, n = line+1, 0
+		}
+	}
 }

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 
 	"go.yaml.in/yaml/v3"
@@ -38,16 +40,72 @@ type meshFile struct {
 	} `yaml:"artifacts"`
 }
 
+// maxMeshFileSize is the largest mesh file `mesh up` reads: 1 MiB, as
+// commands.MaxModuleFileSize. A larger file is refused unread past it.
+const maxMeshFileSize = 1 << 20
+
+// errMeshFile marks a mesh file refused as malformed.
+var errMeshFile = errors.New("malformed mesh file")
+
+// meshFileError names the file (and the field) a mesh file is refused for.
+type meshFileError struct{ file, field, msg string }
+
+func (e *meshFileError) Error() string {
+	if e.field == "" {
+		return e.file + ": " + e.msg
+	}
+	return e.file + ": " + e.field + ": " + e.msg
+}
+
+func (e *meshFileError) Is(target error) bool { return target == errMeshFile }
+
+// readMeshFile reads and checks a mesh file. What the commands check (names,
+// settings, digests) they refuse at the door of the set-up; here are the
+// checks that need the whole file: its size, its fields, a node listed
+// twice, and the found directories, which go to the simulated machine
+// rather than the store.
 func readMeshFile(path string) (meshFile, error) {
 	var m meshFile
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return m, err
 	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return m, err
+	} else if st.IsDir() {
+		return m, &meshFileError{file: path, msg: "a directory, not a mesh file"}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxMeshFileSize+1))
+	if err != nil {
+		return m, fmt.Errorf("read %s: %w", path, err)
+	}
+	return parseMeshFile(path, b)
+}
+
+// parseMeshFile parses and checks a mesh file's bytes; path names it in
+// errors, which are all errMeshFile.
+func parseMeshFile(path string, b []byte) (meshFile, error) {
+	var m meshFile
+	if len(b) > maxMeshFileSize {
+		return m, &meshFileError{file: path, msg: fmt.Sprintf("larger than %d bytes (1 MiB): not a mesh file", maxMeshFileSize)}
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
-	if err := dec.Decode(&m); err != nil {
-		return m, fmt.Errorf("%s: %w", path, err)
+	if err := dec.Decode(&m); err != nil && !errors.Is(err, io.EOF) {
+		return meshFile{}, &meshFileError{file: path, msg: err.Error()}
+	}
+	seen := map[string]int{}
+	for i, n := range m.Nodes {
+		if j, dup := seen[n.Name]; dup {
+			return m, &meshFileError{file: path, field: fmt.Sprintf("nodes[%d].name", i), msg: fmt.Sprintf("node %.40q is listed twice: also nodes[%d]", n.Name, j)}
+		}
+		seen[n.Name] = i
+		for k, dir := range n.Found {
+			if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
+				return m, &meshFileError{file: path, field: fmt.Sprintf("nodes[%d].found[%d]", i, k), msg: fmt.Sprintf("%.80q is not a clean absolute path", dir)}
+			}
+		}
 	}
 	return m, nil
 }
@@ -78,74 +136,36 @@ func cmdUp(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 
+	cs := setUp(defs, mf)
+	if err := checkFresh(ctx, *data, cs); err != nil {
+		return setUpRefused(err)
+	}
+
 	l, err := openLocal(*data, true)
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	m := sim.New(l.store)
+	m := sim.New(l.store, sim.WithClock(e.now))
 	w := e.stdout
 	fmt.Fprintf(w, "meshplane: event store %s\n", filepath.Join(*data, "events.db"))
 
-	// Operator commands. Each is a no-op when the store already says so, so
-	// `mesh up` can be run again over the same data directory.
-	do := func(c commands.Command) error {
-		err := m.Do(ctx, c)
-		var rej *commands.Rejection
-		if errors.As(err, &rej) && (rej.Code == commands.CodeNodeExists || rej.Code == commands.CodeAlreadyAssigned || rej.Code == commands.CodeAlreadyTaken) {
-			return nil
-		}
-		return err
+	// The set-up, as operator commands, checked all together before any is
+	// written (a refused one writes none). A command whose work is already
+	// done appends nothing, so `mesh up` can run again over the same data.
+	results, err := m.Handler.ExecuteAll(ctx, sim.Actor, cs)
+	if err != nil && len(results) == 0 {
+		return setUpRefused(err)
+	} else if err != nil {
+		return fmt.Errorf("set-up: %w", err)
 	}
-	for _, d := range defs {
-		if err := do(d); err != nil {
-			return err
-		}
-	}
-	for _, a := range mf.Artifacts {
-		if err := do(commands.RecordArtifact{Module: a.Module, Name: a.Name, Digest: a.Digest}); err != nil {
-			return err
+	done := 0
+	for _, evs := range results {
+		if len(evs) == 0 {
+			done++
 		}
 	}
 	for _, n := range mf.Nodes {
-		if err := do(commands.RegisterNode{Node: n.Name}); err != nil {
-			return err
-		}
-		if n.Adopted {
-			if err := do(commands.AdoptNode{Node: n.Name}); err != nil {
-				return err
-			}
-		}
-		settings := map[string]string{}
-		if n.PrivateAddress != "" {
-			settings[events.SettingPrivateAddress] = n.PrivateAddress
-		}
-		if n.ArtifactStore != 0 {
-			settings[events.SettingArtifactStore] = strconv.Itoa(n.ArtifactStore)
-		}
-		for p, v := range n.Ports {
-			settings[events.SettingPortPrefix+p] = strconv.Itoa(v)
-		}
-		keys := make([]string, 0, len(settings))
-		for k := range settings {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if err := do(commands.SetNodeSetting{Node: n.Name, Key: k, Value: settings[k]}); err != nil {
-				return err
-			}
-		}
-		for _, mod := range n.Modules {
-			if err := do(commands.AssignModule{Module: mod, Node: n.Name}); err != nil {
-				return err
-			}
-		}
-		for _, mod := range n.Take {
-			if err := do(commands.TakeModule{Module: mod, Node: n.Name}); err != nil {
-				return err
-			}
-		}
 		node, err := m.Node(n.Name)
 		if err != nil {
 			return err
@@ -155,6 +175,9 @@ func cmdUp(ctx context.Context, e *env, args []string) error {
 				return err
 			}
 		}
+	}
+	if done > 0 {
+		fmt.Fprintf(w, "set-up: %d of %d command(s) found their work already done, nothing to do\n", done, len(cs))
 	}
 	fmt.Fprintf(w, "defined %d module(s); %d simulated node(s)\n\n", len(defs), len(mf.Nodes))
 
@@ -199,4 +222,52 @@ where to look (the store is closed when this exits; every answer comes from its 
   go run ./cmd/mesh churn%[1]s
 `, dataArg)
 	return nil
+}
+
+// setUpRefused says of a refused set-up that nothing was written.
+func setUpRefused(err error) error {
+	var rej *commands.Rejection
+	if errors.As(err, &rej) {
+		return &commands.Rejection{Code: rej.Code, Msg: fmt.Sprintf("set-up: %s (nothing was written)", rej.Msg)}
+	}
+	return fmt.Errorf("set-up: %w", err)
+}
+
+// setUp is the set-up a mesh file asks for, as operator commands in order:
+// define the modules, record the builds, then each node: register, adopt,
+// settings, assign, take.
+func setUp(defs []commands.DefineModule, mf meshFile) []commands.Command {
+	var cs []commands.Command
+	for _, d := range defs {
+		cs = append(cs, d)
+	}
+	for _, a := range mf.Artifacts {
+		cs = append(cs, commands.RecordArtifact{Module: a.Module, Name: a.Name, Digest: a.Digest})
+	}
+	for _, n := range mf.Nodes {
+		cs = append(cs, commands.RegisterNode{Node: n.Name})
+		if n.Adopted {
+			cs = append(cs, commands.AdoptNode{Node: n.Name})
+		}
+		settings := map[string]string{}
+		if n.PrivateAddress != "" {
+			settings[events.SettingPrivateAddress] = n.PrivateAddress
+		}
+		if n.ArtifactStore != 0 {
+			settings[events.SettingArtifactStore] = strconv.Itoa(n.ArtifactStore)
+		}
+		for p, v := range n.Ports {
+			settings[events.SettingPortPrefix+p] = strconv.Itoa(v)
+		}
+		for _, k := range slices.Sorted(maps.Keys(settings)) {
+			cs = append(cs, commands.SetNodeSetting{Node: n.Name, Key: k, Value: settings[k]})
+		}
+		for _, mod := range n.Modules {
+			cs = append(cs, commands.AssignModule{Module: mod, Node: n.Name})
+		}
+		for _, mod := range n.Take {
+			cs = append(cs, commands.TakeModule{Module: mod, Node: n.Name})
+		}
+	}
+	return cs
 }

@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"meshplane/commands"
+	"meshplane/events"
+	"meshplane/events/memstore"
 )
 
 // operator is the actor the CLI acts as.
@@ -20,23 +24,50 @@ func operator() string {
 	return "operator:" + name
 }
 
-// execute runs commands against the store in dir, reporting each.
+// execute runs commands against the store in dir as one, all or nothing
+// (commands.Handler.ExecuteAll): if one is refused, none is written. It
+// reports each: the events it appended, or that its work was already done.
 func execute(ctx context.Context, e *env, dir string, cs ...commands.Command) error {
+	if err := checkFresh(ctx, dir, cs); err != nil {
+		return batchRefused(err, len(cs))
+	}
 	return withLocal(ctx, dir, true, false, func(l *local) error {
-		for _, c := range cs {
-			evs, err := l.handler.Execute(ctx, operator(), c)
-			if err != nil {
-				return err
-			}
+		results, err := l.handler.ExecuteAll(ctx, operator(), cs)
+		for i, evs := range results {
 			if len(evs) == 0 {
-				fmt.Fprintf(e.stdout, "%s: nothing to change\n", c.Stream())
+				fmt.Fprintf(e.stdout, "%s, nothing to do\n", commands.Unchanged(cs[i]))
 			}
 			for _, ev := range evs {
 				fmt.Fprintf(e.stdout, "%s #%d %s\n", ev.Stream, ev.Position, ev.Type)
 			}
 		}
-		return nil
+		if len(results) == 0 {
+			return batchRefused(err, len(cs))
+		}
+		return err
 	})
+}
+
+// batchRefused says of a refusal of a batch of n commands that none was
+// written.
+func batchRefused(err error, n int) error {
+	var rej *commands.Rejection
+	if n > 1 && errors.As(err, &rej) {
+		return &commands.Rejection{Code: rej.Code, Msg: fmt.Sprintf("%s (none of the %d was written)", rej.Msg, n)}
+	}
+	return err
+}
+
+// checkFresh checks cs against an empty mesh when dir holds no store yet,
+// so that a command refused there does not leave a new, empty store behind.
+// Over an existing store ExecuteAll checks them.
+func checkFresh(ctx context.Context, dir string, cs []commands.Command) error {
+	if _, err := os.Stat(filepath.Join(dir, "events.db")); !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	s := memstore.New()
+	defer s.Close()
+	return commands.NewHandler(s, events.NewRegistry()).Check(ctx, cs)
 }
 
 func cmdNodeRegister(ctx context.Context, e *env, args []string) error {
@@ -103,22 +134,39 @@ func cmdModuleDefine(ctx context.Context, e *env, args []string) error {
 	return execute(ctx, e, *data, cs...)
 }
 
-// readModuleFiles parses every module file before anything is appended, so
-// that one bad file defines nothing.
+// readModuleFiles reads and parses every module file before anything is
+// appended, so that one bad file defines nothing. Each is read no further
+// than commands.MaxModuleFileSize; two files defining one module are
+// refused, naming both.
 func readModuleFiles(paths []string) ([]commands.DefineModule, error) {
 	defs := make([]commands.DefineModule, 0, len(paths))
+	from := map[string]string{} // module → the file defining it
 	for _, f := range paths {
-		b, err := os.ReadFile(f)
+		name, spec, err := readModuleFile(f)
 		if err != nil {
 			return nil, err
 		}
-		name, spec, err := commands.ParseModuleFile(f, b)
-		if err != nil {
-			return nil, err
+		if prev, ok := from[name]; ok {
+			return nil, &commands.ModuleFileError{File: f, Field: "module", Msg: fmt.Sprintf("module %s is also defined by %s", name, prev)}
 		}
+		from[name] = f
 		defs = append(defs, commands.DefineModule{Module: name, Spec: spec})
 	}
 	return defs, nil
+}
+
+func readModuleFile(path string) (string, events.ModuleSpec, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", events.ModuleSpec{}, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return "", events.ModuleSpec{}, err
+	} else if st.IsDir() {
+		return "", events.ModuleSpec{}, &commands.ModuleFileError{File: path, Msg: "a directory, not a module file"}
+	}
+	return commands.ReadModuleFile(path, f)
 }
 
 func moduleNode(verb string, mk func(module, node string) commands.Command) func(context.Context, *env, []string) error {
