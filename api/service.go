@@ -77,14 +77,14 @@ const (
 
 // Info is what a controller says about itself (GET /v1/info).
 type Info struct {
-	Version            string        `json:"version"`
-	Role               string        `json:"role"` // "leader" (a standby arrives with replication); "local" for a CLI on its own store
-	Started            time.Time     `json:"started,omitzero"`
-	StoreHead          uint64        `json:"store_head"`          // position of the last stored event
-	ProjectionPosition uint64        `json:"projection_position"` // last position the projections folded
-	Nodes              int           `json:"nodes"`               // nodes the status projection knows
-	Interval           string        `json:"interval,omitempty"` // between pushes of what changed ("5m0s")
-	Publishing         bool          `json:"publishing"` // a bus is attached: commands push
+	Version            string    `json:"version"`
+	Role               string    `json:"role"` // "leader" (a standby arrives with replication); "local" for a CLI on its own store
+	Started            time.Time `json:"started,omitzero"`
+	StoreHead          uint64    `json:"store_head"`          // position of the last stored event
+	ProjectionPosition uint64    `json:"projection_position"` // last position the projections folded
+	Nodes              int       `json:"nodes"`               // nodes the status projection knows
+	Interval           string    `json:"interval,omitempty"`  // between pushes of what changed ("5m0s")
+	Publishing         bool      `json:"publishing"`          // a bus is attached: commands push
 }
 
 // Roles.
