@@ -30,7 +30,7 @@
 //	GET    /v1/nodes/{node}/why                            Why              ?resource=R
 //	GET    /v1/churn                                       Churn            ?node=N (repeatable)
 //	GET    /v1/timeline                                    Timeline         ?node ?module ?resource ?type ?correlation
-//	                                                                        ?since ?until (RFC 3339) ?after ?before ?limit
+//	                                                                        ?since ?until (RFC 3339) ?after ?before ?forward ?limit
 //	POST   /v1/modules                                     DefineModules    {"operator","modules":[{"module","spec"}]} all or none
 //	POST   /v1/modules/{module}/artifacts                  RecordArtifact   {"operator","name","digest"}
 //
@@ -42,7 +42,8 @@
 //
 // Without a cursor a page is the last limit matches (default 100, at most
 // 10000), in position order. before=P pages back: the last limit matches
-// below P. after=P pages forward: the first limit matches above P. The
+// below P. after=P pages forward: the first limit matches above P
+// (forward=true with no after starts from the oldest). The
 // answer's "next" is the cursor of the following page in the same
 // direction, absent when there are no more matches; every match appears on
 // exactly one page.

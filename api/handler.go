@@ -305,6 +305,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 //	node, module, resource, type, correlation  filters (exact match)
 //	since, until                               RFC 3339 times: [since, until)
 //	after, before                              position cursors
+//	forward                                    page forward from after (or the oldest)
 //	limit                                      page size
 func (r TimelineRequest) Query() map[string][]string {
 	q := map[string][]string{}
@@ -329,6 +330,9 @@ func (r TimelineRequest) Query() map[string][]string {
 	}
 	if r.Before > 0 {
 		set("before", strconv.FormatUint(r.Before, 10))
+	}
+	if r.Forward {
+		set("forward", "true")
 	}
 	if r.Limit != 0 {
 		set("limit", strconv.Itoa(r.Limit))
@@ -367,6 +371,11 @@ func TimelineRequestFromQuery(q map[string][]string) (TimelineRequest, error) {
 			if *c.v, err = strconv.ParseUint(s, 10, 64); err != nil {
 				return r, badRequestf("%s=%q is not a position", c.k, s)
 			}
+		}
+	}
+	if s := get("forward"); s != "" {
+		if r.Forward, err = strconv.ParseBool(s); err != nil {
+			return r, badRequestf("forward=%q is not true or false", s)
 		}
 	}
 	if s := get("limit"); s != "" {

@@ -122,9 +122,10 @@ type NodeShow struct {
 // TimelineRequest filters the timeline and picks a page by position.
 //
 // Without a cursor the page is the last Limit matches. Before: the last
-// Limit matches at positions below it (paging back in time). After: the
-// first Limit matches at positions above it (paging forward; with Before as
-// well, only those below Before). Entries are always in position order.
+// Limit matches at positions below it (paging back in time). After (or
+// Forward, to start from the oldest): the first Limit matches at positions
+// above After (paging forward; with Before as well, only those below
+// Before). Entries are always in position order.
 type TimelineRequest struct {
 	Node        string    `json:"node,omitempty"`
 	Module      string    `json:"module,omitempty"`
@@ -135,8 +136,12 @@ type TimelineRequest struct {
 	Until       time.Time `json:"until,omitzero"` // before
 	After       uint64    `json:"after,omitempty"`
 	Before      uint64    `json:"before,omitempty"`
-	Limit       int       `json:"limit,omitempty"` // 0: DefaultTimelineLimit; at most MaxTimelineLimit
+	Forward     bool      `json:"forward,omitempty"` // page forward from After, 0 being before the oldest
+	Limit       int       `json:"limit,omitempty"`   // 0: DefaultTimelineLimit; at most MaxTimelineLimit
 }
+
+// Forwards reports whether r pages forward (After or Forward set).
+func (r TimelineRequest) Forwards() bool { return r.Forward || r.After > 0 }
 
 // Filter is the projections filter of r (without its limit).
 func (r TimelineRequest) Filter() projections.Filter {

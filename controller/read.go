@@ -73,10 +73,10 @@ func (c *Controller) NodeShow(ctx context.Context, node string) (api.NodeShow, e
 		return api.NodeShow{}, queryErr(err)
 	}
 	holds, err := c.views.Holds.Of(node)
-	if err != nil {
+	if err != nil && !errors.Is(err, projections.ErrUnknownNode) {
 		return api.NodeShow{}, queryErr(err)
 	}
-	if holds == nil {
+	if holds == nil { // no apply reported yet: no holds
 		holds = []projections.Hold{}
 	}
 	return api.NodeShow{Status: st, Holds: holds}, nil
@@ -115,7 +115,7 @@ func page(query func(projections.Filter) []projections.Entry, req api.TimelineRe
 		f.Limit = window
 		got := query(f)
 		all := len(got) < window || window <= 0
-		if req.After > 0 {
+		if req.Forwards() {
 			// Forward: the first Limit matches above After (and below Before).
 			if !all && got[0].Position > req.After {
 				window = widen(window)
