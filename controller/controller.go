@@ -156,6 +156,9 @@ func (c *Controller) Run(ctx context.Context) error {
 			}
 			return nil
 		case err := <-folded:
+			if err == nil && ctx.Err() != nil {
+				return nil // stopped with ctx
+			}
 			if err == nil {
 				err = errors.New("projections stopped")
 			}

@@ -218,6 +218,9 @@ func (c *Controller) pushNodes(ctx context.Context, nodes []string, force bool) 
 	var out []api.PushResult
 	send := func(ctx context.Context, d declaration.Declaration) error { return c.pub.PutDeclaration(ctx, d) }
 	for _, n := range nodes {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
 		r := br.forNode(n)
 		if !force {
 			comp, err := commands.Compose(ctx, r, n, "")
