@@ -41,7 +41,7 @@ func FuzzTimelineQuery(f *testing.F) {
 		if !back.Since.Equal(r.Since) || !back.Until.Equal(r.Until) {
 			t.Fatalf("times changed: %+v → %+v", r, back)
 		}
-		back.Since, back.Until, r.Since, r.Until = r.Since, r.Until, r.Since, r.Until
+		back.Since, back.Until = r.Since, r.Until
 		if back != r {
 			t.Fatalf("round trip changed the request: %+v → %+v", r, back)
 		}
