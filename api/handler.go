@@ -296,6 +296,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store") // the audit history is not for caches
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }
