@@ -546,6 +546,9 @@ func TestTimelinePaging(t *testing.T) {
 			t.Fatalf("only %d entries: the test needs more", len(want))
 		}
 		for _, limit := range []int{3, 7, 50, 1000} {
+			if limit < 20 && len(want) > 300 {
+				continue // hundreds of tiny pages prove no more than fifty, and take seconds under -race
+			}
 			name := strings.Trim(strings.ReplaceAll(string(must(json.Marshal(f))(t)), `"`, ""), "{}")
 			t.Run(name+"/limit "+itoa(limit), func(t *testing.T) {
 				for _, dir := range []string{"back", "forward"} {
