@@ -37,6 +37,20 @@ type handler struct {
 	maxBody int64
 	log     *slog.Logger
 	mux     *http.ServeMux
+	// patterns are the routes registered, in order (a test holds the
+	// package comment's route table to them).
+	patterns []string
+}
+
+// registrar registers routes on a mux and remembers their patterns.
+type registrar struct {
+	mux      *http.ServeMux
+	patterns *[]string
+}
+
+func (r registrar) HandleFunc(pattern string, fn http.HandlerFunc) {
+	*r.patterns = append(*r.patterns, pattern)
+	r.mux.HandleFunc(pattern, fn)
 }
 
 // Handler serves svc over HTTP: the routes of the package comment, JSON
@@ -52,7 +66,7 @@ func Handler(svc Service, token string, opts ...HandlerOption) http.Handler {
 	for _, o := range opts {
 		o(h)
 	}
-	m := h.mux
+	m := registrar{h.mux, &h.patterns}
 	m.HandleFunc("GET /v1/info", h.info)
 	m.HandleFunc("GET /v1/nodes", h.status)
 	m.HandleFunc("POST /v1/nodes", h.registerNodes)
