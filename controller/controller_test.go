@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -144,6 +145,16 @@ func TestPushesOnlyWhatChanged(t *testing.T) {
 			_, err := c.SetSetting(h.ctx, api.SetSettingRequest{Operator: op, Node: "a", Key: events.SettingPrivateAddress, Value: "10.0.0.1"})
 			return err
 		}, map[string]int{"a": 1, "b": 1}, false},
+		{"redefine forge with another route: every roster", func() error {
+			m := mod("forge")
+			m.Spec.Routes = append(m.Spec.Routes, "git.mesh.example")
+			_, err := c.DefineModules(h.ctx, api.DefineModulesRequest{Operator: op, Modules: []api.ModuleDefinition{m}})
+			return err
+		}, map[string]int{"a": 1, "b": 1}, false},
+		{"a build of an artifact nobody runs", func() error {
+			_, err := c.RecordArtifact(h.ctx, api.RecordArtifactRequest{Operator: op, Module: "forge", Name: "web", Digest: "sha256:01"})
+			return err
+		}, nil, false},
 		{"a port no container reads", func() error {
 			_, err := c.SetSetting(h.ctx, api.SetSettingRequest{Operator: op, Node: "b", Key: events.SettingPortPrefix + "unused", Value: "9"})
 			return err
@@ -392,5 +403,45 @@ func TestInfoFile(t *testing.T) {
 	}
 	if _, err := controller.ReadInfo(dir); err == nil || errors.Is(err, controller.ErrNoController) {
 		t.Errorf("a torn file: %v", err)
+	}
+}
+
+// TestConcurrentCommands: commands and queries from many clients at once
+// (run with -race); each registered node is pushed exactly once.
+func TestConcurrentCommands(t *testing.T) {
+	h := start(t)
+	const workers, each = 6, 5
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*each*2)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				node := "w" + string(rune('a'+w)) + "-" + string(rune('0'+i))
+				if _, err := h.ctrl.RegisterNodes(h.ctx, api.RegisterNodesRequest{Operator: "x", Nodes: []string{node}}); err != nil {
+					errs <- err
+				}
+				st, err := h.ctrl.Status(h.ctx, api.StatusRequest{Nodes: []string{node}})
+				if err != nil || len(st.Nodes) != 1 {
+					errs <- fmt.Errorf("status of %s right after registering it: %+v, %v", node, st, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	h.tick()
+	counts := h.bus.counts()
+	if len(counts) != workers*each {
+		t.Errorf("%d nodes pushed to, want %d", len(counts), workers*each)
+	}
+	for n, k := range counts {
+		if k != 1 {
+			t.Errorf("%s pushed %d times, want once", n, k)
+		}
 	}
 }
