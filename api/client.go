@@ -1,0 +1,277 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"meshplane/commands"
+	"meshplane/projections"
+)
+
+// Client is a Service over HTTP: every call is one request to a controller.
+// A rejection comes back as the same *commands.Rejection the controller
+// made; a refused token as ErrUnauthorized; any other failure as an *Error
+// or a transport error.
+type Client struct {
+	base  *url.URL
+	token string
+	http  *http.Client
+}
+
+var _ Service = (*Client)(nil)
+
+// ClientOption configures a Client.
+type ClientOption func(*clientConfig) error
+
+type clientConfig struct {
+	tls     *tls.Config
+	http    *http.Client
+	timeout time.Duration
+}
+
+// WithTLSConfig verifies the controller with cfg.
+func WithTLSConfig(cfg *tls.Config) ClientOption {
+	return func(c *clientConfig) error { c.tls = cfg; return nil }
+}
+
+// WithCA verifies the controller's certificate against the PEM-encoded CA
+// certificates in caPEM (a private CA: mesh up --tls-ca).
+func WithCA(caPEM []byte) ClientOption {
+	return func(c *clientConfig) error {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(caPEM) {
+			return errors.New("api: the CA file holds no PEM certificate")
+		}
+		if c.tls == nil {
+			c.tls = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		c.tls.RootCAs = pool
+		return nil
+	}
+}
+
+// WithHTTPClient sends requests with hc (its transport is used as is).
+func WithHTTPClient(hc *http.Client) ClientOption {
+	return func(c *clientConfig) error { c.http = hc; return nil }
+}
+
+// WithTimeout bounds each request (30s otherwise; 0: no bound but the
+// context's).
+func WithTimeout(d time.Duration) ClientOption {
+	return func(c *clientConfig) error { c.timeout = d; return nil }
+}
+
+// NewClient returns a client of the controller at baseURL
+// ("https://10.0.0.5:7480") presenting token.
+func NewClient(baseURL, token string, opts ...ClientOption) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("api: server address %q: %w", baseURL, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return nil, fmt.Errorf("api: server address %q: want http://HOST:PORT or https://HOST:PORT", baseURL)
+	}
+	cfg := clientConfig{timeout: 30 * time.Second}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	hc := cfg.http
+	if hc == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		if cfg.tls != nil {
+			tr.TLSClientConfig = cfg.tls
+		}
+		hc = &http.Client{Transport: tr, Timeout: cfg.timeout}
+	}
+	return &Client{base: u, token: token, http: hc}, nil
+}
+
+// do sends one request and decodes the answer into out.
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	target := c.base.String() + path // path's segments are escaped
+	if len(query) > 0 {
+		target += "?" + query.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("api: %s %s: encode: %w", method, path, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, rd)
+	if err != nil {
+		return fmt.Errorf("api: %s %s: %w", method, path, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("api: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return fmt.Errorf("api: %s %s: read the answer: %w", method, path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return decodeError(resp.StatusCode, b)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("api: %s %s: decode the answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// decodeError turns an error answer back into what the controller's
+// Service returned: a *commands.Rejection for 400/404/409/422 in the API's
+// error form, ErrUnauthorized for 401, an *Error otherwise.
+func decodeError(status int, b []byte) error {
+	if status == http.StatusUnauthorized {
+		return ErrUnauthorized
+	}
+	var eb errorBody
+	if err := json.Unmarshal(b, &eb); err != nil || eb.Error.Code == "" {
+		msg := strings.TrimSpace(string(b))
+		if len(msg) > 200 {
+			msg = msg[:200] + "..."
+		}
+		return &Error{Status: status, Message: msg}
+	}
+	if rejectionStatus(status) {
+		return &commands.Rejection{Code: eb.Error.Code, Msg: eb.Error.Message}
+	}
+	return &Error{Status: status, Code: eb.Error.Code, Message: eb.Error.Message}
+}
+
+func node(name string) string { return "/v1/nodes/" + url.PathEscape(name) }
+
+// Info asks GET /v1/info.
+func (c *Client) Info(ctx context.Context) (Info, error) {
+	var out Info
+	return out, c.do(ctx, http.MethodGet, "/v1/info", nil, nil, &out)
+}
+
+// Status asks GET /v1/nodes.
+func (c *Client) Status(ctx context.Context, req StatusRequest) (StatusResponse, error) {
+	var out StatusResponse
+	return out, c.do(ctx, http.MethodGet, "/v1/nodes", url.Values{"node": req.Nodes}, nil, &out)
+}
+
+// NodeShow asks GET /v1/nodes/{node}.
+func (c *Client) NodeShow(ctx context.Context, name string) (NodeShow, error) {
+	var out NodeShow
+	return out, c.do(ctx, http.MethodGet, node(name), nil, nil, &out)
+}
+
+// Timeline asks GET /v1/timeline.
+func (c *Client) Timeline(ctx context.Context, req TimelineRequest) (TimelinePage, error) {
+	var out TimelinePage
+	return out, c.do(ctx, http.MethodGet, "/v1/timeline", req.Query(), nil, &out)
+}
+
+// Why asks GET /v1/nodes/{node}/why.
+func (c *Client) Why(ctx context.Context, req WhyRequest) (WhyResponse, error) {
+	var out WhyResponse
+	return out, c.do(ctx, http.MethodGet, node(req.Node)+"/why", url.Values{"resource": {req.Resource}}, nil, &out)
+}
+
+// Roster asks GET /v1/nodes/{node}/roster.
+func (c *Client) Roster(ctx context.Context, name string) (projections.ComposedDecl, error) {
+	var out projections.ComposedDecl
+	return out, c.do(ctx, http.MethodGet, node(name)+"/roster", nil, nil, &out)
+}
+
+// RosterHistory asks GET /v1/nodes/{node}/roster/history.
+func (c *Client) RosterHistory(ctx context.Context, name string) (RosterHistory, error) {
+	var out RosterHistory
+	return out, c.do(ctx, http.MethodGet, node(name)+"/roster/history", nil, nil, &out)
+}
+
+// RosterDiff asks GET /v1/nodes/{node}/roster/diff.
+func (c *Client) RosterDiff(ctx context.Context, req RosterDiffRequest) (RosterDiff, error) {
+	var out RosterDiff
+	return out, c.do(ctx, http.MethodGet, node(req.Node)+"/roster/diff", url.Values{"from": {req.From}, "to": {req.To}}, nil, &out)
+}
+
+// Churn asks GET /v1/churn.
+func (c *Client) Churn(ctx context.Context, req ChurnRequest) (ChurnResponse, error) {
+	var out ChurnResponse
+	return out, c.do(ctx, http.MethodGet, "/v1/churn", url.Values{"node": req.Nodes}, nil, &out)
+}
+
+// RegisterNodes sends POST /v1/nodes.
+func (c *Client) RegisterNodes(ctx context.Context, req RegisterNodesRequest) (CommandResult, error) {
+	var out CommandResult
+	return out, c.do(ctx, http.MethodPost, "/v1/nodes", nil, req, &out)
+}
+
+// AdoptNode sends POST /v1/nodes/{node}/adopt.
+func (c *Client) AdoptNode(ctx context.Context, req NodeRequest) (CommandResult, error) {
+	var out CommandResult
+	return out, c.do(ctx, http.MethodPost, node(req.Node)+"/adopt", nil, req, &out)
+}
+
+// SetSetting sends PUT /v1/nodes/{node}/settings/{key}.
+func (c *Client) SetSetting(ctx context.Context, req SetSettingRequest) (CommandResult, error) {
+	var out CommandResult
+	return out, c.do(ctx, http.MethodPut, node(req.Node)+"/settings/"+url.PathEscape(req.Key), nil, req, &out)
+}
+
+// DefineModules sends POST /v1/modules.
+func (c *Client) DefineModules(ctx context.Context, req DefineModulesRequest) (CommandResult, error) {
+	var out CommandResult
+	return out, c.do(ctx, http.MethodPost, "/v1/modules", nil, req, &out)
+}
+
+func (c *Client) moduleNode(ctx context.Context, verb string, req ModuleNodeRequest) (CommandResult, error) {
+	var out CommandResult
+	return out, c.do(ctx, http.MethodPost, node(req.Node)+"/modules/"+url.PathEscape(req.Module)+"/"+verb, nil, req, &out)
+}
+
+// Assign sends POST /v1/nodes/{node}/modules/{module}/assign.
+func (c *Client) Assign(ctx context.Context, req ModuleNodeRequest) (CommandResult, error) {
+	return c.moduleNode(ctx, "assign", req)
+}
+
+// Take sends POST /v1/nodes/{node}/modules/{module}/take.
+func (c *Client) Take(ctx context.Context, req ModuleNodeRequest) (CommandResult, error) {
+	return c.moduleNode(ctx, "take", req)
+}
+
+// Release sends POST /v1/nodes/{node}/modules/{module}/release.
+func (c *Client) Release(ctx context.Context, req ModuleNodeRequest) (CommandResult, error) {
+	return c.moduleNode(ctx, "release", req)
+}
+
+// RecordArtifact sends POST /v1/modules/{module}/artifacts.
+func (c *Client) RecordArtifact(ctx context.Context, req RecordArtifactRequest) (CommandResult, error) {
+	var out CommandResult
+	return out, c.do(ctx, http.MethodPost, "/v1/modules/"+url.PathEscape(req.Module)+"/artifacts", nil, req, &out)
+}
+
+// Push sends POST /v1/nodes/{node}/push, or POST /v1/push for every node.
+func (c *Client) Push(ctx context.Context, req PushRequest) (PushResponse, error) {
+	var out PushResponse
+	path := "/v1/push"
+	if req.Node != "" {
+		path = node(req.Node) + "/push"
+	}
+	return out, c.do(ctx, http.MethodPost, path, nil, req, &out)
+}

@@ -1,0 +1,72 @@
+// Package api is meshplane's public API: Service, the one interface for
+// everything the CLI does (commands and queries), its JSON request and
+// response types, an HTTP handler serving any Service, and Client, the
+// Service over HTTP. The controller implements Service; the CLI calls a
+// Service, so its output is the same on a local store and against a running
+// controller.
+//
+// # Routes
+//
+// JSON under /v1. Every request, reads included, carries
+// "Authorization: Bearer TOKEN" (the controller's DATA/api-token); without
+// it the answer is 401 and nothing is read or appended. Command bodies name
+// the operator ({"operator": "alice", ...}), recorded as the events' actor.
+//
+//	method path                                            Service call     body / query
+//	GET    /v1/info                                        Info
+//	GET    /v1/nodes                                       Status           ?node=N (repeatable; none: every node)
+//	POST   /v1/nodes                                       RegisterNodes    {"operator","nodes":[...]} all or none
+//	GET    /v1/nodes/{node}                                NodeShow
+//	POST   /v1/nodes/{node}/adopt                          AdoptNode        {"operator"}
+//	PUT    /v1/nodes/{node}/settings/{key}                 SetSetting       {"operator","value"} ("" clears)
+//	POST   /v1/nodes/{node}/modules/{module}/assign        Assign           {"operator"}
+//	POST   /v1/nodes/{node}/modules/{module}/take          Take             {"operator"}
+//	POST   /v1/nodes/{node}/modules/{module}/release       Release          {"operator"}
+//	POST   /v1/nodes/{node}/push                           Push             {"operator"}
+//	POST   /v1/push                                        Push (all)       {"operator"}
+//	GET    /v1/nodes/{node}/roster                         Roster
+//	GET    /v1/nodes/{node}/roster/history                 RosterHistory
+//	GET    /v1/nodes/{node}/roster/diff                    RosterDiff       ?from=DECL&to=DECL
+//	GET    /v1/nodes/{node}/why                            Why              ?resource=R
+//	GET    /v1/churn                                       Churn            ?node=N (repeatable)
+//	GET    /v1/timeline                                    Timeline         ?node ?module ?resource ?type ?correlation
+//	                                                                        ?since ?until (RFC 3339) ?after ?before ?forward ?limit
+//	POST   /v1/modules                                     DefineModules    {"operator","modules":[{"module","spec"}]} all or none
+//	POST   /v1/modules/{module}/artifacts                  RecordArtifact   {"operator","name","digest"}
+//
+// A body naming a node, module or key names the same one as the path, or
+// may leave it out. Bodies are one JSON object, no unknown fields, at most
+// DefaultMaxBody bytes (413 beyond).
+//
+// # The timeline, paged by position
+//
+// Without a cursor a page is the last limit matches (default 100, at most
+// 10000), in position order. before=P pages back: the last limit matches
+// below P. after=P pages forward: the first limit matches above P
+// (forward=true with no after starts from the oldest). The
+// answer's "next" is the cursor of the following page in the same
+// direction, absent when there are no more matches; every match appears on
+// exactly one page.
+//
+// # Errors
+//
+// Every error is one JSON object:
+//
+//	{"error": {"code": "node-unknown", "message": "node novox is not registered"}}
+//
+// A refusal (a *commands.Rejection) travels with its code and an HTTP
+// status: 404 for what names something unknown (node-unknown,
+// module-unknown, declaration-unknown), 409 for a conflict with the state
+// (node-exists, already-assigned, not-assigned, already-taken, not-adopted),
+// 422 for the rest (invalid), 400 (code invalid) for a request that does
+// not parse. Client turns these back into the same *commands.Rejection, so
+// the CLI's exit codes hold in both modes. 401 (unauthorized) is
+// ErrUnauthorized; 500 (internal) and other statuses are an *Error.
+//
+// # Serving
+//
+// Serve serves a handler on a listener until its context ends. Beyond
+// loopback it serves only TLS, unless told Insecure (CheckListen).
+// LoadOrCreateToken makes the token on first start (DATA/api-token, mode
+// 0600) and reads it after.
+package api

@@ -1,0 +1,403 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"meshplane/commands"
+)
+
+// DefaultMaxBody bounds a request body (module specs are the largest).
+const DefaultMaxBody = 4 << 20
+
+// HandlerOption configures Handler.
+type HandlerOption func(*handler)
+
+// WithMaxBody bounds request bodies to n bytes (DefaultMaxBody otherwise).
+func WithMaxBody(n int64) HandlerOption { return func(h *handler) { h.maxBody = n } }
+
+// WithLogger logs failures (500s) to l (slog.Default otherwise).
+func WithLogger(l *slog.Logger) HandlerOption { return func(h *handler) { h.log = l } }
+
+type handler struct {
+	svc     Service
+	token   [sha256.Size]byte
+	empty   bool // no token: every request is refused
+	maxBody int64
+	log     *slog.Logger
+	mux     *http.ServeMux
+	// patterns are the routes registered, in order (a test holds the
+	// package comment's route table to them).
+	patterns []string
+}
+
+// registrar registers routes on a mux and remembers their patterns.
+type registrar struct {
+	mux      *http.ServeMux
+	patterns *[]string
+}
+
+func (r registrar) HandleFunc(pattern string, fn http.HandlerFunc) {
+	*r.patterns = append(*r.patterns, pattern)
+	r.mux.HandleFunc(pattern, fn)
+}
+
+// Handler serves svc over HTTP: the routes of the package comment, JSON
+// under /v1. Every request, reads included, must carry
+// "Authorization: Bearer <token>"; the token is compared in constant time,
+// and a request without it is answered 401 before anything else is read.
+// An empty token refuses every request.
+func Handler(svc Service, token string, opts ...HandlerOption) http.Handler {
+	h := &handler{
+		svc: svc, token: sha256.Sum256([]byte(token)), empty: token == "",
+		maxBody: DefaultMaxBody, log: slog.Default(), mux: http.NewServeMux(),
+	}
+	for _, o := range opts {
+		o(h)
+	}
+	m := registrar{h.mux, &h.patterns}
+	m.HandleFunc("GET /v1/info", h.info)
+	m.HandleFunc("GET /v1/nodes", h.status)
+	m.HandleFunc("POST /v1/nodes", h.registerNodes)
+	m.HandleFunc("GET /v1/nodes/{node}", h.nodeShow)
+	m.HandleFunc("POST /v1/nodes/{node}/adopt", h.adopt)
+	m.HandleFunc("PUT /v1/nodes/{node}/settings/{key}", h.setSetting)
+	m.HandleFunc("POST /v1/nodes/{node}/modules/{module}/assign", h.moduleNode(svc.Assign))
+	m.HandleFunc("POST /v1/nodes/{node}/modules/{module}/take", h.moduleNode(svc.Take))
+	m.HandleFunc("POST /v1/nodes/{node}/modules/{module}/release", h.moduleNode(svc.Release))
+	m.HandleFunc("POST /v1/nodes/{node}/push", h.push)
+	m.HandleFunc("POST /v1/push", h.push)
+	m.HandleFunc("GET /v1/nodes/{node}/roster", h.roster)
+	m.HandleFunc("GET /v1/nodes/{node}/roster/history", h.rosterHistory)
+	m.HandleFunc("GET /v1/nodes/{node}/roster/diff", h.rosterDiff)
+	m.HandleFunc("GET /v1/nodes/{node}/why", h.why)
+	m.HandleFunc("GET /v1/churn", h.churn)
+	m.HandleFunc("GET /v1/timeline", h.timeline)
+	m.HandleFunc("POST /v1/modules", h.defineModules)
+	m.HandleFunc("POST /v1/modules/{module}/artifacts", h.recordArtifact)
+	return h
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="meshplane"`)
+		writeError(w, http.StatusUnauthorized, CodeUnauthorized, "a valid token is required (Authorization: Bearer TOKEN; the controller keeps it in DATA/api-token)")
+		return
+	}
+	if r.Body != nil {
+		r.Body = http.MaxBytesReader(w, r.Body, h.maxBody)
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// authorized compares the request's bearer token with the controller's in
+// constant time (over their digests, so not even the length leaks).
+func (h *handler) authorized(r *http.Request) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || h.empty {
+		return false
+	}
+	sum := sha256.Sum256([]byte(got))
+	return subtle.ConstantTimeCompare(sum[:], h.token[:]) == 1
+}
+
+func (h *handler) info(w http.ResponseWriter, r *http.Request) {
+	h.reply(w, r)(h.svc.Info(r.Context()))
+}
+
+func (h *handler) status(w http.ResponseWriter, r *http.Request) {
+	h.reply(w, r)(h.svc.Status(r.Context(), StatusRequest{Nodes: r.URL.Query()["node"]}))
+}
+
+func (h *handler) nodeShow(w http.ResponseWriter, r *http.Request) {
+	h.reply(w, r)(h.svc.NodeShow(r.Context(), r.PathValue("node")))
+}
+
+func (h *handler) roster(w http.ResponseWriter, r *http.Request) {
+	h.reply(w, r)(h.svc.Roster(r.Context(), r.PathValue("node")))
+}
+
+func (h *handler) rosterHistory(w http.ResponseWriter, r *http.Request) {
+	h.reply(w, r)(h.svc.RosterHistory(r.Context(), r.PathValue("node")))
+}
+
+func (h *handler) rosterDiff(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if q.Get("from") == "" || q.Get("to") == "" {
+		h.fail(w, r, badRequestf("roster diff wants from and to (declaration ids)"))
+		return
+	}
+	h.reply(w, r)(h.svc.RosterDiff(r.Context(), RosterDiffRequest{Node: r.PathValue("node"), From: q.Get("from"), To: q.Get("to")}))
+}
+
+func (h *handler) why(w http.ResponseWriter, r *http.Request) {
+	res := r.URL.Query().Get("resource")
+	if res == "" {
+		h.fail(w, r, badRequestf("why wants a resource"))
+		return
+	}
+	h.reply(w, r)(h.svc.Why(r.Context(), WhyRequest{Node: r.PathValue("node"), Resource: res}))
+}
+
+func (h *handler) churn(w http.ResponseWriter, r *http.Request) {
+	h.reply(w, r)(h.svc.Churn(r.Context(), ChurnRequest{Nodes: r.URL.Query()["node"]}))
+}
+
+func (h *handler) timeline(w http.ResponseWriter, r *http.Request) {
+	req, err := TimelineRequestFromQuery(r.URL.Query())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.reply(w, r)(h.svc.Timeline(r.Context(), req))
+}
+
+func (h *handler) registerNodes(w http.ResponseWriter, r *http.Request) {
+	var req RegisterNodesRequest
+	if h.decode(w, r, &req) {
+		h.reply(w, r)(h.svc.RegisterNodes(r.Context(), req))
+	}
+}
+
+func (h *handler) adopt(w http.ResponseWriter, r *http.Request) {
+	var req NodeRequest
+	if h.decode(w, r, &req) && h.samePath(w, r, "node", &req.Node) {
+		h.reply(w, r)(h.svc.AdoptNode(r.Context(), req))
+	}
+}
+
+func (h *handler) setSetting(w http.ResponseWriter, r *http.Request) {
+	var req SetSettingRequest
+	if h.decode(w, r, &req) && h.samePath(w, r, "node", &req.Node) && h.samePath(w, r, "key", &req.Key) {
+		h.reply(w, r)(h.svc.SetSetting(r.Context(), req))
+	}
+}
+
+func (h *handler) moduleNode(fn func(context.Context, ModuleNodeRequest) (CommandResult, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req ModuleNodeRequest
+		if h.decode(w, r, &req) && h.samePath(w, r, "node", &req.Node) && h.samePath(w, r, "module", &req.Module) {
+			h.reply(w, r)(fn(r.Context(), req))
+		}
+	}
+}
+
+func (h *handler) push(w http.ResponseWriter, r *http.Request) {
+	var req PushRequest
+	if !h.decode(w, r, &req) {
+		return
+	}
+	if r.PathValue("node") != "" && !h.samePath(w, r, "node", &req.Node) {
+		return
+	}
+	if r.PathValue("node") == "" && req.Node != "" {
+		h.fail(w, r, badRequestf("POST /v1/push pushes to every node; to push to %s use POST /v1/nodes/%s/push", req.Node, req.Node))
+		return
+	}
+	h.reply(w, r)(h.svc.Push(r.Context(), req))
+}
+
+func (h *handler) defineModules(w http.ResponseWriter, r *http.Request) {
+	var req DefineModulesRequest
+	if h.decode(w, r, &req) {
+		h.reply(w, r)(h.svc.DefineModules(r.Context(), req))
+	}
+}
+
+func (h *handler) recordArtifact(w http.ResponseWriter, r *http.Request) {
+	var req RecordArtifactRequest
+	if h.decode(w, r, &req) && h.samePath(w, r, "module", &req.Module) {
+		h.reply(w, r)(h.svc.RecordArtifact(r.Context(), req))
+	}
+}
+
+// samePath fills *field from the path value name, or refuses a body that
+// names another.
+func (h *handler) samePath(w http.ResponseWriter, r *http.Request, name string, field *string) bool {
+	v := r.PathValue(name)
+	if *field != "" && *field != v {
+		h.fail(w, r, badRequestf("the body names %s %q, the path %q", name, *field, v))
+		return false
+	}
+	*field = v
+	return true
+}
+
+// decode reads a JSON body into v: one object, no unknown fields, within
+// the size limit. An empty body is an empty object.
+func (h *handler) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	b, err := io.ReadAll(r.Body)
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("the request body exceeds %d bytes", tooLarge.Limit))
+		return false
+	case err != nil:
+		h.fail(w, r, badRequestf("read the request body: %v", err))
+		return false
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return true
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		h.fail(w, r, badRequestf("the request body: %v", err))
+		return false
+	}
+	if dec.More() {
+		h.fail(w, r, badRequestf("the request body holds more than one JSON value"))
+		return false
+	}
+	return true
+}
+
+// reply returns a function writing a call's result: the value as JSON (200),
+// or its error.
+func (h *handler) reply(w http.ResponseWriter, r *http.Request) func(any, error) {
+	return func(v any, err error) {
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+	}
+}
+
+// fail writes err in the API's error form: a rejection with its code and
+// status, a request that did not parse as 400 "invalid", anything else as
+// 500 "internal" (logged).
+func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var rej *commands.Rejection
+	var bad *badRequest
+	switch {
+	case errors.As(err, &rej):
+		writeError(w, StatusOf(rej.Code), rej.Code, rej.Msg)
+	case errors.As(err, &bad):
+		writeError(w, http.StatusBadRequest, commands.CodeInvalid, bad.msg)
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		// The client went away; nobody reads the answer.
+		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, err.Error())
+	default:
+		h.log.Error("api: request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+		writeError(w, http.StatusInternalServerError, CodeInternal, err.Error())
+	}
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: msg}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		buf.Reset()
+		fmt.Fprintf(&buf, `{"error":{"code":%q,"message":%q}}`+"\n", CodeInternal, "encode the response: "+err.Error())
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store") // the audit history is not for caches
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// Timeline query parameters.
+//
+//	node, module, resource, type, correlation  filters (exact match)
+//	since, until                               RFC 3339 times: [since, until)
+//	after, before                              position cursors
+//	forward                                    page forward from after (or the oldest)
+//	limit                                      page size
+func (r TimelineRequest) Query() map[string][]string {
+	q := map[string][]string{}
+	set := func(k, v string) {
+		if v != "" {
+			q[k] = []string{v}
+		}
+	}
+	set("node", r.Node)
+	set("module", r.Module)
+	set("resource", r.Resource)
+	set("type", r.Type)
+	set("correlation", r.Correlation)
+	if !r.Since.IsZero() {
+		set("since", r.Since.Format(time.RFC3339Nano))
+	}
+	if !r.Until.IsZero() {
+		set("until", r.Until.Format(time.RFC3339Nano))
+	}
+	if r.After > 0 {
+		set("after", strconv.FormatUint(r.After, 10))
+	}
+	if r.Before > 0 {
+		set("before", strconv.FormatUint(r.Before, 10))
+	}
+	if r.Forward {
+		set("forward", "true")
+	}
+	if r.Limit != 0 {
+		set("limit", strconv.Itoa(r.Limit))
+	}
+	return q
+}
+
+// TimelineRequestFromQuery parses the timeline's query parameters.
+func TimelineRequestFromQuery(q map[string][]string) (TimelineRequest, error) {
+	get := func(k string) string {
+		if v := q[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	r := TimelineRequest{
+		Node: get("node"), Module: get("module"), Resource: get("resource"),
+		Type: get("type"), Correlation: get("correlation"),
+	}
+	var err error
+	for _, t := range []struct {
+		k string
+		v *time.Time
+	}{{"since", &r.Since}, {"until", &r.Until}} {
+		if s := get(t.k); s != "" {
+			if *t.v, err = time.Parse(time.RFC3339Nano, s); err != nil {
+				return r, badRequestf("%s=%q is not an RFC 3339 time (2026-09-29T23:02:00Z)", t.k, s)
+			}
+		}
+	}
+	for _, c := range []struct {
+		k string
+		v *uint64
+	}{{"after", &r.After}, {"before", &r.Before}} {
+		if s := get(c.k); s != "" {
+			if *c.v, err = strconv.ParseUint(s, 10, 64); err != nil {
+				return r, badRequestf("%s=%q is not a position", c.k, s)
+			}
+		}
+	}
+	if s := get("forward"); s != "" {
+		if r.Forward, err = strconv.ParseBool(s); err != nil {
+			return r, badRequestf("forward=%q is not true or false", s)
+		}
+	}
+	if s := get("limit"); s != "" {
+		if r.Limit, err = strconv.Atoi(s); err != nil {
+			return r, badRequestf("limit=%q is not a number", s)
+		}
+	}
+	return r, nil
+}

@@ -1,0 +1,233 @@
+package api_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"meshplane/api"
+)
+
+func TestCheckListen(t *testing.T) {
+	cases := []struct {
+		addr          string
+		tls, insecure bool
+		refused       bool
+	}{
+		{"127.0.0.1:7480", false, false, false},
+		{"127.8.9.10:7480", false, false, false},
+		{"[::1]:7480", false, false, false},
+		{"localhost:7480", false, false, false},
+		{"10.0.0.5:7480", false, false, true},
+		{"0.0.0.0:7480", false, false, true},
+		{":7480", false, false, true},
+		{"[::]:7480", false, false, true},
+		{"example.org:7480", false, false, true},
+		{"10.0.0.5:7480", true, false, false},
+		{"10.0.0.5:7480", false, true, false},
+		{":7480", true, false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.addr, func(t *testing.T) {
+			err := api.CheckListen(tc.addr, tc.tls, tc.insecure)
+			if got := errors.Is(err, api.ErrInsecureListen); got != tc.refused {
+				t.Errorf("CheckListen(%q, tls %v, insecure %v) = %v, refused want %v", tc.addr, tc.tls, tc.insecure, err, tc.refused)
+			}
+		})
+	}
+	if err := api.CheckListen("no-port", false, false); err == nil || errors.Is(err, api.ErrInsecureListen) {
+		t.Errorf("an address without a port: %v", err)
+	}
+}
+
+// pki is a CA and a server certificate for 127.0.0.1 it signed, as PEM
+// files in dir.
+type pki struct {
+	caPEM             []byte
+	certFile, keyFile string
+}
+
+func makePKI(t *testing.T, dir string) pki {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	ca := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "meshplane test CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "controller"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pki{
+		caPEM:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		certFile: filepath.Join(dir, "cert.pem"), keyFile: filepath.Join(dir, "key.pem"),
+	}
+	if err := os.WriteFile(p.certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p.keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestServeTLS serves the API with a certificate the test's CA signed: a
+// client trusting that CA gets answers, one that does not is refused, and
+// plain HTTP gets nothing.
+func TestServeTLS(t *testing.T) {
+	e := newEnv(t)
+	p := makePKI(t, t.TempDir())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- api.Serve(ctx, ln, api.Handler(e.ctrl, token), api.ServeOptions{TLSCert: p.certFile, TLSKey: p.keyFile})
+	}()
+	addr := ln.Addr().String()
+
+	cases := []struct {
+		name string
+		url  string
+		opts []api.ClientOption
+		ok   bool
+	}{
+		{"client trusting the CA", "https://" + addr, []api.ClientOption{api.WithCA(p.caPEM)}, true},
+		{"client trusting the system roots", "https://" + addr, nil, false},
+		{"plain HTTP", "http://" + addr, nil, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := api.NewClient(tc.url, token, tc.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := c.Info(e.ctx)
+			if tc.ok && (err != nil || info.Version != "test") {
+				t.Errorf("info = %+v, %v", info, err)
+			}
+			if !tc.ok && err == nil {
+				t.Error("answered, want a refusal")
+			}
+		})
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("Serve after a clean stop: %v", err)
+	}
+	if _, err := api.NewClient("https://"+addr, token, api.WithCA([]byte("not pem"))); err == nil {
+		t.Error("a CA file without PEM was accepted")
+	}
+}
+
+// fakeListener claims an address beyond loopback.
+type fakeListener struct{ net.Listener }
+
+func (fakeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.ParseIP("10.0.0.5"), Port: 7480} }
+
+func TestServeRefusesPlainBeyondLoopback(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	err = api.Serve(context.Background(), fakeListener{ln}, http.NotFoundHandler(), api.ServeOptions{})
+	if !errors.Is(err, api.ErrInsecureListen) {
+		t.Errorf("Serve on 10.0.0.5 without TLS: %v, want ErrInsecureListen", err)
+	}
+	err = api.Serve(context.Background(), fakeListener{ln}, http.NotFoundHandler(), api.ServeOptions{TLSCert: "only-a-cert.pem"})
+	if err == nil || !strings.Contains(err.Error(), "both") {
+		t.Errorf("a certificate without its key: %v", err)
+	}
+}
+
+func TestLoadOrCreateToken(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	tok, err := api.LoadOrCreateToken(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tok) != 64 {
+		t.Errorf("token %q: want 64 hex digits", tok)
+	}
+	path := filepath.Join(dir, api.TokenFile)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %#o, want 0600", fi.Mode().Perm())
+	}
+	again, err := api.LoadOrCreateToken(dir)
+	if err != nil || again != tok {
+		t.Errorf("second start: %q, %v; want the same token", again, err)
+	}
+	other, err := api.LoadOrCreateToken(t.TempDir())
+	if err != nil || other == tok {
+		t.Errorf("another data directory: %q, %v; want another token", other, err)
+	}
+
+	cases := []struct {
+		name    string
+		content string
+		mode    os.FileMode
+	}{
+		{"readable by others", "abc\n", 0o644},
+		{"writable by the group", "abc\n", 0o620},
+		{"empty", "\n", 0o600},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := t.TempDir()
+			p := filepath.Join(d, api.TokenFile)
+			if err := os.WriteFile(p, []byte(tc.content), tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(p, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			if tok, err := api.LoadOrCreateToken(d); err == nil {
+				t.Errorf("accepted %q", tok)
+			}
+		})
+	}
+}

@@ -1,0 +1,237 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"meshplane/api"
+	"meshplane/commands"
+	"meshplane/declaration"
+	"meshplane/events"
+	"meshplane/projections"
+)
+
+// DefaultInterval is how often the controller composes every node and
+// pushes what changed.
+const DefaultInterval = 5 * time.Minute
+
+// Publisher hands a node's declaration to the bus (the latest per node is
+// what an agent applies). The NATS bus implements it; tests use a fake.
+type Publisher interface {
+	PutDeclaration(ctx context.Context, d declaration.Declaration) error
+}
+
+// Config is what a controller runs with. Store is required.
+type Config struct {
+	Store    events.Store
+	Registry *events.Registry // nil: events.NewRegistry()
+
+	// Publisher is where pushes go. Nil means there is no bus (a CLI on its
+	// own store): commands push nothing, and Push fails.
+	Publisher Publisher
+
+	Clock    func() time.Time // stamps events; nil: time.Now
+	Interval time.Duration    // between pushes of what changed; 0: DefaultInterval
+	// Ticks, when set, replaces the interval's ticker (tests drive it).
+	Ticks <-chan time.Time
+
+	Version string       // reported by Info
+	Logger  *slog.Logger // nil: slog.Default()
+}
+
+// Controller is the daemon's core: the store, the write side over it, the
+// projections kept live from it, and the pushes to the bus. It implements
+// api.Service (the local implementation every CLI verb runs on).
+//
+// Invariants:
+//   - commands are serialized (cmdMu), so a batch checked as a whole before
+//     its first append is appended as a whole (all-or-nothing, unless the
+//     store fails midway);
+//   - pushes are serialized (pushMu); pushed[n] is the digest of the last
+//     declaration handed to the bus for n, and a declaration with that
+//     digest is not handed again except by Push (push now);
+//   - a command returns only once the projections have folded what it
+//     appended, and every query first waits for them to reach the store's
+//     head as it was when the query began (read-your-writes).
+type Controller struct {
+	store    events.Store
+	reg      *events.Registry
+	handler  *commands.Handler
+	views    *projections.Set
+	runner   *projections.Runner
+	pub      Publisher
+	clock    func() time.Time
+	interval time.Duration
+	ticks    <-chan time.Time
+	version  string
+	log      *slog.Logger
+
+	running atomic.Bool
+	started atomic.Pointer[time.Time]
+
+	cmdMu sync.Mutex
+
+	pushMu sync.Mutex
+	pushed map[string]string // node → digest last handed to the bus
+}
+
+var _ api.Service = (*Controller)(nil)
+
+// New returns a controller over cfg.Store. Its projections are empty until
+// Run (or the first query) folds the store.
+func New(cfg Config) (*Controller, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("controller: no store")
+	}
+	c := &Controller{
+		store: cfg.Store, reg: cfg.Registry, pub: cfg.Publisher, clock: cfg.Clock,
+		interval: cfg.Interval, ticks: cfg.Ticks, version: cfg.Version, log: cfg.Logger,
+		pushed: map[string]string{},
+	}
+	if c.reg == nil {
+		c.reg = events.NewRegistry()
+	}
+	if c.clock == nil {
+		c.clock = time.Now
+	}
+	if c.interval <= 0 {
+		c.interval = DefaultInterval
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	if c.version == "" {
+		c.version = "dev"
+	}
+	c.handler = commands.NewHandler(c.store, c.reg, commands.WithClock(c.clock))
+	c.views = projections.New()
+	c.runner = projections.NewRunner(c.store, c.reg, c.views.All()...)
+	return c, nil
+}
+
+// Views are the controller's projections (read them after Sync).
+func (c *Controller) Views() *projections.Set { return c.views }
+
+// Runner is what feeds the projections (for rebuild and its counters).
+func (c *Controller) Runner() *projections.Runner { return c.runner }
+
+// Handler is the write side.
+func (c *Controller) Handler() *commands.Handler { return c.handler }
+
+// Run keeps the projections live, pushes what changed on every node once
+// at start and then every interval, until ctx ends; then it stops the
+// projections and returns nil. It fails if the projections fail (the store
+// cannot be read) or if it is already running.
+func (c *Controller) Run(ctx context.Context) error {
+	if !c.running.CompareAndSwap(false, true) {
+		return errors.New("controller: already running")
+	}
+	defer c.running.Store(false)
+	now := c.clock()
+	c.started.Store(&now)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	folded := make(chan error, 1)
+	go func() { folded <- c.runner.Run(ctx) }()
+
+	ticks := c.ticks
+	if ticks == nil {
+		t := time.NewTicker(c.interval)
+		defer t.Stop()
+		ticks = t.C
+	}
+	c.pass(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			cancel()
+			if err := <-folded; err != nil {
+				return fmt.Errorf("controller: stop: %w", err)
+			}
+			return nil
+		case err := <-folded:
+			if err == nil && ctx.Err() != nil {
+				return nil // stopped with ctx
+			}
+			if err == nil {
+				err = errors.New("projections stopped")
+			}
+			return fmt.Errorf("controller: %w", err)
+		case <-ticks:
+			c.pass(ctx)
+		}
+	}
+}
+
+// pass pushes every node's declaration that changed since its last push.
+func (c *Controller) pass(ctx context.Context) {
+	if c.pub == nil {
+		return
+	}
+	if _, err := c.pushNodes(ctx, nil, false); err != nil && ctx.Err() == nil {
+		c.log.Error("controller: interval pass", "error", err)
+	}
+}
+
+// Sync waits until the projections have folded the store's head as it is
+// now: through the running runner, or by catching up itself when Run is not
+// running (a CLI on its own store).
+func (c *Controller) Sync(ctx context.Context) error {
+	head, err := c.store.Head(ctx)
+	if err != nil {
+		return fmt.Errorf("controller: head: %w", err)
+	}
+	return c.syncTo(ctx, head)
+}
+
+func (c *Controller) syncTo(ctx context.Context, pos uint64) error {
+	if c.runner.Position() >= pos {
+		return nil
+	}
+	if c.running.Load() {
+		return c.runner.WaitFor(ctx, pos)
+	}
+	return c.runner.CatchUp(ctx)
+}
+
+// Info says what the controller is and how far its projections are.
+func (c *Controller) Info(ctx context.Context) (api.Info, error) {
+	head, err := c.store.Head(ctx)
+	if err != nil {
+		return api.Info{}, fmt.Errorf("controller: head: %w", err)
+	}
+	info := api.Info{
+		Version: c.version, Role: api.RoleLocal, StoreHead: head,
+		ProjectionPosition: c.runner.Position(), Nodes: len(c.views.Status.Nodes()),
+		Publishing: c.pub != nil,
+	}
+	if c.running.Load() {
+		info.Role = api.RoleLeader
+		info.Interval = c.interval.String()
+		if s := c.started.Load(); s != nil {
+			info.Started = *s
+		}
+	}
+	return info, nil
+}
+
+// RecordReport records an agent's apply report (the bus consumer calls it).
+// Delivering the same report again appends nothing.
+func (c *Controller) RecordReport(ctx context.Context, d commands.Delivery) ([]events.Event, error) {
+	evs, err := c.handler.RecordApply(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	if len(evs) > 0 {
+		if err := c.syncTo(ctx, evs[len(evs)-1].Position); err != nil {
+			return evs, err
+		}
+	}
+	return evs, nil
+}

@@ -1,0 +1,28 @@
+// Package controller is the core of meshplane's daemon, free of adapters:
+// it owns an event store (any events.Store), the write side over it
+// (commands.Handler with the wall clock), the projections kept live by a
+// runner following the store, and a Publisher the bus implements. It
+// implements api.Service, so the HTTP API and a CLI on a local store answer
+// from the same code.
+//
+// Reads are read-your-writes: a command returns once the projections have
+// folded what it appended, and a query first waits for the projections to
+// reach the store's head as it was when the query began.
+//
+// Pushes: after a command, the controller composes every node the command
+// may have changed (the registered node for a registration; every node for
+// anything else, since routes reach every roster) and pushes each
+// declaration whose digest differs from the last one handed to the bus. Run
+// does the same for every node at start and on every interval (default 5m),
+// so an idle mesh appends nothing. Push (mesh push) pushes now, changed or
+// not. A compose that fails is recorded once per distinct failure.
+//
+// Reports: the bus consumer hands each agent report to RecordReport, which
+// records it exactly once (its apply id).
+//
+// controller.json (WriteInfo, ReadInfo) tells a CLI that finds the store
+// locked where the controller listens.
+//
+// The wiring (flags, the bolt store, the NATS bus, the HTTP listener) lives
+// in cmd/mesh.
+package controller

@@ -1,0 +1,258 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"meshplane/api"
+	"meshplane/commands"
+	"meshplane/projections"
+)
+
+// queryErr turns the read side's "unknown" sentinels into the rejections
+// the CLI shows (and the API sends as 404); other errors pass unchanged.
+func queryErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, projections.ErrUnknownNode):
+		return &commands.Rejection{Code: commands.CodeNodeUnknown, Msg: err.Error()}
+	case errors.Is(err, projections.ErrUnknownDeclaration):
+		return &commands.Rejection{Code: api.CodeDeclarationUnknown, Msg: err.Error()}
+	}
+	return err
+}
+
+// skipped is what the projections could not fold.
+func (c *Controller) skipped() api.Skipped {
+	kept, total := c.runner.Failures()
+	s := api.Skipped{Failures: kept, FailuresTotal: total}
+	if u := c.runner.Unknown(); len(u) > 0 {
+		s.UnknownTypes = u
+	}
+	if total == 0 {
+		s.Failures = nil
+	}
+	return s
+}
+
+// nodesOr returns names, or every node the status projection knows.
+func (c *Controller) nodesOr(names []string) []string {
+	if len(names) > 0 {
+		return names
+	}
+	return c.views.Status.Nodes()
+}
+
+// Status is each node's status.
+func (c *Controller) Status(ctx context.Context, req api.StatusRequest) (api.StatusResponse, error) {
+	if err := c.Sync(ctx); err != nil {
+		return api.StatusResponse{}, err
+	}
+	out := api.StatusResponse{Nodes: []projections.NodeStatus{}}
+	for _, n := range c.nodesOr(req.Nodes) {
+		st, err := c.views.Status.Of(n)
+		if err != nil {
+			return api.StatusResponse{}, queryErr(err)
+		}
+		out.Nodes = append(out.Nodes, st)
+	}
+	out.Skipped = c.skipped()
+	return out, nil
+}
+
+// NodeShow is one node's status and holds.
+func (c *Controller) NodeShow(ctx context.Context, node string) (api.NodeShow, error) {
+	if err := c.Sync(ctx); err != nil {
+		return api.NodeShow{}, err
+	}
+	st, err := c.views.Status.Of(node)
+	if err != nil {
+		return api.NodeShow{}, queryErr(err)
+	}
+	holds, err := c.views.Holds.Of(node)
+	if err != nil && !errors.Is(err, projections.ErrUnknownNode) {
+		return api.NodeShow{}, queryErr(err)
+	}
+	if holds == nil { // no apply reported yet: no holds
+		holds = []projections.Hold{}
+	}
+	return api.NodeShow{Status: st, Holds: holds}, nil
+}
+
+// Timeline is one page of the filtered timeline (see api.TimelineRequest).
+func (c *Controller) Timeline(ctx context.Context, req api.TimelineRequest) (api.TimelinePage, error) {
+	switch {
+	case req.Limit < 0 || req.Limit > api.MaxTimelineLimit:
+		return api.TimelinePage{}, reject(commands.CodeInvalid, "limit %d: give 1 to %d (0 for %d)", req.Limit, api.MaxTimelineLimit, api.DefaultTimelineLimit)
+	case req.After > 0 && req.Before > 0 && req.Before <= req.After+1:
+		return api.TimelinePage{}, reject(commands.CodeInvalid, "after %d and before %d leave no position between them", req.After, req.Before)
+	}
+	if req.Limit == 0 {
+		req.Limit = api.DefaultTimelineLimit
+	}
+	if err := c.Sync(ctx); err != nil {
+		return api.TimelinePage{}, err
+	}
+	entries, next := page(c.views.Timeline.Query, req)
+	if entries == nil {
+		entries = []projections.Entry{}
+	}
+	return api.TimelinePage{Entries: entries, Next: next, Skipped: c.skipped()}, nil
+}
+
+// page picks req's page from query, which returns the last Limit matches
+// of a filter (all when Limit <= 0) in position order. It asks for a window
+// of the newest matches and widens it (×4) until the window reaches past
+// the cursor, so the cost of a page grows with its distance from the
+// newest match, and the first page (no cursor) is one bounded query.
+func page(query func(projections.Filter) []projections.Entry, req api.TimelineRequest) ([]projections.Entry, uint64) {
+	f := req.Filter()
+	window := req.Limit + 1
+	for {
+		f.Limit = window
+		got := query(f)
+		all := len(got) < window || window <= 0
+		if req.Forwards() {
+			// Forward: the first Limit matches above After (and below Before).
+			if !all && got[0].Position > req.After {
+				window = widen(window)
+				continue
+			}
+			i, _ := slices.BinarySearchFunc(got, req.After+1, byPosition)
+			got = got[i:]
+			if req.Before > 0 {
+				j, _ := slices.BinarySearchFunc(got, req.Before, byPosition)
+				got = got[:j]
+			}
+			if len(got) > req.Limit {
+				got = got[:req.Limit]
+				return got, got[len(got)-1].Position
+			}
+			return got, 0
+		}
+		// Backward: the last Limit matches below Before (or the newest).
+		j := len(got)
+		if req.Before > 0 {
+			j, _ = slices.BinarySearchFunc(got, req.Before, byPosition)
+		}
+		if j <= req.Limit && !all {
+			window = widen(window)
+			continue
+		}
+		got = got[:j]
+		if len(got) > req.Limit {
+			got = got[len(got)-req.Limit:]
+			return got, got[0].Position
+		}
+		return got, 0
+	}
+}
+
+func byPosition(e projections.Entry, pos uint64) int {
+	switch {
+	case e.Position < pos:
+		return -1
+	case e.Position > pos:
+		return 1
+	}
+	return 0
+}
+
+// widen grows a query window; past a million it asks for everything.
+func widen(w int) int {
+	if w <= 0 || w > 1<<20 {
+		return 0
+	}
+	return w * 4
+}
+
+// Why is every apply that touched resource on node, with its push.
+func (c *Controller) Why(ctx context.Context, req api.WhyRequest) (api.WhyResponse, error) {
+	if err := c.Sync(ctx); err != nil {
+		return api.WhyResponse{}, err
+	}
+	touches, err := c.views.Timeline.Why(req.Node, req.Resource)
+	if err != nil {
+		return api.WhyResponse{}, queryErr(err)
+	}
+	out := api.WhyResponse{Node: req.Node, Resource: req.Resource, Touches: make([]api.WhyTouch, len(touches))}
+	for i, t := range touches {
+		out.Touches[i].Touch = t
+		if t.Entry.Correlation == "" {
+			continue
+		}
+		for _, en := range c.views.Timeline.Query(projections.Filter{Node: req.Node, Correlation: t.Entry.Correlation}) {
+			if en.Position != t.Entry.Position {
+				out.Touches[i].Push = append(out.Touches[i].Push, en)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Roster is node's current declaration.
+func (c *Controller) Roster(ctx context.Context, node string) (projections.ComposedDecl, error) {
+	if err := c.Sync(ctx); err != nil {
+		return projections.ComposedDecl{}, err
+	}
+	d, err := c.views.Roster.Current(node)
+	return d, queryErr(err)
+}
+
+// RosterHistory is every declaration composed for node, each with what
+// changed since the one before.
+func (c *Controller) RosterHistory(ctx context.Context, node string) (api.RosterHistory, error) {
+	if err := c.Sync(ctx); err != nil {
+		return api.RosterHistory{}, err
+	}
+	h, err := c.views.Roster.History(node)
+	if err != nil {
+		return api.RosterHistory{}, queryErr(err)
+	}
+	out := api.RosterHistory{Node: node, Declarations: make([]api.RosterHistoryEntry, len(h))}
+	for i, d := range h {
+		out.Declarations[i].ComposedDecl = d
+		if i == 0 {
+			continue
+		}
+		df, err := c.views.Roster.Diff(node, h[i-1].Declaration, d.Declaration)
+		if err != nil {
+			return api.RosterHistory{}, queryErr(fmt.Errorf("controller: roster history of %s: %w", node, err))
+		}
+		wire := api.DiffOf(df)
+		out.Declarations[i].Changed = &wire
+	}
+	return out, nil
+}
+
+// RosterDiff is what changed between two of a node's declarations.
+func (c *Controller) RosterDiff(ctx context.Context, req api.RosterDiffRequest) (api.RosterDiff, error) {
+	if err := c.Sync(ctx); err != nil {
+		return api.RosterDiff{}, err
+	}
+	d, err := c.views.Roster.Diff(req.Node, req.From, req.To)
+	if err != nil {
+		return api.RosterDiff{}, queryErr(err)
+	}
+	return api.DiffOf(d), nil
+}
+
+// Churn is each node's churn episodes.
+func (c *Controller) Churn(ctx context.Context, req api.ChurnRequest) (api.ChurnResponse, error) {
+	if err := c.Sync(ctx); err != nil {
+		return api.ChurnResponse{}, err
+	}
+	nodes := c.nodesOr(req.Nodes) // a node without events has no episodes, as in local mode
+	out := api.ChurnResponse{Nodes: make([]api.NodeChurn, len(nodes))}
+	for i, n := range nodes {
+		eps := c.views.Churn.Episodes(n)
+		if eps == nil {
+			eps = []projections.Episode{}
+		}
+		out.Nodes[i] = api.NodeChurn{Node: n, Episodes: eps}
+	}
+	return out, nil
+}

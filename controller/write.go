@@ -1,0 +1,346 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"meshplane/api"
+	"meshplane/commands"
+	"meshplane/declaration"
+)
+
+// reject is a rejection with the given code.
+func reject(code, format string, args ...any) error {
+	return &commands.Rejection{Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// actor is the events' actor for an operator's request.
+func actor(operator string) (string, error) {
+	if strings.TrimSpace(operator) == "" {
+		return "", reject(commands.CodeInvalid, "the request names no operator (who asks is recorded with every event)")
+	}
+	return "operator:" + operator, nil
+}
+
+// execute runs cs as operator, in order, after checking them together when
+// there are several (all or nothing); then waits for the projections to
+// fold what they appended, and pushes what changed on the nodes they touch.
+func (c *Controller) execute(ctx context.Context, operator string, cs ...commands.Command) (api.CommandResult, error) {
+	who, err := actor(operator)
+	if err != nil {
+		return api.CommandResult{}, err
+	}
+	if len(cs) == 0 {
+		return api.CommandResult{}, reject(commands.CodeInvalid, "nothing to do: the request names nothing")
+	}
+	res, last, err := c.append(ctx, who, cs)
+	if err != nil {
+		return res, err
+	}
+	if err := c.syncTo(ctx, last); err != nil {
+		return res, err
+	}
+	if c.pub != nil {
+		if _, err := c.pushNodes(ctx, touched(cs), false); err != nil {
+			// The commands are recorded; the next pass pushes again.
+			c.log.Error("controller: push after command", "error", err)
+		}
+	}
+	return res, nil
+}
+
+// append checks and appends cs under the command lock. It returns what each
+// appended and the last position.
+func (c *Controller) append(ctx context.Context, who string, cs []commands.Command) (api.CommandResult, uint64, error) {
+	c.cmdMu.Lock()
+	defer c.cmdMu.Unlock()
+	if len(cs) > 1 {
+		if err := c.check(ctx, cs); err != nil {
+			return api.CommandResult{}, 0, err
+		}
+	}
+	res := api.CommandResult{Results: make([]api.Appended, 0, len(cs))}
+	var last uint64
+	for i, cmd := range cs {
+		evs, err := c.handler.Execute(ctx, who, cmd)
+		if err != nil {
+			if i > 0 {
+				return res, last, fmt.Errorf("controller: %d of %d commands appended, then: %w", i, len(cs), err)
+			}
+			return res, last, err
+		}
+		a := api.Appended{Stream: cmd.Stream(), Events: make([]api.EventRef, len(evs))}
+		for j, ev := range evs {
+			a.Events[j] = api.RefOf(ev)
+			last = max(last, ev.Position)
+		}
+		res.Results = append(res.Results, a)
+	}
+	return res, last, nil
+}
+
+// check decides every command of a batch against the current state without
+// appending anything, so one refused command refuses the batch. A batch
+// names each stream once (a name twice is refused), so each command's
+// decision does not depend on the others'. Called with cmdMu held: no other
+// command of this controller appends meanwhile.
+func (c *Controller) check(ctx context.Context, cs []commands.Command) error {
+	seen := map[string]bool{}
+	for _, cmd := range cs {
+		if seen[cmd.Stream()] {
+			return reject(commands.CodeInvalid, "%s is named twice in one request", cmd.Stream())
+		}
+		seen[cmd.Stream()] = true
+		var s commands.State
+		var err error
+		switch cmd := cmd.(type) {
+		case commands.RegisterNode:
+			s.Node, err = c.handler.Node(ctx, cmd.Node)
+		case commands.DefineModule:
+			s.Module, err = c.handler.Module(ctx, cmd.Module)
+		default:
+			return fmt.Errorf("controller: %T cannot be batched", cmd)
+		}
+		if err != nil {
+			return fmt.Errorf("controller: check %s: %w", cmd.Stream(), err)
+		}
+		if _, err := commands.Decide(s, cmd); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// touched returns the nodes whose declarations cs may change: the
+// registered node alone for a registration (a node with no modules routes
+// no name), every node (nil) for anything else, since a module's routes,
+// an assignment or a node's address reach every node's roster. Only the
+// declarations whose digest changed are pushed.
+func touched(cs []commands.Command) []string {
+	var nodes []string
+	for _, cmd := range cs {
+		r, ok := cmd.(commands.RegisterNode)
+		if !ok {
+			return nil
+		}
+		nodes = append(nodes, r.Node)
+	}
+	return nodes
+}
+
+// RegisterNodes registers several nodes, all or none.
+func (c *Controller) RegisterNodes(ctx context.Context, req api.RegisterNodesRequest) (api.CommandResult, error) {
+	cs := make([]commands.Command, len(req.Nodes))
+	for i, n := range req.Nodes {
+		cs[i] = commands.RegisterNode{Node: n}
+	}
+	return c.execute(ctx, req.Operator, cs...)
+}
+
+// AdoptNode marks a node as adopted.
+func (c *Controller) AdoptNode(ctx context.Context, req api.NodeRequest) (api.CommandResult, error) {
+	return c.execute(ctx, req.Operator, commands.AdoptNode{Node: req.Node})
+}
+
+// SetSetting sets or clears a node setting.
+func (c *Controller) SetSetting(ctx context.Context, req api.SetSettingRequest) (api.CommandResult, error) {
+	return c.execute(ctx, req.Operator, commands.SetNodeSetting{Node: req.Node, Key: req.Key, Value: req.Value})
+}
+
+// DefineModules defines several modules, all or none.
+func (c *Controller) DefineModules(ctx context.Context, req api.DefineModulesRequest) (api.CommandResult, error) {
+	cs := make([]commands.Command, len(req.Modules))
+	for i, m := range req.Modules {
+		cs[i] = commands.DefineModule{Module: m.Module, Spec: m.Spec}
+	}
+	return c.execute(ctx, req.Operator, cs...)
+}
+
+// Assign assigns a module to a node.
+func (c *Controller) Assign(ctx context.Context, req api.ModuleNodeRequest) (api.CommandResult, error) {
+	return c.execute(ctx, req.Operator, commands.AssignModule{Module: req.Module, Node: req.Node})
+}
+
+// Take takes an assigned module on an adopted node.
+func (c *Controller) Take(ctx context.Context, req api.ModuleNodeRequest) (api.CommandResult, error) {
+	return c.execute(ctx, req.Operator, commands.TakeModule{Module: req.Module, Node: req.Node})
+}
+
+// Release releases a module from a node.
+func (c *Controller) Release(ctx context.Context, req api.ModuleNodeRequest) (api.CommandResult, error) {
+	return c.execute(ctx, req.Operator, commands.ReleaseModule{Module: req.Module, Node: req.Node})
+}
+
+// RecordArtifact records a build of a module's artifact.
+func (c *Controller) RecordArtifact(ctx context.Context, req api.RecordArtifactRequest) (api.CommandResult, error) {
+	return c.execute(ctx, req.Operator, commands.RecordArtifact{Module: req.Module, Name: req.Name, Digest: req.Digest})
+}
+
+// Push composes and pushes now, changed or not: one node, or every node.
+// A node that does not compose, or whose send fails, has its error in its
+// result (and recorded on its stream); an unknown node is a rejection.
+func (c *Controller) Push(ctx context.Context, req api.PushRequest) (api.PushResponse, error) {
+	if c.pub == nil {
+		return api.PushResponse{}, errors.New("controller: push: no bus is attached (run 'mesh up', or point the CLI at the controller)")
+	}
+	var nodes []string
+	if req.Node != "" {
+		nodes = []string{req.Node}
+	}
+	rs, err := c.pushNodes(ctx, nodes, true)
+	if err != nil {
+		return api.PushResponse{}, err
+	}
+	return api.PushResponse{Pushes: rs}, nil
+}
+
+// pushNodes composes each of nodes (every registered node when nil) and
+// pushes the declarations whose digest differs from the last pushed, or
+// every one when force is set. It fails only when the node list cannot be
+// read, or on a rejection for a node named alone; each node's failure is
+// in its result.
+func (c *Controller) pushNodes(ctx context.Context, nodes []string, force bool) ([]api.PushResult, error) {
+	c.pushMu.Lock()
+	defer c.pushMu.Unlock()
+	if err := c.Sync(ctx); err != nil {
+		return nil, err
+	}
+	br := newBatchReader(c.handler)
+	if nodes == nil {
+		var err error
+		if nodes, err = br.Nodes(ctx); err != nil {
+			return nil, fmt.Errorf("controller: push: %w", err)
+		}
+	}
+	var out []api.PushResult
+	send := func(ctx context.Context, d declaration.Declaration) error { return c.pub.PutDeclaration(ctx, d) }
+	for _, n := range nodes {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		r := br.forNode(n)
+		if !force {
+			comp, err := commands.Compose(ctx, r, n, "")
+			switch {
+			case errors.Is(err, commands.ErrRejected):
+				continue // registered meanwhile elsewhere, or not at all: nothing to push to
+			case err != nil:
+				if c.sameComposeFailure(n, err) {
+					continue // recorded already; recording it every pass says nothing new
+				}
+			case comp.Declaration.Digest == c.lastPushed(n):
+				continue
+			}
+		}
+		d, err := c.handler.Push(ctx, n, r, send)
+		res := api.PushResult{Node: n, Declaration: d.ID, Digest: d.Digest}
+		if err != nil {
+			if len(nodes) == 1 && errors.Is(err, commands.ErrRejected) {
+				return nil, err
+			}
+			res.Error = err.Error()
+			c.log.Warn("controller: push", "node", n, "error", err)
+		} else {
+			c.pushed[n] = d.Digest
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+// lastPushed is the digest of the last declaration handed to the bus for
+// node: remembered since start, or else what the projections recorded.
+// Called with pushMu held, after Sync.
+func (c *Controller) lastPushed(node string) string {
+	if d, ok := c.pushed[node]; ok {
+		return d
+	}
+	st, err := c.views.Status.Of(node)
+	if err != nil || st.Pushed == nil {
+		return ""
+	}
+	c.pushed[node] = st.Pushed.Digest
+	return st.Pushed.Digest
+}
+
+// sameComposeFailure reports whether node's last compose already failed
+// with err's message (so an unforced pass need not record it again).
+func (c *Controller) sameComposeFailure(node string, err error) bool {
+	st, serr := c.views.Status.Of(node)
+	if serr != nil || st.ComposeFailed == nil {
+		return false
+	}
+	return st.ComposeFailed.Error == err.Error()
+}
+
+// batchReader reads each node and module once for a batch of composes: a
+// pass over N nodes reads N nodes and the modules, not N² of them. The node
+// being composed is always read afresh (its version guards the append of
+// its declaration).
+type batchReader struct {
+	h       *commands.Handler
+	names   []string
+	nodes   map[string]commands.Node
+	modules map[string]commands.Module
+}
+
+func newBatchReader(h *commands.Handler) *batchReader {
+	return &batchReader{h: h, nodes: map[string]commands.Node{}, modules: map[string]commands.Module{}}
+}
+
+func (b *batchReader) Nodes(ctx context.Context) ([]string, error) {
+	if b.names == nil {
+		names, err := b.h.Nodes(ctx)
+		if err != nil {
+			return nil, err
+		}
+		b.names = names
+	}
+	return slices.Clone(b.names), nil
+}
+
+func (b *batchReader) Node(ctx context.Context, name string) (commands.Node, error) {
+	if n, ok := b.nodes[name]; ok {
+		return n, nil
+	}
+	n, err := b.h.Node(ctx, name)
+	if err != nil {
+		return n, err
+	}
+	b.nodes[name] = n
+	return n, nil
+}
+
+func (b *batchReader) Module(ctx context.Context, name string) (commands.Module, error) {
+	if m, ok := b.modules[name]; ok {
+		return m, nil
+	}
+	m, err := b.h.Module(ctx, name)
+	if err != nil {
+		return m, err
+	}
+	b.modules[name] = m
+	return m, nil
+}
+
+// forNode is the reader for composing self: self fresh, the rest memoized.
+func (b *batchReader) forNode(self string) commands.Reader { return selfFresh{b, self} }
+
+type selfFresh struct {
+	*batchReader
+	self string
+}
+
+func (s selfFresh) Node(ctx context.Context, name string) (commands.Node, error) {
+	if name == s.self {
+		n, err := s.h.Node(ctx, name)
+		if err == nil {
+			s.nodes[name] = n
+		}
+		return n, err
+	}
+	return s.batchReader.Node(ctx, name)
+}
