@@ -177,7 +177,7 @@ func TestCommandsRoundTrip(t *testing.T) {
 			return c.DefineModules(e.ctx, api.DefineModulesRequest{Operator: op, Modules: []api.ModuleDefinition{module("forge")}})
 		}, nil},
 		{"record artifact", func() (api.CommandResult, error) {
-			return c.RecordArtifact(e.ctx, api.RecordArtifactRequest{Operator: op, Module: "forge", Name: "web", Digest: "sha256:0123"})
+			return c.RecordArtifact(e.ctx, api.RecordArtifactRequest{Operator: op, Module: "forge", Name: "web", Digest: "sha256:3ccce11a2a888784e88e862248d98651773d12ee70502e473c2e654e5dab08b0"})
 		}, nil},
 		{"set setting", func() (api.CommandResult, error) {
 			return c.SetSetting(e.ctx, api.SetSettingRequest{Operator: op, Node: "a", Key: events.SettingPortPrefix + "web", Value: "8080"})
@@ -263,10 +263,6 @@ func TestRejections(t *testing.T) {
 			_, err := s.RegisterNodes(e.ctx, api.RegisterNodesRequest{Operator: op, Nodes: []string{"Bad Name"}})
 			return err
 		}, commands.CodeInvalid, http.StatusUnprocessableEntity},
-		{"node exists", func(s api.Service) error {
-			_, err := s.RegisterNodes(e.ctx, api.RegisterNodesRequest{Operator: op, Nodes: []string{"a"}})
-			return err
-		}, commands.CodeNodeExists, http.StatusConflict},
 		{"no operator", func(s api.Service) error {
 			_, err := s.AdoptNode(e.ctx, api.NodeRequest{Node: "a"})
 			return err
@@ -295,30 +291,22 @@ func TestRejections(t *testing.T) {
 			_, err := s.RosterDiff(e.ctx, api.RosterDiffRequest{Node: "a", From: "a/1", To: "a/999"})
 			return err
 		}, api.CodeDeclarationUnknown, http.StatusNotFound},
-		{"already assigned", func(s api.Service) error {
-			_, err := s.Assign(e.ctx, api.ModuleNodeRequest{Operator: op, Module: "forge", Node: "a"})
-			return err
-		}, commands.CodeAlreadyAssigned, http.StatusConflict},
 		{"not assigned", func(s api.Service) error {
-			_, err := s.Release(e.ctx, api.ModuleNodeRequest{Operator: op, Module: "photos", Node: "a"})
+			_, err := s.Take(e.ctx, api.ModuleNodeRequest{Operator: op, Module: "forge", Node: "b"})
 			return err
 		}, commands.CodeNotAssigned, http.StatusConflict},
 		{"not adopted", func(s api.Service) error {
 			_, err := s.Take(e.ctx, api.ModuleNodeRequest{Operator: op, Module: "forge", Node: "a"})
 			return err
 		}, commands.CodeNotAdopted, http.StatusConflict},
-		{"already taken", func(s api.Service) error {
-			_, err := s.Take(e.ctx, api.ModuleNodeRequest{Operator: op, Module: "photos", Node: "b"})
-			return err
-		}, commands.CodeAlreadyTaken, http.StatusConflict},
 		{"timeline limit", func(s api.Service) error {
 			_, err := s.Timeline(e.ctx, api.TimelineRequest{Limit: api.MaxTimelineLimit + 1})
 			return err
 		}, commands.CodeInvalid, http.StatusUnprocessableEntity},
 		{"register batch with a refused node", func(s api.Service) error {
-			_, err := s.RegisterNodes(e.ctx, api.RegisterNodesRequest{Operator: op, Nodes: []string{"c", "a", "d"}})
+			_, err := s.RegisterNodes(e.ctx, api.RegisterNodesRequest{Operator: op, Nodes: []string{"c", "Bad Name", "d"}})
 			return err
-		}, commands.CodeNodeExists, http.StatusConflict},
+		}, commands.CodeInvalid, http.StatusUnprocessableEntity},
 		{"register batch naming a node twice", func(s api.Service) error {
 			_, err := s.RegisterNodes(e.ctx, api.RegisterNodesRequest{Operator: op, Nodes: []string{"c", "c"}})
 			return err
@@ -397,7 +385,7 @@ func TestHTTPErrors(t *testing.T) {
 		{"push all naming a node", "POST", "/v1/push", `{"operator":"x","node":"a"}`, 400, "invalid"},
 		{"too large", "POST", "/v1/modules", `{"operator":"x","modules":[` + strings.Repeat(" ", api.DefaultMaxBody) + `]}`, 413, "too-large"},
 		{"node unknown", "GET", "/v1/nodes/ghost", "", 404, "node-unknown"},
-		{"conflict", "POST", "/v1/nodes/a/modules/forge/assign", `{"operator":"x"}`, 409, "already-assigned"},
+		{"conflict", "POST", "/v1/nodes/a/modules/photos/take", `{"operator":"x"}`, 409, "not-adopted"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -62,8 +62,7 @@ func StatusOf(code string) int {
 	switch code {
 	case commands.CodeNodeUnknown, commands.CodeModuleUnknown, CodeDeclarationUnknown:
 		return http.StatusNotFound
-	case commands.CodeNodeExists, commands.CodeAlreadyAssigned, commands.CodeNotAssigned,
-		commands.CodeAlreadyTaken, commands.CodeNotAdopted:
+	case commands.CodeNotAssigned, commands.CodeNotAdopted, commands.CodeRouteClaimed:
 		return http.StatusConflict
 	default:
 		return http.StatusUnprocessableEntity

@@ -152,7 +152,7 @@ func TestPushesOnlyWhatChanged(t *testing.T) {
 			return err
 		}, map[string]int{"a": 1, "b": 1}, false},
 		{"a build of an artifact nobody runs", func() error {
-			_, err := c.RecordArtifact(h.ctx, api.RecordArtifactRequest{Operator: op, Module: "forge", Name: "web", Digest: "sha256:01"})
+			_, err := c.RecordArtifact(h.ctx, api.RecordArtifactRequest{Operator: op, Module: "forge", Name: "web", Digest: "sha256:3ccce11a2a888784e88e862248d98651773d12ee70502e473c2e654e5dab08b0"})
 			return err
 		}, nil, false},
 		{"a port no container reads", func() error {
@@ -180,9 +180,9 @@ func TestPushesOnlyWhatChanged(t *testing.T) {
 			return err
 		}, map[string]int{"a": 1, "b": 1, "c": 1}, false},
 		{"a refused command", func() error {
-			_, err := c.Release(h.ctx, api.ModuleNodeRequest{Operator: op, Module: "forge", Node: "a"})
+			_, err := c.Take(h.ctx, api.ModuleNodeRequest{Operator: op, Module: "forge", Node: "a"})
 			if !errors.Is(err, commands.ErrRejected) {
-				return errors.New("release twice was not refused")
+				return errors.New("a take on a node that is not adopted was not refused")
 			}
 			return nil
 		}, nil, true},
