@@ -340,7 +340,10 @@ func (t *Timeline) match(e *entry, f Filter) bool {
 
 // Why returns what every apply on node did to resource, oldest first, each
 // with the declaration (and digest) and correlation it came from: follow
-// the correlation to the compose and push of the same pass.
+// the correlation to the compose and push of that declaration (every apply
+// of a declaration shares its compose's correlation, since a push that
+// changes nothing re-sends the stored declaration). CollapseTouches folds
+// runs of the same touch into one.
 func (t *Timeline) Why(node, resource string) ([]Touch, error) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
