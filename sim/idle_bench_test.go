@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -101,17 +102,32 @@ func seedNode(ctx context.Context, m *sim.Mesh) error {
 }
 
 // storeBytes is what events take in a boltstore, counted: each record
-// (events.AppendRecord) and its index entries (the events key, 8 bytes; the
-// stream bucket's version → position, 16; the ids bucket's id → position,
-// 24). bbolt's page overhead is not in it (see fileBytes).
-func storeBytes(evs []events.Event) (records, indexes int) {
+// (events.AppendRecord, format 3) and its index entries (the events key, 8
+// bytes; the stream bucket's version → position, 16; the ids bucket's id →
+// position, 24). bbolt's page overhead is not in it (see fileBytes).
+// format1 is the records' size in format 1, as stores wrote them before.
+func storeBytes(evs []events.Event) (records, indexes, format1 int) {
 	var buf []byte
 	for _, ev := range evs {
 		buf = events.AppendRecord(buf[:0], ev)
 		records += len(buf)
 		indexes += 8 + 16 + 24
+		format1 += record1Size(ev)
 	}
-	return records, indexes
+	return records, indexes, format1
+}
+
+// record1Size is the length of ev's record in format 1 (events/record.go):
+// the format byte, the id, three uvarints, a varint, five strings and the
+// data, each string and the data after its uvarint length.
+func record1Size(ev events.Event) int {
+	var scratch [binary.MaxVarintLen64]byte
+	uv := func(v uint64) int { return binary.PutUvarint(scratch[:], v) }
+	n := 1 + 16 + uv(ev.Version) + uv(ev.Position) + uv(uint64(ev.Schema)) + binary.PutVarint(scratch[:], ev.At.UnixNano())
+	for _, s := range []string{ev.Stream, ev.Type, ev.Actor, ev.Causation, ev.Correlation} {
+		n += uv(uint64(len(s))) + len(s)
+	}
+	return n + uv(uint64(len(ev.Data))) + len(ev.Data)
 }
 
 // fileBytes is the size of the bbolt file at path and the bytes bbolt's
@@ -224,16 +240,17 @@ func BenchmarkIdlePass(b *testing.B) {
 			b.Fatal(err)
 		}
 		size1, inuse1 := fileBytes(b, path)
-		rec, idx := storeBytes(added)
+		rec, idx, rec1 := storeBytes(added)
 		per := func(n int64) float64 { return float64(n) / float64(passes) }
 		b.ReportMetric(float64(len(added))/float64(passes), "after-events/pass")
 		b.ReportMetric(per(int64(rec+idx)), "after-B/pass")
 		b.ReportMetric(per(int64(rec)), "after-record-B/pass")
+		b.ReportMetric(per(int64(rec1+idx)), "after-fmt1-B/pass")
 		b.ReportMetric(per(inuse1-inuse0), "after-inuse-B/pass")
 		b.ReportMetric(per(size1-size0), "after-file-B/pass")
 		b.ReportMetric(float64(took.Microseconds())/float64(passes), "after-µs/pass")
-		b.Logf("after: %d passes, %d events, %d record + %d index bytes; pages in use %d → %d, file %d → %d bytes; one record: %d bytes, payload %s",
-			passes, len(added), rec, idx, inuse0, inuse1, size0, size1, len(events.AppendRecord(nil, added[len(added)-1])), added[len(added)-1].Data)
+		b.Logf("after: %d passes, %d events, %d record bytes (%d in format 1) + %d index bytes; pages in use %d → %d, file %d → %d bytes; one record: %d bytes, payload %s",
+			passes, len(added), rec, rec1, idx, inuse0, inuse1, size0, size1, len(events.AppendRecord(nil, added[len(added)-1])), added[len(added)-1].Data)
 
 		// before
 		composed, err := events.DecodeAs[events.DeclarationComposed](reg, first)
@@ -248,7 +265,8 @@ func BenchmarkIdlePass(b *testing.B) {
 		size0, inuse0 = fileBytes(b, path)
 		clock := sim.NewClock(first.At)
 		stream := events.NodeStream("novox")
-		var old []events.Event
+		var oldN, oldRec, oldIdx, oldRec1 int
+		var onePass []int // the record sizes of the first pass
 		for i := 0; i < passes; i++ {
 			corr := uuid.Must(uuid.NewV7()).String()
 			c := composed
@@ -271,21 +289,25 @@ func BenchmarkIdlePass(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				old = append(old, stored...)
+				r, x, r1 := storeBytes(stored)
+				oldN, oldRec, oldIdx, oldRec1 = oldN+len(stored), oldRec+r, oldIdx+x, oldRec1+r1
+				if i == 0 {
+					onePass = append(onePass, r1)
+				}
 			}
 		}
 		if err := store.Close(); err != nil {
 			b.Fatal(err)
 		}
 		size1, inuse1 = fileBytes(b, path)
-		rec, idx = storeBytes(old)
-		b.ReportMetric(per(int64(rec+idx)), "before-B/pass")
-		b.ReportMetric(per(int64(rec)), "before-record-B/pass")
+		rec, idx = oldRec, oldIdx
+		b.ReportMetric(per(int64(oldRec1+idx)), "before-B/pass")
+		b.ReportMetric(per(int64(oldRec1)), "before-record-B/pass")
+		b.ReportMetric(per(int64(rec+idx)), "before-fmt3-B/pass")
 		b.ReportMetric(per(inuse1-inuse0), "before-inuse-B/pass")
 		b.ReportMetric(per(size1-size0), "before-file-B/pass")
-		b.Logf("before: %d passes, %d events, %d record + %d index bytes; pages in use %d → %d, file %d → %d bytes; records of one pass: %d, %d, %d bytes",
-			passes, len(old), rec, idx, inuse0, inuse1, size0, size1,
-			len(events.AppendRecord(nil, old[0])), len(events.AppendRecord(nil, old[1])), len(events.AppendRecord(nil, old[2])))
+		b.Logf("before: %d passes, %d events, %d record bytes in format 1 (%d in format 3) + %d index bytes; pages in use %d → %d, file %d → %d bytes (format 3 records); format-1 records of one pass: %d, %d, %d bytes",
+			passes, oldN, oldRec1, rec, idx, inuse0, inuse1, size0, size1, onePass[0], onePass[1], onePass[2])
 	}
 }
 
