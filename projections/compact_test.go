@@ -147,10 +147,10 @@ func TestCompactReportsAnswerAsFullOnes(t *testing.T) {
 	defer store.Close()
 	m := sim.New(store)
 	w := sim.DefaultWorkload
-	w.Nodes = 8
-	w.AdoptedEvery = 3 // three adopted nodes, with holds that change as modules move
-	w.ReassignEvery = 3
-	if err := m.Generate(ctx, w, 1000); err != nil {
+	w.Nodes = 6
+	w.AdoptedEvery = 2 // three adopted nodes, with holds that change as modules move
+	w.ReassignEvery = 2
+	if err := m.Generate(ctx, w, 600); err != nil {
 		t.Fatal(err)
 	}
 	compact, err := store.ReadAll(ctx, 0, 0)
