@@ -102,7 +102,9 @@ func TestCollapse(t *testing.T) {
 			}
 		})
 	}
-	if !apply(1, "a", idle).Idle() || apply(1, "a", busy).Idle() {
-		t.Errorf("Idle: a quiet apply is idle, a replacing one is not")
+	g := newGen(t).pass("a", "a/1", "d1", nil, 4, 2).pass("a", "a/2", "d1", nil, 4, 0)
+	got := g.folded().Timeline.Query(Filter{Type: events.TypeApplyReported})
+	if len(got) != 2 || got[0].Idle() || !got[1].Idle() {
+		t.Errorf("Idle: a replacing apply is not idle, a quiet one is: %+v", got)
 	}
 }

@@ -87,6 +87,8 @@ type Entry struct {
 	// Run is set when the entry stands for a run of identical outcomes
 	// (Collapse, CollapseTouches); the entry is then the run's first.
 	Run *Run `json:"run,omitempty"`
+
+	idle bool // an apply that created, updated, replaced, removed and failed nothing
 }
 
 // Run is a run of entries of one node with identical outcomes, collapsed
@@ -100,15 +102,10 @@ type Run struct {
 	LastPosition  uint64    `json:"last_position"`
 }
 
-// Idle reports whether en is an apply that changed nothing: it touched no
-// resource but those it held (held again, as before).
-func (en Entry) Idle() bool {
-	if en.Type != events.TypeApplyReported {
-		return false
-	}
-	// An apply's summary names what it did after its first ';'.
-	return !strings.Contains(en.Summary, "; ") && !strings.Contains(en.Summary, " failed")
-}
+// Idle reports whether en is an apply that changed nothing: it created,
+// updated, replaced, removed and failed nothing (it may have held, as
+// before).
+func (en Entry) Idle() bool { return en.idle }
 
 // Collapse replaces each run of entries of one node with identical outcomes
 // (see Run), consecutive among that node's entries in es, by the run's first
@@ -493,6 +490,7 @@ func (t *Timeline) show(e *entry) Entry {
 			declared = len(e.decl.resources)
 		}
 		out.Heavy = v.Heavy(declared)
+		out.idle = v.Changes() == 0 && len(v.Updated) == 0 && len(v.Failed) == 0
 	case events.ReportDeliveredLate:
 		out.Declaration = v.Declaration
 	}
