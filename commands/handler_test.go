@@ -351,3 +351,28 @@ func TestUnchangedPushRecordsOnlyWhatTheStreamDoesNotSay(t *testing.T) {
 
 // SendFn is commands.SendFunc, for the table above.
 type SendFn = commands.SendFunc
+
+// A composed declaration this build cannot decode (appended by hand) leaves
+// the node without a known current declaration: the next push composes and
+// appends afresh rather than take its compose for unchanged.
+func TestUndecodableComposedIsNoCurrentDeclaration(t *testing.T) {
+	h, store := setup(t)
+	mesh(t, h)
+	send := func(context.Context, declaration.Declaration) error { return nil }
+	if _, err := h.Push(context.Background(), "novox", nil, send); err != nil {
+		t.Fatal(err)
+	}
+	bad := events.Event{ID: events.NewID(), Stream: "node-novox", Type: events.TypeDeclarationComposed, Schema: 1,
+		At: time.Date(2026, 9, 29, 23, 0, 0, 0, time.UTC), Data: []byte(`{"resources":"not a list"}`)}
+	if _, err := store.Append(context.Background(), "node-novox", events.Any, bad); err != nil {
+		t.Fatal(err)
+	}
+	d, err := h.Push(context.Background(), "novox", nil, send)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, _ := store.ReadStream(context.Background(), "node-novox", 0, 0)
+	if last := evs[len(evs)-1]; d.ID != "novox/3" || last.Type != events.TypeDeclarationPushed || evs[len(evs)-2].Type != events.TypeDeclarationComposed {
+		t.Fatalf("pushed %s; stream ends %s, %s", d.ID, evs[len(evs)-2].Type, last.Type)
+	}
+}
