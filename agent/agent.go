@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -32,6 +33,13 @@ type Report struct {
 	Attempts int `json:"attempts"`
 	// LastError is the error of the last failed delivery.
 	LastError string `json:"last_error,omitempty"`
+	// HeldSince and SameDeclaration are what Wire leaves out of Outcome,
+	// decided at apply time from the agent's State: HeldSince is the apply
+	// id of the earlier report that carried this held list in full, and
+	// SameDeclaration says the previous report was of the same declaration
+	// (so it carried the digest).
+	HeldSince       string `json:"held_since,omitempty"`
+	SameDeclaration bool   `json:"same_declaration,omitempty"`
 	// Kept is set on the report Apply returns when it is still in the
 	// outbox, undelivered (its own delivery failed, or an earlier report's
 	// did and it waits behind it). It is not stored.
@@ -40,6 +48,43 @@ type Report struct {
 
 // Summary is the report's one line (events.ApplyReported.Summary).
 func (r Report) Summary() string { return r.Outcome.Summary() }
+
+// Wire is the apply.reported payload as delivered: Outcome in its compact
+// form (events.ApplyReported). Empty lists are already absent from Outcome;
+// a held list the agent reported before in full is replaced by HeldSince,
+// and the digest is left out when the previous report was of the same
+// declaration. It is pure.
+func (r Report) Wire() events.ApplyReported {
+	w := r.Outcome
+	if r.HeldSince != "" {
+		w.Held, w.HeldSince = nil, r.HeldSince
+	}
+	if r.SameDeclaration {
+		w.Digest = ""
+	}
+	return w
+}
+
+// compactAgainst decides what the compact form of out may leave out, given
+// what the agent reported last. It is pure.
+func compactAgainst(last Last, out events.ApplyReported) (heldSince string, sameDeclaration bool) {
+	if len(out.Held) > 0 && last.HeldIn != "" && slices.Equal(out.Held, last.Held) {
+		heldSince = last.HeldIn
+	}
+	return heldSince, last.Declaration != "" && last.Declaration == out.Declaration
+}
+
+// after is Last once r is reported. It is pure.
+func (l Last) after(r Report) Last {
+	next := Last{Declaration: r.Outcome.Declaration}
+	switch {
+	case r.HeldSince != "":
+		next.HeldIn, next.Held = l.HeldIn, l.Held
+	case len(r.Outcome.Held) > 0:
+		next.HeldIn, next.Held = r.Outcome.ApplyID, slices.Clone(r.Outcome.Held)
+	}
+	return next
+}
 
 // Config is what an Agent is made of. Every field is required.
 type Config struct {
@@ -89,7 +134,10 @@ func New(cfg Config) (*Agent, error) {
 func (a *Agent) State() State {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return State{Made: append([]string(nil), a.state.Made...)}
+	st := a.state
+	st.Made = slices.Clone(st.Made)
+	st.Last.Held = slices.Clone(st.Last.Held)
+	return st
 }
 
 // Apply makes the node hold d: it observes the node, plans (Diff), carries
@@ -127,8 +175,11 @@ func (a *Agent) Apply(ctx context.Context, d declaration.Declaration) (Report, e
 		Correlation: d.Correlation,
 	}
 	rep.Outcome.ApplyID = id.String()
+	rep.HeldSince, rep.SameDeclaration = compactAgainst(a.state.Last, rep.Outcome)
 
+	last := a.state.Last.after(rep)
 	a.state = NextState(a.state, d, res.made)
+	a.state.Last = last
 	if err := a.cfg.Outbox.Put(rep); err != nil {
 		return rep, fmt.Errorf("agent: apply %s: %w", d.ID, err)
 	}
@@ -320,16 +371,13 @@ func orDefault(mode, def uint32) uint32 {
 	return mode
 }
 
-// buildOutcome turns a carried-out plan into the apply.reported payload.
+// buildOutcome turns a carried-out plan into the apply.reported payload, in
+// full but with empty lists left nil (absent on the wire).
 // Sent counts the declaration's resources; Applied those neither held nor
 // failed. The hosts file is never counted; a failed write of it is listed in
 // Failed (under declaration.HostsPath), as is a failed removal.
 func buildOutcome(node string, d declaration.Declaration, plan Plan, res result) events.ApplyReported {
-	out := events.ApplyReported{
-		Node: node, Declaration: d.ID, Digest: d.Digest, Sent: len(d.Resources),
-		Created: []string{}, Replaced: []events.Replaced{}, Removed: []string{},
-		Held: []events.Held{}, Failed: []events.Failed{},
-	}
+	out := events.ApplyReported{Node: node, Declaration: d.ID, Digest: d.Digest, Sent: len(d.Resources)}
 	if err, ok := res.failed[declaration.HostsPath]; ok {
 		out.Failed = append(out.Failed, events.Failed{Name: declaration.HostsPath, Error: err.Error()})
 	}

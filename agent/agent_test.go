@@ -1,7 +1,9 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -424,5 +426,62 @@ func TestNewRequiresEverything(t *testing.T) {
 	}
 	if _, err := agent.New(full); err != nil {
 		t.Fatalf("New with everything: %v", err)
+	}
+}
+
+// A quiet apply's report is compact on the wire (Report.Wire): a held list
+// the agent reported before in full is named by that report's apply id, and
+// the digest is left out while the declaration stays the same; the report
+// Apply returns, and its summary, stay whole. The agent remembers across a
+// restart what it may name.
+func TestQuietReportsAreCompact(t *testing.T) {
+	fx := newFixture(t)
+	if err := fx.rt.MakeDirectory(caPath, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	d1 := adopted(decl("novox/1", routeProxy()...))
+	const line = "applied 2 resource(s), 2 held for untaken modules (route-proxy: 2)"
+	first := fx.apply(t, d1)
+	steps := []struct {
+		name      string
+		d         declaration.Declaration
+		restart   bool
+		heldSince string // "": the held list in full
+		digest    bool   // the digest on the wire
+		summary   string
+	}{
+		{"again: held list named, digest left out", d1, false, first.Outcome.ApplyID, false, line},
+		{"after a restart, the same", d1, true, first.Outcome.ApplyID, false, line},
+		{"a new declaration, the same holds: digest sent", adopted(decl("novox/2", append(routeProxy(), dir("logs", "logs", "/var/log/x", 0o755))...)), false, first.Outcome.ApplyID, true,
+			"applied 3 resource(s), 2 held for untaken modules (route-proxy: 2)"},
+		{"taken: nothing held, no list", adopted(decl("novox/3", routeProxy()...), "route-proxy"), false, "", true, "applied 4 resource(s)"},
+	}
+	if first.HeldSince != "" || len(first.Wire().Held) != 2 || first.Wire().Digest == "" {
+		t.Fatalf("first report on the wire: %+v", first.Wire())
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			if st.restart {
+				fx.ag = fx.agent(t, fx.box)
+			}
+			r := fx.apply(t, st.d)
+			w := r.Wire()
+			if r.Summary() != st.summary {
+				t.Fatalf("summary %q, want %q", r.Summary(), st.summary)
+			}
+			if w.HeldSince != st.heldSince || (st.heldSince != "" && len(w.Held) != 0) {
+				t.Fatalf("on the wire: held %v, held_since %q; want held_since %q", w.Held, w.HeldSince, st.heldSince)
+			}
+			if (w.Digest != "") != st.digest || r.Outcome.Digest == "" {
+				t.Fatalf("on the wire: digest %q (want one: %v); outcome digest %q", w.Digest, st.digest, r.Outcome.Digest)
+			}
+			b, err := json.Marshal(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(b, []byte(":[]")) || bytes.Contains(b, []byte(":null")) {
+				t.Fatalf("an empty list on the wire: %s", b)
+			}
+		})
 	}
 }

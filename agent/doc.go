@@ -62,6 +62,16 @@
 // from the injected id source. The ApplyID is the id of the event the
 // controller appends, so delivering a report twice appends it once.
 //
+// What is delivered is Report.Wire, the compact form of the payload
+// (events.ApplyReported): empty lists left out, a held list the agent
+// reported before in full named by that report's apply id (HeldSince), and
+// the digest left out while the declaration is the one of the previous
+// report. Which report a held list may name, and the last declaration, are
+// in the State (State.Last), saved with it, so a restarted agent goes on
+// naming them; an agent without them (a fresh state) reports in full. The
+// decision is pure (compactAgainst); the Report keeps the whole outcome, so
+// its Summary still reads the hold line of rule 3.
+//
 // A report is written to the Outbox (one JSON file per report, written
 // atomically; see outbox.go for the format) before its delivery is
 // attempted, and removed once delivered. A failed delivery keeps it, with its

@@ -28,7 +28,9 @@ var ErrCorrupt = errors.New("corrupt outbox entry")
 
 // The on-disk format of an outbox directory:
 //
-//	DIR/state.json             the agent's State: {"version":1,"made":[paths]}
+//	DIR/state.json             the agent's State: {"version":1,"made":[paths],
+//	                           "last":{"declaration","held_in","held":[...]}}
+//	                           ("last" added; a file without it refers to nothing)
 //	DIR/report-SSSSSSSSSSSSSSSSSSSS.json
 //	                           one kept report: {"version":1,"seq":S,"report":{...}}
 //	                           where S (20 digits, from 1) is its place in apply order
@@ -65,6 +67,7 @@ type entry struct {
 type storedState struct {
 	Version int      `json:"version"`
 	Made    []string `json:"made"`
+	Last    Last     `json:"last"` // added; absent in older files (nothing to refer to)
 }
 
 func entryName(seq uint64) string { return fmt.Sprintf("%s%020d%s", entryPrefix, seq, entrySuffix) }
@@ -118,7 +121,7 @@ func decodeState(b []byte) (State, error) {
 	}
 	made := append([]string(nil), s.Made...)
 	sort.Strings(made)
-	return State{Made: compact(made)}, nil
+	return State{Made: compact(made), Last: s.Last}, nil
 }
 
 func compact(s []string) []string {
@@ -334,7 +337,7 @@ func (o *Outbox) LoadState() (State, error) {
 func (o *Outbox) SaveState(s State) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	b, err := json.MarshalIndent(storedState{Version: entryVersion, Made: append([]string{}, s.Made...)}, "", "  ")
+	b, err := json.MarshalIndent(storedState{Version: entryVersion, Made: append([]string{}, s.Made...), Last: s.Last}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("agent: save state: %w", err)
 	}

@@ -150,3 +150,42 @@ func TestOutboxDirectoryFormat(t *testing.T) {
 		t.Fatalf("open with a corrupt entry: %v", err)
 	}
 }
+
+// A state.json written before State.Last (no "last") loads as a state with
+// nothing to name: the next report carries its held list in full. One with
+// it loads it back.
+func TestStateFileWithAndWithoutLast(t *testing.T) {
+	for _, tc := range []struct {
+		name, file string
+		heldIn     string
+	}{
+		{"before last", `{"version":1,"made":["/srv/b","/srv/a"]}`, ""},
+		{"with last", `{"version":1,"made":["/srv/a"],"last":{"declaration":"novox/3","held_in":"0193a6c1-7b2e-7c00-8000-000000000009","held":[{"name":"ca","module":"route-proxy","reason":"found"}]}}`,
+			"0193a6c1-7b2e-7c00-8000-000000000009"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "state.json"), []byte(tc.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			box, err := agent.OpenOutbox(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := box.LoadState()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(st.Made) == 0 || st.Last.HeldIn != tc.heldIn || (tc.heldIn != "") != (len(st.Last.Held) == 1) {
+				t.Fatalf("loaded %+v", st)
+			}
+			if err := box.SaveState(st); err != nil {
+				t.Fatal(err)
+			}
+			again, err := box.LoadState()
+			if err != nil || again.Last.HeldIn != st.Last.HeldIn || again.Last.Declaration != st.Last.Declaration {
+				t.Fatalf("saved and loaded again: %+v, %v", again, err)
+			}
+		})
+	}
+}

@@ -2,11 +2,13 @@ package agent
 
 import (
 	"fmt"
-	"meshplane/declaration"
 	"path"
 	"slices"
 	"sort"
 	"strings"
+
+	"meshplane/declaration"
+	"meshplane/events"
 )
 
 // Action is what a plan does with one resource.
@@ -65,6 +67,19 @@ type PathState struct {
 // declaration it is forgotten, so a later declaration finds the leftover.
 type State struct {
 	Made []string `json:"made"`
+	// Last is what the agent's reports so far said that the next report may
+	// name instead of repeating (the compact form of events.ApplyReported).
+	Last Last `json:"last"`
+}
+
+// Last is what a compact report may refer to.
+//
+// Invariant: HeldIn is empty, or the apply id of a report that carried Held
+// in full (never one that named another); Held is then not empty.
+type Last struct {
+	Declaration string        `json:"declaration,omitempty"` // the declaration of the last report
+	HeldIn      string        `json:"held_in,omitempty"`     // the last report that carried a held list in full
+	Held        []events.Held `json:"held,omitempty"`        // that list, sorted by name
 }
 
 func (s State) made(p string) bool {

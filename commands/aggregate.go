@@ -21,7 +21,22 @@ type Node struct {
 	Taken      map[string]bool   // modules taken on the node (adopted nodes)
 	Composed   uint64            // declarations composed so far; the next is Composed+1
 	Declared   map[string]string // resource name → digest, of the last composed declaration
+	Current    Current           // the last composed declaration
 	Version    uint64            // the stream version this state reflects
+}
+
+// Current is what a node's state keeps of its last composed declaration, so
+// that a compose that changes nothing appends nothing (see Push).
+type Current struct {
+	ID          string // "novox/3"; "" when none, or when its payload did not decode
+	Digest      string
+	Correlation string // of its compose
+	Notes       string // its warnings and skipped nodes, as compared (notes)
+	// Pushed says the node's last push record (declaration.pushed or
+	// declaration.push-failed) is a declaration.pushed after this compose.
+	// Push records pushes of the current declaration only, so the type is
+	// enough.
+	Pushed bool
 }
 
 // Module is the module aggregate's state, folded from its stream by
@@ -62,8 +77,8 @@ func sortedKeys(m map[string]bool) []string {
 }
 
 // EvolveNode folds one event of a node's stream into s. Events of types the
-// node does not track (composed, pushed, apply.reported, ...) only advance
-// its version and counters; their payload may be nil.
+// node does not track (pushed, apply.reported, ...) only advance its version,
+// counters and marks, by type; their payload may be nil.
 func EvolveNode(s Node, ev events.Event, p events.Payload) Node {
 	s.Version = ev.Version
 	switch p := p.(type) {
@@ -86,9 +101,18 @@ func EvolveNode(s Node, ev events.Event, p events.Payload) Node {
 			declared[r.Name] = r.Digest
 		}
 		s.Declared = declared
+		s.Current = Current{ID: p.Declaration, Digest: p.Digest, Correlation: ev.Correlation, Notes: notes(p.Warnings, p.Skipped)}
 	}
-	if ev.Type == events.TypeDeclarationComposed {
+	switch ev.Type {
+	case events.TypeDeclarationComposed:
 		s.Composed++ // counted by type, so that a payload this build cannot decode still counts
+		if p == nil {
+			s.Current = Current{} // unknown: the next compose appends afresh
+		}
+	case events.TypeDeclarationPushed:
+		s.Current.Pushed = true
+	case events.TypeDeclarationPushFailed:
+		s.Current.Pushed = false
 	}
 	return s
 }
@@ -177,4 +201,24 @@ func validArtifact(s string) bool {
 		return false
 	}
 	return !slices.ContainsFunc(strings.Split(s, "/"), func(seg string) bool { return !validName(seg) })
+}
+
+// notes is the form in which compose compares a declaration's warnings and
+// skipped nodes with the current declaration's: a compose whose digest is the
+// same but whose notes differ is recorded, so rule 1's record of passed-over
+// nodes is never lost.
+func notes(warnings []string, skipped []events.Skipped) string {
+	var b strings.Builder
+	for _, w := range warnings {
+		b.WriteString(w)
+		b.WriteByte(0)
+	}
+	b.WriteByte(1)
+	for _, k := range skipped {
+		b.WriteString(k.Node)
+		b.WriteByte(0)
+		b.WriteString(k.Reason)
+		b.WriteByte(0)
+	}
+	return b.String()
 }

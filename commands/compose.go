@@ -33,6 +33,15 @@ type Composition struct {
 	Skipped     []events.Skipped
 	Previous    map[string]string // resource name → digest, of the node's last composed declaration
 	Version     uint64            // the version of the node's stream compose read
+	// Unchanged says the declaration is byte-identical to the node's
+	// current one (the same digest, warnings and skipped nodes): it then
+	// carries the current declaration's id and correlation, and Push appends
+	// no declaration.composed for it.
+	Unchanged bool
+	// Pushed says the current declaration's last push was recorded as a
+	// success (Current.Pushed); with Unchanged, a successful send records
+	// nothing.
+	Pushed bool
 }
 
 // Compose composes the next declaration of node (its id counts the node's
@@ -48,7 +57,9 @@ type Composition struct {
 //     beside an error.
 //
 // An unregistered node is a *Rejection. Identical inputs compose
-// byte-identical declarations.
+// byte-identical declarations; one byte-identical to the node's current
+// declaration is that declaration (its id and correlation), marked
+// Unchanged.
 func Compose(ctx context.Context, r Reader, node string, correlation string) (Composition, error) {
 	m, err := gather(ctx, r, node)
 	if err != nil {
@@ -105,6 +116,13 @@ func Compose(ctx context.Context, r Reader, node string, correlation string) (Co
 		Resources []declaration.Resource
 		Roster    []declaration.Route
 	}{d.Adopted, d.Taken, d.Resources, d.Roster})
+	if cur := self.Current; cur.ID != "" && cur.Digest == d.Digest && cur.Notes == notes(d.Warnings, c.Skipped) {
+		d.ID = cur.ID
+		if cur.Correlation != "" {
+			d.Correlation = cur.Correlation
+		}
+		c.Unchanged, c.Pushed = true, cur.Pushed
+	}
 	c.Declaration = d
 	c.Previous = self.Declared
 	c.Version = self.Version

@@ -160,12 +160,14 @@ func TestPushRecordsComposePushAndFailure(t *testing.T) {
 	for _, ev := range evs {
 		types = append(types, ev.Type)
 	}
-	want := "node.registered module.assigned declaration.composed declaration.pushed declaration.compose-failed declaration.composed declaration.push-failed"
+	// The last push composed novox/1 again, unchanged: no second composed,
+	// and its failure shares the correlation of novox/1's compose.
+	want := "node.registered module.assigned declaration.composed declaration.pushed declaration.compose-failed declaration.push-failed"
 	if got := strings.Join(types, " "); got != want {
 		t.Fatalf("node-novox:\n got %s\nwant %s", got, want)
 	}
-	if evs[2].Correlation == "" || evs[2].Correlation != evs[3].Correlation {
-		t.Errorf("composed and pushed do not share a correlation")
+	if evs[2].Correlation == "" || evs[2].Correlation != evs[3].Correlation || evs[5].Correlation != evs[2].Correlation {
+		t.Errorf("composed, pushed and the unchanged push's failure do not share a correlation")
 	}
 	if !strings.Contains(string(evs[4].Data), `"read":"node g14"`) {
 		t.Errorf("compose-failed does not name the read: %s", evs[4].Data)
@@ -249,8 +251,12 @@ func TestComposedCarriesOnlyNewSpecs(t *testing.T) {
 	if got := specs(); len(got) != 1 {
 		t.Fatalf("first declaration carries %d specs, want 1", len(got))
 	}
-	if got := specs(); len(got) != 0 {
-		t.Fatalf("an unchanged declaration carries %d specs", len(got))
+	before, _ := store.Head(context.Background())
+	if _, err := h.Push(context.Background(), "novox", nil, send); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := store.Head(context.Background()); after != before {
+		t.Fatalf("an unchanged declaration appended %d event(s)", after-before)
 	}
 	must(t, h, commands.DefineModule{Module: "proxy", Spec: events.ModuleSpec{
 		Containers: []events.ContainerSpec{{Name: "proxy", Image: "caddy:2.8"}}}})
@@ -370,6 +376,68 @@ func TestExecuteAllIsAllOrNothing(t *testing.T) {
 	}
 }
 
+// A compose that changes nothing appends no declaration.composed, and the
+// push re-sends the stored declaration; it records a push only when the
+// stream does not already say so, and every failure.
+func TestUnchangedPushRecordsOnlyWhatTheStreamDoesNotSay(t *testing.T) {
+	h, store := setup(t)
+	mesh(t, h)
+	ok := func(context.Context, declaration.Declaration) error { return nil }
+	cut := func(context.Context, declaration.Declaration) error { return errors.New("bus cut") }
+	steps := []struct {
+		name   string
+		change bool // define a changed module first
+		send   SendFn
+		want   string // the types the push appends
+		id     string
+	}{
+		{"first push", false, ok, "declaration.composed declaration.pushed", "novox/1"},
+		{"idle pass", false, ok, "", "novox/1"},
+		{"idle pass again", false, ok, "", "novox/1"},
+		{"bus cut", false, cut, "declaration.push-failed", "novox/1"},
+		{"bus still cut", false, cut, "declaration.push-failed", "novox/1"},
+		{"bus restored", false, ok, "declaration.pushed", "novox/1"},
+		{"idle after restore", false, ok, "", "novox/1"},
+		{"a change", true, ok, "declaration.composed declaration.pushed", "novox/2"},
+		{"idle after the change", false, ok, "", "novox/2"},
+	}
+	var corr string
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			if st.change {
+				must(t, h, commands.DefineModule{Module: "proxy", Spec: events.ModuleSpec{
+					Containers: []events.ContainerSpec{{Name: "proxy", Image: "caddy:2.9"}}}})
+			}
+			before, _ := store.Head(context.Background())
+			var sent declaration.Declaration
+			_, err := h.Push(context.Background(), "novox", nil, func(ctx context.Context, d declaration.Declaration) error {
+				sent = d
+				return st.send(ctx, d)
+			})
+			if (err != nil) != (st.want == "declaration.push-failed") {
+				t.Fatalf("push: %v", err)
+			}
+			evs, _ := store.ReadAll(context.Background(), before, 0)
+			var types []string
+			for _, ev := range evs {
+				types = append(types, ev.Type)
+				if ev.Type == events.TypeDeclarationComposed {
+					corr = ev.Correlation
+				}
+				if ev.Correlation != corr {
+					t.Errorf("%s has correlation %s, its declaration's compose %s", ev.Type, ev.Correlation, corr)
+				}
+			}
+			if got := strings.Join(types, " "); got != st.want {
+				t.Fatalf("appended %q, want %q", got, st.want)
+			}
+			if sent.ID != st.id || sent.Correlation != corr {
+				t.Fatalf("sent %s (correlation %s), want %s (correlation %s)", sent.ID, sent.Correlation, st.id, corr)
+			}
+		})
+	}
+}
+
 // A routed name claimed by two modules, in a history written before define
 // checked it, is refused when the second is assigned, naming both.
 func TestAssignRefusesARouteAnAssignedModuleRoutes(t *testing.T) {
@@ -419,5 +487,33 @@ func TestHistoryWithAShortDigestIsRead(t *testing.T) {
 	var r *commands.Rejection
 	if !errors.As(err, &r) || r.Code != commands.CodeInvalid {
 		t.Fatalf("recording the short digest again: %v, want an invalid rejection", err)
+	}
+}
+
+// SendFn is commands.SendFunc, for the table above.
+type SendFn = commands.SendFunc
+
+// A composed declaration this build cannot decode (appended by hand) leaves
+// the node without a known current declaration: the next push composes and
+// appends afresh rather than take its compose for unchanged.
+func TestUndecodableComposedIsNoCurrentDeclaration(t *testing.T) {
+	h, store := setup(t)
+	mesh(t, h)
+	send := func(context.Context, declaration.Declaration) error { return nil }
+	if _, err := h.Push(context.Background(), "novox", nil, send); err != nil {
+		t.Fatal(err)
+	}
+	bad := events.Event{ID: events.NewID(), Stream: "node-novox", Type: events.TypeDeclarationComposed, Schema: 1,
+		At: time.Date(2026, 9, 29, 23, 0, 0, 0, time.UTC), Data: []byte(`{"resources":"not a list"}`)}
+	if _, err := store.Append(context.Background(), "node-novox", events.Any, bad); err != nil {
+		t.Fatal(err)
+	}
+	d, err := h.Push(context.Background(), "novox", nil, send)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, _ := store.ReadStream(context.Background(), "node-novox", 0, 0)
+	if last := evs[len(evs)-1]; d.ID != "novox/3" || last.Type != events.TypeDeclarationPushed || evs[len(evs)-2].Type != events.TypeDeclarationComposed {
+		t.Fatalf("pushed %s; stream ends %s, %s", d.ID, evs[len(evs)-2].Type, last.Type)
 	}
 }

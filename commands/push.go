@@ -24,6 +24,14 @@ type SendFunc func(ctx context.Context, d declaration.Declaration) error
 //     read, so no command on the node slips between; retried on conflict),
 //     then send; if send fails, declaration.push-failed and the error;
 //     otherwise declaration.pushed.
+//   - composed unchanged (byte-identical to the node's current declaration,
+//     Composition.Unchanged): no declaration.composed; the stored
+//     declaration is sent again, under its id and its compose's correlation
+//     (which the events of this push then share). A failed send is recorded
+//     as above. A successful one is recorded only when the stream does not
+//     already say that declaration was pushed, or says its last push failed:
+//     an idle pass records nothing on the controller's side, and the node's
+//     apply report is the pass's one event (events.DeclarationPushed).
 //
 // reader is where compose reads; nil means the handler itself (the store).
 func (h *Handler) Push(ctx context.Context, node string, reader Reader, send SendFunc) (declaration.Declaration, error) {
@@ -42,6 +50,10 @@ func (h *Handler) Push(ctx context.Context, node string, reader Reader, send Sen
 		if err != nil {
 			return declaration.Declaration{}, h.composeFailed(ctx, node, err, meta)
 		}
+		if c.Unchanged {
+			meta.Correlation = c.Declaration.Correlation
+			return h.send(ctx, c, send, meta)
+		}
 		evs, err := h.events(stream, []events.Payload{c.Composed()}, meta)
 		if err != nil {
 			return declaration.Declaration{}, err
@@ -54,22 +66,31 @@ func (h *Handler) Push(ctx context.Context, node string, reader Reader, send Sen
 		if err != nil {
 			return declaration.Declaration{}, fmt.Errorf("commands: push %s: append composed: %w", node, err)
 		}
-		d := c.Declaration
-		if err := send(ctx, d); err != nil {
-			failed := events.DeclarationPushFailed{Node: node, Declaration: d.ID, Error: err.Error()}
-			if aerr := h.appendAny(ctx, stream, failed, meta); aerr != nil {
-				return d, fmt.Errorf("commands: push %s: send: %w (and recording it failed: %v)", node, err, aerr)
-			}
-			return d, fmt.Errorf("commands: push %s: send %s: %w", node, d.ID, err)
-		}
-		pushed := events.DeclarationPushed{Node: node, Declaration: d.ID, Digest: d.Digest, Resources: len(d.Resources)}
-		if err := h.appendAny(ctx, stream, pushed, meta); err != nil {
-			return d, fmt.Errorf("commands: push %s: record pushed: %w", node, err)
-		}
-		return d, nil
+		return h.send(ctx, c, send, meta)
 	}
 	return declaration.Declaration{}, fmt.Errorf("commands: push %s: gave up after %d attempts, the node kept changing: %w (last: %v)",
 		node, h.retries+1, ErrConflict, lastErr)
+}
+
+// send hands c's declaration to send and records the outcome (see Push).
+func (h *Handler) send(ctx context.Context, c Composition, send SendFunc, meta events.Meta) (declaration.Declaration, error) {
+	d := c.Declaration
+	stream := events.NodeStream(d.Node)
+	if err := send(ctx, d); err != nil {
+		failed := events.DeclarationPushFailed{Node: d.Node, Declaration: d.ID, Error: err.Error()}
+		if aerr := h.appendAny(ctx, stream, failed, meta); aerr != nil {
+			return d, fmt.Errorf("commands: push %s: send: %w (and recording it failed: %v)", d.Node, err, aerr)
+		}
+		return d, fmt.Errorf("commands: push %s: send %s: %w", d.Node, d.ID, err)
+	}
+	if c.Unchanged && c.Pushed {
+		return d, nil // the stream already says so
+	}
+	pushed := events.DeclarationPushed{Node: d.Node, Declaration: d.ID, Digest: d.Digest, Resources: len(d.Resources)}
+	if err := h.appendAny(ctx, stream, pushed, meta); err != nil {
+		return d, fmt.Errorf("commands: push %s: record pushed: %w", d.Node, err)
+	}
+	return d, nil
 }
 
 // composeFailed records a failed compose and returns the error to report.
@@ -105,8 +126,9 @@ type Delivery struct {
 	LastError   string // the last of them
 }
 
-// RecordApply appends an agent's apply report as apply.reported (with the
-// agent's apply id, so delivering it again appends nothing), and, when
+// RecordApply appends an agent's apply report as apply.reported, as the
+// agent sent it (compact or full), under the agent's apply id, so delivering
+// it again appends nothing; and, when
 // earlier attempts failed, report.delivered-late beside it.
 func (h *Handler) RecordApply(ctx context.Context, d Delivery) ([]events.Event, error) {
 	node := d.Report.Node
@@ -121,7 +143,9 @@ func (h *Handler) RecordApply(ctx context.Context, d Delivery) ([]events.Event, 
 		return nil, reject(CodeNodeUnknown, "apply report from %s: node %s is not registered", node, node)
 	}
 	stream := events.NodeStream(node)
-	d.Report.ApplyID = d.ApplyID.String()
+	// The apply id is the event's id: the stored payload leaves it out
+	// (events.ApplyReported), and readers take it from the envelope.
+	d.Report.ApplyID = ""
 	apply, err := h.reg.New(stream, d.Report, events.Meta{
 		ID: d.ApplyID, At: d.AppliedAt, Actor: "agent:" + node, Correlation: d.Correlation,
 	})

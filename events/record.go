@@ -1,9 +1,11 @@
 package events
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -11,7 +13,10 @@ import (
 
 // The record format is how stores that keep bytes (boltstore) lay an event
 // down. It is a persisted format: a change means a new format byte, and old
-// records stay readable.
+// records stay readable. DecodeRecord reads every format below; AppendRecord
+// writes format 3.
+//
+// Format 1:
 //
 //	byte     format (1)
 //	[16]byte id
@@ -22,37 +27,158 @@ import (
 //	string   stream, type, actor, causation, correlation (each uvarint length, bytes)
 //	bytes    data (uvarint length, bytes)
 //
-// Nothing may follow the data.
-const recordFormat byte = 1
+// Format 3 is format 1 with the names after the stream written compactly,
+// since a quiet pass's whole record is a few hundred bytes and its names were
+// a third of them (BENCHMARKS.md, "An idle pass"):
+//
+//	byte     format (3)
+//	[16]byte id
+//	uvarint  version, position, schema
+//	varint   at
+//	string   stream
+//	uvarint  type:        0, then a string; or k ≥ 1, recordTypes[k-1]
+//	uvarint  actor:       0, ""; 1, "controller"; 2, "agent:<node>" where the
+//	                      stream is "node-<node>"; 3, "operator:" then a
+//	                      string; k ≥ 4, the k-4 bytes that follow
+//	uvarint  causation:   0, ""; 1, then a UUID's 16 bytes, whose canonical
+//	                      text form (36 characters, lower case) it is;
+//	                      k ≥ 2, the k-2 bytes that follow
+//	uvarint  correlation: as causation
+//	bytes    data
+//
+// A short form is written whenever it decodes to exactly the same string, and
+// only then, so every event round-trips and a record has one encoding (a
+// name written long where a short form exists is refused, as an overlong
+// varint is). Nothing may follow the data in either format.
+// (Format 2 is left to the checksummed form of issue 6's item 4.)
+const (
+	recordFormat1 byte = 1
+	recordFormat3 byte = 3
+)
+
+// recordTypes are the event types format 3 writes as a number (their index
+// plus 1). It is a persisted table: append, never reorder or remove; a
+// type not in it is written as a string.
+var recordTypes = [...]string{
+	TypeNodeRegistered, TypeNodeAdopted, TypeNodeSettingSet, TypeModuleDefined,
+	TypeModuleAssigned, TypeModuleReleased, TypeModuleTaken, TypeArtifactRecorded,
+	TypeDeclarationComposed, TypeDeclarationComposeFailed, TypeDeclarationPushed,
+	TypeDeclarationPushFailed, TypeApplyReported, TypeReportDeliveredLate,
+}
+
+// recordTypeCode is recordTypes inverted.
+var recordTypeCode = func() map[string]uint64 {
+	m := make(map[string]uint64, len(recordTypes))
+	for i, t := range recordTypes {
+		m[t] = uint64(i + 1)
+	}
+	return m
+}()
+
+// Format 3's codes for an actor and for an id (causation, correlation). A
+// code at or above actorString (idString) is a string of code-actorString
+// (code-idString) bytes, which follow.
+const (
+	actorEmpty    = 0 // ""
+	actorControl  = 1 // "controller"
+	actorAgent    = 2 // "agent:" + the node of the stream
+	actorOperator = 3 // "operator:" + a string (uvarint length, bytes)
+	actorString   = 4
+	idEmpty       = 0 // ""
+	idUUID        = 1 // a UUID's 16 bytes
+	idString      = 2
+
+	actorControlS  = "controller"
+	actorPrefixAg  = "agent:"
+	actorPrefixOp  = "operator:"
+	recordNodePref = "node-"
+)
 
 // errRecord wraps every decoding failure.
 var errRecord = errors.New("events: corrupt record")
 
-// AppendRecord appends the record form of e to b and returns the result.
+// AppendRecord appends the record form of e (format 3) to b and returns the
+// result.
 func AppendRecord(b []byte, e Event) []byte {
-	b = append(b, recordFormat)
+	b = append(b, recordFormat3)
+	b = append(b, e.ID[:]...)
+	b = binary.AppendUvarint(b, e.Version)
+	b = binary.AppendUvarint(b, e.Position)
+	b = binary.AppendUvarint(b, uint64(e.Schema))
+	b = binary.AppendVarint(b, e.At.UnixNano())
+	b = appendString(b, e.Stream)
+	if k, ok := recordTypeCode[e.Type]; ok {
+		b = binary.AppendUvarint(b, k)
+	} else {
+		b = appendString(binary.AppendUvarint(b, 0), e.Type)
+	}
+	node, isNode := strings.CutPrefix(e.Stream, recordNodePref)
+	switch {
+	case e.Actor == "":
+		b = binary.AppendUvarint(b, actorEmpty)
+	case e.Actor == actorControlS:
+		b = binary.AppendUvarint(b, actorControl)
+	case isNode && e.Actor == actorPrefixAg+node:
+		b = binary.AppendUvarint(b, actorAgent)
+	case strings.HasPrefix(e.Actor, actorPrefixOp):
+		b = appendString(binary.AppendUvarint(b, actorOperator), e.Actor[len(actorPrefixOp):])
+	default:
+		b = binary.AppendUvarint(b, actorString+uint64(len(e.Actor)))
+		b = append(b, e.Actor...)
+	}
+	b = appendID(b, e.Causation)
+	b = appendID(b, e.Correlation)
+	b = binary.AppendUvarint(b, uint64(len(e.Data)))
+	return append(b, e.Data...)
+}
+
+// appendRecord1 appends the format-1 record of e: what stores wrote before
+// format 3, kept so tests can make old records.
+func appendRecord1(b []byte, e Event) []byte {
+	b = append(b, recordFormat1)
 	b = append(b, e.ID[:]...)
 	b = binary.AppendUvarint(b, e.Version)
 	b = binary.AppendUvarint(b, e.Position)
 	b = binary.AppendUvarint(b, uint64(e.Schema))
 	b = binary.AppendVarint(b, e.At.UnixNano())
 	for _, s := range [...]string{e.Stream, e.Type, e.Actor, e.Causation, e.Correlation} {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
+		b = appendString(b, s)
 	}
 	b = binary.AppendUvarint(b, uint64(len(e.Data)))
 	return append(b, e.Data...)
 }
 
-// DecodeRecord decodes a record made by AppendRecord. It copies what it
-// keeps, so b may be reused (a bbolt page, say) once it returns. A truncated,
-// oversized or trailing-garbage record is an error wrapping ErrInvalid.
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// appendID writes a causation or correlation: 16 bytes when it is a UUID in
+// canonical form, else the string.
+func appendID(b []byte, s string) []byte {
+	if s == "" {
+		return binary.AppendUvarint(b, idEmpty)
+	}
+	if len(s) == 36 {
+		if id, err := uuid.Parse(s); err == nil && id.String() == s {
+			b = binary.AppendUvarint(b, idUUID)
+			return append(b, id[:]...)
+		}
+	}
+	b = binary.AppendUvarint(b, idString+uint64(len(s)))
+	return append(b, s...)
+}
+
+// DecodeRecord decodes a record made by AppendRecord, in format 3 or the
+// older format 1. It copies what it keeps, so b may be reused (a bbolt page,
+// say) once it returns. A truncated, oversized or trailing-garbage record,
+// or one with a code it does not know, is an error wrapping ErrInvalid.
 func DecodeRecord(b []byte) (Event, error) {
 	var e Event
 	if len(b) < 1+16 {
 		return e, recordErr("%d bytes, shorter than a header", len(b))
 	}
-	if b[0] != recordFormat {
+	if b[0] != recordFormat1 && b[0] != recordFormat3 {
 		return e, recordErr("unknown format %d", b[0])
 	}
 	copy(e.ID[:], b[1:17])
@@ -61,13 +187,83 @@ func DecodeRecord(b []byte) (Event, error) {
 	e.Position = r.uvarint()
 	schema := r.uvarint()
 	at := r.varint()
-	var lens, offs [5]int
-	var total int
-	for i := range lens {
-		lens[i] = r.length(MaxNameSize)
-		offs[i] = r.off
-		r.skip(lens[i])
-		total += lens[i]
+	// One string for the five names: they are substrings of it.
+	all := make([]byte, 0, 64)
+	var lens [5]int
+	name := func(i int, piece ...[]byte) {
+		for _, p := range piece {
+			all = append(all, p...)
+			lens[i] += len(p)
+		}
+	}
+	if b[0] == recordFormat1 {
+		for i := range lens {
+			name(i, r.bytes(MaxNameSize))
+		}
+	} else {
+		stream := r.bytes(MaxNameSize)
+		name(0, stream)
+		switch k := r.uvarint(); {
+		case k == 0:
+			typ := r.bytes(MaxNameSize)
+			if _, known := recordTypeCode[string(typ)]; known {
+				r.fail("type %q written as a string, not by its code", typ)
+			}
+			name(1, typ)
+		case k <= uint64(len(recordTypes)):
+			name(1, []byte(recordTypes[k-1]))
+		default:
+			r.fail("unknown type code %d at offset %d", k, r.off)
+		}
+		node, isNode := bytes.CutPrefix(stream, []byte(recordNodePref))
+		switch k := r.uvarint(); {
+		case k == actorEmpty:
+		case k == actorControl:
+			name(2, []byte(actorControlS))
+		case k == actorAgent:
+			if !isNode {
+				r.fail("agent actor on stream %q, not a node's", stream)
+			}
+			name(2, []byte(actorPrefixAg), node)
+		case k == actorOperator:
+			name(2, []byte(actorPrefixOp), r.bytes(MaxNameSize-len(actorPrefixOp)))
+		case k-actorString > MaxNameSize:
+			r.fail("actor of %d bytes, over the limit of %d", k-actorString, MaxNameSize)
+		default:
+			actor := r.take(int(k - actorString))
+			if len(actor) == 0 || string(actor) == actorControlS || bytes.HasPrefix(actor, []byte(actorPrefixOp)) ||
+				(isNode && string(actor) == actorPrefixAg+string(node)) {
+				r.fail("actor %q written as a string, not by its code", actor)
+			}
+			name(2, actor)
+		}
+		for i := 3; i < 5; i++ {
+			switch k := r.uvarint(); {
+			case k == idEmpty:
+			case k == idUUID:
+				if raw := r.take(16); r.err == nil {
+					name(i, []byte(uuid.UUID(raw).String()))
+				}
+			case k-idString > MaxNameSize:
+				r.fail("name of %d bytes, over the limit of %d", k-idString, MaxNameSize)
+			default:
+				v := r.take(int(k - idString))
+				if len(v) == 0 {
+					r.fail("empty name written as a string")
+				}
+				if len(v) == 36 {
+					if id, err := uuid.ParseBytes(v); err == nil && id.String() == string(v) {
+						r.fail("UUID %q written as a string", v)
+					}
+				}
+				name(i, v)
+			}
+		}
+	}
+	for i, n := range lens {
+		if n > MaxNameSize {
+			r.fail("name %d of %d bytes, over the limit of %d", i, n, MaxNameSize)
+		}
 	}
 	dataLen := r.length(MaxDataSize)
 	if r.err != nil {
@@ -81,11 +277,6 @@ func DecodeRecord(b []byte) (Event, error) {
 	}
 	e.Schema = int(schema)
 	e.At = time.Unix(0, at).UTC()
-	// One string for the five names: they are substrings of it.
-	all := make([]byte, 0, total)
-	for i, n := range lens {
-		all = append(all, b[offs[i]:offs[i]+n]...)
-	}
 	s := string(all)
 	fields := [...]*string{&e.Stream, &e.Type, &e.Actor, &e.Causation, &e.Correlation}
 	pos := 0
@@ -140,6 +331,26 @@ func (r *reader) length(max int) int {
 		r.err = recordErr("length %d at offset %d over the limit of %d", v, r.off, max)
 	}
 	return int(v)
+}
+
+func (r *reader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = recordErr(format, args...)
+	}
+}
+
+// bytes reads a length-prefixed string of at most max bytes; nil after an
+// error.
+func (r *reader) bytes(max int) []byte { return r.take(r.length(max)) }
+
+// take reads n bytes; nil after an error.
+func (r *reader) take(n int) []byte {
+	at := r.off
+	r.skip(n)
+	if r.err != nil {
+		return nil
+	}
+	return r.b[at : at+n]
 }
 
 func (r *reader) skip(n int) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -107,5 +108,101 @@ func TestDecodeRecordRefuses(t *testing.T) {
 		if _, err := events.DecodeRecord(good[:n]); !errors.Is(err, events.ErrInvalid) {
 			t.Errorf("record truncated to %d of %d bytes: got %v, want ErrInvalid", n, len(good), err)
 		}
+	}
+}
+
+// Records stored in format 1, before format 3, still decode to the same
+// events; format 3 is shorter wherever a name has a short form.
+func TestRecordFormat1StillReads(t *testing.T) {
+	evs := recordEvents()
+	compact := validEvent(idA)
+	compact.Stream, compact.Type, compact.Actor = "node-novox", events.TypeApplyReported, "agent:novox"
+	compact.Correlation = "0193a6c1-7b2e-7c00-8000-000000000009"
+	evs["compact names"] = compact
+	op := compact
+	op.Actor, op.Type, op.Causation = "operator:ann", events.TypeModuleAssigned, compact.Correlation
+	evs["operator"] = op
+	ctl := compact
+	ctl.Actor, ctl.Type = "controller", "declaration.future"
+	evs["controller, unknown type"] = ctl
+	for name, e := range evs {
+		t.Run(name, func(t *testing.T) {
+			old := events.AppendRecord1(nil, e)
+			if old[0] != 1 {
+				t.Fatalf("format byte %d", old[0])
+			}
+			got, err := events.DecodeRecord(old)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.SameContent(e) || got.Version != e.Version || got.Position != e.Position {
+				t.Fatalf("format 1\n got %#v\nwant %#v", got, e)
+			}
+			// Only a type without a code costs format 3 a byte (its code 0).
+			extra := 0
+			if !slices.Contains(events.RecordTypes, e.Type) {
+				extra = 1
+			}
+			if n, o := len(events.AppendRecord(nil, e)), len(old); n > o+extra {
+				t.Fatalf("format 3 is %d bytes, format 1 %d", n, o)
+			}
+		})
+	}
+	if n, o := len(events.AppendRecord(nil, compact)), len(events.AppendRecord1(nil, compact)); o-n != 14+11+20 {
+		t.Errorf("an agent's report: format 3 saves %d bytes, want 45 (type 14, actor 11, correlation 20)", o-n)
+	}
+}
+
+// The type codes of format 3 are persisted: the table may only grow.
+func TestRecordTypeCodesArePinned(t *testing.T) {
+	want := []string{
+		"node.registered", "node.adopted", "node.setting-set", "module.defined",
+		"module.assigned", "module.released", "module.taken", "artifact.recorded",
+		"declaration.composed", "declaration.compose-failed", "declaration.pushed",
+		"declaration.push-failed", "apply.reported", "report.delivered-late",
+	}
+	got := events.RecordTypes
+	if len(got) < len(want) {
+		t.Fatalf("%d type codes, fewer than the %d stored records may use", len(got), len(want))
+	}
+	for i, typ := range want {
+		if got[i] != typ {
+			t.Fatalf("type code %d is %q, was %q: records stored with it would change type", i+1, got[i], typ)
+		}
+	}
+}
+
+// A format-3 record has one encoding: a name written long where a short
+// form exists is refused, as is an unknown code.
+func TestRecordFormat3RefusesNonCanonicalNames(t *testing.T) {
+	head := func(b []byte) []byte {
+		b = append(b, 3)
+		b = append(b, idA[:]...)
+		return append(b, 1, 1, 1, 0) // version, position, schema, at
+	}
+	str := func(b []byte, s string) []byte { return append(append(b, byte(len(s))), s...) }
+	long := func(b []byte, base int, s string) []byte { return append(append(b, byte(base+len(s))), s...) }
+	uuidText := "0193a6c1-7b2e-7c00-8000-000000000009"
+	for _, tc := range []struct {
+		name string
+		rec  []byte
+	}{
+		{"known type as a string", append(str(append(str(head(nil), "s"), 0), "apply.reported"), 0, 0, 0, 0)},
+		{"unknown type code", append(str(head(nil), "s"), 99, 0, 0, 0, 0)},
+		{"controller as a string", append(long(append(str(head(nil), "s"), 1), 4, "controller"), 0, 0, 0)},
+		{"the node's agent as a string", append(long(append(str(head(nil), "node-a"), 1), 4, "agent:a"), 0, 0, 0)},
+		{"an operator as a string", append(long(append(str(head(nil), "s"), 1), 4, "operator:ann"), 0, 0, 0)},
+		{"an empty actor as a string", append(str(head(nil), "s"), 1, 4, 0, 0, 0)},
+		{"agent code off a node stream", append(str(head(nil), "s"), 1, 2, 0, 0, 0)},
+		{"an actor over the limit", append(str(head(nil), "s"), 1, 0xff, 0x7f, 0, 0, 0)},
+		{"a UUID correlation as a string", append(long(append(str(head(nil), "s"), 1, 0, 0), 2, uuidText), 0)},
+		{"an empty causation as a string", append(str(head(nil), "s"), 1, 0, 2, 0, 0)},
+		{"truncated UUID", append(str(head(nil), "s"), 1, 0, 0, 1, 0xab)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if e, err := events.DecodeRecord(tc.rec); !errors.Is(err, events.ErrInvalid) {
+				t.Fatalf("DecodeRecord = %#v, %v; want ErrInvalid", e, err)
+			}
+		})
 	}
 }

@@ -182,6 +182,15 @@ type DeclarationComposeFailed struct {
 }
 
 // DeclarationPushed: the declaration was handed to the bus for the node.
+//
+// A push of a declaration whose compose changed nothing (the same digest as
+// the node's current declaration: no new declaration.composed) re-sends the
+// stored declaration, under its id and its compose's correlation, and is
+// recorded only when it changes what the stream says: the first successful
+// push of that declaration, or the first after a declaration.push-failed. An
+// idle pass (the same declaration, pushed before, nothing failed since) adds
+// no declaration.pushed; a failed send is always recorded
+// (declaration.push-failed).
 type DeclarationPushed struct {
 	Node        string `json:"node"`
 	Declaration string `json:"declaration"`
@@ -198,22 +207,48 @@ type DeclarationPushFailed struct {
 
 // ApplyReported (public payload): one apply of a declaration on a node.
 // Sent and Applied count resources; every resource that was not unchanged is
-// listed with its reason.
+// listed with its reason. There is one apply.reported per apply, quiet ones
+// included (rule 7 counts quiet passes, rule 3 wants the hold line in every
+// report); a quiet one is compact:
+//
+//   - An empty list is left out: a reader takes an absent created, replaced,
+//     removed, held, failed or updated for an empty list (reports recorded
+//     before this form carry them as []).
+//   - HeldSince: a held list equal to the one an earlier report of the same
+//     node carried in full is left out, and HeldSince names that report by
+//     its apply id. The named report is always one that carried the list
+//     itself (never another HeldSince), and comes earlier in the node's
+//     stream, since an agent delivers its reports in apply order.
+//   - Digest is left out when the previous report of the node was of the
+//     same declaration (it carried the digest, or the declaration's
+//     declaration.composed does).
+//   - ApplyID is left out of the stored payload: it is the event's own id
+//     (commands.RecordApply appends the report under the apply id). Reports
+//     recorded before carry it too.
+//
+// projections.Reports resolves a compact report back to the full one (Held
+// from the named report, Digest, ApplyID from the envelope); every
+// projection folds the resolved form, so compact and full records answer
+// every query alike.
 type ApplyReported struct {
 	Node        string     `json:"node"`
 	Declaration string     `json:"declaration"`
 	Sent        int        `json:"sent"`
 	Applied     int        `json:"applied"`
-	Created     []string   `json:"created"`
-	Replaced    []Replaced `json:"replaced"`
-	Removed     []string   `json:"removed"`
-	Held        []Held     `json:"held"`
-	Failed      []Failed   `json:"failed"`
+	Created     []string   `json:"created,omitempty"`
+	Replaced    []Replaced `json:"replaced,omitempty"`
+	Removed     []string   `json:"removed,omitempty"`
+	Held        []Held     `json:"held,omitempty"`
+	Failed      []Failed   `json:"failed,omitempty"`
 	Unchanged   int        `json:"unchanged"`
 	// Added fields.
 	Updated []Replaced `json:"updated,omitempty"` // changed in place (a file's content, a directory's mode)
 	ApplyID string     `json:"apply_id,omitempty"`
 	Digest  string     `json:"digest,omitempty"` // the declaration's digest
+	// HeldSince, when set, is the apply id of the earlier report of this
+	// node whose held list this apply held again, unchanged; Held is then
+	// empty in the stored form.
+	HeldSince string `json:"held_since,omitempty"`
 }
 
 // Replaced names a resource and the spec fields that changed.

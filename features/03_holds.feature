@@ -28,6 +28,15 @@ Feature: A hold is a line in every report (DESIGN.md rule 3, seed 002)
     Then the apply report of "novox" reads "applied 2 resource(s), 3 held for untaken modules (route-proxy: 3)"
     And the apply report of "novox" holds "/var/lib/route-proxy/ca/ca.json" because "under /var/lib/route-proxy/ca, found on this adopted node; not written until route-proxy is taken"
 
+  Scenario: Quiet passes are one report each, and each still says what it holds
+    When 3 passes run on "novox"
+    Then the event stream has 3 "apply.reported" events for "novox"
+    And the event stream has 1 "declaration.composed" events for "novox"
+    And the event stream has 1 "declaration.pushed" events for "novox"
+    And the apply report of "novox" reads "applied 2 resource(s), 2 held for untaken modules (route-proxy: 2)"
+    And the apply report of "novox" holds "ca" because "would mount /var/lib/route-proxy/ca, found on this adopted node; not run until route-proxy is taken"
+    And status of "novox" shows "route-proxy" waiting on take
+
   Scenario: Taking the module releases the hold
     Given 1 passes run on "novox"
     When module "route-proxy" is taken on "novox"

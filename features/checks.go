@@ -10,6 +10,7 @@ import (
 
 	"meshplane/declaration"
 	"meshplane/events"
+	"meshplane/projections"
 )
 
 // view brings the projections up to the store's head before a check.
@@ -38,15 +39,34 @@ func (w *World) latest(ctx context.Context, node string, types ...string) (event
 	return events.Event{}, false, nil
 }
 
+// lastApply returns node's last apply report, resolved to its full form
+// (a compact report names the earlier one whose held list it repeats), as
+// the projections read it.
 func (w *World) lastApply(ctx context.Context, node string) (events.ApplyReported, error) {
-	ev, ok, err := w.latest(ctx, node, events.TypeApplyReported)
+	evs, err := w.stream(ctx, node)
 	if err != nil {
 		return events.ApplyReported{}, err
 	}
-	if !ok {
+	reports := projections.NewReports()
+	var last events.ApplyReported
+	found := false
+	for _, ev := range evs {
+		if ev.Type != events.TypeApplyReported {
+			continue
+		}
+		a, err := events.DecodeAs[events.ApplyReported](w.mesh.Registry, ev)
+		if err != nil {
+			return events.ApplyReported{}, err
+		}
+		if last, err = reports.Resolve(ev, a); err != nil {
+			return events.ApplyReported{}, err
+		}
+		found = true
+	}
+	if !found {
 		return events.ApplyReported{}, fmt.Errorf("node %s has reported no apply", node)
 	}
-	return events.DecodeAs[events.ApplyReported](w.mesh.Registry, ev)
+	return last, nil
 }
 
 func pushFailsNaming(ctx context.Context, node, name string) error {

@@ -35,6 +35,22 @@
 // looked up from its declaration's composed event, a node is read from the
 // stream name when the payload does not name it).
 //
+// # Compact apply reports
+//
+// An apply that changes nothing is reported compactly (events.ApplyReported):
+// empty lists absent, a repeated held list named by HeldSince, digest and
+// apply id left out. Status, holds and the timeline resolve each report with
+// their own Reports before folding it, so they fold the full report and
+// answer alike whichever form the stream holds (TestCompactReportsAnswerAsFullOnes).
+// Churn reads no held list and falls back to the composed digest.
+//
+// # Runs
+//
+// Collapse and CollapseTouches turn runs of identical outcomes on a node
+// (a year of quiet passes) into one entry with a Run: the count, the time
+// range and the first and last positions. The CLI prints timeline and why
+// collapsed, in text and in JSON; Query and Why return every entry.
+//
 // # Concurrency
 //
 // Every projection guards its state with its own sync.RWMutex: Fold and

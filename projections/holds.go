@@ -15,8 +15,9 @@ import (
 // not what the controller expected. A resource held by consecutive applies
 // keeps the declaration and position from which it has been held.
 type Holds struct {
-	mu    sync.RWMutex
-	nodes map[string]*holdsNode
+	mu      sync.RWMutex
+	nodes   map[string]*holdsNode
+	reports *Reports // resolves compact apply reports
 }
 
 type holdsNode struct {
@@ -45,7 +46,7 @@ type HoldSince struct {
 var _ Projection = (*Holds)(nil)
 
 // NewHolds returns an empty holds projection.
-func NewHolds() *Holds { return &Holds{nodes: map[string]*holdsNode{}} }
+func NewHolds() *Holds { return &Holds{nodes: map[string]*holdsNode{}, reports: NewReports()} }
 
 // Name is "holds".
 func (h *Holds) Name() string { return "holds" }
@@ -55,9 +56,11 @@ func (h *Holds) Reset() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.nodes = map[string]*holdsNode{}
+	h.reports.Reset()
 }
 
-// Fold replaces a node's list with the one of each apply.reported.
+// Fold replaces a node's list with the one of each apply.reported (a
+// compact report's resolved, see Reports).
 func (h *Holds) Fold(ev events.Event, p events.Payload) error {
 	a, ok := p.(events.ApplyReported)
 	if !ok {
@@ -69,6 +72,10 @@ func (h *Holds) Fold(ev events.Event, p events.Payload) error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	a, err := h.reports.Resolve(ev, a)
+	if err != nil {
+		return err
+	}
 	prev := h.nodes[node]
 	n := &holdsNode{Declaration: a.Declaration, Position: ev.Position, Held: make([]Hold, 0, len(a.Held))}
 	since := HoldSince{Declaration: a.Declaration, Position: ev.Position, At: ev.At}

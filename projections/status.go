@@ -34,9 +34,10 @@ const (
 // consistent with the Churn it was built with having folded the same events
 // (the Runner feeds both; Set wires them).
 type Status struct {
-	mu    sync.RWMutex
-	churn *Churn
-	nodes map[string]*statusNode
+	mu      sync.RWMutex
+	churn   *Churn
+	nodes   map[string]*statusNode
+	reports *Reports // resolves compact apply reports
 }
 
 // statusNode is one node's folded state. The marks are values (a zero
@@ -132,7 +133,7 @@ var _ Projection = (*Status)(nil)
 // NewStatus returns an empty status projection reading churn for health. A
 // nil churn means no node is ever churning.
 func NewStatus(churn *Churn) *Status {
-	return &Status{churn: churn, nodes: map[string]*statusNode{}}
+	return &Status{churn: churn, nodes: map[string]*statusNode{}, reports: NewReports()}
 }
 
 // Name is "status".
@@ -143,6 +144,7 @@ func (s *Status) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.nodes = map[string]*statusNode{}
+	s.reports.Reset()
 }
 
 func (s *Status) node(name string) *statusNode {
@@ -169,6 +171,12 @@ func (s *Status) Fold(ev events.Event, p events.Payload) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if a, ok := p.(events.ApplyReported); ok {
+		var err error
+		if p, err = s.reports.Resolve(ev, a); err != nil {
+			return err
+		}
+	}
 	n := s.node(node)
 	switch v := p.(type) {
 	case events.NodeAdopted:

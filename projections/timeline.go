@@ -23,13 +23,14 @@ import (
 // copying what it holds. byNode[n] lists the indexes of node n's entries,
 // ascending.
 type Timeline struct {
-	mu     sync.RWMutex
-	chunks [][]entry
-	n      int // entries
-	byNode map[string][]int32
-	decls  map[string]*declIndex[*tlDecl] // per node
-	last   map[string]*tlDecl             // per node, the last composed declaration
-	churn  *Churn                         // read when queried, to mark where loops were detected and cleared; may be nil
+	mu      sync.RWMutex
+	chunks  [][]entry
+	n       int // entries
+	byNode  map[string][]int32
+	decls   map[string]*declIndex[*tlDecl] // per node
+	last    map[string]*tlDecl             // per node, the last composed declaration
+	churn   *Churn                         // read when queried, to mark where loops were detected and cleared; may be nil
+	reports *Reports                       // resolves compact apply reports; entries keep the resolved form
 }
 
 // chunkSize is how many entries one chunk of the timeline holds.
@@ -83,6 +84,82 @@ type Entry struct {
 	Heavy       bool      `json:"heavy,omitempty"` // an apply that created, replaced or removed half its declaration or more
 	Churn       string    `json:"churn,omitempty"` // "loop detected", "flip detected", "loop cleared", ... at this event
 	Summary     string    `json:"summary"`
+	// Run is set when the entry stands for a run of identical outcomes
+	// (Collapse, CollapseTouches); the entry is then the run's first.
+	Run *Run `json:"run,omitempty"`
+
+	idle bool // an apply that created, updated, replaced, removed and failed nothing
+}
+
+// Run is a run of entries of one node with identical outcomes, collapsed
+// into one line: the same type, declaration and summary (an apply that
+// touched the same resources in the same way), and no churn mark.
+type Run struct {
+	Count         int       `json:"count"` // entries in the run, 2 or more
+	From          time.Time `json:"from"`  // the first's time
+	To            time.Time `json:"to"`    // the last's time
+	FirstPosition uint64    `json:"first_position"`
+	LastPosition  uint64    `json:"last_position"`
+}
+
+// Idle reports whether en is an apply that changed nothing: it created,
+// updated, replaced, removed and failed nothing (it may have held, as
+// before).
+func (en Entry) Idle() bool { return en.idle }
+
+// Collapse replaces each run of entries of one node with identical outcomes
+// (see Run), consecutive among that node's entries in es, by the run's first
+// entry with Run set, so that a year of quiet passes reads as a few lines.
+// Entries stay in position order, a run at the place of its first entry.
+// es is not modified.
+func Collapse(es []Entry) []Entry {
+	out := make([]Entry, 0, len(es))
+	open := map[string]int{} // node → index in out of its last entry
+	for _, en := range es {
+		if i, ok := open[en.Node]; ok && sameOutcome(out[i], en) {
+			out[i].Run = extend(out[i], en)
+			continue
+		}
+		open[en.Node] = len(out)
+		out = append(out, en)
+	}
+	return out
+}
+
+// CollapseTouches is Collapse for Why: consecutive touches of the resource
+// with the same action, fields, reason and declaration, and no churn mark,
+// become the first with its Entry.Run set.
+func CollapseTouches(ts []Touch) []Touch {
+	out := make([]Touch, 0, len(ts))
+	for _, t := range ts {
+		if n := len(out); n > 0 {
+			last := out[n-1]
+			if last.Action == t.Action && last.Reason == t.Reason && slices.Equal(last.Fields, t.Fields) &&
+				last.Entry.Declaration == t.Entry.Declaration && last.Entry.Node == t.Entry.Node &&
+				last.Entry.Churn == "" && t.Entry.Churn == "" {
+				out[n-1].Entry.Run = extend(last.Entry, t.Entry)
+				continue
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func sameOutcome(a, b Entry) bool {
+	return a.Type == b.Type && a.Declaration == b.Declaration && a.Summary == b.Summary &&
+		a.Churn == "" && b.Churn == "" && a.Heavy == b.Heavy && slices.Equal(a.Resources, b.Resources)
+}
+
+// extend is the run of first (alone or already a run) followed by next.
+func extend(first, next Entry) *Run {
+	r := Run{Count: 1, From: first.At, To: first.At, FirstPosition: first.Position, LastPosition: first.Position}
+	if first.Run != nil {
+		r = *first.Run
+	}
+	r.Count++
+	r.To, r.LastPosition = next.At, next.Position
+	return &r
 }
 
 // Touch is one thing an apply did to one resource.
@@ -128,6 +205,7 @@ func (t *Timeline) reset() {
 	t.byNode = map[string][]int32{}
 	t.decls = map[string]*declIndex[*tlDecl]{}
 	t.last = map[string]*tlDecl{}
+	t.reports = NewReports()
 }
 
 // Name is "timeline".
@@ -151,6 +229,12 @@ func (t *Timeline) Len() int {
 func (t *Timeline) Fold(ev events.Event, p events.Payload) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if a, ok := p.(events.ApplyReported); ok {
+		var err error
+		if p, err = t.reports.Resolve(ev, a); err != nil {
+			return err
+		}
+	}
 	e := entry{
 		position: ev.Position, at: ev.At, stream: ev.Stream, typ: ev.Type,
 		actor: ev.Actor, correlation: ev.Correlation, node: nodeOf(ev, p), p: p,
@@ -253,7 +337,10 @@ func (t *Timeline) match(e *entry, f Filter) bool {
 
 // Why returns what every apply on node did to resource, oldest first, each
 // with the declaration (and digest) and correlation it came from: follow
-// the correlation to the compose and push of the same pass.
+// the correlation to the compose and push of that declaration (every apply
+// of a declaration shares its compose's correlation, since a push that
+// changes nothing re-sends the stored declaration). CollapseTouches folds
+// runs of the same touch into one.
 func (t *Timeline) Why(node, resource string) ([]Touch, error) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
@@ -403,6 +490,7 @@ func (t *Timeline) show(e *entry) Entry {
 			declared = len(e.decl.resources)
 		}
 		out.Heavy = v.Heavy(declared)
+		out.idle = v.Changes() == 0 && len(v.Updated) == 0 && len(v.Failed) == 0
 	case events.ReportDeliveredLate:
 		out.Declaration = v.Declaration
 	}

@@ -29,7 +29,7 @@ import (
 // MESH_BENCH_REGEN=1 to make them afresh.
 func generated(b *testing.B, n uint64) []events.Event {
 	b.Helper()
-	sum := sha256.Sum256([]byte(fmt.Sprintf("v3 %d %+v %s", n, sim.DefaultWorkload, strings.Join(events.NewRegistry().Types(), ","))))
+	sum := sha256.Sum256([]byte(fmt.Sprintf("v4 %d %+v %s", n, sim.DefaultWorkload, strings.Join(events.NewRegistry().Types(), ","))))
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		dir = os.TempDir()

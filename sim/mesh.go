@@ -182,7 +182,7 @@ func (m *Mesh) deliver(ctx context.Context, n *Node, r agent.Report) error {
 		return fmt.Errorf("sim: report from %s: apply id %q: %w", n.Name, r.Outcome.ApplyID, err)
 	}
 	_, err = m.Handler.RecordApply(ctx, commands.Delivery{
-		Report: r.Outcome, ApplyID: id, AppliedAt: r.AppliedAt, Correlation: r.Correlation,
+		Report: r.Wire(), ApplyID: id, AppliedAt: r.AppliedAt, Correlation: r.Correlation,
 		Attempts: r.Attempts, LastError: r.LastError,
 	})
 	return err

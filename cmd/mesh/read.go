@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"meshplane/events"
 	"meshplane/projections"
 )
 
@@ -27,6 +28,21 @@ func stamp(t time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format("2006-01-02 15:04:05")
+}
+
+// span is a run's time range: "2026-11-30 00:00 to 23:55", the date of the
+// end only when it differs, to the second when both fall in one minute.
+func span(from, to time.Time) string {
+	from, to = from.UTC(), to.UTC()
+	layout := "15:04"
+	if from.Truncate(time.Minute).Equal(to.Truncate(time.Minute)) {
+		layout = "15:04:05"
+	}
+	end := to.Format(layout)
+	if from.Format("2006-01-02") != to.Format("2006-01-02") {
+		end = to.Format("2006-01-02 " + layout)
+	}
+	return from.Format("2006-01-02 "+layout) + " to " + end
 }
 
 func orDash(s string) string {
@@ -191,14 +207,27 @@ func cmdTimeline(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	return withLocal(ctx, *data, false, true, func(l *local) error {
-		entries := l.views.Timeline.Query(f)
+		entries := projections.Collapse(l.views.Timeline.Query(f))
 		if *asJSON {
 			return writeJSON(e.stdout, entries)
 		}
 		tw := table(e.stdout)
 		fmt.Fprintln(tw, "#\tAT\tNODE\tTYPE\tACTOR\tSUMMARY")
 		for _, en := range entries {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", en.Position, stamp(en.At), orDash(en.Node), en.Type, orDash(en.Actor), en.Summary)
+			summary := en.Summary
+			if r := en.Run; r != nil {
+				what := "times"
+				if en.Type == events.TypeApplyReported {
+					what = "passes"
+				}
+				if en.Idle() {
+					summary += "; nothing changed"
+				} else {
+					summary += "; the same"
+				}
+				summary += fmt.Sprintf(", %d %s, %s, #%d to #%d", r.Count, what, span(r.From, r.To), r.FirstPosition, r.LastPosition)
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", en.Position, stamp(en.At), orDash(en.Node), en.Type, orDash(en.Actor), summary)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -225,6 +254,7 @@ func cmdWhy(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
+		touches = projections.CollapseTouches(touches)
 		if *asJSON {
 			return writeJSON(e.stdout, touches)
 		}
@@ -238,17 +268,26 @@ func cmdWhy(ctx context.Context, e *env, args []string) error {
 			if len(t.Fields) > 0 {
 				fmt.Fprintf(e.stdout, " (changed: %s)", strings.Join(t.Fields, ", "))
 			}
+			if r := t.Entry.Run; r != nil {
+				fmt.Fprintf(e.stdout, ", %d passes, %s", r.Count, span(r.From, r.To))
+			}
 			if t.Reason != "" {
 				fmt.Fprintf(e.stdout, ": %s", t.Reason)
 			}
-			fmt.Fprintf(e.stdout, "\n      by apply #%d of %s", t.Entry.Position, orDash(t.Entry.Declaration))
+			if r := t.Entry.Run; r != nil {
+				fmt.Fprintf(e.stdout, "\n      by applies #%d to #%d of %s", r.FirstPosition, r.LastPosition, orDash(t.Entry.Declaration))
+			} else {
+				fmt.Fprintf(e.stdout, "\n      by apply #%d of %s", t.Entry.Position, orDash(t.Entry.Declaration))
+			}
 			if t.Entry.Correlation != "" {
 				fmt.Fprintf(e.stdout, " (push %s: mesh timeline --correlation %s)", t.Entry.Correlation, t.Entry.Correlation)
 			}
 			fmt.Fprintln(e.stdout)
-			// What the push behind it composed, and what it read.
+			// What the push behind it composed, and what it read (every
+			// apply of a declaration shares its correlation: those are
+			// left out).
 			for _, en := range l.views.Timeline.Query(projections.Filter{Node: node, Correlation: t.Entry.Correlation}) {
-				if t.Entry.Correlation == "" || en.Position == t.Entry.Position {
+				if t.Entry.Correlation == "" || en.Type == events.TypeApplyReported || en.Type == events.TypeReportDeliveredLate {
 					continue
 				}
 				fmt.Fprintf(e.stdout, "      #%d %s %s\n", en.Position, en.Type, en.Summary)

@@ -1,0 +1,98 @@
+package projections
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"meshplane/events"
+)
+
+// ErrUnresolved means a compact apply report names, in HeldSince, a report
+// this resolver has not seen carry a held list: the stream lacks it, or it
+// was folded by another resolver.
+var ErrUnresolved = errors.New("apply report refers to a report not seen")
+
+// Reports resolves compact apply reports (see events.ApplyReported) into the
+// full form they stand for, so a projection folds the same report whether
+// the stream holds it compact or full:
+//
+//   - HeldSince: Held is the held list of the named earlier report, and
+//     HeldSince is cleared;
+//   - Digest, when absent: the digest of the node's previous report, when
+//     that was of the same declaration;
+//   - ApplyID, when absent: the event's id (the apply id it was appended
+//     under).
+//
+// A Reports must see every apply.reported of a node, in stream order, to
+// resolve them: each projection that reads held lists or digests keeps its
+// own (projections fold concurrently) and resets it with its state. It keeps
+// per node the last report's declaration and digest, and the last
+// maxHeldLists held lists carried in full (a held list changes on take,
+// release or assign, rarely). It is not safe for concurrent use.
+type Reports struct {
+	nodes map[string]*reportsNode
+}
+
+type reportsNode struct {
+	decl, digest string
+	held         []heldList // oldest first, at most maxHeldLists
+}
+
+type heldList struct {
+	apply string
+	held  []events.Held
+}
+
+// maxHeldLists is how many full held lists a Reports keeps per node. An
+// agent names the last one it sent in full; more are kept for a report
+// written by an agent whose state was restored from an older copy.
+const maxHeldLists = 8
+
+// NewReports returns an empty resolver.
+func NewReports() *Reports { return &Reports{nodes: map[string]*reportsNode{}} }
+
+// Reset forgets everything.
+func (r *Reports) Reset() { r.nodes = map[string]*reportsNode{} }
+
+// Resolve returns a, the payload of ev, in full. The held list it fills in
+// is shared with the report that carried it: never modify it. A HeldSince
+// that names no held list seen on the node is ErrUnresolved; the report is
+// then returned with an empty held list.
+func (r *Reports) Resolve(ev events.Event, a events.ApplyReported) (events.ApplyReported, error) {
+	name := a.Node
+	if name == "" {
+		name = streamNode(ev.Stream)
+	}
+	n := r.nodes[name]
+	if n == nil {
+		n = &reportsNode{}
+		r.nodes[name] = n
+	}
+	if a.ApplyID == "" {
+		a.ApplyID = ev.ID.String()
+	}
+	if a.Digest == "" && a.Declaration == n.decl {
+		a.Digest = n.digest
+	}
+	n.decl, n.digest = a.Declaration, a.Digest
+	var err error
+	switch {
+	case a.HeldSince != "":
+		i := slices.IndexFunc(n.held, func(h heldList) bool { return h.apply == a.HeldSince })
+		if i < 0 {
+			err = fmt.Errorf("projections: apply report at position %d: held list of apply %s: %w", ev.Position, a.HeldSince, ErrUnresolved)
+			a.Held = nil
+		} else {
+			a.Held = n.held[i].held
+		}
+		a.HeldSince = ""
+	case len(a.Held) > 0:
+		a.Held = slices.Clip(a.Held)
+		if len(n.held) == maxHeldLists {
+			n.held = slices.Delete(n.held, 0, 1)
+		}
+		n.held = append(n.held, heldList{apply: a.ApplyID, held: a.Held})
+	}
+	return a, err
+}
