@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,7 +14,9 @@ import (
 // down. It is a persisted format: a change means a new format byte, and old
 // records stay readable.
 //
-//	byte     format (1)
+// Format 2, written since records carry a checksum:
+//
+//	byte     format (2)
 //	[16]byte id
 //	uvarint  version
 //	uvarint  position
@@ -21,16 +24,55 @@ import (
 //	varint   at, Unix nanoseconds
 //	string   stream, type, actor, causation, correlation (each uvarint length, bytes)
 //	bytes    data (uvarint length, bytes)
+//	[4]byte  CRC-32C (Castagnoli) of every byte before it, big-endian
 //
-// Nothing may follow the data.
-const recordFormat byte = 1
+// Format 1, written before, is the same without the checksum: nothing follows
+// the data. DecodeRecord reads both; AppendRecord writes format 2 only. A
+// store that knows all its records are format 2 refuses a format-1 record
+// (RecordFormat tells which a record is), so damage to the format byte
+// cannot turn the checksum off.
+//
+// The checksum is checked before anything else is read, so damage anywhere
+// in a format-2 record is reported as damage (ErrDamaged), never decoded
+// into a wrong value. As with nats-server's filestore, the store's own
+// checks (bbolt checksums only its meta pages) do not cover a record's
+// bytes; this does.
+const (
+	// RecordFormatPlain is format 1: no checksum. Read, never written.
+	RecordFormatPlain byte = 1
+	// RecordFormatChecked is format 2: a CRC-32C follows the data. Written
+	// by AppendRecord.
+	RecordFormatChecked byte = 2
+)
+
+// ErrDamaged means stored bytes failed their checks: a record whose
+// checksum does not match or that does not decode, an index that disagrees
+// with the records, a store file its engine cannot read. What was read is
+// never returned beside it. Stores wrap it with where the damage is
+// (position, stream and version where known); a record that fails to decode
+// also wraps ErrInvalid.
+var ErrDamaged = errors.New("stored data damaged")
+
+// crcTable is CRC-32C's: hardware-accelerated on amd64 and arm64.
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// crcSize is the length of a format-2 record's checksum.
+const crcSize = 4
 
 // errRecord wraps every decoding failure.
 var errRecord = errors.New("events: corrupt record")
 
-// AppendRecord appends the record form of e to b and returns the result.
+// AppendRecord appends the record form of e (format 2, with its checksum)
+// to b and returns the result.
 func AppendRecord(b []byte, e Event) []byte {
-	b = append(b, recordFormat)
+	start := len(b)
+	b = appendBody(b, RecordFormatChecked, e)
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b[start:], crcTable))
+}
+
+// appendBody appends the record form of e without a checksum, under format.
+func appendBody(b []byte, format byte, e Event) []byte {
+	b = append(b, format)
 	b = append(b, e.ID[:]...)
 	b = binary.AppendUvarint(b, e.Version)
 	b = binary.AppendUvarint(b, e.Position)
@@ -44,15 +86,38 @@ func AppendRecord(b []byte, e Event) []byte {
 	return append(b, e.Data...)
 }
 
-// DecodeRecord decodes a record made by AppendRecord. It copies what it
-// keeps, so b may be reused (a bbolt page, say) once it returns. A truncated,
-// oversized or trailing-garbage record is an error wrapping ErrInvalid.
+// RecordFormat returns the format byte of record b (0 if b is empty). It
+// does not check the record.
+func RecordFormat(b []byte) byte {
+	if len(b) == 0 {
+		return 0
+	}
+	return b[0]
+}
+
+// DecodeRecord decodes a record made by AppendRecord, in format 2 or the
+// older format 1. It copies what it keeps, so b may be reused (a bbolt page,
+// say) once it returns. A record whose checksum does not match, or that is
+// truncated, oversized or followed by garbage, is an error wrapping both
+// ErrDamaged and ErrInvalid, and no event.
 func DecodeRecord(b []byte) (Event, error) {
 	var e Event
 	if len(b) < 1+16 {
 		return e, recordErr("%d bytes, shorter than a header", len(b))
 	}
-	if b[0] != recordFormat {
+	switch b[0] {
+	case RecordFormatPlain:
+	case RecordFormatChecked:
+		if len(b) < 1+16+crcSize {
+			return e, recordErr("%d bytes, shorter than a header and checksum", len(b))
+		}
+		body := b[:len(b)-crcSize]
+		want := binary.BigEndian.Uint32(b[len(body):])
+		if got := crc32.Checksum(body, crcTable); got != want {
+			return e, recordErr("checksum mismatch: stored %08x, computed %08x over %d bytes", want, got, len(body))
+		}
+		b = body
+	default:
 		return e, recordErr("unknown format %d", b[0])
 	}
 	copy(e.ID[:], b[1:17])
@@ -98,7 +163,7 @@ func DecodeRecord(b []byte) (Event, error) {
 }
 
 func recordErr(format string, args ...any) error {
-	return fmt.Errorf("%w: %s: %w", errRecord, fmt.Sprintf(format, args...), ErrInvalid)
+	return fmt.Errorf("%w: %s: %w (%w)", errRecord, fmt.Sprintf(format, args...), ErrDamaged, ErrInvalid)
 }
 
 type reader struct {
