@@ -163,7 +163,17 @@ func DecodeRecord(b []byte) (Event, error) {
 }
 
 func recordErr(format string, args ...any) error {
-	return fmt.Errorf("%w: %s: %w (%w)", errRecord, fmt.Sprintf(format, args...), ErrDamaged, ErrInvalid)
+	return &recordError{fmt.Sprintf(format, args...)}
+}
+
+// recordError is a record DecodeRecord refused: it wraps errRecord,
+// ErrDamaged and ErrInvalid, and says only what was wrong.
+type recordError struct{ msg string }
+
+func (e *recordError) Error() string { return "corrupt record: " + e.msg }
+
+func (e *recordError) Is(target error) bool {
+	return target == errRecord || target == ErrDamaged || target == ErrInvalid
 }
 
 type reader struct {
