@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"meshplane/commands"
+	"meshplane/events"
 )
 
 // Exit codes.
@@ -68,6 +69,7 @@ func init() {
 		{"why", "[--data DIR] [--json] NODE RESOURCE", "why a resource on a node is as it is: every apply that touched it, and the push behind each", cmdWhy},
 		{"churn", "[--data DIR] [--json] [NODE...]", "churn loops and flips, open and past, with their evidence", cmdChurn},
 		{"rebuild", "[--data DIR]", "rebuild every projection from position 0 and check it equals a second rebuild", cmdRebuild},
+		{"store verify", "[--data DIR]", "check every record and index of the event store; exit 1 on any damage", cmdStoreVerify},
 		{"scenario run", "[--store memory|bolt] [--format pretty|progress|junit|cucumber] [--seed N] [--tags EXPR] FILE...", "run Gherkin scenarios (STEPS.md) against an in-process mesh", cmdScenarioRun},
 	}
 }
@@ -109,6 +111,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mesh %s: refused (%s): %s\n", c.name, rej.Code, rej.Msg)
 		return exitRejected
 	case errors.Is(err, errScenariosFailed):
+		return exitFailed
+	case errors.Is(err, events.ErrDamaged):
+		fmt.Fprintf(stderr, "mesh %s: store file damaged: %v; run mesh store verify\n", c.name, err)
 		return exitFailed
 	default:
 		fmt.Fprintf(stderr, "mesh %s: %v\n", c.name, err)
@@ -158,8 +163,13 @@ the directory holding the event store (events.db, a bbolt file locked while a
 command uses it).
 'mesh COMMAND --help' lists a command's flags.
 
-exit codes: 0 ok, 1 failed, 2 bad usage, 3 refused by the mesh (the rejection's
-code is printed: node-unknown, module-unknown, not-assigned, ...).
+Commands that only read open the store read-only (any number at once); only
+up and the write verbs create it or write to it.
+
+exit codes: 0 ok, 1 failed (also: a damaged store file, or a read that had to
+skip events it could not decode: what could be read is printed first), 2 bad
+usage, 3 refused by the mesh (the rejection's code is printed: node-unknown,
+module-unknown, not-assigned, ...).
 `)
 }
 

@@ -74,8 +74,12 @@ func checkLayout(tx *bolt.Tx) (layout, head uint64, err error) {
 	}
 	v := meta.Get(metaLayout)
 	layout, ok := u64val(v)
-	if !ok || (layout != layoutPlain && layout != layoutChecksummed) {
-		return 0, 0, fmt.Errorf("unknown layout %x (this build reads layouts %d and %d)", v, layoutPlain, layoutChecksummed)
+	switch {
+	case !ok:
+		return 0, 0, damagedf("meta layout is %x, not 8 bytes", v)
+	case layout != layoutPlain && layout != layoutChecksummed:
+		// Likely a newer build's: not damage.
+		return 0, 0, fmt.Errorf("unknown layout %d (this build reads layouts %d and %d)", layout, layoutPlain, layoutChecksummed)
 	}
 	for _, name := range [][]byte{bucketEvents, bucketStreams, bucketIDs} {
 		if tx.Bucket(name) == nil {
