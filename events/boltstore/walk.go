@@ -1,10 +1,12 @@
 package boltstore
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"io"
+	"slices"
 )
 
 // bbolt's page format, as its internal/common package lays it down (native
@@ -108,6 +110,37 @@ type pageWalk struct {
 	meta     boltMeta
 	seen     []bool // pages reached, by id
 	pages    int    // pages read
+
+	// A read window: the pages of a bucket written in order lie in order,
+	// so one read of walkWindow bytes serves many pages.
+	win    []byte
+	winOff int64
+}
+
+// walkWindow is how much of the file one read brings in.
+const walkWindow = 256 << 10
+
+// readAt reads len(b) bytes at off, through the window.
+func (w *pageWalk) readAt(b []byte, off int64) error {
+	if len(b) > walkWindow {
+		_, err := w.r.ReadAt(b, off)
+		return err // whole or io.EOF
+	}
+	if off < w.winOff || off+int64(len(b)) > w.winOff+int64(len(w.win)) {
+		if w.win == nil {
+			w.win = make([]byte, walkWindow)
+		}
+		n, err := w.r.ReadAt(w.win[:cap(w.win)], off)
+		w.win, w.winOff = w.win[:n], off
+		if n < len(b) {
+			if err == nil {
+				err = io.ErrUnexpectedEOF
+			}
+			return err
+		}
+	}
+	copy(b, w.win[off-w.winOff:])
+	return nil
 }
 
 // walkPages checks the file's structure from meta: the freelist, then every
@@ -127,57 +160,76 @@ func walkPages(r io.ReaderAt, size int64, pageSize int, meta boltMeta) (int, err
 			return w.pages, err
 		}
 	}
-	return w.pages, w.tree(meta.root, 0, "root")
+	return w.pages, w.trees([]subtree{{meta.root, 0, "root"}})
 }
 
-// page reads page id and its overflow, checking that they are in the file,
-// that the page says it is id and has one of want's flags, and that no page
-// of it was reached before.
-func (w *pageWalk) page(id uint64, want uint16, path string) ([]byte, error) {
+// subtree is a page to walk: a tree's root or a branch's child.
+type subtree struct {
+	id    uint64
+	depth int
+	path  string // the bucket, for errors
+}
+
+// page reads the header and element table of page id, checking that the
+// page and its overflow are in the file, that the page says it is id and
+// has one of want's flags, and that no page of it was reached before. It
+// reads no keys or values: their bounds are checked from the table, and a
+// bucket's value is read where it is needed (elems). It returns the bytes
+// read, at least the header and the table, and the page's span in bytes.
+func (w *pageWalk) page(id uint64, want uint16, path string) ([]byte, int64, error) {
 	if id < 2 || id >= w.meta.hwm {
-		return nil, fmt.Errorf("%s: page %d out of range [2, %d)", path, id, w.meta.hwm)
+		return nil, 0, fmt.Errorf("%s: page %d out of range [2, %d)", path, id, w.meta.hwm)
 	}
-	var hdr [pageHeaderSize]byte
-	if _, err := w.r.ReadAt(hdr[:], int64(id)*int64(w.pageSize)); err != nil {
-		return nil, fmt.Errorf("%s: read page %d: %w", path, id, err)
+	off := int64(id) * int64(w.pageSize)
+	buf := make([]byte, min(w.pageSize, 1024))
+	if err := w.readAt(buf, off); err != nil {
+		return nil, 0, fmt.Errorf("%s: read page %d: %w", path, id, err)
 	}
-	if got := ne.Uint64(hdr[:]); got != id {
-		return nil, fmt.Errorf("%s: page %d says it is page %d", path, id, got)
+	if got := ne.Uint64(buf); got != id {
+		return nil, 0, fmt.Errorf("%s: page %d says it is page %d", path, id, got)
 	}
-	if flags := ne.Uint16(hdr[8:]); flags&want == 0 || flags&^want != 0 {
-		return nil, fmt.Errorf("%s: page %d has flags %#x, want %#x", path, id, flags, want)
+	if flags := ne.Uint16(buf[8:]); flags&want == 0 || flags&^want != 0 {
+		return nil, 0, fmt.Errorf("%s: page %d has flags %#x, want %#x", path, id, flags, want)
 	}
-	overflow := uint64(ne.Uint32(hdr[12:]))
+	overflow := uint64(ne.Uint32(buf[12:]))
 	if id+overflow >= w.meta.hwm {
-		return nil, fmt.Errorf("%s: page %d and its %d overflow pages run past the last page %d", path, id, overflow, w.meta.hwm-1)
+		return nil, 0, fmt.Errorf("%s: page %d and its %d overflow pages run past the last page %d", path, id, overflow, w.meta.hwm-1)
 	}
 	for p := id; p <= id+overflow; p++ {
 		if w.seen[p] {
-			return nil, fmt.Errorf("%s: page %d is reached twice", path, p)
+			return nil, 0, fmt.Errorf("%s: page %d is reached twice", path, p)
 		}
 		w.seen[p] = true
 	}
-	buf := make([]byte, (1+overflow)*uint64(w.pageSize))
-	if _, err := w.r.ReadAt(buf, int64(id)*int64(w.pageSize)); err != nil {
-		return nil, fmt.Errorf("%s: read page %d: %w", path, id, err)
-	}
 	w.pages++
-	return buf, nil
+	span := int64(1+overflow) * int64(w.pageSize)
+	// The element table (or the freelist's ids), if longer than read.
+	n := int64(ne.Uint16(buf[10:]))
+	if ne.Uint16(buf[8:]) == flagFreelist {
+		n = (n + 1) / 2 // 8-byte ids: the count is checked by freelist
+		if ne.Uint16(buf[10:]) == 0xFFFF {
+			n = min(int64(ne.Uint64(buf[pageHeaderSize:]))/2+1, span/pageElemSize)
+		}
+	}
+	if need := pageHeaderSize + n*pageElemSize; need > int64(len(buf)) && need <= span {
+		buf = make([]byte, need)
+		if err := w.readAt(buf, off); err != nil {
+			return nil, 0, fmt.Errorf("%s: read page %d: %w", path, id, err)
+		}
+	}
+	return buf, span, nil
 }
 
 func (w *pageWalk) freelist(id uint64) error {
-	p, err := w.page(id, flagFreelist, "freelist")
+	p, span, err := w.page(id, flagFreelist, "freelist")
 	if err != nil {
 		return err
 	}
 	idx, count := uint64(0), uint64(ne.Uint16(p[10:]))
 	if count == 0xFFFF {
-		if len(p) < pageHeaderSize+8 {
-			return fmt.Errorf("freelist: page %d too short for its count", id)
-		}
 		idx, count = 1, ne.Uint64(p[pageHeaderSize:])
 	}
-	if count > uint64(len(p)-pageHeaderSize)/8 || pageHeaderSize+8*(idx+count) > uint64(len(p)) {
+	if count > uint64(span-pageHeaderSize)/8 || pageHeaderSize+8*(idx+count) > uint64(len(p)) {
 		return fmt.Errorf("freelist: page %d says %d free pages, more than it holds", id, count)
 	}
 	for i := idx; i < idx+count; i++ {
@@ -188,73 +240,92 @@ func (w *pageWalk) freelist(id uint64) error {
 	return nil
 }
 
-// tree checks the tree rooted at page id, and every bucket nested in it.
-func (w *pageWalk) tree(id uint64, depth int, path string) error {
-	if depth > maxTreeDepth {
-		return fmt.Errorf("%s: tree deeper than %d pages", path, maxTreeDepth)
+// trees checks the trees rooted at roots, and every bucket nested in them,
+// a level at a time, each level in the order of its pages in the file, so
+// that reads go forward through the read window.
+func (w *pageWalk) trees(level []subtree) error {
+	for len(level) > 0 {
+		slices.SortFunc(level, func(a, b subtree) int { return cmp.Compare(a.id, b.id) })
+		var next []subtree
+		for _, t := range level {
+			if t.depth > maxTreeDepth {
+				return fmt.Errorf("%s: tree deeper than %d pages", t.path, maxTreeDepth)
+			}
+			p, span, err := w.page(t.id, flagBranch|flagLeaf, t.path)
+			if err != nil {
+				return err
+			}
+			if next, err = w.elems(next, p, span, int64(t.id)*int64(w.pageSize), t.id, t.depth, t.path); err != nil {
+				return err
+			}
+		}
+		level = next
 	}
-	p, err := w.page(id, flagBranch|flagLeaf, path)
-	if err != nil {
-		return err
-	}
-	return w.elems(p, id, depth, path)
+	return nil
 }
 
-// elems checks the elements of page p (id 0: an inline page).
-func (w *pageWalk) elems(p []byte, id uint64, depth int, path string) error {
+// elems checks the elements of page p, whose header and element table are
+// read, and which spans span bytes; base is its offset in the file (-1: an
+// inline page, all of it in p). It appends the pages p refers to (children,
+// roots of buckets) to next.
+func (w *pageWalk) elems(next []subtree, p []byte, span, base int64, id uint64, depth int, path string) ([]subtree, error) {
 	if len(p) < pageHeaderSize {
-		return fmt.Errorf("%s: inline page of %d bytes", path, len(p))
+		return nil, fmt.Errorf("%s: inline page of %d bytes", path, len(p))
 	}
 	flags, count := ne.Uint16(p[8:]), int(ne.Uint16(p[10:]))
-	if pageHeaderSize+count*pageElemSize > len(p) {
-		return fmt.Errorf("%s: page %d says %d elements, more than it holds", path, id, count)
+	if table := pageHeaderSize + count*pageElemSize; int64(table) > span || table > len(p) {
+		return nil, fmt.Errorf("%s: page %d says %d elements, more than it holds", path, id, count)
 	}
 	for i := range count {
 		e := pageHeaderSize + i*pageElemSize
 		switch flags {
 		case flagBranch:
 			pos, ksize, child := int64(ne.Uint32(p[e:])), int64(ne.Uint32(p[e+4:])), ne.Uint64(p[e+8:])
-			if int64(e)+pos+ksize > int64(len(p)) {
-				return fmt.Errorf("%s: page %d element %d: key runs past the page", path, id, i)
+			if int64(e)+pos+ksize > span {
+				return nil, fmt.Errorf("%s: page %d element %d: key runs past the page", path, id, i)
 			}
-			if err := w.tree(child, depth+1, path); err != nil {
-				return err
-			}
+			next = append(next, subtree{child, depth + 1, path})
 		case flagLeaf:
 			eflags := ne.Uint32(p[e:])
 			pos, ksize, vsize := int64(ne.Uint32(p[e+4:])), int64(ne.Uint32(p[e+8:])), int64(ne.Uint32(p[e+12:]))
 			koff := int64(e) + pos
-			if koff+ksize+vsize > int64(len(p)) {
-				return fmt.Errorf("%s: page %d element %d: key and value run past the page", path, id, i)
+			if koff+ksize+vsize > span {
+				return nil, fmt.Errorf("%s: page %d element %d: key and value run past the page", path, id, i)
 			}
 			if eflags&leafBucket == 0 {
 				continue
 			}
-			name := p[koff : koff+ksize]
-			v := p[koff+ksize : koff+ksize+vsize]
+			// A bucket: its name and value, read from the page.
+			kv := p[min(int64(len(p)), koff):min(int64(len(p)), koff+ksize+vsize)]
+			if base >= 0 {
+				kv = make([]byte, ksize+vsize)
+				if err := w.readAt(kv, base+koff); err != nil {
+					return nil, fmt.Errorf("%s: read page %d element %d: %w", path, id, i, err)
+				}
+			}
+			name, v := kv[:ksize], kv[ksize:]
 			sub := fmt.Sprintf("%s/%q", path, name)
 			if len(v) < bucketHeader {
-				return fmt.Errorf("%s: bucket header of %d bytes", sub, len(v))
+				return nil, fmt.Errorf("%s: bucket header of %d bytes", sub, len(v))
 			}
 			if root := ne.Uint64(v); root != 0 {
-				if err := w.tree(root, depth+1, sub); err != nil {
-					return err
-				}
+				next = append(next, subtree{root, depth + 1, sub})
 				continue
 			}
 			inline := v[bucketHeader:]
 			if len(inline) < pageHeaderSize || ne.Uint16(inline[8:]) != flagLeaf {
-				return fmt.Errorf("%s: inline bucket is not a leaf page", sub)
+				return nil, fmt.Errorf("%s: inline bucket is not a leaf page", sub)
 			}
 			if depth+1 > maxTreeDepth {
-				return fmt.Errorf("%s: buckets nested deeper than %d", sub, maxTreeDepth)
+				return nil, fmt.Errorf("%s: buckets nested deeper than %d", sub, maxTreeDepth)
 			}
-			if err := w.elems(inline, 0, depth+1, sub); err != nil {
-				return err
+			var err error
+			if next, err = w.elems(next, inline, int64(len(inline)), -1, 0, depth+1, sub); err != nil {
+				return nil, err
 			}
 		default:
-			return fmt.Errorf("%s: page %d has flags %#x", path, id, flags)
+			return nil, fmt.Errorf("%s: page %d has flags %#x", path, id, flags)
 		}
 	}
-	return nil
+	return next, nil
 }
