@@ -70,6 +70,8 @@ type Store struct {
 	// broken is set when bbolt panicked inside a write transaction: its
 	// locks may be held, so the file is not touched again (see guard).
 	broken atomic.Pointer[error]
+	// namesChecked is set once checkStreamNames has passed.
+	namesChecked atomic.Bool
 
 	head   atomic.Uint64 // last committed position; written by the writer only
 	sig    *events.Signal
@@ -366,8 +368,13 @@ func (s *Store) decodeAt(k, v []byte, want uint64) (events.Event, error) {
 // its first record. A bucket name is a bbolt key, which no checksum of ours
 // covers: a damaged one would make its stream read as absent (and then be
 // started again from version 1). So an answer of "no such stream" is given
-// only after this check: it reads one record per stream.
+// only after this check. It reads one record per stream, once per Store:
+// after it has passed, every bucket is either checked or made by this Store
+// (no other process writes the file while it is open).
 func (s *Store) checkStreamNames(tx *bolt.Tx) error {
+	if s.namesChecked.Load() {
+		return nil
+	}
 	evb := tx.Bucket(bucketEvents)
 	c := tx.Bucket(bucketStreams).Cursor()
 	for name, v := c.First(); name != nil; name, v = c.Next() {
@@ -390,6 +397,7 @@ func (s *Store) checkStreamNames(tx *bolt.Tx) error {
 			return damagedf("stream bucket %q holds the records of stream %s (position %d)", name, e.Stream, p)
 		}
 	}
+	s.namesChecked.Store(true)
 	return nil
 }
 
