@@ -48,18 +48,6 @@ func fixture(t *testing.T) (string, []events.Event) {
 	return path, all
 }
 
-func copyFile(t *testing.T, from, to string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // A store of layout 1, written before records carried a checksum, opens and
 // reads; new records get a checksum; verify says which have one.
 func TestLayout1StillReads(t *testing.T) {

@@ -9,9 +9,10 @@ import (
 	"slices"
 )
 
-// bbolt's page format, as its internal/common package lays it down (native
-// byte order; every platform Go builds bbolt for that we ship is little
-// endian). Walking the file ourselves, with ReadAt and every offset checked,
+// bbolt's page format (its file format version 2), as its internal/common
+// package lays it down, in the machine's byte order. Should a bbolt upgrade
+// change it, every Open fails (the conformance suite would say so at once).
+// Walking the file ourselves, with ReadAt and every offset checked,
 // is what makes a damaged file an error: bbolt trusts its pages, so a page id
 // past the end of the file is a fault inside bbolt, and a page that is its
 // own ancestor is a loop that never ends (in tx.Check, a stack overflow).
@@ -41,7 +42,8 @@ const (
 	maxTreeDepth    = 64
 )
 
-var ne = binary.LittleEndian
+// ne is bbolt's byte order: the machine's.
+var ne = binary.NativeEndian
 
 // boltMeta is the part of a meta page the walk needs.
 type boltMeta struct {
