@@ -227,7 +227,7 @@ func closeBolt(db *bolt.DB) { _ = guard(db.Close) }
 // trusts the file it maps, so a damaged file makes it panic, or fault on a
 // page past the end of the file. A fault is made a panic (for this goroutine,
 // while fn runs: debug.SetPanicOnFault), and a panic an error wrapping
-// events.ErrDamaged and panicError.
+// events.ErrDamaged and errPanicked.
 func guard(fn func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {

@@ -212,8 +212,13 @@ func verifyStore(ctx context.Context, tx *bolt.Tx, r *Report) error {
 		}
 		recs = append(recs, rec{stream: name, version: e.Version, id: e.ID, ok: true})
 	}
-	r.checked("records: %d at positions 1..%d, each decoded and at its position; %d with a checksum, all matching it (layout %d)",
-		r.Records, len(recs), r.Checksummed, layout)
+	if bad := len(recs) - r.Records; bad > 0 {
+		r.checked("records: %d at positions 1..%d: %d damaged; %d decoded and at their position, %d of them with a matching checksum (layout %d)",
+			len(recs), len(recs), bad, r.Records, r.Checksummed, layout)
+	} else {
+		r.checked("records: %d at positions 1..%d, each decoded and at its position; %d with a checksum, all matching it (layout %d)",
+			r.Records, len(recs), r.Checksummed, layout)
+	}
 	at := func(v []byte) (uint64, *rec, bool) {
 		p, ok := u64val(v)
 		if !ok || p == 0 || p > uint64(len(recs)) {
