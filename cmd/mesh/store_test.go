@@ -299,3 +299,37 @@ func TestDamagedStoreChildProcess(t *testing.T) {
 		})
 	}
 }
+
+// A store written before records carried a checksum (testdata/layout1, made
+// by `mesh node register a b`, `node adopt a`, `node set a port.store 6852`
+// at commit c7f7a42) still opens and reads, and takes new records, which
+// carry one.
+func TestStoreWithoutChecksums(t *testing.T) {
+	dir := t.TempDir()
+	old, err := os.ReadFile("testdata/layout1/events.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "events.db"), old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := mesh(t, "timeline", "--data", dir)
+	if code != exitOK {
+		t.Fatalf("timeline: exit %d\n%s%s", code, out, errOut)
+	}
+	golden(t, "layout1-timeline", out, dir)
+	for _, step := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"store", "verify"}, "records: 4 at positions 1..4, each decoded and at its position; 0 with a checksum, all matching it (layout 1)"},
+		{[]string{"node", "register", "c"}, ""},
+		{[]string{"store", "verify"}, "records: 5 at positions 1..5, each decoded and at its position; 1 with a checksum, all matching it (layout 1)"},
+		{[]string{"status"}, "c "},
+	} {
+		code, out, errOut := mesh(t, append(step.args, "--data", dir)...)
+		if code != exitOK || !strings.Contains(out, step.want) {
+			t.Fatalf("mesh %v: exit %d, want 0 and %q\n%s%s", step.args, code, step.want, out, errOut)
+		}
+	}
+}
