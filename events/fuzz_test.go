@@ -12,15 +12,20 @@ import (
 	"meshplane/events"
 )
 
-// FuzzDecodeRecord: DecodeRecord never panics, refuses with ErrInvalid, and
-// any record it accepts is canonical: it re-encodes to the same bytes.
+// FuzzDecodeRecord: DecodeRecord never panics, refuses with ErrInvalid and
+// ErrDamaged, and any record it accepts is canonical: it re-encodes, in its
+// own format, to the same bytes.
 func FuzzDecodeRecord(f *testing.F) {
 	for _, e := range recordEvents() {
 		f.Add(events.AppendRecord(nil, e))
-		f.Add(events.AppendRecord1(nil, e))
+		f.Add(events.AppendRecordPlain(nil, e))
+	}
+	for _, e := range recordEvents() {
+		f.Add(events.AppendRecordPlain(nil, e))
 	}
 	f.Add([]byte{})
 	f.Add([]byte{1})
+	f.Add([]byte{2})
 	f.Fuzz(func(t *testing.T, rec []byte) {
 		in := bytes.Clone(rec)
 		e, err := events.DecodeRecord(rec)
@@ -28,14 +33,14 @@ func FuzzDecodeRecord(f *testing.F) {
 			t.Fatalf("DecodeRecord modified its input")
 		}
 		if err != nil {
-			if !errors.Is(err, events.ErrInvalid) {
-				t.Fatalf("DecodeRecord error %v does not wrap ErrInvalid", err)
+			if !errors.Is(err, events.ErrInvalid) || !errors.Is(err, events.ErrDamaged) {
+				t.Fatalf("DecodeRecord error %v does not wrap ErrInvalid and ErrDamaged", err)
 			}
 			return
 		}
 		again := events.AppendRecord(nil, e)
-		if rec[0] == 1 {
-			again = events.AppendRecord1(nil, e) // an old record: canonical in its format
+		if events.RecordFormat(rec) == events.RecordFormatPlain {
+			again = events.AppendRecordPlain(nil, e)
 		}
 		if !bytes.Equal(again, rec) {
 			t.Fatalf("accepted record does not re-encode to itself:\n  in %x\n out %x\nevent %#v", rec, again, e)

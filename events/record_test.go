@@ -2,8 +2,12 @@ package events_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"hash/crc32"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -43,9 +47,20 @@ func TestRecordRoundTrip(t *testing.T) {
 				t.Fatalf("AppendRecord did not append")
 			}
 			rec := b[len("prefix"):]
+			if f := events.RecordFormat(rec); f != events.RecordFormatChecked {
+				t.Fatalf("AppendRecord wrote format %d, want %d", f, events.RecordFormatChecked)
+			}
+			// Records of format 1, written before the checksum, still read.
+			plain, err := events.DecodeRecord(events.AppendRecordPlain(nil, e))
+			if err != nil {
+				t.Fatalf("DecodeRecord of format 1: %v", err)
+			}
 			got, err := events.DecodeRecord(rec)
 			if err != nil {
 				t.Fatalf("DecodeRecord: %v", err)
+			}
+			if !reflect.DeepEqual(plain, got) {
+				t.Errorf("format 1 and 3 decode differently\n 1: %#v\n 3: %#v", plain, got)
 			}
 			if !got.SameContent(e) || got.Version != e.Version || got.Position != e.Position ||
 				got.At.Location() != time.UTC || !bytes.Equal(got.Data, e.Data) {
@@ -63,6 +78,7 @@ func TestRecordRoundTrip(t *testing.T) {
 
 func TestDecodeRecordRefuses(t *testing.T) {
 	good := events.AppendRecord(nil, recordEvents()["full"])
+	plain := events.AppendRecordPlain(nil, recordEvents()["full"])
 	dataLen := len(recordEvents()["full"].Data)
 	cases := []struct {
 		name string
@@ -70,12 +86,19 @@ func TestDecodeRecordRefuses(t *testing.T) {
 	}{
 		{"empty", nil},
 		{"format only", []byte{1}},
-		{"unknown format", append([]byte{2}, good[1:]...)},
+		{"unknown format", append([]byte{4}, good[1:]...)},
 		{"format 0", append([]byte{0}, good[1:]...)},
+		{"format 3 read as 1", append([]byte{1}, good[1:]...)},
+		{"format 1 read as 3", append([]byte{3}, plain[1:]...)},
+		{"unreleased format 2", append([]byte{2}, plain[1:]...)},
 		{"trailing byte", append(append([]byte(nil), good...), 0)},
-		{"data one byte short", good[:len(good)-1]},
-		{"no data", good[:len(good)-dataLen-1]},
-		{"bad uvarint", append(append([]byte(nil), good[:17]...), bytes.Repeat([]byte{0xff}, 11)...)},
+		{"checksum one byte short", good[:len(good)-1]},
+		{"plain: trailing byte", append(append([]byte(nil), plain...), 0)},
+		{"plain: data one byte short", plain[:len(plain)-1]},
+		{"plain: no data", plain[:len(plain)-dataLen-1]},
+		{"plain: bad uvarint", append(append([]byte(nil), plain[:17]...), bytes.Repeat([]byte{0xff}, 11)...)},
+		{"bad uvarint, good checksum", checksummed(append(append([]byte{2}, plain[1:17]...), bytes.Repeat([]byte{0xff}, 11)...))},
+		{"trailing byte, good checksum", checksummed(append(append([]byte(nil), good[:len(good)-4]...), 0))},
 		{"name over MaxNameSize", func() []byte {
 			e := recordEvents()["minimal"]
 			e.Stream = strings.Repeat("s", events.MaxNameSize+1)
@@ -95,18 +118,20 @@ func TestDecodeRecordRefuses(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := events.DecodeRecord(tc.rec)
-			if !errors.Is(err, events.ErrInvalid) {
-				t.Errorf("DecodeRecord: got %#v, %v; want ErrInvalid", got, err)
+			if !errors.Is(err, events.ErrInvalid) || !errors.Is(err, events.ErrDamaged) {
+				t.Errorf("DecodeRecord: got %#v, %v; want ErrInvalid and ErrDamaged", got, err)
 			}
 			if got.ID != uuid.Nil || got.Stream != "" || got.Data != nil {
 				t.Errorf("DecodeRecord returned a half-decoded event beside its error: %#v", got)
 			}
 		})
 	}
-	// Every truncation of a good record is refused.
-	for n := range len(good) {
-		if _, err := events.DecodeRecord(good[:n]); !errors.Is(err, events.ErrInvalid) {
-			t.Errorf("record truncated to %d of %d bytes: got %v, want ErrInvalid", n, len(good), err)
+	// Every truncation of a good record is refused, in either format.
+	for _, rec := range [][]byte{good, plain} {
+		for n := range len(rec) {
+			if _, err := events.DecodeRecord(rec[:n]); !errors.Is(err, events.ErrInvalid) {
+				t.Errorf("format %d record truncated to %d of %d bytes: got %v, want ErrInvalid", rec[0], n, len(rec), err)
+			}
 		}
 	}
 }
@@ -127,7 +152,7 @@ func TestRecordFormat1StillReads(t *testing.T) {
 	evs["controller, unknown type"] = ctl
 	for name, e := range evs {
 		t.Run(name, func(t *testing.T) {
-			old := events.AppendRecord1(nil, e)
+			old := events.AppendRecordPlain(nil, e)
 			if old[0] != 1 {
 				t.Fatalf("format byte %d", old[0])
 			}
@@ -138,18 +163,19 @@ func TestRecordFormat1StillReads(t *testing.T) {
 			if !got.SameContent(e) || got.Version != e.Version || got.Position != e.Position {
 				t.Fatalf("format 1\n got %#v\nwant %#v", got, e)
 			}
-			// Only a type without a code costs format 3 a byte (its code 0).
-			extra := 0
+			// Format 3 costs its 4-byte checksum, and a type without a
+			// code a byte more (its code 0).
+			extra := 4
 			if !slices.Contains(events.RecordTypes, e.Type) {
-				extra = 1
+				extra++
 			}
 			if n, o := len(events.AppendRecord(nil, e)), len(old); n > o+extra {
 				t.Fatalf("format 3 is %d bytes, format 1 %d", n, o)
 			}
 		})
 	}
-	if n, o := len(events.AppendRecord(nil, compact)), len(events.AppendRecord1(nil, compact)); o-n != 14+11+20 {
-		t.Errorf("an agent's report: format 3 saves %d bytes, want 45 (type 14, actor 11, correlation 20)", o-n)
+	if n, o := len(events.AppendRecord(nil, compact)), len(events.AppendRecordPlain(nil, compact)); o-n != 14+11+20-4 {
+		t.Errorf("an agent's report: format 3 saves %d bytes, want 41 (type 14, actor 11, correlation 20, less the 4-byte checksum)", o-n)
 	}
 }
 
@@ -202,6 +228,56 @@ func TestRecordFormat3RefusesNonCanonicalNames(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if e, err := events.DecodeRecord(tc.rec); !errors.Is(err, events.ErrInvalid) {
 				t.Fatalf("DecodeRecord = %#v, %v; want ErrInvalid", e, err)
+			}
+		})
+	}
+}
+
+// checksummed replaces the last 4 bytes of rec with the CRC-32C of the rest,
+// making a record whose checksum holds but whose body is malformed.
+func checksummed(rec []byte) []byte {
+	body := rec[:len(rec)-4]
+	if len(rec) < 4 {
+		body = rec
+	}
+	return binary.BigEndian.AppendUint32(bytes.Clone(body), crc32.Checksum(body, crc32.MakeTable(crc32.Castagnoli)))
+}
+
+// TestRecordChecksumCatchesDamage flips every bit of a format-3 record, and
+// overwrites every byte with every other value: each is refused as damaged,
+// never decoded into another event. (CRC-32C catches every error of up to
+// 32 consecutive bits.)
+func TestRecordChecksumCatchesDamage(t *testing.T) {
+	for name, e := range recordEvents() {
+		if len(e.Data) > 100 {
+			continue // the long record adds time, not cases
+		}
+		t.Run(name, func(t *testing.T) {
+			good := events.AppendRecord(nil, e)
+			rec := bytes.Clone(good)
+			for i := range rec {
+				for v := range 256 {
+					if byte(v) == good[i] {
+						continue
+					}
+					rec[i] = byte(v)
+					if got, err := events.DecodeRecord(rec); !errors.Is(err, events.ErrDamaged) {
+						t.Fatalf("byte %d set to %#x: got %v, %v; want ErrDamaged", i, v, got, err)
+					}
+				}
+				rec[i] = good[i]
+			}
+			for bit := range len(rec) * 8 {
+				rec[bit/8] ^= 1 << (bit % 8)
+				_, err := events.DecodeRecord(rec)
+				rec[bit/8] ^= 1 << (bit % 8)
+				if !errors.Is(err, events.ErrDamaged) {
+					t.Fatalf("bit %d flipped: %v, want ErrDamaged", bit, err)
+				}
+				// Past the format byte, it is the checksum that refuses it.
+				if want := fmt.Sprintf("checksum mismatch: stored %08x", binary.BigEndian.Uint32(rec[len(rec)-4:])); bit/8 >= 1 && bit/8 < len(rec)-4 && !strings.Contains(err.Error(), want) {
+					t.Fatalf("bit %d flipped: %q does not say %q", bit, err, want)
+				}
 			}
 		})
 	}

@@ -34,21 +34,28 @@ type local struct {
 	handler *commands.Handler
 	views   *projections.Set
 	runner  *projections.Runner
+	noted   bool // noteSkipped has printed the skipped events
 }
 
-// openLocal opens the store in dir. create says whether a missing store may
-// be made (only commands that write may).
+// openLocal opens the store in dir. create says whether the command writes:
+// only those may create a store, and they hold the file alone. The others
+// open it read-only, with a shared lock (two reads run at once), and never
+// create or write a file; an empty events.db is reported as damaged, never
+// initialised.
 func openLocal(dir string, create bool) (*local, error) {
 	path := filepath.Join(dir, "events.db")
-	if !create {
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("no event store at %s (run 'mesh up' first, or pass --data)", path)
+	var opts []boltstore.Option
+	if create {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
 		}
+	} else {
+		opts = append(opts, boltstore.ReadOnly())
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+	s, err := boltstore.Open(path, opts...)
+	if !create && errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no event store at %s (run 'mesh up' first, or pass --data)", path)
 	}
-	s, err := boltstore.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +81,9 @@ func (l *local) fold(ctx context.Context) error {
 func (l *local) Close() error { return l.store.Close() }
 
 // withLocal opens the store, folds the projections when fold is set, runs
-// fn, and closes the store.
+// fn, and closes the store. If the projections had to skip events that did
+// not decode, it fails with a *skippedError once fn has printed what it
+// could: the answer is partial, and the exit code says so.
 func withLocal(ctx context.Context, dir string, create, fold bool, fn func(*local) error) error {
 	l, err := openLocal(dir, create)
 	if err != nil {
@@ -86,7 +95,34 @@ func withLocal(ctx context.Context, dir string, create, fold bool, fn func(*loca
 			return err
 		}
 	}
-	return fn(l)
+	if err := fn(l); err != nil {
+		return err
+	}
+	if _, total := l.runner.Failures(); total > 0 {
+		se := &skippedError{total: total}
+		if !l.noted {
+			var b strings.Builder
+			l.noteSkipped(&b)
+			se.note = strings.TrimSpace(b.String())
+		}
+		return se
+	}
+	return nil
+}
+
+// skippedError is a read answered in part: the projections skipped events
+// that did not decode (exit 1). note is what to print, if the command has
+// not printed it already.
+type skippedError struct {
+	total int
+	note  string
+}
+
+func (e *skippedError) Error() string {
+	if e.note != "" {
+		return e.note
+	}
+	return fmt.Sprintf("%d event(s) could not be folded: the answer above leaves them out", e.total)
 }
 
 // nodesOr returns names, or every node the status projection knows when
@@ -102,6 +138,7 @@ func (l *local) nodesOr(names []string) []string {
 // this build does not know, and events that did not decode. They are kept
 // in the store and counted here, never silently lost.
 func (l *local) noteSkipped(w io.Writer) {
+	l.noted = true
 	if u := l.runner.Unknown(); len(u) > 0 {
 		types := make([]string, 0, len(u))
 		for t := range u {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"meshplane/commands"
+	"meshplane/events"
 )
 
 // Exit codes.
@@ -77,6 +78,7 @@ func init() {
 		{"why", "[--data DIR] [--json] NODE RESOURCE", "why a resource on a node is as it is: every apply that touched it, and the push behind each", cmdWhy},
 		{"churn", "[--data DIR] [--json] [NODE...]", "churn loops and flips, open and past, with their evidence", cmdChurn},
 		{"rebuild", "[--data DIR]", "rebuild every projection from position 0 and check it equals a second rebuild", cmdRebuild},
+		{"store verify", "[--data DIR]", "check every record and index of the event store; exit 1 on any damage", cmdStoreVerify},
 		{"scenario run", "[--store memory|bolt] [--format pretty|progress|junit|cucumber] [--seed N] [--tags EXPR] FILE...", "run Gherkin scenarios (STEPS.md) against an in-process mesh", cmdScenarioRun},
 	}
 }
@@ -137,6 +139,9 @@ func (e *env) run(ctx context.Context, args []string) (code int) {
 		return exitRejected
 	case errors.Is(err, errScenariosFailed):
 		return exitFailed
+	case errors.Is(err, events.ErrDamaged):
+		fmt.Fprintf(stderr, "mesh %s: store file damaged: %v; run mesh store verify\n", c.name, err)
+		return exitFailed
 	default:
 		fmt.Fprintf(stderr, "mesh %s: %v\n", c.name, err)
 		return exitFailed
@@ -185,15 +190,19 @@ the directory holding the event store (events.db, a bbolt file locked while a
 command uses it).
 'mesh COMMAND --help' lists a command's flags.
 
-A command whose work is already done (registering a registered node,
-assigning an assigned module, ...) writes nothing, says so, and exits 0. A
-command with several items (node register a b c, module define f1 f2, the
-set-up of mesh up) checks them all first and writes nothing if one is refused.
+Commands that only read open the store read-only (any number at once); only
+up and the write verbs create it or write to it. A command whose work is
+already done (registering a registered node, assigning an assigned module,
+...) writes nothing, says so, and exits 0. A command with several items (node
+register a b c, module define f1 f2, the set-up of mesh up) checks them all
+first and writes nothing if one is refused.
 
-exit codes: 0 ok (or nothing to do), 1 failed (or no scenario ran), 2 bad usage,
-3 refused: by the mesh, or a malformed module or mesh file, nothing written
-(the code is printed: invalid, node-unknown, module-unknown, not-assigned,
-route-claimed, ...), 70 a bug: mesh panicked (the stack is printed).
+exit codes: 0 ok (or nothing to do), 1 failed (also: no scenario ran, a
+damaged store file, or a read that had to skip events it could not decode:
+what could be read is printed first), 2 bad usage, 3 refused: by the mesh, or
+a malformed module or mesh file, nothing written (the code is printed:
+invalid, node-unknown, module-unknown, not-assigned, route-claimed, ...), 70 a
+bug: mesh panicked (the stack is printed).
 `)
 }
 

@@ -37,8 +37,48 @@ func BenchmarkRawBolt(b *testing.B) {
 			})
 		}
 	}
-	b.Run("readall", func(b *testing.B) { benchRawReadAll(b, false) })
-	b.Run("readall+decode", func(b *testing.B) { benchRawReadAll(b, true) })
+	b.Run("readall", func(b *testing.B) { benchRawReadAll(b, false, events.AppendRecord) })
+	b.Run("readall+decode", func(b *testing.B) { benchRawReadAll(b, true, events.AppendRecord) })
+	// The same records in format 1, without their checksum: the difference
+	// is what checking it costs a full read.
+	b.Run("readall+decode-plain", func(b *testing.B) {
+		benchRawReadAll(b, true, func(_ []byte, e events.Event) []byte { return plainRecord(e) })
+	})
+}
+
+// BenchmarkOpenReadOnly measures Open (ReadOnly) and Close of a store of
+// storetest.ReadAllEvents events: mostly the walk of every page that proves
+// the file safe for bbolt to read (walk.go).
+func BenchmarkOpenReadOnly(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "events.db")
+	s, err := Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := b.Context()
+	batch := make([]events.Event, 1000)
+	for done := 0; done < storetest.ReadAllEvents; done += len(batch) {
+		for i := range batch {
+			batch[i] = rawEvent("")
+		}
+		if _, err := s.Append(ctx, fmt.Sprintf("node-bench%02d", done/len(batch)%8), events.Any, batch...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.Close()
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(fi.Size())
+	b.ResetTimer()
+	for range b.N {
+		s, err := Open(path, ReadOnly())
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
 }
 
 // BenchmarkFsync measures the disk under the benchmarks: one 4 KiB write at
@@ -124,7 +164,7 @@ func benchRawAppend(b *testing.B, batch, writers int) {
 // benchRawReadAll reads every record with a cursor, in the pages storetest
 // reads; with decode, each is also decoded with events.DecodeRecord, which
 // is the ceiling for the store's ReadAll.
-func benchRawReadAll(b *testing.B, decode bool) {
+func benchRawReadAll(b *testing.B, decode bool, appendRecord func([]byte, events.Event) []byte) {
 	db := openRaw(b)
 	defer db.Close()
 	var head uint64
@@ -134,7 +174,7 @@ func benchRawReadAll(b *testing.B, decode bool) {
 		for i := range recs {
 			e := rawEvent("node-bench00")
 			e.Version, e.Position = uint64(done+i+1), uint64(done+i+1)
-			recs[i] = events.AppendRecord(nil, e)
+			recs[i] = appendRecord(nil, e)
 		}
 		if err := rawPut(db, &head, recs); err != nil {
 			b.Fatal(err)

@@ -1,8 +1,10 @@
 package boltstore
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"meshplane/events"
 	"meshplane/events/storetest"
@@ -11,9 +13,16 @@ import (
 // factory opens stores on temporary files for the conformance suite.
 var factory = storetest.Factory{
 	Open: func(t testing.TB) events.Store {
-		s, err := Open(filepath.Join(t.TempDir(), "events.db"))
+		path := filepath.Join(t.TempDir(), "events.db")
+		s, err := Open(path)
 		if err != nil {
 			t.Fatalf("Open: %v", err)
+		}
+		if _, ok := t.(*testing.T); ok {
+			// As bbolt's test helper checks its file after every test: the
+			// store's invariants hold after everything the suite does. (The
+			// suite has closed the store by then: its cleanup runs first.)
+			t.Cleanup(func() { verifyClean(t, path) })
 		}
 		return s
 	},
@@ -33,3 +42,16 @@ var factory = storetest.Factory{
 func TestConformance(t *testing.T) { storetest.Run(t, factory) }
 
 func BenchmarkBoltstore(b *testing.B) { storetest.Bench(b, factory) }
+
+// verifyClean fails t if Verify finds damage in the store file at path.
+func verifyClean(t testing.TB, path string) {
+	t.Helper()
+	rep, err := Verify(context.Background(), path, WithLockTimeout(5*time.Second))
+	if err != nil {
+		t.Errorf("verify %s: %v", path, err)
+		return
+	}
+	for _, d := range rep.Damage {
+		t.Errorf("verify %s: %s", path, d)
+	}
+}

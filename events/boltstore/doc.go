@@ -1,5 +1,5 @@
 // Package boltstore is meshplane's embedded default event store: one bbolt
-// file, opened by one process at a time.
+// file, opened for writing by one process at a time (or read-only by many).
 //
 // # On-disk layout (a persisted format)
 //
@@ -7,11 +7,16 @@
 // 8-byte big-endian, so bbolt's byte order is numeric order.
 //
 //	events   position → record          (events.AppendRecord bytes, Version and Position set)
-//	streams  stream name → nested bucket
+//	streams  stream name → nested bucket, its sequence the stream's version
 //	           version → position        (one nested bucket per stream)
 //	ids      16-byte event id → position (idempotence and id conflicts)
-//	meta     "layout" → 1               (this layout; anything else is refused)
+//	meta     "layout" → 1 or 2          (anything else is refused)
 //	         "head"   → position        (the last stored position; 0 when empty)
+//
+// Layout 2 (every file created since records carry a checksum): every record
+// is format 3, with its CRC-32C (see events.AppendRecord), and a format-1
+// record is damage. Layout 1 (older files): records are format 1, or format
+// 2 when appended since; the file keeps layout 1.
 //
 // Invariants, kept by the single writer goroutine and checked at Open where
 // cheap to do so:
@@ -51,10 +56,31 @@
 // refused request simply writes nothing, so no re-run is ever needed, and the
 // group is exactly what queued up during the previous commit.
 //
+// # Damage
+//
+// Records carry their own checksum, checked on every read; bbolt checksums
+// only its meta pages, so everything else is checked by agreement: a record
+// is at the position its key says, a stream's versions are dense and each
+// points at the record of that stream and version, the stream's last
+// version equals its bucket's sequence, a stream is reported absent only
+// after every stream bucket's name was checked against its first record,
+// the head equals the last position. bbolt trusts the pages it maps: on a
+// damaged file it panics, faults on a page past the end of the file, or
+// loops. So Open first walks the file's pages with plain reads (walk.go),
+// proving every page bbolt can reach is in the file and reached once, and
+// refuses a file whose meta pages are not both valid; and every call into
+// bbolt runs under guard, which turns a fault into a panic and a panic into
+// an error. Any damage found is an error wrapping events.ErrDamaged, never a
+// short or wrong answer. Verify checks everything, including bbolt's own
+// tx.Check, and lists what is damaged.
+//
 // # Durability and locking
 //
 // bbolt's fsync stays on: an acknowledged append has been synced to disk.
 // bbolt takes an exclusive flock on the file; a second Open, from another
 // process or from this one, gives up after the lock timeout (100ms by
-// default) with an error wrapping ErrLocked that names the file.
+// default) with an error wrapping ErrLocked that names the file. Open with
+// ReadOnly takes a shared flock instead: read-only stores open at once, but
+// none beside a writer. A read-only Open never creates or writes the file,
+// and no Open initialises an empty one.
 package boltstore

@@ -18,8 +18,13 @@ var (
 	metaHead   = []byte("head")
 )
 
-// layoutVersion is the on-disk layout this package writes and reads.
-const layoutVersion = 1
+// Layouts this package reads. It creates layout 2; a layout-1 file (made
+// before records carried a checksum) is read and written as it is: its old
+// records are format 1, its new ones format 3.
+const (
+	layoutPlain       = 1 // records of format 1 or 2
+	layoutChecksummed = 2 // every record is format 3: a format-1 record is damage
+)
 
 // Fill percents: keys of events and of stream buckets only grow.
 const (
@@ -36,42 +41,69 @@ func u64val(b []byte) (uint64, bool) {
 	return binary.BigEndian.Uint64(b), true
 }
 
-// initLayout creates the buckets of an empty file, or checks those of an
-// existing one, and returns the stored head.
-func initLayout(tx *bolt.Tx) (uint64, error) {
+// initLayout creates the buckets of an empty file (layout 2), or checks
+// those of an existing one, and returns the layout and the stored head.
+func initLayout(tx *bolt.Tx) (layout, head uint64, err error) {
+	if tx.Bucket(bucketMeta) != nil {
+		return checkLayout(tx)
+	}
+	if k, _ := tx.Cursor().First(); k != nil {
+		return 0, 0, damagedf("no meta bucket, but a bucket %q: not a meshplane store", k)
+	}
 	for _, name := range [][]byte{bucketEvents, bucketStreams, bucketIDs, bucketMeta} {
-		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-			return 0, fmt.Errorf("create bucket %s: %w", name, err)
+		if _, err := tx.CreateBucket(name); err != nil {
+			return 0, 0, fmt.Errorf("create bucket %s: %w", name, err)
 		}
 	}
 	meta := tx.Bucket(bucketMeta)
-	if v := meta.Get(metaLayout); v == nil {
-		if err := meta.Put(metaLayout, u64key(layoutVersion)); err != nil {
-			return 0, fmt.Errorf("write layout: %w", err)
-		}
-		if err := meta.Put(metaHead, u64key(0)); err != nil {
-			return 0, fmt.Errorf("write head: %w", err)
-		}
-	} else if n, ok := u64val(v); !ok || n != layoutVersion {
-		return 0, fmt.Errorf("unknown layout %x (this build reads layout %d)", v, layoutVersion)
+	if err := meta.Put(metaLayout, u64key(layoutChecksummed)); err != nil {
+		return 0, 0, fmt.Errorf("write layout: %w", err)
 	}
-	return checkHead(tx)
+	if err := meta.Put(metaHead, u64key(0)); err != nil {
+		return 0, 0, fmt.Errorf("write head: %w", err)
+	}
+	return layoutChecksummed, 0, nil
+}
+
+// checkLayout checks the buckets and layout of an existing file, and its
+// head against the last key of events.
+func checkLayout(tx *bolt.Tx) (layout, head uint64, err error) {
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		return 0, 0, damagedf("bucket %s missing: not a meshplane store, or its first write never finished", bucketMeta)
+	}
+	v := meta.Get(metaLayout)
+	layout, ok := u64val(v)
+	switch {
+	case !ok:
+		return 0, 0, damagedf("meta layout is %x, not 8 bytes", v)
+	case layout != layoutPlain && layout != layoutChecksummed:
+		// Likely a newer build's: not damage.
+		return 0, 0, fmt.Errorf("unknown layout %d (this build reads layouts %d and %d)", layout, layoutPlain, layoutChecksummed)
+	}
+	for _, name := range [][]byte{bucketEvents, bucketStreams, bucketIDs} {
+		if tx.Bucket(name) == nil {
+			return 0, 0, damagedf("bucket %s missing", name)
+		}
+	}
+	head, err = checkHead(tx)
+	return layout, head, err
 }
 
 // checkHead reads meta's head and checks it against the last key of events.
 func checkHead(tx *bolt.Tx) (uint64, error) {
 	head, ok := u64val(tx.Bucket(bucketMeta).Get(metaHead))
 	if !ok {
-		return 0, fmt.Errorf("corrupt: meta head missing or malformed")
+		return 0, damagedf("meta head missing or malformed")
 	}
 	var last uint64
 	if k, _ := tx.Bucket(bucketEvents).Cursor().Last(); k != nil {
 		if last, ok = u64val(k); !ok {
-			return 0, fmt.Errorf("corrupt: events key %x is not 8 bytes", k)
+			return 0, damagedf("events key %x is not 8 bytes", k)
 		}
 	}
 	if last != head {
-		return 0, fmt.Errorf("corrupt: meta head is %d, last event is at position %d", head, last)
+		return 0, damagedf("meta head is %d, last event is at position %d", head, last)
 	}
 	return head, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +20,16 @@ import (
 // Store in this process. Open returns it wrapped, with the file's name.
 var ErrLocked = errors.New("file is locked by another process")
 
+// ErrReadOnly means an Append on a store opened with ReadOnly. Nothing was
+// written.
+var ErrReadOnly = errors.New("store opened read-only")
+
+// Damage found in the file is an error wrapping events.ErrDamaged, from
+// Open and from every read and write: a record whose checksum fails, an index
+// that disagrees with the records, a file truncated or scribbled on so that
+// bbolt cannot read it (its panics are recovered at this package's boundary
+// and a fault in its memory map is turned into one), or an empty file.
+
 // DefaultLockTimeout is how long Open waits for the file lock by default.
 const DefaultLockTimeout = 100 * time.Millisecond
 
@@ -27,7 +39,14 @@ type Option func(*config)
 type config struct {
 	now         func() time.Time
 	lockTimeout time.Duration
+	readOnly    bool
 }
+
+// ReadOnly opens the file read-only: with a shared lock, so any number of
+// read-only stores (in any process) may hold it at once, but none while a
+// writing one does. It never creates or modifies the file: a missing file is
+// an error wrapping os.ErrNotExist, and Append fails with ErrReadOnly.
+func ReadOnly() Option { return func(c *config) { c.readOnly = true } }
 
 // WithClock sets the clock that stamps events appended with a zero At
 // (time.Now by default).
@@ -41,9 +60,18 @@ func WithLockTimeout(d time.Duration) Option { return func(c *config) { c.lockTi
 // use. All writes go through one writer goroutine (see the package doc);
 // reads run in bbolt read transactions, concurrently with it.
 type Store struct {
-	db   *bolt.DB
-	path string
-	now  func() time.Time
+	db       *bolt.DB
+	path     string
+	now      func() time.Time
+	readOnly bool
+	// checked says every record is format 3, with its checksum (layout 2);
+	// in a layout-1 file, records written before the checksum are format 1.
+	checked bool
+	// broken is set when bbolt panicked inside a write transaction: its
+	// locks may be held, so the file is not touched again (see guard).
+	broken atomic.Pointer[error]
+	// namesChecked is set once checkStreamNames has passed.
+	namesChecked atomic.Bool
 
 	head   atomic.Uint64 // last committed position; written by the writer only
 	sig    *events.Signal
@@ -62,7 +90,11 @@ var _ events.Store = (*Store)(nil)
 // honours its ctx) while it is full.
 const queueSize = 1024
 
-// Open opens (creating if needed) the store in the bbolt file at path.
+// Open opens (creating if needed, unless ReadOnly) the store in the bbolt
+// file at path. An existing file is checked before it is used: its bbolt
+// structure (every page reachable is in the file, once), its layout, and its
+// head; damage is an error wrapping events.ErrDamaged. An empty file is
+// damage too: it is never initialised over.
 func Open(path string, opts ...Option) (*Store, error) {
 	cfg := config{now: time.Now, lockTimeout: DefaultLockTimeout}
 	for _, o := range opts {
@@ -74,35 +106,140 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if cfg.now == nil {
 		return nil, fmt.Errorf("boltstore: open %s: clock is nil", path)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: cfg.lockTimeout})
-	if errors.Is(err, berrors.ErrTimeout) {
-		return nil, fmt.Errorf("boltstore: open %s: %w (gave up after %v; is another meshplane using it?)",
-			path, ErrLocked, cfg.lockTimeout)
-	}
+	db, err := openBolt(path, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
-	var head uint64
-	if err := db.Update(func(tx *bolt.Tx) error {
-		head, err = initLayout(tx)
-		return err
-	}); err != nil {
-		db.Close()
+	var head, layout uint64
+	err = guard(func() error {
+		if cfg.readOnly {
+			return db.View(func(tx *bolt.Tx) error {
+				layout, head, err = checkLayout(tx)
+				return err
+			})
+		}
+		return db.Update(func(tx *bolt.Tx) error {
+			layout, head, err = initLayout(tx)
+			return err
+		})
+	})
+	if err != nil {
+		closeBolt(db)
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
 	s := &Store{
 		db:         db,
 		path:       path,
 		now:        cfg.now,
+		readOnly:   cfg.readOnly,
+		checked:    layout >= layoutChecksummed,
 		sig:        events.NewSignal(),
 		reqs:       make(chan *request, queueSize),
 		quit:       make(chan struct{}),
 		writerDone: make(chan struct{}),
 	}
 	s.head.Store(head)
-	go s.writeLoop()
+	if cfg.readOnly {
+		close(s.writerDone)
+	} else {
+		go s.writeLoop()
+	}
 	return s, nil
 }
+
+// openBolt opens the bbolt file and checks its structure (walkPages), so
+// that no page bbolt reads later lies outside the file or loops.
+func openBolt(path string, cfg config) (*bolt.DB, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case err == nil && fi.Size() == 0:
+		return nil, fmt.Errorf("%w: the file is empty (0 bytes); it is not initialised over", events.ErrDamaged)
+	case err == nil && !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("not a regular file (%s)", fi.Mode())
+	case err != nil && (cfg.readOnly || !errors.Is(err, os.ErrNotExist)):
+		return nil, err
+	}
+	var db *bolt.DB
+	err = guard(func() error {
+		var err error
+		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: cfg.lockTimeout, ReadOnly: cfg.readOnly})
+		return err
+	})
+	var pathErr *os.PathError
+	switch {
+	case errors.Is(err, berrors.ErrTimeout):
+		return nil, fmt.Errorf("%w (gave up after %v; is another meshplane using it?)", ErrLocked, cfg.lockTimeout)
+	case errors.Is(err, events.ErrDamaged), errors.As(err, &pathErr):
+		return nil, err // damage found by guard; or the file cannot be opened or locked
+	case err != nil:
+		// bbolt's refusals of what it read: no valid meta page, a
+		// file too small, a version it does not know.
+		return nil, fmt.Errorf("%w: bbolt cannot read it: %w", events.ErrDamaged, err)
+	}
+	if _, err := checkStructure(db, path); err != nil {
+		closeBolt(db)
+		return nil, err
+	}
+	return db, nil
+}
+
+// checkStructure walks the pages of db's file (see walkPages), with the meta
+// bbolt itself reads, and returns how many pages it read. Damage is an error
+// wrapping events.ErrDamaged.
+func checkStructure(db *bolt.DB, path string) (int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	pageSize := db.Info().PageSize
+	meta, err := chooseMeta(f, pageSize)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", events.ErrDamaged, err)
+	}
+	var txid int
+	var size int64
+	if err := guard(func() error {
+		return db.View(func(tx *bolt.Tx) error { txid, size = tx.ID(), tx.Size(); return nil })
+	}); err != nil {
+		return 0, err
+	}
+	if uint64(txid) != meta.txid || uint64(size) != meta.hwm*uint64(pageSize) {
+		return 0, fmt.Errorf("%w: bbolt reads transaction %d of %d bytes, the meta pages say %d of %d",
+			events.ErrDamaged, txid, size, meta.txid, meta.hwm*uint64(pageSize))
+	}
+	n, err := walkPages(f, fi.Size(), pageSize, meta)
+	if err != nil {
+		return n, fmt.Errorf("%w: %w", events.ErrDamaged, err)
+	}
+	return n, nil
+}
+
+// closeBolt closes db after Open failed; a panic while closing a damaged
+// file is dropped, since Open's error already says what is wrong.
+func closeBolt(db *bolt.DB) { _ = guard(db.Close) }
+
+// guard runs fn, which calls into bbolt, at this package's boundary: bbolt
+// trusts the file it maps, so a damaged file makes it panic, or fault on a
+// page past the end of the file. A fault is made a panic (for this goroutine,
+// while fn runs: debug.SetPanicOnFault), and a panic an error wrapping
+// events.ErrDamaged and errPanicked.
+func guard(fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: reading the file panicked: %v: %w", events.ErrDamaged, r, errPanicked)
+		}
+	}()
+	return fn()
+}
+
+// errPanicked marks an error made by guard from a panic.
+var errPanicked = errors.New("bbolt gave up on the file")
 
 // Path returns the file the store was opened on.
 func (s *Store) Path() string { return s.path }
@@ -115,7 +252,12 @@ func (s *Store) Close() error {
 		s.closed.Store(true)
 		close(s.quit)
 		<-s.writerDone
-		if err := s.db.Close(); err != nil {
+		if b := s.broken.Load(); b != nil {
+			// bbolt panicked in a write and may hold its own locks:
+			// closing could block forever. The process's exit frees
+			// the file.
+			s.closeErr = fmt.Errorf("boltstore: close %s: left open after %w", s.path, *b)
+		} else if err := guard(s.db.Close); err != nil {
 			s.closeErr = fmt.Errorf("boltstore: close %s: %w", s.path, err)
 		}
 		s.sig.Close()
@@ -133,7 +275,10 @@ func (s *Store) check(ctx context.Context) error {
 
 // view runs fn in a read transaction, mapping a closed database to ErrClosed.
 func (s *Store) view(fn func(*bolt.Tx) error) error {
-	err := s.db.View(fn)
+	if b := s.broken.Load(); b != nil {
+		return *b
+	}
+	err := guard(func() error { return s.db.View(fn) })
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return events.ErrClosed
 	}
@@ -161,7 +306,7 @@ func (s *Store) ReadAll(ctx context.Context, after uint64, limit int) ([]events.
 	err := s.view(func(tx *bolt.Tx) error {
 		head, ok := u64val(tx.Bucket(bucketMeta).Get(metaHead))
 		if !ok {
-			return fmt.Errorf("corrupt: meta head missing or malformed")
+			return damagedf("meta head missing or malformed")
 		}
 		if head <= after {
 			return nil
@@ -179,7 +324,7 @@ func (s *Store) ReadAll(ctx context.Context, after uint64, limit int) ([]events.
 					return err
 				}
 			}
-			e, err := decodeAt(k, v, want)
+			e, err := s.decodeAt(k, v, want)
 			if err != nil {
 				return err
 			}
@@ -187,7 +332,7 @@ func (s *Store) ReadAll(ctx context.Context, after uint64, limit int) ([]events.
 			want++
 		}
 		if uint64(len(out)) != n {
-			return fmt.Errorf("corrupt: head is %d but events end at position %d", head, want-1)
+			return damagedf("head is %d but events end at position %d", head, want-1)
 		}
 		return nil
 	})
@@ -198,20 +343,86 @@ func (s *Store) ReadAll(ctx context.Context, after uint64, limit int) ([]events.
 }
 
 // decodeAt decodes the record v stored under key k, which must be position
-// want, and checks that the record agrees.
-func decodeAt(k, v []byte, want uint64) (events.Event, error) {
+// want, and checks that the record agrees: its checksum (DecodeRecord), its
+// format (a layout-2 file holds only checksummed records) and its position.
+func (s *Store) decodeAt(k, v []byte, want uint64) (events.Event, error) {
 	pos, ok := u64val(k)
 	if !ok || pos != want {
-		return events.Event{}, fmt.Errorf("corrupt: expected position %d, found key %x", want, k)
+		return events.Event{}, damagedf("expected position %d, found key %x", want, k)
+	}
+	if f := events.RecordFormat(v); s.checked && f != events.RecordFormatChecked {
+		return events.Event{}, damagedf("record at position %d is format %d, in a file whose records all carry a checksum (format %d)",
+			pos, f, events.RecordFormatChecked)
 	}
 	e, err := events.DecodeRecord(v)
 	if err != nil {
-		return events.Event{}, fmt.Errorf("position %d: %w", pos, err)
+		return events.Event{}, fmt.Errorf("record at position %d: %w", pos, err)
 	}
 	if e.Position != pos {
-		return events.Event{}, fmt.Errorf("corrupt: record at position %d says position %d", pos, e.Position)
+		return events.Event{}, damagedf("record at position %d says position %d", pos, e.Position)
 	}
 	return e, nil
+}
+
+// checkStreamNames checks that each stream bucket's name is the stream of
+// its first record. A bucket name is a bbolt key, which no checksum of ours
+// covers: a damaged one would make its stream read as absent (and then be
+// started again from version 1). So an answer of "no such stream" is given
+// only after this check. It reads one record per stream, once per Store:
+// after it has passed, every bucket is either checked or made by this Store
+// (no other process writes the file while it is open).
+func (s *Store) checkStreamNames(tx *bolt.Tx) error {
+	if s.namesChecked.Load() {
+		return nil
+	}
+	evb := tx.Bucket(bucketEvents)
+	c := tx.Bucket(bucketStreams).Cursor()
+	for name, v := c.First(); name != nil; name, v = c.Next() {
+		if v != nil {
+			return damagedf("streams: key %q is not a bucket", name)
+		}
+		k, pos := tx.Bucket(bucketStreams).Bucket(name).Cursor().First()
+		if k == nil {
+			return damagedf("stream %q: empty bucket", name)
+		}
+		p, ok := u64val(pos)
+		if !ok {
+			return damagedf("stream %q: first version points at %x", name, pos)
+		}
+		e, err := s.decodeAt(pos, evb.Get(pos), p)
+		if err != nil {
+			return fmt.Errorf("stream %q: %w", name, err)
+		}
+		if e.Stream != string(name) {
+			return damagedf("stream bucket %q holds the records of stream %s (position %d)", name, e.Stream, p)
+		}
+	}
+	s.namesChecked.Store(true)
+	return nil
+}
+
+// streamVersion returns the version of the stream whose bucket is sb: its
+// last key, which must agree with the bucket's sequence, where the writer
+// keeps it too. A damaged page of the stream's bucket (a count cut short
+// loses its last versions) is caught by the two disagreeing. Buckets of a
+// layout-1 file not appended to since have sequence 0, and are not checked.
+func (s *Store) streamVersion(sb *bolt.Bucket, stream string) (uint64, error) {
+	var last uint64
+	if k, _ := sb.Cursor().Last(); k != nil {
+		var ok bool
+		if last, ok = u64val(k); !ok {
+			return 0, damagedf("stream %s: key %x is not 8 bytes", stream, k)
+		}
+	}
+	if seq := sb.Sequence(); seq != last && (s.checked || seq != 0) {
+		return 0, damagedf("stream %s: last version is %d, its bucket says %d", stream, last, seq)
+	}
+	return last, nil
+}
+
+// damagedf is an error wrapping events.ErrDamaged.
+func damagedf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", events.ErrDamaged, fmt.Sprintf(format, args...))
 }
 
 // ReadStream returns the events of stream after version after, in version
@@ -227,7 +438,11 @@ func (s *Store) ReadStream(ctx context.Context, stream string, after uint64, lim
 	err := s.view(func(tx *bolt.Tx) error {
 		sb := tx.Bucket(bucketStreams).Bucket([]byte(stream))
 		if sb == nil {
-			return nil
+			// Absent, unless damage renamed its bucket.
+			return s.checkStreamNames(tx)
+		}
+		if _, err := s.streamVersion(sb, stream); err != nil {
+			return err
 		}
 		evb := tx.Bucket(bucketEvents)
 		c := sb.Cursor()
@@ -240,22 +455,22 @@ func (s *Store) ReadStream(ctx context.Context, stream string, after uint64, lim
 			}
 			ver, ok := u64val(k)
 			if !ok || ver != want {
-				return fmt.Errorf("corrupt: expected version %d, found key %x", want, k)
+				return damagedf("stream %s: expected version %d, found key %x", stream, want, k)
 			}
 			pos, ok := u64val(v)
 			if !ok {
-				return fmt.Errorf("corrupt: version %d points at %x", ver, v)
+				return damagedf("stream %s: version %d points at %x", stream, ver, v)
 			}
 			rec := evb.Get(v)
 			if rec == nil {
-				return fmt.Errorf("corrupt: version %d points at position %d, which is not stored", ver, pos)
+				return damagedf("stream %s: version %d points at position %d, which is not stored", stream, ver, pos)
 			}
-			e, err := decodeAt(v, rec, pos)
+			e, err := s.decodeAt(v, rec, pos)
 			if err != nil {
-				return err
+				return fmt.Errorf("stream %s version %d: %w", stream, ver, err)
 			}
 			if e.Stream != stream || e.Version != ver {
-				return fmt.Errorf("corrupt: version %d points at position %d, which holds %s", ver, pos, e)
+				return damagedf("stream %s: version %d points at position %d, which holds %s", stream, ver, pos, e)
 			}
 			out = append(out, e)
 			want++

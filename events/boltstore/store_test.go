@@ -1,7 +1,9 @@
 package boltstore
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -272,7 +274,7 @@ func TestGroupSemantics(t *testing.T) {
 		group[i] = &request{stream: st.stream, expected: st.expected, evs: p, done: make(chan result, 1)}
 	}
 	// The store's writer is idle: this test is the only writer.
-	w := writer{db: s.db}
+	w := writer{db: s.db, store: s}
 	results, head, err := w.commit(group)
 	if err != nil {
 		t.Fatalf("commit: %v", err)
@@ -322,7 +324,7 @@ func TestGroupCommitFailureFailsEveryRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Update(func(tx *bolt.Tx) error { _, err := initLayout(tx); return err }); err != nil {
+	if err := db.Update(func(tx *bolt.Tx) error { _, _, err := initLayout(tx); return err }); err != nil {
 		t.Fatal(err)
 	}
 	db.Close() // every Update now fails
@@ -334,7 +336,7 @@ func TestGroupCommitFailureFailsEveryRequest(t *testing.T) {
 		}
 		group = append(group, &request{stream: stream, expected: events.Any, evs: p})
 	}
-	w := writer{db: db}
+	w := writer{db: db, store: &Store{}}
 	results, head, err := w.commit(group)
 	if err == nil || results != nil || head != 0 {
 		t.Fatalf("commit on a closed file: results %v, head %d, err %v; want no results and an error", results, head, err)
@@ -558,9 +560,33 @@ func TestCorruptFile(t *testing.T) {
 	}{
 		{
 			name:    "garbage record",
-			damage:  func(tx *bolt.Tx) error { return tx.Bucket(bucketEvents).Put(u64key(2), []byte{1, 2, 3}) },
-			readErr: "position 2",
+			damage:  func(tx *bolt.Tx) error { return tx.Bucket(bucketEvents).Put(u64key(2), []byte{3, 1, 2, 3}) },
+			readErr: "record at position 2: corrupt record",
 			isInval: true,
+		},
+		{
+			name: "one bit flipped in a record",
+			damage: func(tx *bolt.Tx) error {
+				b := tx.Bucket(bucketEvents)
+				rec := bytes.Clone(b.Get(u64key(2)))
+				rec[20] ^= 0x10
+				return b.Put(u64key(2), rec)
+			},
+			readErr: "record at position 2: corrupt record: checksum mismatch",
+			isInval: true,
+		},
+		{
+			name: "a record without its checksum, in a file whose records all have one",
+			damage: func(tx *bolt.Tx) error {
+				b := tx.Bucket(bucketEvents)
+				e, err := events.DecodeRecord(b.Get(u64key(2)))
+				if err != nil {
+					return err
+				}
+				e.Data = json.RawMessage(`{"tag":"forged"}`)
+				return b.Put(u64key(2), plainRecord(e))
+			},
+			readErr: "record at position 2 is format 1",
 		},
 		{
 			name: "record under the wrong key",
@@ -607,6 +633,11 @@ func TestCorruptFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			db.Close()
+			if rep, err := Verify(context.Background(), path); err != nil || rep.OK() {
+				t.Errorf("Verify: %+v, %v; want damage found", rep, err)
+			} else {
+				t.Logf("verify: %q", rep.Damage)
+			}
 
 			s, err = Open(path)
 			if tc.openErr != "" {
@@ -640,10 +671,29 @@ func TestCorruptFile(t *testing.T) {
 				if !strings.Contains(err.Error(), tc.readErr) {
 					t.Errorf("%s: %q, want it to name %q", what, err, tc.readErr)
 				}
+				if !errors.Is(err, events.ErrDamaged) {
+					t.Errorf("%s: %v, want it to wrap ErrDamaged", what, err)
+				}
 				if tc.isInval && !errors.Is(err, events.ErrInvalid) {
 					t.Errorf("%s: %v, want it to wrap ErrInvalid", what, err)
 				}
 			}
 		})
 	}
+}
+
+// plainRecord is e in record format 1, as files of layout 1 hold it
+// (events/record.go documents the format).
+func plainRecord(e events.Event) []byte {
+	b := append([]byte{events.RecordFormatPlain}, e.ID[:]...)
+	b = binary.AppendUvarint(b, e.Version)
+	b = binary.AppendUvarint(b, e.Position)
+	b = binary.AppendUvarint(b, uint64(e.Schema))
+	b = binary.AppendVarint(b, e.At.UnixNano())
+	for _, s := range [...]string{e.Stream, e.Type, e.Actor, e.Causation, e.Correlation} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	b = binary.AppendUvarint(b, uint64(len(e.Data)))
+	return append(b, e.Data...)
 }

@@ -48,6 +48,12 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 	if err := s.check(ctx); err != nil {
 		return nil, fmt.Errorf("boltstore: append %s: %w", stream, err)
 	}
+	if s.readOnly {
+		return nil, fmt.Errorf("boltstore: append %s: %w", stream, ErrReadOnly)
+	}
+	if b := s.broken.Load(); b != nil {
+		return nil, fmt.Errorf("boltstore: append %s: %w", stream, *b)
+	}
 	if !expected.Valid() {
 		return nil, fmt.Errorf("boltstore: append %s: %w", stream,
 			&events.InvalidError{Field: "expected", Reason: expected.String()})
@@ -104,7 +110,7 @@ func (s *Store) lastWord(r *request) result {
 // Close, then fails whatever is still queued with ErrClosed.
 func (s *Store) writeLoop() {
 	defer close(s.writerDone)
-	w := writer{db: s.db}
+	w := writer{db: s.db, store: s}
 	for {
 		var first *request
 		select {
@@ -127,6 +133,10 @@ func (s *Store) writeLoop() {
 			continue
 		}
 		results, head, err := w.commit(group)
+		if errors.Is(err, errPanicked) {
+			// bbolt may hold its locks: touch the file no more.
+			s.broken.CompareAndSwap(nil, &err)
+		}
 		// Head first, then the answers: a caller that reads Head after its
 		// Append returned sees its own events.
 		if err == nil && head != s.head.Load() {
@@ -181,7 +191,8 @@ func (s *Store) failQueued() {
 
 // writer commits groups; only the writer goroutine uses it.
 type writer struct {
-	db *bolt.DB
+	db    *bolt.DB
+	store *Store
 }
 
 // commit applies group in one bbolt Update. It returns each request's
@@ -195,37 +206,43 @@ func (w *writer) commit(group []*request) ([]result, uint64, error) {
 	for _, r := range group {
 		size += r.size
 	}
-	err := w.db.Update(func(tx *bolt.Tx) error {
-		meta := tx.Bucket(bucketMeta)
-		var ok bool
-		if head, ok = u64val(meta.Get(metaHead)); !ok {
-			return fmt.Errorf("corrupt: meta head missing or malformed")
-		}
-		t := txn{
-			tx:      tx,
-			events:  tx.Bucket(bucketEvents),
-			streams: tx.Bucket(bucketStreams),
-			ids:     tx.Bucket(bucketIDs),
-			head:    head,
-			arena:   make([]byte, 0, size),
-		}
-		t.events.FillPercent = fillSequential
-		t.ids.FillPercent = fillIDs
-		for i, r := range group {
-			evs, err := t.apply(r)
-			if err != nil && !isRefusal(err) {
-				return err // a bolt failure: the whole group fails
+	if b := w.store.broken.Load(); b != nil {
+		return nil, 0, *b
+	}
+	err := guard(func() error {
+		return w.db.Update(func(tx *bolt.Tx) error {
+			meta := tx.Bucket(bucketMeta)
+			var ok bool
+			if head, ok = u64val(meta.Get(metaHead)); !ok {
+				return damagedf("meta head missing or malformed")
 			}
-			results[i] = result{evs: evs, err: err}
-		}
-		if t.head == head {
+			t := txn{
+				store:   w.store,
+				tx:      tx,
+				events:  tx.Bucket(bucketEvents),
+				streams: tx.Bucket(bucketStreams),
+				ids:     tx.Bucket(bucketIDs),
+				head:    head,
+				arena:   make([]byte, 0, size),
+			}
+			t.events.FillPercent = fillSequential
+			t.ids.FillPercent = fillIDs
+			for i, r := range group {
+				evs, err := t.apply(r)
+				if err != nil && !isRefusal(err) {
+					return err // a bolt failure: the whole group fails
+				}
+				results[i] = result{evs: evs, err: err}
+			}
+			if t.head == head {
+				return nil
+			}
+			if err := meta.Put(metaHead, u64key(t.head)); err != nil {
+				return fmt.Errorf("write head %d: %w", t.head, err)
+			}
+			head = t.head
 			return nil
-		}
-		if err := meta.Put(metaHead, u64key(t.head)); err != nil {
-			return fmt.Errorf("write head %d: %w", t.head, err)
-		}
-		head = t.head
-		return nil
+		})
 	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("commit of %d request(s): %w", len(group), err)
@@ -241,6 +258,7 @@ func isRefusal(err error) bool {
 
 // txn is one group's write transaction.
 type txn struct {
+	store   *Store
 	tx      *bolt.Tx
 	events  *bolt.Bucket
 	streams *bolt.Bucket
@@ -264,11 +282,8 @@ func (t *txn) apply(r *request) ([]events.Event, error) {
 	sb := t.streams.Bucket([]byte(r.stream))
 	var version uint64
 	if sb != nil {
-		if k, _ := sb.Cursor().Last(); k != nil {
-			var ok bool
-			if version, ok = u64val(k); !ok {
-				return nil, fmt.Errorf("corrupt: stream %s has key %x", r.stream, k)
-			}
+		if version, err = t.store.streamVersion(sb, r.stream); err != nil {
+			return nil, err
 		}
 	}
 	if !r.expected.Check(version) {
@@ -277,6 +292,10 @@ func (t *txn) apply(r *request) ([]events.Event, error) {
 	// From here on every check has passed; a failure is bolt's, and fails
 	// the transaction.
 	if sb == nil {
+		// A new stream, unless damage renamed its bucket.
+		if err := t.store.checkStreamNames(t.tx); err != nil {
+			return nil, err
+		}
 		if sb, err = t.streams.CreateBucket([]byte(r.stream)); err != nil {
 			return nil, fmt.Errorf("create stream bucket %s: %w", r.stream, err)
 		}
@@ -302,6 +321,10 @@ func (t *txn) apply(r *request) ([]events.Event, error) {
 			return nil, fmt.Errorf("index id %s: %w", e.ID, err)
 		}
 		out[i] = e
+	}
+	// The stream's version, kept twice (see streamVersion).
+	if err := sb.SetSequence(version); err != nil {
+		return nil, fmt.Errorf("stream %s: set sequence %d: %w", r.stream, version, err)
 	}
 	return out, nil
 }
@@ -346,15 +369,18 @@ func (t *txn) storedIDs(evs []events.Event) ([]events.Event, error) {
 		}
 		p, ok := u64val(pos)
 		if !ok {
-			return nil, fmt.Errorf("corrupt: id %s points at %x", e.ID, pos)
+			return nil, damagedf("id %s points at %x", e.ID, pos)
 		}
 		rec := t.events.Get(pos)
 		if rec == nil {
-			return nil, fmt.Errorf("corrupt: id %s points at position %d, which is not stored", e.ID, p)
+			return nil, damagedf("id %s points at position %d, which is not stored", e.ID, p)
 		}
-		old, err := decodeAt(pos, rec, p)
+		old, err := t.store.decodeAt(pos, rec, p)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("id %s: %w", e.ID, err)
+		}
+		if old.ID != e.ID {
+			return nil, damagedf("id %s points at position %d, which holds id %s", e.ID, p, old.ID)
 		}
 		if !old.SameContent(e) {
 			return nil, fmt.Errorf("events[%d].id %s is stored at position %d (%s) with other content: %w",
