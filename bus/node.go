@@ -1,0 +1,216 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"meshplane/declaration"
+)
+
+// ErrNoDeclaration means no declaration was ever put for the node.
+var ErrNoDeclaration = errors.New("bus: no declaration for the node yet")
+
+// NodeOptions tune a node's connection; the zero value is fine.
+type NodeOptions struct {
+	Logger *slog.Logger // nil discards
+}
+
+// Node is an agent's connection to the bus, as one node: it reads and
+// watches that node's declaration and publishes its reports. It can do
+// nothing else (NodePermissions).
+type Node struct {
+	node string
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	log  *slog.Logger
+}
+
+// DialNode connects to the bus with a node's credentials.
+func DialNode(ctx context.Context, c Creds, o NodeOptions) (*Node, error) {
+	if err := c.check(); err != nil {
+		return nil, err
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	nc, err := dial(dialConfig{
+		name: "agent:" + c.Node, urls: c.URLs, user: c.User(), ca: []byte(c.CA),
+		inbox: NodeInbox(c.Node), logger: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("bus: node %s: %w", c.Node, err)
+	}
+	return &Node{node: c.Node, nc: nc, js: js, log: log.With("node", c.Node)}, nil
+}
+
+// Name is the node this connection is for.
+func (n *Node) Name() string { return n.node }
+
+// Close closes the connection.
+func (n *Node) Close() { n.nc.Close() }
+
+func (n *Node) bucket(ctx context.Context) (jetstream.KeyValue, error) {
+	kv, err := n.js.KeyValue(ctx, DeclarationsBucket)
+	if err != nil {
+		return nil, fmt.Errorf("bus: node %s: bucket %s: %w", n.node, DeclarationsBucket, err)
+	}
+	return kv, nil
+}
+
+// Latest returns the node's latest declaration and its revision in the
+// bucket, or ErrNoDeclaration.
+func (n *Node) Latest(ctx context.Context) (declaration.Declaration, uint64, error) {
+	kv, err := n.bucket(ctx)
+	if err != nil {
+		return declaration.Declaration{}, 0, err
+	}
+	e, err := kv.Get(ctx, n.node)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return declaration.Declaration{}, 0, fmt.Errorf("bus: node %s: %w", n.node, ErrNoDeclaration)
+	}
+	if err != nil {
+		return declaration.Declaration{}, 0, fmt.Errorf("bus: node %s: get declaration: %w", n.node, err)
+	}
+	d, err := decodeDeclaration(n.node, e.Value())
+	if err != nil {
+		return declaration.Declaration{}, 0, fmt.Errorf("bus: node %s: revision %d: %w", n.node, e.Revision(), err)
+	}
+	return d, e.Revision(), nil
+}
+
+// ErrBadDeclaration means a value in the bucket is not a declaration for
+// the node whose key it is under.
+var ErrBadDeclaration = errors.New("bus: bad declaration")
+
+func decodeDeclaration(node string, b []byte) (declaration.Declaration, error) {
+	var d declaration.Declaration
+	if err := json.Unmarshal(b, &d); err != nil {
+		return declaration.Declaration{}, fmt.Errorf("%w: %v", ErrBadDeclaration, err)
+	}
+	if d.Node != node {
+		return declaration.Declaration{}, fmt.Errorf("%w: it is for node %q", ErrBadDeclaration, d.Node)
+	}
+	return d, nil
+}
+
+// Watch is a watch of a node's declaration key.
+type Watch struct {
+	out     chan declaration.Declaration
+	kw      jetstream.KeyWatcher
+	done    chan struct{}
+	stop    sync.Once
+	refused atomic.Uint64
+}
+
+// Watch watches the node's declaration: Updates yields the latest
+// declaration now (if one was ever put; so an agent that was away gets it on
+// return) and then each new one. It keeps only the latest: an agent busy
+// applying finds the newest waiting, not a queue of stale ones. A value that
+// does not decode, or is for another node, is logged, counted (Refused) and
+// skipped. The watch survives the bus going away and coming back (it resumes
+// after the last revision it saw). It ends when ctx is done or Stop is
+// called; then Updates is closed.
+func (n *Node) Watch(ctx context.Context) (*Watch, error) {
+	kv, err := n.bucket(ctx)
+	if err != nil {
+		return nil, err
+	}
+	kw, err := kv.Watch(ctx, n.node)
+	if err != nil {
+		return nil, fmt.Errorf("bus: node %s: watch declaration: %w", n.node, err)
+	}
+	w := &Watch{out: make(chan declaration.Declaration, 1), kw: kw, done: make(chan struct{})}
+	go w.run(ctx, n.node, n.log)
+	return w, nil
+}
+
+// Updates yields the declarations; it is closed when the watch ends.
+func (w *Watch) Updates() <-chan declaration.Declaration { return w.out }
+
+// Refused counts the values that did not decode or were for another node.
+func (w *Watch) Refused() uint64 { return w.refused.Load() }
+
+// Stop ends the watch.
+func (w *Watch) Stop() {
+	w.stop.Do(func() { close(w.done) })
+}
+
+func (w *Watch) run(ctx context.Context, node string, log *slog.Logger) {
+	defer close(w.out)
+	// The consumer is ephemeral: the server removes it once the watch's
+	// subscription is gone. Deleting it is not among a node's permissions,
+	// so Stop's error (that refusal) is of no interest.
+	defer func() { _ = w.kw.Stop() }()
+	var last uint64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.done:
+			return
+		case e, ok := <-w.kw.Updates():
+			if !ok {
+				return
+			}
+			if e == nil || e.Revision() <= last { // nil: the initial values are done
+				continue
+			}
+			last = e.Revision()
+			if e.Operation() != jetstream.KeyValuePut {
+				log.Warn("bus: declaration key deleted; keeping the last declaration", "revision", e.Revision())
+				continue
+			}
+			d, err := decodeDeclaration(node, e.Value())
+			if err != nil {
+				w.refused.Add(1)
+				log.Error("bus: declaration refused", "revision", e.Revision(), "err", err)
+				continue
+			}
+			// Keep only the latest: replace one not yet taken.
+			select {
+			case w.out <- d:
+			default:
+				select {
+				case <-w.out:
+				default:
+				}
+				w.out <- d
+			}
+		}
+	}
+}
+
+// PublishReport publishes one of the node's reports and waits for the
+// stream to store it, with its apply id as the message id: a report sent
+// again (its acknowledgement was lost) is dropped by the stream, and
+// duplicate says so. An error means the report may not be stored: keep it
+// and send it again.
+func (n *Node) PublishReport(ctx context.Context, r Report) (duplicate bool, err error) {
+	if r.Node != n.node {
+		return false, fmt.Errorf("%w: node %s cannot send node %q's report", ErrBadReport, n.node, r.Node)
+	}
+	b, err := EncodeReport(r)
+	if err != nil {
+		return false, err
+	}
+	ack, err := n.js.Publish(ctx, ReportSubject(n.node), b,
+		jetstream.WithMsgID(r.ApplyID.String()), jetstream.WithExpectStream(ReportsStream))
+	if err != nil {
+		return false, fmt.Errorf("bus: node %s: publish report %s: %w", n.node, r.ApplyID, err)
+	}
+	return ack.Duplicate, nil
+}
