@@ -25,6 +25,8 @@ type dialConfig struct {
 	inProcess nats.InProcessConnProvider
 	logger    *slog.Logger
 	timeout   time.Duration
+	// reconnected, if set, is called after each reconnection.
+	reconnected func()
 }
 
 // dial connects: it retries for ever once connected (a bus that went away
@@ -65,6 +67,9 @@ func dial(cfg dialConfig) (*nats.Conn, error) {
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			log.Info("bus: reconnected", "conn", cfg.name, "url", nc.ConnectedUrlRedacted())
+			if cfg.reconnected != nil {
+				cfg.reconnected()
+			}
 		}),
 	}
 	if len(cfg.ca) > 0 {

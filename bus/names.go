@@ -82,6 +82,7 @@ func NodeInbox(node string) string { return nodeInboxRoot + strings.ReplaceAll(n
 //	                                                                           the server refuses a config whose filter differs
 //	                                                                           from the one in the subject
 //	$JS.API.DIRECT.GET.KV_mesh-declarations.$KV.mesh-declarations.<node>        the latest value of its key
+//	$JS.API.CONSUMER.DELETE.KV_mesh-declarations.*                              removing its watch's consumer when the watch stops
 //	$JS.API.STREAM.INFO.KV_mesh-declarations                                    binding to the bucket (see below)
 //	$JS.FC.KV_mesh-declarations.>                                               flow-control replies of its watch
 //
@@ -92,15 +93,19 @@ func NodeInbox(node string) string { return nodeInboxRoot + strings.ReplaceAll(n
 // What a node can learn beyond its own key: the bucket's configuration and
 // state through STREAM.INFO (message counts and, when asked, the keys, that
 // is the node names; never a value). Every declaration already names the
-// other nodes in its roster, so this tells a node nothing new. It cannot
-// delete consumers (its watch's ephemeral consumer goes when the connection
-// does), list them, or read any other subject.
+// other nodes in its roster, so this tells a node nothing new. It may delete
+// a consumer of the bucket's stream by name (the client removes its watch's
+// consumer on stop, and waits 5 s for the answer when refused); another
+// node's watch consumer has a random name that it cannot list, and deleting
+// one would only make that watch start again. It cannot list consumers,
+// touch the reports stream's, or read any other subject.
 func NodePermissions(node string) jwt.Permissions {
 	var p jwt.Permissions
 	p.Pub.Allow.Add(
 		ReportSubject(node),
 		"$JS.API.CONSUMER.CREATE."+declStream+".*."+DeclarationSubject(node),
 		"$JS.API.DIRECT.GET."+declStream+"."+DeclarationSubject(node),
+		"$JS.API.CONSUMER.DELETE."+declStream+".*",
 		"$JS.API.STREAM.INFO."+declStream,
 		"$JS.FC."+declStream+".>",
 	)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -31,6 +32,9 @@ type Node struct {
 	nc   *nats.Conn
 	js   jetstream.JetStream
 	log  *slog.Logger
+
+	mu      sync.Mutex
+	watches map[*Watch]struct{} // told when the connection comes back
 }
 
 // DialNode connects to the bus with a node's credentials.
@@ -42,9 +46,10 @@ func DialNode(ctx context.Context, c Creds, o NodeOptions) (*Node, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	n := &Node{node: c.Node, log: log.With("node", c.Node), watches: map[*Watch]struct{}{}}
 	nc, err := dial(dialConfig{
 		name: "agent:" + c.Node, urls: c.URLs, user: c.User(), ca: []byte(c.CA),
-		inbox: NodeInbox(c.Node), logger: log,
+		inbox: NodeInbox(c.Node), logger: log, reconnected: n.reconnected,
 	})
 	if err != nil {
 		return nil, err
@@ -54,7 +59,22 @@ func DialNode(ctx context.Context, c Creds, o NodeOptions) (*Node, error) {
 		nc.Close()
 		return nil, fmt.Errorf("bus: node %s: %w", c.Node, err)
 	}
-	return &Node{node: c.Node, nc: nc, js: js, log: log.With("node", c.Node)}, nil
+	n.nc, n.js = nc, js
+	return n, nil
+}
+
+// reconnected tells every watch that the connection came back: the bus may
+// have restarted and lost the watch's consumer (it is in memory), and
+// waiting for the client to notice missing heartbeats takes tens of seconds.
+func (n *Node) reconnected() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for w := range n.watches {
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Name is the node this connection is for.
@@ -109,8 +129,9 @@ func decodeDeclaration(node string, b []byte) (declaration.Declaration, error) {
 
 // Watch is a watch of a node's declaration key.
 type Watch struct {
+	n       *Node
 	out     chan declaration.Declaration
-	kw      jetstream.KeyWatcher
+	kick    chan struct{} // the connection came back: watch anew
 	done    chan struct{}
 	stop    sync.Once
 	refused atomic.Uint64
@@ -121,10 +142,23 @@ type Watch struct {
 // return) and then each new one. It keeps only the latest: an agent busy
 // applying finds the newest waiting, not a queue of stale ones. A value that
 // does not decode, or is for another node, is logged, counted (Refused) and
-// skipped. The watch survives the bus going away and coming back (it resumes
-// after the last revision it saw). It ends when ctx is done or Stop is
-// called; then Updates is closed.
+// skipped. The watch survives the bus going away and coming back: it watches
+// anew on reconnection and yields what it has not seen. It ends when ctx is
+// done or Stop is called; then Updates is closed.
 func (n *Node) Watch(ctx context.Context) (*Watch, error) {
+	kw, err := n.watchKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w := &Watch{n: n, out: make(chan declaration.Declaration, 1), kick: make(chan struct{}, 1), done: make(chan struct{})}
+	n.mu.Lock()
+	n.watches[w] = struct{}{}
+	n.mu.Unlock()
+	go w.run(ctx, kw)
+	return w, nil
+}
+
+func (n *Node) watchKey(ctx context.Context) (jetstream.KeyWatcher, error) {
 	kv, err := n.bucket(ctx)
 	if err != nil {
 		return nil, err
@@ -133,9 +167,7 @@ func (n *Node) Watch(ctx context.Context) (*Watch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bus: node %s: watch declaration: %w", n.node, err)
 	}
-	w := &Watch{out: make(chan declaration.Declaration, 1), kw: kw, done: make(chan struct{})}
-	go w.run(ctx, n.node, n.log)
-	return w, nil
+	return kw, nil
 }
 
 // Updates yields the declarations; it is closed when the watch ends.
@@ -149,12 +181,40 @@ func (w *Watch) Stop() {
 	w.stop.Do(func() { close(w.done) })
 }
 
-func (w *Watch) run(ctx context.Context, node string, log *slog.Logger) {
+// rewatchDelay is how long a watch that could not start again waits before
+// the next try.
+const rewatchDelay = time.Second
+
+func (w *Watch) run(ctx context.Context, kw jetstream.KeyWatcher) {
+	log := w.n.log
 	defer close(w.out)
-	// The consumer is ephemeral: the server removes it once the watch's
-	// subscription is gone. Deleting it is not among a node's permissions,
-	// so Stop's error (that refusal) is of no interest.
-	defer func() { _ = w.kw.Stop() }()
+	defer func() {
+		w.n.mu.Lock()
+		delete(w.n.watches, w)
+		w.n.mu.Unlock()
+	}()
+	drop := func() {
+		if kw != nil {
+			if err := kw.Stop(); err != nil {
+				log.Debug("bus: stop declaration watch", "err", err)
+			}
+			kw = nil
+		}
+	}
+	defer func() { drop() }()
+	updates := kw.Updates()
+	var retry <-chan time.Time
+	rewatch := func() {
+		drop()
+		updates, retry = nil, nil
+		nkw, err := w.n.watchKey(ctx)
+		if err != nil {
+			log.Warn("bus: declaration watch not restarted; trying again", "in", rewatchDelay, "err", err)
+			retry = time.After(rewatchDelay)
+			return
+		}
+		kw, updates = nkw, nkw.Updates()
+	}
 	var last uint64
 	for {
 		select {
@@ -162,9 +222,15 @@ func (w *Watch) run(ctx context.Context, node string, log *slog.Logger) {
 			return
 		case <-w.done:
 			return
-		case e, ok := <-w.kw.Updates():
-			if !ok {
-				return
+		case <-w.kick:
+			rewatch()
+		case <-retry:
+			rewatch()
+		case e, ok := <-updates:
+			if !ok { // the subscription ended under us
+				kw = nil
+				updates, retry = nil, time.After(rewatchDelay)
+				continue
 			}
 			if e == nil || e.Revision() <= last { // nil: the initial values are done
 				continue
@@ -174,7 +240,7 @@ func (w *Watch) run(ctx context.Context, node string, log *slog.Logger) {
 				log.Warn("bus: declaration key deleted; keeping the last declaration", "revision", e.Revision())
 				continue
 			}
-			d, err := decodeDeclaration(node, e.Value())
+			d, err := decodeDeclaration(w.n.node, e.Value())
 			if err != nil {
 				w.refused.Add(1)
 				log.Error("bus: declaration refused", "revision", e.Revision(), "err", err)

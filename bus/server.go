@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/jwt/v2"
@@ -199,5 +200,9 @@ func (s *Server) Controller(logger *slog.Logger) (ControllerConfig, error) {
 	if err != nil {
 		return ControllerConfig{}, err
 	}
-	return ControllerConfig{URLs: []string{s.URL()}, User: u, Logger: logger, inProcess: s.ns}, nil
+	// nats:// even with TLS: the in-process connection has no socket to
+	// secure (the server offers it TLS without requiring it), and a tls://
+	// URL would make the client insist.
+	url := "nats://" + strings.TrimPrefix(strings.TrimPrefix(s.URL(), "tls://"), "nats://")
+	return ControllerConfig{URLs: []string{url}, User: u, Logger: logger, inProcess: s.ns}, nil
 }
