@@ -231,3 +231,24 @@ func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
 	}
 	return nil
 }
+
+// ParseNATSCreds reads a user from the NATS .creds format (what nsc writes):
+// how an operator of an external NATS hands the controller its user.
+func ParseNATSCreds(b []byte) (User, error) {
+	tok, err := jwt.ParseDecoratedJWT(b)
+	if err != nil {
+		return User{}, fmt.Errorf("bus: nats creds: %w", err)
+	}
+	kp, err := jwt.ParseDecoratedUserNKey(b)
+	if err != nil {
+		return User{}, fmt.Errorf("bus: nats creds: %w", err)
+	}
+	seed, err := kp.Seed()
+	if err != nil {
+		return User{}, fmt.Errorf("bus: nats creds: %w", err)
+	}
+	if _, err := jwt.DecodeUserClaims(tok); err != nil {
+		return User{}, fmt.Errorf("bus: nats creds: %w", err)
+	}
+	return User{JWT: tok, Seed: string(seed)}, nil
+}

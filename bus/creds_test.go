@@ -117,3 +117,63 @@ func TestNodeInboxIsOneToken(t *testing.T) {
 		t.Error("two nodes share an inbox")
 	}
 }
+
+func TestParseNATSCreds(t *testing.T) {
+	s := natstest.Start(t)
+	c := natstest.Creds(t, s, "n1")
+	b, err := c.NATSCreds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := bus.ParseNATSCreds(b)
+	if err != nil || u != c.User() {
+		t.Fatalf("ParseNATSCreds = %+v, %v; want %+v", u, err, c.User())
+	}
+	if _, err := bus.ParseNATSCreds([]byte("nope")); err == nil {
+		t.Fatal("parsed garbage")
+	}
+}
+
+// TestExternalController dials the bus as an operator of an external NATS
+// would have the controller do: by URL, with a user from a .creds file and a
+// signing key it mints node users with (here the account's own key).
+func TestExternalController(t *testing.T) {
+	dir := t.TempDir()
+	s := natstest.Start(t, func(c *bus.ServerConfig) { c.Dir = dir })
+	seed, err := os.ReadFile(filepath.Join(dir, "mesh-account.nk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	issuer, err := bus.NewIssuer(seed, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cu, err := issuer.Controller()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	ctl, err := bus.DialController(ctx, bus.ControllerConfig{URLs: []string{s.URL()}, User: cu})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Close()
+	if _, err := ctl.PutDeclaration(ctx, decl("n1", 1)); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := bus.NewCreds(issuer, "n1", []string{s.URL()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := bus.DialNode(ctx, nc, bus.NodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if d, _, err := n.Latest(ctx); err != nil || d.ID != "n1/1" {
+		t.Fatalf("Latest: %s, %v", d.ID, err)
+	}
+	if _, err := bus.NewIssuer([]byte("SUAxxx"), ""); err == nil {
+		t.Fatal("an issuer from a bad seed")
+	}
+}
