@@ -34,8 +34,11 @@
 // Node.PublishReport publishes a Report (see its wire format) on
 // mesh.report.<node> with the apply id as Nats-Msg-Id and waits for the
 // stream's acknowledgement: a re-sent report (its acknowledgement was lost)
-// is dropped by the stream within the duplicate window, and beyond it by the
-// event store, since the apply id is the apply.reported event's id. An
+// is dropped by the stream within the duplicate window (while the bus runs:
+// a recorded report has left the work-queue stream, so a bus restarted
+// since no longer knows its id), and otherwise by the event store, since the
+// apply id is the apply.reported event's id: the controller's handler must
+// be idempotent per apply id, as commands.Handler.RecordApply is. An
 // error means the report may not be stored: the agent keeps it in its
 // outbox and sends it again (DESIGN.md rule 8).
 //

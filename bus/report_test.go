@@ -235,3 +235,39 @@ func TestReportsRefused(t *testing.T) {
 		t.Fatalf("stats %+v: want 6 recorded and 6 refused", st)
 	}
 }
+
+// TestReportOutlivesController: a report the controller failed to record,
+// and a controller stopped before recording, leave the report to the next
+// controller on the same durable consumer.
+func TestReportOutlivesController(t *testing.T) {
+	s := natstest.Start(t)
+	n := natstest.Node(t, s, "n1")
+	first := newRecorder()
+	r := report("n1", "n1/1")
+	first.fail[r.ApplyID] = 1 << 30 // never records it
+	ctl1 := natstest.Controller(t, s)
+	k1, err := ctl1.ConsumeReports(context.Background(), first.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.PublishReport(ctxT(t), r); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for k1.Stats().Retried == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the first controller never tried the report")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := k1.Stop(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	ctl1.Close()
+
+	second := newRecorder()
+	consume(t, natstest.Controller(t, s), second)
+	if got := second.wait(t); got.ApplyID != r.ApplyID {
+		t.Fatalf("the next controller recorded %s, want %s", got.ApplyID, r.ApplyID)
+	}
+}
