@@ -268,3 +268,24 @@ func (k *Consumer) Stop(ctx context.Context) error {
 		return fmt.Errorf("bus: stop consumer: %w", ctx.Err())
 	}
 }
+
+// Declaration returns node's latest declaration in the bucket and its
+// revision, or ErrNoDeclaration: what a controller that restarted compares
+// a newly composed declaration with, to push only one that changed.
+func (c *Controller) Declaration(ctx context.Context, node string) (declaration.Declaration, uint64, error) {
+	if err := ValidNode(node); err != nil {
+		return declaration.Declaration{}, 0, err
+	}
+	e, err := c.kv.Get(ctx, node)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return declaration.Declaration{}, 0, fmt.Errorf("bus: declaration of %s: %w", node, ErrNoDeclaration)
+	}
+	if err != nil {
+		return declaration.Declaration{}, 0, fmt.Errorf("bus: declaration of %s: %w", node, err)
+	}
+	d, err := decodeDeclaration(node, e.Value())
+	if err != nil {
+		return declaration.Declaration{}, 0, fmt.Errorf("bus: declaration of %s: revision %d: %w", node, e.Revision(), err)
+	}
+	return d, e.Revision(), nil
+}

@@ -2,9 +2,13 @@ package bus_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"meshplane/bus"
 	"meshplane/bus/natstest"
@@ -139,6 +143,67 @@ func TestDeclarations(t *testing.T) {
 			t.Fatalf("watch gave %s, want slow/5 (the newest only)", d.ID)
 		}
 		quiet(t, w)
+	})
+
+	t.Run("the controller reads back what it put", func(t *testing.T) {
+		ctx := ctxT(t)
+		if _, _, err := ctl.Declaration(ctx, "never"); !errors.Is(err, bus.ErrNoDeclaration) {
+			t.Fatalf("Declaration of a node never pushed: %v, want ErrNoDeclaration", err)
+		}
+		rev, err := ctl.PutDeclaration(ctx, decl("back", 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, got, err := ctl.Declaration(ctx, "back")
+		if err != nil || d.ID != "back/1" || d.Digest != decl("back", 1).Digest || got != rev {
+			t.Fatalf("Declaration = %s %s rev %d, %v; want back/1 rev %d", d.ID, d.Digest, got, err, rev)
+		}
+	})
+
+	t.Run("a value that is not the node's declaration is refused and counted", func(t *testing.T) {
+		ctx := ctxT(t)
+		cfg, err := s.Controller(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc, err := nats.Connect(s.URL(), nats.UserJWTAndSeed(cfg.User.JWT, cfg.User.Seed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		js, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kv, err := js.KeyValue(ctx, bus.DeclarationsBucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := natstest.Node(t, s, "victim")
+		w, err := n.Watch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		other, _ := json.Marshal(decl("other", 1))
+		for i, v := range [][]byte{[]byte("{not json"), other} {
+			if _, err := kv.Put(ctx, "victim", v); err != nil {
+				t.Fatal(err)
+			}
+			quiet(t, w)
+			if got := w.Refused(); got != uint64(i+1) {
+				t.Fatalf("refused %d, want %d", got, i+1)
+			}
+		}
+		if _, _, err := n.Latest(ctx); !errors.Is(err, bus.ErrBadDeclaration) {
+			t.Fatalf("Latest of a bad value: %v, want ErrBadDeclaration", err)
+		}
+		if _, err := ctl.PutDeclaration(ctx, decl("victim", 1)); err != nil {
+			t.Fatal(err)
+		}
+		if d := next(t, w); d.ID != "victim/1" {
+			t.Fatalf("watch gave %s after the refusals, want victim/1", d.ID)
+		}
 	})
 
 	t.Run("a bad node name is refused", func(t *testing.T) {
