@@ -22,6 +22,11 @@ var ErrNoDeclaration = errors.New("bus: no declaration for the node yet")
 // NodeOptions tune a node's connection; the zero value is fine.
 type NodeOptions struct {
 	Logger *slog.Logger // nil discards
+	// WaitForBus makes DialNode try again, every RetryEvery, while no server
+	// answers (an agent started before its controller), until ctx is done.
+	// Refused credentials fail at once either way.
+	WaitForBus bool
+	RetryEvery time.Duration // 0 means 1s
 }
 
 // Node is an agent's connection to the bus, as one node: it reads and
@@ -47,12 +52,29 @@ func DialNode(ctx context.Context, c Creds, o NodeOptions) (*Node, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	n := &Node{node: c.Node, log: log.With("node", c.Node), watches: map[*Watch]struct{}{}}
-	nc, err := dial(dialConfig{
-		name: "agent:" + c.Node, urls: c.URLs, user: c.User(), ca: []byte(c.CA),
-		inbox: NodeInbox(c.Node), logger: log, reconnected: n.reconnected,
-	})
-	if err != nil {
-		return nil, err
+	every := o.RetryEvery
+	if every <= 0 {
+		every = time.Second
+	}
+	var nc *nats.Conn
+	for {
+		var err error
+		nc, err = dial(dialConfig{
+			name: "agent:" + c.Node, urls: c.URLs, user: c.User(), ca: []byte(c.CA),
+			inbox: NodeInbox(c.Node), logger: log, reconnected: n.reconnected,
+		})
+		if err == nil {
+			break
+		}
+		if !o.WaitForBus || !errors.Is(err, nats.ErrNoServers) {
+			return nil, err
+		}
+		log.Info("bus: no server answers yet; trying again", "node", c.Node, "in", every, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (gave up waiting: %w)", err, ctx.Err())
+		case <-time.After(every):
+		}
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {

@@ -263,3 +263,60 @@ func TestTLS(t *testing.T) {
 		}
 	})
 }
+
+// TestAgentBeforeBus: credentials are minted from the bus directory
+// without a running server (mesh node register on a stopped controller),
+// and an agent started before the bus waits for it; refused credentials
+// fail at once.
+func TestAgentBeforeBus(t *testing.T) {
+	dir := t.TempDir()
+	port := freePort(t)
+	url := "nats://127.0.0.1:" + strconv.Itoa(port)
+	auth, err := bus.LoadAuthority(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := bus.NewCreds(auth.Issuer(), "n1", []string{url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	if _, err := bus.DialNode(ctx, creds, bus.NodeOptions{}); !errors.Is(err, bus.ErrUnreachable) {
+		t.Fatalf("dial with no bus: %v, want ErrUnreachable", err)
+	}
+	dialed := make(chan error, 1)
+	go func() {
+		n, err := bus.DialNode(ctx, creds, bus.NodeOptions{WaitForBus: true, RetryEvery: 50 * time.Millisecond})
+		if err == nil {
+			n.Close()
+		}
+		dialed <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	s, err := bus.StartServer(bus.ServerConfig{Dir: dir, Listen: "127.0.0.1:" + strconv.Itoa(port)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer natstest.Stop(t, s)
+	select {
+	case err := <-dialed:
+		if err != nil {
+			t.Fatalf("the waiting agent: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the waiting agent did not connect within 15s of the bus starting")
+	}
+
+	stranger, err := bus.LoadAuthority(t.TempDir()) // another mesh's account
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := bus.NewCreds(stranger.Issuer(), "n1", []string{url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := bus.DialNode(ctx, bad, bus.NodeOptions{WaitForBus: true}); err == nil || time.Since(start) > 5*time.Second {
+		t.Fatalf("another mesh's user: %v after %v; want a refusal at once", err, time.Since(start))
+	}
+}
