@@ -26,7 +26,8 @@ const credsVersion = 1
 //	  "version": 1,
 //	  "node": "node-1",                      the node these credentials are for
 //	  "urls": ["tls://10.0.0.1:4222"],       the bus's URLs, tried in turn
-//	  "jwt": "eyJ0...",                      the node's NATS user JWT (NodePermissions)
+//	  "jwt": "eyJ0...",                      the node's NATS user JWT, named "node:<node>",
+//	                                         with NodePermissions
 //	  "seed": "SUA...",                      the user's nkey seed: the secret
 //	  "ca": "-----BEGIN CERTIFICATE-----..." PEM of the CA that signed the bus's
 //	                                         certificate, when it is a private one

@@ -95,8 +95,9 @@
 //   - node users: either give the controller a signing key of MESH (NewIssuer
 //     with the seed and the account's public key) and it mints each node's
 //     user with NodePermissions, as with the embedded bus; or make each node
-//     user by hand with exactly NodePermissions(node) (the subjects are
-//     listed there) and hand it out as the JSON credentials file (Creds);
+//     user by hand, named "node:<node>", with exactly NodePermissions(node)
+//     (the subjects are listed there) and hand it out as the JSON
+//     credentials file (Creds; LoadCreds checks the name);
 //   - TLS on the client port, its CA in the credentials if private;
 //   - max_payload of at least 8 MiB if declarations carry large files (NATS's
 //     default is 1 MiB; the embedded server is set to 8 MiB).

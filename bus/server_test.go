@@ -140,8 +140,6 @@ func TestListen(t *testing.T) {
 }
 
 func TestKeysOnDisk(t *testing.T) {
-	s := natstest.Start(t)
-	_ = s
 	dir := t.TempDir()
 	a1, err := bus.LoadAuthority(dir)
 	if err != nil {
