@@ -212,6 +212,26 @@ func TestDeclarations(t *testing.T) {
 		}
 	})
 
+	t.Run("closing the node ends the watch", func(t *testing.T) {
+		n := natstest.Node(t, s, "closer")
+		w, err := n.Watch(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Close()
+		done := make(chan struct{})
+		go func() {
+			for range w.Updates() {
+			}
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Updates still open 10s after the node closed")
+		}
+	})
+
 	t.Run("Stop closes Updates", func(t *testing.T) {
 		n := natstest.Node(t, s, "stopper")
 		w, err := n.Watch(ctxT(t))

@@ -166,7 +166,7 @@ type Watch struct {
 // does not decode, or is for another node, is logged, counted (Refused) and
 // skipped. The watch survives the bus going away and coming back: it watches
 // anew on reconnection and yields what it has not seen. It ends when ctx is
-// done or Stop is called; then Updates is closed.
+// done, Stop is called or the Node is closed; then Updates is closed.
 func (n *Node) Watch(ctx context.Context) (*Watch, error) {
 	kw, err := n.watchKey(ctx)
 	if err != nil {
@@ -226,16 +226,21 @@ func (w *Watch) run(ctx context.Context, kw jetstream.KeyWatcher) {
 	defer func() { drop() }()
 	updates := kw.Updates()
 	var retry <-chan time.Time
-	rewatch := func() {
+	// rewatch watches anew; false means the connection is closed: the end.
+	rewatch := func() bool {
 		drop()
 		updates, retry = nil, nil
 		nkw, err := w.n.watchKey(ctx)
+		if err != nil && w.n.nc.IsClosed() {
+			return false
+		}
 		if err != nil {
 			log.Warn("bus: declaration watch not restarted; trying again", "in", rewatchDelay, "err", err)
 			retry = time.After(rewatchDelay)
-			return
+			return true
 		}
 		kw, updates = nkw, nkw.Updates()
+		return true
 	}
 	var last uint64
 	for {
@@ -245,12 +250,19 @@ func (w *Watch) run(ctx context.Context, kw jetstream.KeyWatcher) {
 		case <-w.done:
 			return
 		case <-w.kick:
-			rewatch()
+			if !rewatch() {
+				return
+			}
 		case <-retry:
-			rewatch()
+			if !rewatch() {
+				return
+			}
 		case e, ok := <-updates:
 			if !ok { // the subscription ended under us
 				kw = nil
+				if w.n.nc.IsClosed() {
+					return
+				}
 				updates, retry = nil, time.After(rewatchDelay)
 				continue
 			}
