@@ -159,7 +159,8 @@ type Consumer struct {
 	recorded, retried, refused, rejected atomic.Uint64
 }
 
-// ConsumeReports hands every report to h, one at a time in stream order,
+// ConsumeReports hands every report to h, one at a time in stream order (a
+// redelivered one comes again later),
 // through the durable consumer ReportsConsumer: a report is acknowledged
 // only after h recorded it, so a controller that stops in between gets it
 // again. A message that is not a report of the node whose subject it came on

@@ -50,7 +50,9 @@
 // logged with the reason (log/slog), counted (Consumer.Stats, Refused),
 // terminated; the consumer goes on. The reports' stream retention is a work
 // queue: an acknowledged report leaves the stream; one not yet recorded
-// survives a restart of the bus and of the controller.
+// survives a restart of the bus and of the controller. A work queue takes
+// no second consumer overlapping the controller's; a tool that wants to see
+// reports go by subscribes to mesh.report.> without JetStream.
 //
 // # Authentication: decentralized JWT
 //
