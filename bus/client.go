@@ -1,0 +1,90 @@
+package bus
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// ErrUnreachable means no connection to the bus could be made.
+var ErrUnreachable = errors.New("bus: unreachable")
+
+// dialConfig is what a connection is made of, for a node or the controller.
+type dialConfig struct {
+	name      string
+	urls      []string
+	user      User
+	ca        []byte
+	inbox     string
+	inProcess nats.InProcessConnProvider
+	logger    *slog.Logger
+	timeout   time.Duration
+	// reconnected, if set, is called after each reconnection.
+	reconnected func()
+}
+
+// dial connects: it retries for ever once connected (a bus that went away
+// and came back is reconnected to, and JetStream's consumers resume), but
+// the first connection fails at once, so a caller learns a wrong URL or
+// credentials.
+func dial(cfg dialConfig) (*nats.Conn, error) {
+	if len(cfg.urls) == 0 && cfg.inProcess == nil {
+		return nil, fmt.Errorf("%w: no URL", ErrUnreachable)
+	}
+	log := cfg.logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	timeout := cfg.timeout
+	if timeout == 0 {
+		timeout = 5 * time.Second
+	}
+	opts := []nats.Option{
+		nats.Name(cfg.name),
+		nats.UserJWTAndSeed(cfg.user.JWT, cfg.user.Seed),
+		nats.CustomInboxPrefix(cfg.inbox),
+		nats.Timeout(timeout),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(500 * time.Millisecond),
+		nats.ReconnectJitter(250*time.Millisecond, time.Second),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subj := ""
+			if sub != nil {
+				subj = sub.Subject
+			}
+			log.Warn("bus: connection error", "conn", cfg.name, "subject", subj, "err", err)
+		}),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("bus: disconnected", "conn", cfg.name, "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			log.Info("bus: reconnected", "conn", cfg.name, "url", nc.ConnectedUrlRedacted())
+			if cfg.reconnected != nil {
+				cfg.reconnected()
+			}
+		}),
+	}
+	if len(cfg.ca) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(cfg.ca) {
+			return nil, fmt.Errorf("bus: dial %s: the CA holds no PEM certificate", cfg.name)
+		}
+		opts = append(opts, nats.Secure(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))
+	}
+	if cfg.inProcess != nil {
+		opts = append(opts, nats.InProcessServer(cfg.inProcess))
+	}
+	nc, err := nats.Connect(strings.Join(cfg.urls, ","), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s at %s: %w", ErrUnreachable, cfg.name, strings.Join(cfg.urls, ","), err)
+	}
+	return nc, nil
+}

@@ -1,0 +1,109 @@
+// Package bus is meshplane's NATS adapter: the controller puts each node's
+// latest declaration in a JetStream key-value bucket, each agent watches its
+// own key, and agents publish apply reports on a JetStream stream that the
+// controller consumes. By default the bus is a nats-server embedded in the
+// controller (Server); with --nats URL it is any NATS cluster, reached with
+// the same client code (DialController, DialNode).
+//
+// # Subjects, bucket, stream
+//
+//	bucket  mesh-declarations     (stream KV_mesh-declarations, file storage, history 1)
+//	        key = node name       value = JSON of declaration.Declaration
+//	stream  MESH_REPORTS          subjects mesh.report.<node>, file storage, work-queue
+//	                              retention, duplicate window 1 h, at most 1 GiB and
+//	                              then new reports are refused (the agents keep them)
+//	consumer "controller"         durable, on MESH_REPORTS, explicit ack
+//
+// A node name may hold '.', so a node's key and subjects may be several
+// subject tokens; permissions name them exactly, never with a wildcard after
+// the name, so node "web" is granted nothing of node "web.a". Inboxes are
+// the exception (a prefix must end in one token): NodeInbox writes '.' as
+// '~'.
+//
+// # Declarations
+//
+// Controller.PutDeclaration puts a declaration under its node's key. On the
+// node, Node.Watch yields the latest declaration at once (an agent that was
+// away gets it on return), then each new one, keeping only the newest if
+// the agent is busy. The watch is a KV watch (an ordered push consumer with
+// the key as filter, in memory); when the connection comes back after the
+// bus went away, it starts anew and yields only revisions it has not seen.
+//
+// # Reports
+//
+// Node.PublishReport publishes a Report (see its wire format) on
+// mesh.report.<node> with the apply id as Nats-Msg-Id and waits for the
+// stream's acknowledgement: a re-sent report (its acknowledgement was lost)
+// is dropped by the stream within the duplicate window (while the bus runs:
+// a recorded report has left the work-queue stream, so a bus restarted
+// since no longer knows its id), and otherwise by the event store, since the
+// apply id is the apply.reported event's id: the controller's handler must
+// be idempotent per apply id, as commands.Handler.RecordApply is. An
+// error means the report may not be stored: the agent keeps it in its
+// outbox and sends it again (DESIGN.md rule 8).
+//
+// Controller.ConsumeReports hands each report to a Handler, one at a time,
+// and acknowledges it only after the handler returned nil (recorded). An
+// error wrapping ErrRejected terminates the message and counts it; any other
+// error redelivers it after a backoff (1 s doubling to a minute). A message
+// that does not decode, or whose node differs from its subject's, is refused:
+// logged with the reason (log/slog), counted (Consumer.Stats, Refused),
+// terminated; the consumer goes on. The reports' stream retention is a work
+// queue: an acknowledged report leaves the stream; one not yet recorded
+// survives a restart of the bus and of the controller. A work queue takes
+// no second consumer overlapping the controller's; a tool that wants to see
+// reports go by subscribes to mesh.report.> without JetStream.
+//
+// # Authentication: decentralized JWT
+//
+// The embedded server runs in operator mode: an operator, a system account
+// and the mesh account, whose seeds live in the bus directory (Authority;
+// files mode 0600), the account JWTs signed at each start and preloaded in a
+// memory resolver. Every client is a user of the mesh account, signed by
+// the account's key: the controller with every right in the account, each
+// node with NodePermissions alone. So the controller mints a node's
+// credentials (NewCreds, written by WriteCreds for `mesh node register
+// --creds`) without touching the server's configuration: no reload, no
+// restart, and the server checks the permissions carried in the JWT.
+// (Per-user permissions in the server's configuration would need a reload
+// for each node registered, and the server to know every user.)
+// A node's user does not expire; revoking one (a revocation in the account
+// JWT) is not built yet.
+//
+// NodePermissions lists what a node may do, and why each subject is there.
+// Its tests run the real server and check that a node can neither read
+// another node's key (get, watch, a consumer whose filter differs from its
+// create subject) nor publish another node's reports, nor subscribe beyond
+// its inbox.
+//
+// # TLS and listening
+//
+// The embedded server listens on 127.0.0.1:4222 by default. Beyond
+// loopback it needs a certificate and key (clients then verify it, against
+// the CA in their credentials when it is a private one), or Insecure said
+// out loud: StartServer refuses otherwise (ErrInsecure). The controller in
+// the same process connects in-process (no socket).
+//
+// # An external NATS cluster (--nats URL)
+//
+// What an operator sets up there (with nsc, or the server's configuration):
+//
+//   - an account for the mesh (say MESH) with JetStream enabled: file
+//     storage for the bucket and the stream above (the controller makes them
+//     on start, or updates them; ControllerConfig.Replicas for R3);
+//   - a controller user in MESH allowed to publish and subscribe to
+//     everything in the account (it uses $JS.API.>, $KV.mesh-declarations.>,
+//     mesh.report.> through its consumer, and its inbox _INBOX.controller.>);
+//   - node users: either give the controller a signing key of MESH (NewIssuer
+//     with the seed and the account's public key) and it mints each node's
+//     user with NodePermissions, as with the embedded bus; or make each node
+//     user by hand, named "node:<node>", with exactly NodePermissions(node)
+//     (the subjects are listed there) and hand it out as the JSON
+//     credentials file (Creds; LoadCreds checks the name);
+//   - TLS on the client port, its CA in the credentials if private;
+//   - max_payload of at least 8 MiB if declarations carry large files (NATS's
+//     default is 1 MiB; the embedded server is set to 8 MiB).
+//
+// The names (bucket, stream, consumer, subjects) are fixed: one mesh per
+// account.
+package bus

@@ -1,0 +1,114 @@
+package bus
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/nats-io/jwt/v2"
+)
+
+// The names the bus uses. They are part of the wire contract between the
+// controller, the agents and any NATS cluster an operator sets up: never
+// renamed.
+const (
+	// DeclarationsBucket is the JetStream KV bucket holding the latest
+	// declaration of each node, under the node's name.
+	DeclarationsBucket = "mesh-declarations"
+	// ReportsStream is the JetStream stream of apply reports.
+	ReportsStream = "MESH_REPORTS"
+	// ReportsConsumer is the controller's durable consumer on ReportsStream.
+	ReportsConsumer = "controller"
+	// ReportSubjectPrefix starts every report subject: mesh.report.<node>.
+	ReportSubjectPrefix = "mesh.report."
+
+	// declStream is the stream JetStream keeps DeclarationsBucket in, and
+	// declPrefix the subject prefix of its keys.
+	declStream = "KV_" + DeclarationsBucket
+	declPrefix = "$KV." + DeclarationsBucket + "."
+
+	// nodeInboxRoot and controllerInboxRoot start the reply subjects
+	// (inboxes) of node and controller connections: a node may subscribe
+	// only under its own, so it never sees another's replies.
+	nodeInboxRoot       = "_INBOX.node."
+	controllerInboxRoot = "_INBOX.controller"
+)
+
+// ErrBadNode means a node name cannot be used on the bus.
+var ErrBadNode = errors.New("bus: bad node name")
+
+// ValidNode checks that node is usable as a KV key and in subjects: the
+// node names meshplane accepts (lower-case letters, digits, '-', '_' and
+// '.', starting with a letter or digit, at most 63 bytes), and no '.' at the
+// end or twice in a row (an empty subject token).
+func ValidNode(node string) error {
+	if node == "" || len(node) > 63 {
+		return fmt.Errorf("%w: %q: 1 to 63 bytes", ErrBadNode, node)
+	}
+	for i, r := range node {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+		case (r == '-' || r == '_' || r == '.') && i > 0:
+		default:
+			return fmt.Errorf("%w: %q: use lower-case letters, digits, '-', '_' and '.', starting with a letter or digit", ErrBadNode, node)
+		}
+	}
+	if strings.HasSuffix(node, ".") || strings.Contains(node, "..") {
+		return fmt.Errorf("%w: %q: a '.' at the end or twice in a row", ErrBadNode, node)
+	}
+	return nil
+}
+
+// ReportSubject is the subject node publishes its reports on.
+func ReportSubject(node string) string { return ReportSubjectPrefix + node }
+
+// DeclarationSubject is the subject of node's key in DeclarationsBucket.
+func DeclarationSubject(node string) string { return declPrefix + node }
+
+// NodeInbox is the inbox prefix of node's connections. A node name may hold
+// '.', which would make it several subject tokens, and then node "web" could
+// subscribe to node "web.a"'s inbox; '.' becomes '~' (which no node name
+// holds), so the prefix ends in exactly one token per node.
+func NodeInbox(node string) string { return nodeInboxRoot + strings.ReplaceAll(node, ".", "~") }
+
+// NodePermissions are the permissions of node's bus user: exactly what
+// watching and reading its own declaration key and publishing its own
+// reports need, nothing else.
+//
+// Publish:
+//
+//	mesh.report.<node>                                                         its reports (the stream acks to its inbox)
+//	$JS.API.CONSUMER.CREATE.KV_mesh-declarations.*.$KV.mesh-declarations.<node> a consumer (any name) whose filter is its key:
+//	                                                                           the server refuses a config whose filter differs
+//	                                                                           from the one in the subject
+//	$JS.API.DIRECT.GET.KV_mesh-declarations.$KV.mesh-declarations.<node>        the latest value of its key
+//	$JS.API.CONSUMER.DELETE.KV_mesh-declarations.*                              removing its watch's consumer when the watch stops
+//	$JS.API.STREAM.INFO.KV_mesh-declarations                                    binding to the bucket (see below)
+//	$JS.FC.KV_mesh-declarations.>                                               flow-control replies of its watch
+//
+// Subscribe:
+//
+//	_INBOX.node.<node>.>                                                       its inbox: API replies, acks, watch deliveries
+//
+// What a node can learn beyond its own key: the bucket's configuration and
+// state through STREAM.INFO (message counts and, when asked, the keys, that
+// is the node names; never a value). Every declaration already names the
+// other nodes in its roster, so this tells a node nothing new. It may delete
+// a consumer of the bucket's stream by name (the client removes its watch's
+// consumer on stop, and waits 5 s for the answer when refused); another
+// node's watch consumer has a random name that it cannot list, and deleting
+// one would only make that watch start again. It cannot list consumers,
+// touch the reports stream's, or read any other subject.
+func NodePermissions(node string) jwt.Permissions {
+	var p jwt.Permissions
+	p.Pub.Allow.Add(
+		ReportSubject(node),
+		"$JS.API.CONSUMER.CREATE."+declStream+".*."+DeclarationSubject(node),
+		"$JS.API.DIRECT.GET."+declStream+"."+DeclarationSubject(node),
+		"$JS.API.CONSUMER.DELETE."+declStream+".*",
+		"$JS.API.STREAM.INFO."+declStream,
+		"$JS.FC."+declStream+".>",
+	)
+	p.Sub.Allow.Add(NodeInbox(node) + ".>")
+	return p
+}

@@ -1,0 +1,207 @@
+package bus_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"meshplane/bus"
+	"meshplane/bus/natstest"
+)
+
+// rawNode connects to s with node's credentials as a plain NATS client, to
+// try what the bus's own client never does. Its asynchronous errors (the
+// server's permission refusals of publishes and subscriptions) arrive on
+// the returned channel.
+func rawNode(t *testing.T, s *bus.Server, node string) (*nats.Conn, <-chan error) {
+	t.Helper()
+	c := natstest.Creds(t, s, node)
+	errs := make(chan error, 100)
+	nc, err := nats.Connect(s.URL(), nats.UserJWTAndSeed(c.JWT, c.Seed), nats.CustomInboxPrefix(bus.NodeInbox(node)),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { errs <- err }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc, errs
+}
+
+// violation waits for a permissions violation naming subject.
+func violation(t *testing.T, errs <-chan error, subject string) {
+	t.Helper()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case err := <-errs:
+			if strings.Contains(strings.ToLower(err.Error()), "permissions violation") && strings.Contains(err.Error(), subject) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no permissions violation for %q within 5s", subject)
+		}
+	}
+}
+
+// TestPermissions holds NodePermissions on the real server: node a can
+// read its own key and publish its own reports, and nothing of node b's.
+func TestPermissions(t *testing.T) {
+	s := natstest.Start(t)
+	ctl := natstest.Controller(t, s)
+	rec := newRecorder()
+	consume(t, ctl, rec)
+	ctx := ctxT(t)
+	for _, node := range []string{"a", "b", "a.b"} {
+		if _, err := ctl.PutDeclaration(ctx, decl(node, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("its own key and reports", func(t *testing.T) {
+		n := natstest.Node(t, s, "a")
+		if d, _, err := n.Latest(ctx); err != nil || d.ID != "a/1" {
+			t.Fatalf("own Latest: %s, %v", d.ID, err)
+		}
+		w, err := n.Watch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		if d := next(t, w); d.ID != "a/1" {
+			t.Fatalf("own watch: %s", d.ID)
+		}
+		r := report("a", "a/1")
+		if _, err := n.PublishReport(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if got := rec.wait(t); got.ApplyID != r.ApplyID {
+			t.Fatalf("recorded %s, want %s", got.ApplyID, r.ApplyID)
+		}
+	})
+
+	nc, errs := rawNode(t, s, "a")
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, bus.DeclarationsBucket) // binding is allowed
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := func() context.Context {
+		c, cancel := context.WithTimeout(ctx, 2*time.Second)
+		t.Cleanup(cancel)
+		return c
+	}
+
+	for _, key := range []string{"b", "a.b"} {
+		t.Run("cannot get "+key+"'s key", func(t *testing.T) {
+			if e, err := kv.Get(short(), key); err == nil {
+				t.Fatalf("got %s's declaration: %s", key, e.Value())
+			}
+		})
+		t.Run("cannot watch "+key+"'s key", func(t *testing.T) {
+			w, err := kv.Watch(short(), key)
+			if err == nil {
+				defer w.Stop()
+				select {
+				case e := <-w.Updates():
+					if e != nil {
+						t.Fatalf("watched %s's declaration: %s", key, e.Value())
+					}
+				case <-time.After(time.Second):
+				}
+				t.Fatalf("watch of %s's key was allowed", key)
+			}
+		})
+	}
+
+	t.Run("cannot watch every key", func(t *testing.T) {
+		if w, err := kv.WatchAll(short()); err == nil {
+			w.Stop()
+			t.Fatal("watch of every key was allowed")
+		}
+	})
+
+	t.Run("a consumer on its own create subject cannot filter b's key", func(t *testing.T) {
+		req, _ := json.Marshal(map[string]any{"stream_name": "KV_" + bus.DeclarationsBucket, "config": map[string]any{
+			"name": "sneak", "filter_subject": bus.DeclarationSubject("b"), "deliver_policy": "last_per_subject",
+			"ack_policy": "none", "deliver_subject": bus.NodeInbox("a") + ".sneak",
+		}})
+		msg, err := nc.Request("$JS.API.CONSUMER.CREATE.KV_"+bus.DeclarationsBucket+".sneak."+bus.DeclarationSubject("a"), req, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var resp struct {
+			Error *struct {
+				Description string `json:"description"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(msg.Data, &resp); err != nil || resp.Error == nil {
+			t.Fatalf("the server took a consumer filtering b's key: %s", msg.Data)
+		}
+	})
+
+	for _, subj := range []string{
+		"$JS.API.CONSUMER.CREATE.KV_" + bus.DeclarationsBucket, // the legacy ephemeral create: no filter in the subject
+		"$JS.API.CONSUMER.CREATE.KV_" + bus.DeclarationsBucket + ".x." + bus.DeclarationSubject("b"),
+		"$JS.API.STREAM.MSG.GET.KV_" + bus.DeclarationsBucket, // a get by sequence or by any subject
+		"$JS.API.DIRECT.GET.KV_" + bus.DeclarationsBucket,     // a direct get with the subject in the body
+		"$JS.API.CONSUMER.LIST.KV_" + bus.DeclarationsBucket,
+		"$JS.API.CONSUMER.DELETE." + bus.ReportsStream + "." + bus.ReportsConsumer,
+		"$JS.API.STREAM.PURGE.KV_" + bus.DeclarationsBucket,
+		"$KV." + bus.DeclarationsBucket + ".a", // writing its own declaration
+		bus.ReportSubject("b"),
+		bus.ReportSubject("a.b"),
+	} {
+		t.Run("cannot publish "+subj, func(t *testing.T) {
+			if err := nc.Publish(subj, []byte("{}")); err != nil {
+				t.Fatal(err)
+			}
+			violation(t, errs, subj)
+		})
+	}
+
+	for _, subj := range []string{
+		"$KV." + bus.DeclarationsBucket + ".b",
+		"$KV." + bus.DeclarationsBucket + ".>",
+		"mesh.report.>",
+		"_INBOX.>",
+		bus.NodeInbox("b") + ".>",
+		bus.NodeInbox("a.b") + ".>",
+		"_INBOX.controller.>",
+		">",
+	} {
+		t.Run("cannot subscribe "+subj, func(t *testing.T) {
+			if _, err := nc.SubscribeSync(subj); err != nil {
+				t.Fatal(err)
+			}
+			violation(t, errs, subj)
+		})
+	}
+
+	t.Run("b's report published with a's credentials is never recorded", func(t *testing.T) {
+		r := report("b", "b/1")
+		b, err := bus.EncodeReport(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.Publish(short(), bus.ReportSubject("b"), b, jetstream.WithMsgID(r.ApplyID.String())); err == nil {
+			t.Fatal("the stream acknowledged b's report from a")
+		}
+		rec.none(t, 500*time.Millisecond)
+	})
+
+	t.Run("its own user cannot pass for another node", func(t *testing.T) {
+		c := natstest.Creds(t, s, "a")
+		c.Node = "b"
+		if _, err := bus.DialNode(ctx, c, bus.NodeOptions{}); !errors.Is(err, bus.ErrBadCreds) {
+			t.Fatalf("dial with a's user as b: %v, want ErrBadCreds", err)
+		}
+	})
+}

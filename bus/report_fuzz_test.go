@@ -1,0 +1,49 @@
+package bus_test
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"meshplane/bus"
+)
+
+// FuzzDecodeReport holds that whatever arrives on a report subject either
+// decodes into a report of the subject's node that encodes again, or is
+// refused with ErrBadReport; it never panics.
+func FuzzDecodeReport(f *testing.F) {
+	good, err := bus.EncodeReport(report("n1", "n1/1"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add("mesh.report.n1", good)
+	f.Add("mesh.report.n2", good)
+	f.Add("mesh.report.n1", []byte(`{"version":1,"node":"n1","apply_id":"00000000-0000-0000-0000-000000000000"}`))
+	f.Add("mesh.report.n1", []byte(`{"version":1,"node":"n1","apply_id":"01a22bc2-e0ac-7db6-b30e-93a609b41e53","applied_at":"2026-11-30T09:00:00Z","outcome":{"node":"n1","held":[{}]}}`))
+	f.Add("other", []byte(`{}`))
+	f.Add("mesh.report.", []byte(`null`))
+	f.Fuzz(func(t *testing.T, subject string, data []byte) {
+		r, err := bus.DecodeReport(subject, data)
+		if err != nil {
+			if !errors.Is(err, bus.ErrBadReport) {
+				t.Fatalf("error not ErrBadReport: %v", err)
+			}
+			return
+		}
+		if subject != bus.ReportSubject(r.Node) || r.Outcome.Node != r.Node {
+			t.Fatalf("decoded node %q (outcome %q) from subject %q", r.Node, r.Outcome.Node, subject)
+		}
+		b, err := bus.EncodeReport(r)
+		if err != nil {
+			t.Fatalf("a decoded report does not encode: %v", err)
+		}
+		r2, err := bus.DecodeReport(subject, b)
+		if err != nil {
+			t.Fatalf("a re-encoded report does not decode: %v", err)
+		}
+		b2, _ := bus.EncodeReport(r2)
+		if !bytes.Equal(b, b2) {
+			t.Fatalf("encode is not stable:\n%s\n%s", b, b2)
+		}
+	})
+}
