@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +21,7 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"meshplane/agent"
 	"meshplane/agent/docker"
@@ -37,13 +38,15 @@ var (
 	setupErr  error
 	eng       *client.Client
 	store     *httptest.Server // the artifact store holding the test image
-	testRef   string           // the test image by digest, at the store
+	storeDir  string
+	testRef   string // the test image by digest, at the store
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if store != nil {
 		store.Close()
+		os.RemoveAll(storeDir)
 	}
 	os.Exit(code)
 }
@@ -75,6 +78,7 @@ func setup(t testing.TB) {
 			setupErr = err
 			return
 		}
+		storeDir = dir
 		h, err := artifacts.NewHandler(dir)
 		if err != nil {
 			setupErr = err
@@ -82,21 +86,23 @@ func setup(t testing.TB) {
 		}
 		store = httptest.NewServer(h)
 		addr := strings.TrimPrefix(store.URL, "http://")
-		dig, err := img.Digest()
-		if err != nil {
+		// As an operator would: a docker-save tarball, pushed with the
+		// artifact store's own push, pulled by the engine by digest.
+		tarPath := filepath.Join(dir, "meshtest.tar")
+		tag, _ := name.NewTag("meshtest:build")
+		if err := tarball.WriteToFile(tarPath, tag, img); err != nil {
 			setupErr = err
 			return
 		}
-		ref, err := name.NewDigest(addr+"/meshtest@"+dig.String(), name.Insecure)
+		pctx, pcancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer pcancel()
+		digest, err := artifacts.Push(pctx, addr, "forge/meshtest", tarPath)
 		if err != nil {
-			setupErr = err
-			return
-		}
-		if err := remote.Write(ref, img); err != nil {
 			setupErr = fmt.Errorf("push the test image: %w", err)
 			return
 		}
-		testRef = ref.String()
+		ref := addr + "/forge/meshtest@" + digest
+		testRef = ref
 	})
 	if setupErr != nil {
 		if os.Getenv("CI") == "true" {
