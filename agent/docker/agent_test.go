@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
@@ -115,8 +116,14 @@ func noChange(t testing.TB, o events.ApplyReported) {
 // TestSecondApplyReportsZeroChanges (rule 4): a directory at 0700, a file at
 // 0640 and a container with a volume and a network, applied twice: the
 // second pass changes nothing and says so.
+//
+// The second pass observes with one ContainerList and no inspect (item 3 of
+// issue 8): the digest, the spec and the state come from the list.
 func TestSecondApplyReportsZeroChanges(t *testing.T) {
-	r := newRT(t)
+	setup(t)
+	cnt := &counting{Engine: eng}
+	node := randomNode(t)
+	r := newRTFor(t, node, node+"-", t.TempDir(), cnt)
 	ag := newAgent(t, r, r.node)
 	d := decl(r.node, "1", hosts1, forge("/srv/forge")...)
 	first := apply(t, ag, d)
@@ -124,7 +131,11 @@ func TestSecondApplyReportsZeroChanges(t *testing.T) {
 		t.Fatalf("first apply: %+v", first)
 	}
 	id := r.inspect(t, "web").ID
+	lists, inspects := cnt.lists.Load(), cnt.inspects.Load()
 	noChange(t, apply(t, ag, d))
+	if l, i := cnt.lists.Load()-lists, cnt.inspects.Load()-inspects; l != 1 || i != 0 {
+		t.Errorf("a no-op pass made %d list and %d inspect calls, want 1 and 0", l, i)
+	}
 	if got := r.inspect(t, "web").ID; got != id {
 		t.Fatalf("web was recreated by a no-op pass: %s, then %s", id, got)
 	}
@@ -458,3 +469,28 @@ type (
 	platform      = ocispec.Platform
 	imageInspect  = image.InspectResponse
 )
+
+// TestConcurrentCreatesMakeOneNetwork: containers created at once that join
+// a network not yet made all join the one network made for them.
+func TestConcurrentCreatesMakeOneNetwork(t *testing.T) {
+	r := newRT(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			spec := declaration.Container{Image: testRef, Networks: []string{"mesh"}}
+			errs[i] = r.CreateContainer(ctx, agent.Container{Name: fmt.Sprintf("c%d", i), Module: "m", Digest: declaration.Digest(&spec), Spec: spec})
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	nets, err := eng.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("name", r.prefix+"mesh"))})
+	if err != nil || len(nets) != 1 {
+		t.Fatalf("networks named %smesh: %d (%v), want 1", r.prefix, len(nets), err)
+	}
+}

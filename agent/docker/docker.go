@@ -51,6 +51,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -130,6 +131,11 @@ type Options struct {
 type Runtime struct {
 	opt Options
 	eng Engine
+
+	// netMu serialises making networks: the engine's duplicate-name check
+	// is not atomic, and two creates of one network at once make two
+	// networks of that name, which no container can join after.
+	netMu sync.Mutex
 }
 
 // New makes a Runtime. With no Options.Engine it makes a client from the
@@ -164,7 +170,8 @@ func New(opt Options) (*Runtime, error) {
 // Node is the node the runtime applies for.
 func (r *Runtime) Node() string { return r.opt.Node }
 
-// EngineName is the name of the resource name on the engine (Prefix+name).
+// EngineName is what the engine calls the container, network or volume
+// the declaration calls name: Options.Prefix + name.
 func (r *Runtime) EngineName(name string) string { return r.opt.Prefix + name }
 
 // fail wraps an engine error: not found and conflict keep their meaning for
@@ -451,6 +458,8 @@ func (r *Runtime) labels() map[string]string {
 // name. A network made by hand of that name is joined as it is.
 func (r *Runtime) ensureNetwork(ctx context.Context, name string) error {
 	en := r.EngineName(name)
+	r.netMu.Lock()
+	defer r.netMu.Unlock()
 	if _, err := r.eng.NetworkInspect(ctx, en, network.InspectOptions{}); err == nil {
 		return nil
 	} else if !cerrdefs.IsNotFound(err) {
