@@ -430,6 +430,7 @@ func TestEngineFaults(t *testing.T) {
 	if len(o.Failed) != 1 || o.Failed[0].Name != "worker" || !strings.Contains(o.Failed[0].Error, "connection refused") || !slices.Contains(o.Created, "web") {
 		t.Fatalf("one create failing: %+v; want worker failed with its error, web created", o)
 	}
+	webID := r.inspect(t, "web").ID
 	f.set(func(f *faulty) { f.failCreate = "" })
 	if o := apply(t, ag, d); !slices.Equal(o.Created, []string{"worker"}) || len(o.Failed) != 0 {
 		t.Fatalf("next pass: %+v; want worker created", o)
@@ -449,8 +450,13 @@ func TestEngineFaults(t *testing.T) {
 		t.Fatalf("apply with the engine down: %v, want an error", err)
 	}
 	f.set(func(f *faulty) { f.down = false })
-	if o := apply(t, ag, d); !slices.Equal(o.Created, []string{"worker"}) || len(o.Failed) != 0 {
-		t.Fatalf("pass after the engine came back: %+v; want worker created", o)
+	if o := apply(t, ag, d); !slices.Equal(o.Created, []string{"worker"}) || len(o.Failed) != 0 || len(o.Replaced) != 0 {
+		t.Fatalf("pass after the engine came back: %+v; want worker created, nothing replaced", o)
+	}
+	// A failure to look replaced nothing (seed 000): web is the container
+	// the first pass made.
+	if got := r.inspect(t, "web").ID; got != webID {
+		t.Fatalf("web was recreated across the faults")
 	}
 
 	// A real client to a socket nothing listens on.

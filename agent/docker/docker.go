@@ -246,19 +246,32 @@ func stopped(s container.ContainerState) bool {
 	return false
 }
 
-// find returns the id of the managed container name of this node.
-func (r *Runtime) find(ctx context.Context, op, name string) (string, error) {
+// find returns the ids of the managed containers of this node for the
+// resource name: found by their labels, not by the engine's name, so a
+// container renamed behind the agent's back is still its own. One at most,
+// unless something outside the mesh copied its labels.
+func (r *Runtime) find(ctx context.Context, op, name string) ([]string, error) {
 	if err := agent.ValidateContainerName(name); err != nil {
-		return "", fmt.Errorf("docker: %s: %w", op, err)
+		return nil, fmt.Errorf("docker: %s: %w", op, err)
 	}
-	in, err := r.eng.ContainerInspect(ctx, r.EngineName(name))
+	list, err := r.eng.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
+		filters.Arg("label", agent.LabelManaged+"=true"),
+		filters.Arg("label", agent.LabelNode+"="+r.opt.Node),
+		filters.Arg("label", agent.LabelResource+"="+name),
+	)})
 	if err != nil {
-		return "", fail(op, name, err)
+		return nil, fail(op, name, err)
 	}
-	if in.Config == nil || !r.ours(in.Config.Labels) || in.Config.Labels[agent.LabelResource] != name {
-		return "", fmt.Errorf("docker: %s %s: managed container of node %s %w", op, name, r.opt.Node, agent.ErrNotFound)
+	var ids []string
+	for _, c := range list {
+		if r.ours(c.Labels) && c.Labels[agent.LabelResource] == name {
+			ids = append(ids, c.ID)
+		}
 	}
-	return in.ID, nil
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("docker: %s %s: managed container of node %s %w", op, name, r.opt.Node, agent.ErrNotFound)
+	}
+	return ids, nil
 }
 
 // RemoveContainer implements agent.Runtime: it stops the container (giving
@@ -267,16 +280,18 @@ func (r *Runtime) RemoveContainer(ctx context.Context, name string) error {
 	if err := done(ctx, "remove", name); err != nil {
 		return err
 	}
-	id, err := r.find(ctx, "remove", name)
+	ids, err := r.find(ctx, "remove", name)
 	if err != nil {
 		return err
 	}
 	secs := int(r.opt.StopTimeout / time.Second)
-	if err := r.eng.ContainerStop(ctx, id, container.StopOptions{Timeout: &secs}); err != nil && !cerrdefs.IsNotFound(err) {
-		return fail("remove", name, fmt.Errorf("stop: %w", err))
-	}
-	if err := r.eng.ContainerRemove(ctx, id, container.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
-		return fail("remove", name, err)
+	for _, id := range ids {
+		if err := r.eng.ContainerStop(ctx, id, container.StopOptions{Timeout: &secs}); err != nil && !cerrdefs.IsNotFound(err) {
+			return fail("remove", name, fmt.Errorf("stop: %w", err))
+		}
+		if err := r.eng.ContainerRemove(ctx, id, container.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			return fail("remove", name, err)
+		}
 	}
 	return nil
 }
@@ -286,12 +301,14 @@ func (r *Runtime) StartContainer(ctx context.Context, name string) error {
 	if err := done(ctx, "start", name); err != nil {
 		return err
 	}
-	id, err := r.find(ctx, "start", name)
+	ids, err := r.find(ctx, "start", name)
 	if err != nil {
 		return err
 	}
-	if err := r.eng.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
-		return fail("start", name, err)
+	for _, id := range ids {
+		if err := r.eng.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+			return fail("start", name, err)
+		}
 	}
 	return nil
 }

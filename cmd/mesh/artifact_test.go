@@ -3,6 +3,7 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"io"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -29,7 +30,7 @@ func imageTarball(t *testing.T) string {
 	}
 	tw.Write(body)
 	tw.Close()
-	layer, err := tarball.LayerFromReader(bytes.NewReader(buf.Bytes()))
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,7 +66,7 @@ func build() (v1.Image, error) {
 	if err := tw.Close(); err != nil {
 		return nil, fmt.Errorf("testimage: %w", err)
 	}
-	layer, err := tarball.LayerFromReader(bytes.NewReader(buf.Bytes()))
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
 	if err != nil {
 		return nil, fmt.Errorf("testimage: layer: %w", err)
 	}
