@@ -97,7 +97,12 @@ func newAgent(t testing.TB, r agent.Runtime, node string) *agent.Agent {
 
 func apply(t testing.TB, ag *agent.Agent, d declaration.Declaration) events.ApplyReported {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	return applyWithin(t, ag, d, 90*time.Second)
+}
+
+func applyWithin(t testing.TB, ag *agent.Agent, d declaration.Declaration, within time.Duration) events.ApplyReported {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	rep, err := ag.Apply(ctx, d)
 	if err != nil {
