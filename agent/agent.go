@@ -332,6 +332,12 @@ func do(ctx context.Context, rt Runtime, s Step) error {
 	switch r.Kind {
 	case declaration.KindContainer:
 		c := Container{Name: r.Name, Module: r.Module, Digest: r.Digest, Spec: *r.Container}
+		if s.Action == Update { // stopped: start it
+			if err := rt.StartContainer(ctx, r.Name); err != nil {
+				return fmt.Errorf("start %s: %w", r.Name, err)
+			}
+			return nil
+		}
 		if s.Action == Replace {
 			if err := rt.RemoveContainer(ctx, r.Name); err != nil && !errors.Is(err, ErrNotFound) {
 				return fmt.Errorf("replace %s: remove: %w", r.Name, err)

@@ -22,7 +22,8 @@
 //     would be kept on Docker). Otherwise it
 //     is replaced, and the report names the changed fields: "image",
 //     "command", "env.KEY", "mounts.TARGET" (a changed mount path names its
-//     target), "networks".
+//     target), "networks". A managed container listed stopped with an
+//     unchanged spec is started in place and reported updated ("running").
 //   - A directory at its declared mode, and a byte-identical file at its
 //     declared mode, are unchanged; otherwise they are updated in place
 //     ("mode", "content"). Directories and files are never removed: they are

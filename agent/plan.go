@@ -20,7 +20,7 @@ const (
 	Unchanged Action = iota // the node already holds the declared spec
 	Create                  // absent: make it
 	Replace                 // a container whose spec changed: remove, then create
-	Update                  // a directory's mode or a file's content/mode: change in place
+	Update                  // a directory's mode, a file's content/mode, a stopped container: change in place
 	Remove                  // a managed container no longer declared
 	Hold                    // found data of an untaken module on an adopted node: do not touch
 	Reject                  // the declared resource cannot be applied (bad spec, unknown kind)
@@ -275,6 +275,9 @@ func diffContainer(s *Step, r declaration.Resource, obs Observed, found map[stri
 	same := declaration.Digest(have.Spec) == declaration.Digest(r.Container)
 	if same && len(s.Fields) == 0 && have.Digest == r.Digest {
 		s.Action, s.Reason = Unchanged, "spec unchanged"
+		if have.Stopped {
+			s.Action, s.Fields, s.Reason = Update, []string{"running"}, "stopped: start"
+		}
 		return
 	}
 	switch {

@@ -74,6 +74,11 @@ type Runtime interface {
 	// managed container has is ErrNotFound.
 	RemoveContainer(ctx context.Context, name string) error
 
+	// StartContainer starts the managed container name, listed Stopped. A
+	// name no managed container has is ErrNotFound; starting a running
+	// container changes nothing.
+	StartContainer(ctx context.Context, name string) error
+
 	// Stat describes what is at p. Nothing there is PathInfo{Exists: false},
 	// not an error.
 	Stat(ctx context.Context, p string) (PathInfo, error)
@@ -86,9 +91,12 @@ type Runtime interface {
 	// ErrNotFound.
 	Chmod(ctx context.Context, p string, mode uint32) error
 
-	// WriteFile replaces the content of the file at p and sets its mode, as
-	// one atomic change: a reader sees the old file or the new one. Missing
-	// parents are made with mode 0755. A directory at p is ErrWrongKind.
+	// WriteFile replaces the content of the file at p and sets its mode, in
+	// place: an existing file keeps its inode, so a container that
+	// bind-mounts it (the hosts file at /etc/hosts) reads the new content. A
+	// file replaced by rename would stay old inside the container (rule 2).
+	// A reader may see a partly written file while it runs. Missing parents
+	// are made with mode 0755. A directory at p is ErrWrongKind.
 	WriteFile(ctx context.Context, p string, content []byte, mode uint32) error
 
 	// ReadFile returns the content of the file at p. Nothing at p is
@@ -103,6 +111,10 @@ type Container struct {
 	Module string                // the module that declares it
 	Digest string                // the resource digest it was created from
 	Spec   declaration.Container // the spec it was created with
+	// Stopped is set by ListContainers on a container that exists but does
+	// not run (exited, or created and never started); the agent starts it.
+	// CreateContainer ignores it: a created container runs.
+	Stopped bool
 }
 
 // PathInfo is what Stat found at a path.
@@ -115,12 +127,17 @@ type PathInfo struct {
 
 // Labels under which a runtime that persists metadata as key/value labels
 // (Docker) keeps a managed container's module, digest and spec. A container
-// is managed when it carries LabelManaged = "true".
+// is managed when it carries LabelManaged = "true"; a runtime shared by
+// several nodes (one Docker engine) also keeps the node, and manages only
+// its own node's containers, and the resource name, which the engine's
+// container name may not be exactly.
 const (
-	LabelManaged = "meshplane.managed"
-	LabelModule  = "meshplane.module"
-	LabelDigest  = "meshplane.digest"
-	LabelSpec    = "meshplane.spec"
+	LabelManaged  = "meshplane.managed"
+	LabelModule   = "meshplane.module"
+	LabelDigest   = "meshplane.digest"
+	LabelSpec     = "meshplane.spec"
+	LabelNode     = "meshplane.node"
+	LabelResource = "meshplane.resource"
 )
 
 // MaxMode is the largest mode a Runtime accepts.

@@ -15,7 +15,9 @@
 //
 // A runtime that can also start a container the mesh does not manage
 // implements Unmanaged; the suite then checks that such containers are never
-// listed nor removed.
+// listed nor removed. A runtime that can stop a container as the world
+// outside the mesh would implements Stopper; the suite then checks that a
+// stopped container is listed Stopped and StartContainer runs it again.
 package runtimetest
 
 import (
@@ -33,6 +35,13 @@ import (
 // mesh, for the suite to check it is left alone.
 type Unmanaged interface {
 	RunUnmanaged(name, image string) error
+}
+
+// Stopper is implemented by runtimes that can stop a container as something
+// outside the mesh would (an operator, a crash), for the suite to check that
+// it is listed stopped and started again.
+type Stopper interface {
+	StopContainer(name string) error
 }
 
 // Root is the directory under which the suite makes every path.
@@ -80,6 +89,8 @@ func Run(t *testing.T, open func(t testing.TB) agent.Runtime) {
 		{"Remove", testRemove},
 		{"RemoveMissing", testRemoveMissing},
 		{"Unmanaged", testUnmanaged},
+		{"StoppedAndStarted", testStopped},
+		{"StartMissing", testStartMissing},
 		{"Directories", testDirectories},
 		{"MkdirExisting", testMkdirExisting},
 		{"ChmodMissing", testChmodMissing},
@@ -109,7 +120,7 @@ func testCreateList(t *testing.T, rt agent.Runtime) {
 	if err != nil {
 		t.Fatalf("list: %v", err)
 	}
-	want[0], want[1] = want[1], want[0] // sorted by name
+	want[0], want[1] = want[1], want[0] // sorted by name, and running
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("list:\n got %+v\nwant %+v", got, want)
 	}
@@ -222,6 +233,50 @@ func testRemoveMissing(t *testing.T, rt agent.Runtime) {
 	}
 }
 
+func testStopped(t *testing.T, rt agent.Runtime) {
+	s, ok := rt.(Stopper)
+	if !ok {
+		t.Skip("runtime cannot stop a container from outside")
+	}
+	ctx := context.Background()
+	mounts(t, ctx, rt)
+	for _, n := range []string{"a", "b"} {
+		if err := rt.CreateContainer(ctx, managed(n, "m", "img:1")); err != nil {
+			t.Fatalf("create %s: %v", n, err)
+		}
+	}
+	if err := s.StopContainer("b"); err != nil {
+		t.Fatalf("stop b from outside: %v", err)
+	}
+	stopped := func(want map[string]bool) {
+		t.Helper()
+		got, err := rt.ListContainers(ctx)
+		if err != nil {
+			t.Fatalf("list: %v", err)
+		}
+		have := map[string]bool{}
+		for _, c := range got {
+			have[c.Name] = c.Stopped
+		}
+		if !reflect.DeepEqual(have, want) {
+			t.Fatalf("listed stopped = %v, want %v", have, want)
+		}
+	}
+	stopped(map[string]bool{"a": false, "b": true})
+	for _, n := range []string{"b", "a"} { // a stopped one, then a running one: no change
+		if err := rt.StartContainer(ctx, n); err != nil {
+			t.Fatalf("start %s: %v", n, err)
+		}
+	}
+	stopped(map[string]bool{"a": false, "b": false})
+}
+
+func testStartMissing(t *testing.T, rt agent.Runtime) {
+	if err := rt.StartContainer(context.Background(), "ghost"); !errors.Is(err, agent.ErrNotFound) {
+		t.Fatalf("start ghost: %v, want ErrNotFound", err)
+	}
+}
+
 func testUnmanaged(t *testing.T, rt agent.Runtime) {
 	u, ok := rt.(Unmanaged)
 	if !ok {
@@ -240,6 +295,9 @@ func testUnmanaged(t *testing.T, rt agent.Runtime) {
 	}
 	if err := rt.RemoveContainer(ctx, "by-hand"); !errors.Is(err, agent.ErrNotFound) {
 		t.Fatalf("remove of an unmanaged container: %v, want ErrNotFound", err)
+	}
+	if err := rt.StartContainer(ctx, "by-hand"); !errors.Is(err, agent.ErrNotFound) {
+		t.Fatalf("start of an unmanaged container: %v, want ErrNotFound", err)
 	}
 	if err := rt.CreateContainer(ctx, managed("by-hand", "m", "img")); !errors.Is(err, agent.ErrExists) {
 		t.Fatalf("create over an unmanaged container: %v, want ErrExists", err)
@@ -446,6 +504,7 @@ func testCancelled(t *testing.T, rt agent.Runtime) {
 		{"list", func() error { _, err := rt.ListContainers(ctx); return err }},
 		{"create", func() error { return rt.CreateContainer(ctx, c) }},
 		{"remove", func() error { return rt.RemoveContainer(ctx, "cancelled") }},
+		{"start", func() error { return rt.StartContainer(ctx, "cancelled") }},
 		{"stat", func() error { _, err := rt.Stat(ctx, p); return err }},
 		{"mkdir", func() error { return rt.Mkdir(ctx, p, 0o755) }},
 		{"chmod", func() error { return rt.Chmod(ctx, p, 0o755) }},

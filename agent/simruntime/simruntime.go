@@ -6,7 +6,8 @@
 //
 // Besides the agent's interface it exposes what the world outside the mesh
 // can do to a node (MakeDirectory: a directory that was there before the
-// mesh; RemoveAllContainers: something removes every container), inspection
+// mesh; RemoveAllContainers: something removes every container;
+// StopContainer: an operator stops one), inspection
 // for tests (Container, Creates, Dir, File), and fault injection (FailNext).
 //
 // Managed containers are stored as Docker stores them: the spec as JSON in a
@@ -35,6 +36,7 @@ const (
 	OpList   = "list"
 	OpCreate = "create"
 	OpRemove = "remove"
+	OpStart  = "start"
 	OpStat   = "stat"
 	OpMkdir  = "mkdir"
 	OpChmod  = "chmod"
@@ -43,9 +45,10 @@ const (
 )
 
 type container struct {
-	labels map[string]string
-	image  string
-	seq    int // creation order, for determinism in inspection
+	labels  map[string]string
+	image   string
+	seq     int  // creation order, for determinism in inspection
+	stopped bool // exists but does not run
 }
 
 type node struct {
@@ -129,7 +132,7 @@ func (r *Runtime) ListContainers(ctx context.Context) ([]agent.Container, error)
 	out := make([]agent.Container, 0, len(names))
 	for _, n := range names {
 		c := r.containers[n]
-		ac := agent.Container{Name: n, Module: c.labels[agent.LabelModule], Digest: c.labels[agent.LabelDigest]}
+		ac := agent.Container{Name: n, Module: c.labels[agent.LabelModule], Digest: c.labels[agent.LabelDigest], Stopped: c.stopped}
 		if err := json.Unmarshal([]byte(c.labels[agent.LabelSpec]), &ac.Spec); err != nil {
 			// A label that does not decode is listed with no digest, so the
 			// agent replaces it rather than trusting it.
@@ -196,6 +199,24 @@ func (r *Runtime) RemoveContainer(ctx context.Context, name string) error {
 		return fmt.Errorf("simruntime: remove %s: managed container %w", name, agent.ErrNotFound)
 	}
 	delete(r.containers, name)
+	return nil
+}
+
+// StartContainer implements agent.Runtime.
+func (r *Runtime) StartContainer(ctx context.Context, name string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.begin(ctx, OpStart, name); err != nil {
+		return err
+	}
+	if err := agent.ValidateContainerName(name); err != nil {
+		return fmt.Errorf("simruntime: start: %w", err)
+	}
+	c, ok := r.containers[name]
+	if !ok || c.labels[agent.LabelManaged] != "true" {
+		return fmt.Errorf("simruntime: start %s: managed container %w", name, agent.ErrNotFound)
+	}
+	c.stopped = false
 	return nil
 }
 
@@ -349,6 +370,28 @@ func (r *Runtime) RemoveAllContainers() int {
 	n := len(r.containers)
 	clear(r.containers)
 	return n
+}
+
+// StopContainer stops the container name, managed or not, as something
+// outside the mesh would (an operator's docker stop, a crash with no
+// restart).
+func (r *Runtime) StopContainer(name string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.containers[name]
+	if !ok {
+		return fmt.Errorf("simruntime: stop %s: %w", name, agent.ErrNotFound)
+	}
+	c.stopped = true
+	return nil
+}
+
+// Running reports whether the container name exists and runs.
+func (r *Runtime) Running(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.containers[name]
+	return ok && !c.stopped
 }
 
 // RunUnmanaged creates a running container that the mesh does not manage

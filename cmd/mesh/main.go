@@ -73,6 +73,7 @@ func init() {
 		{"assign", "[--data DIR] MODULE NODE", "assign a module to a node", cmdAssign},
 		{"take", "[--data DIR] MODULE NODE", "take an assigned module on an adopted node", cmdTake},
 		{"release", "[--data DIR] MODULE NODE", "release a module from a node", cmdRelease},
+		{"artifact push", "[--data DIR] [--registry ADDR] [--timeout D] MODULE NAME IMAGE.tar", "push an image tarball to the artifact store and record the build (module, name, digest)", cmdArtifactPush},
 		{"timeline", "[--data DIR] [--node N] [--module M] [--resource R] [--type T] [--correlation C] [--since T] [--until T] [--limit N] [--json]", "the audit timeline, filtered", cmdTimeline},
 		{"roster", "[--data DIR] [--json] [--history] [--diff FROM,TO] NODE", "a node's roster: its current routed names, every declaration's, and what changed between two", cmdRoster},
 		{"why", "[--data DIR] [--json] NODE RESOURCE", "why a resource on a node is as it is: every apply that touched it, and the push behind each", cmdWhy},

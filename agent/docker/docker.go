@@ -1,0 +1,504 @@
+// Package docker is the agent's Runtime on a Docker engine, through the
+// engine's API (github.com/docker/docker/client, with API version
+// negotiation: Debian's engine speaks an older API than the newest client).
+// It passes the runtime conformance suite (agent/runtimetest), as simruntime
+// does.
+//
+// # What it touches
+//
+// A container the mesh manages carries these labels, and this runtime lists,
+// starts, stops and removes only containers that carry LabelManaged =
+// "true" and LabelNode = its node: an unlabelled container, or another
+// node's (two nodes on one engine), is never listed, stopped, changed or
+// removed.
+//
+//	meshplane.managed   "true"
+//	meshplane.node      the node
+//	meshplane.resource  the resource name (the container's name, less Options.Prefix)
+//	meshplane.module    the module that declares it
+//	meshplane.digest    the resource digest (declaration.Digest of the spec)
+//	meshplane.spec      the spec, as JSON
+//
+// The digest covers only what cannot change on a running container (DESIGN.md
+// rule 2): the declaration's container spec. The roster reaches containers
+// as the hosts file (declaration.HostsPath), which compose mounts read-only
+// at /etc/hosts and which WriteFile rewrites in place, so a running container
+// reads a new name without being recreated.
+//
+// Networks a container joins, and volumes it mounts, are made when missing,
+// labelled with the node; they are never removed (a volume is data).
+//
+// # Observing cheaply
+//
+// ListContainers is one ContainerList call with label filters: the
+// resource name, module, digest and spec come from the labels, and running
+// or stopped from the list's state, never from an inspect per container.
+//
+// # Host paths
+//
+// Directories and files are on the host the engine runs on. Options.Root
+// maps every absolute path under a directory (tests use a temporary one);
+// bind-mount sources are mapped the same way, and the labels keep the
+// declared paths.
+package docker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/volume"
+	"github.com/docker/docker/client"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"meshplane/agent"
+	"meshplane/declaration"
+)
+
+// ErrImage means a container's image is not in the engine and could not be
+// pulled (no such image at the artifact store, the store unreachable, the
+// pull timed out). The container was not created. It is wrapped together
+// with agent.ErrRuntime.
+var ErrImage = errors.New("image unavailable")
+
+// Engine is the part of the Docker client the runtime calls
+// (*client.Client implements it); tests wrap it to inject faults.
+type Engine interface {
+	ContainerList(ctx context.Context, options container.ListOptions) ([]container.Summary, error)
+	ContainerCreate(ctx context.Context, config *container.Config, hostConfig *container.HostConfig, networkingConfig *network.NetworkingConfig, platform *ocispec.Platform, containerName string) (container.CreateResponse, error)
+	ContainerStart(ctx context.Context, containerID string, options container.StartOptions) error
+	ContainerStop(ctx context.Context, containerID string, options container.StopOptions) error
+	ContainerRemove(ctx context.Context, containerID string, options container.RemoveOptions) error
+	ContainerInspect(ctx context.Context, containerID string) (container.InspectResponse, error)
+	NetworkInspect(ctx context.Context, networkID string, options network.InspectOptions) (network.Inspect, error)
+	NetworkCreate(ctx context.Context, name string, options network.CreateOptions) (network.CreateResponse, error)
+	NetworkConnect(ctx context.Context, networkID, containerID string, config *network.EndpointSettings) error
+	VolumeInspect(ctx context.Context, volumeID string) (volume.Volume, error)
+	VolumeCreate(ctx context.Context, options volume.CreateOptions) (volume.Volume, error)
+	ImageInspect(ctx context.Context, imageID string, inspectOpts ...client.ImageInspectOption) (image.InspectResponse, error)
+	ImagePull(ctx context.Context, refStr string, options image.PullOptions) (io.ReadCloser, error)
+}
+
+var (
+	_ Engine        = (*client.Client)(nil)
+	_ agent.Runtime = (*Runtime)(nil)
+)
+
+// Options configure a Runtime. Node is required.
+type Options struct {
+	// Node is the node this runtime applies for; its containers carry it.
+	Node string
+	// Engine is the Docker API; nil dials the engine the environment names
+	// (DOCKER_HOST, else /var/run/docker.sock) with API version
+	// negotiation.
+	Engine Engine
+	// Root, when set, is the host directory under which every absolute path
+	// lives ("/var/lib/x" is Root+"/var/lib/x"), bind-mount sources included.
+	Root string
+	// Prefix is put before every container, network and volume name on the
+	// engine, so that several runtimes can share one engine (tests). The
+	// labels and the listed names carry the resource name without it.
+	Prefix string
+	// ResolveImage, when set, maps a declared image reference to the one the
+	// engine runs; the labels keep the declared one. Tests map every
+	// reference to their own image.
+	ResolveImage func(ref string) string
+	// PullTimeout bounds one image pull (default 2 minutes): a missing image
+	// is a failed resource, never a hang.
+	PullTimeout time.Duration
+	// StopTimeout is how long a container is given to stop before it is
+	// killed, on removal (default 10 s).
+	StopTimeout time.Duration
+	// RestartPolicy of the containers it creates (default "unless-stopped").
+	RestartPolicy container.RestartPolicyMode
+}
+
+// Runtime is the agent's Runtime on a Docker engine. It is safe for
+// concurrent use.
+type Runtime struct {
+	opt Options
+	eng Engine
+
+	// netMu serialises making networks: the engine's duplicate-name check
+	// is not atomic, and two creates of one network at once make two
+	// networks of that name, which no container can join after.
+	netMu sync.Mutex
+}
+
+// New makes a Runtime. With no Options.Engine it makes a client from the
+// environment; it does not dial the engine until the first call.
+func New(opt Options) (*Runtime, error) {
+	if opt.Node == "" {
+		return nil, fmt.Errorf("docker: new: empty node name: %w", agent.ErrInvalid)
+	}
+	if opt.Root != "" && !filepath.IsAbs(opt.Root) {
+		return nil, fmt.Errorf("docker: new: root %q is not absolute: %w", opt.Root, agent.ErrInvalid)
+	}
+	if opt.PullTimeout <= 0 {
+		opt.PullTimeout = 2 * time.Minute
+	}
+	if opt.StopTimeout <= 0 {
+		opt.StopTimeout = 10 * time.Second
+	}
+	if opt.RestartPolicy == "" {
+		opt.RestartPolicy = container.RestartPolicyUnlessStopped
+	}
+	eng := opt.Engine
+	if eng == nil {
+		c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+		if err != nil {
+			return nil, fmt.Errorf("docker: new: client: %w", err)
+		}
+		eng = c
+	}
+	return &Runtime{opt: opt, eng: eng}, nil
+}
+
+// Node is the node the runtime applies for.
+func (r *Runtime) Node() string { return r.opt.Node }
+
+// EngineName is what the engine calls the container, network or volume
+// the declaration calls name: Options.Prefix + name.
+func (r *Runtime) EngineName(name string) string { return r.opt.Prefix + name }
+
+// fail wraps an engine error: not found and conflict keep their meaning for
+// the agent; a done context stays a context error; anything else is
+// agent.ErrRuntime.
+func fail(op, subject string, err error) error {
+	switch {
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("docker: %s %s: %w", op, subject, err)
+	case cerrdefs.IsNotFound(err):
+		return fmt.Errorf("docker: %s %s: %w: %v", op, subject, agent.ErrNotFound, err)
+	case cerrdefs.IsConflict(err):
+		return fmt.Errorf("docker: %s %s: %w: %v", op, subject, agent.ErrExists, err)
+	}
+	return fmt.Errorf("docker: %s %s: %w: %v", op, subject, agent.ErrRuntime, err)
+}
+
+func done(ctx context.Context, op, subject string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("docker: %s %s: %w", op, subject, err)
+	}
+	return nil
+}
+
+// ours reports whether labels mark a container this runtime manages.
+func (r *Runtime) ours(labels map[string]string) bool {
+	return labels[agent.LabelManaged] == "true" && labels[agent.LabelNode] == r.opt.Node
+}
+
+// ListContainers implements agent.Runtime: one ContainerList call.
+func (r *Runtime) ListContainers(ctx context.Context) ([]agent.Container, error) {
+	if err := done(ctx, "list", "containers"); err != nil {
+		return nil, err
+	}
+	list, err := r.eng.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
+		filters.Arg("label", agent.LabelManaged+"=true"),
+		filters.Arg("label", agent.LabelNode+"="+r.opt.Node),
+	)})
+	if err != nil {
+		return nil, fail("list", "containers", err)
+	}
+	out := make([]agent.Container, 0, len(list))
+	for _, s := range list {
+		if !r.ours(s.Labels) || s.Labels[agent.LabelResource] == "" {
+			continue // a filter the engine did not apply is not trusted
+		}
+		c := agent.Container{
+			Name:    s.Labels[agent.LabelResource],
+			Module:  s.Labels[agent.LabelModule],
+			Digest:  s.Labels[agent.LabelDigest],
+			Stopped: stopped(s.State),
+		}
+		if err := json.Unmarshal([]byte(s.Labels[agent.LabelSpec]), &c.Spec); err != nil {
+			// A spec label that does not decode is listed with no digest, so
+			// the agent replaces it rather than trusting it.
+			c.Digest, c.Spec = "", declaration.Container{}
+		}
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// stopped reports whether a container in state s exists but does not run
+// and can be started. A restarting or paused container is not stopped: the
+// engine, or an operator, is already at it.
+func stopped(s container.ContainerState) bool {
+	switch s {
+	case container.StateCreated, container.StateExited, container.StateDead:
+		return true
+	}
+	return false
+}
+
+// find returns the ids of the managed containers of this node for the
+// resource name: found by their labels, not by the engine's name, so a
+// container renamed behind the agent's back is still its own. One at most,
+// unless something outside the mesh copied its labels.
+func (r *Runtime) find(ctx context.Context, op, name string) ([]string, error) {
+	if err := agent.ValidateContainerName(name); err != nil {
+		return nil, fmt.Errorf("docker: %s: %w", op, err)
+	}
+	list, err := r.eng.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
+		filters.Arg("label", agent.LabelManaged+"=true"),
+		filters.Arg("label", agent.LabelNode+"="+r.opt.Node),
+		filters.Arg("label", agent.LabelResource+"="+name),
+	)})
+	if err != nil {
+		return nil, fail(op, name, err)
+	}
+	var ids []string
+	for _, c := range list {
+		if r.ours(c.Labels) && c.Labels[agent.LabelResource] == name {
+			ids = append(ids, c.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("docker: %s %s: managed container of node %s %w", op, name, r.opt.Node, agent.ErrNotFound)
+	}
+	return ids, nil
+}
+
+// RemoveContainer implements agent.Runtime: it stops the container (giving
+// it StopTimeout) and removes it, keeping its volumes.
+func (r *Runtime) RemoveContainer(ctx context.Context, name string) error {
+	if err := done(ctx, "remove", name); err != nil {
+		return err
+	}
+	ids, err := r.find(ctx, "remove", name)
+	if err != nil {
+		return err
+	}
+	secs := int(r.opt.StopTimeout / time.Second)
+	for _, id := range ids {
+		if err := r.eng.ContainerStop(ctx, id, container.StopOptions{Timeout: &secs}); err != nil && !cerrdefs.IsNotFound(err) {
+			return fail("remove", name, fmt.Errorf("stop: %w", err))
+		}
+		if err := r.eng.ContainerRemove(ctx, id, container.RemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			return fail("remove", name, err)
+		}
+	}
+	return nil
+}
+
+// StartContainer implements agent.Runtime.
+func (r *Runtime) StartContainer(ctx context.Context, name string) error {
+	if err := done(ctx, "start", name); err != nil {
+		return err
+	}
+	ids, err := r.find(ctx, "start", name)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := r.eng.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+			return fail("start", name, err)
+		}
+	}
+	return nil
+}
+
+// CreateContainer implements agent.Runtime: it makes sure of the image
+// (pulling it, bounded by PullTimeout), the networks and the volumes, then
+// creates the container with its labels, joins its networks and starts it.
+// A container that is created but will not start is removed again.
+func (r *Runtime) CreateContainer(ctx context.Context, c agent.Container) error {
+	if err := done(ctx, "create", c.Name); err != nil {
+		return err
+	}
+	if err := agent.ValidateContainer(c); err != nil {
+		return fmt.Errorf("docker: create: %w", err)
+	}
+	spec, err := json.Marshal(c.Spec)
+	if err != nil {
+		return fmt.Errorf("docker: create %s: encode spec: %w", c.Name, err)
+	}
+	var mounts []mount.Mount
+	for _, m := range c.Spec.Mounts {
+		if m.Volume {
+			if err := r.ensureVolume(ctx, m.Source); err != nil {
+				return fmt.Errorf("docker: create %s: %w", c.Name, err)
+			}
+			mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: r.EngineName(m.Source), Target: m.Target, ReadOnly: m.ReadOnly})
+			continue
+		}
+		src := r.host(m.Source)
+		if _, err := os.Stat(src); errors.Is(err, os.ErrNotExist) {
+			// A container of that name is the first thing wrong.
+			if _, ierr := r.eng.ContainerInspect(ctx, r.EngineName(c.Name)); ierr == nil {
+				return fmt.Errorf("docker: create %s: container %w", c.Name, agent.ErrExists)
+			}
+			return fmt.Errorf("docker: create %s: mount source %s: %w", c.Name, m.Source, agent.ErrNotFound)
+		} else if err != nil {
+			return fmt.Errorf("docker: create %s: mount source %s: %w: %v", c.Name, m.Source, agent.ErrRuntime, err)
+		}
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: src, Target: m.Target, ReadOnly: m.ReadOnly})
+	}
+	img, err := r.ensureImage(ctx, c.Spec.Image)
+	if err != nil {
+		return fmt.Errorf("docker: create %s: %w", c.Name, err)
+	}
+	for _, n := range c.Spec.Networks {
+		if err := r.ensureNetwork(ctx, n); err != nil {
+			return fmt.Errorf("docker: create %s: %w", c.Name, err)
+		}
+	}
+
+	cfg := &container.Config{
+		Image: img,
+		Env:   c.Spec.Env,
+		Labels: map[string]string{
+			agent.LabelManaged:  "true",
+			agent.LabelNode:     r.opt.Node,
+			agent.LabelResource: c.Name,
+			agent.LabelModule:   c.Module,
+			agent.LabelDigest:   c.Digest,
+			agent.LabelSpec:     string(spec),
+		},
+	}
+	if len(c.Spec.Command) > 0 {
+		cfg.Cmd = c.Spec.Command
+	}
+	hc := &container.HostConfig{Mounts: mounts, RestartPolicy: container.RestartPolicy{Name: r.opt.RestartPolicy}}
+	var nc *network.NetworkingConfig
+	if len(c.Spec.Networks) > 0 {
+		first := r.EngineName(c.Spec.Networks[0])
+		hc.NetworkMode = container.NetworkMode(first)
+		nc = &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
+			first: {Aliases: []string{c.Name}},
+		}}
+	}
+	created, err := r.eng.ContainerCreate(ctx, cfg, hc, nc, nil, r.EngineName(c.Name))
+	if err != nil {
+		return fail("create", c.Name, err)
+	}
+	// Engine API 1.41 takes one network at create; the others are joined
+	// before the start.
+	for _, n := range c.Spec.Networks[min(1, len(c.Spec.Networks)):] {
+		if err := r.eng.NetworkConnect(ctx, r.EngineName(n), created.ID, &network.EndpointSettings{Aliases: []string{c.Name}}); err != nil {
+			return r.undo(created.ID, fail("create", c.Name, fmt.Errorf("join network %s: %w", n, err)))
+		}
+	}
+	if err := r.eng.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		return r.undo(created.ID, fail("create", c.Name, fmt.Errorf("start: %w", err)))
+	}
+	return nil
+}
+
+// undo removes a container CreateContainer made and could not finish, so a
+// failed create leaves nothing, and returns err.
+func (r *Runtime) undo(id string, err error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if rerr := r.eng.ContainerRemove(ctx, id, container.RemoveOptions{Force: true}); rerr != nil && !cerrdefs.IsNotFound(rerr) {
+		return fmt.Errorf("%w (and removing the unfinished container: %v)", err, rerr)
+	}
+	return err
+}
+
+// ensureImage returns the reference the engine runs for ref, pulling it when
+// the engine does not have it.
+func (r *Runtime) ensureImage(ctx context.Context, ref string) (string, error) {
+	if r.opt.ResolveImage != nil {
+		ref = r.opt.ResolveImage(ref)
+	}
+	if _, err := r.eng.ImageInspect(ctx, ref); err == nil {
+		return ref, nil
+	} else if !cerrdefs.IsNotFound(err) {
+		return "", fail("inspect image", ref, err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, r.opt.PullTimeout)
+	defer cancel()
+	if err := r.pull(pctx, ref); err != nil {
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("pull image %s: %w", ref, ctx.Err())
+		}
+		return "", fmt.Errorf("image %s: not in the engine, and pulling it failed: %w: %w: %v", ref, ErrImage, agent.ErrRuntime, err)
+	}
+	return ref, nil
+}
+
+// pull pulls ref and reads the engine's progress stream to its end: the
+// engine reports a failed pull in the stream, not in the status.
+func (r *Runtime) pull(ctx context.Context, ref string) error {
+	rc, err := r.eng.ImagePull(ctx, ref, image.PullOptions{})
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	dec := json.NewDecoder(rc)
+	for {
+		var m struct {
+			Error       string `json:"error"`
+			ErrorDetail *struct {
+				Message string `json:"message"`
+			} `json:"errorDetail"`
+		}
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return fmt.Errorf("read pull progress: %w", err)
+		}
+		if m.ErrorDetail != nil && m.ErrorDetail.Message != "" {
+			return errors.New(m.ErrorDetail.Message)
+		}
+		if m.Error != "" {
+			return errors.New(m.Error)
+		}
+	}
+	if _, err := r.eng.ImageInspect(ctx, ref); err != nil {
+		return fmt.Errorf("after the pull: %w", err)
+	}
+	return nil
+}
+
+func (r *Runtime) labels() map[string]string {
+	return map[string]string{agent.LabelManaged: "true", agent.LabelNode: r.opt.Node}
+}
+
+// ensureNetwork makes the network name when the engine has none of that
+// name. A network made by hand of that name is joined as it is.
+func (r *Runtime) ensureNetwork(ctx context.Context, name string) error {
+	en := r.EngineName(name)
+	r.netMu.Lock()
+	defer r.netMu.Unlock()
+	if _, err := r.eng.NetworkInspect(ctx, en, network.InspectOptions{}); err == nil {
+		return nil
+	} else if !cerrdefs.IsNotFound(err) {
+		return fail("inspect network", name, err)
+	}
+	_, err := r.eng.NetworkCreate(ctx, en, network.CreateOptions{Labels: r.labels()})
+	if err != nil && !cerrdefs.IsConflict(err) {
+		return fail("create network", name, err)
+	}
+	return nil
+}
+
+// ensureVolume makes the volume name when the engine has none of that name.
+func (r *Runtime) ensureVolume(ctx context.Context, name string) error {
+	en := r.EngineName(name)
+	if _, err := r.eng.VolumeInspect(ctx, en); err == nil {
+		return nil
+	} else if !cerrdefs.IsNotFound(err) {
+		return fail("inspect volume", name, err)
+	}
+	if _, err := r.eng.VolumeCreate(ctx, volume.CreateOptions{Name: en, Labels: r.labels()}); err != nil {
+		return fail("create volume", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,35 @@
+package artifacts
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// Push uploads the image in the tarball at path (as `docker save` writes
+// it; it must hold exactly one image) to the artifact store at addr
+// ("10.1.0.3:5000") as repository repo ("forge/web"), by digest, and returns
+// the manifest digest ("sha256:…"), which is what the mesh records. The
+// store is spoken to over plain HTTP: it is reached on the mesh's private
+// network or by loopback. ctx bounds the whole upload.
+func Push(ctx context.Context, addr, repo, path string) (string, error) {
+	img, err := tarball.ImageFromPath(path, nil)
+	if err != nil {
+		return "", fmt.Errorf("artifacts: push %s: read image tarball %s: %w", repo, path, err)
+	}
+	dig, err := img.Digest()
+	if err != nil {
+		return "", fmt.Errorf("artifacts: push %s: digest of %s: %w", repo, path, err)
+	}
+	ref, err := name.NewDigest(addr+"/"+repo+"@"+dig.String(), name.Insecure, name.StrictValidation)
+	if err != nil {
+		return "", fmt.Errorf("artifacts: push %s: reference: %w", repo, err)
+	}
+	if err := remote.Write(ref, img, remote.WithContext(ctx)); err != nil {
+		return "", fmt.Errorf("artifacts: push %s to %s: %w", repo, addr, err)
+	}
+	return dig.String(), nil
+}
