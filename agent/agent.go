@@ -159,16 +159,27 @@ func (a *Agent) Apply(ctx context.Context, d declaration.Declaration) (Report, e
 	if err := a.check(d); err != nil {
 		return Report{}, err
 	}
+	var (
+		plan Plan
+		res  result
+	)
 	obs, err := Observe(ctx, a.cfg.Runtime, d)
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
 		return Report{}, fmt.Errorf("agent: apply %s: %w", d.ID, err)
+	case err != nil:
+		// The engine could not be asked: nothing was done, and the report
+		// says so resource by resource (never a silent success, never an
+		// apply the mesh does not hear of).
+		plan, res = unobserved(d, err)
+	default:
+		plan = Diff(d, obs, a.state)
+		res = execute(ctx, a.cfg.Runtime, plan)
 	}
 	id, err := a.cfg.NewID()
 	if err != nil {
 		return Report{}, fmt.Errorf("agent: apply %s: apply id: %w", d.ID, err)
 	}
-	plan := Diff(d, obs, a.state)
-	res := execute(ctx, a.cfg.Runtime, plan)
 	rep := Report{
 		Outcome:     buildOutcome(a.cfg.Node, d, plan, res),
 		AppliedAt:   a.cfg.Now().UTC(),
@@ -274,6 +285,18 @@ func Observe(ctx context.Context, rt Runtime, d declaration.Declaration) (Observ
 type result struct {
 	failed map[string]error // by resource (or removed container) name
 	made   []string         // directory paths made
+}
+
+// unobserved is the plan and result of an apply whose node could not be
+// observed: every declared resource failed with cause, and nothing done.
+func unobserved(d declaration.Declaration, cause error) (Plan, result) {
+	p := Plan{Declaration: d.ID, Steps: make([]Step, 0, len(d.Resources))}
+	res := result{failed: make(map[string]error, len(d.Resources))}
+	for _, r := range d.Resources {
+		p.Steps = append(p.Steps, Step{Name: r.Name, Kind: r.Kind, Module: r.Module, Action: Reject, Reason: "not applied", Resource: r})
+		res.failed[r.Name] = fmt.Errorf("not applied: the node could not be observed: %w", cause)
+	}
+	return p, res
 }
 
 // execute carries out plan through rt: the hosts file first (containers

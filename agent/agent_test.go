@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -387,8 +388,6 @@ func TestApplyRefusals(t *testing.T) {
 		{"another node", func() declaration.Declaration { d := decl("g14/1"); d.Node = "g14"; return d }(), "", agent.ErrInvalid},
 		{"no id", decl(""), "", agent.ErrInvalid},
 		{"duplicate names", decl("novox/1", dir("x", "m", "/a", 0o755), dir("x", "m", "/b", 0o755)), "", agent.ErrInvalid},
-		{"cannot observe", decl("novox/1", forge("/srv/forge")...), simruntime.OpList, agent.ErrRuntime},
-		{"cannot stat", decl("novox/1", forge("/srv/forge")...), simruntime.OpStat, agent.ErrRuntime},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -402,6 +401,41 @@ func TestApplyRefusals(t *testing.T) {
 			}
 			if p, _ := fx.ag.Pending(); len(p) != 0 || len(fx.sink.reports()) != 0 || len(fx.rt.Names()) != 0 {
 				t.Fatalf("a refused apply left a report or containers")
+			}
+		})
+	}
+}
+
+// An engine that cannot be asked is no silent success and no silent
+// absence: the apply is reported, every resource failed with the reason,
+// nothing done; the next pass goes on as usual.
+func TestApplyUnobservedReportsEveryResourceFailed(t *testing.T) {
+	for _, op := range []string{simruntime.OpList, simruntime.OpStat} {
+		t.Run(op, func(t *testing.T) {
+			fx := newFixture(t)
+			d := decl("novox/1", forge("/srv/forge")...)
+			fx.rt.FailNext(op, 1, nil)
+			r, err := fx.ag.Apply(context.Background(), d)
+			if err != nil {
+				t.Fatalf("apply: %v", err)
+			}
+			o := r.Outcome
+			if o.Applied != 0 || len(o.Failed) != len(d.Resources) || len(o.Created) != 0 || len(fx.rt.Names()) != 0 {
+				t.Fatalf("unobserved apply: %+v, containers %v", o, fx.rt.Names())
+			}
+			for _, f := range o.Failed {
+				if !strings.Contains(f.Error, "could not be observed") {
+					t.Fatalf("failed %s: %q does not say why", f.Name, f.Error)
+				}
+			}
+			if got := r.Summary(); got != fmt.Sprintf("applied 0 resource(s), %d failed", len(d.Resources)) {
+				t.Fatalf("summary %q", got)
+			}
+			if rs := fx.sink.reports(); len(rs) != 1 {
+				t.Fatalf("%d reports delivered, want 1", len(rs))
+			}
+			if r := fx.apply(t, d); r.Outcome.Applied != len(d.Resources) || len(r.Outcome.Failed) != 0 {
+				t.Fatalf("the next pass: %+v", r.Outcome)
 			}
 		})
 	}

@@ -449,10 +449,11 @@ func TestEngineFaults(t *testing.T) {
 	if o := apply(t, ag, d); len(o.Failed) != 1 || o.Failed[0].Name != "worker" || o.Applied != o.Sent-1 {
 		t.Fatalf("engine failing mid-pass: %+v; want worker failed", o)
 	}
-	// The engine unreachable: nothing observed, no apply, an error.
+	// The engine unreachable: nothing observed, nothing done, and a report
+	// with every resource failed and why.
 	f.set(func(f *faulty) { f.downAfter, f.down = false, true })
-	if _, err := ag.Apply(context.Background(), d); err == nil || !strings.Contains(err.Error(), "connection refused") {
-		t.Fatalf("apply with the engine down: %v, want an error", err)
+	if o := apply(t, ag, d); o.Applied != 0 || len(o.Failed) != o.Sent || !strings.Contains(o.Failed[0].Error, "connection refused") {
+		t.Fatalf("apply with the engine down: %+v; want every resource failed, naming the refusal", o)
 	}
 	f.set(func(f *faulty) { f.down = false })
 	if o := apply(t, ag, d); !slices.Equal(o.Created, []string{"worker"}) || len(o.Failed) != 0 || len(o.Replaced) != 0 {
@@ -470,8 +471,8 @@ func TestEngineFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	dead := newRTFor(t, randomNode(t), "x-", t.TempDir(), cl)
-	if _, err := newAgent(t, dead, dead.node).Apply(context.Background(), decl(dead.node, "1", "", two...)); !errors.Is(err, agent.ErrRuntime) {
-		t.Fatalf("apply with no engine: %v, want ErrRuntime", err)
+	if o := apply(t, newAgent(t, dead, dead.node), decl(dead.node, "1", "", two...)); o.Applied != 0 || len(o.Failed) != o.Sent {
+		t.Fatalf("apply with no engine: %+v, want every resource failed", o)
 	}
 }
 
