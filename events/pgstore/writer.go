@@ -1,0 +1,402 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"meshplane/events"
+)
+
+// A request is one Append waiting for the committer. Its state moves from
+// pending to taken (by the committer, which then answers on done exactly
+// once) or to abandoned (by the caller, whose ctx ended first; the committer
+// then skips it). So an Append that returns its ctx's error wrote nothing.
+type request struct {
+	stream   string
+	expected events.ExpectedVersion
+	evs      []events.Event // prepared: validated, Version and Position zero
+	size     int
+	state    atomic.Int32
+	done     chan result // buffered 1
+}
+
+const (
+	pending int32 = iota
+	taken
+	abandoned
+)
+
+type result struct {
+	evs []events.Event
+	err error
+}
+
+// Group bounds: the committer stops gathering requests for one transaction
+// past either. A single request larger than both still commits, alone.
+const (
+	maxGroupRequests = 1024
+	maxGroupBytes    = 16 << 20
+)
+
+// copyMin is the number of rows from which a group is written with COPY
+// rather than one INSERT of unnest()ed arrays: COPY costs a round trip more,
+// and less per row.
+const copyMin = 64
+
+// Append implements events.Store. If it returns an error of its ctx,
+// nothing was written. Any other error after the request reached the
+// server (a lost connection during COMMIT, say) leaves the outcome unknown:
+// appending the same events again is safe, since appends are idempotent by
+// event id.
+func (s *Store) Append(ctx context.Context, stream string, expected events.ExpectedVersion, evs ...events.Event) ([]events.Event, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, fmt.Errorf("pgstore: append %s: %w", stream, err)
+	}
+	if !expected.Valid() {
+		return nil, fmt.Errorf("pgstore: append %s: %w", stream,
+			&events.InvalidError{Field: "expected", Reason: expected.String()})
+	}
+	prepared, err := events.Prepare(stream, evs, s.cfg.now())
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: append %q: %w", stream, err)
+	}
+	r := &request{stream: stream, expected: expected, evs: prepared, done: make(chan result, 1)}
+	for _, e := range prepared {
+		r.size += len(e.Data) + 128
+	}
+	select {
+	case s.reqs <- r:
+	case <-s.quit:
+		return nil, fmt.Errorf("pgstore: append %s: %w", stream, events.ErrClosed)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("pgstore: append %s: %w", stream, ctx.Err())
+	}
+	var res result
+	select {
+	case res = <-r.done:
+	case <-s.writerDone:
+		res = lastWord(r)
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(pending, abandoned) {
+			return nil, fmt.Errorf("pgstore: append %s: %w", stream, ctx.Err())
+		}
+		// The committer has it: its answer comes within one commit.
+		select {
+		case res = <-r.done:
+		case <-s.writerDone:
+			res = lastWord(r)
+		}
+	}
+	if res.err != nil {
+		return nil, fmt.Errorf("pgstore: append %s: %w", stream, res.err)
+	}
+	return res.evs, nil
+}
+
+// lastWord is r's answer once the committer has returned: the one it gave,
+// or ErrClosed if the request was queued too late to be seen.
+func lastWord(r *request) result {
+	select {
+	case res := <-r.done:
+		return res
+	default:
+		return result{err: events.ErrClosed}
+	}
+}
+
+// writeLoop is the committer goroutine: it commits groups of requests until
+// Close, then fails whatever is still queued with ErrClosed.
+func (s *Store) writeLoop() {
+	defer close(s.writerDone)
+	for {
+		var first *request
+		select {
+		case first = <-s.reqs:
+		case <-s.quit:
+			s.failQueued()
+			return
+		}
+		select {
+		case <-s.quit: // Close wins over a request that raced it
+			if first.state.CompareAndSwap(pending, taken) {
+				first.done <- result{err: events.ErrClosed}
+			}
+			s.failQueued()
+			return
+		default:
+		}
+		group := s.gather(first)
+		if len(group) == 0 {
+			continue
+		}
+		results, err := s.commit(group)
+		if isUnique(err) && len(group) > 1 {
+			// A writer outside this store's lock raced one of the group:
+			// commit each request alone, so that only its own fails.
+			results, err = make([]result, len(group)), nil
+			for i, r := range group {
+				if res, rerr := s.commit([]*request{r}); rerr != nil {
+					results[i] = result{err: s.uniqueErr(r, rerr)}
+				} else {
+					results[i] = res[0]
+				}
+			}
+		} else if err != nil && len(group) == 1 {
+			err = s.uniqueErr(group[0], err)
+		}
+		s.sig.Notify()
+		for i, r := range group {
+			if err != nil {
+				r.done <- result{err: err}
+			} else {
+				r.done <- results[i]
+			}
+		}
+	}
+}
+
+// gather takes first and every request already queued, within the group
+// bounds, skipping requests abandoned by their callers.
+func (s *Store) gather(first *request) []*request {
+	var group []*request
+	size := 0
+	take := func(r *request) {
+		if r.state.CompareAndSwap(pending, taken) {
+			group = append(group, r)
+			size += r.size
+		}
+	}
+	take(first)
+	for len(group) < maxGroupRequests && size < maxGroupBytes {
+		select {
+		case r := <-s.reqs:
+			take(r)
+		default:
+			return group
+		}
+	}
+	return group
+}
+
+func (s *Store) failQueued() {
+	for {
+		select {
+		case r := <-s.reqs:
+			if r.state.CompareAndSwap(pending, taken) {
+				r.done <- result{err: events.ErrClosed}
+			}
+		default:
+			return
+		}
+	}
+}
+
+// commit appends group in one transaction: it takes the append lock, reads
+// the head, the versions of the group's streams and whichever of its ids
+// are stored, decides each request in queue order (ids, then expected
+// version; a refused request writes nothing and does not affect the
+// others), writes the accepted events, notifies, and commits. If the
+// transaction fails, err is set and nothing of the group was written (or,
+// for a failure during COMMIT itself, the outcome is unknown).
+func (s *Store) commit(group []*request) ([]result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.commitTimeout)
+	defer cancel()
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Release()
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck // after Commit it is a no-op; on failure the connection is discarded
+
+	var streams []string
+	versions := map[string]uint64{}
+	var ids []uuid.UUID
+	for _, r := range group {
+		if _, ok := versions[r.stream]; !ok {
+			versions[r.stream] = 0
+			streams = append(streams, r.stream)
+		}
+		for _, e := range r.evs {
+			ids = append(ids, e.ID)
+		}
+	}
+	var head int64
+	stored := map[uuid.UUID]events.Event{}
+	b := &pgx.Batch{}
+	b.Queue("SELECT pg_advisory_xact_lock($1, $2)", lockClass, lockAppend)
+	// Read after the lock, each in a statement snapshot of its own (READ
+	// COMMITTED): they see every commit of the previous holder.
+	b.Queue("SELECT coalesce(max(position), 0) FROM events").QueryRow(func(row pgx.Row) error {
+		return row.Scan(&head)
+	})
+	b.Queue("SELECT s, coalesce((SELECT max(version) FROM events WHERE stream = s), 0) FROM unnest($1::text[]) AS s",
+		streams).Query(func(rows pgx.Rows) error {
+		var name string
+		var v int64
+		_, err := pgx.ForEachRow(rows, []any{&name, &v}, func() error {
+			versions[name] = uint64(v)
+			return nil
+		})
+		return err
+	})
+	b.Queue("SELECT "+columns+" FROM events WHERE id = ANY($1::uuid[])", ids).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			raw := rows.RawValues()
+			e, err := decodeRow(raw)
+			if err != nil {
+				return err
+			}
+			e.Data = append([]byte(nil), raw[10]...)
+			stored[e.ID] = e
+		}
+		return rows.Err()
+	})
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("lock and read: %w", err)
+	}
+
+	results := make([]result, len(group))
+	var rows []events.Event
+	pos := uint64(head)
+	for i, r := range group {
+		if done, err := replayed(r.evs, stored); done || err != nil {
+			results[i] = result{evs: r.evs, err: err}
+			continue
+		}
+		v := versions[r.stream]
+		if !r.expected.Check(v) {
+			results[i].err = &events.VersionError{Stream: r.stream, Expected: r.expected, Actual: v}
+			continue
+		}
+		for j := range r.evs {
+			v++
+			pos++
+			r.evs[j].Version, r.evs[j].Position = v, pos
+			stored[r.evs[j].ID] = r.evs[j] // a later request of the group may replay it
+			rows = append(rows, r.evs[j])
+		}
+		versions[r.stream] = v
+		results[i].evs = r.evs
+	}
+	if len(rows) == 0 {
+		return results, nil // nothing to write: the deferred rollback ends it
+	}
+	if s.cfg.beforeWrite != nil {
+		if err := s.cfg.beforeWrite(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := writeRows(ctx, tx, rows); err != nil {
+		return nil, fmt.Errorf("write %d events: %w", len(rows), err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", notifyChannel, strconv.FormatUint(pos, 10)); err != nil {
+		return nil, fmt.Errorf("notify: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	return results, nil
+}
+
+// replayed decides a request's ids against the stored events (and those
+// accepted earlier in the group). If every id is stored with the same
+// content it fills evs with the stored versions and positions and reports
+// done; if some are stored and others are new, or one is stored with other
+// content, it returns ErrIDConflict; if none is stored it returns
+// (false, nil) and the append goes on.
+func replayed(evs []events.Event, stored map[uuid.UUID]events.Event) (done bool, err error) {
+	found := 0
+	for i, e := range evs {
+		old, ok := stored[e.ID]
+		if !ok {
+			continue
+		}
+		found++
+		if !old.SameContent(e) {
+			return false, fmt.Errorf("events[%d]: id %s stored at position %d: %w", i, e.ID, old.Position, events.ErrIDConflict)
+		}
+		evs[i].Version, evs[i].Position = old.Version, old.Position
+	}
+	switch found {
+	case 0:
+		return false, nil
+	case len(evs):
+		return true, nil
+	default:
+		return false, fmt.Errorf("%d of %d ids already stored: %w", found, len(evs), events.ErrIDConflict)
+	}
+}
+
+var rowColumns = []string{"position", "id", "stream", "version", "type", "schema", "at_ns", "actor", "causation", "correlation", "data"}
+
+// writeRows inserts rows: with COPY from copyMin rows, else with one INSERT
+// of unnest()ed arrays (one round trip, one plan).
+func writeRows(ctx context.Context, tx pgx.Tx, rows []events.Event) error {
+	if len(rows) >= copyMin {
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, rowColumns, pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
+			e := rows[i]
+			return []any{int64(e.Position), [16]byte(e.ID), e.Stream, int64(e.Version), e.Type, int32(e.Schema),
+				e.At.UnixNano(), e.Actor, e.Causation, e.Correlation, []byte(e.Data)}, nil
+		}))
+		return err
+	}
+	n := len(rows)
+	var (
+		pos, ver, at                      = make([]int64, n), make([]int64, n), make([]int64, n)
+		ids                               = make([][16]byte, n)
+		stream, typ, actor, cause, correl = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		schema                            = make([]int32, n)
+		data                              = make([][]byte, n)
+	)
+	for i, e := range rows {
+		pos[i], ids[i], stream[i], ver[i], typ[i], schema[i] = int64(e.Position), e.ID, e.Stream, int64(e.Version), e.Type, int32(e.Schema)
+		at[i], actor[i], cause[i], correl[i], data[i] = e.At.UnixNano(), e.Actor, e.Causation, e.Correlation, e.Data
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO events (`+columns+`)
+		SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::bigint[], $5::text[], $6::integer[],
+			$7::bigint[], $8::text[], $9::text[], $10::text[], $11::bytea[])`,
+		pos, ids, stream, ver, typ, schema, at, actor, cause, correl, data)
+	return err
+}
+
+// isUnique reports whether err is a unique violation.
+func isUnique(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}
+
+// uniqueErr maps a unique violation of r's lone transaction, which only a
+// writer that bypassed the append lock can cause, to the contract's error:
+// a taken (stream, version) is a *VersionError with the stream's actual
+// version, a taken id is ErrIDConflict. Never a silent success. Other
+// errors are returned as they are.
+func (s *Store) uniqueErr(r *request, err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+		return err
+	}
+	switch pgErr.ConstraintName {
+	case "events_stream_version_key":
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.commitTimeout)
+		defer cancel()
+		var v int64
+		if qerr := s.pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM events WHERE stream = $1", r.stream).Scan(&v); qerr != nil {
+			return fmt.Errorf("%w (%v), and reading the stream's version failed: %v", events.ErrWrongExpectedVersion, err, qerr)
+		}
+		return &events.VersionError{Stream: r.stream, Expected: r.expected, Actual: uint64(v)}
+	case "events_id_key":
+		return fmt.Errorf("%v: %w", err, events.ErrIDConflict)
+	}
+	return fmt.Errorf("a writer outside the append lock took a position: %w", err)
+}
