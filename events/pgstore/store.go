@@ -45,6 +45,7 @@ type config struct {
 	leaderCheck   time.Duration
 	migrate       bool
 	onRetry       func(op string, err error)
+	notify        string                          // the channel commits notify: notifyChannel but in tests
 	beforeWrite   func(ctx context.Context) error // tests: runs in the append transaction before the rows are written
 }
 
@@ -99,7 +100,7 @@ type Store struct {
 // unless WithoutMigrate is given, and starts the store's committer, its
 // LISTEN connection and its poller.
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
-	cfg := config{now: time.Now, poll: time.Second, commitTimeout: 30 * time.Second, leaderCheck: time.Second, migrate: true}
+	cfg := config{now: time.Now, poll: time.Second, commitTimeout: 30 * time.Second, leaderCheck: time.Second, migrate: true, notify: notifyChannel}
 	for _, o := range opts {
 		o(&cfg)
 	}

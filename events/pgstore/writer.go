@@ -300,7 +300,7 @@ func (s *Store) commit(group []*request) ([]result, error) {
 	if err := writeRows(ctx, tx, rows); err != nil {
 		return nil, fmt.Errorf("write %d events: %w", len(rows), err)
 	}
-	if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", notifyChannel, strconv.FormatUint(pos, 10)); err != nil {
+	if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", s.cfg.notify, strconv.FormatUint(pos, 10)); err != nil {
 		return nil, fmt.Errorf("notify: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
