@@ -212,12 +212,11 @@ func (s *Store) commit(group []*request) ([]result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
+	// On any failure the connection is left in its transaction (or broken),
+	// and the pool discards a connection released in that state: that is
+	// the rollback.
 	defer conn.Release()
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("begin: %w", err)
-	}
-	defer tx.Rollback(context.Background()) //nolint:errcheck // after Commit it is a no-op; on failure the connection is discarded
+	c := conn.Conn()
 
 	var streams []string
 	versions := map[string]uint64{}
@@ -233,7 +232,9 @@ func (s *Store) commit(group []*request) ([]result, error) {
 	}
 	var head int64
 	stored := map[uuid.UUID]events.Event{}
+	// Round trip 1: begin, lock, read.
 	b := &pgx.Batch{}
+	b.Queue("BEGIN")
 	b.Queue("SELECT pg_advisory_xact_lock($1, $2)", lockClass, lockAppend)
 	// Read after the lock, each in a statement snapshot of its own (READ
 	// COMMITTED): they see every commit of the previous holder.
@@ -262,7 +263,7 @@ func (s *Store) commit(group []*request) ([]result, error) {
 		}
 		return rows.Err()
 	})
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+	if err := c.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("lock and read: %w", err)
 	}
 
@@ -290,21 +291,35 @@ func (s *Store) commit(group []*request) ([]result, error) {
 		results[i].evs = r.evs
 	}
 	if len(rows) == 0 {
-		return results, nil // nothing to write: the deferred rollback ends it
+		if _, err := c.Exec(ctx, "ROLLBACK"); err != nil {
+			return nil, fmt.Errorf("rollback: %w", err)
+		}
+		return results, nil
 	}
 	if s.cfg.beforeWrite != nil {
 		if err := s.cfg.beforeWrite(ctx); err != nil {
 			return nil, err
 		}
 	}
-	if err := writeRows(ctx, tx, rows); err != nil {
-		return nil, fmt.Errorf("write %d events: %w", len(rows), err)
+	// Round trip 2 (and one more for COPY): write, notify, commit. The
+	// notification is delivered only if the commit is.
+	b = &pgx.Batch{}
+	if len(rows) >= copyMin {
+		if err := copyRows(ctx, c, rows); err != nil {
+			return nil, fmt.Errorf("write %d events: %w", len(rows), err)
+		}
+	} else {
+		queueInsert(b, rows)
 	}
-	if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", s.cfg.notify, strconv.FormatUint(pos, 10)); err != nil {
-		return nil, fmt.Errorf("notify: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, fmt.Errorf("commit: %w", err)
+	b.Queue("SELECT pg_notify($1, $2)", s.cfg.notify, strconv.FormatUint(pos, 10))
+	b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
+		if tag.String() != "COMMIT" {
+			return fmt.Errorf("the transaction was rolled back (%s)", tag)
+		}
+		return nil
+	})
+	if err := c.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("write %d events and commit: %w", len(rows), err)
 	}
 	return results, nil
 }
@@ -340,17 +355,19 @@ func replayed(evs []events.Event, stored map[uuid.UUID]events.Event) (done bool,
 
 var rowColumns = []string{"position", "id", "stream", "version", "type", "schema", "at_ns", "actor", "causation", "correlation", "data"}
 
-// writeRows inserts rows: with COPY from copyMin rows, else with one INSERT
-// of unnest()ed arrays (one round trip, one plan).
-func writeRows(ctx context.Context, tx pgx.Tx, rows []events.Event) error {
-	if len(rows) >= copyMin {
-		_, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, rowColumns, pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
-			e := rows[i]
-			return []any{int64(e.Position), [16]byte(e.ID), e.Stream, int64(e.Version), e.Type, int32(e.Schema),
-				e.At.UnixNano(), e.Actor, e.Causation, e.Correlation, []byte(e.Data)}, nil
-		}))
-		return err
-	}
+// copyRows writes rows with COPY.
+func copyRows(ctx context.Context, c *pgx.Conn, rows []events.Event) error {
+	_, err := c.CopyFrom(ctx, pgx.Identifier{"events"}, rowColumns, pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
+		e := rows[i]
+		return []any{int64(e.Position), [16]byte(e.ID), e.Stream, int64(e.Version), e.Type, int32(e.Schema),
+			e.At.UnixNano(), e.Actor, e.Causation, e.Correlation, []byte(e.Data)}, nil
+	}))
+	return err
+}
+
+// queueInsert queues one INSERT of rows as unnest()ed arrays: one
+// statement, one plan, whatever the number of rows.
+func queueInsert(b *pgx.Batch, rows []events.Event) {
 	n := len(rows)
 	var (
 		pos, ver, at                      = make([]int64, n), make([]int64, n), make([]int64, n)
@@ -363,11 +380,10 @@ func writeRows(ctx context.Context, tx pgx.Tx, rows []events.Event) error {
 		pos[i], ids[i], stream[i], ver[i], typ[i], schema[i] = int64(e.Position), e.ID, e.Stream, int64(e.Version), e.Type, int32(e.Schema)
 		at[i], actor[i], cause[i], correl[i], data[i] = e.At.UnixNano(), e.Actor, e.Causation, e.Correlation, e.Data
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO events (`+columns+`)
+	b.Queue(`INSERT INTO events (`+columns+`)
 		SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::bigint[], $5::text[], $6::integer[],
 			$7::bigint[], $8::text[], $9::text[], $10::text[], $11::bytea[])`,
 		pos, ids, stream, ver, typ, schema, at, actor, cause, correl, data)
-	return err
 }
 
 // isUnique reports whether err is a unique violation.
