@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync/atomic"
 
@@ -198,14 +199,34 @@ func (s *Store) failQueued() {
 	}
 }
 
-// commit appends group in one transaction: it takes the append lock, reads
-// the head, the versions of the group's streams and whichever of its ids
-// are stored, decides each request in queue order (ids, then expected
-// version; a refused request writes nothing and does not affect the
-// others), writes the accepted events, notifies, and commits. If the
-// transaction fails, err is set and nothing of the group was written (or,
-// for a failure during COMMIT itself, the outcome is unknown).
+// errIDTaken is commit's signal that an id it did not look up was stored:
+// the group is committed again, looking every id up.
+var errIDTaken = errors.New("an id of the group is stored")
+
+// commit appends group in one transaction and returns each request's
+// result; if the transaction fails, err is set and nothing of the group was
+// written (or, for a failure during COMMIT itself, the outcome is unknown).
+//
+// It takes the append lock, reads the head and the versions of the group's
+// streams, decides each request in queue order (ids, then expected version;
+// a refused request writes nothing and does not affect the others), writes
+// the accepted events, notifies, and commits.
+//
+// Most appends carry new ids, so the ids are looked up only when needed: if
+// some request fails its version check (it may be a replay, which succeeds
+// whatever its expected version), the ids of the whole group are read in
+// the same transaction and every request decided again; if the insert hits
+// a stored id, the transaction is abandoned and commitChecked does it all
+// again with every id looked up first.
 func (s *Store) commit(group []*request) ([]result, error) {
+	res, err := s.commitOnce(group, false)
+	if errors.Is(err, errIDTaken) {
+		return s.commitOnce(group, true)
+	}
+	return res, err
+}
+
+func (s *Store) commitOnce(group []*request, lookUpIDs bool) ([]result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.commitTimeout)
 	defer cancel()
 	conn, err := s.pool.Acquire(ctx)
@@ -219,15 +240,11 @@ func (s *Store) commit(group []*request) ([]result, error) {
 	c := conn.Conn()
 
 	var streams []string
-	versions := map[string]uint64{}
-	var ids []uuid.UUID
+	known := map[string]uint64{} // the streams' stored versions
 	for _, r := range group {
-		if _, ok := versions[r.stream]; !ok {
-			versions[r.stream] = 0
+		if _, ok := known[r.stream]; !ok {
+			known[r.stream] = 0
 			streams = append(streams, r.stream)
-		}
-		for _, e := range r.evs {
-			ids = append(ids, e.ID)
 		}
 	}
 	var head int64
@@ -236,59 +253,66 @@ func (s *Store) commit(group []*request) ([]result, error) {
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue("SELECT pg_advisory_xact_lock($1, $2)", lockClass, lockAppend)
-	// Read after the lock, each in a statement snapshot of its own (READ
-	// COMMITTED): they see every commit of the previous holder.
-	b.Queue("SELECT coalesce(max(position), 0) FROM events").QueryRow(func(row pgx.Row) error {
-		return row.Scan(&head)
-	})
-	b.Queue("SELECT s, coalesce((SELECT max(version) FROM events WHERE stream = s), 0) FROM unnest($1::text[]) AS s",
-		streams).Query(func(rows pgx.Rows) error {
+	// Read after the lock, in a statement snapshot of its own (READ
+	// COMMITTED): it sees every commit of the previous holder.
+	b.Queue(`SELECT (SELECT coalesce(max(position), 0) FROM events), s,
+			coalesce((SELECT max(version) FROM events WHERE stream = s), 0)
+		FROM unnest($1::text[]) AS s`, streams).Query(func(rows pgx.Rows) error {
 		var name string
 		var v int64
-		_, err := pgx.ForEachRow(rows, []any{&name, &v}, func() error {
-			versions[name] = uint64(v)
+		_, err := pgx.ForEachRow(rows, []any{&head, &name, &v}, func() error {
+			known[name] = uint64(v)
 			return nil
 		})
 		return err
 	})
-	b.Queue("SELECT "+columns+" FROM events WHERE id = ANY($1::uuid[])", ids).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			raw := rows.RawValues()
-			e, err := decodeRow(raw)
-			if err != nil {
-				return err
-			}
-			e.Data = append([]byte(nil), raw[10]...)
-			stored[e.ID] = e
-		}
-		return rows.Err()
-	})
+	if lookUpIDs {
+		queueIDs(b, group, stored)
+	}
 	if err := c.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("lock and read: %w", err)
 	}
 
-	results := make([]result, len(group))
+	var results []result
 	var rows []events.Event
-	pos := uint64(head)
-	for i, r := range group {
-		if done, err := replayed(r.evs, stored); done || err != nil {
-			results[i] = result{evs: r.evs, err: err}
-			continue
+	var pos uint64
+	decide := func() (complete bool) {
+		results, rows, pos = make([]result, len(group)), nil, uint64(head)
+		versions := maps.Clone(known)
+		accepted := maps.Clone(stored) // and what the group accepts, which a later request may replay
+		for i, r := range group {
+			if done, err := replayed(r.evs, accepted); done || err != nil {
+				results[i] = result{evs: r.evs, err: err}
+				continue
+			}
+			v := versions[r.stream]
+			if !r.expected.Check(v) {
+				if !lookUpIDs {
+					return false
+				}
+				results[i].err = &events.VersionError{Stream: r.stream, Expected: r.expected, Actual: v}
+				continue
+			}
+			for j := range r.evs {
+				v++
+				pos++
+				r.evs[j].Version, r.evs[j].Position = v, pos
+				accepted[r.evs[j].ID] = r.evs[j]
+				rows = append(rows, r.evs[j])
+			}
+			versions[r.stream] = v
+			results[i].evs = r.evs
 		}
-		v := versions[r.stream]
-		if !r.expected.Check(v) {
-			results[i].err = &events.VersionError{Stream: r.stream, Expected: r.expected, Actual: v}
-			continue
+		return true
+	}
+	if !decide() {
+		lookUpIDs = true
+		b = &pgx.Batch{}
+		queueIDs(b, group, stored)
+		if err := c.SendBatch(ctx, b).Close(); err != nil {
+			return nil, fmt.Errorf("read ids: %w", err)
 		}
-		for j := range r.evs {
-			v++
-			pos++
-			r.evs[j].Version, r.evs[j].Position = v, pos
-			stored[r.evs[j].ID] = r.evs[j] // a later request of the group may replay it
-			rows = append(rows, r.evs[j])
-		}
-		versions[r.stream] = v
-		results[i].evs = r.evs
+		decide()
 	}
 	if len(rows) == 0 {
 		if _, err := c.Exec(ctx, "ROLLBACK"); err != nil {
@@ -306,7 +330,7 @@ func (s *Store) commit(group []*request) ([]result, error) {
 	b = &pgx.Batch{}
 	if len(rows) >= copyMin {
 		if err := copyRows(ctx, c, rows); err != nil {
-			return nil, fmt.Errorf("write %d events: %w", len(rows), err)
+			return nil, fmt.Errorf("write %d events: %w", len(rows), idTaken(err, lookUpIDs))
 		}
 	} else {
 		queueInsert(b, rows)
@@ -319,9 +343,42 @@ func (s *Store) commit(group []*request) ([]result, error) {
 		return nil
 	})
 	if err := c.SendBatch(ctx, b).Close(); err != nil {
-		return nil, fmt.Errorf("write %d events and commit: %w", len(rows), err)
+		return nil, fmt.Errorf("write %d events and commit: %w", len(rows), idTaken(err, lookUpIDs))
 	}
 	return results, nil
+}
+
+// idTaken turns a violation of the id's uniqueness, in a transaction that
+// did not look its ids up, into errIDTaken.
+func idTaken(err error, lookedUp bool) error {
+	var pgErr *pgconn.PgError
+	if !lookedUp && errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "events_id_key" {
+		return errIDTaken
+	}
+	return err
+}
+
+// queueIDs queues the read of whichever ids of group are stored, into
+// stored.
+func queueIDs(b *pgx.Batch, group []*request, stored map[uuid.UUID]events.Event) {
+	var ids [][16]byte
+	for _, r := range group {
+		for _, e := range r.evs {
+			ids = append(ids, e.ID)
+		}
+	}
+	b.Queue("SELECT "+columns+" FROM events WHERE id = ANY($1::uuid[])", ids).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			raw := rows.RawValues()
+			e, err := decodeRow(raw)
+			if err != nil {
+				return err
+			}
+			e.Data = append([]byte(nil), raw[10]...)
+			stored[e.ID] = e
+		}
+		return rows.Err()
+	})
 }
 
 // replayed decides a request's ids against the stored events (and those
