@@ -199,6 +199,92 @@ func (s *Store) failQueued() {
 	}
 }
 
+// fastMax is the largest lone request commitOne takes.
+const fastMax = 1000
+
+// errRefused is commitOne's signal that its request failed its version
+// check: commit decides it again, looking its ids up.
+var errRefused = errors.New("the expected version did not hold")
+
+// commitOne commits a lone request in one round trip: BEGIN, the lock, one
+// INSERT that reads the head and the stream's version in its own snapshot
+// (taken after the lock) and writes the events only if the expected
+// version holds, the notification, COMMIT, all pipelined. An append refused
+// by its version (which may be a replay) or by a stored id is done again by
+// commitOnce, looking ids up. Tests that hook beforeWrite never come here.
+func (s *Store) commitOne(r *request) ([]result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.commitTimeout)
+	defer cancel()
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Release() // in a transaction or broken after a failure: the pool discards it
+	n := len(r.evs)
+	var (
+		ids                       = make([][16]byte, n)
+		typ, actor, cause, correl = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		schema                    = make([]int32, n)
+		at                        = make([]int64, n)
+		data                      = make([][]byte, n)
+	)
+	for i, e := range r.evs {
+		ids[i], typ[i], schema[i], at[i] = e.ID, e.Type, int32(e.Schema), e.At.UnixNano()
+		actor[i], cause[i], correl[i], data[i] = e.Actor, e.Causation, e.Correlation, e.Data
+	}
+	var first, version int64
+	inserted := 0
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SELECT pg_advisory_xact_lock($1, $2)", lockClass, lockAppend)
+	b.Queue(`INSERT INTO events (`+columns+`)
+		SELECT h.p + u.n, u.id, $1, v.v + u.n, u.type, u.schema, u.at_ns, u.actor, u.causation, u.correlation, u.data
+		FROM (SELECT coalesce(max(position), 0) AS p FROM events) AS h,
+			(SELECT coalesce(max(version), 0) AS v FROM events WHERE stream = $1) AS v,
+			unnest($3::uuid[], $4::text[], $5::integer[], $6::bigint[], $7::text[], $8::text[], $9::text[], $10::bytea[])
+				WITH ORDINALITY AS u(id, type, schema, at_ns, actor, causation, correlation, data, n)
+		WHERE $2::bigint < 0 OR v.v = $2::bigint
+		RETURNING position, version`,
+		r.stream, int64(r.expected), ids, typ, schema, at, actor, cause, correl, data,
+	).Query(func(rows pgx.Rows) error {
+		var p, v int64
+		_, err := pgx.ForEachRow(rows, []any{&p, &v}, func() error {
+			if inserted == 0 || p < first {
+				first = p
+			}
+			if inserted == 0 || v < version {
+				version = v
+			}
+			inserted++
+			return nil
+		})
+		return err
+	})
+	b.Queue("SELECT pg_notify($1, (SELECT max(position) FROM events)::text)", s.cfg.notify)
+	b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
+		if tag.String() != "COMMIT" {
+			return fmt.Errorf("the transaction was rolled back (%s)", tag)
+		}
+		return nil
+	})
+	if err := conn.Conn().SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("append %d events: %w", n, idTaken(err, false))
+	}
+	switch inserted {
+	case 0:
+		return nil, errRefused
+	case n:
+	default:
+		return nil, fmt.Errorf("append %d events: %d inserted", n, inserted) // cannot happen: one statement
+	}
+	// Row u.n (from 1) is at head+n and version+n: the smallest returned
+	// are the first event's.
+	for j := range r.evs {
+		r.evs[j].Position, r.evs[j].Version = uint64(first)+uint64(j), uint64(version)+uint64(j)
+	}
+	return []result{{evs: r.evs}}, nil
+}
+
 // errIDTaken is commit's signal that an id it did not look up was stored:
 // the group is committed again, looking every id up.
 var errIDTaken = errors.New("an id of the group is stored")
@@ -219,6 +305,13 @@ var errIDTaken = errors.New("an id of the group is stored")
 // a stored id, the transaction is abandoned and commitChecked does it all
 // again with every id looked up first.
 func (s *Store) commit(group []*request) ([]result, error) {
+	if len(group) == 1 && len(group[0].evs) <= fastMax && s.cfg.beforeWrite == nil {
+		res, err := s.commitOne(group[0])
+		if !errors.Is(err, errIDTaken) && !errors.Is(err, errRefused) {
+			return res, err
+		}
+		return s.commitOnce(group, true)
+	}
 	res, err := s.commitOnce(group, false)
 	if errors.Is(err, errIDTaken) {
 		return s.commitOnce(group, true)
