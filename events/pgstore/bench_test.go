@@ -3,6 +3,8 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -189,4 +191,96 @@ func benchRawReadAll(b *testing.B, decode bool) {
 		b.Fatal("read nothing")
 	}
 	b.ReportMetric(float64(b.N)*storetest.ReadAllEvents/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkPaired measures the store and its two ceilings in alternation,
+// rounds of one second each (5 rounds unless PAIRED_ROUNDS says otherwise),
+// so that load from outside the benchmark, which drifts from second to
+// second on a shared machine, falls on all three alike. The workload is
+// storetest.Bench's (W writers, each on its own stream, appending batches
+// of B apply.reported events, events.Any). Run it with -benchtime=1x: one
+// iteration is all the rounds. It reports events/s for the store, the raw
+// INSERT and the raw COPY, and the store's share of each.
+func BenchmarkPaired(b *testing.B) {
+	rounds := 5
+	if v, err := strconv.Atoi(os.Getenv("PAIRED_ROUNDS")); err == nil && v > 0 {
+		rounds = v
+	}
+	for _, batch := range []int{1, 100} {
+		for _, writers := range []int{1, 8} {
+			b.Run(fmt.Sprintf("batch=%d/writers=%d", batch, writers), func(b *testing.B) {
+				pgtest.Need(b, srv)
+				st := openURL(b, srv.Database(b))
+				pool := openRaw(b, writers)
+				sql := insertSQL(batch)
+				var pos atomic.Int64
+				var sum [3]struct {
+					n int
+					d time.Duration
+				}
+				// run has writers append for a second and returns the events appended.
+				run := func(mode int) (int, time.Duration) {
+					ctx := context.Background()
+					var total atomic.Int64
+					var wg sync.WaitGroup
+					start := time.Now()
+					stop := start.Add(time.Second)
+					for w := range writers {
+						wg.Go(func() {
+							stream := fmt.Sprintf("node-bench%02d", w)
+							evs := make([]events.Event, batch)
+							rows := make([][]any, batch)
+							args := make([]any, 0, batch*11)
+							for time.Now().Before(stop) {
+								var err error
+								switch mode {
+								case 0:
+									for i := range evs {
+										evs[i] = events.Event{ID: events.NewID(), Type: events.TypeApplyReported, Schema: 1,
+											At: time.Date(2026, 9, 29, 22, 46, 0, 123456789, time.UTC), Actor: "agent:novox",
+											Correlation: "push-42", Data: storetest.BenchPayload}
+									}
+									_, err = st.Append(ctx, stream, events.Any, evs...)
+								case 1, 2:
+									first := pos.Add(int64(batch)) - int64(batch)
+									args = args[:0]
+									for i := range rows {
+										rows[i] = rawRow(stream, first+int64(i)+1)
+										args = append(args, rows[i]...)
+									}
+									if mode == 1 {
+										_, err = pool.Exec(ctx, sql, args...)
+									} else {
+										_, err = pool.CopyFrom(ctx, pgx.Identifier{"raw_events"}, rowColumns, pgx.CopyFromRows(rows))
+									}
+								}
+								if err != nil {
+									b.Errorf("mode %d: %v", mode, err)
+									return
+								}
+								total.Add(int64(batch))
+							}
+						})
+					}
+					wg.Wait()
+					return int(total.Load()), time.Since(start)
+				}
+				for range b.N {
+					for range rounds {
+						for mode := range sum {
+							n, d := run(mode)
+							sum[mode].n += n
+							sum[mode].d += d
+						}
+					}
+				}
+				rate := func(m int) float64 { return float64(sum[m].n) / sum[m].d.Seconds() }
+				b.ReportMetric(rate(0), "store-events/s")
+				b.ReportMetric(rate(1), "insert-events/s")
+				b.ReportMetric(rate(2), "copy-events/s")
+				b.ReportMetric(rate(0)/rate(1), "store/insert")
+				b.ReportMetric(rate(0)/rate(2), "store/copy")
+			})
+		}
+	}
 }

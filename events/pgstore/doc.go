@@ -57,17 +57,18 @@
 // version; a refused request writes nothing and does not affect the
 // others).
 //
-// Round trips: a lone request of up to 1,000 events is one pipelined round
-// trip (BEGIN; the lock; one INSERT ... SELECT from unnest() that reads the
-// head and the stream's version and writes only if the expected version
-// holds; NOTIFY; COMMIT). A group is two: BEGIN, the lock and the reads;
-// then the rows (one INSERT of unnest()ed arrays, or COPY from 64 rows,
-// which costs one more), NOTIFY and COMMIT. Ids are not looked up first,
-// since almost every append carries new ones: a request that fails its
-// version check (it may be a replay, which succeeds whatever it expected)
-// makes the transaction read the group's ids and decide again, and an
-// insert that hits a stored id makes the group start over with every id
-// looked up.
+// Round trips: a group of up to 128 rows is one pipelined round trip, in
+// one implicit transaction: the lock; for each request one INSERT ...
+// SELECT from unnest() that reads the head and the stream's version in its
+// own snapshot (after the lock, and seeing the group's earlier requests)
+// and writes only if the expected version holds; NOTIFY. A larger group is
+// an explicit transaction of two round trips (BEGIN, the lock, the reads;
+// then the rows, by COPY from 64 rows, NOTIFY and COMMIT), since COPY costs
+// less per row. Ids are not looked up first, since almost every append
+// carries new ones: a request refused by its expected version (it may be a
+// replay, which succeeds whatever it expected) is decided again with its
+// ids looked up, and an insert that hits a stored id makes the group start
+// over with every id looked up.
 //
 // The alternative, reading below pg_snapshot_xmin with a
 // (pg_current_xact_id(), id) cursor, lets writers run in parallel but

@@ -199,118 +199,141 @@ func (s *Store) failQueued() {
 	}
 }
 
-// fastMax is the largest lone request commitOne takes.
-const fastMax = 1000
+// pipelineRows bounds the rows of a group that commitPipelined takes:
+// larger groups go by commitOnce, whose COPY costs less per row than
+// INSERTs from unnest(), more than paying for its two more round trips.
+const pipelineRows = 128
 
-// errRefused is commitOne's signal that its request failed its version
-// check: commit decides it again, looking its ids up.
-var errRefused = errors.New("the expected version did not hold")
-
-// commitOne commits a lone request in one round trip: BEGIN, the lock, one
-// INSERT that reads the head and the stream's version in its own snapshot
-// (taken after the lock) and writes the events only if the expected
-// version holds, the notification, COMMIT, all pipelined. An append refused
-// by its version (which may be a replay) or by a stored id is done again by
-// commitOnce, looking ids up. Tests that hook beforeWrite never come here.
-func (s *Store) commitOne(r *request) ([]result, error) {
+// commitPipelined commits a group in one round trip, in one implicit
+// transaction (pgx sends a batch with one Sync, which PostgreSQL runs as one
+// transaction): the lock, then for each request one INSERT ... SELECT from
+// unnest() that reads the head and its stream's version in its own
+// statement snapshot (taken after the lock, and seeing the group's earlier
+// statements) and writes only if the expected version holds, then the
+// notification. It returns each request's result, and the indices of the
+// requests refused by their version, which wrote nothing and which commit
+// decides again, looking their ids up (a refused request may be a replay).
+// A stored id fails the whole transaction with errIDTaken.
+func (s *Store) commitPipelined(group []*request) (results []result, refused []int, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.commitTimeout)
 	defer cancel()
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
+		return nil, nil, fmt.Errorf("connect: %w", err)
 	}
-	defer conn.Release() // in a transaction or broken after a failure: the pool discards it
-	n := len(r.evs)
-	var (
-		ids                       = make([][16]byte, n)
-		typ, actor, cause, correl = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		schema                    = make([]int32, n)
-		at                        = make([]int64, n)
-		data                      = make([][]byte, n)
-	)
-	for i, e := range r.evs {
-		ids[i], typ[i], schema[i], at[i] = e.ID, e.Type, int32(e.Schema), e.At.UnixNano()
-		actor[i], cause[i], correl[i], data[i] = e.Actor, e.Causation, e.Correlation, e.Data
-	}
-	var first, version int64
-	inserted := 0
+	defer conn.Release() // broken after a failure: the pool discards it
 	b := &pgx.Batch{}
-	b.Queue("BEGIN")
 	b.Queue("SELECT pg_advisory_xact_lock($1, $2)", lockClass, lockAppend)
-	b.Queue(`INSERT INTO events (`+columns+`)
-		SELECT h.p + u.n, u.id, $1, v.v + u.n, u.type, u.schema, u.at_ns, u.actor, u.causation, u.correlation, u.data
-		FROM (SELECT coalesce(max(position), 0) AS p FROM events) AS h,
-			(SELECT coalesce(max(version), 0) AS v FROM events WHERE stream = $1) AS v,
-			unnest($3::uuid[], $4::text[], $5::integer[], $6::bigint[], $7::text[], $8::text[], $9::text[], $10::bytea[])
-				WITH ORDINALITY AS u(id, type, schema, at_ns, actor, causation, correlation, data, n)
-		WHERE $2::bigint < 0 OR v.v = $2::bigint
-		RETURNING position, version`,
-		r.stream, int64(r.expected), ids, typ, schema, at, actor, cause, correl, data,
-	).Query(func(rows pgx.Rows) error {
-		var p, v int64
-		_, err := pgx.ForEachRow(rows, []any{&p, &v}, func() error {
-			if inserted == 0 || p < first {
-				first = p
-			}
-			if inserted == 0 || v < version {
-				version = v
-			}
-			inserted++
-			return nil
-		})
-		return err
-	})
-	b.Queue("SELECT pg_notify($1, (SELECT max(position) FROM events)::text)", s.cfg.notify)
-	b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
-		if tag.String() != "COMMIT" {
-			return fmt.Errorf("the transaction was rolled back (%s)", tag)
+	first := make([]int64, len(group))
+	version := make([]int64, len(group))
+	inserted := make([]int, len(group))
+	for i, r := range group {
+		n := len(r.evs)
+		var (
+			ids                       = make([][16]byte, n)
+			typ, actor, cause, correl = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+			schema                    = make([]int32, n)
+			at                        = make([]int64, n)
+			data                      = make([][]byte, n)
+		)
+		for j, e := range r.evs {
+			ids[j], typ[j], schema[j], at[j] = e.ID, e.Type, int32(e.Schema), e.At.UnixNano()
+			actor[j], cause[j], correl[j], data[j] = e.Actor, e.Causation, e.Correlation, e.Data
 		}
-		return nil
-	})
+		b.Queue(`INSERT INTO events (`+columns+`)
+			SELECT h.p + u.n, u.id, $1, v.v + u.n, u.type, u.schema, u.at_ns, u.actor, u.causation, u.correlation, u.data
+			FROM (SELECT coalesce(max(position), 0) AS p FROM events) AS h,
+				(SELECT coalesce(max(version), 0) AS v FROM events WHERE stream = $1) AS v,
+				unnest($3::uuid[], $4::text[], $5::integer[], $6::bigint[], $7::text[], $8::text[], $9::text[], $10::bytea[])
+					WITH ORDINALITY AS u(id, type, schema, at_ns, actor, causation, correlation, data, n)
+			WHERE $2::bigint < 0 OR v.v = $2::bigint
+			RETURNING position, version`,
+			r.stream, int64(r.expected), ids, typ, schema, at, actor, cause, correl, data,
+		).Query(func(rows pgx.Rows) error {
+			var p, v int64
+			_, err := pgx.ForEachRow(rows, []any{&p, &v}, func() error {
+				if inserted[i] == 0 || p < first[i] {
+					first[i] = p
+				}
+				if inserted[i] == 0 || v < version[i] {
+					version[i] = v
+				}
+				inserted[i]++
+				return nil
+			})
+			return err
+		})
+	}
+	b.Queue("SELECT pg_notify($1, (SELECT max(position) FROM events)::text)", s.cfg.notify)
 	if err := conn.Conn().SendBatch(ctx, b).Close(); err != nil {
-		return nil, fmt.Errorf("append %d events: %w", n, idTaken(err, false))
+		return nil, nil, fmt.Errorf("append and commit: %w", idTaken(err, false))
 	}
-	switch inserted {
-	case 0:
-		return nil, errRefused
-	case n:
-	default:
-		return nil, fmt.Errorf("append %d events: %d inserted", n, inserted) // cannot happen: one statement
+	results = make([]result, len(group))
+	for i, r := range group {
+		switch inserted[i] {
+		case 0:
+			refused = append(refused, i)
+			continue
+		case len(r.evs):
+		default: // cannot happen: one statement
+			return nil, nil, fmt.Errorf("append %d events to %s: %d inserted", len(r.evs), r.stream, inserted[i])
+		}
+		// Row u.n (from 1) is at head+n and version+n: the smallest
+		// returned are the first event's.
+		for j := range r.evs {
+			r.evs[j].Position, r.evs[j].Version = uint64(first[i])+uint64(j), uint64(version[i])+uint64(j)
+		}
+		results[i].evs = r.evs
 	}
-	// Row u.n (from 1) is at head+n and version+n: the smallest returned
-	// are the first event's.
-	for j := range r.evs {
-		r.evs[j].Position, r.evs[j].Version = uint64(first)+uint64(j), uint64(version)+uint64(j)
+	return results, refused, nil
+}
+
+// pipelinable reports whether commitPipelined takes group.
+func pipelinable(group []*request) bool {
+	rows := 0
+	for _, r := range group {
+		rows += len(r.evs)
 	}
-	return []result{{evs: r.evs}}, nil
+	return rows <= pipelineRows
 }
 
 // errIDTaken is commit's signal that an id it did not look up was stored:
 // the group is committed again, looking every id up.
 var errIDTaken = errors.New("an id of the group is stored")
 
-// commit appends group in one transaction and returns each request's
-// result; if the transaction fails, err is set and nothing of the group was
-// written (or, for a failure during COMMIT itself, the outcome is unknown).
+// commit appends group and returns each request's result; if it fails as
+// a whole, err is set and nothing of the group was written (or, for a
+// failure during the commit itself, the outcome is unknown).
 //
-// It takes the append lock, reads the head and the versions of the group's
-// streams, decides each request in queue order (ids, then expected version;
-// a refused request writes nothing and does not affect the others), writes
-// the accepted events, notifies, and commits.
-//
-// Most appends carry new ids, so the ids are looked up only when needed: if
-// some request fails its version check (it may be a replay, which succeeds
-// whatever its expected version), the ids of the whole group are read in
-// the same transaction and every request decided again; if the insert hits
-// a stored id, the transaction is abandoned and commitChecked does it all
-// again with every id looked up first.
+// A group of up to pipelineRows rows goes by commitPipelined, one round
+// trip; the requests it refuses by their version are decided again by
+// commitOnce, which looks their ids up (a replay succeeds whatever its
+// expected version). A larger group goes by commitOnce, which writes with
+// COPY. Either way a stored id that was not looked up fails the transaction
+// with errIDTaken, and the group starts over by commitOnce with every id
+// looked up first.
 func (s *Store) commit(group []*request) ([]result, error) {
-	if len(group) == 1 && len(group[0].evs) <= fastMax && s.cfg.beforeWrite == nil {
-		res, err := s.commitOne(group[0])
-		if !errors.Is(err, errIDTaken) && !errors.Is(err, errRefused) {
-			return res, err
+	if s.cfg.beforeWrite == nil && pipelinable(group) {
+		results, refused, err := s.commitPipelined(group)
+		if errors.Is(err, errIDTaken) {
+			return s.commitOnce(group, true)
 		}
-		return s.commitOnce(group, true)
+		if err != nil || len(refused) == 0 {
+			return results, err
+		}
+		again := make([]*request, len(refused))
+		for k, i := range refused {
+			again[k] = group[i]
+		}
+		res, err := s.commitOnce(again, true)
+		for k, i := range refused {
+			if err != nil {
+				results[i].err = s.uniqueErr(group[i], err)
+			} else {
+				results[i] = res[k]
+			}
+		}
+		return results, nil
 	}
 	res, err := s.commitOnce(group, false)
 	if errors.Is(err, errIDTaken) {
@@ -319,6 +342,14 @@ func (s *Store) commit(group []*request) ([]result, error) {
 	return res, err
 }
 
+// commitOnce commits group in one explicit transaction of two round trips
+// (three with COPY): BEGIN, the lock, and one read of the head and the
+// versions of the group's streams; then it decides each request in queue
+// order (ids, then expected version; a refused request writes nothing and
+// does not affect the others) and sends the accepted rows, the notification
+// and COMMIT. With lookUpIDs the group's stored ids are read with the
+// versions; without, only if some request fails its version check, in the
+// same transaction, before every request is decided again.
 func (s *Store) commitOnce(group []*request, lookUpIDs bool) ([]result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.commitTimeout)
 	defer cancel()
