@@ -266,7 +266,7 @@ func (s *Store) commitPipelined(group []*request) (results []result, refused []i
 	}
 	b.Queue("SELECT pg_notify($1, (SELECT max(position) FROM events)::text)", s.cfg.notify)
 	if err := conn.Conn().SendBatch(ctx, b).Close(); err != nil {
-		return nil, nil, fmt.Errorf("append and commit: %w", idTaken(err, false))
+		return nil, nil, fmt.Errorf("write and commit: %w", idTaken(err, false))
 	}
 	results = make([]result, len(group))
 	for i, r := range group {
