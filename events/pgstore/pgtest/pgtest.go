@@ -61,6 +61,9 @@ type Server struct {
 // /usr/lib/postgresql/*/bin.
 func Bin() (string, error) {
 	if d := os.Getenv("PGTEST_BIN"); d != "" {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err != nil {
+			return "", fmt.Errorf("%w in $PGTEST_BIN (%s)", ErrNoPostgres, d)
+		}
 		return d, nil
 	}
 	if p, err := exec.LookPath("initdb"); err == nil {

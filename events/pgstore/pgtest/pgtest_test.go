@@ -2,6 +2,7 @@ package pgtest_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -44,5 +45,16 @@ func TestStartStopStart(t *testing.T) {
 	}
 	if n, err := query(); err != nil || n != 2 {
 		t.Fatalf("query after restart: %d rows, %v; want 2 (the first row kept)", n, err)
+	}
+}
+
+// TestMissingBinaries: without the binaries Start says so with
+// ErrNoPostgres (which Main and StartT turn into a failure under CI and a
+// loud skip elsewhere), and leaves nothing behind.
+func TestMissingBinaries(t *testing.T) {
+	t.Setenv("PGTEST_BIN", t.TempDir())
+	s, err := pgtest.Start(context.Background())
+	if !errors.Is(err, pgtest.ErrNoPostgres) || s != nil {
+		t.Fatalf("Start without binaries: %v, %v; want ErrNoPostgres", s, err)
 	}
 }
