@@ -1,0 +1,148 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"meshplane/events"
+)
+
+// ErrLeaderLost is the cause of a Leader's Lost channel closing: the
+// connection holding the lock failed, so the lock is gone (PostgreSQL drops
+// a session's advisory locks with the session) and another controller may
+// already lead.
+var ErrLeaderLost = errors.New("pgstore: leader lock lost")
+
+// Leader is a held leader lock: a session-scoped advisory lock on a
+// connection of its own, outside the pool. Whoever holds it is the one
+// controller that composes, pushes and records reports; the others serve
+// reads and wait in AcquireLeader.
+//
+// The lock lives exactly as long as its connection: Release ends both, and
+// so does the death of the process (the server sees the socket close and
+// ends the session), which is how a standby takes over from a leader killed
+// with SIGKILL. While held, the connection is checked every leader check
+// interval; when a check fails, Lost is closed and the holder must stop
+// acting as leader at once.
+type Leader struct {
+	conn *pgx.Conn
+	lost chan struct{}
+	stop chan struct{}
+	done chan struct{}
+
+	mu      sync.Mutex // serialises use of conn
+	once    sync.Once
+	lostErr error
+}
+
+// AcquireLeader blocks until this process holds the leader lock of the
+// store's database, ctx ends, or the store is closed.
+func (s *Store) AcquireLeader(ctx context.Context) (*Leader, error) {
+	l, ok, err := s.leader(ctx, true)
+	if err == nil && !ok {
+		err = errors.New("pgstore: acquire leader: not acquired") // cannot happen: a blocking acquire returns held or an error
+	}
+	return l, err
+}
+
+// TryLeader takes the leader lock if it is free, without waiting: ok is
+// false (and the Leader nil) when another session holds it.
+func (s *Store) TryLeader(ctx context.Context) (l *Leader, ok bool, err error) {
+	return s.leader(ctx, false)
+}
+
+func (s *Store) leader(ctx context.Context, wait bool) (*Leader, bool, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, false, fmt.Errorf("pgstore: leader: %w", err)
+	}
+	// Close ends a blocked acquire.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.bg, cancel)
+	defer stop()
+
+	conn, err := pgx.ConnectConfig(ctx, s.connCf)
+	if err != nil {
+		return nil, false, fmt.Errorf("pgstore: leader: connect: %w", s.closedOr(err))
+	}
+	held := true
+	if wait {
+		_, err = conn.Exec(ctx, "SELECT pg_advisory_lock($1, $2)", lockClass, lockLeader)
+	} else {
+		err = conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1, $2)", lockClass, lockLeader).Scan(&held)
+	}
+	if err == nil && !held {
+		err = conn.Close(context.Background())
+		return nil, false, err
+	}
+	if err != nil {
+		conn.Close(context.Background()) // a lock taken as ctx ended goes with the session
+		if s.bg.Err() != nil {
+			err = events.ErrClosed
+		}
+		return nil, false, fmt.Errorf("pgstore: leader: %w", err)
+	}
+	l := &Leader{conn: conn, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	go l.watch(s.cfg.leaderCheck)
+	return l, true, nil
+}
+
+// watch checks the connection until Release, closing lost at the first
+// failure.
+func (l *Leader) watch(every time.Duration) {
+	defer close(l.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		l.mu.Lock()
+		ctx, cancel := context.WithTimeout(context.Background(), max(every, time.Second))
+		err := l.conn.Ping(ctx)
+		cancel()
+		l.mu.Unlock()
+		if err != nil {
+			l.lostErr = fmt.Errorf("%w: %v", ErrLeaderLost, err)
+			close(l.lost)
+			return
+		}
+	}
+}
+
+// Lost is closed when the lock is known to be gone; Err then says why.
+func (l *Leader) Lost() <-chan struct{} { return l.lost }
+
+// Err returns why the lock was lost (wrapping ErrLeaderLost) once Lost is
+// closed, and nil before.
+func (l *Leader) Err() error {
+	select {
+	case <-l.lost:
+		return l.lostErr
+	default:
+		return nil
+	}
+}
+
+// Release gives the lock up by closing its connection. It is harmless to
+// repeat.
+func (l *Leader) Release() error {
+	var err error
+	l.once.Do(func() {
+		close(l.stop)
+		<-l.done
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err = l.conn.Close(ctx)
+	})
+	return err
+}

@@ -1,0 +1,146 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"meshplane/events"
+	"meshplane/events/pgstore/pgtest"
+)
+
+// TestLeader: two clients of one database. One leads; the other's TryLeader
+// says no and its AcquireLeader waits, then leads once the first releases,
+// or once the first's connection dies (as when its process is killed).
+func TestLeader(t *testing.T) {
+	pgtest.Need(t, srv)
+	cases := []struct {
+		name string
+		end  func(t *testing.T, url string, l *Leader)
+	}{
+		{"release", func(t *testing.T, _ string, l *Leader) {
+			if err := l.Release(); err != nil {
+				t.Fatalf("Release: %v", err)
+			}
+			if err := l.Release(); err != nil {
+				t.Errorf("second Release: %v", err)
+			}
+		}},
+		{"connection killed", func(t *testing.T, url string, l *Leader) {
+			ctx := testCtx(t, time.Minute)
+			conn, err := pgx.Connect(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			pid := l.conn.PgConn().PID()
+			var ok bool
+			if err := conn.QueryRow(ctx, "SELECT pg_terminate_backend($1)", pid).Scan(&ok); err != nil || !ok {
+				t.Fatalf("terminate the leader's backend %d: %v, %v", pid, ok, err)
+			}
+			select {
+			case <-l.Lost():
+				if !errors.Is(l.Err(), ErrLeaderLost) {
+					t.Errorf("Err after Lost: %v", l.Err())
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the leader was not told it lost its lock")
+			}
+			l.Release()
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			url := srv.Database(t)
+			a := openURL(t, url, WithLeaderCheckInterval(100*time.Millisecond))
+			b := openURL(t, url, WithLeaderCheckInterval(100*time.Millisecond))
+			ctx := testCtx(t, time.Minute)
+
+			la, err := a.AcquireLeader(ctx)
+			if err != nil {
+				t.Fatalf("a: AcquireLeader: %v", err)
+			}
+			if l, ok, err := b.TryLeader(ctx); ok || err != nil || l != nil {
+				t.Fatalf("b: TryLeader while a leads: %v, %v, %v; want not acquired", l, ok, err)
+			}
+			if la.Err() != nil {
+				t.Errorf("a: Err while leading: %v", la.Err())
+			}
+			acquired := make(chan *Leader, 1)
+			failed := make(chan error, 1)
+			go func() {
+				l, err := b.AcquireLeader(ctx)
+				if err != nil {
+					failed <- err
+					return
+				}
+				acquired <- l
+			}()
+			select {
+			case <-acquired:
+				t.Fatal("b acquired the lock while a holds it")
+			case err := <-failed:
+				t.Fatalf("b: AcquireLeader: %v", err)
+			case <-time.After(300 * time.Millisecond):
+			}
+			tc.end(t, url, la)
+			select {
+			case lb := <-acquired:
+				defer lb.Release()
+			case err := <-failed:
+				t.Fatalf("b: AcquireLeader: %v", err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("b did not lead within 10s of a's end")
+			}
+			if l, ok, err := a.TryLeader(ctx); ok || err != nil {
+				if l != nil {
+					l.Release()
+				}
+				t.Fatalf("a: TryLeader while b leads: %v, %v", ok, err)
+			}
+		})
+	}
+}
+
+// TestAcquireLeaderEnds: a blocked AcquireLeader returns when its ctx ends
+// or its store is closed, and holds nothing afterwards.
+func TestAcquireLeaderEnds(t *testing.T) {
+	pgtest.Need(t, srv)
+	url := srv.Database(t)
+	holder := openURL(t, url)
+	ctx := testCtx(t, time.Minute)
+	l, err := holder.AcquireLeader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+
+	waiter := openURL(t, url)
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if _, err := waiter.AcquireLeader(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("AcquireLeader past its deadline: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := waiter.AcquireLeader(ctx); done <- err }()
+	time.Sleep(200 * time.Millisecond)
+	waiter.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, events.ErrClosed) {
+			t.Errorf("AcquireLeader after Close: %v, want ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not end a blocked AcquireLeader")
+	}
+	l.Release()
+	other := openURL(t, url)
+	lo, ok, err := other.TryLeader(ctx)
+	if !ok || err != nil {
+		t.Fatalf("TryLeader once everyone let go: %v, %v (a cancelled acquire kept the lock?)", ok, err)
+	}
+	lo.Release()
+}

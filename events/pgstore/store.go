@@ -1,0 +1,377 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"meshplane/events"
+)
+
+var _ events.Store = (*Store)(nil)
+
+// Advisory locks, in PostgreSQL's two-key form: the class is "mesh" in
+// ASCII, so that they stay clear of single-key locks of other software on
+// the same database. Each is per database.
+const (
+	lockClass   int32 = 0x6d657368
+	lockAppend  int32 = 1 // transaction-scoped: positions are assigned under it
+	lockMigrate int32 = 2 // transaction-scoped: one Migrate at a time
+	lockLeader  int32 = 3 // session-scoped, on a dedicated connection: the leader
+)
+
+// notifyChannel is the LISTEN/NOTIFY channel a commit wakes subscribers on.
+// The payload is the new head, for people watching with psql; subscribers
+// ignore it and read the table.
+const notifyChannel = "pgstore_events"
+
+// Option configures a Store.
+type Option func(*config)
+
+type config struct {
+	now           func() time.Time
+	poll          time.Duration
+	commitTimeout time.Duration
+	leaderCheck   time.Duration
+	migrate       bool
+	onRetry       func(op string, err error)
+	notify        string                          // the channel commits notify: notifyChannel but in tests
+	beforeWrite   func(ctx context.Context) error // tests: runs in the append transaction before the rows are written
+}
+
+// WithClock sets the clock that dates events appended with a zero At
+// (time.Now by default).
+func WithClock(now func() time.Time) Option { return func(c *config) { c.now = now } }
+
+// WithPollInterval sets how often subscriptions look for new events when no
+// notification woke them (1s by default): the fallback for a lost LISTEN
+// connection or a notification dropped in an outage.
+func WithPollInterval(d time.Duration) Option { return func(c *config) { c.poll = d } }
+
+// WithCommitTimeout bounds one group commit (30s by default).
+func WithCommitTimeout(d time.Duration) Option { return func(c *config) { c.commitTimeout = d } }
+
+// WithLeaderCheckInterval sets how often a held leader lock checks that its
+// connection is alive (1s by default).
+func WithLeaderCheckInterval(d time.Duration) Option {
+	return func(c *config) { c.leaderCheck = d }
+}
+
+// WithoutMigrate makes Open refuse a database that is not at this build's
+// schema version, instead of migrating it.
+func WithoutMigrate() Option { return func(c *config) { c.migrate = false } }
+
+// WithRetryHook is called each time a subscription, or the LISTEN
+// connection, fails to reach the server and will try again: op says which.
+// Nothing is logged without it.
+func WithRetryHook(f func(op string, err error)) Option { return func(c *config) { c.onRetry = f } }
+
+// Store is an events.Store on a PostgreSQL database. It is safe for
+// concurrent use; several Stores, in one process or many, may share one
+// database.
+type Store struct {
+	cfg    config
+	url    string
+	pool   *pgxpool.Pool
+	connCf *pgx.ConnConfig // for dedicated connections (LISTEN, leader)
+	sig    *events.Signal
+
+	reqs       chan *request
+	quit       chan struct{} // closed by Close
+	bg         context.Context
+	stop       context.CancelFunc // cancels bg: the listener and poller
+	writerDone chan struct{}
+	wg         sync.WaitGroup // listener and poller
+	closeOnce  sync.Once
+}
+
+// Open connects to the database at url (a libpq URL or key=value string;
+// pgxpool's pool_* parameters apply), migrates it to this build's schema
+// unless WithoutMigrate is given, and starts the store's committer, its
+// LISTEN connection and its poller.
+func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
+	cfg := config{now: time.Now, poll: time.Second, commitTimeout: 30 * time.Second, leaderCheck: time.Second, migrate: true, notify: notifyChannel}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	pcfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: open: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: open %s: %w", pcfg.ConnConfig.Database, err)
+	}
+	if err := prepare(ctx, pool, cfg.migrate); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: open %s: %w", pcfg.ConnConfig.Database, err)
+	}
+	bg, stop := context.WithCancel(context.Background())
+	s := &Store{
+		cfg: cfg, url: url, pool: pool, connCf: pcfg.ConnConfig.Copy(), sig: events.NewSignal(),
+		reqs: make(chan *request, maxGroupRequests), quit: make(chan struct{}),
+		bg: bg, stop: stop, writerDone: make(chan struct{}),
+	}
+	go s.writeLoop()
+	s.wg.Go(s.listen)
+	s.wg.Go(s.poll)
+	return s, nil
+}
+
+// prepare migrates the database, or checks that it needs no migration.
+func prepare(ctx context.Context, pool *pgxpool.Pool, doMigrate bool) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if doMigrate {
+		_, err := migrate(ctx, conn.Conn())
+		return err
+	}
+	var current int
+	err = conn.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM schema_migrations").Scan(&current)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" { // undefined_table
+		current, err = 0, nil
+	}
+	if err != nil {
+		return err
+	}
+	if want := SchemaVersion(); current != want {
+		if current > want {
+			return fmt.Errorf("%w: it is at version %d, this build knows %d", ErrSchemaTooNew, current, want)
+		}
+		return fmt.Errorf("database at schema version %d, this build needs %d: run mesh store migrate", current, want)
+	}
+	return nil
+}
+
+// Pool returns the store's connection pool, for callers that read the
+// events table with their own SQL. They must not write to it.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// check is the common preamble of every operation.
+func (s *Store) check(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case <-s.quit:
+		return events.ErrClosed
+	default:
+		return nil
+	}
+}
+
+// columns, in the order every read selects and decodeRow expects them.
+const columns = "position, id, stream, version, type, schema, at_ns, actor, causation, correlation, data"
+
+// ReadStream implements events.Store.
+func (s *Store) ReadStream(ctx context.Context, stream string, after uint64, limit int) ([]events.Event, error) {
+	if err := events.ValidateStream(stream); err != nil {
+		return nil, fmt.Errorf("pgstore: read %s: %w", stream, err)
+	}
+	if err := s.check(ctx); err != nil {
+		return nil, fmt.Errorf("pgstore: read %s: %w", stream, err)
+	}
+	evs, err := s.query(ctx, "SELECT "+columns+" FROM events WHERE stream = $1 AND version > $2 ORDER BY version LIMIT $3",
+		stream, clampAfter(after), sqlLimit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: read %s: %w", stream, s.closedOr(err))
+	}
+	return evs, nil
+}
+
+// ReadAll implements events.Store. Positions commit in order (see the
+// package comment), so what one statement sees is always a prefix of the
+// log: a reader never sees position p+1 before p.
+func (s *Store) ReadAll(ctx context.Context, after uint64, limit int) ([]events.Event, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, fmt.Errorf("pgstore: read all: %w", err)
+	}
+	evs, err := s.query(ctx, "SELECT "+columns+" FROM events WHERE position > $1 ORDER BY position LIMIT $2",
+		clampAfter(after), sqlLimit(limit))
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: read all: %w", s.closedOr(err))
+	}
+	return evs, nil
+}
+
+// Head implements events.Store.
+func (s *Store) Head(ctx context.Context) (uint64, error) {
+	if err := s.check(ctx); err != nil {
+		return 0, fmt.Errorf("pgstore: head: %w", err)
+	}
+	var head int64
+	if err := s.pool.QueryRow(ctx, "SELECT coalesce(max(position), 0) FROM events").Scan(&head); err != nil {
+		return 0, fmt.Errorf("pgstore: head: %w", s.closedOr(err))
+	}
+	return uint64(head), nil
+}
+
+// closedOr returns ErrClosed for an error caused by Close (the pool closed
+// under a call), and err otherwise.
+func (s *Store) closedOr(err error) error {
+	select {
+	case <-s.quit:
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("%w (%v)", events.ErrClosed, err)
+		}
+	default:
+	}
+	return err
+}
+
+func clampAfter(after uint64) int64 {
+	if after > 1<<63-1 {
+		return 1<<63 - 1
+	}
+	return int64(after)
+}
+
+// sqlLimit maps the contract's limit (<= 0: all) to SQL's (NULL: all).
+func sqlLimit(limit int) *int64 {
+	if limit <= 0 {
+		return nil
+	}
+	l := int64(limit)
+	return &l
+}
+
+// query runs a read selecting columns and decodes its rows. The rows'
+// data share one buffer, each slice capped so that appending to one cannot
+// reach the next.
+func (s *Store) query(ctx context.Context, sql string, args ...any) ([]events.Event, error) {
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for i, fd := range rows.FieldDescriptions() {
+		// Text reads the same in both formats; pgx asks for it as text.
+		if fd.Format != pgx.BinaryFormatCode && fd.DataTypeOID != pgtype.TextOID {
+			return nil, fmt.Errorf("%w: column %d (%s) in text format: the store needs an extended-protocol query mode", errCorrupt, i, fd.Name)
+		}
+	}
+	var out []events.Event
+	var buf arena
+	for rows.Next() {
+		raw := rows.RawValues() // valid until the next call of Next
+		e, err := decodeRow(raw)
+		if err != nil {
+			return nil, err
+		}
+		e.Data = buf.copy(raw[10])
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// arena hands out copies of byte slices from shared chunks, each capped at
+// its length.
+type arena struct{ buf []byte }
+
+func (a *arena) copy(b []byte) []byte {
+	if len(b) > cap(a.buf)-len(a.buf) {
+		a.buf = make([]byte, 0, max(64<<10, len(b)))
+	}
+	start := len(a.buf)
+	a.buf = append(a.buf, b...)
+	return a.buf[start:len(a.buf):len(a.buf)]
+}
+
+// errCorrupt wraps a row that does not decode: a column of the wrong size or
+// format. It is not a connection failure, so nothing retries it.
+var errCorrupt = errors.New("pgstore: corrupt row")
+
+// decodeRow decodes the binary wire values of one row of columns, all but
+// data (the caller copies it).
+func decodeRow(raw [][]byte) (events.Event, error) {
+	var e events.Event
+	if len(raw) != 11 {
+		return e, fmt.Errorf("%w: %d columns, want 11", errCorrupt, len(raw))
+	}
+	for i, n := range [...]int{0: 8, 1: 16, 3: 8, 5: 4, 6: 8} {
+		if n != 0 && len(raw[i]) != n {
+			return e, fmt.Errorf("%w: column %d is %d bytes, want %d", errCorrupt, i, len(raw[i]), n)
+		}
+	}
+	e.Position = binary.BigEndian.Uint64(raw[0])
+	copy(e.ID[:], raw[1])
+	e.Version = binary.BigEndian.Uint64(raw[3])
+	e.Schema = int(int32(binary.BigEndian.Uint32(raw[5])))
+	e.At = time.Unix(0, int64(binary.BigEndian.Uint64(raw[6]))).UTC()
+	// One string for the five names: they are substrings of it.
+	var lens [5]int
+	total := 0
+	for i, col := range [...]int{2, 4, 7, 8, 9} {
+		lens[i] = len(raw[col])
+		total += lens[i]
+	}
+	all := make([]byte, 0, total)
+	for _, col := range [...]int{2, 4, 7, 8, 9} {
+		all = append(all, raw[col]...)
+	}
+	str := string(all)
+	pos := 0
+	for i, f := range [...]*string{&e.Stream, &e.Type, &e.Actor, &e.Causation, &e.Correlation} {
+		*f = str[pos : pos+lens[i]]
+		pos += lens[i]
+	}
+	return e, nil
+}
+
+// transient reports whether err is a failure to reach the server (down,
+// restarting, connection lost), which a subscription waits out, rather than
+// a refusal or a bug, which it returns.
+func transient(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, events.ErrClosed) || errors.Is(err, errCorrupt) {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case len(pgErr.Code) == 5 && pgErr.Code[:2] == "08": // connection exception
+			return true
+		case pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", // shutdown, crash, starting up
+			pgErr.Code == "53300": // too many connections
+			return true
+		}
+		return false
+	}
+	var connectErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connectErr) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.Timeout(err) ||
+		err.Error() == "conn closed" || errors.Is(err, net.ErrClosed)
+}
+
+// Close implements events.Store: it fails queued appends and blocked calls
+// with ErrClosed, waits for the commit in progress, and closes the
+// connections. It is harmless to repeat.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.quit)
+		s.sig.Close()
+		<-s.writerDone
+		s.stop()
+		s.wg.Wait()
+		s.pool.Close()
+	})
+	return nil
+}

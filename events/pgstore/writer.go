@@ -1,0 +1,599 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"meshplane/events"
+)
+
+// A request is one Append waiting for the committer. Its state moves from
+// pending to taken (by the committer, which then answers on done exactly
+// once) or to abandoned (by the caller, whose ctx ended first; the committer
+// then skips it). So an Append that returns its ctx's error wrote nothing.
+type request struct {
+	stream   string
+	expected events.ExpectedVersion
+	evs      []events.Event // prepared: validated, Version and Position zero
+	size     int
+	state    atomic.Int32
+	done     chan result // buffered 1
+}
+
+const (
+	pending int32 = iota
+	taken
+	abandoned
+)
+
+type result struct {
+	evs []events.Event
+	err error
+}
+
+// Group bounds: the committer stops gathering requests for one transaction
+// past either. A single request larger than both still commits, alone.
+const (
+	maxGroupRequests = 1024
+	maxGroupBytes    = 16 << 20
+)
+
+// copyMin is the number of rows from which a group is written with COPY
+// rather than one INSERT of unnest()ed arrays: COPY costs a round trip more,
+// and less per row.
+const copyMin = 64
+
+// Append implements events.Store. If it returns an error of its ctx,
+// nothing was written. Any other error after the request reached the
+// server (a lost connection during COMMIT, say) leaves the outcome unknown:
+// appending the same events again is safe, since appends are idempotent by
+// event id.
+func (s *Store) Append(ctx context.Context, stream string, expected events.ExpectedVersion, evs ...events.Event) ([]events.Event, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, fmt.Errorf("pgstore: append %s: %w", stream, err)
+	}
+	if !expected.Valid() {
+		return nil, fmt.Errorf("pgstore: append %s: %w", stream,
+			&events.InvalidError{Field: "expected", Reason: expected.String()})
+	}
+	prepared, err := events.Prepare(stream, evs, s.cfg.now())
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: append %q: %w", stream, err)
+	}
+	r := &request{stream: stream, expected: expected, evs: prepared, done: make(chan result, 1)}
+	for _, e := range prepared {
+		r.size += len(e.Data) + 128
+	}
+	select {
+	case s.reqs <- r:
+	case <-s.quit:
+		return nil, fmt.Errorf("pgstore: append %s: %w", stream, events.ErrClosed)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("pgstore: append %s: %w", stream, ctx.Err())
+	}
+	var res result
+	select {
+	case res = <-r.done:
+	case <-s.writerDone:
+		res = lastWord(r)
+	case <-ctx.Done():
+		if r.state.CompareAndSwap(pending, abandoned) {
+			return nil, fmt.Errorf("pgstore: append %s: %w", stream, ctx.Err())
+		}
+		// The committer has it: its answer comes within one commit.
+		select {
+		case res = <-r.done:
+		case <-s.writerDone:
+			res = lastWord(r)
+		}
+	}
+	if res.err != nil {
+		return nil, fmt.Errorf("pgstore: append %s: %w", stream, res.err)
+	}
+	return res.evs, nil
+}
+
+// lastWord is r's answer once the committer has returned: the one it gave,
+// or ErrClosed if the request was queued too late to be seen.
+func lastWord(r *request) result {
+	select {
+	case res := <-r.done:
+		return res
+	default:
+		return result{err: events.ErrClosed}
+	}
+}
+
+// writeLoop is the committer goroutine: it commits groups of requests until
+// Close, then fails whatever is still queued with ErrClosed.
+func (s *Store) writeLoop() {
+	defer close(s.writerDone)
+	for {
+		var first *request
+		select {
+		case first = <-s.reqs:
+		case <-s.quit:
+			s.failQueued()
+			return
+		}
+		select {
+		case <-s.quit: // Close wins over a request that raced it
+			if first.state.CompareAndSwap(pending, taken) {
+				first.done <- result{err: events.ErrClosed}
+			}
+			s.failQueued()
+			return
+		default:
+		}
+		group := s.gather(first)
+		if len(group) == 0 {
+			continue
+		}
+		results, err := s.commit(group)
+		if isUnique(err) && len(group) > 1 {
+			// A writer outside this store's lock raced one of the group:
+			// commit each request alone, so that only its own fails.
+			results, err = make([]result, len(group)), nil
+			for i, r := range group {
+				if res, rerr := s.commit([]*request{r}); rerr != nil {
+					results[i] = result{err: s.uniqueErr(r, rerr)}
+				} else {
+					results[i] = res[0]
+				}
+			}
+		} else if err != nil && len(group) == 1 {
+			err = s.uniqueErr(group[0], err)
+		}
+		s.sig.Notify()
+		for i, r := range group {
+			if err != nil {
+				r.done <- result{err: err}
+			} else {
+				r.done <- results[i]
+			}
+		}
+	}
+}
+
+// gather takes first and every request already queued, within the group
+// bounds, skipping requests abandoned by their callers.
+func (s *Store) gather(first *request) []*request {
+	var group []*request
+	size := 0
+	take := func(r *request) {
+		if r.state.CompareAndSwap(pending, taken) {
+			group = append(group, r)
+			size += r.size
+		}
+	}
+	take(first)
+	for len(group) < maxGroupRequests && size < maxGroupBytes {
+		select {
+		case r := <-s.reqs:
+			take(r)
+		default:
+			return group
+		}
+	}
+	return group
+}
+
+func (s *Store) failQueued() {
+	for {
+		select {
+		case r := <-s.reqs:
+			if r.state.CompareAndSwap(pending, taken) {
+				r.done <- result{err: events.ErrClosed}
+			}
+		default:
+			return
+		}
+	}
+}
+
+// pipelineRows bounds the rows of a group that commitPipelined takes:
+// larger groups go by commitOnce, whose COPY costs less per row than
+// INSERTs from unnest(), more than paying for its two more round trips.
+const pipelineRows = 128
+
+// commitPipelined commits a group in one round trip, in one implicit
+// transaction (pgx sends a batch with one Sync, which PostgreSQL runs as one
+// transaction): the lock, then for each request one INSERT ... SELECT from
+// unnest() that reads the head and its stream's version in its own
+// statement snapshot (taken after the lock, and seeing the group's earlier
+// statements) and writes only if the expected version holds, then the
+// notification. It returns each request's result, and the indices of the
+// requests refused by their version, which wrote nothing and which commit
+// decides again, looking their ids up (a refused request may be a replay).
+// A stored id fails the whole transaction with errIDTaken.
+func (s *Store) commitPipelined(group []*request) (results []result, refused []int, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.commitTimeout)
+	defer cancel()
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Release() // broken after a failure: the pool discards it
+	b := &pgx.Batch{}
+	b.Queue("SELECT pg_advisory_xact_lock($1, $2)", lockClass, lockAppend)
+	first := make([]int64, len(group))
+	version := make([]int64, len(group))
+	inserted := make([]int, len(group))
+	for i, r := range group {
+		n := len(r.evs)
+		var (
+			ids                       = make([][16]byte, n)
+			typ, actor, cause, correl = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+			schema                    = make([]int32, n)
+			at                        = make([]int64, n)
+			data                      = make([][]byte, n)
+		)
+		for j, e := range r.evs {
+			ids[j], typ[j], schema[j], at[j] = e.ID, e.Type, int32(e.Schema), e.At.UnixNano()
+			actor[j], cause[j], correl[j], data[j] = e.Actor, e.Causation, e.Correlation, e.Data
+		}
+		b.Queue(`INSERT INTO events (`+columns+`)
+			SELECT h.p + u.n, u.id, $1, v.v + u.n, u.type, u.schema, u.at_ns, u.actor, u.causation, u.correlation, u.data
+			FROM (SELECT coalesce(max(position), 0) AS p FROM events) AS h,
+				(SELECT coalesce(max(version), 0) AS v FROM events WHERE stream = $1) AS v,
+				unnest($3::uuid[], $4::text[], $5::integer[], $6::bigint[], $7::text[], $8::text[], $9::text[], $10::bytea[])
+					WITH ORDINALITY AS u(id, type, schema, at_ns, actor, causation, correlation, data, n)
+			WHERE $2::bigint < 0 OR v.v = $2::bigint
+			RETURNING position, version`,
+			r.stream, int64(r.expected), ids, typ, schema, at, actor, cause, correl, data,
+		).Query(func(rows pgx.Rows) error {
+			var p, v int64
+			_, err := pgx.ForEachRow(rows, []any{&p, &v}, func() error {
+				if inserted[i] == 0 || p < first[i] {
+					first[i] = p
+				}
+				if inserted[i] == 0 || v < version[i] {
+					version[i] = v
+				}
+				inserted[i]++
+				return nil
+			})
+			return err
+		})
+	}
+	b.Queue("SELECT pg_notify($1, (SELECT max(position) FROM events)::text)", s.cfg.notify)
+	if err := conn.Conn().SendBatch(ctx, b).Close(); err != nil {
+		return nil, nil, fmt.Errorf("write and commit: %w", idTaken(err, false))
+	}
+	results = make([]result, len(group))
+	for i, r := range group {
+		switch inserted[i] {
+		case 0:
+			refused = append(refused, i)
+			continue
+		case len(r.evs):
+		default: // cannot happen: one statement
+			return nil, nil, fmt.Errorf("append %d events to %s: %d inserted", len(r.evs), r.stream, inserted[i])
+		}
+		// Row u.n (from 1) is at head+n and version+n: the smallest
+		// returned are the first event's.
+		for j := range r.evs {
+			r.evs[j].Position, r.evs[j].Version = uint64(first[i])+uint64(j), uint64(version[i])+uint64(j)
+		}
+		results[i].evs = r.evs
+	}
+	return results, refused, nil
+}
+
+// pipelinable reports whether commitPipelined takes group.
+func pipelinable(group []*request) bool {
+	rows := 0
+	for _, r := range group {
+		rows += len(r.evs)
+	}
+	return rows <= pipelineRows
+}
+
+// errIDTaken is commit's signal that an id it did not look up was stored:
+// the group is committed again, looking every id up.
+var errIDTaken = errors.New("an id of the group is stored")
+
+// commit appends group and returns each request's result; if it fails as
+// a whole, err is set and nothing of the group was written (or, for a
+// failure during the commit itself, the outcome is unknown).
+//
+// A group of up to pipelineRows rows goes by commitPipelined, one round
+// trip; the requests it refuses by their version are decided again by
+// commitOnce, which looks their ids up (a replay succeeds whatever its
+// expected version). A larger group goes by commitOnce, which writes with
+// COPY. Either way a stored id that was not looked up fails the transaction
+// with errIDTaken, and the group starts over by commitOnce with every id
+// looked up first.
+func (s *Store) commit(group []*request) ([]result, error) {
+	if s.cfg.beforeWrite == nil && pipelinable(group) {
+		results, refused, err := s.commitPipelined(group)
+		if errors.Is(err, errIDTaken) {
+			return s.commitOnce(group, true)
+		}
+		if err != nil || len(refused) == 0 {
+			return results, err
+		}
+		again := make([]*request, len(refused))
+		for k, i := range refused {
+			again[k] = group[i]
+		}
+		res, err := s.commitOnce(again, true)
+		for k, i := range refused {
+			if err != nil {
+				results[i].err = s.uniqueErr(group[i], err)
+			} else {
+				results[i] = res[k]
+			}
+		}
+		return results, nil
+	}
+	res, err := s.commitOnce(group, false)
+	if errors.Is(err, errIDTaken) {
+		return s.commitOnce(group, true)
+	}
+	return res, err
+}
+
+// commitOnce commits group in one explicit transaction of two round trips
+// (three with COPY): BEGIN, the lock, and one read of the head and the
+// versions of the group's streams; then it decides each request in queue
+// order (ids, then expected version; a refused request writes nothing and
+// does not affect the others) and sends the accepted rows, the notification
+// and COMMIT. With lookUpIDs the group's stored ids are read with the
+// versions; without, only if some request fails its version check, in the
+// same transaction, before every request is decided again.
+func (s *Store) commitOnce(group []*request, lookUpIDs bool) ([]result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.commitTimeout)
+	defer cancel()
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	// On any failure the connection is left in its transaction (or broken),
+	// and the pool discards a connection released in that state: that is
+	// the rollback.
+	defer conn.Release()
+	c := conn.Conn()
+
+	var streams []string
+	known := map[string]uint64{} // the streams' stored versions
+	for _, r := range group {
+		if _, ok := known[r.stream]; !ok {
+			known[r.stream] = 0
+			streams = append(streams, r.stream)
+		}
+	}
+	var head int64
+	stored := map[uuid.UUID]events.Event{}
+	// Round trip 1: begin, lock, read.
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SELECT pg_advisory_xact_lock($1, $2)", lockClass, lockAppend)
+	// Read after the lock, in a statement snapshot of its own (READ
+	// COMMITTED): it sees every commit of the previous holder.
+	b.Queue(`SELECT (SELECT coalesce(max(position), 0) FROM events), s,
+			coalesce((SELECT max(version) FROM events WHERE stream = s), 0)
+		FROM unnest($1::text[]) AS s`, streams).Query(func(rows pgx.Rows) error {
+		var name string
+		var v int64
+		_, err := pgx.ForEachRow(rows, []any{&head, &name, &v}, func() error {
+			known[name] = uint64(v)
+			return nil
+		})
+		return err
+	})
+	if lookUpIDs {
+		queueIDs(b, group, stored)
+	}
+	if err := c.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("lock and read: %w", err)
+	}
+
+	var results []result
+	var rows []events.Event
+	var pos uint64
+	decide := func() (complete bool) {
+		results, rows, pos = make([]result, len(group)), nil, uint64(head)
+		versions := maps.Clone(known)
+		accepted := maps.Clone(stored) // and what the group accepts, which a later request may replay
+		for i, r := range group {
+			if done, err := replayed(r.evs, accepted); done || err != nil {
+				results[i] = result{evs: r.evs, err: err}
+				continue
+			}
+			v := versions[r.stream]
+			if !r.expected.Check(v) {
+				if !lookUpIDs {
+					return false
+				}
+				results[i].err = &events.VersionError{Stream: r.stream, Expected: r.expected, Actual: v}
+				continue
+			}
+			for j := range r.evs {
+				v++
+				pos++
+				r.evs[j].Version, r.evs[j].Position = v, pos
+				accepted[r.evs[j].ID] = r.evs[j]
+				rows = append(rows, r.evs[j])
+			}
+			versions[r.stream] = v
+			results[i].evs = r.evs
+		}
+		return true
+	}
+	if !decide() {
+		lookUpIDs = true
+		b = &pgx.Batch{}
+		queueIDs(b, group, stored)
+		if err := c.SendBatch(ctx, b).Close(); err != nil {
+			return nil, fmt.Errorf("read ids: %w", err)
+		}
+		decide()
+	}
+	if len(rows) == 0 {
+		if _, err := c.Exec(ctx, "ROLLBACK"); err != nil {
+			return nil, fmt.Errorf("rollback: %w", err)
+		}
+		return results, nil
+	}
+	if s.cfg.beforeWrite != nil {
+		if err := s.cfg.beforeWrite(ctx); err != nil {
+			return nil, err
+		}
+	}
+	// Round trip 2 (and one more for COPY): write, notify, commit. The
+	// notification is delivered only if the commit is.
+	b = &pgx.Batch{}
+	if len(rows) >= copyMin {
+		if err := copyRows(ctx, c, rows); err != nil {
+			return nil, fmt.Errorf("write %d events: %w", len(rows), idTaken(err, lookUpIDs))
+		}
+	} else {
+		queueInsert(b, rows)
+	}
+	b.Queue("SELECT pg_notify($1, $2)", s.cfg.notify, strconv.FormatUint(pos, 10))
+	b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
+		if tag.String() != "COMMIT" {
+			return fmt.Errorf("the transaction was rolled back (%s)", tag)
+		}
+		return nil
+	})
+	if err := c.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("write %d events and commit: %w", len(rows), idTaken(err, lookUpIDs))
+	}
+	return results, nil
+}
+
+// idTaken turns a violation of the id's uniqueness, in a transaction that
+// did not look its ids up, into errIDTaken.
+func idTaken(err error, lookedUp bool) error {
+	var pgErr *pgconn.PgError
+	if !lookedUp && errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "events_id_key" {
+		return errIDTaken
+	}
+	return err
+}
+
+// queueIDs queues the read of whichever ids of group are stored, into
+// stored.
+func queueIDs(b *pgx.Batch, group []*request, stored map[uuid.UUID]events.Event) {
+	var ids [][16]byte
+	for _, r := range group {
+		for _, e := range r.evs {
+			ids = append(ids, e.ID)
+		}
+	}
+	b.Queue("SELECT "+columns+" FROM events WHERE id = ANY($1::uuid[])", ids).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			raw := rows.RawValues()
+			e, err := decodeRow(raw)
+			if err != nil {
+				return err
+			}
+			e.Data = append([]byte(nil), raw[10]...)
+			stored[e.ID] = e
+		}
+		return rows.Err()
+	})
+}
+
+// replayed decides a request's ids against the stored events (and those
+// accepted earlier in the group). If every id is stored with the same
+// content it fills evs with the stored versions and positions and reports
+// done; if some are stored and others are new, or one is stored with other
+// content, it returns ErrIDConflict; if none is stored it returns
+// (false, nil) and the append goes on.
+func replayed(evs []events.Event, stored map[uuid.UUID]events.Event) (done bool, err error) {
+	found := 0
+	for i, e := range evs {
+		old, ok := stored[e.ID]
+		if !ok {
+			continue
+		}
+		found++
+		if !old.SameContent(e) {
+			return false, fmt.Errorf("events[%d]: id %s stored at position %d: %w", i, e.ID, old.Position, events.ErrIDConflict)
+		}
+		evs[i].Version, evs[i].Position = old.Version, old.Position
+	}
+	switch found {
+	case 0:
+		return false, nil
+	case len(evs):
+		return true, nil
+	default:
+		return false, fmt.Errorf("%d of %d ids already stored: %w", found, len(evs), events.ErrIDConflict)
+	}
+}
+
+var rowColumns = []string{"position", "id", "stream", "version", "type", "schema", "at_ns", "actor", "causation", "correlation", "data"}
+
+// copyRows writes rows with COPY.
+func copyRows(ctx context.Context, c *pgx.Conn, rows []events.Event) error {
+	_, err := c.CopyFrom(ctx, pgx.Identifier{"events"}, rowColumns, pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
+		e := rows[i]
+		return []any{int64(e.Position), [16]byte(e.ID), e.Stream, int64(e.Version), e.Type, int32(e.Schema),
+			e.At.UnixNano(), e.Actor, e.Causation, e.Correlation, []byte(e.Data)}, nil
+	}))
+	return err
+}
+
+// queueInsert queues one INSERT of rows as unnest()ed arrays: one
+// statement, one plan, whatever the number of rows.
+func queueInsert(b *pgx.Batch, rows []events.Event) {
+	n := len(rows)
+	var (
+		pos, ver, at                      = make([]int64, n), make([]int64, n), make([]int64, n)
+		ids                               = make([][16]byte, n)
+		stream, typ, actor, cause, correl = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		schema                            = make([]int32, n)
+		data                              = make([][]byte, n)
+	)
+	for i, e := range rows {
+		pos[i], ids[i], stream[i], ver[i], typ[i], schema[i] = int64(e.Position), e.ID, e.Stream, int64(e.Version), e.Type, int32(e.Schema)
+		at[i], actor[i], cause[i], correl[i], data[i] = e.At.UnixNano(), e.Actor, e.Causation, e.Correlation, e.Data
+	}
+	b.Queue(`INSERT INTO events (`+columns+`)
+		SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::bigint[], $5::text[], $6::integer[],
+			$7::bigint[], $8::text[], $9::text[], $10::text[], $11::bytea[])`,
+		pos, ids, stream, ver, typ, schema, at, actor, cause, correl, data)
+}
+
+// isUnique reports whether err is a unique violation.
+func isUnique(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}
+
+// uniqueErr maps a unique violation of r's lone transaction, which only a
+// writer that bypassed the append lock can cause, to the contract's error:
+// a taken (stream, version) is a *VersionError with the stream's actual
+// version, a taken id is ErrIDConflict. Never a silent success. Other
+// errors are returned as they are.
+func (s *Store) uniqueErr(r *request, err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+		return err
+	}
+	switch pgErr.ConstraintName {
+	case "events_stream_version_key":
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.commitTimeout)
+		defer cancel()
+		var v int64
+		if qerr := s.pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM events WHERE stream = $1", r.stream).Scan(&v); qerr != nil {
+			return fmt.Errorf("%w (%v), and reading the stream's version failed: %v", events.ErrWrongExpectedVersion, err, qerr)
+		}
+		return &events.VersionError{Stream: r.stream, Expected: r.expected, Actual: uint64(v)}
+	case "events_id_key":
+		return fmt.Errorf("%v: %w", err, events.ErrIDConflict)
+	}
+	return fmt.Errorf("a writer outside the append lock took a position: %w", err)
+}
