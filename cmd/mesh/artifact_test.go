@@ -80,7 +80,7 @@ func TestArtifactPush(t *testing.T) {
 		{"undefined module", []string{"artifact", "push", "photos", "photos/web", img}, exitRejected, "module photos is not defined"},
 		{"not a tarball", []string{"artifact", "push", "forge", "forge/web", file}, exitFailed, "read image tarball"},
 		{"push by loopback", []string{"artifact", "push", "forge", "forge/web", img}, exitOK, "artifact.recorded"},
-		{"push again: nothing to record", []string{"artifact", "push", "forge", "forge/web", img}, exitOK, "nothing to change"},
+		{"push again: nothing to record", []string{"artifact", "push", "forge", "forge/web", img}, exitOK, "is already recorded, nothing to do"},
 		{"--registry", []string{"artifact", "push", "--registry", otherAddr, "forge", "forge/api", img}, exitOK, "artifact.recorded"},
 		{"usage", []string{"artifact", "push", "forge"}, exitUsage, "want MODULE NAME IMAGE.tar"},
 	} {

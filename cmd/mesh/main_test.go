@@ -7,13 +7,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"meshplane/commands"
 	"meshplane/events"
@@ -205,7 +207,13 @@ func TestExitCodes(t *testing.T) {
 		{"help", []string{"--help"}, exitOK, ""},
 		{"unknown command", []string{"frobnicate"}, exitUsage, `unknown command "frobnicate"`},
 		{"missing argument", []string{"why", "--data", dir, "novox"}, exitUsage, "want NODE RESOURCE"},
-		{"bad flag", []string{"status", "--nope"}, exitUsage, "flag provided but not defined"},
+		{"bad flag", []string{"status", "--nope"}, exitUsage, "unknown flag: --nope"},
+		{"bad output", []string{"status", "--data", dir, "-o", "yaml"}, exitUsage, `-o "yaml": want table or json`},
+		{"a group alone", []string{"node", "--data", dir}, exitUsage, "name a command: show, register, adopt, set"},
+		{"a group's unknown verb", []string{"node", "frobnicate", "--data", dir}, exitUsage, `unknown command "frobnicate" for "mesh node"`},
+		{"local only", []string{"rebuild", "--server", "http://127.0.0.1:1"}, exitUsage, "works on a local store only"},
+		{"server and data", []string{"status", "--server", "http://127.0.0.1:1", "--data", dir}, exitUsage, "give --server or --data, not both"},
+		{"server without a token", []string{"status", "--server", "http://127.0.0.1:1"}, exitFailed, "no API token for http://127.0.0.1:1"},
 		{"rejected", []string{"assign", "--data", dir, "ghost", "novox"}, exitRejected, "refused (module-unknown): cannot assign module ghost to novox"},
 		{"take on a node not adopted", []string{"take", "--data", dir, "searxng", "g14"}, exitRejected, "not-adopted"},
 		{"malformed module file", []string{"module", "define", "--data", dir, bad}, exitRejected, "refused (invalid): " + bad + ":4: containers[0].imgae: unknown field"},
@@ -343,34 +351,90 @@ func TestRefusedOnAFreshDirectoryMakesNoStore(t *testing.T) {
 
 // A panic in any verb exits with a code of its own, its stack on stderr.
 func TestPanicExitsWithItsOwnCode(t *testing.T) {
-	saved := verbs
-	t.Cleanup(func() { verbs = saved })
-	verbs = append(slices.Clone(verbs), command{name: "explode", run: func(context.Context, *env, []string) error {
+	var out, errOut bytes.Buffer
+	e := &env{stdout: &out, stderr: &errOut, now: wallClock}
+	root := e.root()
+	root.AddCommand(&cobra.Command{Use: "explode", RunE: func(*cobra.Command, []string) error {
 		var cs []commands.Command
 		_ = commands.Unchanged(cs[len(cs)]) // a runtime panic: index out of range
 		return nil
 	}})
-	code, _, errOut := mesh(t, "explode")
+	code := e.runRoot(context.Background(), root, []string{"explode"})
 	if code != exitPanic || code == exitUsage {
 		t.Fatalf("exit %d, want %d", code, exitPanic)
 	}
 	for _, want := range []string{"mesh: panic: runtime error: index out of range [0] with length 0", "goroutine ", "main_test.go"} {
-		if !strings.Contains(errOut, want) {
-			t.Errorf("stderr does not contain %q:\n%s", want, errOut)
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("stderr does not contain %q:\n%s", want, errOut.String())
 		}
 	}
 }
 
+// mesh --help lists every verb with its summary, the flags every verb
+// takes, the exit codes and where a command works; every verb has its own
+// help, cobra's usage.
 func TestHelpNamesEveryCommand(t *testing.T) {
 	_, out, _ := mesh(t, "--help")
-	for _, c := range verbs {
-		if !strings.Contains(out, "  "+c.name+" ") {
-			t.Errorf("--help does not list %q", c.name)
+	e := &env{stdout: io.Discard, stderr: io.Discard, now: wallClock}
+	vs := verbs(e.root())
+	if len(vs) < 20 {
+		t.Fatalf("%d verbs, want every one", len(vs))
+	}
+	for _, c := range vs {
+		name := verbName(c)
+		if !strings.Contains(out, "  "+name+" ") || c.Short == "" {
+			t.Errorf("--help does not list %q with a summary", name)
 		}
-		code, _, errOut := mesh(t, append(strings.Fields(c.name), "--help")...)
-		if code != exitOK || !strings.Contains(errOut, "usage: mesh "+c.name) {
-			t.Errorf("mesh %s --help: exit %d, %q", c.name, code, errOut)
+		code, vout, verr := mesh(t, append(strings.Fields(name), "--help")...)
+		if code != exitOK || !strings.Contains(vout, "Usage:\n  mesh "+name) {
+			t.Errorf("mesh %s --help: exit %d, %q%q", name, code, vout, verr)
 		}
+	}
+	for _, want := range []string{"--data directory", "--server URL", "--token-file file", "--tls-ca file", "Exit codes:", "70 a bug", "MESH_SERVER", "MESH_TOKEN", "controller.json"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--help does not say %q", want)
+		}
+	}
+}
+
+// Flags go anywhere on the line: before the verb, between its arguments,
+// after them.
+func TestFlagsAnywhere(t *testing.T) {
+	dir := upExample(t)
+	want, err := os.ReadFile("testdata/why-ca.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"--data", dir, "why", "novox", "ca"},
+		{"why", "--data", dir, "novox", "ca"},
+		{"why", "novox", "--data", dir, "ca"},
+		{"why", "novox", "ca", "--data=" + dir},
+	} {
+		code, out, errOut := mesh(t, args...)
+		if code != exitOK || uuidRE.ReplaceAllString(out, "UUID") != string(want) {
+			t.Errorf("mesh %v: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
+}
+
+// mesh completion writes each shell's script.
+func TestCompletion(t *testing.T) {
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		code, out, errOut := mesh(t, "completion", sh)
+		if code != exitOK || !strings.Contains(out, "mesh") || len(out) < 1000 {
+			t.Errorf("mesh completion %s: exit %d, %d bytes\n%s", sh, code, len(out), errOut)
+		}
+	}
+	dir := upExample(t)
+	// cobra's hidden __complete is what the scripts call.
+	_, out, _ := mesh(t, "__complete", "--data", dir, "status", "")
+	if !strings.Contains(out, "g14\nnovox\n") {
+		t.Errorf("node names do not complete:\n%s", out)
+	}
+	_, out, _ = mesh(t, "__complete", "status", "-o", "")
+	if !strings.Contains(out, "table\njson\n") {
+		t.Errorf("-o does not complete:\n%s", out)
 	}
 }
 
