@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -27,6 +28,13 @@ type server struct {
 
 func startServer(t *testing.T, dir string) *server {
 	t.Helper()
+	return startServerWith(t, dir, nil)
+}
+
+// startServerWith starts a server whose controller pushes to pub (nil: no
+// bus).
+func startServerWith(t *testing.T, dir string, pub controller.Publisher) *server {
+	t.Helper()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +42,7 @@ func startServer(t *testing.T, dir string) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := controller.New(controller.Config{Store: s, Clock: wallClock})
+	c, err := controller.New(controller.Config{Store: s, Clock: wallClock, Publisher: pub})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,34 +128,6 @@ type goldenCase struct {
 	remoteGap func(*testing.T, string) string
 }
 
-// The timeline follows the pages' cursors: forward when it prints every
-// match, back from the newest for --limit; the output is the same as one
-// page's, in both modes.
-func TestTimelinePages(t *testing.T) {
-	dir := upExample(t)
-	saved := timelinePage
-	t.Cleanup(func() { timelinePage = saved })
-	timelinePage = 3
-	goldenCases(t, dir, []goldenCase{
-		{"timeline-novox", []string{"timeline", "--node", "novox"}, false, nil},
-		{"timeline-applies", []string{"timeline", "--type", "apply.reported", "--limit", "2"}, false, nil},
-	})
-	for _, m := range modes {
-		t.Run(m.name+"/limit across pages", func(t *testing.T) {
-			flags, stop := m.start(t, dir)
-			defer stop()
-			_, all, _ := mesh(t, append([]string{"timeline", "-o", "json", "--node", "novox"}, flags...)...)
-			_, last7, _ := mesh(t, append([]string{"timeline", "-o", "json", "--node", "novox", "--limit", "7"}, flags...)...)
-			var a, b []struct{ Position uint64 }
-			mustJSON(t, all, &a)
-			mustJSON(t, last7, &b)
-			if len(b) != 7 || len(a) < 7 || b[0].Position != a[len(a)-7].Position || b[6].Position != a[len(a)-1].Position {
-				t.Errorf("--limit 7 over pages of 3: %v, want the last 7 of %v", b, a)
-			}
-		})
-	}
-}
-
 // With the store locked by a running controller that left
 // DATA/controller.json, a verb asks that controller (with the token in
 // DATA/api-token) instead of failing; without the file it fails as locked.
@@ -173,5 +153,37 @@ func TestLockedStoreFindsTheController(t *testing.T) {
 	golden(t, "status", out, dir)
 	if code, out, errOut := mesh(t, "node", "register", "late", "--data", dir); code != exitOK || !strings.Contains(out, "node-late #") {
 		t.Fatalf("a write through the controller: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// Every query's JSON is the same from the local store and from a
+// controller over it.
+func TestJSONBothModes(t *testing.T) {
+	dir := upExample(t)
+	queries := [][]string{
+		{"status"},
+		{"status", "novox"},
+		{"node", "show", "novox"},
+		{"timeline", "--node", "novox"},
+		{"timeline", "--type", "apply.reported", "--limit", "3"},
+		{"why", "novox", "ca"},
+		{"churn"},
+		{"roster", "g14"},
+		{"roster", "--history", "novox"},
+	}
+	local := map[int]string{}
+	for i, q := range queries {
+		code, out, errOut := mesh(t, append(append(q, "-o", "json"), "--data", dir)...)
+		if code != exitOK || !json.Valid([]byte(out)) {
+			t.Fatalf("mesh %v -o json: exit %d\n%s%s", q, code, out, errOut)
+		}
+		local[i] = out
+	}
+	s := startServer(t, dir)
+	for i, q := range queries {
+		code, out, errOut := mesh(t, append(append(q, "-o", "json"), s.flags()...)...)
+		if code != exitOK || out != local[i] {
+			t.Errorf("mesh %v -o json from a controller: exit %d\n%s%s\n--- local\n%s", q, code, out, errOut, local[i])
+		}
 	}
 }
