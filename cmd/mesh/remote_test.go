@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -185,5 +186,61 @@ func TestJSONBothModes(t *testing.T) {
 		if code != exitOK || out != local[i] {
 			t.Errorf("mesh %v -o json from a controller: exit %d\n%s%s\n--- local\n%s", q, code, out, errOut, local[i])
 		}
+	}
+}
+
+// MESH_SERVER and MESH_TOKEN point every verb at a controller; an explicit
+// --data still means the local store, and --server with --data is refused.
+func TestServerFromTheEnvironment(t *testing.T) {
+	dir := upExample(t)
+	want, err := os.ReadFile("testdata/status.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, dir)
+	t.Setenv("MESH_SERVER", s.url)
+	t.Setenv("MESH_TOKEN", testToken)
+	if code, out, errOut := mesh(t, "status"); code != exitOK || out != string(want) {
+		t.Fatalf("status with MESH_SERVER: exit %d\n%s%s", code, out, errOut)
+	}
+	// The controller holds the store: --data reaches the store, not it.
+	if code, _, errOut := mesh(t, "status", "--data", dir); code != exitFailed || !strings.Contains(errOut, "locked") {
+		t.Fatalf("status --data beside MESH_SERVER: exit %d, %q; want the local store, locked", code, errOut)
+	}
+	t.Setenv("MESH_TOKEN", "wrong")
+	if code, _, errOut := mesh(t, "status"); code != exitFailed || !strings.Contains(errOut, "unauthorized") {
+		t.Fatalf("a wrong token: exit %d, %q", code, errOut)
+	}
+}
+
+// --tls-ca verifies a controller's certificate from a private CA; without
+// it the certificate is refused.
+func TestTLSCA(t *testing.T) {
+	dir := upExample(t)
+	s, err := boltstore.Open(filepath.Join(dir, "events.db"), boltstore.ReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, err := controller.New(controller.Config{Store: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewTLSServer(api.Handler(c, testToken))
+	defer hs.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hs.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("MESH_TOKEN", testToken)
+	if code, _, errOut := mesh(t, "status", "--server", hs.URL); code != exitFailed || !strings.Contains(errOut, "certificate") {
+		t.Fatalf("an unknown CA: exit %d, %q", code, errOut)
+	}
+	want, err := os.ReadFile("testdata/status.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := mesh(t, "status", "--server", hs.URL, "--tls-ca", ca); code != exitOK || out != string(want) {
+		t.Fatalf("with --tls-ca: exit %d\n%s%s", code, out, errOut)
 	}
 }

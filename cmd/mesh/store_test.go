@@ -141,6 +141,14 @@ func TestUndecodableEventsExit1(t *testing.T) {
 				t.Errorf("exit %d, want 1, with %q printed and the skipped event named\n%s%s", code, tc.out, out, errOut)
 			}
 		})
+	} // From a controller over the store, the queries whose answers say what
+	// was skipped (status, timeline) exit 1 the same way.
+	srv := startServer(t, dir)
+	for _, args := range [][]string{{"status"}, {"timeline", "--limit", "1"}} {
+		code, out, errOut := mesh(t, append(args, srv.flags()...)...)
+		if code != exitFailed || !strings.Contains(out, "1 event(s) could not be folded") {
+			t.Errorf("remote %v: exit %d, want 1 with the skipped event named\n%s%s", args, code, out, errOut)
+		}
 	}
 }
 

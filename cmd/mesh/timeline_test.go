@@ -29,4 +29,3 @@ func TestTimelinePages(t *testing.T) {
 		})
 	}
 }
-
