@@ -73,10 +73,16 @@ func (e *env) artifactPushCmd() *cobra.Command {
 func (e *env) artifactStore(ctx context.Context, data, module, name, addr string) (string, error) {
 	path := filepath.Join(data, "events.db")
 	s, err := boltstore.Open(path, boltstore.ReadOnly())
-	if errors.Is(err, os.ErrNotExist) {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return "", fmt.Errorf("no event store at %s (run 'mesh up' first, or pass --data)", path)
-	}
-	if err != nil {
+	case errors.Is(err, boltstore.ErrLocked) && addr != "":
+		// A controller holds the store: the record goes through it (see
+		// execute), which refuses an undefined module.
+		return addr, nil
+	case errors.Is(err, boltstore.ErrLocked):
+		return "", fmt.Errorf("%w; if a controller holds it, give --registry HOST:PORT (the API does not say where the artifact store is)", err)
+	case err != nil:
 		return "", err
 	}
 	defer s.Close()

@@ -107,4 +107,30 @@ func TestArtifactPush(t *testing.T) {
 	if strings.Count(tl, "sha256:") != 2 || strings.Contains(tl, "127.0.0.1") {
 		t.Fatalf("artifact.recorded events:\n%s\nwant two, with digests and no address", tl)
 	}
+	// Against a controller: --registry is required (the API does not say
+	// where the store is), and the record goes through the controller, as
+	// it does from a store the controller holds.
+	ctl := startServer(t, dir)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		says string
+	}{
+		{"no --registry", append([]string{"artifact", "push", "forge", "forge/cli", img}, ctl.flags()...), exitUsage, "give --registry"},
+		{"--server", append([]string{"artifact", "push", "--registry", addr, "forge", "forge/cli", img}, ctl.flags()...), exitOK, "module-forge #"},
+		{"a locked store", []string{"artifact", "push", "--data", dir, "--registry", addr, "forge", "forge/cli", img}, exitFailed, "locked"},
+		{"undefined module", append([]string{"artifact", "push", "--registry", addr, "photos", "photos/web", img}, ctl.flags()...), exitRejected, "module photos is not defined"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := mesh(t, tc.args...)
+			got := stdout
+			if tc.code != exitOK {
+				got = stderr
+			}
+			if code != tc.code || !strings.Contains(got, tc.says) {
+				t.Fatalf("mesh %v: exit %d, want %d saying %q\n%s%s", tc.args, code, tc.code, tc.says, stdout, stderr)
+			}
+		})
+	}
 }
