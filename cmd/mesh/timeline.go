@@ -49,8 +49,19 @@ printed (from a controller, page after page).`,
 				}
 			}
 			return withSession(cmd, false, nil, func(s *session) error {
-				raw, sk, err := fetchTimeline(cmd.Context(), s.svc, req, limit)
-				if err != nil {
+				var raw []projections.Entry
+				var sk api.Skipped
+				if s.ctrl != nil && limit == 0 {
+					// Every match of a local store: one query of the
+					// projections the controller folds. (Following the
+					// Service's cursors reads the timeline once a page:
+					// each page widens its window from the newest match
+					// back to its cursor.)
+					if err := s.ctrl.Sync(cmd.Context()); err != nil {
+						return err
+					}
+					raw = s.ctrl.Views().Timeline.Query(req.Filter())
+				} else if raw, sk, err = fetchTimeline(cmd.Context(), s.svc, req, limit); err != nil {
 					return err
 				}
 				sk = s.skipped(sk)
