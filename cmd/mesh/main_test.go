@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -93,23 +91,6 @@ func TestGolden(t *testing.T) {
 	})
 }
 
-// A roster diff needs two declarations: an idle pass composes none (it
-// pushes the stored one again), so route-proxy is taken first, which changes
-// novox's declaration (a taken module is part of its digest) and nothing of
-// its roster or resources.
-func TestRosterDiffGolden(t *testing.T) {
-	dir := upExample(t)
-	for _, args := range [][]string{
-		{"take", "route-proxy", "novox"},
-		{"up", "--modules", "../../examples/modules", "--mesh", "../../examples/mesh.yaml"},
-	} {
-		if code, out, errOut := mesh(t, append(args, "--data", dir)...); code != exitOK {
-			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errOut)
-		}
-	}
-	goldenCases(t, dir, []goldenCase{{"roster-diff", []string{"roster", "--diff", "novox/1,novox/2", "novox"}, false, nil}})
-}
-
 // Quiet passes collapse in timeline and why into one line with their count
 // and time range; the JSON form keeps them as fields.
 func TestCollapsedRunsGolden(t *testing.T) {
@@ -154,27 +135,6 @@ func TestCollapsedRunsGolden(t *testing.T) {
 	})
 }
 
-// Running up again over the same data appends no operator events, and the
-// simulated nodes' fresh runtimes are no churn loop.
-func TestUpAgain(t *testing.T) {
-	dir := upExample(t)
-	code, out, errOut := mesh(t, "up", "--data", dir, "--modules", "../../examples/modules", "--mesh", "../../examples/mesh.yaml")
-	if code != exitOK {
-		t.Fatalf("exit %d\n%s%s", code, out, errOut)
-	}
-	_, churn, _ := mesh(t, "churn", "--data", dir)
-	if !strings.HasPrefix(churn, "no churn") {
-		t.Fatalf("churn after a second up:\n%s", churn)
-	}
-	_, tl, _ := mesh(t, "timeline", "--data", dir, "--type", "module.defined")
-	if n := strings.Count(tl, "module.defined"); n != 3 {
-		t.Fatalf("%d module.defined events after two ups, want 3:\n%s", n, tl)
-	}
-	if !strings.Contains(out, "set-up: 15 of 15 command(s) found their work already done, nothing to do") {
-		t.Fatalf("a second up does not say its set-up was already done:\n%s", out)
-	}
-}
-
 func TestExitCodes(t *testing.T) {
 	dir := upExample(t)
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
@@ -214,140 +174,6 @@ func TestExitCodes(t *testing.T) {
 				t.Fatalf("stderr %q does not contain %q", errOut, tc.stderr)
 			}
 		})
-	}
-}
-
-// Refused at the door: every one exits 3 (or 1 for a scenario run that ran
-// nothing) with a message naming what was wrong, and writes nothing.
-func TestRefusedAtTheDoor(t *testing.T) {
-	t.Setenv("MESH_OPERATOR", "test")
-	dir := upExample(t)
-	files := t.TempDir()
-	write := func(name, content string) string {
-		t.Helper()
-		p := filepath.Join(files, name)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	web := write("web.yaml", "module: web\nroutes: [web.example.org]\ncontainers:\n  - {name: web, image: nginx:1}\n")
-	web2 := write("web2.yaml", "module: web\ncontainers:\n  - {name: web, image: nginx:2}\n")
-	www := write("www.yaml", "module: www\nroutes: [web.example.org]\ncontainers:\n  - {name: www, image: nginx:1}\n")
-	proxy := write("proxy.yaml", "module: proxy2\nroutes: [proxy.novox.be]\ncontainers:\n  - {name: p, image: caddy:2}\n")
-	unclean := write("unclean.yaml", "module: data\ndirectories:\n  - {path: /srv//data/., mode: \"0700\"}\n")
-	twice := write("twice.yaml", "module: data\ndirectories:\n  - {path: /srv/data}\nfiles:\n  - {path: /srv/data}\n")
-	long := strings.Repeat("n", 1<<20)
-	longFile := write("long.yaml", "module: "+long[:100_000]+"\n")
-	mods := "../../examples/modules"
-	meshTwice := write("twice-mesh.yaml", "nodes:\n  - {name: a}\n  - {name: b}\n  - {name: a}\n")
-	meshDigest := write("digest-mesh.yaml", "nodes:\n  - {name: a}\nartifacts:\n  - {module: forge, name: forge/web, digest: \"sha256:ab12cd34\"}\n")
-	meshBadNode := write("bad-node-mesh.yaml", "nodes:\n  - {name: a}\n  - {name: B}\n")
-	emptyFeature := write("empty.feature", "Feature: nothing\n")
-	longLine := write("long.feature", "Feature: long\n  Scenario: one\n    Given a mesh with nodes \""+strings.Repeat("a", 70_000)+"\"\n")
-	noFeatures := t.TempDir()
-	for _, tc := range []struct {
-		name   string
-		args   []string
-		code   int
-		stderr []string
-	}{
-		{"a long node name, shortened", []string{"node", "register", long}, exitRejected,
-			[]string{`refused (invalid): node name "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn"… (1048576 bytes)`}},
-		{"one bad node of three writes none", []string{"node", "register", "x1", "X2", "x3"}, exitRejected,
-			[]string{`node name "X2"`, "none of the 3 was written"}},
-		{"a long module name, shortened", []string{"module", "define", longFile}, exitRejected,
-			[]string{`module: "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn"… (100000 bytes)`}},
-		{"two files define one module", []string{"module", "define", web, web2}, exitRejected,
-			[]string{web2 + ": module: module web is also defined by " + web}},
-		{"two files route one name, neither written", []string{"module", "define", web, www}, exitRejected,
-			[]string{"refused (route-claimed): module www routes web.example.org, which module web already routes", "none of the 2 was written"}},
-		{"a name another module routes", []string{"module", "define", proxy}, exitRejected,
-			[]string{"module proxy2 routes proxy.novox.be, which module route-proxy already routes"}},
-		{"a path that is not clean", []string{"module", "define", unclean}, exitRejected,
-			[]string{unclean + `:3: directories[0].path: "/srv//data/." is not a clean path: write "/srv/data"`}},
-		{"a path declared twice", []string{"module", "define", twice}, exitRejected,
-			[]string{twice + ":5: files[0].path: /srv/data is declared twice: also directories[0].path"}},
-		{"an endless module file", []string{"module", "define", "/dev/zero"}, exitRejected,
-			[]string{"/dev/zero: larger than 1048576 bytes"}},
-		{"a directory as a module file", []string{"module", "define", files}, exitRejected,
-			[]string{files + ": a directory, not a module file"}},
-		{"a node listed twice in a mesh file", []string{"up", "--modules", mods, "--mesh", meshTwice}, exitRejected,
-			[]string{meshTwice + ": nodes[2].name: node \"a\" is listed twice: also nodes[0]"}},
-		{"a short digest in a mesh file", []string{"up", "--modules", mods, "--mesh", meshDigest}, exitRejected,
-			[]string{`refused (invalid): set-up: artifact forge/web: digest "sha256:ab12cd34"`, "nothing was written"}},
-		{"a bad node in a mesh file writes none", []string{"up", "--modules", mods, "--mesh", meshBadNode}, exitRejected,
-			[]string{`node name "B"`, "nothing was written"}},
-		{"an endless mesh file", []string{"up", "--modules", mods, "--mesh", "/dev/zero"}, exitRejected,
-			[]string{"/dev/zero: larger than 1048576 bytes"}},
-		{"a scenario file with no scenario", []string{"scenario", "run", emptyFeature}, exitFailed, []string{"no scenario ran: the files hold none"}},
-		{"a directory with no feature file", []string{"scenario", "run", noFeatures}, exitFailed, []string{"no scenario ran"}},
-		{"no scenario matches the tags", []string{"scenario", "run", "--tags", "@nothing", "../../features/03_holds.feature"}, exitFailed,
-			[]string{`no scenario ran: none matches --tags "@nothing"`}},
-		{"a feature line over 64 KiB", []string{"scenario", "run", longLine}, exitFailed, []string{longLine + ":3: a line longer than 64 KiB"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			before := len(readAll(t, dir))
-			args := tc.args
-			if args[0] != "scenario" {
-				args = append(args, "--data", dir)
-			}
-			code, out, errOut := mesh(t, args...)
-			if code != tc.code {
-				t.Fatalf("exit %d, want %d\n%s%s", code, tc.code, out, errOut)
-			}
-			for _, want := range tc.stderr {
-				if !strings.Contains(errOut, want) {
-					t.Errorf("stderr %.2000q does not contain %q", errOut, want)
-				}
-			}
-			if len(errOut) > 4000 {
-				t.Errorf("stderr is %d bytes: the input is not shortened", len(errOut))
-			}
-			if after := len(readAll(t, dir)); after != before {
-				t.Errorf("a refused command wrote %d event(s)", after-before)
-			}
-			if args[0] == "up" || args[0] == "scenario" {
-				return // local only
-			}
-			// The same against a controller over the store.
-			s := startServer(t, dir)
-			defer s.stop()
-			code, out, errOut = mesh(t, append(tc.args, s.flags()...)...)
-			if code != tc.code {
-				t.Fatalf("remote: exit %d, want %d\n%s%s", code, tc.code, out, errOut)
-			}
-			for _, want := range tc.stderr {
-				if !strings.Contains(errOut, want) {
-					t.Errorf("remote: stderr %.2000q does not contain %q", errOut, want)
-				}
-			}
-			if after := countEvents(t, s.flags()); after != before {
-				t.Errorf("remote: a refused command wrote %d event(s)", after-before)
-			}
-		})
-	}
-}
-
-// Refused on a fresh data directory, a command leaves no store behind.
-func TestRefusedOnAFreshDirectoryMakesNoStore(t *testing.T) {
-	badMesh := filepath.Join(t.TempDir(), "mesh.yaml")
-	if err := os.WriteFile(badMesh, []byte("nodes:\n  - {name: a, modules: [ghost]}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, args := range [][]string{
-		{"node", "register", "a", "B"},
-		{"node", "adopt", "a"},
-		{"up", "--modules", "../../examples/modules", "--mesh", badMesh},
-	} {
-		dir := filepath.Join(t.TempDir(), "data")
-		code, out, errOut := mesh(t, append(args, "--data", dir)...)
-		if code != exitRejected {
-			t.Errorf("mesh %v: exit %d, want %d\n%s%s", args, code, exitRejected, out, errOut)
-		}
-		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("mesh %v was refused but made %s (%v)", args, dir, err)
-		}
 	}
 }
 
@@ -440,118 +266,6 @@ func TestCompletion(t *testing.T) {
 	}
 }
 
-func TestWriteVerbs(t *testing.T) {
-	t.Setenv("MESH_OPERATOR", "test")
-	for _, m := range modes {
-		if *update && m.name != "local" {
-			continue
-		}
-		t.Run(m.name, func(t *testing.T) {
-			dir := t.TempDir()
-			flags, stop := m.start(t, dir)
-			defer stop()
-			testWriteVerbs(t, dir, flags)
-		})
-	}
-}
-
-func testWriteVerbs(t *testing.T, dir string, flags []string) {
-	file := filepath.Join(t.TempDir(), "web.yaml")
-	if err := os.WriteFile(file, []byte("module: web\nroutes: [web.example.org]\ncontainers:\n  - {name: web, image: nginx:1}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, args := range [][]string{
-		{"node", "register", "a", "b"},
-		{"node", "adopt", "a"},
-		{"node", "set", "a", "port.store", "6852"},
-		{"module", "define", file},
-		{"assign", "web", "a"},
-		{"take", "web", "a"},
-		{"release", "web", "a"},
-	} {
-		if code, out, errOut := mesh(t, append(args, flags...)...); code != exitOK {
-			t.Fatalf("mesh %v: exit %d\n%s%s", args, code, out, errOut)
-		}
-	}
-	_, out, _ := mesh(t, append([]string{"timeline"}, flags...)...)
-	// The CLI stamps events with the wall clock.
-	out = regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d`).ReplaceAllString(out, "TIME               ")
-	golden(t, "write-verbs-timeline", out, dir)
-
-	// Run again, every verb finds its work already done: it says so, exits
-	// 0 and writes nothing.
-	before := countEvents(t, flags)
-	for _, tc := range []struct {
-		args []string
-		says string
-	}{
-		{[]string{"node", "register", "a", "b"}, "node a is already registered, nothing to do\nnode b is already registered, nothing to do\n"},
-		{[]string{"node", "adopt", "a"}, "node a is already adopted, nothing to do\n"},
-		{[]string{"node", "set", "a", "port.store", "6852"}, "node a already has port.store 6852, nothing to do\n"},
-		{[]string{"module", "define", file}, "module web is already defined so, nothing to do\n"},
-		{[]string{"release", "web", "a"}, "module web is not assigned to a, nothing to do\n"},
-	} {
-		code, out, errOut := mesh(t, append(tc.args, flags...)...)
-		if code != exitOK || out != tc.says {
-			t.Errorf("mesh %v again: exit %d\n%s%s\nwant exit 0 and %q", tc.args, code, out, errOut, tc.says)
-		}
-	}
-	must := func(args ...string) {
-		t.Helper()
-		if code, out, errOut := mesh(t, append(args, flags...)...); code != exitOK {
-			t.Fatalf("mesh %v: exit %d\n%s%s", args, code, out, errOut)
-		}
-	}
-	must("assign", "web", "a")
-	must("take", "web", "a")
-	for _, tc := range []struct {
-		args []string
-		says string
-	}{
-		{[]string{"assign", "web", "a"}, "module web is already assigned to a, nothing to do\n"},
-		{[]string{"take", "web", "a"}, "module web is already taken on a, nothing to do\n"},
-	} {
-		code, out, errOut := mesh(t, append(tc.args, flags...)...)
-		if code != exitOK || out != tc.says {
-			t.Errorf("mesh %v again: exit %d\n%s%s\nwant exit 0 and %q", tc.args, code, out, errOut, tc.says)
-		}
-	}
-	must("release", "web", "a")
-	if after := countEvents(t, flags); after != before+3 {
-		t.Fatalf("%d events after the re-runs, want the %d before and the assign, take and release", after, before)
-	}
-}
-
-func TestScenarioRun(t *testing.T) {
-	code, out, errOut := mesh(t, "scenario", "run", "--format", "progress", "--seed", "7", "../../features/03_holds.feature")
-	if code != exitOK {
-		t.Fatalf("exit %d\n%s%s", code, out, errOut)
-	}
-	feature, err := os.ReadFile("../../features/03_holds.feature")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := strings.Count(string(feature), "Scenario:")
-	if want := fmt.Sprintf("%d scenarios (%d passed)", n, n); !strings.Contains(out, want) {
-		t.Fatalf("output does not say %q:\n%s", want, out)
-	}
-	failing := filepath.Join(t.TempDir(), "failing.feature")
-	if err := os.WriteFile(failing, []byte(`Feature: a failing check
-  Scenario: wrong wording
-    Given a mesh with nodes "novox"
-    And module "web" with containers "web"
-    And module "web" is assigned to "novox"
-    When 1 passes run on "novox"
-    Then the apply report of "novox" reads "applied 2 resource(s)"
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	code, out, _ = mesh(t, "scenario", "run", "--store", "bolt", failing)
-	if code != exitFailed || !strings.Contains(out, `"applied 1 resource(s)"`) {
-		t.Fatalf("a failing scenario: exit %d\n%s", code, out)
-	}
-}
-
 // An event of a type this build does not know is kept, skipped by the
 // projections, and said so.
 func TestUnknownEventsAreCountedNotLost(t *testing.T) {
@@ -571,43 +285,6 @@ func TestUnknownEventsAreCountedNotLost(t *testing.T) {
 		if code != exitOK || !strings.Contains(out, "skipped events of types this build does not know (kept in the store): node.repainted: 1") {
 			t.Errorf("mesh %v: exit %d\n%s%s", verb, code, out, errOut)
 		}
-	}
-}
-
-// mesh up writes to a user's store with the wall clock: a second run's
-// events follow the first's, and every one is dated now, not at the
-// simulator's epoch.
-func TestUpUsesTheWallClock(t *testing.T) {
-	dir := t.TempDir()
-	var evs []events.Event
-	for i := range 2 {
-		var out, errOut bytes.Buffer
-		args := []string{"up", "--data", dir, "--modules", "../../examples/modules", "--mesh", "../../examples/mesh.yaml"}
-		if code := run(context.Background(), args, &out, &errOut); code != exitOK {
-			t.Fatalf("run %d: exit %d\n%s%s", i+1, code, out.String(), errOut.String())
-		}
-		all := readAll(t, dir)
-		if len(all) <= len(evs) {
-			t.Fatalf("run %d appended nothing", i+1)
-		}
-		evs = all
-	}
-	now := time.Now()
-	subMicro := false
-	for i, ev := range evs {
-		if d := now.Sub(ev.At); d < 0 || d > time.Minute {
-			t.Errorf("#%d %s at %s: %s before now, want within a minute", ev.Position, ev.Type, ev.At, d)
-		}
-		if ev.At.Location() != time.UTC {
-			t.Errorf("#%d %s at %s: not UTC", ev.Position, ev.Type, ev.At)
-		}
-		if i > 0 && ev.At.Before(evs[i-1].At) {
-			t.Errorf("#%d %s at %s is before #%d at %s", ev.Position, ev.Type, ev.At, evs[i-1].Position, evs[i-1].At)
-		}
-		subMicro = subMicro || ev.At.Nanosecond()%1000 != 0
-	}
-	if !subMicro {
-		t.Errorf("no event of %d has a time finer than a microsecond: nanoseconds are lost", len(evs))
 	}
 }
 
