@@ -321,11 +321,7 @@ func TestStoreWithoutChecksums(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "events.db"), old, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := mesh(t, "timeline", "--data", dir)
-	if code != exitOK {
-		t.Fatalf("timeline: exit %d\n%s%s", code, out, errOut)
-	}
-	golden(t, "layout1-timeline", out, dir)
+	goldenCases(t, dir, []goldenCase{{"layout1-timeline", []string{"timeline"}, false, nil}})
 	for _, step := range []struct {
 		args []string
 		want string
