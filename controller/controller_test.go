@@ -445,3 +445,42 @@ func TestConcurrentCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchAllOrNothing: a batch is decided as commands.Handler.ExecuteAll
+// decides it, each command against the state the ones before it leave, so
+// two modules of one request routing one name are refused together and
+// neither is written; a request naming one stream twice is refused.
+func TestBatchAllOrNothing(t *testing.T) {
+	h := start(t)
+	web, www := mod("web"), mod("www")
+	www.Spec.Routes = web.Spec.Routes
+	for _, tc := range []struct {
+		name string
+		call func() error
+		code string
+	}{
+		{"two modules routing one name", func() error {
+			_, err := h.ctrl.DefineModules(h.ctx, api.DefineModulesRequest{Operator: "x", Modules: []api.ModuleDefinition{web, www}})
+			return err
+		}, commands.CodeRouteClaimed},
+		{"one node twice", func() error {
+			_, err := h.ctrl.RegisterNodes(h.ctx, api.RegisterNodesRequest{Operator: "x", Nodes: []string{"a", "a"}})
+			return err
+		}, commands.CodeInvalid},
+		{"one bad name of three", func() error {
+			_, err := h.ctrl.RegisterNodes(h.ctx, api.RegisterNodesRequest{Operator: "x", Nodes: []string{"a", "B", "c"}})
+			return err
+		}, commands.CodeInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := h.head(t)
+			var rej *commands.Rejection
+			if err := tc.call(); !errors.As(err, &rej) || rej.Code != tc.code {
+				t.Fatalf("got %v, want a rejection with code %s", err, tc.code)
+			}
+			if after := h.head(t); after != before {
+				t.Errorf("a refused batch appended %d event(s)", after-before)
+			}
+		})
+	}
+}

@@ -52,66 +52,38 @@ func (c *Controller) execute(ctx context.Context, operator string, cs ...command
 	return res, nil
 }
 
-// append checks and appends cs under the command lock. It returns what each
-// appended and the last position.
+// append checks and appends cs under the command lock, all or nothing
+// (commands.Handler.ExecuteAll: every command is decided first, each against
+// the state the ones before it would leave, and one refusal appends none;
+// the CLI's local mode goes through here too). It returns what each appended
+// and the last position.
 func (c *Controller) append(ctx context.Context, who string, cs []commands.Command) (api.CommandResult, uint64, error) {
 	c.cmdMu.Lock()
 	defer c.cmdMu.Unlock()
-	if len(cs) > 1 {
-		if err := c.check(ctx, cs); err != nil {
-			return api.CommandResult{}, 0, err
+	// A request naming one stream twice is ambiguous (which value of a
+	// setting wins?): refused whole.
+	seen := map[string]bool{}
+	for _, cmd := range cs {
+		if seen[cmd.Stream()] {
+			return api.CommandResult{}, 0, reject(commands.CodeInvalid, "%s is named twice in one request", cmd.Stream())
 		}
+		seen[cmd.Stream()] = true
 	}
+	results, err := c.handler.ExecuteAll(ctx, who, cs)
 	res := api.CommandResult{Results: make([]api.Appended, 0, len(cs))}
 	var last uint64
-	for i, cmd := range cs {
-		evs, err := c.handler.Execute(ctx, who, cmd)
-		if err != nil {
-			if i > 0 {
-				return res, last, fmt.Errorf("controller: %d of %d commands appended, then: %w", i, len(cs), err)
-			}
-			return res, last, err
-		}
-		a := api.Appended{Stream: cmd.Stream(), Events: make([]api.EventRef, len(evs))}
+	for i, evs := range results {
+		a := api.Appended{Stream: cs[i].Stream(), Events: make([]api.EventRef, len(evs))}
 		for j, ev := range evs {
 			a.Events[j] = api.RefOf(ev)
 			last = max(last, ev.Position)
 		}
 		res.Results = append(res.Results, a)
 	}
-	return res, last, nil
-}
-
-// check decides every command of a batch against the current state without
-// appending anything, so one refused command refuses the batch. A batch
-// names each stream once (a name twice is refused), so each command's
-// decision does not depend on the others'. Called with cmdMu held: no other
-// command of this controller appends meanwhile.
-func (c *Controller) check(ctx context.Context, cs []commands.Command) error {
-	seen := map[string]bool{}
-	for _, cmd := range cs {
-		if seen[cmd.Stream()] {
-			return reject(commands.CodeInvalid, "%s is named twice in one request", cmd.Stream())
-		}
-		seen[cmd.Stream()] = true
-		var s commands.State
-		var err error
-		switch cmd := cmd.(type) {
-		case commands.RegisterNode:
-			s.Node, err = c.handler.Node(ctx, cmd.Node)
-		case commands.DefineModule:
-			s.Module, err = c.handler.Module(ctx, cmd.Module)
-		default:
-			return fmt.Errorf("controller: %T cannot be batched", cmd)
-		}
-		if err != nil {
-			return fmt.Errorf("controller: check %s: %w", cmd.Stream(), err)
-		}
-		if _, err := commands.Decide(s, cmd); err != nil {
-			return err
-		}
+	if err != nil && len(results) > 0 {
+		return res, last, fmt.Errorf("controller: %d of %d commands appended, then: %w", len(results), len(cs), err)
 	}
-	return nil
+	return res, last, err
 }
 
 // touched returns the nodes whose declarations cs may change: the

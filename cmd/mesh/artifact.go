@@ -2,15 +2,22 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"meshplane/artifacts"
 	"meshplane/commands"
+	"meshplane/events"
+	"meshplane/events/boltstore"
 )
 
-// cmdArtifactPush uploads an image tarball to the artifact store and
+// artifactPushCmd uploads an image tarball to the artifact store and
 // records the build: its module, its name and its digest, never an address
 // (DESIGN.md rule 6). The store is found where it is used: at the private
 // address of the node holding it (`node set NODE artifact-store PORT`), or
@@ -18,45 +25,79 @@ import (
 //
 // The store is read, the image pushed, then the build recorded: the event
 // store is not held open during the upload, and nothing is recorded unless
-// the store holds the image.
-func cmdArtifactPush(ctx context.Context, e *env, args []string) error {
-	fs := e.flags("artifact push", "[--data DIR] [--registry ADDR] [--timeout D] MODULE NAME IMAGE.tar")
-	data := dataFlag(fs)
-	registry := fs.String("registry", "", "push to the artifact store at `host:port`, not the one the mesh's node holds")
-	timeout := fs.Duration("timeout", 5*time.Minute, "give up the upload after this `duration`")
-	pos, err := parse(fs, args)
+// the store holds the image. Against a controller (--server) the module and
+// the node settings are not read (the API has no such query): --registry is
+// required, and the controller refuses the record of an undefined module.
+func (e *env) artifactPushCmd() *cobra.Command {
+	var registry string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "push MODULE NAME IMAGE.tar",
+		Short: "push an image tarball to the artifact store and record the build (module, name, digest)",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 3 {
+				return usagef("want MODULE NAME IMAGE.tar (an image tarball, as docker save writes it)")
+			}
+			module, name, tarball := args[0], args[1], args[2]
+			t, err := targetOf(cmd, false)
+			if err != nil {
+				return err
+			}
+			ctx, addr := cmd.Context(), registry
+			if t.server != "" && addr == "" {
+				return usagef("against a controller (--server) give --registry HOST:PORT: the API does not say where the artifact store is")
+			}
+			if t.server == "" {
+				if addr, err = e.artifactStore(ctx, t.data, module, name, addr); err != nil {
+					return err
+				}
+			}
+			pctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			digest, err := artifacts.Push(pctx, addr, name, tarball)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "pushed %s to %s/%s@%s\n", tarball, addr, name, digest)
+			return e.execute(cmd, commands.RecordArtifact{Module: module, Name: name, Digest: digest})
+		},
+	}
+	cmd.Flags().StringVar(&registry, "registry", "", "push to the artifact store at `host:port`, not the one the mesh's node holds")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "give up the upload after this `duration`")
+	return cmd
+}
+
+// artifactStore checks, on the local store in data (read-only, closed
+// before the upload), that module is defined, and returns addr, or the
+// artifact store's address when addr is empty.
+func (e *env) artifactStore(ctx context.Context, data, module, name, addr string) (string, error) {
+	path := filepath.Join(data, "events.db")
+	s, err := boltstore.Open(path, boltstore.ReadOnly())
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "", fmt.Errorf("no event store at %s (run 'mesh up' first, or pass --data)", path)
+	case errors.Is(err, boltstore.ErrLocked) && addr != "":
+		// A controller holds the store: the record goes through it (see
+		// execute), which refuses an undefined module.
+		return addr, nil
+	case errors.Is(err, boltstore.ErrLocked):
+		return "", fmt.Errorf("%w; if a controller holds it, give --registry HOST:PORT (the API does not say where the artifact store is)", err)
+	case err != nil:
+		return "", err
+	}
+	defer s.Close()
+	h := commands.NewHandler(s, events.NewRegistry())
+	m, err := h.Module(ctx, module)
 	if err != nil {
-		return err
+		return "", fmt.Errorf("read module %s: %w", module, err)
 	}
-	if len(pos) != 3 {
-		return usagef("want MODULE NAME IMAGE.tar (an image tarball, as docker save writes it)")
+	if !m.Defined {
+		return "", &commands.Rejection{Code: commands.CodeModuleUnknown, Msg: fmt.Sprintf("cannot record artifact %s: module %s is not defined", name, module)}
 	}
-	module, name, tarball := pos[0], pos[1], pos[2]
-	addr := *registry
-	err = withLocal(ctx, *data, false, false, func(l *local) error {
-		m, err := l.handler.Module(ctx, module)
-		if err != nil {
-			return fmt.Errorf("read module %s: %w", module, err)
-		}
-		if !m.Defined {
-			return &commands.Rejection{Code: commands.CodeModuleUnknown, Msg: fmt.Sprintf("cannot record artifact %s: module %s is not defined", name, module)}
-		}
-		if addr == "" {
-			addr, err = storeAddress(ctx, l.handler)
-		}
-		return err
-	})
-	if err != nil {
-		return err
+	if addr != "" {
+		return addr, nil
 	}
-	pctx, cancel := context.WithTimeout(ctx, *timeout)
-	defer cancel()
-	digest, err := artifacts.Push(pctx, addr, name, tarball)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stdout, "pushed %s to %s/%s@%s\n", tarball, addr, name, digest)
-	return execute(ctx, e, *data, commands.RecordArtifact{Module: module, Name: name, Digest: digest})
+	return storeAddress(ctx, h)
 }
 
 // storeAddress is "host:port" of the artifact store, from the node that

@@ -80,7 +80,7 @@ func TestArtifactPush(t *testing.T) {
 		{"undefined module", []string{"artifact", "push", "photos", "photos/web", img}, exitRejected, "module photos is not defined"},
 		{"not a tarball", []string{"artifact", "push", "forge", "forge/web", file}, exitFailed, "read image tarball"},
 		{"push by loopback", []string{"artifact", "push", "forge", "forge/web", img}, exitOK, "artifact.recorded"},
-		{"push again: nothing to record", []string{"artifact", "push", "forge", "forge/web", img}, exitOK, "nothing to change"},
+		{"push again: nothing to record", []string{"artifact", "push", "forge", "forge/web", img}, exitOK, "is already recorded, nothing to do"},
 		{"--registry", []string{"artifact", "push", "--registry", otherAddr, "forge", "forge/api", img}, exitOK, "artifact.recorded"},
 		{"usage", []string{"artifact", "push", "forge"}, exitUsage, "want MODULE NAME IMAGE.tar"},
 	} {
@@ -106,5 +106,31 @@ func TestArtifactPush(t *testing.T) {
 	_, tl, _ := mesh(t, "timeline", "--data", dir, "--type", "artifact.recorded", "--json")
 	if strings.Count(tl, "sha256:") != 2 || strings.Contains(tl, "127.0.0.1") {
 		t.Fatalf("artifact.recorded events:\n%s\nwant two, with digests and no address", tl)
+	}
+	// Against a controller: --registry is required (the API does not say
+	// where the store is), and the record goes through the controller, as
+	// it does from a store the controller holds.
+	ctl := startServer(t, dir)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		says string
+	}{
+		{"no --registry", append([]string{"artifact", "push", "forge", "forge/cli", img}, ctl.flags()...), exitUsage, "give --registry"},
+		{"--server", append([]string{"artifact", "push", "--registry", addr, "forge", "forge/cli", img}, ctl.flags()...), exitOK, "module-forge #"},
+		{"a locked store", []string{"artifact", "push", "--data", dir, "--registry", addr, "forge", "forge/cli", img}, exitFailed, "locked"},
+		{"undefined module", append([]string{"artifact", "push", "--registry", addr, "photos", "photos/web", img}, ctl.flags()...), exitRejected, "module photos is not defined"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := mesh(t, tc.args...)
+			got := stdout
+			if tc.code != exitOK {
+				got = stderr
+			}
+			if code != tc.code || !strings.Contains(got, tc.says) {
+				t.Fatalf("mesh %v: exit %d, want %d saying %q\n%s%s", tc.args, code, tc.code, tc.says, stdout, stderr)
+			}
+		})
 	}
 }

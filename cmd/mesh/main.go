@@ -1,25 +1,33 @@
-// Command mesh is meshplane's one binary: `mesh up` runs the control plane
-// with simulated nodes in this process, and the other verbs ask it what it
-// did and why.
+// Command mesh is meshplane's one binary: `mesh up` runs the control plane,
+// and the other verbs change the mesh or ask it what it did and why.
 //
-// There is no daemon yet: every verb works in local mode. It opens the
-// event store in the data directory (a bbolt file, locked while in use),
-// folds the projections from it, and answers.
+// Every verb works in one of two ways, with the same output: on a local
+// store (--data DIR: the bbolt file in the data directory, opened read-only
+// by queries), or against a running controller (--server URL, over its
+// HTTP API). Either way the verb calls an api.Service: locally a
+// controller.Controller over the store, not running; remotely an
+// api.Client. When the local store is locked and DATA/controller.json names
+// a live controller, the verb asks that controller.
+//
+// The CLI is built on cobra, one file per verb (status.go, timeline.go,
+// ...), flags anywhere on the line, usage written once by cobra.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"sort"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+
+	"meshplane/api"
 	"meshplane/commands"
 	"meshplane/events"
 )
@@ -33,219 +41,255 @@ const (
 	exitPanic    = 70 // a bug: the CLI panicked (the panic and its stack are on stderr); EX_SOFTWARE of sysexits.h
 )
 
-// command is one verb of the CLI.
-type command struct {
-	name    string
-	args    string // synopsis of the arguments
-	summary string
-	run     func(ctx context.Context, e *env, args []string) error
-}
-
 // env is what a command runs with: its output streams and its clock, so
 // tests can run the CLI in process.
 type env struct {
 	stdout, stderr io.Writer
 	// now stamps what `mesh up` writes: the wall clock in UTC, nanoseconds
-	// kept, so that every run's events follow the last run's. (The verbs
-	// that write through openLocal's handler use the handler's default,
-	// the same wall clock.)
+	// kept, so that every run's events follow the last run's. (The write
+	// verbs stamp with the same wall clock, through the controller.)
 	now func() time.Time
 }
 
-// usageError is a wrong command line: exit 2, with the verb's usage.
+// usageError is a wrong command line: exit 2, with the verb's usage line.
 type usageError struct{ msg string }
 
 func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
-var verbs []command
+// exitError ends the CLI with code, having printed what it had to.
+type exitError struct{ code int }
 
-func init() {
-	verbs = []command{
-		{"up", "[--data DIR] [--modules DIR] [--mesh FILE] [--passes N]", "run the mesh on embedded defaults: define the modules, set up the nodes, push and apply", cmdUp},
-		{"status", "[--data DIR] [--json] [NODE...]", "each node's sync and health, with held counts per module", cmdStatus},
-		{"node show", "[--data DIR] [--json] NODE", "one node: its status, its modules, its own holds and its last apply", cmdNodeShow},
-		{"node register", "[--data DIR] NODE...", "register nodes", cmdNodeRegister},
-		{"node adopt", "[--data DIR] NODE", "mark a node as adopted: it existed before the mesh", cmdNodeAdopt},
-		{"node set", "[--data DIR] NODE KEY VALUE", "set a node setting (private-address, artifact-store, port.NAME)", cmdNodeSet},
-		{"module define", "[--data DIR] FILE...", "define (or redefine) modules from module files", cmdModuleDefine},
-		{"assign", "[--data DIR] MODULE NODE", "assign a module to a node", cmdAssign},
-		{"take", "[--data DIR] MODULE NODE", "take an assigned module on an adopted node", cmdTake},
-		{"release", "[--data DIR] MODULE NODE", "release a module from a node", cmdRelease},
-		{"artifact push", "[--data DIR] [--registry ADDR] [--timeout D] MODULE NAME IMAGE.tar", "push an image tarball to the artifact store and record the build (module, name, digest)", cmdArtifactPush},
-		{"timeline", "[--data DIR] [--node N] [--module M] [--resource R] [--type T] [--correlation C] [--since T] [--until T] [--limit N] [--json]", "the audit timeline, filtered", cmdTimeline},
-		{"roster", "[--data DIR] [--json] [--history] [--diff FROM,TO] NODE", "a node's roster: its current routed names, every declaration's, and what changed between two", cmdRoster},
-		{"why", "[--data DIR] [--json] NODE RESOURCE", "why a resource on a node is as it is: every apply that touched it, and the push behind each", cmdWhy},
-		{"churn", "[--data DIR] [--json] [NODE...]", "churn loops and flips, open and past, with their evidence", cmdChurn},
-		{"rebuild", "[--data DIR]", "rebuild every projection from position 0 and check it equals a second rebuild", cmdRebuild},
-		{"store verify", "[--data DIR]", "check every record and index of the event store; exit 1 on any damage", cmdStoreVerify},
-		{"scenario run", "[--store memory|bolt] [--format pretty|progress|junit|cucumber] [--seed N] [--tags EXPR] FILE...", "run Gherkin scenarios (STEPS.md) against an in-process mesh", cmdScenarioRun},
-	}
-}
+func (e *exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // run runs the CLI and returns its exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return (&env{stdout: stdout, stderr: stderr, now: wallClock}).run(ctx, args)
+	e := &env{stdout: stdout, stderr: stderr, now: wallClock}
+	return e.run(ctx, args)
 }
 
 // wallClock is the clock of everything the CLI writes to a user's store.
 func wallClock() time.Time { return time.Now().UTC() }
 
-// run runs the CLI in e and returns its exit code. A panic in the command
-// is printed with its stack and exits exitPanic, never exitUsage.
-func (e *env) run(ctx context.Context, args []string) (code int) {
-	stdout, stderr := e.stdout, e.stderr
+// run runs the CLI in e and returns its exit code.
+func (e *env) run(ctx context.Context, args []string) int {
+	return e.runRoot(ctx, e.root(), args)
+}
+
+// runRoot runs root with args and maps what it returns to an exit code. A
+// panic in the command is printed with its stack and exits exitPanic,
+// never exitUsage.
+func (e *env) runRoot(ctx context.Context, root *cobra.Command, args []string) (code int) {
+	stderr := e.stderr
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(stderr, "mesh: panic: %v\n\n%s\nThis is a bug in mesh; the exit code is %d.\n", r, debug.Stack(), exitPanic)
 			code = exitPanic
 		}
 	}()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		help(stdout)
-		if len(args) == 0 {
-			return exitUsage
-		}
-		return exitOK
+	root.SetArgs(args)
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	root.SilenceErrors, root.SilenceUsage = true, true
+	cmd, err := root.ExecuteContextC(ctx)
+	name := "mesh"
+	if cmd != nil {
+		name = cmd.CommandPath()
 	}
-	c, rest, ok := lookup(args)
-	if !ok {
-		fmt.Fprintf(stderr, "mesh: unknown command %q\n\n", strings.Join(args[:min(2, len(args))], " "))
-		help(stderr)
-		return exitUsage
-	}
-	err := c.run(ctx, e, rest)
 	var ue *usageError
+	var xe *exitError
 	var rej *commands.Rejection
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.Is(err, flag.ErrHelp):
-		return exitOK
+	case errors.As(err, &xe):
+		return xe.code
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "mesh %s: %s\nusage: mesh %s %s\n", c.name, ue.msg, c.name, c.args)
+		fmt.Fprintf(stderr, "%s: %s\nusage: %s\nRun '%s --help' for more.\n", name, ue.msg, cmd.UseLine(), cmd.CommandPath())
+		return exitUsage
+	case strings.HasPrefix(err.Error(), "unknown command "):
+		// cobra's, for a verb it does not know.
+		fmt.Fprintf(stderr, "mesh: %v\nRun 'mesh --help' for the commands.\n", err)
 		return exitUsage
 	case errors.As(err, &rej):
-		fmt.Fprintf(stderr, "mesh %s: refused (%s): %s\n", c.name, rej.Code, rej.Msg)
+		fmt.Fprintf(stderr, "%s: refused (%s): %s\n", name, rej.Code, rej.Msg)
 		return exitRejected
 	case errors.Is(err, commands.ErrModuleFile), errors.Is(err, errMeshFile):
-		fmt.Fprintf(stderr, "mesh %s: refused (%s): %v\n", c.name, commands.CodeInvalid, err)
+		fmt.Fprintf(stderr, "%s: refused (%s): %v\n", name, commands.CodeInvalid, err)
 		return exitRejected
 	case errors.Is(err, errScenariosFailed):
 		return exitFailed
 	case errors.Is(err, events.ErrDamaged):
-		fmt.Fprintf(stderr, "mesh %s: store file damaged: %v; run mesh store verify\n", c.name, err)
+		fmt.Fprintf(stderr, "%s: store file damaged: %v; run mesh store verify\n", name, err)
+		return exitFailed
+	case errors.Is(err, api.ErrUnauthorized):
+		fmt.Fprintf(stderr, "%s: %v (give the controller's DATA/api-token with --token-file or MESH_TOKEN)\n", name, err)
 		return exitFailed
 	default:
-		fmt.Fprintf(stderr, "mesh %s: %v\n", c.name, err)
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return exitFailed
 	}
 }
 
-// lookup finds the verb args name: two words ("node show") before one.
-func lookup(args []string) (command, []string, bool) {
-	if len(args) >= 2 {
-		for _, c := range verbs {
-			if c.name == args[0]+" "+args[1] {
-				return c, args[2:], true
-			}
-		}
-	}
-	for _, c := range verbs {
-		if c.name == args[0] {
-			return c, args[1:], true
-		}
-	}
-	return command{}, nil, false
-}
-
-func help(w io.Writer) {
-	fmt.Fprint(w, `mesh: an event-sourced control plane for a fleet of container hosts.
+// root builds the command tree: every verb, each from its own file.
+func (e *env) root() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "mesh",
+		Short: "an event-sourced control plane for a fleet of container hosts",
+		Long: `mesh: an event-sourced control plane for a fleet of container hosts.
 
 Every assign, take, release, compose, push, apply outcome and hold is an event;
-status, holds, timeline and churn are projections of the stream.
-
-usage: mesh COMMAND [flags] [args]
-
-commands:
-`)
-	width := 0
-	for _, c := range verbs {
-		width = max(width, len(c.name))
+status, holds, timeline and churn are projections of the stream.`,
+		// Without a verb: the help, and exit 2.
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cmd.SetOut(e.stdout)
+			_ = cmd.Help()
+			return &exitError{exitUsage}
+		},
 	}
-	cs := append([]command(nil), verbs...)
-	sort.SliceStable(cs, func(i, j int) bool { return order(cs[i].name) < order(cs[j].name) })
-	for _, c := range cs {
-		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
-	}
-	fmt.Fprint(w, `
-Every command but scenario run takes --data DIR (default ".mesh", or $MESH_DATA):
-the directory holding the event store (events.db, a bbolt file locked while a
-command uses it).
-'mesh COMMAND --help' lists a command's flags.
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usagef("%v", err) })
+	root.SetOut(e.stdout) // before the completion command, which keeps it
+	root.SetErr(e.stderr)
+	addTarget(root)
 
-Commands that only read open the store read-only (any number at once); only
-up and the write verbs create it or write to it. A command whose work is
-already done (registering a registered node, assigning an assigned module,
-...) writes nothing, says so, and exits 0. A command with several items (node
-register a b c, module define f1 f2, the set-up of mesh up) checks them all
-first and writes nothing if one is refused.
+	node := group("node", "nodes: register, adopt, set, show")
+	node.AddCommand(e.nodeShowCmd(), e.nodeRegisterCmd(), e.nodeAdoptCmd(), e.nodeSetCmd())
+	module := group("module", "modules: define")
+	module.AddCommand(e.moduleDefineCmd())
+	artifact := group("artifact", "artifacts: push")
+	artifact.AddCommand(e.artifactPushCmd())
+	store := group("store", "the event store: verify")
+	store.AddCommand(e.storeVerifyCmd())
+	scenario := group("scenario", "Gherkin scenarios: run")
+	scenario.AddCommand(e.scenarioRunCmd())
 
-exit codes: 0 ok (or nothing to do), 1 failed (also: no scenario ran, a
-damaged store file, or a read that had to skip events it could not decode:
-what could be read is printed first), 2 bad usage, 3 refused: by the mesh, or
-a malformed module or mesh file, nothing written (the code is printed:
-invalid, node-unknown, module-unknown, not-assigned, route-claimed, ...), 70 a
-bug: mesh panicked (the stack is printed).
-`)
-}
-
-func order(name string) int {
-	for i, c := range verbs {
-		if c.name == name {
-			return i
+	root.AddCommand(
+		e.upCmd(), e.agentCmd(), e.statusCmd(), node, module,
+		e.assignCmd(), e.takeCmd(), e.releaseCmd(), e.pushCmd(), artifact,
+		e.timelineCmd(), e.rosterCmd(), e.whyCmd(), e.churnCmd(),
+		e.rebuildCmd(), store, scenario,
+	)
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Short = "generate the shell completion script: mesh completion bash|zsh|fish|powershell"
 		}
 	}
-	return len(verbs)
+	// The root's usage lists every verb, with the notes; the verbs' usage
+	// is cobra's.
+	def := root.UsageTemplate()
+	root.SetUsageTemplate(`{{if .HasParent}}` + def + `{{else}}` + rootUsage + `{{end}}`)
+	return root
 }
 
-// flags returns a flag set for verb c that prints its usage to e.stderr.
-func (e *env) flags(name, args string) *flag.FlagSet {
-	fs := flag.NewFlagSet("mesh "+name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "usage: mesh %s %s\n\nflags:\n", name, args)
-		fs.PrintDefaults()
-	}
-	return fs
+func init() {
+	cobra.AddTemplateFunc("verbs", verbList)
+	cobra.EnableCommandSorting = false // the verbs in the order of a day's work
 }
 
-// parse parses args, flags and positional arguments in any order, turning
-// flag errors into usage errors. It returns the positional arguments.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, err
+// group is a command that only holds verbs ("mesh node ..."). Named alone
+// or with a verb it does not know, it is a usage error.
+func group(name, short string) *cobra.Command {
+	return &cobra.Command{
+		Use:         name + " COMMAND",
+		Short:       short,
+		Annotations: map[string]string{"group": "true"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("name a command: %s", strings.Join(subNames(cmd), ", "))
 			}
-			return nil, usagef("%v", err)
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
+			return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
+		},
 	}
 }
+
+func subNames(cmd *cobra.Command) []string {
+	var names []string
+	for _, c := range cmd.Commands() {
+		names = append(names, c.Name())
+	}
+	return names
+}
+
+// verbs returns every verb under root, as its path without "mesh ", in
+// the order added ("node show", ...).
+func verbs(root *cobra.Command) []*cobra.Command {
+	var out []*cobra.Command
+	var walk func(*cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if sub.Hidden || sub.Name() == "help" {
+				continue
+			}
+			if sub.Annotations["group"] == "true" {
+				walk(sub)
+				continue
+			}
+			out = append(out, sub)
+		}
+	}
+	walk(root)
+	return out
+}
+
+func verbName(c *cobra.Command) string { return strings.TrimPrefix(c.CommandPath(), "mesh ") }
+
+// verbList is the root help's list of verbs, one a line.
+func verbList(root *cobra.Command) string {
+	vs := verbs(root)
+	width := 0
+	for _, v := range vs {
+		width = max(width, len(verbName(v)))
+	}
+	var b strings.Builder
+	for _, v := range vs {
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, verbName(v), v.Short)
+	}
+	return b.String()
+}
+
+const rootUsage = `Usage:
+  mesh COMMAND [args] [flags]
+
+Commands:
+{{verbs .}}
+Flags (every command takes them, anywhere on the line):
+{{.LocalFlags.FlagUsages | trimTrailingWhitespaces}}
+
+Where a command works:
+  On a local store by default: --data DIR (default ".mesh", or $MESH_DATA), the
+  directory holding the event store (events.db, a bbolt file locked while a
+  command uses it). Or against a running controller: --server URL (or
+  $MESH_SERVER), with the token from --token-file FILE (the controller's
+  DATA/api-token) or $MESH_TOKEN, and --tls-ca FILE for a private CA. The
+  output is the same either way. When the local store is locked and
+  DATA/controller.json names a live controller, the command asks it (with the
+  token in DATA/api-token). up, rebuild, store verify and scenario run work
+  on a local store only.
+
+  Commands that only read open the store read-only (any number at once); only
+  up and the write verbs create it or write to it. A command whose work is
+  already done (registering a registered node, assigning an assigned module,
+  ...) writes nothing, says so, and exits 0. A command with several items (node
+  register a b c, module define f1 f2, the set-up of mesh up) checks them all
+  first and writes nothing if one is refused.
+
+  Every query takes -o table|json; the JSON field names are a public API, the
+  tables are for people. 'mesh COMMAND --help' lists a command's flags;
+  'mesh completion bash|zsh|fish' writes a shell completion script.
+
+Exit codes:
+  0 ok (or nothing to do), 1 failed (also: no scenario ran, a damaged store
+  file, or a read that had to skip events it could not decode: what could be
+  read is printed first), 2 bad usage, 3 refused: by the mesh, or a malformed
+  module or mesh file, nothing written (the code is printed: invalid,
+  node-unknown, module-unknown, not-assigned, route-claimed, ...), 70 a bug:
+  mesh panicked (the stack is printed).
+`

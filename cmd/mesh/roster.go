@@ -1,119 +1,122 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
+	"github.com/spf13/cobra"
+
+	"meshplane/api"
 	"meshplane/projections"
 )
 
-func cmdRoster(ctx context.Context, e *env, args []string) error {
-	fs := e.flags("roster", "[--data DIR] [--json] [--history] [--diff FROM,TO] NODE")
-	data := dataFlag(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
-	history := fs.Bool("history", false, "every declaration composed for the node, and what each changed")
-	diff := fs.String("diff", "", "what changed between two of the node's declarations (`FROM,TO`, e.g. novox/3,novox/7)")
-	pos, err := parse(fs, args)
+func (e *env) rosterCmd() *cobra.Command {
+	var history bool
+	var diff string
+	cmd := &cobra.Command{
+		Use:               "roster NODE",
+		Short:             "a node's roster: its current routed names, every declaration's, and what changed between two",
+		ValidArgsFunction: completeNodes,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out, err := outputOf(cmd)
+			if err != nil {
+				return err
+			}
+			if len(args) != 1 {
+				return usagef("name one node")
+			}
+			node := args[0]
+			from, to, ok := strings.Cut(diff, ",")
+			if diff != "" && !ok {
+				return usagef("--diff wants FROM,TO")
+			}
+			return withSession(cmd, false, nil, func(s *session) error {
+				var err error
+				switch {
+				case diff != "":
+					err = e.rosterDiff(cmd, s, out, api.RosterDiffRequest{Node: node, From: from, To: to})
+				case history:
+					err = e.rosterHistory(cmd, s, out, node)
+				default:
+					err = e.rosterCurrent(cmd, s, out, node)
+				}
+				if err != nil {
+					return err
+				}
+				return partial(s.skipped(api.Skipped{}), false)
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&history, "history", false, "every declaration composed for the node, and what each changed")
+	cmd.Flags().StringVar(&diff, "diff", "", "what changed between two of the node's declarations (`FROM,TO`, e.g. novox/3,novox/7)")
+	addOutput(cmd)
+	return cmd
+}
+
+func (e *env) rosterDiff(cmd *cobra.Command, s *session, out string, req api.RosterDiffRequest) error {
+	d, err := s.svc.RosterDiff(cmd.Context(), req)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usagef("name one node")
+	w := e.stdout
+	if out == outJSON {
+		// The JSON form is the projection's, as it was before the API.
+		return writeJSON(w, projections.Diff{
+			From: d.From, To: d.To, Added: d.Added, Removed: d.Removed,
+			ResourcesAdded: d.ResourcesAdded, ResourcesRemoved: d.ResourcesRemoved, ResourcesChanged: d.ResourcesChanged,
+		})
 	}
-	node := pos[0]
-	return withLocal(ctx, *data, false, true, func(l *local) error {
-		w := e.stdout
-		switch {
-		case *diff != "":
-			from, to, ok := strings.Cut(*diff, ",")
-			if !ok {
-				return usagef("--diff wants FROM,TO")
-			}
-			d, err := l.views.Roster.Diff(node, from, to)
-			if err != nil {
-				return err
-			}
-			if *asJSON {
-				return writeJSON(w, d)
-			}
-			fmt.Fprintf(w, "%s → %s on %s\n", d.From, d.To, node)
-			for _, line := range []struct {
-				label string
-				names []string
-			}{
-				{"names added", d.Added}, {"names removed", d.Removed},
-				{"resources added", d.ResourcesAdded}, {"resources removed", d.ResourcesRemoved},
-				{"resources changed", d.ResourcesChanged},
-			} {
-				fmt.Fprintf(w, "  %-18s %s\n", line.label+":", orDash(strings.Join(line.names, ", ")))
-			}
-			return nil
-		case *history:
-			h, err := l.views.Roster.History(node)
-			if err != nil {
-				return err
-			}
-			if *asJSON {
-				return writeJSON(w, h)
-			}
-			tw := table(w)
-			fmt.Fprintln(tw, "#\tAT\tDECLARATION\tDIGEST\tNAMES\tRESOURCES\tCHANGED")
-			for i, d := range h {
-				changed := "-"
-				if i > 0 {
-					df, err := l.views.Roster.Diff(node, h[i-1].Declaration, d.Declaration)
-					if err != nil {
-						return err
-					}
-					changed = describeDiff(df)
-				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%s\n", d.Position, stamp(d.At), d.Declaration, short(d.Digest), len(d.Roster), len(d.Resources), changed)
-			}
-			return tw.Flush()
-		default:
-			d, err := l.views.Roster.Current(node)
-			if err != nil {
-				return err
-			}
-			if *asJSON {
-				return writeJSON(w, d)
-			}
-			fmt.Fprintf(w, "%s: declaration %s (%s), composed at %s, %d routed name(s):\n", node, d.Declaration, short(d.Digest), stamp(d.At), len(d.Roster))
-			for _, n := range d.Roster {
-				fmt.Fprintf(w, "  %s\n", n)
-			}
-			return nil
-		}
-	})
-}
-
-// describeDiff says in a few words what changed between two declarations.
-func describeDiff(d projections.Diff) string {
-	var parts []string
-	for _, c := range []struct {
-		sign  string
+	fmt.Fprintf(w, "%s → %s on %s\n", d.From, d.To, req.Node)
+	for _, line := range []struct {
+		label string
 		names []string
 	}{
-		{"+", d.Added}, {"-", d.Removed},
+		{"names added", d.Added}, {"names removed", d.Removed},
+		{"resources added", d.ResourcesAdded}, {"resources removed", d.ResourcesRemoved},
+		{"resources changed", d.ResourcesChanged},
 	} {
-		for _, n := range c.names {
-			parts = append(parts, c.sign+n)
-		}
+		fmt.Fprintf(w, "  %-18s %s\n", line.label+":", orDash(strings.Join(line.names, ", ")))
 	}
-	if n := len(d.ResourcesAdded) + len(d.ResourcesRemoved) + len(d.ResourcesChanged); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d resource(s)", n))
-	}
-	if len(parts) == 0 {
-		return "nothing"
-	}
-	return strings.Join(parts, " ")
+	return nil
 }
 
-// short shortens a digest for a table.
-func short(digest string) string {
-	if i := strings.IndexByte(digest, ':'); i >= 0 && len(digest) > i+13 {
-		return digest[:i+13]
+func (e *env) rosterHistory(cmd *cobra.Command, s *session, out, node string) error {
+	h, err := s.svc.RosterHistory(cmd.Context(), node)
+	if err != nil {
+		return err
 	}
-	return digest
+	w := e.stdout
+	if out == outJSON {
+		decls := make([]projections.ComposedDecl, len(h.Declarations))
+		for i, d := range h.Declarations {
+			decls[i] = d.ComposedDecl
+		}
+		return writeJSON(w, decls)
+	}
+	tw := table(w)
+	fmt.Fprintln(tw, "#\tAT\tDECLARATION\tDIGEST\tNAMES\tRESOURCES\tCHANGED")
+	for _, d := range h.Declarations {
+		changed := "-"
+		if d.Changed != nil {
+			changed = describeDiff(*d.Changed)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%s\n", d.Position, stamp(d.At), d.Declaration, short(d.Digest), len(d.Roster), len(d.Resources), changed)
+	}
+	return tw.Flush()
+}
+
+func (e *env) rosterCurrent(cmd *cobra.Command, s *session, out, node string) error {
+	d, err := s.svc.Roster(cmd.Context(), node)
+	if err != nil {
+		return err
+	}
+	w := e.stdout
+	if out == outJSON {
+		return writeJSON(w, d)
+	}
+	fmt.Fprintf(w, "%s: declaration %s (%s), composed at %s, %d routed name(s):\n", node, d.Declaration, short(d.Digest), stamp(d.At), len(d.Roster))
+	for _, n := range d.Roster {
+		fmt.Fprintf(w, "  %s\n", n)
+	}
+	return nil
 }

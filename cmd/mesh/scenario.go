@@ -14,6 +14,7 @@ import (
 
 	"github.com/cucumber/godog"
 	"github.com/cucumber/godog/colors"
+	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"meshplane/features"
@@ -27,22 +28,39 @@ var errScenariosFailed = errors.New("scenarios failed")
 // past it. Feature files are checked before they are handed to it.
 const maxFeatureLine = bufio.MaxScanTokenSize
 
-func cmdScenarioRun(ctx context.Context, e *env, args []string) error {
-	fs := e.flags("scenario run", "[flags] FILE...")
-	store := fs.String("store", features.StoreMemory, "the event store each scenario starts empty: memory or bolt")
-	format := fs.String("format", "pretty", "report format: pretty, progress, junit or cucumber")
-	seed := fs.Int64("seed", -1, "scenario order: -1 random (the seed is printed), or a seed to repeat an order")
-	tags := fs.String("tags", "", "run only scenarios matching this tag `expression` (\"@rule1 && ~@slow\")")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
+type scenarioOptions struct {
+	store, format, tags string
+	seed                int64
+}
+
+func (e *env) scenarioRunCmd() *cobra.Command {
+	var o scenarioOptions
+	cmd := &cobra.Command{
+		Use:   "run FILE...",
+		Short: "run Gherkin scenarios (STEPS.md) against an in-process mesh (no --data: each starts empty)",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("name at least one feature file or directory")
+			}
+			if o.store != features.StoreMemory && o.store != features.StoreBolt {
+				return usagef("--store %q: want memory or bolt", o.store)
+			}
+			if _, err := targetOf(cmd, true); err != nil {
+				return err
+			}
+			return e.scenarioRun(o, args)
+		},
 	}
-	if len(pos) == 0 {
-		return usagef("name at least one feature file or directory")
-	}
-	if *store != features.StoreMemory && *store != features.StoreBolt {
-		return usagef("--store %q: want memory or bolt", *store)
-	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.store, "store", features.StoreMemory, "the event store each scenario starts empty: memory or bolt")
+	fs.StringVar(&o.format, "format", "pretty", "report format: pretty, progress, junit or cucumber")
+	fs.Int64Var(&o.seed, "seed", -1, "scenario order: -1 random (the seed is printed), or a seed to repeat an order")
+	fs.StringVar(&o.tags, "tags", "", "run only scenarios matching this tag `expression` (\"@rule1 && ~@slow\")")
+	return cmd
+}
+
+func (e *env) scenarioRun(o scenarioOptions, pos []string) error {
+	store, format, seed, tags := &o.store, &o.format, &o.seed, &o.tags
 	for _, p := range pos {
 		if err := checkFeatures(p); err != nil {
 			return err

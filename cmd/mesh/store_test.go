@@ -141,6 +141,14 @@ func TestUndecodableEventsExit1(t *testing.T) {
 				t.Errorf("exit %d, want 1, with %q printed and the skipped event named\n%s%s", code, tc.out, out, errOut)
 			}
 		})
+	} // From a controller over the store, the queries whose answers say what
+	// was skipped (status, timeline) exit 1 the same way.
+	srv := startServer(t, dir)
+	for _, args := range [][]string{{"status"}, {"timeline", "--limit", "1"}} {
+		code, out, errOut := mesh(t, append(args, srv.flags()...)...)
+		if code != exitFailed || !strings.Contains(out, "1 event(s) could not be folded") {
+			t.Errorf("remote %v: exit %d, want 1 with the skipped event named\n%s%s", args, code, out, errOut)
+		}
 	}
 }
 
@@ -313,11 +321,7 @@ func TestStoreWithoutChecksums(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "events.db"), old, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := mesh(t, "timeline", "--data", dir)
-	if code != exitOK {
-		t.Fatalf("timeline: exit %d\n%s%s", code, out, errOut)
-	}
-	golden(t, "layout1-timeline", out, dir)
+	goldenCases(t, dir, []goldenCase{{"layout1-timeline", []string{"timeline"}, false, nil}})
 	for _, step := range []struct {
 		args []string
 		want string

@@ -11,11 +11,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
+	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
 	"meshplane/commands"
 	"meshplane/events"
+	"meshplane/events/boltstore"
 	"meshplane/sim"
 )
 
@@ -110,19 +113,73 @@ func parseMeshFile(path string, b []byte) (meshFile, error) {
 	return m, nil
 }
 
-func cmdUp(ctx context.Context, e *env, args []string) error {
-	fs := e.flags("up", "[--data DIR] [--modules DIR] [--mesh FILE] [--passes N]")
-	data := dataFlag(fs)
-	modulesDir := fs.String("modules", "examples/modules", "the `directory` of module files (*.yaml) to define")
-	meshPath := fs.String("mesh", "examples/mesh.yaml", "the `file` describing the nodes")
-	passes := fs.Int("passes", 2, "passes (push, then apply) to run on each node")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
+// upOptions are mesh up's flags. The in-process run (define, set up, run
+// passes over simulated nodes in this process, exit) is what up does
+// without any of the daemon's flags; with one of them (--listen, --once,
+// ...) up is the controller (upDaemon).
+type upOptions struct {
+	data       string
+	modulesDir string
+	meshPath   string
+	passes     int
+
+	listen, busListen, nats string
+	tlsCert, tlsKey, tlsCA  string
+	insecure, once          bool
+	interval                time.Duration
+}
+
+// daemonFlags are the flags that make mesh up the controller.
+var daemonFlags = []string{"listen", "bus-listen", "nats", "tls-cert", "tls-key", "insecure", "interval", "once"}
+
+func (e *env) upCmd() *cobra.Command {
+	var o upOptions
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "run the mesh on embedded defaults: define the modules, set up the nodes, push and apply (local store only)",
+		Long: `Run the mesh on embedded defaults: define the modules of --modules, set up the
+nodes of --mesh (each command checked first: one refused writes none), then
+run --passes passes (push, then apply) on simulated nodes in this process, and
+exit. Running it again over the same data appends no set-up twice.
+
+With --listen, --once or another of the controller's flags, up is the
+controller: the store, the bus, the projections and the HTTP API, in the
+foreground until SIGINT or SIGTERM.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unexpected argument %q", args[0])
+			}
+			t, err := targetOf(cmd, true)
+			if err != nil {
+				return err
+			}
+			o.data, o.tlsCA = t.data, t.tlsCA
+			for _, f := range daemonFlags {
+				if cmd.Flags().Changed(f) {
+					return upDaemon(cmd, o)
+				}
+			}
+			return e.up(cmd.Context(), o)
+		},
 	}
-	if len(pos) > 0 {
-		return usagef("unexpected argument %q", pos[0])
-	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.modulesDir, "modules", "examples/modules", "the `directory` of module files (*.yaml) to define")
+	fs.StringVar(&o.meshPath, "mesh", "examples/mesh.yaml", "the `file` describing the nodes")
+	fs.IntVar(&o.passes, "passes", 2, "passes (push, then apply) to run on each node")
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:7480", "controller: serve the HTTP API on this `address`")
+	fs.StringVar(&o.busListen, "bus-listen", "127.0.0.1:4222", "controller: the embedded NATS server listens on this `address`")
+	fs.StringVar(&o.nats, "nats", "", "controller: use the NATS cluster at this `URL` instead of the embedded server")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "controller: serve the API and the bus with this PEM certificate `file`")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "controller: the certificate's PEM key `file`")
+	fs.BoolVar(&o.insecure, "insecure", false, "controller: serve beyond loopback without TLS")
+	fs.DurationVar(&o.interval, "interval", 5*time.Minute, "controller: compose every node and push what changed every `duration`")
+	fs.BoolVar(&o.once, "once", false, "controller: set up, run one pass, and exit")
+	return cmd
+}
+
+// up is the in-process run.
+func (e *env) up(ctx context.Context, o upOptions) error {
+	data, modulesDir, meshPath, passes := &o.data, &o.modulesDir, &o.meshPath, &o.passes
 	mf, err := readMeshFile(*meshPath)
 	if err != nil {
 		return err
@@ -141,12 +198,15 @@ func cmdUp(ctx context.Context, e *env, args []string) error {
 		return setUpRefused(err)
 	}
 
-	l, err := openLocal(*data, true)
+	if err := os.MkdirAll(*data, 0o755); err != nil {
+		return err
+	}
+	store, err := boltstore.Open(filepath.Join(*data, "events.db"))
 	if err != nil {
 		return err
 	}
-	defer l.Close()
-	m := sim.New(l.store, sim.WithClock(e.now))
+	defer store.Close()
+	m := sim.New(store, sim.WithClock(e.now))
 	w := e.stdout
 	fmt.Fprintf(w, "meshplane: event store %s\n", filepath.Join(*data, "events.db"))
 

@@ -7,26 +7,36 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/spf13/cobra"
+
 	"meshplane/events/boltstore"
 )
 
 // errDamageFound is store verify's failure: the report, printed, says what.
 var errDamageFound = errors.New("the store file is damaged")
 
-// cmdStoreVerify checks every record and index of the store, read-only (it
+func (e *env) storeVerifyCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "verify",
+		Short: "check every record and index of the event store; exit 1 on any damage (local store only)",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unexpected argument %q", args[0])
+			}
+			t, err := targetOf(cmd, true)
+			if err != nil {
+				return err
+			}
+			return e.storeVerify(cmd.Context(), t.data)
+		},
+	}
+}
+
+// storeVerify checks every record and index of the store, read-only (it
 // runs beside other reads, not beside a writer), prints what it checked and
 // what is damaged, and fails on any damage.
-func cmdStoreVerify(ctx context.Context, e *env, args []string) error {
-	fs := e.flags("store verify", "[--data DIR]")
-	data := dataFlag(fs)
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return usagef("unexpected argument %q", pos[0])
-	}
-	path := filepath.Join(*data, "events.db")
+func (e *env) storeVerify(ctx context.Context, data string) error {
+	path := filepath.Join(data, "events.db")
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("no event store at %s (run 'mesh up' first, or pass --data)", path)
 	}
