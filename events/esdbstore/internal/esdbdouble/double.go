@@ -182,8 +182,11 @@ func (d *Double) append(stream string, opts *api.AppendReq_Options, msgs []*api.
 				return wrongVersion(current, opts), nil // the ids match only in part
 			}
 		}
-		last := d.log[revs[from+int64(len(msgs))-1]]
-		return success(uint64(from)+uint64(len(msgs))-1, last.commit, last.prepare), nil
+		// Written before: KurrentDB reports no position.
+		return &api.AppendResp{Result: &api.AppendResp_Success_{Success: &api.AppendResp_Success{
+			CurrentRevisionOption: &api.AppendResp_Success_CurrentRevision{CurrentRevision: uint64(from) + uint64(len(msgs)) - 1},
+			PositionOption:        &api.AppendResp_Success_NoPosition{NoPosition: &shared.Empty{}},
+		}}}, nil
 	}
 
 	ok := false
