@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -40,6 +41,13 @@ type meta struct {
 	Correlation string `json:"$correlationId,omitempty"`
 }
 
+// The instants an event's time may take (as events.Event.Validate checks):
+// those whose Unix nanoseconds fit an int64.
+var (
+	minTime = time.Unix(0, math.MinInt64)
+	maxTime = time.Unix(0, math.MaxInt64)
+)
+
 // errMeta marks metadata esdbstore cannot read: an event in the store's
 // streams that it did not write, or a corrupted one.
 var errMeta = errors.New("metadata not written by esdbstore")
@@ -66,6 +74,9 @@ func decodeMeta(b []byte) (meta, time.Time, error) {
 	at, err := time.Parse(time.RFC3339Nano, m.At)
 	if err != nil {
 		return meta{}, time.Time{}, fmt.Errorf("%w: at: %w", errMeta, err)
+	}
+	if at.Before(minTime) || at.After(maxTime) {
+		return meta{}, time.Time{}, fmt.Errorf("%w: at %s is outside the years 1678 to 2262", errMeta, m.At)
 	}
 	return m, at.UTC(), nil
 }
