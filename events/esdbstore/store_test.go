@@ -228,3 +228,39 @@ func TestConcurrentSameIDs(t *testing.T) {
 		t.Errorf("Head after the race: %d, %v; want 2 (the batch stored once)", h, err)
 	}
 }
+
+// TestServerRestart: while the server is down every call is ErrUnavailable;
+// once it is back the same store works again, even after the client gave up
+// on the node and closed itself.
+func TestServerRestart(t *testing.T) {
+	d := startDouble(t, esdbdouble.Config{})
+	s := openStore(t, d.URL())
+	defer s.Close()
+	mustAppend(t, s, "node-a", ev("test.before"))
+	d.Stop()
+	for i := range 3 { // the client's discovery gives up (and closes it) on the way
+		if _, err := s.Head(ctxFor(t)); !errors.Is(err, esdbstore.ErrUnavailable) {
+			t.Fatalf("Head %d while the server is down: got %v, want ErrUnavailable", i, err)
+		}
+	}
+	if err := d.Resume(); err != nil {
+		t.Skipf("the double could not listen on its address again: %v", err)
+	}
+	var err error
+	for range 50 {
+		var h uint64
+		if h, err = s.Head(ctxFor(t)); err == nil {
+			if h != 1 {
+				t.Fatalf("Head after the restart: %d, want 1", h)
+			}
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("Head after the restart: %v", err)
+	}
+	if got := mustAppend(t, s, "node-a", ev("test.after")); got[0].Position != 2 || got[0].Version != 2 {
+		t.Errorf("append after the restart: %s, want v2 #2", got[0])
+	}
+}

@@ -60,9 +60,10 @@ type Double struct {
 	serverfeatures.UnimplementedServerFeaturesServer
 
 	cfg  Config
-	lis  net.Listener
-	srv  *grpc.Server
 	addr string
+
+	life sync.Mutex
+	srv  *grpc.Server
 
 	mu      sync.Mutex
 	log     []record         // $all in (commit, prepare) order
@@ -91,21 +92,41 @@ func Start(cfg Config) (*Double, error) {
 	if err != nil {
 		return nil, fmt.Errorf("esdbdouble: listen: %w", err)
 	}
-	d := &Double{
-		cfg: cfg, lis: lis, srv: grpc.NewServer(), addr: lis.Addr().String(),
-		streams: map[string][]int{}, changed: make(chan struct{}),
-	}
-	api.RegisterStreamsServer(d.srv, d)
-	serverfeatures.RegisterServerFeaturesServer(d.srv, d)
-	go d.srv.Serve(lis) //nolint:errcheck // returns when Stop closes the listener
+	d := &Double{cfg: cfg, addr: lis.Addr().String(), streams: map[string][]int{}, changed: make(chan struct{})}
+	d.serve(lis)
 	return d, nil
+}
+
+func (d *Double) serve(lis net.Listener) {
+	srv := grpc.NewServer()
+	api.RegisterStreamsServer(srv, d)
+	serverfeatures.RegisterServerFeaturesServer(srv, d)
+	d.life.Lock()
+	d.srv = srv
+	d.life.Unlock()
+	go srv.Serve(lis) //nolint:errcheck // returns when Stop closes the listener
+}
+
+// Resume serves again, on the same address and with the same events, after
+// Stop: a node that restarted.
+func (d *Double) Resume() error {
+	lis, err := net.Listen("tcp", d.addr)
+	if err != nil {
+		return fmt.Errorf("esdbdouble: listen again on %s: %w", d.addr, err)
+	}
+	d.serve(lis)
+	return nil
 }
 
 // URL is the connection string of the double: TLS off, one node.
 func (d *Double) URL() string { return "esdb://" + d.addr + "?tls=false" }
 
 // Stop ends every call and closes the listener: the node is gone.
-func (d *Double) Stop() { d.srv.Stop() }
+func (d *Double) Stop() {
+	d.life.Lock()
+	defer d.life.Unlock()
+	d.srv.Stop()
+}
 
 // GetSupportedMethods implements serverfeatures.ServerFeaturesServer: it
 // names the two stream methods it serves, and no version (0.0.0).
