@@ -66,16 +66,29 @@
 // stored with other content, or a batch mixing stored and new ids, is
 // ErrIDConflict. KurrentDB's own idempotence is narrower: it recognises a
 // batch only in the same stream, at the same expected revision (or, with
-// any, within a cache), and never compares content. So Append checks ids
-// against the table first: it brings the table up to the head of $all,
-// looks each id up, reads back and compares the stored events, and only
-// sends the batch when none of its ids is stored. On a wrong expected
-// version it checks again (another writer may have stored the same ids in
-// the meantime) before it reports a *events.VersionError, whose Actual it
-// reads from the stream's last event. Within one process, appends that share
-// an id run one after the other. Two processes appending the same new id to
-// two different streams at the same instant can both succeed: KurrentDB has
-// no cross-stream uniqueness to enforce it with.
+// any, within a cache), and never compares content. So Append works on top:
+//
+//   - Appends of this process that share an id run one after the other, and
+//     each looks its ids up in the table first: if they are stored, it reads
+//     the stored events back and compares them, and sends nothing.
+//   - Ids another process stored, not yet in the table, reach the server.
+//     If KurrentDB recognises the batch it writes nothing and reports no
+//     position of ours; Append then brings the table up to date, reads the
+//     stored events back and compares them (same: they are returned;
+//     otherwise ErrIDConflict). On a wrong expected version Append looks the
+//     ids up again in the table (other calls may have grown it) before it
+//     reports the *events.VersionError.
+//   - Two processes appending the same new id to two different streams at
+//     the same instant can both succeed, and a replay through a process that
+//     has not yet read the first write is reported as the wrong expected
+//     version it is: KurrentDB has no cross-stream uniqueness to enforce
+//     the contract with.
+//
+// Appends to one stream from one process also run one after the other, and
+// the store remembers the highest version it has seen each stream at (by
+// appending, reading, or being refused): an expected version below it is
+// refused at once, without a round trip, with that version as Actual.
+// Otherwise Actual is the current revision the server reports, plus one.
 //
 // # Errors
 //

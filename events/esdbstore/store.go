@@ -273,8 +273,8 @@ func (s *Store) append(ctx context.Context, stream string, expected events.Expec
 		if !errors.As(err, &ee) || ee.Code() != esdb.ErrorCodeWrongExpectedVersion {
 			return nil, s.fail(ctx, err)
 		}
-		// Another writer of this process got there first; it may have
-		// stored these very ids (the reservation has waited for it).
+		// The table may have grown meanwhile (other calls catch it up):
+		// these very ids may be in it now.
 		if done, err := s.replayed(ctx, out); done || err != nil {
 			return out, err
 		}

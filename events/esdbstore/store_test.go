@@ -178,11 +178,19 @@ func TestSentinelErrors(t *testing.T) {
 // (another process, in effect) sees the first one's ids.
 func TestIdempotenceAcrossStores(t *testing.T) {
 	url := startDouble(t, esdbdouble.Config{}).URL()
-	a, b := openStore(t, url), openStore(t, url)
+	a, b, c := openStore(t, url), openStore(t, url), openStore(t, url)
 	defer a.Close()
 	defer b.Close()
+	defer c.Close()
 	e1, e2 := ev("test.one"), ev("test.two")
 	stored := mustAppend(t, a, "node-a", e1, e2)
+
+	// c has not read a's write: KurrentDB recognises the ids, c compares.
+	changed := []events.Event{e1, e2}
+	changed[1].Data = []byte(`{"changed":true}`)
+	if _, err := c.Append(ctxFor(t), "node-a", events.NoStream, changed...); !errors.Is(err, events.ErrIDConflict) {
+		t.Errorf("other content, through a store that has not read the first write: got %v, want ErrIDConflict", err)
+	}
 
 	got, err := b.Append(ctxFor(t), "node-a", events.NoStream, e1, e2)
 	if err != nil || len(got) != 2 {
