@@ -102,6 +102,15 @@ func BenchmarkAgainstDouble(b *testing.B) {
 	}})
 }
 
+// BenchmarkAgainstKurrentDB is storetest.Bench against the real server of
+// MESH_ESDB_URL, each store on a fresh prefix.
+func BenchmarkAgainstKurrentDB(b *testing.B) {
+	url := kurrentURL(b)
+	storetest.Bench(b, storetest.Factory{Open: func(t testing.TB) events.Store {
+		return openStore(t, url, esdbstore.WithPrefix("mesh-bench-"+uuid.NewString()+"-"))
+	}})
+}
+
 func ev(typ string) events.Event {
 	return events.Event{ID: events.NewID(), Type: typ, Schema: 1, At: time.Date(2026, 9, 29, 22, 46, 0, 123456789, time.UTC), Data: []byte(`{}`)}
 }
