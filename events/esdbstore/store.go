@@ -156,7 +156,10 @@ func (s *Store) fail(ctx context.Context, err error) error {
 	if errors.As(err, &ee) {
 		switch ee.Code() {
 		case esdb.ErrorCodeConnectionClosed:
-			s.renew()
+			var ce *clientError
+			if errors.As(err, &ce) {
+				s.renew(ce.c)
+			}
 			return fmt.Errorf("%w: %w", ErrUnavailable, err)
 		case esdb.ErrorUnavailable, esdb.ErrorCodeDeadlineExceeded, esdb.ErrorCodeNotLeader:
 			return fmt.Errorf("%w: %w", ErrUnavailable, err)
@@ -173,22 +176,37 @@ func (s *Store) fail(ctx context.Context, err error) error {
 	return err
 }
 
-// renew replaces a client that closed itself.
-func (s *Store) renew() {
-	c, err := esdb.NewClient(s.cfg)
-	if err != nil {
-		return // the configuration was valid once; keep the old client
-	}
+// renew replaces a client that closed itself. The old one is left to the
+// garbage collector, not closed: its connection goroutine has already
+// stopped, and closing it could panic a call that raced its failure (the
+// client closes its request channel).
+func (s *Store) renew(old *esdb.Client) {
 	s.mu.Lock()
-	old := s.client
-	if s.closed {
-		s.mu.Unlock()
-		c.Close()
-		return
+	defer s.mu.Unlock()
+	if s.closed || s.client != old {
+		return // closed, or already replaced by another call
 	}
-	s.client = c
-	s.mu.Unlock()
-	old.Close()
+	if c, err := esdb.NewClient(s.cfg); err == nil { // the configuration was valid once
+		s.client = c
+	}
+}
+
+// clientError is an error of a call, with the client that made it, so that
+// fail replaces only that client.
+type clientError struct {
+	c   *esdb.Client
+	err error
+}
+
+func (e *clientError) Error() string { return e.err.Error() }
+func (e *clientError) Unwrap() error { return e.err }
+
+// by marks err (if any) as an error of a call made with c.
+func by(c *esdb.Client, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &clientError{c: c, err: err}
 }
 
 // revision maps an expected version onto the client's expected revision.
@@ -267,7 +285,9 @@ func (s *Store) append(ctx context.Context, stream string, expected events.Expec
 	if expected != events.Any && seen > uint64(expected) {
 		return nil, &events.VersionError{Stream: stream, Expected: expected, Actual: seen}
 	}
-	res, err := s.conn().AppendToStream(ctx, s.prefix+stream, esdb.AppendToStreamOptions{ExpectedRevision: revision(expected)}, data...)
+	c := s.conn()
+	res, err := c.AppendToStream(ctx, s.prefix+stream, esdb.AppendToStreamOptions{ExpectedRevision: revision(expected)}, data...)
+	err = by(c, err)
 	if err != nil {
 		var ee *esdb.Error
 		if !errors.As(err, &ee) || ee.Code() != esdb.ErrorCodeWrongExpectedVersion {
@@ -468,7 +488,9 @@ func currentVersion(ee *esdb.Error) (uint64, bool) {
 // version reads the version of stream: its last event's revision plus one,
 // 0 for a stream never written.
 func (s *Store) version(ctx context.Context, stream string) (uint64, error) {
-	rs, err := s.conn().ReadStream(ctx, s.prefix+stream, esdb.ReadStreamOptions{Direction: esdb.Backwards, From: esdb.End{}}, 1)
+	c := s.conn()
+	rs, err := c.ReadStream(ctx, s.prefix+stream, esdb.ReadStreamOptions{Direction: esdb.Backwards, From: esdb.End{}}, 1)
+	err = by(c, err)
 	if err != nil {
 		return 0, err
 	}
@@ -508,7 +530,9 @@ func (s *Store) readStream(ctx context.Context, stream string, after uint64, lim
 			n = min(n, limit-len(out))
 		}
 		// Version after+1 is revision after.
-		rs, err := s.conn().ReadStream(ctx, s.prefix+stream, esdb.ReadStreamOptions{From: esdb.Revision(after)}, uint64(n))
+		c := s.conn()
+		rs, err := c.ReadStream(ctx, s.prefix+stream, esdb.ReadStreamOptions{From: esdb.Revision(after)}, uint64(n))
+		err = by(c, err)
 		if err != nil {
 			return nil, s.fail(ctx, err)
 		}
@@ -579,7 +603,9 @@ func (s *Store) readAll(ctx context.Context, after uint64, limit int) ([]events.
 		if limit > 0 {
 			n = min(n, limit-len(out)+1) // +1: a read from a position returns that position's event too
 		}
-		rs, err := s.conn().ReadAll(ctx, esdb.ReadAllOptions{From: cursor}, uint64(n))
+		c := s.conn()
+		rs, err := c.ReadAll(ctx, esdb.ReadAllOptions{From: cursor}, uint64(n))
+		err = by(c, err)
 		if err != nil {
 			return nil, err
 		}
@@ -670,7 +696,9 @@ func (s *Store) catchUp(ctx context.Context, enough ...func() bool) error {
 	cursor := s.seen
 	s.tab.Unlock()
 	for {
-		rs, err := s.conn().ReadAll(ctx, esdb.ReadAllOptions{From: cursor}, page)
+		c := s.conn()
+		rs, err := c.ReadAll(ctx, esdb.ReadAllOptions{From: cursor}, page)
+		err = by(c, err)
 		if err != nil {
 			return err
 		}
@@ -801,7 +829,9 @@ func (s *Store) Subscribe(ctx context.Context, after uint64, fn func(events.Even
 			from, _ = s.lookup(p)
 		}
 	}
-	sub, err := s.conn().SubscribeToAll(cctx, esdb.SubscribeToAllOptions{From: from})
+	c := s.conn()
+	sub, err := c.SubscribeToAll(cctx, esdb.SubscribeToAllOptions{From: from})
+	err = by(c, err)
 	if err != nil {
 		return fail(err)
 	}
