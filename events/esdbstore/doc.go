@@ -55,6 +55,11 @@
 // prepare position orders the events of one transaction, which share their
 // commit position. Both are kept whole, as uint64.
 //
+// KurrentDB bounds one append by its MaxAppendSize (1 MiB by default): a
+// batch whose events and metadata exceed it is refused by the server, and
+// Append returns the client's error; split such batches, or raise the
+// server's limit.
+//
 // Deleting, truncating ($maxCount, $maxAge, $tb) or scavenging the store's
 // streams removes events from $all and renumbers every later position: do
 // not, for a meshplane store.

@@ -548,7 +548,7 @@ func (s *Store) readStream(ctx context.Context, stream string, after uint64, lim
 			}
 			got++
 			rec := ev.OriginalEvent()
-			p, err := s.position(ctx, rec.Position)
+			p, err := s.position(ctx, rec)
 			if err != nil {
 				rs.Close()
 				return nil, s.fail(ctx, err)
@@ -744,9 +744,12 @@ func (s *Store) catchUp(ctx context.Context, enough ...func() bool) error {
 	}
 }
 
-// position returns the store's position of the event at $all position at,
-// extending the table if it is newer than the table.
-func (s *Store) position(ctx context.Context, at esdb.Position) (uint64, error) {
+// position returns the store's position of an event read from a stream: by
+// its $all position, extending the table if the event is newer than the
+// table; failing that (a server that leaves positions out of stream reads),
+// by its id.
+func (s *Store) position(ctx context.Context, rec *esdb.RecordedEvent) (uint64, error) {
+	at := rec.Position
 	for try := 0; ; try++ {
 		s.tab.Lock()
 		i, found := slices.BinarySearchFunc(s.pos, at, func(a, b esdb.Position) int {
@@ -757,14 +760,18 @@ func (s *Store) position(ctx context.Context, at esdb.Position) (uint64, error) 
 				return cmp(a.Prepare, b.Prepare)
 			}
 		})
+		p, byID := s.ids[rec.EventID]
 		s.tab.Unlock()
-		if found {
+		switch {
+		case found:
 			return uint64(i) + 1, nil
+		case try > 0 && byID:
+			return p, nil
+		case try > 0:
+			return 0, fmt.Errorf("esdbstore: %s@%d (id %s, $all %d/%d) is not in the position table",
+				rec.StreamID, rec.EventNumber, rec.EventID, at.Commit, at.Prepare)
 		}
-		if try > 0 {
-			return 0, fmt.Errorf("esdbstore: event at $all %d/%d is not one of the store's", at.Commit, at.Prepare)
-		}
-		if err := s.catchUp(ctx, func() bool { return !beyond(at, s.seen) }); err != nil {
+		if err := s.catchUp(ctx, func() bool { _, ok := s.ids[rec.EventID]; return ok && !beyond(at, s.seen) }); err != nil {
 			return 0, err
 		}
 	}
