@@ -102,6 +102,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		o(s)
 	}
 	if strings.HasPrefix(s.prefix, "$") {
+		s.kill()
 		return nil, fmt.Errorf("esdbstore: open: prefix %q: %w", s.prefix,
 			&events.InvalidError{Field: "prefix", Reason: "starts with $, which KurrentDB reserves"})
 	}
@@ -629,6 +630,10 @@ func (s *Store) readAll(ctx context.Context, after uint64, limit int) ([]events.
 				continue
 			}
 			p++
+			if err := s.agree(p, rec.Position); err != nil {
+				rs.Close()
+				return nil, err
+			}
 			e, err := s.decode(rec, p)
 			if err != nil {
 				rs.Close()
@@ -645,6 +650,21 @@ func (s *Store) readAll(ctx context.Context, after uint64, limit int) ([]events.
 			return out, nil
 		}
 	}
+}
+
+// agree checks that counting the store's events in $all, as reads and
+// subscriptions do, gives the number the table has for the same event: the
+// table and the count are two derivations of one numbering, and a
+// disagreement (events deleted, truncated or scavenged away) would hand out
+// wrong positions.
+func (s *Store) agree(p uint64, at esdb.Position) error {
+	s.tab.Lock()
+	defer s.tab.Unlock()
+	if p <= uint64(len(s.pos)) && s.pos[p-1] != at {
+		return fmt.Errorf("esdbstore: position %d: counted at $all %d/%d, the table has %d/%d: events were removed from $all",
+			p, at.Commit, at.Prepare, s.pos[p-1].Commit, s.pos[p-1].Prepare)
+	}
+	return nil
 }
 
 // lookup returns where in $all the store's events after position after
@@ -854,6 +874,9 @@ func (s *Store) Subscribe(ctx context.Context, after uint64, fn func(events.Even
 				continue
 			}
 			p++
+			if err := s.agree(p, rec.Position); err != nil {
+				return fmt.Errorf("esdbstore: subscribe: %w", err)
+			}
 			if p <= after {
 				continue
 			}
