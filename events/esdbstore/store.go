@@ -150,7 +150,7 @@ func (s *Store) fail(ctx context.Context, err error) error {
 	if s.life.Err() != nil {
 		return events.ErrClosed
 	}
-	if ctxErr := ctx.Err(); ctxErr != nil {
+	if ctxErr := done(ctx); ctxErr != nil {
 		return ctxErr
 	}
 	var ee *esdb.Error
@@ -175,6 +175,19 @@ func (s *Store) fail(ctx context.Context, err error) error {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return err
+}
+
+// done is ctx.Err(), or context.DeadlineExceeded once ctx's deadline has
+// passed: gRPC can fail a call on the deadline before the context's own
+// timer has fired.
+func done(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // renew replaces a client that closed itself. The old one is left to the
@@ -277,7 +290,8 @@ func (s *Store) append(ctx context.Context, stream string, expected events.Expec
 	if err != nil {
 		return nil, err
 	}
-	defer unlock()
+	var once sync.Once
+	defer once.Do(unlock)
 	// Versions only grow: a stream seen past the expected version refuses
 	// the append without asking the server.
 	s.tab.Lock()
@@ -308,10 +322,14 @@ func (s *Store) append(ctx context.Context, stream string, expected events.Expec
 		s.saw(stream, actual)
 		return nil, &events.VersionError{Stream: stream, Expected: expected, Actual: actual}
 	}
+	// The next append to the stream may go while this one numbers its
+	// events: it knows the stream's new version.
+	last := res.NextExpectedVersion + 1 // the version of the batch's last event
+	s.saw(stream, last)
+	once.Do(unlock)
 	if err := s.catchUp(ctx, func() bool { return s.stored(out) }); err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	last := res.NextExpectedVersion + 1 // the version of the batch's last event
 	s.tab.Lock()
 	var commit uint64 // of the events found under the batch's ids
 	for i := range out {
@@ -323,9 +341,6 @@ func (s *Store) append(ctx context.Context, stream string, expected events.Expec
 		commit = s.pos[p-1].Commit
 		out[i].Version = last - uint64(len(out)-1-i)
 		out[i].Position = p
-	}
-	if last > s.vers[stream] {
-		s.vers[stream] = last
 	}
 	s.tab.Unlock()
 	if commit != res.CommitPosition {
@@ -836,8 +851,8 @@ func (s *Store) Subscribe(ctx context.Context, after uint64, fn func(events.Even
 	defer end()
 	fail := func(err error) error {
 		err = s.fail(cctx, err)
-		if ctx.Err() != nil {
-			return ctx.Err()
+		if ctxErr := done(ctx); ctxErr != nil {
+			return ctxErr
 		}
 		return fmt.Errorf("esdbstore: subscribe: %w", err)
 	}
