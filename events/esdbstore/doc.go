@@ -1,0 +1,115 @@
+// Package esdbstore is an events.Store on KurrentDB (formerly EventStoreDB),
+// through github.com/EventStore/EventStore-Client-Go/v4: the store for
+// operators who already run one. Open takes a KurrentDB connection string
+// (esdb://host:2113?tls=false, esdb+discover://..., with credentials if the
+// server wants them).
+//
+// # Streams, versions, ids
+//
+// Each stream s of the contract is the KurrentDB stream prefix+s (the prefix
+// is "mesh-" unless WithPrefix says otherwise), so meshplane shares a server
+// with other applications without reading their events. Stores that share a
+// server must use prefixes that are not prefixes of one another, and nothing
+// but esdbstore may write to the prefix's streams: an event there without
+// esdbstore's metadata is refused, loudly, by every read.
+//
+// KurrentDB counts stream revisions from 0, the contract counts versions
+// from 1: version v is revision v-1. Expected versions map onto the client's
+// expected revisions: events.Any is esdb.Any{}, events.NoStream is
+// esdb.NoStream{}, events.Exactly(n) (n >= 1) is esdb.StreamRevision{n-1}.
+//
+// Every event is written with its own events.Event.ID as its KurrentDB event
+// id. The client would invent one for an unset id, and a retried append
+// would then write the events twice; events.Prepare refuses an unset id
+// before anything is sent. Event types starting with "$" are refused: the
+// server reserves them, and reads of $all skip them.
+//
+// The envelope fields KurrentDB does not hold natively (schema, at with its
+// nanoseconds, actor, causation, correlation) travel in the event's metadata
+// JSON; its format is documented on meta, in meta.go.
+//
+// # Positions
+//
+// The contract's positions are dense (1, 2, 3, ... across the store, Head
+// the last), and its Subscribe checkpoints are those positions. KurrentDB's
+// are not: an event's place in $all is a (commit, prepare) pair of byte
+// offsets in the server's log, with gaps between events, shared by other
+// applications' events and the server's own ($-typed) ones. So a commit
+// position cannot be used as is, and a position written into the event's
+// metadata could not be assigned atomically across writers. Instead:
+//
+//	position p  =  the p-th event of this store (stream with the prefix,
+//	               type not starting with "$") in $all order
+//
+// $all is append-only and totally ordered, so every reader, in every
+// process, numbers the same events the same way, and a position never
+// changes. The store keeps the table p -> (commit, prepare) in memory, built
+// at Open by reading $all from the start and extended as it reads on; it
+// also keeps each event's id, for idempotence. That is about 60 bytes per
+// event: 60 MB for a million. An append learns its positions by reading
+// $all on from the table's end until its events are numbered (concurrent
+// appends share those reads), so it costs at least two round trips.
+//
+// Reads and subscriptions go through the table: ReadAll(after) reads $all
+// from the (commit, prepare) of position after, Subscribe(after) opens a
+// catch-up subscription to $all whose From is that pair (exclusive) and
+// counts the store's events it delivers from there; after 0 is esdb.Start{}
+// (not the pair (0, 0), which is the first event of a fresh server's log).
+// The commit position is the checkpoint the subscription resumes from; the
+// prepare position orders the events of one transaction, which share their
+// commit position. Both are kept whole, as uint64.
+//
+// KurrentDB bounds one append by its MaxAppendSize (1 MiB by default): a
+// batch whose events and metadata exceed it is refused by the server, and
+// Append returns the client's error; split such batches, or raise the
+// server's limit.
+//
+// Deleting, truncating ($maxCount, $maxAge, $tb) or scavenging the store's
+// streams removes events from $all and renumbers every later position: do
+// not, for a meshplane store.
+//
+// # Idempotence
+//
+// The contract: re-appending ids that are all stored with the same content is
+// a no-op returning the stored events, whatever the expected version; an id
+// stored with other content, or a batch mixing stored and new ids, is
+// ErrIDConflict. KurrentDB's own idempotence is narrower: it recognises a
+// batch only in the same stream, at the same expected revision (or, with
+// any, within a cache), and never compares content. So Append works on top:
+//
+//   - Appends of this process that share an id run one after the other, and
+//     each looks its ids up in the table first: if they are stored, it reads
+//     the stored events back and compares them, and sends nothing.
+//   - Ids another process stored, not yet in the table, reach the server.
+//     If KurrentDB recognises the batch it writes nothing and reports no
+//     position of ours; Append then brings the table up to date, reads the
+//     stored events back and compares them (same: they are returned;
+//     otherwise ErrIDConflict). On a wrong expected version Append looks the
+//     ids up again in the table (other calls may have grown it) before it
+//     reports the *events.VersionError.
+//   - Two processes appending the same new id to two different streams at
+//     the same instant can both succeed, and a replay through a process that
+//     has not yet read the first write is reported as the wrong expected
+//     version it is: KurrentDB has no cross-stream uniqueness to enforce
+//     the contract with.
+//
+// Appends to one stream from one process also run one after the other, and
+// the store remembers the highest version it has seen each stream at (by
+// appending, reading, or being refused): an expected version below it is
+// refused at once, without a round trip, with that version as Actual.
+// Otherwise Actual is the current revision the server reports, plus one.
+//
+// # Errors
+//
+// A wrong expected version is a *events.VersionError (errors.Is
+// events.ErrWrongExpectedVersion); a call on a closed store, or one blocked
+// when Close is called, returns events.ErrClosed; a done context returns its
+// error; a server that cannot be reached (gRPC unavailable, deadline, no node
+// found) is ErrUnavailable, wrapping the client's error. After the client
+// gives up on a node (it closes itself once discovery fails), the store
+// replaces it with a new client on the next call.
+//
+// The package's tests run the events/storetest suite against a gRPC double
+// of a KurrentDB node (internal/esdbdouble, not KurrentDB) in every run, and
+// against a real server when MESH_ESDB_URL is set.
+package esdbstore

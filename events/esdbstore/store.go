@@ -1,0 +1,953 @@
+package esdbstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/EventStore/EventStore-Client-Go/v4/esdb"
+	"github.com/google/uuid"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"meshplane/events"
+)
+
+var _ events.Store = (*Store)(nil)
+
+// ErrUnavailable means the KurrentDB server could not be reached or did not
+// answer in time. The error wraps the client's. An append that fails with it
+// may or may not have been written: retry it with the same ids.
+var ErrUnavailable = errors.New("esdbstore: KurrentDB unavailable")
+
+// DefaultPrefix is the prefix of the KurrentDB streams of a store opened
+// without WithPrefix.
+const DefaultPrefix = "mesh-"
+
+// page is how many events a read of $all or of a stream asks for at a time.
+const page = 4096
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithPrefix sets the prefix of the store's KurrentDB stream names
+// (DefaultPrefix by default; "" for a server that holds nothing else).
+func WithPrefix(p string) Option { return func(s *Store) { s.prefix = p } }
+
+// WithClock sets the clock that dates events appended with a zero At
+// (time.Now by default).
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = now } }
+
+// Store is an events.Store on a KurrentDB server. It is safe for concurrent
+// use.
+type Store struct {
+	cfg    *esdb.Configuration
+	addr   string // for errors: the connection string may hold a password
+	prefix string
+	now    func() time.Time
+
+	life context.Context // cancelled by Close: ends every call in flight
+	kill context.CancelFunc
+
+	mu     sync.RWMutex
+	closed bool
+	calls  sync.WaitGroup // calls in flight, waited for by Close
+	client *esdb.Client   // replaced when the client gives up (see conn)
+
+	sync sync.Mutex // one reader extends the table at a time
+	tab  sync.Mutex // guards runs, ran, seen, pos, ids
+	runs uint64     // catch-up runs started
+	ran  uint64     // the last catch-up run completed (runs are serial)
+	seen esdb.AllPosition
+	pos  []esdb.Position      // pos[p-1]: $all position of the store's position p
+	ids  map[uuid.UUID]uint64 // id -> position (the first, were an id stored twice)
+	vers map[string]uint64    // stream -> the highest version this store has seen it at
+
+	busy    sync.Mutex
+	pending map[uuid.UUID]chan struct{} // ids of appends in flight in this process
+	writing map[string]*turn            // stream -> the appends to it in this process
+}
+
+// turn lets one append at a time write to a stream; users counts the appends
+// holding or waiting for it.
+type turn struct {
+	ch    chan struct{} // holds a token while free
+	users int
+}
+
+// Open connects to the KurrentDB server of the connection string url and
+// reads the store's events in $all to build its position table. The client
+// connects lazily, so it is this first read that fails (ErrUnavailable) when
+// the server cannot be reached.
+func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
+	cfg, err := esdb.ParseConnectionString(url)
+	if err != nil {
+		return nil, fmt.Errorf("esdbstore: open: %w", err)
+	}
+	cfg.Logger = esdb.NoopLogging()
+	s := &Store{
+		cfg: cfg, addr: cfg.Address, prefix: DefaultPrefix, now: time.Now,
+		seen: esdb.Start{}, ids: map[uuid.UUID]uint64{}, vers: map[string]uint64{}, pending: map[uuid.UUID]chan struct{}{},
+		writing: map[string]*turn{},
+	}
+	s.life, s.kill = context.WithCancel(context.Background())
+	for _, o := range opts {
+		o(s)
+	}
+	if strings.HasPrefix(s.prefix, "$") {
+		s.kill()
+		return nil, fmt.Errorf("esdbstore: open: prefix %q: %w", s.prefix,
+			&events.InvalidError{Field: "prefix", Reason: "starts with $, which KurrentDB reserves"})
+	}
+	if s.client, err = esdb.NewClient(cfg); err != nil {
+		return nil, fmt.Errorf("esdbstore: open %s: %w", s.addr, err)
+	}
+	if err := s.catchUp(ctx); err != nil {
+		err = s.fail(ctx, err)
+		s.Close()
+		return nil, fmt.Errorf("esdbstore: open %s: %w", s.addr, err)
+	}
+	return s, nil
+}
+
+// begin starts a call: it fails on a done ctx or a closed store, and returns
+// the context the call runs under (ended by Close as well) and the function
+// that ends the call.
+func (s *Store) begin(ctx context.Context) (context.Context, func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, nil, events.ErrClosed
+	}
+	s.calls.Add(1)
+	c, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.life, cancel)
+	return c, func() { stop(); cancel(); s.calls.Done() }, nil
+}
+
+// conn returns the current client.
+func (s *Store) conn() *esdb.Client {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.client
+}
+
+// fail maps an error of the client onto the contract's: ErrClosed once the
+// store is closed, the context's error once it is done, ErrUnavailable for a
+// server out of reach. A client that closed itself (it does when discovery
+// fails) is replaced, so that the next call tries the server again.
+func (s *Store) fail(ctx context.Context, err error) error {
+	if s.life.Err() != nil {
+		return events.ErrClosed
+	}
+	if ctxErr := done(ctx); ctxErr != nil {
+		return ctxErr
+	}
+	var ee *esdb.Error
+	if errors.As(err, &ee) {
+		switch ee.Code() {
+		case esdb.ErrorCodeConnectionClosed:
+			var ce *clientError
+			if errors.As(err, &ce) {
+				s.renew(ce.c)
+			}
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		case esdb.ErrorUnavailable, esdb.ErrorCodeDeadlineExceeded, esdb.ErrorCodeNotLeader:
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		// The call's stream broke before the server answered.
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
+}
+
+// done is ctx.Err(), or context.DeadlineExceeded once ctx's deadline has
+// passed: gRPC can fail a call on the deadline before the context's own
+// timer has fired.
+func done(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// renew replaces a client that closed itself. The old one is left to the
+// garbage collector, not closed: its connection goroutine has already
+// stopped, and closing it could panic a call that raced its failure (the
+// client closes its request channel).
+func (s *Store) renew(old *esdb.Client) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.client != old {
+		return // closed, or already replaced by another call
+	}
+	if c, err := esdb.NewClient(s.cfg); err == nil { // the configuration was valid once
+		s.client = c
+	}
+}
+
+// clientError is an error of a call, with the client that made it, so that
+// fail replaces only that client.
+type clientError struct {
+	c   *esdb.Client
+	err error
+}
+
+func (e *clientError) Error() string { return e.err.Error() }
+func (e *clientError) Unwrap() error { return e.err }
+
+// by marks err (if any) as an error of a call made with c.
+func by(c *esdb.Client, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &clientError{c: c, err: err}
+}
+
+// revision maps an expected version onto the client's expected revision.
+func revision(e events.ExpectedVersion) esdb.ExpectedRevision {
+	switch e {
+	case events.Any:
+		return esdb.Any{}
+	case events.NoStream:
+		return esdb.NoStream{}
+	default:
+		return esdb.StreamRevision{Value: uint64(e) - 1}
+	}
+}
+
+// Append implements events.Store; see the package comment for how ids are
+// checked.
+func (s *Store) Append(ctx context.Context, stream string, expected events.ExpectedVersion, evs ...events.Event) ([]events.Event, error) {
+	out, err := s.append(ctx, stream, expected, evs)
+	if err != nil {
+		return nil, fmt.Errorf("esdbstore: append %s: %w", stream, err)
+	}
+	return out, nil
+}
+
+func (s *Store) append(ctx context.Context, stream string, expected events.ExpectedVersion, evs []events.Event) ([]events.Event, error) {
+	ctx, end, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	if !expected.Valid() {
+		return nil, &events.InvalidError{Field: "expected", Reason: expected.String()}
+	}
+	out, err := events.Prepare(stream, evs, s.now())
+	if err != nil {
+		return nil, err
+	}
+	data := make([]esdb.EventData, len(out))
+	for i, e := range out {
+		if strings.HasPrefix(e.Type, "$") {
+			return nil, &events.InvalidError{Field: fmt.Sprintf("events[%d].type", i), Reason: "starts with $, which KurrentDB reserves"}
+		}
+		md, err := encodeMeta(e.Schema, e.At, e.Actor, e.Causation, e.Correlation)
+		if err != nil {
+			return nil, err
+		}
+		data[i] = esdb.EventData{EventID: e.ID, EventType: e.Type, ContentType: esdb.ContentTypeJson, Data: e.Data, Metadata: md}
+	}
+	if s.prefix == "" && strings.HasPrefix(stream, "$") {
+		return nil, &events.InvalidError{Field: "stream", Reason: "starts with $, which KurrentDB reserves"}
+	}
+
+	release, err := s.reserve(ctx, out)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	// Ids this process has stored, or seen stored, are in the table; ids
+	// another process stored since are caught below, by KurrentDB's own
+	// idempotence or a wrong expected version.
+	if done, err := s.replayed(ctx, out); done || err != nil {
+		return out, err
+	}
+	// One append at a time per stream: a loser of the race then learns its
+	// version is stale from the winner, without asking the server.
+	unlock, err := s.lockStream(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	defer once.Do(unlock)
+	// Versions only grow: a stream seen past the expected version refuses
+	// the append without asking the server.
+	s.tab.Lock()
+	seen := s.vers[stream]
+	s.tab.Unlock()
+	if expected != events.Any && seen > uint64(expected) {
+		return nil, &events.VersionError{Stream: stream, Expected: expected, Actual: seen}
+	}
+	c := s.conn()
+	res, err := c.AppendToStream(ctx, s.prefix+stream, esdb.AppendToStreamOptions{ExpectedRevision: revision(expected)}, data...)
+	err = by(c, err)
+	if err != nil {
+		var ee *esdb.Error
+		if !errors.As(err, &ee) || ee.Code() != esdb.ErrorCodeWrongExpectedVersion {
+			return nil, s.fail(ctx, err)
+		}
+		// The table may have grown meanwhile (other calls catch it up):
+		// these very ids may be in it now.
+		if done, err := s.replayed(ctx, out); done || err != nil {
+			return out, err
+		}
+		actual, ok := currentVersion(ee)
+		if !ok {
+			if actual, err = s.version(ctx, stream); err != nil {
+				return nil, s.fail(ctx, err)
+			}
+		}
+		s.saw(stream, actual)
+		return nil, &events.VersionError{Stream: stream, Expected: expected, Actual: actual}
+	}
+	// The next append to the stream may go while this one numbers its
+	// events: it knows the stream's new version.
+	last := res.NextExpectedVersion + 1 // the version of the batch's last event
+	s.saw(stream, last)
+	once.Do(unlock)
+	if err := s.catchUp(ctx, func() bool { return s.stored(out) }); err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	s.tab.Lock()
+	var commit uint64 // of the events found under the batch's ids
+	for i := range out {
+		p, ok := s.ids[out[i].ID]
+		if !ok || (i > 0 && p != out[i-1].Position+1) {
+			s.tab.Unlock()
+			return nil, fmt.Errorf("esdbstore: appended event %s not found in $all where expected (position %d)", out[i].ID, p)
+		}
+		commit = s.pos[p-1].Commit
+		out[i].Version = last - uint64(len(out)-1-i)
+		out[i].Position = p
+	}
+	s.tab.Unlock()
+	if commit != res.CommitPosition {
+		// Not our write: KurrentDB found the ids already stored (by another
+		// process) and wrote nothing. The contract wants their content
+		// compared.
+		if _, err := s.replayed(ctx, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// lockStream waits for stream's turn; unlock gives it back.
+func (s *Store) lockStream(ctx context.Context, stream string) (unlock func(), err error) {
+	s.busy.Lock()
+	t := s.writing[stream]
+	if t == nil {
+		t = &turn{ch: make(chan struct{}, 1)}
+		t.ch <- struct{}{}
+		s.writing[stream] = t
+	}
+	t.users++
+	s.busy.Unlock()
+	done := func() {
+		s.busy.Lock()
+		if t.users--; t.users == 0 {
+			delete(s.writing, stream)
+		}
+		s.busy.Unlock()
+	}
+	select {
+	case <-t.ch:
+		return func() { t.ch <- struct{}{}; done() }, nil
+	case <-ctx.Done():
+		done()
+		return nil, s.fail(ctx, ctx.Err())
+	}
+}
+
+// saw records that stream was at version v.
+func (s *Store) saw(stream string, v uint64) {
+	s.tab.Lock()
+	if v > s.vers[stream] {
+		s.vers[stream] = v
+	}
+	s.tab.Unlock()
+}
+
+// stored reports whether the table holds every id of evs. The caller holds
+// s.tab.
+func (s *Store) stored(evs []events.Event) bool {
+	for _, e := range evs {
+		if _, ok := s.ids[e.ID]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// reserve waits until no other append of this process holds one of evs'
+// ids, then holds them all until release is called.
+func (s *Store) reserve(ctx context.Context, evs []events.Event) (release func(), err error) {
+	for {
+		s.busy.Lock()
+		var wait chan struct{}
+		for _, e := range evs {
+			if ch, ok := s.pending[e.ID]; ok {
+				wait = ch
+				break
+			}
+		}
+		if wait == nil {
+			mine := make(chan struct{})
+			for _, e := range evs {
+				s.pending[e.ID] = mine
+			}
+			s.busy.Unlock()
+			return func() {
+				s.busy.Lock()
+				for _, e := range evs {
+					delete(s.pending, e.ID)
+				}
+				s.busy.Unlock()
+				close(mine)
+			}, nil
+		}
+		s.busy.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, s.fail(ctx, ctx.Err())
+		}
+	}
+}
+
+// replayed decides an append's ids against the table (brought up to date by
+// the caller). If every id is stored with the same content it fills evs with
+// the stored versions and positions and reports done; a stored id with other
+// content, or a mix of stored and new ids, is ErrIDConflict; no stored id is
+// (false, nil).
+func (s *Store) replayed(ctx context.Context, evs []events.Event) (bool, error) {
+	s.tab.Lock()
+	at := make([]uint64, len(evs))
+	found := 0
+	for i, e := range evs {
+		if p, ok := s.ids[e.ID]; ok {
+			at[i] = p
+			found++
+		}
+	}
+	s.tab.Unlock()
+	switch found {
+	case 0:
+		return false, nil
+	case len(evs):
+	default:
+		return false, fmt.Errorf("%d of %d ids already stored: %w", found, len(evs), events.ErrIDConflict)
+	}
+	for i, p := range at {
+		stored, err := s.readAll(ctx, p-1, 1)
+		if err != nil {
+			return false, s.fail(ctx, err)
+		}
+		if len(stored) != 1 || stored[0].ID != evs[i].ID {
+			return false, fmt.Errorf("events[%d]: id %s not found at its position %d", i, evs[i].ID, p)
+		}
+		if !stored[0].SameContent(evs[i]) {
+			return false, fmt.Errorf("events[%d]: id %s stored at position %d: %w", i, evs[i].ID, p, events.ErrIDConflict)
+		}
+		evs[i] = stored[0]
+	}
+	return true, nil
+}
+
+// currentVersion reads the stream's version from a wrong-expected-version
+// error of the client, which carries the server's current revision only in
+// its text ("... expecting '4' but got 'no_stream'"); false if the text is
+// not in that form, and the caller reads the stream instead.
+func currentVersion(ee *esdb.Error) (uint64, bool) {
+	msg := ee.Error()
+	i := strings.LastIndex(msg, "but got '")
+	if i < 0 {
+		return 0, false
+	}
+	rest := msg[i+len("but got '"):]
+	j := strings.IndexByte(rest, '\'')
+	if j < 0 {
+		return 0, false
+	}
+	if rest[:j] == "no_stream" {
+		return 0, true
+	}
+	rev, err := strconv.ParseUint(rest[:j], 10, 64)
+	if err != nil || rev == math.MaxUint64 {
+		return 0, false
+	}
+	return rev + 1, true
+}
+
+// version reads the version of stream: its last event's revision plus one,
+// 0 for a stream never written.
+func (s *Store) version(ctx context.Context, stream string) (uint64, error) {
+	c := s.conn()
+	rs, err := c.ReadStream(ctx, s.prefix+stream, esdb.ReadStreamOptions{Direction: esdb.Backwards, From: esdb.End{}}, 1)
+	err = by(c, err)
+	if err != nil {
+		return 0, err
+	}
+	defer rs.Close()
+	ev, err := rs.Recv()
+	switch {
+	case isNotFound(err) || isEOF(err):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
+	return ev.OriginalEvent().EventNumber + 1, nil
+}
+
+// ReadStream implements events.Store.
+func (s *Store) ReadStream(ctx context.Context, stream string, after uint64, limit int) ([]events.Event, error) {
+	out, err := s.readStream(ctx, stream, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("esdbstore: read %s: %w", stream, err)
+	}
+	return out, nil
+}
+
+func (s *Store) readStream(ctx context.Context, stream string, after uint64, limit int) ([]events.Event, error) {
+	if err := events.ValidateStream(stream); err != nil {
+		return nil, err
+	}
+	ctx, end, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	var out []events.Event
+	for {
+		n := page
+		if limit > 0 {
+			n = min(n, limit-len(out))
+		}
+		// Version after+1 is revision after.
+		c := s.conn()
+		rs, err := c.ReadStream(ctx, s.prefix+stream, esdb.ReadStreamOptions{From: esdb.Revision(after)}, uint64(n))
+		err = by(c, err)
+		if err != nil {
+			return nil, s.fail(ctx, err)
+		}
+		got := 0
+		for {
+			ev, err := rs.Recv()
+			if isEOF(err) || isNotFound(err) {
+				break
+			}
+			if err != nil {
+				rs.Close()
+				return nil, s.fail(ctx, err)
+			}
+			got++
+			rec := ev.OriginalEvent()
+			p, err := s.position(ctx, rec)
+			if err != nil {
+				rs.Close()
+				return nil, s.fail(ctx, err)
+			}
+			e, err := s.decode(rec, p)
+			if err != nil {
+				rs.Close()
+				return nil, err
+			}
+			out = append(out, e)
+			after = e.Version
+		}
+		rs.Close()
+		s.saw(stream, after)
+		if got < n || (limit > 0 && len(out) >= limit) {
+			return out, nil
+		}
+	}
+}
+
+// ReadAll implements events.Store.
+func (s *Store) ReadAll(ctx context.Context, after uint64, limit int) ([]events.Event, error) {
+	ctx, end, err := s.begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("esdbstore: read all: %w", err)
+	}
+	defer end()
+	out, err := s.readAll(ctx, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("esdbstore: read all: %w", s.fail(ctx, err))
+	}
+	return out, nil
+}
+
+// readAll reads the store's events after position after from $all, starting
+// at the (commit, prepare) of after in the table.
+func (s *Store) readAll(ctx context.Context, after uint64, limit int) ([]events.Event, error) {
+	from, ok := s.lookup(after)
+	if !ok {
+		if err := s.catchUp(ctx); err != nil {
+			return nil, err
+		}
+		if from, ok = s.lookup(after); !ok {
+			return nil, nil // beyond the head
+		}
+	}
+	var out []events.Event
+	p := after
+	cursor := from
+	for {
+		n := page
+		if limit > 0 {
+			n = min(n, limit-len(out)+1) // +1: a read from a position returns that position's event too
+		}
+		c := s.conn()
+		rs, err := c.ReadAll(ctx, esdb.ReadAllOptions{From: cursor}, uint64(n))
+		err = by(c, err)
+		if err != nil {
+			return nil, err
+		}
+		got := 0
+		for {
+			ev, err := rs.Recv()
+			if isEOF(err) {
+				break
+			}
+			if err != nil {
+				rs.Close()
+				return nil, err
+			}
+			got++
+			rec := ev.OriginalEvent()
+			if !beyond(rec.Position, cursor) {
+				continue
+			}
+			cursor = rec.Position
+			if !s.ours(rec) {
+				continue
+			}
+			p++
+			if err := s.agree(p, rec.Position); err != nil {
+				rs.Close()
+				return nil, err
+			}
+			e, err := s.decode(rec, p)
+			if err != nil {
+				rs.Close()
+				return nil, err
+			}
+			out = append(out, e)
+			if limit > 0 && len(out) == limit {
+				rs.Close()
+				return out, nil
+			}
+		}
+		rs.Close()
+		if got < n {
+			return out, nil
+		}
+	}
+}
+
+// agree checks that counting the store's events in $all, as reads and
+// subscriptions do, gives the number the table has for the same event: the
+// table and the count are two derivations of one numbering, and a
+// disagreement (events deleted, truncated or scavenged away) would hand out
+// wrong positions.
+func (s *Store) agree(p uint64, at esdb.Position) error {
+	s.tab.Lock()
+	defer s.tab.Unlock()
+	if p <= uint64(len(s.pos)) && s.pos[p-1] != at {
+		return fmt.Errorf("esdbstore: position %d: counted at $all %d/%d, the table has %d/%d: events were removed from $all",
+			p, at.Commit, at.Prepare, s.pos[p-1].Commit, s.pos[p-1].Prepare)
+	}
+	return nil
+}
+
+// lookup returns where in $all the store's events after position after
+// begin: esdb.Start{} for 0, the (commit, prepare) of position after, or
+// false if after is beyond the table.
+func (s *Store) lookup(after uint64) (esdb.AllPosition, bool) {
+	if after == 0 {
+		return esdb.Start{}, true
+	}
+	s.tab.Lock()
+	defer s.tab.Unlock()
+	if after > uint64(len(s.pos)) {
+		return nil, false
+	}
+	return s.pos[after-1], true
+}
+
+// beyond reports whether the $all position at is past cursor (Start: any).
+func beyond(at esdb.Position, cursor esdb.AllPosition) bool {
+	c, ok := cursor.(esdb.Position)
+	return !ok || at.Commit > c.Commit || (at.Commit == c.Commit && at.Prepare > c.Prepare)
+}
+
+// ours reports whether an event of $all is one of the store's: in a stream
+// with the prefix, neither the stream nor the type a system one ($).
+func (s *Store) ours(rec *esdb.RecordedEvent) bool {
+	return strings.HasPrefix(rec.StreamID, s.prefix) && !strings.HasPrefix(rec.StreamID, "$") &&
+		!strings.HasPrefix(rec.EventType, "$")
+}
+
+// catchUp extends the table with the store's events in $all past the last
+// one it has seen, up to the head of $all as it was when catchUp was called,
+// or until enough (if not nil; called with s.tab held) says the table has
+// what the caller wants. Concurrent callers share runs: a run that started
+// after a caller asked has read everything the caller needs.
+func (s *Store) catchUp(ctx context.Context, enough ...func() bool) error {
+	s.tab.Lock()
+	ticket := s.runs
+	s.tab.Unlock()
+	s.sync.Lock()
+	defer s.sync.Unlock()
+	s.tab.Lock()
+	if s.ran > ticket || (len(enough) > 0 && enough[0]()) {
+		s.tab.Unlock()
+		return nil
+	}
+	s.runs++
+	run := s.runs
+	cursor := s.seen
+	s.tab.Unlock()
+	for {
+		c := s.conn()
+		rs, err := c.ReadAll(ctx, esdb.ReadAllOptions{From: cursor}, page)
+		err = by(c, err)
+		if err != nil {
+			return err
+		}
+		got := 0
+		var add []esdb.Position
+		var ids []uuid.UUID
+		for {
+			ev, err := rs.Recv()
+			if isEOF(err) {
+				break
+			}
+			if err != nil {
+				rs.Close()
+				return err
+			}
+			got++
+			rec := ev.OriginalEvent()
+			if !beyond(rec.Position, cursor) {
+				continue
+			}
+			cursor = rec.Position
+			if s.ours(rec) {
+				add = append(add, rec.Position)
+				ids = append(ids, rec.EventID)
+			}
+		}
+		rs.Close()
+		s.tab.Lock()
+		for i, at := range add {
+			s.pos = append(s.pos, at)
+			if _, dup := s.ids[ids[i]]; !dup {
+				s.ids[ids[i]] = uint64(len(s.pos))
+			}
+		}
+		s.seen = cursor
+		if got < page {
+			s.ran = run
+		}
+		s.tab.Unlock()
+		if got < page {
+			return nil
+		}
+	}
+}
+
+// position returns the store's position of an event read from a stream: by
+// its $all position, extending the table if the event is newer than the
+// table; failing that (a server that leaves positions out of stream reads),
+// by its id.
+func (s *Store) position(ctx context.Context, rec *esdb.RecordedEvent) (uint64, error) {
+	at := rec.Position
+	for try := 0; ; try++ {
+		s.tab.Lock()
+		i, found := slices.BinarySearchFunc(s.pos, at, func(a, b esdb.Position) int {
+			switch {
+			case a.Commit != b.Commit:
+				return cmp(a.Commit, b.Commit)
+			default:
+				return cmp(a.Prepare, b.Prepare)
+			}
+		})
+		p, byID := s.ids[rec.EventID]
+		s.tab.Unlock()
+		switch {
+		case found:
+			return uint64(i) + 1, nil
+		case try > 0 && byID:
+			return p, nil
+		case try > 0:
+			return 0, fmt.Errorf("esdbstore: %s@%d (id %s, $all %d/%d) is not in the position table",
+				rec.StreamID, rec.EventNumber, rec.EventID, at.Commit, at.Prepare)
+		}
+		if err := s.catchUp(ctx, func() bool { _, ok := s.ids[rec.EventID]; return ok && !beyond(at, s.seen) }); err != nil {
+			return 0, err
+		}
+	}
+}
+
+func cmp(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// decode makes an events.Event of a KurrentDB event at the store's position
+// p.
+func (s *Store) decode(rec *esdb.RecordedEvent, p uint64) (events.Event, error) {
+	m, at, err := decodeMeta(rec.UserMetadata)
+	if err != nil {
+		return events.Event{}, fmt.Errorf("esdbstore: %s@%d (id %s): %w", rec.StreamID, rec.EventNumber, rec.EventID, err)
+	}
+	return events.Event{
+		ID: rec.EventID, Stream: strings.TrimPrefix(rec.StreamID, s.prefix),
+		Version: rec.EventNumber + 1, Position: p,
+		Type: rec.EventType, Schema: m.Schema, At: at,
+		Actor: m.Actor, Causation: m.Causation, Correlation: m.Correlation,
+		Data: slices.Clip(rec.Data),
+	}, nil
+}
+
+// Subscribe implements events.Store with a catch-up subscription to $all,
+// from the (commit, prepare) of position after (exclusive).
+func (s *Store) Subscribe(ctx context.Context, after uint64, fn func(events.Event) error) error {
+	cctx, end, err := s.begin(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("esdbstore: subscribe: %w", err)
+	}
+	defer end()
+	fail := func(err error) error {
+		err = s.fail(cctx, err)
+		if ctxErr := done(ctx); ctxErr != nil {
+			return ctxErr
+		}
+		return fmt.Errorf("esdbstore: subscribe: %w", err)
+	}
+	// from is where the subscription starts; p counts the store's events
+	// up to it. Beyond the table, start at its end and skip up to after.
+	from, ok := s.lookup(after)
+	p := after
+	if !ok {
+		if err := s.catchUp(cctx); err != nil {
+			return fail(err)
+		}
+		if from, ok = s.lookup(after); !ok {
+			s.tab.Lock()
+			p = uint64(len(s.pos))
+			s.tab.Unlock()
+			from, _ = s.lookup(p)
+		}
+	}
+	c := s.conn()
+	sub, err := c.SubscribeToAll(cctx, esdb.SubscribeToAllOptions{From: from})
+	err = by(c, err)
+	if err != nil {
+		return fail(err)
+	}
+	defer sub.Close()
+	for {
+		ev := sub.Recv()
+		switch {
+		case ev.SubscriptionDropped != nil:
+			return fail(ev.SubscriptionDropped.Error)
+		case ev.EventAppeared != nil:
+			rec := ev.EventAppeared.OriginalEvent()
+			if !beyond(rec.Position, from) || !s.ours(rec) {
+				continue
+			}
+			p++
+			if err := s.agree(p, rec.Position); err != nil {
+				return fmt.Errorf("esdbstore: subscribe: %w", err)
+			}
+			if p <= after {
+				continue
+			}
+			e, err := s.decode(rec, p)
+			if err != nil {
+				return fmt.Errorf("esdbstore: subscribe: %w", err)
+			}
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// Head implements events.Store: the number of the store's events in $all.
+func (s *Store) Head(ctx context.Context) (uint64, error) {
+	ctx, end, err := s.begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("esdbstore: head: %w", err)
+	}
+	defer end()
+	if err := s.catchUp(ctx); err != nil {
+		return 0, fmt.Errorf("esdbstore: head: %w", s.fail(ctx, err))
+	}
+	s.tab.Lock()
+	defer s.tab.Unlock()
+	return uint64(len(s.pos)), nil
+}
+
+// Close implements events.Store: it ends every call in flight (they return
+// ErrClosed), waits for them, and closes the client. It is harmless to
+// repeat.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	if s.kill != nil {
+		s.kill()
+	}
+	s.calls.Wait()
+	s.mu.RLock()
+	c := s.client
+	s.mu.RUnlock()
+	if c != nil {
+		c.Close()
+	}
+	return nil
+}
+
+func isEOF(err error) bool { return errors.Is(err, io.EOF) }
+
+func isNotFound(err error) bool {
+	var ee *esdb.Error
+	return errors.As(err, &ee) && ee.Code() == esdb.ErrorCodeResourceNotFound
+}
