@@ -73,6 +73,9 @@ type controllerConfig struct {
 	// Ready, if set, is called once the controller serves: with where the
 	// API and the bus are (the verb prints it; tests dial it).
 	Ready func(controllerReady)
+	// Recorded, if set, is called after each report is recorded (or found
+	// recorded before), from the consumer's goroutine. Benchmarks use it.
+	Recorded func(bus.Report)
 }
 
 // controllerReady says where a running controller can be reached.
@@ -188,7 +191,7 @@ func runController(ctx context.Context, cfg controllerConfig) (err error) {
 	// Reports, recorded with a context that outlives ctx until the
 	// consumer has finished the one in hand.
 	recCtx, stopRec := context.WithCancel(context.WithoutCancel(ctx))
-	consumer, err := bc.ConsumeReports(recCtx, reportHandler(ctl))
+	consumer, err := bc.ConsumeReports(recCtx, reportHandler(ctl, cfg.Recorded))
 	if err != nil {
 		stopRec()
 		return fmt.Errorf("controller: %w", err)
@@ -328,11 +331,14 @@ func waitRunning(ctx context.Context, ctl *controller.Controller, runDone chan e
 // id, with report.delivered-late when it carries failed attempts. A report
 // the mesh refuses (its node is not registered, it is invalid) is rejected,
 // never retried; any other failure (the store) has it redelivered.
-func reportHandler(ctl *controller.Controller) bus.Handler {
+func reportHandler(ctl *controller.Controller, recorded func(bus.Report)) bus.Handler {
 	return func(ctx context.Context, r bus.Report) error {
 		_, err := ctl.RecordReport(ctx, deliveryOf(r))
 		if errors.Is(err, commands.ErrRejected) {
 			return bus.Reject(err)
+		}
+		if err == nil && recorded != nil {
+			recorded(r)
 		}
 		return err
 	}
