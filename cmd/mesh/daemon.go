@@ -20,6 +20,7 @@ import (
 	"meshplane/bus"
 	"meshplane/commands"
 	"meshplane/controller"
+	"meshplane/declaration"
 	"meshplane/events/boltstore"
 )
 
@@ -76,6 +77,9 @@ type controllerConfig struct {
 	// Recorded, if set, is called after each report is recorded (or found
 	// recorded before), from the consumer's goroutine. Benchmarks use it.
 	Recorded func(bus.Report)
+	// Pushed, if set, is called after each declaration is put on the bus.
+	// Benchmarks use it.
+	Pushed func(declaration.Declaration)
 }
 
 // controllerReady says where a running controller can be reached.
@@ -171,8 +175,12 @@ func runController(ctx context.Context, cfg controllerConfig) (err error) {
 	}
 	stops = append(stops, func(context.Context) error { bc.Close(); return nil })
 
+	var pub controller.Publisher = bc.Publisher()
+	if cfg.Pushed != nil {
+		pub = notifyingPublisher{pub, cfg.Pushed}
+	}
 	ctl, err := controller.New(controller.Config{
-		Store: store, Publisher: bc.Publisher(), Interval: cfg.Interval,
+		Store: store, Publisher: pub, Interval: cfg.Interval,
 		Version: cfg.Version, Logger: log,
 	})
 	if err != nil {
@@ -350,6 +358,20 @@ func deliveryOf(r bus.Report) commands.Delivery {
 		Report: r.Outcome, ApplyID: r.ApplyID, AppliedAt: r.AppliedAt,
 		Correlation: r.Correlation, Attempts: r.Attempts, LastError: r.LastError,
 	}
+}
+
+// notifyingPublisher tells pushed about each declaration put.
+type notifyingPublisher struct {
+	controller.Publisher
+	pushed func(declaration.Declaration)
+}
+
+func (p notifyingPublisher) PutDeclaration(ctx context.Context, d declaration.Declaration) error {
+	if err := p.Publisher.PutDeclaration(ctx, d); err != nil {
+		return err
+	}
+	p.pushed(d)
+	return nil
 }
 
 // The bus adapter is the controller core's Publisher (checked here: bus
