@@ -48,8 +48,10 @@
 // (agent.Run); Controller.Publisher adapts the controller's to the
 // controller core's Publisher (adapters.go).
 //
-// Controller.ConsumeReports hands each report to a Handler, one at a time,
-// and acknowledges it only after the handler returned nil (recorded). An
+// Controller.ConsumeReports hands each report to a Handler, one at a time
+// (or one at a time per worker, ControllerConfig.ReportWorkers, each node's
+// reports always to the same worker so that they stay in order), and
+// acknowledges it only after the handler returned nil (recorded). An
 // error wrapping ErrRejected terminates the message and counts it; any other
 // error redelivers it after a backoff (1 s doubling to a minute). A message
 // that does not decode, or whose node differs from its subject's, is refused:
