@@ -22,7 +22,7 @@ const DefaultInterval = time.Minute
 const (
 	DefaultRetryMin      = 500 * time.Millisecond
 	DefaultRetryMax      = 10 * time.Second
-	DefaultReportTimeout = 10 * time.Second
+	DefaultReportTimeout = 5 * time.Second
 )
 
 // ErrSourceEnded means the declaration source closed while Run was running
