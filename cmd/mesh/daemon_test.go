@@ -353,7 +353,8 @@ func TestDaemonLateReportsRecordedOnce(t *testing.T) {
 // TestDaemonOtherNodesCreds: an agent holding n2's credentials can neither
 // read n1's declaration nor publish n1's report: the bus refuses, and
 // nothing reaches n1's stream. Credentials relabelled as n1's are refused
-// before dialling.
+// before dialling. A report that does not decode is refused and the
+// controller goes on recording.
 func TestDaemonOtherNodesCreds(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), "")
 	daemonSetUp(t, d.client, []string{"n1", "n2"})
@@ -407,6 +408,15 @@ func TestDaemonOtherNodesCreds(t *testing.T) {
 			t.Fatal("n2's user published on n1's report subject")
 		}
 	})
+	t.Run("an undecodable report on its own subject", func(t *testing.T) {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		// The bus stores it; the controller refuses it (logged, counted)
+		// and goes on.
+		if _, err := js.Publish(pctx, bus.ReportSubject("n2"), []byte("{not a report")); err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Run("relabelled credentials", func(t *testing.T) {
 		forged := creds
 		forged.Node = "n1"
@@ -427,6 +437,9 @@ func TestDaemonOtherNodesCreds(t *testing.T) {
 	if after.StoreHead != before.StoreHead {
 		t.Errorf("the store grew from %d to %d events", before.StoreHead, after.StoreHead)
 	}
+	// The controller still records: n2's own agent gets in sync.
+	startNode(t, credsPath, t.TempDir())
+	inSync(t, d.client, "n2")
 }
 
 // TestDaemonAPIToken: a request without the token, or with another, gets
