@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"meshplane/agent"
@@ -27,6 +28,34 @@ const (
 // the controller and its State is kept (agent.OpenOutbox; format there).
 const outboxDir = "outbox"
 
+// agentLockFile, in an agent's data directory, is held (flock) while an
+// agent runs on it: two agents over one outbox would deliver each other's
+// reports and overwrite each other's State.
+const agentLockFile = "agent.lock"
+
+// errDataHeld is runAgent's error when another agent runs on its data
+// directory.
+var errDataHeld = errors.New("another agent runs on this data directory")
+
+// lockAgentData makes dir and takes its lock, or fails with errDataHeld.
+func lockAgentData(dir string) (unlock func(), err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, agentLockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("agent: %s: %w", dir, errDataHeld)
+		}
+		return nil, fmt.Errorf("agent: lock %s: %w", dir, err)
+	}
+	return func() { f.Close() }, nil // closing releases the lock
+}
+
 // errRuntimeNotBuilt is runAgent's error for --runtime docker until the
 // Docker runtime (agent/docker) is merged.
 var errRuntimeNotBuilt = errors.New("not built yet")
@@ -41,7 +70,8 @@ type agentConfig struct {
 	// Data is the agent's data directory (--data): DATA/outbox holds the
 	// reports not yet delivered and the agent's State, so a restarted agent
 	// delivers them (late, counted) and remembers what it made. Required;
-	// made if missing. One agent per directory.
+	// made if missing. One agent per directory: DATA/agent.lock is held
+	// while it runs.
 	Data string
 	// Runtime (--runtime) is "sim" (the default: simulated containers and
 	// disk, in memory: a restarted agent starts from an empty node and
@@ -102,6 +132,11 @@ func runAgent(ctx context.Context, cfg agentConfig) error {
 	default:
 		return fmt.Errorf("agent: --runtime %q: want %s or %s", cfg.Runtime, runtimeSim, runtimeDocker)
 	}
+	unlock, err := lockAgentData(cfg.Data)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	box, err := agent.OpenOutbox(filepath.Join(cfg.Data, outboxDir))
 	if err != nil {
 		return err

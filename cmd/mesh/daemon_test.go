@@ -529,6 +529,17 @@ func TestDaemonRefusesToStart(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a second agent on the same data", func(t *testing.T) {
+		d := startDaemon(t, t.TempDir(), "")
+		daemonSetUp(t, d.client, []string{"n1"})
+		creds, data := d.creds(t, "n1"), t.TempDir()
+		startNode(t, creds, data)
+		inSync(t, d.client, "n1")
+		err := runAgent(ctx, agentConfig{Creds: creds, Data: data, Logger: daemonLogger()})
+		if !errors.Is(err, errDataHeld) {
+			t.Fatalf("%v, want errDataHeld", err)
+		}
+	})
 	t.Run("a second controller on the same data", func(t *testing.T) {
 		data := t.TempDir()
 		startDaemon(t, data, "")
