@@ -95,6 +95,9 @@ type agentConfig struct {
 	Sim *simruntime.Runtime
 	// Applied, if set, is called after each apply with its report.
 	Applied func(agent.Report)
+	// Outbox, if set, is used instead of DATA/outbox (a benchmark keeps it
+	// in memory, as if each agent had a disk of its own).
+	Outbox *agent.Outbox
 }
 
 // runAgent runs a node's agent in the foreground until ctx ends (the caller
@@ -137,9 +140,11 @@ func runAgent(ctx context.Context, cfg agentConfig) error {
 		return err
 	}
 	defer unlock()
-	box, err := agent.OpenOutbox(filepath.Join(cfg.Data, outboxDir))
-	if err != nil {
-		return err
+	box := cfg.Outbox
+	if box == nil {
+		if box, err = agent.OpenOutbox(filepath.Join(cfg.Data, outboxDir)); err != nil {
+			return err
+		}
 	}
 	n, err := bus.DialNode(ctx, creds, bus.NodeOptions{Logger: log, WaitForBus: true})
 	if err != nil {

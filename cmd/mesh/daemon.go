@@ -392,7 +392,9 @@ const defaultBusURL = "nats://" + bus.DefaultListen
 // registerCreds writes credsPath (mode 0600): node's credentials for the
 // bus, a user of that node alone (bus.NodePermissions), minted from the
 // trust root in dataDir/bus (made there if the controller never ran) and
-// naming urls (defaultBusURL when empty), the addresses agents dial. It is
+// naming urls (defaultBusURL when empty), the addresses agents dial: as
+// agents on other machines reach the bus (its --bus-listen private address,
+// tls:// with TLS), which controllerReady.BusURLs is only on this machine. It is
 // `mesh node register NAME --creds FILE`; the node's registration in the
 // store is the verb's own command. A bus with TLS from a private CA needs
 // registerCredsCA.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"meshplane/agent"
 	"meshplane/api"
 	"meshplane/bus"
 	"meshplane/declaration"
@@ -31,8 +32,11 @@ import (
 //	go test -run '^$' -bench BenchmarkPushToRecorded -benchtime 3x ./cmd/mesh/
 func BenchmarkPushToRecorded(b *testing.B) {
 	for _, n := range []int{1, 1000} {
-		b.Run(fmt.Sprintf("agents=%d", n), func(b *testing.B) { benchPushToRecorded(b, n) })
+		b.Run(fmt.Sprintf("agents=%d", n), func(b *testing.B) { benchPushToRecorded(b, n, false) })
 	}
+	// The agents' outboxes in memory: as if each agent had a disk of its
+	// own, instead of all sharing the store's.
+	b.Run("agents=1000,outbox=memory", func(b *testing.B) { benchPushToRecorded(b, 1000, true) })
 }
 
 // recordings collects, per node, when its first report after mark was
@@ -97,7 +101,7 @@ func (r *recordings) latencies() (fromPush, fromPut []time.Duration) {
 	return fromPush, fromPut
 }
 
-func benchPushToRecorded(b *testing.B, n int) {
+func benchPushToRecorded(b *testing.B, n int, memOutbox bool) {
 	rec := &recordings{}
 	d := startDaemon(b, b.TempDir(), "", func(c *controllerConfig) {
 		c.Recorded, c.Pushed = rec.recorded, rec.pushed
@@ -117,7 +121,12 @@ func benchPushToRecorded(b *testing.B, n int) {
 		if err := registerCreds(d.cfg.Data, node, path, d.ready.BusURLs); err != nil {
 			b.Fatal(err)
 		}
-		startNode(b, path, b.TempDir(), func(c *agentConfig) { c.Applied = nil })
+		startNode(b, path, b.TempDir(), func(c *agentConfig) {
+			c.Applied = nil
+			if memOutbox {
+				c.Outbox = agent.NewMemOutbox()
+			}
+		})
 	}
 	// Every agent has applied what registration pushed, and it is recorded.
 	select {
