@@ -80,4 +80,16 @@
 // the kept reports in apply order. A new Agent over the same outbox has the
 // kept reports and the State (rule 8, seed 000: "applied, and could not tell
 // the mesh").
+//
+// # The running agent
+//
+// Run is the agent process's loop over two small interfaces a transport
+// implements (the bus's are in package bus): a Source of the node's
+// declarations (the latest at once, then each new one) and a Reporter that
+// publishes a report under its apply id and says whether the mesh took it.
+// Run applies each declaration it is given and the latest again every
+// Interval (drift, default 1m), keeps every report in the outbox, and sends
+// the kept ones again with a backoff until the mesh takes them, with their
+// attempts and last error, so the controller records each once, as
+// delivered late.
 package agent

@@ -27,6 +27,10 @@ type dialConfig struct {
 	timeout   time.Duration
 	// reconnected, if set, is called after each reconnection.
 	reconnected func()
+	// noBuffer makes a publish fail at once while the connection is down,
+	// instead of being buffered and sent on reconnection: an agent's report
+	// must be taken now or kept and sent again, counted late (rule 8).
+	noBuffer bool
 }
 
 // dial connects: it retries for ever once connected (a bus that went away
@@ -78,6 +82,9 @@ func dial(cfg dialConfig) (*nats.Conn, error) {
 			return nil, fmt.Errorf("bus: dial %s: the CA holds no PEM certificate", cfg.name)
 		}
 		opts = append(opts, nats.Secure(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))
+	}
+	if cfg.noBuffer {
+		opts = append(opts, nats.ReconnectBufSize(-1))
 	}
 	if cfg.inProcess != nil {
 		opts = append(opts, nats.InProcessServer(cfg.inProcess))

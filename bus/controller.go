@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,6 +51,11 @@ type ControllerConfig struct {
 	// Replicas of the bucket and the stream (a NATS cluster); 0 means 1.
 	Replicas int
 	Logger   *slog.Logger // nil discards
+	// ReportWorkers is how many reports ConsumeReports hands to its handler
+	// at once; 0 means 1. Each node's reports always go to the same worker,
+	// so a node's are handled in stream order; different nodes' overlap,
+	// which lets an event store commit them together (group commit).
+	ReportWorkers int
 
 	inProcess nats.InProcessConnProvider
 }
@@ -56,10 +63,11 @@ type ControllerConfig struct {
 // Controller is the controller's connection to the bus: it puts
 // declarations and consumes reports.
 type Controller struct {
-	nc  *nats.Conn
-	js  jetstream.JetStream
-	kv  jetstream.KeyValue
-	log *slog.Logger
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	kv      jetstream.KeyValue
+	log     *slog.Logger
+	workers int
 }
 
 // DialController connects, and makes the declarations bucket and the reports
@@ -114,7 +122,7 @@ func setup(ctx context.Context, nc *nats.Conn, cfg ControllerConfig, log *slog.L
 	}); err != nil {
 		return nil, fmt.Errorf("bus: controller: stream %s: %w", ReportsStream, err)
 	}
-	return &Controller{nc: nc, js: js, kv: kv, log: log}, nil
+	return &Controller{nc: nc, js: js, kv: kv, log: log, workers: max(cfg.ReportWorkers, 1)}, nil
 }
 
 // Close closes the connection.
@@ -155,12 +163,17 @@ type ConsumerStats struct {
 type Consumer struct {
 	cc  jetstream.ConsumeContext
 	log *slog.Logger
+	// queues feed the workers when there are several (ReportWorkers), one
+	// per worker; a node's reports go to queues[hash(subject) % len].
+	queues  []chan jetstream.Msg
+	workers sync.WaitGroup
 
 	recorded, retried, refused, rejected atomic.Uint64
 }
 
 // ConsumeReports hands every report to h, one at a time in stream order (a
-// redelivered one comes again later),
+// redelivered one comes again later; with ReportWorkers above 1, one at a
+// time per worker, each node's in stream order),
 // through the durable consumer ReportsConsumer: a report is acknowledged
 // only after h recorded it, so a controller that stops in between gets it
 // again. A message that is not a report of the node whose subject it came on
@@ -181,11 +194,31 @@ func (c *Controller) ConsumeReports(ctx context.Context, h Handler) (*Consumer, 
 		return nil, fmt.Errorf("bus: consumer %s: %w", ReportsConsumer, err)
 	}
 	k := &Consumer{log: c.log}
-	cc, err := cons.Consume(func(m jetstream.Msg) { k.handle(ctx, h, m) },
+	deliver := func(m jetstream.Msg) { k.handle(ctx, h, m) }
+	if c.workers > 1 {
+		k.queues = make([]chan jetstream.Msg, c.workers)
+		for i := range k.queues {
+			q := make(chan jetstream.Msg, 64)
+			k.queues[i] = q
+			k.workers.Go(func() {
+				for m := range q {
+					k.handle(ctx, h, m)
+				}
+			})
+		}
+		queues := k.queues
+		deliver = func(m jetstream.Msg) {
+			f := fnv.New32a()
+			f.Write([]byte(m.Subject()))
+			queues[f.Sum32()%uint32(len(queues))] <- m
+		}
+	}
+	cc, err := cons.Consume(deliver,
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			c.log.Warn("bus: report consumer", "err", err)
 		}))
 	if err != nil {
+		k.closeQueues()
 		return nil, fmt.Errorf("bus: consume %s: %w", ReportsStream, err)
 	}
 	k.cc = cc
@@ -263,11 +296,27 @@ func (k *Consumer) Stop(ctx context.Context) error {
 	k.cc.Drain()
 	select {
 	case <-k.cc.Closed():
-		return nil
 	case <-ctx.Done():
 		k.cc.Stop()
 		return fmt.Errorf("bus: stop consumer: %w", ctx.Err())
 	}
+	k.closeQueues()
+	done := make(chan struct{})
+	go func() { k.workers.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("bus: stop consumer: %w", ctx.Err())
+	}
+}
+
+// closeQueues ends the workers once they have handled what is queued.
+func (k *Consumer) closeQueues() {
+	for _, q := range k.queues {
+		close(q)
+	}
+	k.queues = nil
 }
 
 // Declaration returns node's latest declaration in the bucket and its

@@ -40,10 +40,18 @@
 // apply id is the apply.reported event's id: the controller's handler must
 // be idempotent per apply id, as commands.Handler.RecordApply is. An
 // error means the report may not be stored: the agent keeps it in its
-// outbox and sends it again (DESIGN.md rule 8).
+// outbox and sends it again (DESIGN.md rule 8). A node's connection does
+// not buffer publishes while the bus is away (they fail at once), so a
+// report is never sent on reconnection behind the agent's back, uncounted.
 //
-// Controller.ConsumeReports hands each report to a Handler, one at a time,
-// and acknowledges it only after the handler returned nil (recorded). An
+// Node.Agent adapts a node's connection to the agent's Source and Reporter
+// (agent.Run); Controller.Publisher adapts the controller's to the
+// controller core's Publisher (adapters.go).
+//
+// Controller.ConsumeReports hands each report to a Handler, one at a time
+// (or one at a time per worker, ControllerConfig.ReportWorkers, each node's
+// reports always to the same worker so that they stay in order), and
+// acknowledges it only after the handler returned nil (recorded). An
 // error wrapping ErrRejected terminates the message and counts it; any other
 // error redelivers it after a backoff (1 s doubling to a minute). A message
 // that does not decode, or whose node differs from its subject's, is refused:

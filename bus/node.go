@@ -61,7 +61,7 @@ func DialNode(ctx context.Context, c Creds, o NodeOptions) (*Node, error) {
 		var err error
 		nc, err = dial(dialConfig{
 			name: "agent:" + c.Node, urls: c.URLs, user: c.User(), ca: []byte(c.CA),
-			inbox: NodeInbox(c.Node), logger: log, reconnected: n.reconnected,
+			inbox: NodeInbox(c.Node), logger: log, reconnected: n.reconnected, noBuffer: true,
 		})
 		if err == nil {
 			break

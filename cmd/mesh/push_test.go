@@ -10,15 +10,15 @@ import (
 	"meshplane/declaration"
 )
 
-// bus is a fake controller.Publisher: it keeps what was pushed, or fails
+// fakeBus is a fake controller.Publisher: it keeps what was pushed, or fails
 // for the nodes in fail.
-type bus struct {
+type fakeBus struct {
 	mu     sync.Mutex
 	pushed []string // declaration ids
 	fail   map[string]bool
 }
 
-func (b *bus) PutDeclaration(_ context.Context, d declaration.Declaration) error {
+func (b *fakeBus) PutDeclaration(_ context.Context, d declaration.Declaration) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.fail[d.Node] {
@@ -28,7 +28,7 @@ func (b *bus) PutDeclaration(_ context.Context, d declaration.Declaration) error
 	return nil
 }
 
-func (b *bus) ids() string {
+func (b *fakeBus) ids() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return strings.Join(b.pushed, " ")
@@ -42,7 +42,7 @@ func TestPush(t *testing.T) {
 	if code, _, errOut := mesh(t, "push", "novox", "--data", dir); code != exitFailed || !strings.Contains(errOut, "no bus is attached") {
 		t.Fatalf("push on a local store: exit %d, %q", code, errOut)
 	}
-	b := &bus{fail: map[string]bool{}}
+	b := &fakeBus{fail: map[string]bool{}}
 	s := startServerWith(t, dir, b)
 	for _, tc := range []struct {
 		name string

@@ -1,0 +1,168 @@
+package main
+
+// The agent process (`mesh agent`), assembled from the packages without any
+// CLI framework: the verb parses flags into agentConfig and calls runAgent.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"meshplane/agent"
+	"meshplane/agent/simruntime"
+	"meshplane/bus"
+)
+
+// Runtimes `mesh agent --runtime` names.
+const (
+	runtimeSim    = "sim"
+	runtimeDocker = "docker"
+)
+
+// outboxDir is where, in an agent's data directory, its reports wait for
+// the controller and its State is kept (agent.OpenOutbox; format there).
+const outboxDir = "outbox"
+
+// agentLockFile, in an agent's data directory, is held (flock) while an
+// agent runs on it: two agents over one outbox would deliver each other's
+// reports and overwrite each other's State.
+const agentLockFile = "agent.lock"
+
+// errDataHeld is runAgent's error when another agent runs on its data
+// directory.
+var errDataHeld = errors.New("another agent runs on this data directory")
+
+// lockAgentData makes dir and takes its lock, or fails with errDataHeld.
+func lockAgentData(dir string) (unlock func(), err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, agentLockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("agent: %s: %w", dir, errDataHeld)
+		}
+		return nil, fmt.Errorf("agent: lock %s: %w", dir, err)
+	}
+	return func() { f.Close() }, nil // closing releases the lock
+}
+
+// errRuntimeNotBuilt is runAgent's error for --runtime docker until the
+// Docker runtime (agent/docker) is merged.
+var errRuntimeNotBuilt = errors.New("not built yet")
+
+// agentConfig is what `mesh agent` runs with, one field per flag.
+type agentConfig struct {
+	// Creds is the node's credentials file (--creds), written by `mesh node
+	// register NAME --creds FILE`: the node's name, the bus's URLs and a
+	// user that may read only that node's declaration and publish only its
+	// reports. Required; mode 0600.
+	Creds string
+	// Data is the agent's data directory (--data): DATA/outbox holds the
+	// reports not yet delivered and the agent's State, so a restarted agent
+	// delivers them (late, counted) and remembers what it made. Required;
+	// made if missing. One agent per directory: DATA/agent.lock is held
+	// while it runs.
+	Data string
+	// Runtime (--runtime) is "sim" (the default: simulated containers and
+	// disk, in memory: a restarted agent starts from an empty node and
+	// recreates everything) or "docker" (refused until the Docker runtime
+	// is merged).
+	Runtime string
+	// Interval (--interval) is the drift check: the latest declaration is
+	// applied again this long after the last apply; agent.DefaultInterval
+	// (1m) when zero.
+	Interval time.Duration
+
+	// RetryMax bounds the wait between rounds of sending kept reports again
+	// (agent.DefaultRetryMax when zero); ReportTimeout one delivery attempt
+	// (agent.DefaultReportTimeout). Tests shorten them.
+	RetryMax      time.Duration
+	ReportTimeout time.Duration
+	// Logger gets the agent's log; nil means text on stderr.
+	Logger *slog.Logger
+	// Sim, for runtime "sim", is the simulated node to use (tests inspect
+	// it); nil makes an empty one.
+	Sim *simruntime.Runtime
+	// Applied, if set, is called after each apply with its report.
+	Applied func(agent.Report)
+	// Outbox, if set, is used instead of DATA/outbox (a benchmark keeps it
+	// in memory, as if each agent had a disk of its own).
+	Outbox *agent.Outbox
+}
+
+// runAgent runs a node's agent in the foreground until ctx ends (the caller
+// turns SIGINT and SIGTERM into that): it connects to the bus with the
+// node's credentials (waiting while no bus answers: an agent may start
+// before its controller), watches its declaration, applies it when it
+// changes and every Interval, and delivers its reports through the outbox
+// (agent.Run). It returns nil when ctx ends, and an error if it cannot start
+// (credentials refused or unreadable, an unknown runtime, an outbox that
+// does not load) or the bus connection is closed under it.
+func runAgent(ctx context.Context, cfg agentConfig) error {
+	if cfg.Creds == "" || cfg.Data == "" {
+		return errors.New("agent: --creds and --data are required")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	creds, err := bus.LoadCreds(cfg.Creds)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	log = log.With("node", creds.Node)
+	var rt agent.Runtime
+	switch cfg.Runtime {
+	case runtimeSim, "":
+		sim := cfg.Sim
+		if sim == nil {
+			sim = simruntime.New()
+		}
+		log.Info("agent: runtime sim: the node is simulated in memory; a restarted agent starts from an empty node")
+		rt = sim
+	case runtimeDocker:
+		return fmt.Errorf("agent: --runtime docker: %w (the Docker runtime arrives with its issue; use --runtime sim)", errRuntimeNotBuilt)
+	default:
+		return fmt.Errorf("agent: --runtime %q: want %s or %s", cfg.Runtime, runtimeSim, runtimeDocker)
+	}
+	unlock, err := lockAgentData(cfg.Data)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	box := cfg.Outbox
+	if box == nil {
+		if box, err = agent.OpenOutbox(filepath.Join(cfg.Data, outboxDir)); err != nil {
+			return err
+		}
+	}
+	n, err := bus.DialNode(ctx, creds, bus.NodeOptions{Logger: log, WaitForBus: true})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while waiting for the bus
+		}
+		return fmt.Errorf("agent: %w", err)
+	}
+	defer n.Close()
+	link := n.Agent()
+	log.Info("agent: running", "bus", creds.URLs, "data", cfg.Data, "interval", cfg.Interval)
+	err = agent.Run(ctx, agent.RunConfig{
+		Node: creds.Node, Runtime: rt, Outbox: box, Source: link, Reporter: link,
+		Interval: cfg.Interval, RetryMax: cfg.RetryMax, ReportTimeout: cfg.ReportTimeout,
+		Logger: log, Applied: cfg.Applied,
+	})
+	if err == nil {
+		log.Info("agent: stopped")
+	}
+	return err
+}

@@ -1,0 +1,426 @@
+package main
+
+// The controller process (`mesh up`) and node credentials (`mesh node
+// register --creds`), assembled from the packages without any CLI
+// framework: the verbs parse flags into controllerConfig and call
+// runController and registerCreds.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"meshplane/api"
+	"meshplane/bus"
+	"meshplane/commands"
+	"meshplane/controller"
+	"meshplane/declaration"
+	"meshplane/events/boltstore"
+)
+
+// defaultAPIListen is where the API listens unless --listen says otherwise.
+const defaultAPIListen = "127.0.0.1:7480"
+
+// reportWorkers is how many reports the controller records at once (each
+// node's in order): reports that arrive together are then appended
+// together, in one commit of the store (group commit), instead of one
+// commit, and one fsync, each.
+const reportWorkers = 16
+
+// Files and directories a controller keeps in its data directory.
+const (
+	storeFile = "events.db" // the event store (bbolt)
+	busDir    = "bus"       // the embedded bus: trust root seeds and JetStream files
+)
+
+// controllerConfig is what `mesh up` runs with, one field per flag.
+type controllerConfig struct {
+	// Data is the data directory (--data): DATA/events.db (the event store,
+	// opened for writing and held locked while the controller runs),
+	// DATA/api-token (made on first start, mode 0600), DATA/bus (the
+	// embedded bus's keys and JetStream files) and DATA/controller.json
+	// (while running). Required; made if missing.
+	Data string
+
+	// Listen is the API's host:port (--listen); defaultAPIListen when empty.
+	// Port 0 picks a free port (Ready says which).
+	Listen string
+	// TLSCert and TLSKey (--tls-cert, --tls-key) are PEM files: the API and
+	// the embedded bus then speak only TLS. Beyond loopback both need them,
+	// unless Insecure (--insecure) says otherwise out loud.
+	TLSCert, TLSKey string
+	Insecure        bool
+
+	// BusListen is the embedded bus's host:port (--bus-listen);
+	// bus.DefaultListen when empty. Port 0 (or -1) picks a free port.
+	// Agents on other machines need the private address here.
+	BusListen string
+	// NATS (--nats URL, repeatable) uses an existing NATS cluster instead of
+	// the embedded bus; NATSCreds (--nats-creds) is then the controller
+	// user's .creds file (required), and NATSCA (--nats-ca) a PEM file of
+	// the cluster's CA when it is a private one. See package bus for the
+	// accounts and permissions to set up there.
+	NATS      []string
+	NATSCreds string
+	NATSCA    string
+
+	// Interval is how often every node is composed and what changed pushed
+	// (--interval); controller.DefaultInterval (5m) when zero.
+	Interval time.Duration
+	// Version is reported by the API's info.
+	Version string
+	// Logger gets the controller's log; nil means text on stderr.
+	Logger *slog.Logger
+	// Ready, if set, is called once the controller serves: with where the
+	// API and the bus are (the verb prints it; tests dial it).
+	Ready func(controllerReady)
+	// Recorded, if set, is called after each report is recorded (or found
+	// recorded before), from the consumer's goroutine. Benchmarks use it.
+	Recorded func(bus.Report)
+	// Pushed, if set, is called after each declaration is put on the bus.
+	// Benchmarks use it.
+	Pushed func(declaration.Declaration)
+}
+
+// controllerReady says where a running controller can be reached.
+type controllerReady struct {
+	APIURL  string // http(s)://host:port of the API
+	Listen  string // the API's listening address
+	BusURLs []string
+	Token   string // the API token (DATA/api-token)
+}
+
+// errStoreHeld is runController's error when another process holds the
+// store: a controller already running, or a CLI verb writing.
+var errStoreHeld = errors.New("the event store is held by another process (a controller already running, or a CLI writing)")
+
+// runController runs the controller in the foreground until ctx ends (the
+// caller turns SIGINT and SIGTERM into that), then stops cleanly: the API
+// stops taking requests and finishes those in flight, the report consumer
+// finishes the report in hand, the projections stop, the bus and the store
+// close, and DATA/controller.json is removed. It returns nil after a clean
+// stop, and an error if it cannot start or a part fails while running (the
+// rest is then stopped the same way).
+//
+// Reports: each report the bus hands over is recorded once through
+// controller.RecordReport (its apply id is the event's id); a report of an
+// unregistered node is rejected (terminated, counted); one that does not
+// decode, or came on another node's subject, is refused by the bus consumer
+// (logged, counted); neither stops the controller.
+func runController(ctx context.Context, cfg controllerConfig) (err error) {
+	if cfg.Data == "" {
+		return errors.New("controller: no data directory")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	listen := cfg.Listen
+	if listen == "" {
+		listen = defaultAPIListen
+	}
+	withTLS := cfg.TLSCert != "" || cfg.TLSKey != ""
+	if withTLS && (cfg.TLSCert == "" || cfg.TLSKey == "") {
+		return errors.New("controller: give both --tls-cert and --tls-key")
+	}
+	if err := api.CheckListen(listen, withTLS, cfg.Insecure); err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+	if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+
+	// Every part started is stopped in reverse order on the way out.
+	var stops []func(context.Context) error
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		for i := len(stops) - 1; i >= 0; i-- {
+			if serr := stops[i](sctx); serr != nil {
+				log.Error("controller: stop", "err", serr)
+				err = errors.Join(err, serr)
+			}
+		}
+		if err == nil {
+			log.Info("controller: stopped")
+		}
+	}()
+
+	store, err := boltstore.Open(filepath.Join(cfg.Data, storeFile))
+	if errors.Is(err, boltstore.ErrLocked) {
+		return fmt.Errorf("controller: %w: %w", errStoreHeld, err)
+	}
+	if err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+	stops = append(stops, func(context.Context) error { return store.Close() })
+
+	token, err := api.LoadOrCreateToken(cfg.Data)
+	if err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+
+	busCfg, busURLs, stopBus, err := startBus(cfg, log)
+	if err != nil {
+		return err
+	}
+	if stopBus != nil {
+		stops = append(stops, stopBus)
+	}
+	busCfg.ReportWorkers = reportWorkers
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	bc, err := bus.DialController(dctx, busCfg)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+	stops = append(stops, func(context.Context) error { bc.Close(); return nil })
+
+	var pub controller.Publisher = bc.Publisher()
+	if cfg.Pushed != nil {
+		pub = notifyingPublisher{pub, cfg.Pushed}
+	}
+	ctl, err := controller.New(controller.Config{
+		Store: store, Publisher: pub, Interval: cfg.Interval,
+		Version: cfg.Version, Logger: log,
+	})
+	if err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+
+	// The core runs (projections live, interval passes) until runCtx ends.
+	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	runDone := make(chan error, 1)
+	go func() { runDone <- ctl.Run(runCtx) }()
+	stops = append(stops, func(context.Context) error { stopRun(); return <-runDone })
+	if err := waitRunning(ctx, ctl, runDone); err != nil {
+		return err
+	}
+
+	// Reports, recorded with a context that outlives ctx until the
+	// consumer has finished the one in hand.
+	recCtx, stopRec := context.WithCancel(context.WithoutCancel(ctx))
+	consumer, err := bc.ConsumeReports(recCtx, reportHandler(ctl, cfg.Recorded))
+	if err != nil {
+		stopRec()
+		return fmt.Errorf("controller: %w", err)
+	}
+	stops = append(stops, func(sctx context.Context) error {
+		defer stopRec()
+		serr := consumer.Stop(sctx)
+		st := consumer.Stats()
+		log.Info("controller: reports", "recorded", st.Recorded, "retried", st.Retried, "refused", st.Refused, "rejected", st.Rejected)
+		return serr
+	})
+
+	// The API.
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("controller: listen %s: %w", listen, err)
+	}
+	serveCtx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
+	served := make(chan error, 1)
+	go func() {
+		served <- api.Serve(serveCtx, ln, api.Handler(ctl, token, api.WithLogger(log)),
+			api.ServeOptions{TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey, Insecure: cfg.Insecure})
+	}()
+	stops = append(stops, func(context.Context) error { stopServe(); return <-served })
+
+	scheme := "http"
+	if withTLS {
+		scheme = "https"
+	}
+	addr := ln.Addr().String()
+	ready := controllerReady{APIURL: scheme + "://" + addr, Listen: addr, BusURLs: busURLs, Token: token}
+	removeInfo, err := controller.WriteInfo(cfg.Data, controller.Info{Listen: addr, URL: ready.APIURL})
+	if err != nil {
+		return err
+	}
+	stops = append(stops, func(context.Context) error { return removeInfo() })
+
+	log.Info("controller: serving", "api", ready.APIURL, "bus", busURLs, "data", cfg.Data)
+	if cfg.Ready != nil {
+		cfg.Ready(ready)
+	}
+	select {
+	case <-ctx.Done():
+		log.Info("controller: stopping", "cause", context.Cause(ctx))
+		return nil
+	case rerr := <-runDone:
+		runDone <- rerr // for its stop
+		return fmt.Errorf("controller: stopped running: %w", rerr)
+	case serr := <-served:
+		served <- serr
+		return fmt.Errorf("controller: the API stopped: %w", serr)
+	}
+}
+
+// startBus starts the embedded bus (or reads the external one's
+// configuration): the controller's connection, the URLs agents dial, and
+// how to stop the embedded server (nil for an external bus).
+func startBus(cfg controllerConfig, log *slog.Logger) (bus.ControllerConfig, []string, func(context.Context) error, error) {
+	if len(cfg.NATS) > 0 {
+		if cfg.NATSCreds == "" {
+			return bus.ControllerConfig{}, nil, nil, errors.New("controller: --nats needs --nats-creds, the controller user's .creds file")
+		}
+		b, err := os.ReadFile(cfg.NATSCreds)
+		if err != nil {
+			return bus.ControllerConfig{}, nil, nil, fmt.Errorf("controller: nats creds: %w", err)
+		}
+		u, err := bus.ParseNATSCreds(b)
+		if err != nil {
+			return bus.ControllerConfig{}, nil, nil, fmt.Errorf("controller: nats creds %s: %w", cfg.NATSCreds, err)
+		}
+		var ca []byte
+		if cfg.NATSCA != "" {
+			if ca, err = os.ReadFile(cfg.NATSCA); err != nil {
+				return bus.ControllerConfig{}, nil, nil, fmt.Errorf("controller: nats ca: %w", err)
+			}
+		}
+		return bus.ControllerConfig{URLs: cfg.NATS, User: u, CA: ca, Logger: log}, cfg.NATS, nil, nil
+	}
+	listen, err := busListen(cfg.BusListen)
+	if err != nil {
+		return bus.ControllerConfig{}, nil, nil, err
+	}
+	srv, err := bus.StartServer(bus.ServerConfig{
+		Dir: filepath.Join(cfg.Data, busDir), Listen: listen,
+		TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey, Insecure: cfg.Insecure, Logger: log,
+	})
+	if err != nil {
+		return bus.ControllerConfig{}, nil, nil, fmt.Errorf("controller: %w", err)
+	}
+	cc, err := srv.Controller(log)
+	if err != nil {
+		srv.Shutdown(context.Background())
+		return bus.ControllerConfig{}, nil, nil, fmt.Errorf("controller: %w", err)
+	}
+	return cc, []string{srv.URL()}, srv.Shutdown, nil
+}
+
+// busListen reads --bus-listen: port 0 means a free port, as for --listen
+// (nats-server says -1 for that, and takes 0 as its default port).
+func busListen(s string) (string, error) {
+	if s == "" {
+		return bus.DefaultListen, nil
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", fmt.Errorf("controller: --bus-listen %q: %w", s, err)
+	}
+	if p, err := strconv.Atoi(port); err == nil && p == 0 {
+		port = "-1"
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// waitRunning waits until ctl.Run has started (so that reports recorded
+// from now on wait on the live projections, never fold beside them).
+func waitRunning(ctx context.Context, ctl *controller.Controller, runDone chan error) error {
+	for {
+		info, err := ctl.Info(ctx)
+		if err != nil {
+			return fmt.Errorf("controller: %w", err)
+		}
+		if info.Role == api.RoleLeader {
+			return nil
+		}
+		select {
+		case rerr := <-runDone:
+			runDone <- rerr
+			return fmt.Errorf("controller: did not start: %w", rerr)
+		case <-ctx.Done():
+			return nil // stopping before it started: the stops clean up
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// reportHandler records each report through the controller: once per apply
+// id, with report.delivered-late when it carries failed attempts. A report
+// the mesh refuses (its node is not registered, it is invalid) is rejected,
+// never retried; any other failure (the store) has it redelivered.
+func reportHandler(ctl *controller.Controller, recorded func(bus.Report)) bus.Handler {
+	return func(ctx context.Context, r bus.Report) error {
+		_, err := ctl.RecordReport(ctx, deliveryOf(r))
+		if errors.Is(err, commands.ErrRejected) {
+			return bus.Reject(err)
+		}
+		if err == nil && recorded != nil {
+			recorded(r)
+		}
+		return err
+	}
+}
+
+// deliveryOf is a report off the bus as the write side takes it.
+func deliveryOf(r bus.Report) commands.Delivery {
+	return commands.Delivery{
+		Report: r.Outcome, ApplyID: r.ApplyID, AppliedAt: r.AppliedAt,
+		Correlation: r.Correlation, Attempts: r.Attempts, LastError: r.LastError,
+	}
+}
+
+// notifyingPublisher tells pushed about each declaration put.
+type notifyingPublisher struct {
+	controller.Publisher
+	pushed func(declaration.Declaration)
+}
+
+func (p notifyingPublisher) PutDeclaration(ctx context.Context, d declaration.Declaration) error {
+	if err := p.Publisher.PutDeclaration(ctx, d); err != nil {
+		return err
+	}
+	p.pushed(d)
+	return nil
+}
+
+// The bus adapter is the controller core's Publisher (checked here: bus
+// does not link the controller).
+var _ controller.Publisher = bus.DeclarationPublisher{}
+
+// defaultBusURL is what node credentials name when registerCreds is given no
+// URL: the embedded bus on its default address.
+const defaultBusURL = "nats://" + bus.DefaultListen
+
+// registerCreds writes credsPath (mode 0600): node's credentials for the
+// bus, a user of that node alone (bus.NodePermissions), minted from the
+// trust root in dataDir/bus (made there if the controller never ran) and
+// naming urls (defaultBusURL when empty), the addresses agents dial: as
+// agents on other machines reach the bus (its --bus-listen private address,
+// tls:// with TLS), which controllerReady.BusURLs is only on this machine. It is
+// `mesh node register NAME --creds FILE`; the node's registration in the
+// store is the verb's own command. A bus with TLS from a private CA needs
+// registerCredsCA.
+func registerCreds(dataDir, node, credsPath string, urls []string) error {
+	return registerCredsCA(dataDir, node, credsPath, urls, nil)
+}
+
+// registerCredsCA is registerCreds with the PEM of the CA that signed the
+// bus's certificate, carried in the credentials for the agent to verify it.
+func registerCredsCA(dataDir, node, credsPath string, urls []string, caPEM []byte) error {
+	if credsPath == "" {
+		return errors.New("register creds: no file")
+	}
+	if len(urls) == 0 {
+		urls = []string{defaultBusURL}
+	}
+	auth, err := bus.LoadAuthority(filepath.Join(dataDir, busDir))
+	if err != nil {
+		return fmt.Errorf("register creds for %s: %w", node, err)
+	}
+	c, err := bus.NewCreds(auth.Issuer(), node, urls, caPEM)
+	if err != nil {
+		return fmt.Errorf("register creds for %s: %w", node, err)
+	}
+	if err := bus.WriteCreds(credsPath, c); err != nil {
+		return fmt.Errorf("register creds for %s: %w", node, err)
+	}
+	return nil
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"meshplane/agent"
+	"meshplane/api"
+	"meshplane/bus"
+	"meshplane/declaration"
+)
+
+// BenchmarkPushToRecorded measures a push to every node until every node's
+// report of it is recorded, through the whole system in one process: the
+// controller (runController: bolt store, embedded NATS, HTTP API) and one
+// agent per node (runAgent: its own NATS connection and watch, the
+// simulated runtime, its outbox on disk). Each iteration is one forced push
+// of every node (POST /v1/push); per node, the time from the push request
+// to its report recorded in the store. Reported: p50 and p99 of those, and
+// the total (push request to the last report recorded).
+//
+// The nodes are registered with no module assigned (assigning 1,000 nodes
+// one command at a time would compose every node each time), so each apply
+// has nothing to create: the figure is the transport and the recording,
+// not a runtime's work.
+//
+//	go test -run '^$' -bench BenchmarkPushToRecorded -benchtime 3x ./cmd/mesh/
+func BenchmarkPushToRecorded(b *testing.B) {
+	for _, n := range []int{1, 1000} {
+		b.Run(fmt.Sprintf("agents=%d", n), func(b *testing.B) { benchPushToRecorded(b, n, false) })
+	}
+	// The agents' outboxes in memory: as if each agent had a disk of its
+	// own, instead of all sharing the store's.
+	b.Run("agents=1000,outbox=memory", func(b *testing.B) { benchPushToRecorded(b, 1000, true) })
+}
+
+// recordings collects, per node, when its first report after mark was
+// recorded.
+type recordings struct {
+	mu    sync.Mutex
+	since time.Time
+	at    map[string]time.Time
+	put   map[string]time.Time // when the node's declaration was put on the bus
+	all   chan struct{}        // closed when want nodes have one
+	want  int
+}
+
+func (r *recordings) pushed(d declaration.Declaration) {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.put != nil {
+		if _, ok := r.put[d.Node]; !ok {
+			r.put[d.Node] = now
+		}
+	}
+}
+
+func (r *recordings) reset(want int) <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.since, r.at, r.put, r.want, r.all = time.Now(), map[string]time.Time{}, map[string]time.Time{}, want, make(chan struct{})
+	return r.all
+}
+
+func (r *recordings) recorded(rep bus.Report) {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.at == nil || rep.AppliedAt.Before(r.since) {
+		return
+	}
+	if _, ok := r.at[rep.Node]; ok {
+		return
+	}
+	r.at[rep.Node] = now
+	if len(r.at) == r.want {
+		close(r.all)
+	}
+}
+
+// latencies returns, sorted, each node's time from the push request to its
+// report recorded, and from its declaration put on the bus to its report
+// recorded.
+func (r *recordings) latencies() (fromPush, fromPut []time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for node, at := range r.at {
+		fromPush = append(fromPush, at.Sub(r.since))
+		if put, ok := r.put[node]; ok {
+			fromPut = append(fromPut, at.Sub(put))
+		}
+	}
+	slices.Sort(fromPush)
+	slices.Sort(fromPut)
+	return fromPush, fromPut
+}
+
+func benchPushToRecorded(b *testing.B, n int, memOutbox bool) {
+	rec := &recordings{}
+	d := startDaemon(b, b.TempDir(), "", func(c *controllerConfig) {
+		c.Recorded, c.Pushed = rec.recorded, rec.pushed
+	})
+	nodes := make([]string, n)
+	for i := range nodes {
+		nodes[i] = fmt.Sprintf("node-%04d", i)
+	}
+	ctx := context.Background()
+	if _, err := d.client.RegisterNodes(ctx, api.RegisterNodesRequest{Operator: testOperator, Nodes: nodes}); err != nil {
+		b.Fatal(err)
+	}
+	all := rec.reset(n)
+	credsDir := b.TempDir()
+	for _, node := range nodes {
+		path := filepath.Join(credsDir, node+".creds")
+		if err := registerCreds(d.cfg.Data, node, path, d.ready.BusURLs); err != nil {
+			b.Fatal(err)
+		}
+		startNode(b, path, b.TempDir(), func(c *agentConfig) {
+			c.Applied = nil
+			if memOutbox {
+				c.Outbox = agent.NewMemOutbox()
+			}
+		})
+	}
+	// Every agent has applied what registration pushed, and it is recorded.
+	select {
+	case <-all:
+	case <-time.After(2 * time.Minute):
+		b.Fatalf("the first applies were not all recorded within 2m")
+	}
+
+	var p50, p99, total, push, putP50, putP99 time.Duration
+	b.ResetTimer()
+	for range b.N {
+		all := rec.reset(n)
+		start := time.Now()
+		if _, err := d.client.Push(ctx, api.PushRequest{Operator: testOperator}); err != nil {
+			b.Fatal(err)
+		}
+		push += time.Since(start)
+		select {
+		case <-all:
+		case <-time.After(time.Minute):
+			b.Fatalf("not every report recorded within 1m of the push")
+		}
+		lat, fromPut := rec.latencies()
+		if len(fromPut) != n {
+			b.Fatalf("%d declarations put, want %d", len(fromPut), n)
+		}
+		putP50 += percentile(fromPut, 50)
+		putP99 += percentile(fromPut, 99)
+		p50 += percentile(lat, 50)
+		p99 += percentile(lat, 99)
+		total += lat[len(lat)-1]
+	}
+	b.StopTimer()
+	b.ReportMetric(p50.Seconds()*1000/float64(b.N), "p50-ms")
+	b.ReportMetric(p99.Seconds()*1000/float64(b.N), "p99-ms")
+	b.ReportMetric(total.Seconds()*1000/float64(b.N), "all-ms")
+	b.ReportMetric(push.Seconds()*1000/float64(b.N), "push-ms")
+	b.ReportMetric(putP50.Seconds()*1000/float64(b.N), "put-p50-ms")
+	b.ReportMetric(putP99.Seconds()*1000/float64(b.N), "put-p99-ms")
+}
+
+// percentile is the nearest-rank p-th percentile of sorted.
+func percentile(sorted []time.Duration, p int) time.Duration {
+	rank := (len(sorted)*p + 99) / 100 // ceil(len*p/100)
+	return sorted[max(rank, 1)-1]
+}

@@ -1,0 +1,582 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"meshplane/agent"
+	"meshplane/agent/simruntime"
+	"meshplane/api"
+	"meshplane/bus"
+	"meshplane/controller"
+	"meshplane/events"
+	"meshplane/events/boltstore"
+	"meshplane/projections"
+)
+
+// These tests run the controller and agents as runController and runAgent
+// in goroutines of the test process: a real embedded NATS server on a free
+// port, a real bolt store, the real HTTP API. MESH_TEST_LOG=1 shows their
+// logs.
+
+func daemonLogger() *slog.Logger {
+	if os.Getenv("MESH_TEST_LOG") == "1" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// daemon is one runController in a goroutine.
+type daemon struct {
+	cfg    controllerConfig
+	ready  controllerReady
+	client *api.Client
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startDaemon runs a controller on data; busListen "" picks a free port.
+func startDaemon(t testing.TB, data, busListen string, edit ...func(*controllerConfig)) *daemon {
+	t.Helper()
+	if busListen == "" {
+		busListen = "127.0.0.1:0"
+	}
+	readyc := make(chan controllerReady, 1)
+	cfg := controllerConfig{
+		Data: data, Listen: "127.0.0.1:0", BusListen: busListen, Interval: time.Hour,
+		Logger: daemonLogger(), Ready: func(r controllerReady) { readyc <- r },
+	}
+	for _, e := range edit {
+		e(&cfg)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &daemon{cfg: cfg, cancel: cancel, done: make(chan error, 1)}
+	go func() { d.done <- runController(ctx, cfg) }()
+	t.Cleanup(func() { d.stop(t) })
+	select {
+	case d.ready = <-readyc:
+	case err := <-d.done:
+		d.done <- err
+		t.Fatalf("runController: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the controller did not serve within 30s")
+	}
+	c, err := api.NewClient(d.ready.APIURL, d.ready.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.client = c
+	return d
+}
+
+// stop stops the controller and checks it stopped cleanly; again is a no-op.
+func (d *daemon) stop(t testing.TB) {
+	t.Helper()
+	d.cancel()
+	select {
+	case err, ok := <-d.done:
+		if ok && err != nil {
+			t.Errorf("runController: %v", err)
+		}
+		if ok {
+			close(d.done)
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatal("the controller did not stop within 40s")
+	}
+	if _, err := os.Stat(filepath.Join(d.cfg.Data, "controller.json")); err == nil {
+		t.Error("controller.json left behind by a clean stop")
+	}
+}
+
+// creds writes node's credentials file for d's bus, as `mesh node register
+// NAME --creds FILE` does.
+func (d *daemon) creds(t testing.TB, node string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), node+".creds")
+	if err := registerCreds(d.cfg.Data, node, path, d.ready.BusURLs); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// node is one runAgent in a goroutine.
+type node struct {
+	sim    *simruntime.Runtime
+	cancel context.CancelFunc
+	done   chan error
+
+	mu      sync.Mutex
+	applied []agent.Report
+}
+
+func startNode(t testing.TB, creds, data string, edit ...func(*agentConfig)) *node {
+	t.Helper()
+	n := &node{sim: simruntime.New(), done: make(chan error, 1)}
+	cfg := agentConfig{
+		Creds: creds, Data: data, Runtime: runtimeSim, Interval: time.Hour,
+		RetryMax: 100 * time.Millisecond, ReportTimeout: 2 * time.Second,
+		Logger: daemonLogger(), Sim: n.sim,
+		Applied: func(r agent.Report) { n.mu.Lock(); n.applied = append(n.applied, r); n.mu.Unlock() },
+	}
+	for _, e := range edit {
+		e(&cfg)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	go func() { n.done <- runAgent(ctx, cfg) }()
+	t.Cleanup(func() { n.stop(t) })
+	return n
+}
+
+func (n *node) stop(t testing.TB) {
+	t.Helper()
+	n.cancel()
+	select {
+	case err, ok := <-n.done:
+		if ok && err != nil {
+			t.Errorf("runAgent: %v", err)
+		}
+		if ok {
+			close(n.done)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the agent did not stop within 20s")
+	}
+}
+
+func (n *node) applies() []agent.Report {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.applied)
+}
+
+// eventually polls cond every 20ms until it returns nil, or fails t with
+// its last error after limit.
+func eventually(t testing.TB, limit time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %v", limit, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// inSync waits until every node's status reads in-sync.
+func inSync(t testing.TB, c *api.Client, nodes ...string) api.StatusResponse {
+	t.Helper()
+	var st api.StatusResponse
+	eventually(t, 30*time.Second, func() error {
+		var err error
+		if st, err = c.Status(context.Background(), api.StatusRequest{Nodes: nodes}); err != nil {
+			return err
+		}
+		for _, n := range st.Nodes {
+			if n.Sync != projections.SyncInSync {
+				return errors.New("node " + n.Node + " is " + n.Sync)
+			}
+		}
+		if len(st.Nodes) != len(nodes) {
+			return errors.New("status lists " + strconv.Itoa(len(st.Nodes)) + " nodes")
+		}
+		return nil
+	})
+	return st
+}
+
+const testOperator = "alice"
+
+var searxng = events.ModuleSpec{
+	Routes:     []string{"searxng.zurag.be"},
+	Containers: []events.ContainerSpec{{Name: "searxng", Image: "docker.io/searxng/searxng:2024.9.1"}},
+}
+
+// daemonSetUp registers nodes and assigns searxng to each (adopting and taking
+// it on the ones in adopt).
+func daemonSetUp(t testing.TB, c *api.Client, nodes []string, adopt ...string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := c.RegisterNodes(ctx, api.RegisterNodesRequest{Operator: testOperator, Nodes: nodes}); err != nil {
+		t.Fatalf("register: %v", err)
+	}
+	for _, n := range adopt {
+		if _, err := c.AdoptNode(ctx, api.NodeRequest{Operator: testOperator, Node: n}); err != nil {
+			t.Fatalf("adopt %s: %v", n, err)
+		}
+	}
+	if _, err := c.DefineModules(ctx, api.DefineModulesRequest{Operator: testOperator,
+		Modules: []api.ModuleDefinition{{Module: "searxng", Spec: searxng}}}); err != nil {
+		t.Fatalf("define: %v", err)
+	}
+	for _, n := range nodes {
+		if _, err := c.Assign(ctx, api.ModuleNodeRequest{Operator: testOperator, Module: "searxng", Node: n}); err != nil {
+			t.Fatalf("assign %s: %v", n, err)
+		}
+	}
+	for _, n := range adopt {
+		if _, err := c.Take(ctx, api.ModuleNodeRequest{Operator: testOperator, Module: "searxng", Node: n}); err != nil {
+			t.Fatalf("take %s: %v", n, err)
+		}
+	}
+}
+
+// TestDaemonTwoAgentsInSync: a controller and two agents: register (with
+// credentials), define, assign, take, push, apply, and the API's status
+// shows both nodes in sync, their containers running.
+func TestDaemonTwoAgentsInSync(t *testing.T) {
+	d := startDaemon(t, t.TempDir(), "")
+	daemonSetUp(t, d.client, []string{"n1", "n2"}, "n2")
+	agents := map[string]*node{}
+	for _, n := range []string{"n1", "n2"} {
+		agents[n] = startNode(t, d.creds(t, n), t.TempDir())
+	}
+	res, err := d.client.Push(context.Background(), api.PushRequest{Operator: testOperator})
+	if err != nil {
+		t.Fatalf("push: %v", err)
+	}
+	if len(res.Pushes) != 2 {
+		t.Fatalf("pushed %+v, want both nodes", res.Pushes)
+	}
+	st := inSync(t, d.client, "n1", "n2")
+	for _, n := range st.Nodes {
+		t.Run(n.Node, func(t *testing.T) {
+			if n.Health != projections.HealthConverged {
+				t.Errorf("health %s, want %s", n.Health, projections.HealthConverged)
+			}
+			if n.Applied == nil || n.Pushed == nil || n.Applied.Declaration != n.Pushed.Declaration {
+				t.Errorf("applied %+v, pushed %+v: want the pushed declaration applied", n.Applied, n.Pushed)
+			}
+			if _, ok := agents[n.Node].sim.Container("searxng"); !ok {
+				t.Errorf("no searxng container on %s's node", n.Node)
+			}
+		})
+	}
+	info, err := controllerInfo(d.cfg.Data)
+	if err != nil || info != d.ready.Listen {
+		t.Errorf("controller.json names %q (%v), want %s", info, err, d.ready.Listen)
+	}
+}
+
+// TestDaemonLateReportsRecordedOnce: the controller (and its bus) stops
+// while an agent goes on applying (its drift check), so its reports wait in
+// its outbox; once the controller is back, each is recorded exactly once,
+// with report.delivered-late beside it (rule 8).
+func TestDaemonLateReportsRecordedOnce(t *testing.T) {
+	data := t.TempDir()
+	busAt := "127.0.0.1:" + strconv.Itoa(daemonFreePort(t))
+	d := startDaemon(t, data, busAt)
+	daemonSetUp(t, d.client, []string{"n1"})
+	creds := d.creds(t, "n1")
+	n1 := startNode(t, creds, t.TempDir(), func(c *agentConfig) { c.Interval = 150 * time.Millisecond })
+	inSync(t, d.client, "n1")
+
+	d.stop(t)
+	// The drift check applies on; the reports are kept.
+	kept := func() []string {
+		var ids []string
+		for _, r := range n1.applies() {
+			if r.Kept {
+				ids = append(ids, r.Outcome.ApplyID)
+			}
+		}
+		return ids
+	}
+	eventually(t, 30*time.Second, func() error {
+		if n := len(kept()); n < 3 {
+			return errors.New(strconv.Itoa(n) + " reports kept")
+		}
+		return nil
+	})
+
+	d2 := startDaemon(t, data, busAt)
+	queued := kept() // the ones kept before the restart at least
+	eventually(t, 30*time.Second, func() error {
+		page, err := d2.client.Timeline(context.Background(), api.TimelineRequest{Node: "n1", Type: events.TypeReportDeliveredLate, Limit: 1000})
+		if err != nil {
+			return err
+		}
+		if len(page.Entries) < len(queued) {
+			return errors.New(strconv.Itoa(len(page.Entries)) + " late reports recorded")
+		}
+		return nil
+	})
+	n1.stop(t)
+	d2.stop(t)
+
+	store, err := boltstore.Open(filepath.Join(data, storeFile), boltstore.ReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	evs, err := store.ReadStream(context.Background(), events.NodeStream("n1"), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applies, lates := map[string]int{}, map[string]int{}
+	for _, ev := range evs {
+		switch ev.Type {
+		case events.TypeApplyReported:
+			applies[ev.ID.String()]++
+		case events.TypeReportDeliveredLate:
+			lates[ev.Causation]++
+		}
+	}
+	for _, id := range queued {
+		if applies[id] != 1 || lates[id] != 1 {
+			t.Errorf("apply %s: recorded %d time(s), %d late note(s); want 1 and 1", id, applies[id], lates[id])
+		}
+	}
+}
+
+// TestDaemonOtherNodesCreds: an agent holding n2's credentials can neither
+// read n1's declaration nor publish n1's report: the bus refuses, and
+// nothing reaches n1's stream. Credentials relabelled as n1's are refused
+// before dialling. A report that does not decode is refused and the
+// controller goes on recording.
+func TestDaemonOtherNodesCreds(t *testing.T) {
+	d := startDaemon(t, t.TempDir(), "")
+	daemonSetUp(t, d.client, []string{"n1", "n2"})
+	credsPath := d.creds(t, "n2")
+	creds, err := bus.LoadCreds(credsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(strings.Join(creds.URLs, ","), nats.UserJWTAndSeed(creds.JWT, creds.Seed),
+		nats.CustomInboxPrefix(bus.NodeInbox("n2")),
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {})) // refusals are expected
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	before, err := d.client.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("read n1's declaration", func(t *testing.T) {
+		gctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		kv, err := js.KeyValue(gctx, bus.DeclarationsBucket)
+		if err == nil {
+			_, err = kv.Get(gctx, "n1")
+		}
+		if err == nil {
+			t.Fatal("n2's user read n1's declaration")
+		}
+	})
+	t.Run("publish n1's report", func(t *testing.T) {
+		r := agentReportFor("n1")
+		br, err := bus.ReportOf("n1", r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := bus.EncodeReport(br)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if _, err := js.Publish(pctx, bus.ReportSubject("n1"), b, jetstream.WithMsgID(br.ApplyID.String())); err == nil {
+			t.Fatal("n2's user published on n1's report subject")
+		}
+	})
+	t.Run("an undecodable report on its own subject", func(t *testing.T) {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		// The bus stores it; the controller refuses it (logged, counted)
+		// and goes on.
+		if _, err := js.Publish(pctx, bus.ReportSubject("n2"), []byte("{not a report")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("relabelled credentials", func(t *testing.T) {
+		forged := creds
+		forged.Node = "n1"
+		path := filepath.Join(t.TempDir(), "forged.creds")
+		if err := os.WriteFile(path, marshal(t, forged), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		err := runAgent(ctx, agentConfig{Creds: path, Data: t.TempDir(), Logger: daemonLogger()})
+		if !errors.Is(err, bus.ErrBadCreds) {
+			t.Fatalf("runAgent with n2's user labelled n1: %v, want ErrBadCreds", err)
+		}
+	})
+	time.Sleep(200 * time.Millisecond) // what was published would be recorded by now
+	after, err := d.client.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.StoreHead != before.StoreHead {
+		t.Errorf("the store grew from %d to %d events", before.StoreHead, after.StoreHead)
+	}
+	// The controller still records: n2's own agent gets in sync.
+	startNode(t, credsPath, t.TempDir())
+	inSync(t, d.client, "n2")
+}
+
+// TestDaemonAPIToken: a request without the token, or with another, gets
+// 401 and appends nothing.
+func TestDaemonAPIToken(t *testing.T) {
+	d := startDaemon(t, t.TempDir(), "")
+	ctx := context.Background()
+	before, err := d.client.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, header string
+	}{
+		{"no token", ""},
+		{"another token", "Bearer " + strings.Repeat("0", 64)},
+		{"not bearer", "Basic " + d.ready.Token},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodPost, d.ready.APIURL+"/v1/nodes",
+				strings.NewReader(`{"operator":"mallory","nodes":["evil"]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			if tc.header != "" {
+				req.Header.Set("Authorization", tc.header)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("status %d, want 401", resp.StatusCode)
+			}
+		})
+	}
+	bad, err := api.NewClient(d.ready.APIURL, "wrong")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bad.Status(ctx, api.StatusRequest{}); !errors.Is(err, api.ErrUnauthorized) {
+		t.Errorf("a read with a wrong token: %v, want ErrUnauthorized", err)
+	}
+	after, err := d.client.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.StoreHead != before.StoreHead {
+		t.Errorf("the store grew from %d to %d events", before.StoreHead, after.StoreHead)
+	}
+}
+
+// TestDaemonRefusesToStart: what runController and runAgent refuse before
+// serving.
+func TestDaemonRefusesToStart(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		run  func() error
+		want string
+	}{
+		{"API beyond loopback without TLS", func() error {
+			return runController(ctx, controllerConfig{Data: t.TempDir(), Listen: "0.0.0.0:0", Logger: daemonLogger()})
+		}, "TLS"},
+		{"no data directory", func() error { return runController(ctx, controllerConfig{}) }, "no data directory"},
+		{"--nats without creds", func() error {
+			return runController(ctx, controllerConfig{Data: t.TempDir(), Listen: "127.0.0.1:0", NATS: []string{"nats://127.0.0.1:1"}, Logger: daemonLogger()})
+		}, "--nats-creds"},
+		{"docker runtime", func() error {
+			d := startDaemon(t, t.TempDir(), "")
+			return runAgent(ctx, agentConfig{Creds: d.creds(t, "n1"), Data: t.TempDir(), Runtime: runtimeDocker, Logger: daemonLogger()})
+		}, "not built yet"},
+		{"unknown runtime", func() error {
+			d := startDaemon(t, t.TempDir(), "")
+			return runAgent(ctx, agentConfig{Creds: d.creds(t, "n1"), Data: t.TempDir(), Runtime: "podman", Logger: daemonLogger()})
+		}, "podman"},
+		{"no creds file", func() error {
+			return runAgent(ctx, agentConfig{Creds: filepath.Join(t.TempDir(), "none"), Data: t.TempDir(), Logger: daemonLogger()})
+		}, "no such file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.run()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("%v, want an error saying %q", err, tc.want)
+			}
+		})
+	}
+	t.Run("a second agent on the same data", func(t *testing.T) {
+		d := startDaemon(t, t.TempDir(), "")
+		daemonSetUp(t, d.client, []string{"n1"})
+		creds, data := d.creds(t, "n1"), t.TempDir()
+		startNode(t, creds, data)
+		inSync(t, d.client, "n1")
+		err := runAgent(ctx, agentConfig{Creds: creds, Data: data, Logger: daemonLogger()})
+		if !errors.Is(err, errDataHeld) {
+			t.Fatalf("%v, want errDataHeld", err)
+		}
+	})
+	t.Run("a second controller on the same data", func(t *testing.T) {
+		data := t.TempDir()
+		startDaemon(t, data, "")
+		err := runController(ctx, controllerConfig{Data: data, Listen: "127.0.0.1:0", BusListen: "127.0.0.1:0", Logger: daemonLogger()})
+		if !errors.Is(err, errStoreHeld) {
+			t.Fatalf("%v, want errStoreHeld", err)
+		}
+	})
+}
+
+func controllerInfo(data string) (string, error) {
+	info, err := controller.ReadInfo(data)
+	return info.Listen, err
+}
+
+func daemonFreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func agentReportFor(node string) agent.Report {
+	return agent.Report{
+		Outcome:   events.ApplyReported{Node: node, Declaration: "forged", Sent: 1, Applied: 1, ApplyID: uuid.Must(uuid.NewV7()).String()},
+		AppliedAt: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC),
+	}
+}
+
+func marshal(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
