@@ -3,6 +3,7 @@ package projections
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -21,16 +22,23 @@ import (
 // Invariant: entries are in position order and never modified once folded;
 // they are kept in chunks of chunkSize, so the timeline grows without
 // copying what it holds. byNode[n] lists the indexes of node n's entries,
-// ascending.
+// ascending; byType, byModule and byResource likewise for a type, a module
+// (Filter.Module's sense) and a resource an apply touched (Filter.Resource's
+// sense). ordered is true while every entry's time is at or after the one
+// before it, so that a time range is found by binary search (see Query).
 type Timeline struct {
-	mu      sync.RWMutex
-	chunks  [][]entry
-	n       int // entries
-	byNode  map[string][]int32
-	decls   map[string]*declIndex[*tlDecl] // per node
-	last    map[string]*tlDecl             // per node, the last composed declaration
-	churn   *Churn                         // read when queried, to mark where loops were detected and cleared; may be nil
-	reports *Reports                       // resolves compact apply reports; entries keep the resolved form
+	mu         sync.RWMutex
+	chunks     [][]entry
+	n          int // entries
+	byNode     map[string][]int32
+	byType     map[string][]int32
+	byModule   map[string][]int32
+	byResource map[string][]int32
+	ordered    bool
+	decls      map[string]*declIndex[*tlDecl] // per node
+	last       map[string]*tlDecl             // per node, the last composed declaration
+	churn      *Churn                         // read when queried, to mark where loops were detected and cleared; may be nil
+	reports    *Reports                       // resolves compact apply reports; entries keep the resolved form
 }
 
 // chunkSize is how many entries one chunk of the timeline holds.
@@ -188,7 +196,14 @@ type Filter struct {
 	Type        string
 	Correlation string
 	From, To    time.Time // [From, To); a zero bound is open
-	Limit       int       // > 0: only the last Limit matches
+	// After and Before bound positions, both excluded: only entries at
+	// positions above After and, when Before > 0, below Before. They are the
+	// cursors of a paged read.
+	After, Before uint64
+	// Limit > 0 keeps only Limit matches: the last ones (the newest below
+	// Before), or the first ones (the oldest above After) when Forward.
+	Limit   int
+	Forward bool
 }
 
 var _ Projection = (*Timeline)(nil)
@@ -203,6 +218,10 @@ func NewTimeline() *Timeline {
 func (t *Timeline) reset() {
 	t.chunks, t.n = nil, 0
 	t.byNode = map[string][]int32{}
+	t.byType = map[string][]int32{}
+	t.byModule = map[string][]int32{}
+	t.byResource = map[string][]int32{}
+	t.ordered = true
 	t.decls = map[string]*declIndex[*tlDecl]{}
 	t.last = map[string]*tlDecl{}
 	t.reports = NewReports()
@@ -264,8 +283,21 @@ func (t *Timeline) Fold(ev events.Event, p events.Payload) error {
 	case events.ApplyReported:
 		e.decl = t.decl(e.node, v.Declaration)
 	}
+	i := int32(t.n)
 	if e.node != "" {
-		t.byNode[e.node] = append(t.byNode[e.node], int32(t.n))
+		t.byNode[e.node] = append(t.byNode[e.node], i)
+	}
+	t.byType[e.typ] = append(t.byType[e.typ], i)
+	for _, m := range modules(&e) {
+		t.byModule[m] = append(t.byModule[m], i)
+	}
+	if a, ok := e.p.(events.ApplyReported); ok {
+		for _, r := range touched(a) {
+			t.byResource[r] = append(t.byResource[r], i)
+		}
+	}
+	if t.n > 0 && e.at.Before(t.at(t.n-1).at) {
+		t.ordered = false
 	}
 	t.push(e)
 	return nil
@@ -282,20 +314,82 @@ func (t *Timeline) decl(node, id string) *tlDecl {
 }
 
 // Query returns the entries f selects, in position order.
+//
+// It never scans more than it must: it walks the narrowest index among
+// those f names (node, type, module, resource; every entry when it names
+// none), from the cursor (Before, or After when Forward) found by binary
+// search, with the time range narrowed the same way while entry times are
+// in order, and renders only the entries it returns. So a page of Limit
+// rows costs O(log n) plus the entries of that index between the cursor and
+// the page's last row.
 func (t *Timeline) Query(f Filter) []Entry {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	var out []Entry
 	marks := t.churnMarks(f.Node)
-	t.scan(f.Node, func(e *entry) bool {
-		if !t.match(e, f) {
-			return true
-		}
+	t.walk(f, func(e *entry) bool {
 		out = append(out, t.marked(t.show(e), marks))
 		return f.Limit <= 0 || len(out) < f.Limit
 	})
-	slices.Reverse(out)
+	if !f.Forward {
+		slices.Reverse(out)
+	}
 	return out
+}
+
+// walk calls fn with each entry f selects (Limit aside), newest first or,
+// when f.Forward, oldest first, until fn returns false.
+func (t *Timeline) walk(f Filter, fn func(*entry) bool) {
+	// The narrowest index f names; nil and all for every entry.
+	var idx []int32
+	all := true
+	for _, c := range []struct {
+		key string
+		m   map[string][]int32
+	}{{f.Node, t.byNode}, {f.Type, t.byType}, {f.Module, t.byModule}, {f.Resource, t.byResource}} {
+		if c.key == "" {
+			continue
+		}
+		l := c.m[c.key]
+		if all || len(l) < len(idx) {
+			idx, all = l, false
+		}
+	}
+	n := len(idx)
+	at := func(k int) *entry { return t.at(int(idx[k])) }
+	if all {
+		n = t.n
+		at = func(k int) *entry { return t.at(k) }
+	}
+	// [lo, hi) is the part of the index within the bounds.
+	lo, hi := 0, n
+	if f.After > 0 {
+		lo = sort.Search(n, func(k int) bool { return at(k).position > f.After })
+	}
+	if f.Before > 0 {
+		hi = sort.Search(n, func(k int) bool { return at(k).position >= f.Before })
+	}
+	if t.ordered {
+		if !f.From.IsZero() {
+			lo = max(lo, sort.Search(n, func(k int) bool { return !at(k).at.Before(f.From) }))
+		}
+		if !f.To.IsZero() {
+			hi = min(hi, sort.Search(n, func(k int) bool { return !at(k).at.Before(f.To) }))
+		}
+	}
+	if f.Forward {
+		for k := lo; k < hi; k++ {
+			if e := at(k); t.match(e, f) && !fn(e) {
+				return
+			}
+		}
+		return
+	}
+	for k := hi - 1; k >= lo; k-- {
+		if e := at(k); t.match(e, f) && !fn(e) {
+			return
+		}
+	}
 }
 
 // scan calls fn with the entries of node (or all, when node is ""), newest
@@ -321,6 +415,8 @@ func (t *Timeline) match(e *entry, f Filter) bool {
 	switch {
 	case f.Node != "" && e.node != f.Node,
 		f.Type != "" && e.typ != f.Type,
+		e.position <= f.After,
+		f.Before > 0 && e.position >= f.Before,
 		f.Correlation != "" && e.correlation != f.Correlation,
 		!f.From.IsZero() && e.at.Before(f.From),
 		!f.To.IsZero() && !e.at.Before(f.To):
