@@ -73,6 +73,13 @@ func (s *Set) All() []Projection {
 	return []Projection{s.Churn, s.Roster, s.Status, s.Holds, s.Timeline}
 }
 
+// Small returns the projections of s but the timeline, in fold order: those
+// small per node, which a snapshot holds whole (see SaveSnapshot). A local
+// read that needs no timeline feeds only these.
+func (s *Set) Small() []Projection {
+	return []Projection{s.Churn, s.Roster, s.Status, s.Holds}
+}
+
 // MarshalJSON serializes every projection of s into one object keyed by
 // projection name: the snapshot that "the projections equal those before the
 // rebuild" compares.

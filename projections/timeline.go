@@ -35,10 +35,14 @@ type Timeline struct {
 	byModule   map[string][]int32
 	byResource map[string][]int32
 	ordered    bool
-	decls      map[string]*declIndex[*tlDecl] // per node
-	last       map[string]*tlDecl             // per node, the last composed declaration
-	churn      *Churn                         // read when queried, to mark where loops were detected and cleared; may be nil
-	reports    *Reports                       // resolves compact apply reports; entries keep the resolved form
+	// flushed counts entries folded before the first one held: those a
+	// TimelineDB wrote out, or a snapshot's. Entry indexes start after them.
+	flushed int
+	lastAt  time.Time                      // of the last entry folded
+	decls   map[string]*declIndex[*tlDecl] // per node
+	last    map[string]*tlDecl             // per node, the last composed declaration
+	churn   *Churn                         // read when queried, to mark where loops were detected and cleared; may be nil
+	reports *Reports                       // resolves compact apply reports; entries keep the resolved form
 }
 
 // chunkSize is how many entries one chunk of the timeline holds.
@@ -221,7 +225,7 @@ func (t *Timeline) reset() {
 	t.byType = map[string][]int32{}
 	t.byModule = map[string][]int32{}
 	t.byResource = map[string][]int32{}
-	t.ordered = true
+	t.ordered, t.flushed, t.lastAt = true, 0, time.Time{}
 	t.decls = map[string]*declIndex[*tlDecl]{}
 	t.last = map[string]*tlDecl{}
 	t.reports = NewReports()
@@ -296,9 +300,10 @@ func (t *Timeline) Fold(ev events.Event, p events.Payload) error {
 			t.byResource[r] = append(t.byResource[r], i)
 		}
 	}
-	if t.n > 0 && e.at.Before(t.at(t.n-1).at) {
+	if t.n+t.flushed > 0 && e.at.Before(t.lastAt) {
 		t.ordered = false
 	}
+	t.lastAt = e.at
 	t.push(e)
 	return nil
 }
