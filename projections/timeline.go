@@ -736,3 +736,78 @@ func (t *Timeline) MarshalJSON() ([]byte, error) {
 	}
 	return marshal(out)
 }
+
+// EntryRecord is an entry as a timeline kept outside memory stores it (see
+// TakeRecords): the entry, without its churn mark, and what its JSON
+// leaves out.
+type EntryRecord struct {
+	Entry Entry `json:"entry"`
+	Idle  bool  `json:"idle,omitempty"`
+}
+
+// Restore is the entry the record stands for.
+func (r EntryRecord) Restore() Entry {
+	en := r.Entry
+	en.idle = r.Idle
+	return en
+}
+
+// TakeRecords renders every entry the timeline holds, without churn marks
+// (Marked adds them when read), and forgets them, keeping what it needs to
+// fold on (declarations, the report resolver, the count and time order): a
+// TimelineDB writes them out. Queries of the timeline itself then see only
+// the entries folded since.
+func (t *Timeline) TakeRecords() []EntryRecord {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]EntryRecord, t.n)
+	for i := range out {
+		en := t.show(t.at(i))
+		out[i] = EntryRecord{Entry: en, Idle: en.idle}
+	}
+	t.flushed += t.n
+	t.chunks, t.n = nil, 0
+	t.byNode = map[string][]int32{}
+	t.byType = map[string][]int32{}
+	t.byModule = map[string][]int32{}
+	t.byResource = map[string][]int32{}
+	return out
+}
+
+// Ordered reports whether every entry folded so far is at or after the one
+// before it in time, so that a time range is a range of positions.
+func (t *Timeline) Ordered() bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.ordered
+}
+
+// Marked adds to es (entries of node, or of every node when node is "")
+// the churn marks Query would show, in place, and returns es.
+func (t *Timeline) Marked(es []Entry, node string) []Entry {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	marks := t.churnMarks(node)
+	for i := range es {
+		es[i] = t.marked(es[i], marks)
+	}
+	return es
+}
+
+// Selects reports whether f selects en, Limit and Forward aside, by the
+// rendered entry's fields (as Query selects folded entries).
+func (f Filter) Selects(en Entry) bool {
+	switch {
+	case f.Node != "" && en.Node != f.Node,
+		f.Type != "" && en.Type != f.Type,
+		f.Correlation != "" && en.Correlation != f.Correlation,
+		f.Module != "" && !slices.Contains(en.Modules, f.Module),
+		f.Resource != "" && !slices.Contains(en.Resources, f.Resource),
+		!f.From.IsZero() && en.At.Before(f.From),
+		!f.To.IsZero() && !en.At.Before(f.To),
+		en.Position <= f.After,
+		f.Before > 0 && en.Position >= f.Before:
+		return false
+	}
+	return true
+}
