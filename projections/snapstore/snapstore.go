@@ -328,11 +328,13 @@ func (d *TimelineDB) Query(f projections.Filter) ([]projections.Entry, error) {
 				return err
 			}
 		}
-		slices.Reverse(out)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("snapstore: timeline query: %w", err)
+	}
+	if !f.Forward {
+		slices.Reverse(out)
 	}
 	return out, nil
 }
