@@ -125,22 +125,40 @@ func (st *snapState) res(i int) []events.ResourceRef {
 	return []events.ResourceRef{}
 }
 
-// declSnap is a declIndex's content: the declarations in composed order.
+// snapKeep is how many of a node's latest declarations a snapshot keeps in
+// each index of declarations (status, churn, timeline) and in the roster's
+// history, so that a snapshot's size does not grow with the history:
+// pushes and applies name one of the last few (declLookBack). A later
+// event naming an older one marks the projection incomplete
+// (Set.Incomplete), and the caller rebuilds from 0; the roster's History,
+// and Declaration or Diff of an older one, are ErrTrimmed.
+var snapKeep = 16
+
+// declSnap is a declIndex's content: the latest declarations, in composed
+// order; Trimmed when older ones were left out.
 type declSnap[V any] struct {
-	IDs  []string
-	Vals []V
+	IDs     []string
+	Vals    []V
+	Trimmed bool `json:",omitempty"`
 }
 
-func saveDecls[V, W any](x *declIndex[V], conv func(V) W) declSnap[W] {
-	out := declSnap[W]{IDs: slices.Clone(x.ids), Vals: make([]W, len(x.vals))}
-	for i, v := range x.vals {
-		out.Vals[i] = conv(v)
+// saveDecls keeps the last snapKeep declarations of x, and those keep
+// names too (a status's applied declaration, read when queried).
+func saveDecls[V, W any](x *declIndex[V], conv func(V) W, keep ...string) declSnap[W] {
+	from := max(0, len(x.ids)-snapKeep)
+	out := declSnap[W]{Trimmed: x.trimmed || from > 0}
+	for i := range x.ids {
+		if i < from && !slices.Contains(keep, x.ids[i]) {
+			continue
+		}
+		out.IDs = append(out.IDs, x.ids[i])
+		out.Vals = append(out.Vals, conv(x.vals[i]))
 	}
 	return out
 }
 
 func loadDecls[V, W any](s declSnap[W], conv func(W) V) declIndex[V] {
-	x := declIndex[V]{ids: s.IDs, vals: make([]V, len(s.Vals))}
+	x := declIndex[V]{ids: s.IDs, vals: make([]V, len(s.Vals)), trimmed: s.Trimmed}
 	for i, w := range s.Vals {
 		x.vals[i] = conv(w)
 	}
@@ -254,7 +272,8 @@ func (c *Churn) load(s *churnSnap, st *snapState) {
 }
 
 type rosterSnap struct {
-	Nodes map[string][]composedSnap
+	Nodes   map[string][]composedSnap
+	Trimmed map[string]bool `json:",omitempty"`
 }
 
 type composedSnap struct {
@@ -268,11 +287,15 @@ type composedSnap struct {
 func (r *Roster) save(t *tables) *rosterSnap {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := &rosterSnap{Nodes: make(map[string][]composedSnap, len(r.nodes))}
+	out := &rosterSnap{Nodes: make(map[string][]composedSnap, len(r.nodes)), Trimmed: map[string]bool{}}
 	for _, name := range slices.Sorted(maps.Keys(r.nodes)) {
 		n := r.nodes[name]
-		h := make([]composedSnap, len(n.History))
-		for i, d := range n.History {
+		kept := n.History[max(0, len(n.History)-snapKeep):]
+		if n.trimmed || len(kept) < len(n.History) {
+			out.Trimmed[name] = true
+		}
+		h := make([]composedSnap, len(kept))
+		for i, d := range kept {
 			h[i] = composedSnap{
 				Declaration: d.Declaration, Digest: d.Digest, Position: d.Position, At: d.At,
 				Correlation: d.Correlation, Roster: t.strings(d.Roster), Resources: t.resources(d.Resources),
@@ -288,7 +311,7 @@ func (r *Roster) load(s *rosterSnap, st *snapState) {
 	defer r.mu.Unlock()
 	r.nodes = make(map[string]*rosterNode, len(s.Nodes))
 	for name, h := range s.Nodes {
-		n := &rosterNode{History: make([]ComposedDecl, len(h))}
+		n := &rosterNode{History: make([]ComposedDecl, len(h)), trimmed: s.Trimmed[name]}
 		for i, d := range h {
 			c := ComposedDecl{
 				Declaration: d.Declaration, Digest: d.Digest, Position: d.Position, At: d.At,
@@ -333,7 +356,7 @@ func (s *Status) save(t *tables) *statusSnap {
 			ComposeFailed: n.composeFailed, Pushed: n.pushed, PushFailed: n.pushFailed, Applied: n.applied,
 			Decls: saveDecls(&n.decls, func(d *decl) declSnapVal {
 				return declSnapVal{Digest: d.digest, Resources: t.resources(d.resources)}
-			}),
+			}, appliedDecl(n), n.pushed.Declaration),
 		}
 	}
 	return out
@@ -353,6 +376,13 @@ func (s *Status) load(sn *statusSnap, st *snapState) {
 		}
 	}
 	s.reports.load(sn.Reports)
+}
+
+func appliedDecl(n *statusNode) string {
+	if n.applied == nil {
+		return ""
+	}
+	return n.applied.Report.Declaration
 }
 
 type holdsSnap struct {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"testing"
 
 	"meshplane/events"
@@ -50,17 +52,18 @@ func small(t *testing.T, store events.Store, path string, load bool) (*projectio
 // runners' counters, serialize alike.
 func sameState(t *testing.T, a, b *projections.Set, ra, rb *projections.Runner) {
 	t.Helper()
-	ja, err := projections.Snapshot(a.Small()...)
+	ja, err := projections.Snapshot(a.Churn, a.Status, a.Holds)
 	if err != nil {
 		t.Fatal(err)
 	}
-	jb, err := projections.Snapshot(b.Small()...)
+	jb, err := projections.Snapshot(b.Churn, b.Status, b.Holds)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(ja, jb) {
 		t.Errorf("projections differ:\n%.600s\nwant\n%.600s", jb, ja)
 	}
+	sameRoster(t, a.Roster, b.Roster)
 	if ra.Position() != rb.Position() {
 		t.Errorf("position %d, want %d", rb.Position(), ra.Position())
 	}
@@ -68,6 +71,28 @@ func sameState(t *testing.T, a, b *projections.Set, ra, rb *projections.Runner) 
 	kb, nb := rb.Failures()
 	if na != nb || len(ka) != len(kb) {
 		t.Errorf("failures %d (%d kept), want %d (%d kept)", nb, len(kb), na, len(ka))
+	}
+}
+
+// sameRoster fails unless got answers as want: the same current
+// declaration of every node, and the same history unless got's was trimmed
+// by a snapshot (ErrTrimmed).
+func sameRoster(t *testing.T, want, got *projections.Roster) {
+	t.Helper()
+	if !slices.Equal(want.Nodes(), got.Nodes()) {
+		t.Fatalf("roster nodes %v, want %v", got.Nodes(), want.Nodes())
+	}
+	for _, n := range want.Nodes() {
+		a, _ := want.Current(n)
+		b, err := got.Current(n)
+		if err != nil || !reflect.DeepEqual(a, b) {
+			t.Errorf("current declaration of %s: %+v, %v; want %+v", n, b, err, a)
+		}
+		ha, _ := want.History(n)
+		hb, err := got.History(n)
+		if err != nil && !errors.Is(err, projections.ErrTrimmed) || err == nil && !reflect.DeepEqual(ha, hb) {
+			t.Errorf("history of %s: %d declarations, %v; want %d", n, len(hb), err, len(ha))
+		}
 	}
 }
 
@@ -203,4 +228,48 @@ func TestSnapshotUnusableIsRefused(t *testing.T) {
 			t.Errorf("load: %v, want os.ErrNotExist", err)
 		}
 	})
+}
+
+// TestSnapshotTrimmedDeclarationNamedLater: a snapshot keeps each node's
+// latest declarations only; an event after it naming an older one makes the
+// set Incomplete (the caller rebuilds), and the roster says ErrTrimmed for
+// what it no longer holds.
+func TestSnapshotTrimmedDeclarationNamedLater(t *testing.T) {
+	defer projections.SetSnapKeep(2)()
+	store, _ := simHistory(t, 1500)
+	evs, err := store.ReadAll(context.Background(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "projections.snap")
+	set, r, _ := small(t, store, path, false)
+	if err := projections.SaveSnapshot(context.Background(), path, r, set); err != nil {
+		t.Fatal(err)
+	}
+	// A late report of node-001's first declaration.
+	var first events.Event
+	for _, ev := range evs {
+		if ev.Type == events.TypeApplyReported && ev.Stream == "node-node-001" {
+			first = ev
+			break
+		}
+	}
+	if first.Type == "" {
+		t.Fatal("no apply on node-001")
+	}
+	first.ID = [16]byte{1, 2, 3}
+	if _, err := store.Append(context.Background(), first.Stream, events.Any, first); err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ := small(t, store, path, true)
+	if !got.Incomplete() {
+		t.Error("a report naming a trimmed declaration left the set complete")
+	}
+	if _, err := got.Roster.History("node-001"); !errors.Is(err, projections.ErrTrimmed) {
+		t.Errorf("history of a trimmed roster: %v, want ErrTrimmed", err)
+	}
+	whole, _, _ := small(t, store, path, false)
+	if whole.Incomplete() {
+		t.Error("a rebuild is incomplete")
+	}
 }

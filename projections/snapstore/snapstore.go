@@ -104,18 +104,20 @@ type TimelineDB struct {
 // OpenTimelineDB opens (creating) the timeline index at path, holding its
 // lock until Close.
 func OpenTimelineDB(path string) (*TimelineDB, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout, NoFreelistSync: true})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("snapstore: open %s: %w", path, err)
 	}
 	d := &TimelineDB{db: db}
-	err = db.Update(func(tx *bolt.Tx) error {
+	var ok bool
+	err = db.View(func(tx *bolt.Tx) error {
 		m := tx.Bucket(bMeta)
-		if m == nil || string(m.Get(kVersion)) != dbVersion {
-			return d.reset(tx)
-		}
+		ok = m != nil && string(m.Get(kVersion)) == dbVersion
 		return nil
 	})
+	if err == nil && !ok {
+		err = db.Update(d.reset)
+	}
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("snapstore: open %s: %w", path, err)
@@ -400,12 +402,20 @@ func Open(ctx context.Context, store events.Store, reg *events.Registry, dir str
 		tl.Close()
 		return nil, fmt.Errorf("snapstore: head: %w", err)
 	}
-	for l.Runner.Position() < head {
-		if err := l.Runner.CatchUpTo(ctx, l.Runner.Position()+flushEvery); err != nil {
+	if err := l.catchUp(ctx, head); err != nil {
+		tl.Close()
+		return nil, err
+	}
+	if l.Views.Incomplete() {
+		// An event named a declaration older than the snapshot kept.
+		l.note("an event after position %d names a declaration older than the snapshot keeps: folding from position 0", l.From)
+		l.fresh()
+		l.From = 0
+		if err := tl.Reset(); err != nil {
 			tl.Close()
 			return nil, err
 		}
-		if err := tl.Flush(l.Views.Timeline.TakeRecords(), l.Runner.Position(), l.Views.Timeline.Ordered()); err != nil {
+		if err := l.catchUp(ctx, head); err != nil {
 			tl.Close()
 			return nil, err
 		}
@@ -416,6 +426,19 @@ func Open(ctx context.Context, store events.Store, reg *events.Registry, dir str
 		}
 	}
 	return l, nil
+}
+
+// catchUp folds to head, writing the timeline out every flushEvery events.
+func (l *Local) catchUp(ctx context.Context, head uint64) error {
+	for l.Runner.Position() < head {
+		if err := l.Runner.CatchUpTo(ctx, l.Runner.Position()+flushEvery); err != nil {
+			return err
+		}
+		if err := l.tl.Flush(l.Views.Timeline.TakeRecords(), l.Runner.Position(), l.Views.Timeline.Ordered()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (l *Local) fresh() {
