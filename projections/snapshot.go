@@ -661,6 +661,12 @@ func checkTables(st *snapState) error {
 			if !ok(n.CurRoster, ns) || !ok(n.PrevRost, ns) {
 				return fmt.Errorf("churn of %s: roster index out of range", name)
 			}
+			if n.Active < -1 || n.Active >= len(n.Episodes) {
+				return fmt.Errorf("churn of %s: open episode %d of %d", name, n.Active, len(n.Episodes))
+			}
+			if len(n.Decls.IDs) != len(n.Decls.Vals) {
+				return fmt.Errorf("churn of %s: declarations and ids differ in number", name)
+			}
 		}
 	}
 	if r := st.Roster; r != nil {
