@@ -15,6 +15,11 @@
 // bbolt a filtered page reads only the index keys from its cursor and the
 // entries it returns, through the page cache, whatever the history's size.
 //
+// The files may stay up to 4,096 events behind the store's head: a call
+// that finds no more new events than that folds them in memory on top of
+// what it loaded and writes nothing; one that finds more writes the
+// timeline's entries and the snapshot up to 4,096 before the head.
+//
 // Both are caches, never the truth: a snapshot that is damaged, of another
 // format version or of another history, or that disagrees with timeline.db
 // about the position, is ignored with a note (Local.Notes), both are
@@ -72,7 +77,14 @@ const (
 
 // flushEvery is how many events Open folds before it writes the timeline's
 // new entries out, bounding its memory while it catches up a long history.
-var flushEvery uint64 = 100_000
+// flushAfter is how far behind the head the files may stay: a call that
+// finds fewer new events folds them in memory and writes nothing (the
+// timeline's new entries are answered from memory), so a read after a few
+// writes costs no commit.
+var (
+	flushEvery uint64 = 100_000
+	flushAfter uint64 = 4096
+)
 
 // lockTimeout is how long Open waits for another CLI call holding
 // timeline.db before it folds in memory instead.
@@ -368,20 +380,26 @@ type Local struct {
 	// the start).
 	From uint64
 
-	store events.Store
-	reg   *events.Registry
-	tl    *TimelineDB // nil: the timeline is in memory, in Views.Timeline
+	store    events.Store
+	reg      *events.Registry
+	tl       *TimelineDB // nil: the timeline is in memory, in Views.Timeline
+	snapPath string
+	flushed  uint64 // timeline.db holds the entries to here; Views.Timeline those after
+	saved    bool
 }
 
 // Open brings the projections of the data directory dir up to store's
-// head: it loads the snapshot and timeline.db when they agree, folds the
-// events appended since (writing the timeline's entries out every
-// flushEvery events, 100,000), and saves the snapshot when it folded anything.
+// head: it loads the snapshot and timeline.db when they agree and folds the
+// events appended since. When they are more than flushAfter (10,000)
+// events, it writes the timeline's entries out every flushEvery (100,000)
+// and saves the snapshot at the last position written; the last events (or
+// all, when fewer) stay in memory, so a call soon after another writes
+// nothing.
 // Errors reading the store are returned; trouble with the cache is a note.
 // Close releases timeline.db (it stays locked while the Local is open, so
 // two calls do not fold into it at once).
 func Open(ctx context.Context, store events.Store, reg *events.Registry, dir string) (*Local, error) {
-	l := &Local{store: store, reg: reg}
+	l := &Local{store: store, reg: reg, snapPath: filepath.Join(dir, SnapshotFile)}
 	l.fresh()
 	tl, err := OpenTimelineDB(filepath.Join(dir, TimelineFile))
 	if err != nil {
@@ -392,7 +410,7 @@ func Open(ctx context.Context, store events.Store, reg *events.Registry, dir str
 		return l, nil
 	}
 	l.tl = tl
-	if err := l.load(ctx, filepath.Join(dir, SnapshotFile)); err != nil {
+	if err := l.load(ctx, l.snapPath); err != nil {
 		tl.Close()
 		return nil, err
 	}
@@ -420,25 +438,31 @@ func Open(ctx context.Context, store events.Store, reg *events.Registry, dir str
 			return nil, err
 		}
 	}
-	if l.Runner.Position() != l.From {
-		if err := projections.SaveSnapshot(ctx, filepath.Join(dir, SnapshotFile), l.Runner, l.Views); err != nil {
-			l.note("snapshot not saved (%v): the next call folds from position %d", err, l.From)
-		}
-	}
 	return l, nil
 }
 
-// catchUp folds to head, writing the timeline out every flushEvery events.
+// catchUp folds to head, writing the timeline out every flushEvery events
+// while more than flushAfter remain, and the rest in memory. The snapshot
+// must then be saved at l.flushed, before the rest was folded: it is saved
+// under the fold lock, so catchUp saves it itself, between the two.
 func (l *Local) catchUp(ctx context.Context, head uint64) error {
-	for l.Runner.Position() < head {
-		if err := l.Runner.CatchUpTo(ctx, l.Runner.Position()+flushEvery); err != nil {
+	l.flushed = l.Runner.Position()
+	for head-l.Runner.Position() > flushAfter {
+		if err := l.Runner.CatchUpTo(ctx, min(l.Runner.Position()+flushEvery, head-flushAfter)); err != nil {
 			return err
 		}
 		if err := l.tl.Flush(l.Views.Timeline.TakeRecords(), l.Runner.Position(), l.Views.Timeline.Ordered()); err != nil {
 			return err
 		}
+		l.flushed = l.Runner.Position()
 	}
-	return nil
+	if l.flushed != l.From {
+		if err := projections.SaveSnapshot(ctx, l.snapPath, l.Runner, l.Views); err != nil {
+			l.note("snapshot not saved (%v): the next call folds from position %d", err, l.From)
+		}
+		l.saved = true
+	}
+	return l.Runner.CatchUpTo(ctx, head)
 }
 
 func (l *Local) fresh() {
@@ -478,17 +502,54 @@ func (l *Local) load(ctx context.Context, path string) error {
 	return l.tl.Reset()
 }
 
-// Timeline is Timeline.Query's answer, churn marks included, from
-// timeline.db (or memory, when it was not usable).
+// Timeline is Timeline.Query's answer, churn marks included: the entries
+// to the position timeline.db holds from it, those after from memory.
 func (l *Local) Timeline(f projections.Filter) ([]projections.Entry, error) {
 	if l.tl == nil {
 		return l.Views.Timeline.Query(f), nil
 	}
-	es, err := l.tl.Query(f)
+	mem := l.Views.Timeline // the entries after l.flushed
+	// The part of f below l.flushed+1, with what is left of the limit.
+	onDisk := func(got int) ([]projections.Entry, error) {
+		g := f
+		if f.Limit > 0 {
+			if got >= f.Limit {
+				return nil, nil
+			}
+			g.Limit = f.Limit - got
+		}
+		if g.After >= l.flushed {
+			return nil, nil
+		}
+		if g.Before == 0 || g.Before > l.flushed+1 {
+			g.Before = l.flushed + 1
+		}
+		es, err := l.tl.Query(g)
+		if err != nil {
+			return nil, err
+		}
+		return mem.Marked(es, f.Node), nil
+	}
+	if f.Forward {
+		a, err := onDisk(0)
+		if err != nil {
+			return nil, err
+		}
+		g := f
+		if f.Limit > 0 {
+			if len(a) >= f.Limit {
+				return a, nil
+			}
+			g.Limit = f.Limit - len(a)
+		}
+		return append(a, mem.Query(g)...), nil
+	}
+	b := mem.Query(f)
+	a, err := onDisk(len(b))
 	if err != nil {
 		return nil, err
 	}
-	return l.Views.Timeline.Marked(es, f.Node), nil
+	return append(a, b...), nil
 }
 
 // Close releases timeline.db.
