@@ -390,7 +390,7 @@ type Local struct {
 
 // Open brings the projections of the data directory dir up to store's
 // head: it loads the snapshot and timeline.db when they agree and folds the
-// events appended since. When they are more than flushAfter (10,000)
+// events appended since. When they are more than flushAfter (4,096)
 // events, it writes the timeline's entries out every flushEvery (100,000)
 // and saves the snapshot at the last position written; the last events (or
 // all, when fewer) stay in memory, so a call soon after another writes
