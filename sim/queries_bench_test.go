@@ -273,9 +273,12 @@ func BenchmarkQueries1M(b *testing.B) {
 	if l, err = snapstore.Open(ctx, store, events.NewRegistry(), data); err != nil {
 		b.Fatal(err)
 	}
-	if l.From != head-1000 || len(l.Notes) > 0 {
-		b.Fatalf("caught up from %d (notes %q)", l.From, l.Notes)
+	if len(l.Notes) > 0 {
+		b.Fatalf("notes %q", l.Notes)
 	}
+	// The files stay up to 1,024 events behind what they were made from
+	// (snapstore's flushAfter): every call below folds those too.
+	b.ReportMetric(float64(head-l.From), "events-folded-per-call")
 	node, err := l.Timeline(projections.Filter{Node: "node-001"})
 	if err != nil {
 		b.Fatal(err)

@@ -15,10 +15,10 @@
 // bbolt a filtered page reads only the index keys from its cursor and the
 // entries it returns, through the page cache, whatever the history's size.
 //
-// The files may stay up to 4,096 events behind the store's head: a call
+// The files may stay up to 1,024 events behind the store's head: a call
 // that finds no more new events than that folds them in memory on top of
 // what it loaded and writes nothing; one that finds more writes the
-// timeline's entries and the snapshot up to 4,096 before the head.
+// timeline's entries and the snapshot up to 1,024 before the head.
 //
 // Both are caches, never the truth: a snapshot that is damaged, of another
 // format version or of another history, or that disagrees with timeline.db
@@ -83,7 +83,7 @@ const (
 // writes costs no commit.
 var (
 	flushEvery uint64 = 100_000
-	flushAfter uint64 = 4096
+	flushAfter uint64 = 1024
 )
 
 // lockTimeout is how long Open waits for another CLI call holding
@@ -390,7 +390,7 @@ type Local struct {
 
 // Open brings the projections of the data directory dir up to store's
 // head: it loads the snapshot and timeline.db when they agree and folds the
-// events appended since. When they are more than flushAfter (4,096)
+// events appended since. When they are more than flushAfter (1,024)
 // events, it writes the timeline's entries out every flushEvery (100,000)
 // and saves the snapshot at the last position written; the last events (or
 // all, when fewer) stay in memory, so a call soon after another writes
