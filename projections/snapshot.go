@@ -46,7 +46,7 @@ var ErrSnapshot = errors.New("projections: snapshot unusable")
 // or meaning; a file of another version is ErrSnapshot.
 const (
 	snapshotMagic   = "MESHSNAP"
-	snapshotVersion = 1
+	snapshotVersion = 2
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -420,9 +420,10 @@ type timelineSnap struct {
 	Reports reportsSnap
 	// Len and Ordered are the timeline's entry count and time order, kept
 	// for a TimelineDB, whose entries are on disk.
-	Len     int
-	Ordered bool
-	LastAt  time.Time
+	Len        int
+	Ordered    bool
+	LastAt     time.Time
+	MaxAt, Lag int64
 }
 
 type tlDeclSnap struct {
@@ -439,7 +440,7 @@ func (t *Timeline) save(tb *tables) *timelineSnap {
 	}
 	out := &timelineSnap{
 		Decls: make(map[string]declSnap[tlDeclSnap], len(t.decls)), Last: make(map[string]tlDeclSnap, len(t.last)),
-		Reports: t.reports.save(), Len: t.n + t.flushed, Ordered: t.ordered, LastAt: t.lastAt,
+		Reports: t.reports.save(), Len: t.n + t.flushed, Ordered: t.ordered, LastAt: t.lastAt, MaxAt: t.maxAt, Lag: t.lag,
 	}
 	for _, name := range slices.Sorted(maps.Keys(t.decls)) {
 		x := t.decls[name]
@@ -477,7 +478,7 @@ func (t *Timeline) load(s *timelineSnap, st *snapState) {
 		t.last[name] = conv(d)
 	}
 	t.reports.load(s.Reports)
-	t.flushed, t.ordered, t.lastAt = s.Len, s.Ordered, s.LastAt
+	t.flushed, t.ordered, t.lastAt, t.maxAt, t.lag = s.Len, s.Ordered, s.LastAt, s.MaxAt, s.Lag
 }
 
 // SaveSnapshot writes the state of set's projections that r feeds, with

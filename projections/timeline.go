@@ -2,6 +2,7 @@ package projections
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -24,8 +25,10 @@ import (
 // copying what it holds. byNode[n] lists the indexes of node n's entries,
 // ascending; byType, byModule and byResource likewise for a type, a module
 // (Filter.Module's sense) and a resource an apply touched (Filter.Resource's
-// sense). ordered is true while every entry's time is at or after the one
-// before it, so that a time range is found by binary search (see Query).
+// sense). Every entry keeps the latest time folded up to it (maxAt), which
+// ascends, so that a time range is found by binary search (see walk);
+// ordered is true while every entry's time is at or after the one before
+// it (TimelineDB reads it).
 type Timeline struct {
 	mu         sync.RWMutex
 	chunks     [][]entry
@@ -38,11 +41,15 @@ type Timeline struct {
 	// flushed counts entries folded before the first one held: those a
 	// TimelineDB wrote out, or a snapshot's. Entry indexes start after them.
 	flushed int
-	lastAt  time.Time                      // of the last entry folded
-	decls   map[string]*declIndex[*tlDecl] // per node
-	last    map[string]*tlDecl             // per node, the last composed declaration
-	churn   *Churn                         // read when queried, to mark where loops were detected and cleared; may be nil
-	reports *Reports                       // resolves compact apply reports; entries keep the resolved form
+	lastAt  time.Time // of the last entry folded
+	// maxAt is the latest time folded so far; lag, the most an entry's time
+	// was ever behind the latest before it (a report delivered late keeps
+	// the time it was made). Query bounds a time range with them.
+	maxAt, lag int64
+	decls      map[string]*declIndex[*tlDecl] // per node
+	last       map[string]*tlDecl             // per node, the last composed declaration
+	churn      *Churn                         // read when queried, to mark where loops were detected and cleared; may be nil
+	reports    *Reports                       // resolves compact apply reports; entries keep the resolved form
 }
 
 // chunkSize is how many entries one chunk of the timeline holds.
@@ -59,6 +66,7 @@ type entry struct {
 	p                  events.Payload // a DeclarationComposed is kept without roster or resources
 	decl               *tlDecl        // the declaration a composed, pushed or apply event is about, when known
 	roster, resources  int32          // counts of a composed declaration
+	maxAt              int64          // the latest time (nanos) of this entry and every one before it: ascending
 }
 
 func (t *Timeline) at(i int) *entry { return &t.chunks[i/chunkSize][i%chunkSize] }
@@ -226,6 +234,8 @@ func (t *Timeline) reset() {
 	t.byModule = map[string][]int32{}
 	t.byResource = map[string][]int32{}
 	t.ordered, t.flushed, t.lastAt = true, 0, time.Time{}
+	t.maxAt, t.lag = math.MinInt64, 0
+	t.maxAt, t.lag = math.MinInt64, 0
 	t.decls = map[string]*declIndex[*tlDecl]{}
 	t.last = map[string]*tlDecl{}
 	t.reports = NewReports()
@@ -304,8 +314,27 @@ func (t *Timeline) Fold(ev events.Event, p events.Payload) error {
 		t.ordered = false
 	}
 	t.lastAt = e.at
+	at := nanos(e.at)
+	if at > t.maxAt {
+		t.maxAt = at
+	} else if t.maxAt-at > t.lag {
+		t.lag = t.maxAt - at
+	}
+	e.maxAt = t.maxAt
 	t.push(e)
 	return nil
+}
+
+// nanos is t in Unix nanoseconds, saturated outside the years 1700 to 2200
+// (where UnixNano is undefined), so that it orders as times do.
+func nanos(t time.Time) int64 {
+	switch y := t.Year(); {
+	case y < 1700:
+		return math.MinInt64 + 1
+	case y > 2200:
+		return math.MaxInt64 - 1
+	}
+	return t.UnixNano()
 }
 
 // decl returns node's latest composed declaration of id, nil if none (while
@@ -374,13 +403,21 @@ func (t *Timeline) walk(f Filter, fn func(*entry) bool) {
 	if f.Before > 0 {
 		hi = sort.Search(n, func(k int) bool { return at(k).position >= f.Before })
 	}
-	if t.ordered {
-		if !f.From.IsZero() {
-			lo = max(lo, sort.Search(n, func(k int) bool { return !at(k).at.Before(f.From) }))
+	// The time range by binary search on maxAt, which ascends: an entry
+	// whose maxAt is before From is before From, and one whose maxAt is at
+	// or after To+lag is at or after To (its time is at most lag behind).
+	if !f.From.IsZero() {
+		from := nanos(f.From)
+		lo = max(lo, sort.Search(n, func(k int) bool { return at(k).maxAt >= from }))
+	}
+	if !f.To.IsZero() {
+		to := nanos(f.To)
+		if to < math.MaxInt64-t.lag {
+			to += t.lag
+		} else {
+			to = math.MaxInt64
 		}
-		if !f.To.IsZero() {
-			hi = min(hi, sort.Search(n, func(k int) bool { return !at(k).at.Before(f.To) }))
-		}
+		hi = min(hi, sort.Search(n, func(k int) bool { return at(k).maxAt >= to }))
 	}
 	if f.Forward {
 		for k := lo; k < hi; k++ {
