@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"meshplane/api"
 	"meshplane/commands"
@@ -103,70 +102,23 @@ func (c *Controller) Timeline(ctx context.Context, req api.TimelineRequest) (api
 	return api.TimelinePage{Entries: entries, Next: next, Skipped: c.skipped()}, nil
 }
 
-// page picks req's page from query, which returns the last Limit matches
-// of a filter (all when Limit <= 0) in position order. It asks for a window
-// of the newest matches and widens it (×4) until the window reaches past
-// the cursor, so the cost of a page grows with its distance from the
-// newest match, and the first page (no cursor) is one bounded query.
+// page picks req's page with one bounded query: Limit+1 matches from the
+// cursor, the extra one only telling whether there is a next page. The
+// timeline walks its narrowest index from the cursor (Timeline.Query), so a
+// page costs the same wherever it lies in the history.
 func page(query func(projections.Filter) []projections.Entry, req api.TimelineRequest) ([]projections.Entry, uint64) {
 	f := req.Filter()
-	window := req.Limit + 1
-	for {
-		f.Limit = window
-		got := query(f)
-		all := len(got) < window || window <= 0
-		if req.Forwards() {
-			// Forward: the first Limit matches above After (and below Before).
-			if !all && got[0].Position > req.After {
-				window = widen(window)
-				continue
-			}
-			i, _ := slices.BinarySearchFunc(got, req.After+1, byPosition)
-			got = got[i:]
-			if req.Before > 0 {
-				j, _ := slices.BinarySearchFunc(got, req.Before, byPosition)
-				got = got[:j]
-			}
-			if len(got) > req.Limit {
-				got = got[:req.Limit]
-				return got, got[len(got)-1].Position
-			}
-			return got, 0
-		}
-		// Backward: the last Limit matches below Before (or the newest).
-		j := len(got)
-		if req.Before > 0 {
-			j, _ = slices.BinarySearchFunc(got, req.Before, byPosition)
-		}
-		if j <= req.Limit && !all {
-			window = widen(window)
-			continue
-		}
-		got = got[:j]
-		if len(got) > req.Limit {
-			got = got[len(got)-req.Limit:]
-			return got, got[0].Position
-		}
+	f.After, f.Before, f.Forward, f.Limit = req.After, req.Before, req.Forwards(), req.Limit+1
+	got := query(f)
+	if len(got) <= req.Limit {
 		return got, 0
 	}
-}
-
-func byPosition(e projections.Entry, pos uint64) int {
-	switch {
-	case e.Position < pos:
-		return -1
-	case e.Position > pos:
-		return 1
+	if f.Forward {
+		got = got[:req.Limit]
+		return got, got[len(got)-1].Position
 	}
-	return 0
-}
-
-// widen grows a query window; past a million it asks for everything.
-func widen(w int) int {
-	if w <= 0 || w > 1<<20 {
-		return 0
-	}
-	return w * 4
+	got = got[1:]
+	return got, got[0].Position
 }
 
 // Why is every apply that touched resource on node, with its push.

@@ -14,6 +14,10 @@ type declIndex[V any] struct {
 	vals    []V
 	byID    map[string]int
 	indexed int
+	// trimmed says older declarations were left out (a snapshot keeps only
+	// the latest, see snapKeep); missed, that a lookup while trimmed found
+	// nothing, so the state may differ from a rebuild's (Set.Incomplete).
+	trimmed, missed bool
 }
 
 // declLookBack is how many of the latest declarations a lookup compares
@@ -28,6 +32,14 @@ func (x *declIndex[V]) add(id string, v V) {
 // get returns the latest declaration of id, indexing older declarations if
 // it must. It modifies x: call it while folding, under the write lock.
 func (x *declIndex[V]) get(id string) (V, bool) {
+	v, ok := x.lookup(id)
+	if !ok && x.trimmed {
+		x.missed = true
+	}
+	return v, ok
+}
+
+func (x *declIndex[V]) lookup(id string) (V, bool) {
 	if v, ok, done := x.recent(id); done {
 		return v, ok
 	}

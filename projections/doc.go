@@ -51,6 +51,42 @@
 // range and the first and last positions. The CLI prints timeline and why
 // collapsed, in text and in JSON; Query and Why return every entry.
 //
+// # Queries that stay fast as history grows
+//
+// The timeline indexes its entries by node, type, module and resource
+// (int32 entry numbers, ascending, 4 bytes an entry per index it is in), and
+// knows whether entry times are in order. Timeline.Query walks the
+// narrowest index the filter names from its cursor (Filter.After and
+// Before, exclusive positions; Forward for the oldest first), finds the
+// cursor and the time range by binary search, and renders only the entries
+// it returns: a page of 50 costs the same at the start or the end of a
+// million events. The controller pages the API's timeline with it
+// (controller/read.go).
+//
+// # Snapshots
+//
+// A local CLI call does not replay the log: SaveSnapshot writes the state
+// of the projections a Runner feeds, with its position, counters and the id
+// of the event at that position, to one file (versioned, CRC-32C, written
+// to a temporary file and renamed); LoadSnapshot restores them and sets the
+// runner there, and CatchUp folds on. The snapshot holds the small
+// projections whole (status, holds, churn, each node's last 16
+// declarations, the roster's last 16) and the timeline's fold state, not
+// its entries: those stay in snapstore's bbolt file (timeline.db), read a
+// page at a time. Why: status, holds and churn are a few kilobytes a node
+// and load in milliseconds, while a million timeline entries are hundreds of
+// megabytes, which no call should load for a page of 50 (see
+// projections/snapstore for the files and their formats).
+//
+// What the snapshot leaves out costs nothing in practice but is never
+// guessed: a later event naming a declaration older than the 16 kept marks
+// the set Incomplete (snapstore then rebuilds from 0), and a roster loaded
+// from a snapshot answers History, and Declaration or Diff of an older
+// declaration, with ErrTrimmed (fold from 0, or ask the controller, whose
+// projections are whole). A snapshot that is damaged, of another format
+// version, or of another history (the event at its position is not the one
+// it folded) is ErrSnapshot: a cache, never the truth.
+//
 // # Concurrency
 //
 // Every projection guards its state with its own sync.RWMutex: Fold and

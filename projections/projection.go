@@ -25,6 +25,11 @@ var (
 	// concerns (no node in the payload, and a stream that is not a node's).
 	// The runner counts and skips such an event for that projection.
 	ErrUnattributed = errors.New("event names no node")
+
+	// ErrTrimmed means a roster query needs declarations older than those a
+	// snapshot keeps (the roster was loaded from one): fold from position 0
+	// (a rebuild) or ask the controller, whose projections are whole.
+	ErrTrimmed = errors.New("declaration history not loaded (projections from a snapshot)")
 )
 
 // Projection is one view of the event stream.
@@ -71,6 +76,44 @@ func New() *Set {
 // status read right after a fold already sees that event's churn).
 func (s *Set) All() []Projection {
 	return []Projection{s.Churn, s.Roster, s.Status, s.Holds, s.Timeline}
+}
+
+// Small returns the projections of s but the timeline, in fold order: those
+// small per node, which a snapshot holds whole (see SaveSnapshot). A local
+// read that needs no timeline feeds only these.
+func (s *Set) Small() []Projection {
+	return []Projection{s.Churn, s.Roster, s.Status, s.Holds}
+}
+
+// Incomplete reports whether a projection of s, loaded from a snapshot that
+// kept only each node's latest declarations, has since folded an event
+// naming an older one: its state may then differ from a rebuild's, and the
+// caller must rebuild (snapstore.Open does).
+func (s *Set) Incomplete() bool {
+	s.Status.mu.RLock()
+	for _, n := range s.Status.nodes {
+		if n.decls.missed {
+			s.Status.mu.RUnlock()
+			return true
+		}
+	}
+	s.Status.mu.RUnlock()
+	s.Churn.mu.RLock()
+	for _, n := range s.Churn.nodes {
+		if n.decls.missed {
+			s.Churn.mu.RUnlock()
+			return true
+		}
+	}
+	s.Churn.mu.RUnlock()
+	s.Timeline.mu.RLock()
+	defer s.Timeline.mu.RUnlock()
+	for _, x := range s.Timeline.decls {
+		if x.missed {
+			return true
+		}
+	}
+	return false
 }
 
 // MarshalJSON serializes every projection of s into one object keyed by

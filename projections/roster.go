@@ -27,6 +27,7 @@ type Roster struct {
 type rosterNode struct {
 	History []ComposedDecl `json:"history"`
 	index   declIndex[int] // declaration id → last index in History
+	trimmed bool           // loaded from a snapshot that kept only the latest declarations
 }
 
 // ComposedDecl is one composed declaration as the roster keeps it.
@@ -131,6 +132,9 @@ func (r *Roster) History(node string) ([]ComposedDecl, error) {
 	if !ok {
 		return nil, fmt.Errorf("projections: roster history of %q: %w", node, ErrUnknownNode)
 	}
+	if n.trimmed {
+		return nil, fmt.Errorf("projections: roster history of %q: %w", node, ErrTrimmed)
+	}
 	return slices.Clone(n.History), nil
 }
 
@@ -148,6 +152,9 @@ func (r *Roster) decl(node, decl string) (ComposedDecl, error) {
 		return ComposedDecl{}, fmt.Errorf("projections: declaration %q of %q: %w", decl, node, ErrUnknownNode)
 	}
 	i, ok := n.index.peek(decl)
+	if !ok && n.trimmed {
+		return ComposedDecl{}, fmt.Errorf("projections: declaration %q of %q: %w", decl, node, ErrTrimmed)
+	}
 	if !ok {
 		return ComposedDecl{}, fmt.Errorf("projections: declaration %q of %q: %w", decl, node, ErrUnknownDeclaration)
 	}

@@ -181,16 +181,28 @@ func (r *Runner) setPos(pos uint64) {
 func (r *Runner) CatchUp(ctx context.Context) error {
 	r.fold.Lock()
 	defer r.fold.Unlock()
-	return r.catchUp(ctx)
+	return r.catchUp(ctx, 0)
 }
 
-func (r *Runner) catchUp(ctx context.Context) error {
+// CatchUpTo is CatchUp stopping at position limit (when the store's head
+// is past it), so a caller can flush what was folded in steps (TimelineDB).
+func (r *Runner) CatchUpTo(ctx context.Context, limit uint64) error {
+	r.fold.Lock()
+	defer r.fold.Unlock()
+	return r.catchUp(ctx, limit)
+}
+
+// catchUp folds to the head, or to limit when limit > 0 is below it.
+func (r *Runner) catchUp(ctx context.Context, limit uint64) error {
 	if err := r.load(ctx); err != nil {
 		return err
 	}
 	head, err := r.store.Head(ctx)
 	if err != nil {
 		return fmt.Errorf("projections: catch up: head: %w", err)
+	}
+	if limit > 0 && limit < head {
+		head = limit
 	}
 	pos := r.Position()
 	if pos >= head {
@@ -328,7 +340,7 @@ var errUnknown = errors.New("unknown type")
 // decoding and, in the same order, for folding.
 func (r *Runner) readPages(ctx context.Context, pos, head uint64, jobs chan<- decodeJob, order chan<- chan decodedPage) error {
 	for pos < head {
-		page, err := r.store.ReadAll(ctx, pos, PageSize)
+		page, err := r.store.ReadAll(ctx, pos, int(min(PageSize, head-pos)))
 		if err != nil {
 			return fmt.Errorf("projections: catch up: read after %d: %w", pos, err)
 		}
@@ -407,7 +419,7 @@ func (r *Runner) Rebuild(ctx context.Context) error {
 	}
 	r.loaded = true
 	r.setPos(0)
-	if err := r.catchUp(ctx); err != nil {
+	if err := r.catchUp(ctx, 0); err != nil {
 		return fmt.Errorf("projections: rebuild: %w", err)
 	}
 	return nil

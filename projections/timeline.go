@@ -2,7 +2,9 @@ package projections
 
 import (
 	"fmt"
+	"math"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -21,16 +23,33 @@ import (
 // Invariant: entries are in position order and never modified once folded;
 // they are kept in chunks of chunkSize, so the timeline grows without
 // copying what it holds. byNode[n] lists the indexes of node n's entries,
-// ascending.
+// ascending; byType, byModule and byResource likewise for a type, a module
+// (Filter.Module's sense) and a resource an apply touched (Filter.Resource's
+// sense). Every entry keeps the latest time folded up to it (maxAt), which
+// ascends, so that a time range is found by binary search (see walk);
+// ordered is true while every entry's time is at or after the one before
+// it (TimelineDB reads it).
 type Timeline struct {
-	mu      sync.RWMutex
-	chunks  [][]entry
-	n       int // entries
-	byNode  map[string][]int32
-	decls   map[string]*declIndex[*tlDecl] // per node
-	last    map[string]*tlDecl             // per node, the last composed declaration
-	churn   *Churn                         // read when queried, to mark where loops were detected and cleared; may be nil
-	reports *Reports                       // resolves compact apply reports; entries keep the resolved form
+	mu         sync.RWMutex
+	chunks     [][]entry
+	n          int // entries
+	byNode     map[string][]int32
+	byType     map[string][]int32
+	byModule   map[string][]int32
+	byResource map[string][]int32
+	ordered    bool
+	// flushed counts entries folded before the first one held: those a
+	// TimelineDB wrote out, or a snapshot's. Entry indexes start after them.
+	flushed int
+	lastAt  time.Time // of the last entry folded
+	// maxAt is the latest time folded so far; lag, the most an entry's time
+	// was ever behind the latest before it (a report delivered late keeps
+	// the time it was made). Query bounds a time range with them.
+	maxAt, lag int64
+	decls      map[string]*declIndex[*tlDecl] // per node
+	last       map[string]*tlDecl             // per node, the last composed declaration
+	churn      *Churn                         // read when queried, to mark where loops were detected and cleared; may be nil
+	reports    *Reports                       // resolves compact apply reports; entries keep the resolved form
 }
 
 // chunkSize is how many entries one chunk of the timeline holds.
@@ -47,6 +66,7 @@ type entry struct {
 	p                  events.Payload // a DeclarationComposed is kept without roster or resources
 	decl               *tlDecl        // the declaration a composed, pushed or apply event is about, when known
 	roster, resources  int32          // counts of a composed declaration
+	maxAt              int64          // the latest time (nanos) of this entry and every one before it: ascending
 }
 
 func (t *Timeline) at(i int) *entry { return &t.chunks[i/chunkSize][i%chunkSize] }
@@ -188,7 +208,14 @@ type Filter struct {
 	Type        string
 	Correlation string
 	From, To    time.Time // [From, To); a zero bound is open
-	Limit       int       // > 0: only the last Limit matches
+	// After and Before bound positions, both excluded: only entries at
+	// positions above After and, when Before > 0, below Before. They are the
+	// cursors of a paged read.
+	After, Before uint64
+	// Limit > 0 keeps only Limit matches: the last ones (the newest below
+	// Before), or the first ones (the oldest above After) when Forward.
+	Limit   int
+	Forward bool
 }
 
 var _ Projection = (*Timeline)(nil)
@@ -203,6 +230,12 @@ func NewTimeline() *Timeline {
 func (t *Timeline) reset() {
 	t.chunks, t.n = nil, 0
 	t.byNode = map[string][]int32{}
+	t.byType = map[string][]int32{}
+	t.byModule = map[string][]int32{}
+	t.byResource = map[string][]int32{}
+	t.ordered, t.flushed, t.lastAt = true, 0, time.Time{}
+	t.maxAt, t.lag = math.MinInt64, 0
+	t.maxAt, t.lag = math.MinInt64, 0
 	t.decls = map[string]*declIndex[*tlDecl]{}
 	t.last = map[string]*tlDecl{}
 	t.reports = NewReports()
@@ -264,11 +297,44 @@ func (t *Timeline) Fold(ev events.Event, p events.Payload) error {
 	case events.ApplyReported:
 		e.decl = t.decl(e.node, v.Declaration)
 	}
+	i := int32(t.n)
 	if e.node != "" {
-		t.byNode[e.node] = append(t.byNode[e.node], int32(t.n))
+		t.byNode[e.node] = append(t.byNode[e.node], i)
 	}
+	t.byType[e.typ] = append(t.byType[e.typ], i)
+	for _, m := range modules(&e) {
+		t.byModule[m] = append(t.byModule[m], i)
+	}
+	if a, ok := e.p.(events.ApplyReported); ok {
+		for _, r := range touched(a) {
+			t.byResource[r] = append(t.byResource[r], i)
+		}
+	}
+	if t.n+t.flushed > 0 && e.at.Before(t.lastAt) {
+		t.ordered = false
+	}
+	t.lastAt = e.at
+	at := nanos(e.at)
+	if at > t.maxAt {
+		t.maxAt = at
+	} else if t.maxAt-at > t.lag {
+		t.lag = t.maxAt - at
+	}
+	e.maxAt = t.maxAt
 	t.push(e)
 	return nil
+}
+
+// nanos is t in Unix nanoseconds, saturated outside the years 1700 to 2200
+// (where UnixNano is undefined), so that it orders as times do.
+func nanos(t time.Time) int64 {
+	switch y := t.Year(); {
+	case y < 1700:
+		return math.MinInt64 + 1
+	case y > 2200:
+		return math.MaxInt64 - 1
+	}
+	return t.UnixNano()
 }
 
 // decl returns node's latest composed declaration of id, nil if none (while
@@ -282,20 +348,90 @@ func (t *Timeline) decl(node, id string) *tlDecl {
 }
 
 // Query returns the entries f selects, in position order.
+//
+// It never scans more than it must: it walks the narrowest index among
+// those f names (node, type, module, resource; every entry when it names
+// none), from the cursor (Before, or After when Forward) found by binary
+// search, with the time range narrowed the same way while entry times are
+// in order, and renders only the entries it returns. So a page of Limit
+// rows costs O(log n) plus the entries of that index between the cursor and
+// the page's last row.
 func (t *Timeline) Query(f Filter) []Entry {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	var out []Entry
 	marks := t.churnMarks(f.Node)
-	t.scan(f.Node, func(e *entry) bool {
-		if !t.match(e, f) {
-			return true
-		}
+	t.walk(f, func(e *entry) bool {
 		out = append(out, t.marked(t.show(e), marks))
 		return f.Limit <= 0 || len(out) < f.Limit
 	})
-	slices.Reverse(out)
+	if !f.Forward {
+		slices.Reverse(out)
+	}
 	return out
+}
+
+// walk calls fn with each entry f selects (Limit aside), newest first or,
+// when f.Forward, oldest first, until fn returns false.
+func (t *Timeline) walk(f Filter, fn func(*entry) bool) {
+	// The narrowest index f names; nil and all for every entry.
+	var idx []int32
+	all := true
+	for _, c := range []struct {
+		key string
+		m   map[string][]int32
+	}{{f.Node, t.byNode}, {f.Type, t.byType}, {f.Module, t.byModule}, {f.Resource, t.byResource}} {
+		if c.key == "" {
+			continue
+		}
+		l := c.m[c.key]
+		if all || len(l) < len(idx) {
+			idx, all = l, false
+		}
+	}
+	n := len(idx)
+	at := func(k int) *entry { return t.at(int(idx[k])) }
+	if all {
+		n = t.n
+		at = func(k int) *entry { return t.at(k) }
+	}
+	// [lo, hi) is the part of the index within the bounds.
+	lo, hi := 0, n
+	if f.After > 0 {
+		lo = sort.Search(n, func(k int) bool { return at(k).position > f.After })
+	}
+	if f.Before > 0 {
+		hi = sort.Search(n, func(k int) bool { return at(k).position >= f.Before })
+	}
+	// The time range by binary search on maxAt, which ascends: an entry
+	// whose maxAt is before From is before From, and one whose maxAt is at
+	// or after To+lag is at or after To (its time is at most lag behind).
+	if !f.From.IsZero() {
+		from := nanos(f.From)
+		lo = max(lo, sort.Search(n, func(k int) bool { return at(k).maxAt >= from }))
+	}
+	if !f.To.IsZero() {
+		to := nanos(f.To)
+		if to < math.MaxInt64-t.lag {
+			to += t.lag
+		} else {
+			to = math.MaxInt64
+		}
+		hi = min(hi, sort.Search(n, func(k int) bool { return at(k).maxAt >= to }))
+	}
+	if f.Forward {
+		for k := lo; k < hi; k++ {
+			if e := at(k); t.match(e, f) && !fn(e) {
+				return
+			}
+		}
+		return
+	}
+	for k := hi - 1; k >= lo; k-- {
+		if e := at(k); t.match(e, f) && !fn(e) {
+			return
+		}
+	}
 }
 
 // scan calls fn with the entries of node (or all, when node is ""), newest
@@ -321,6 +457,8 @@ func (t *Timeline) match(e *entry, f Filter) bool {
 	switch {
 	case f.Node != "" && e.node != f.Node,
 		f.Type != "" && e.typ != f.Type,
+		e.position <= f.After,
+		f.Before > 0 && e.position >= f.Before,
 		f.Correlation != "" && e.correlation != f.Correlation,
 		!f.From.IsZero() && e.at.Before(f.From),
 		!f.To.IsZero() && !e.at.Before(f.To):
@@ -634,4 +772,79 @@ func (t *Timeline) MarshalJSON() ([]byte, error) {
 		out[i] = t.show(t.at(i))
 	}
 	return marshal(out)
+}
+
+// EntryRecord is an entry as a timeline kept outside memory stores it (see
+// TakeRecords): the entry, without its churn mark, and what its JSON
+// leaves out.
+type EntryRecord struct {
+	Entry Entry `json:"entry"`
+	Idle  bool  `json:"idle,omitempty"`
+}
+
+// Restore is the entry the record stands for.
+func (r EntryRecord) Restore() Entry {
+	en := r.Entry
+	en.idle = r.Idle
+	return en
+}
+
+// TakeRecords renders every entry the timeline holds, without churn marks
+// (Marked adds them when read), and forgets them, keeping what it needs to
+// fold on (declarations, the report resolver, the count and time order): a
+// TimelineDB writes them out. Queries of the timeline itself then see only
+// the entries folded since.
+func (t *Timeline) TakeRecords() []EntryRecord {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]EntryRecord, t.n)
+	for i := range out {
+		en := t.show(t.at(i))
+		out[i] = EntryRecord{Entry: en, Idle: en.idle}
+	}
+	t.flushed += t.n
+	t.chunks, t.n = nil, 0
+	t.byNode = map[string][]int32{}
+	t.byType = map[string][]int32{}
+	t.byModule = map[string][]int32{}
+	t.byResource = map[string][]int32{}
+	return out
+}
+
+// Ordered reports whether every entry folded so far is at or after the one
+// before it in time, so that a time range is a range of positions.
+func (t *Timeline) Ordered() bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.ordered
+}
+
+// Marked adds to es (entries of node, or of every node when node is "")
+// the churn marks Query would show, in place, and returns es.
+func (t *Timeline) Marked(es []Entry, node string) []Entry {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	marks := t.churnMarks(node)
+	for i := range es {
+		es[i] = t.marked(es[i], marks)
+	}
+	return es
+}
+
+// Selects reports whether f selects en, Limit and Forward aside, by the
+// rendered entry's fields (as Query selects folded entries).
+func (f Filter) Selects(en Entry) bool {
+	switch {
+	case f.Node != "" && en.Node != f.Node,
+		f.Type != "" && en.Type != f.Type,
+		f.Correlation != "" && en.Correlation != f.Correlation,
+		f.Module != "" && !slices.Contains(en.Modules, f.Module),
+		f.Resource != "" && !slices.Contains(en.Resources, f.Resource),
+		!f.From.IsZero() && en.At.Before(f.From),
+		!f.To.IsZero() && !en.At.Before(f.To),
+		en.Position <= f.After,
+		f.Before > 0 && en.Position >= f.Before:
+		return false
+	}
+	return true
 }

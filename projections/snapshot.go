@@ -1,0 +1,766 @@
+package projections
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+	"unsafe"
+
+	"meshplane/events"
+)
+
+// ErrSnapshot means a snapshot file could not be used: it is damaged, of
+// another format version, or of another history than the store's. A
+// snapshot is a cache, never the truth: the caller ignores it (saying so)
+// and folds from position 0.
+var ErrSnapshot = errors.New("projections: snapshot unusable")
+
+// Snapshot file format (SaveSnapshot writes it, LoadSnapshot reads it):
+//
+//	magic    8 bytes  "MESHSNAP"
+//	version  4 bytes  big-endian, snapshotVersion
+//	length   8 bytes  big-endian, the length of body
+//	body     length bytes, encoding/json of snapState (JSON, not gob: it
+//	         keeps an empty list apart from an absent one, which the
+//	         projections' own JSON shows)
+//	crc      4 bytes  big-endian, CRC-32C (Castagnoli) of body
+//
+// snapState holds the position every projection in it has folded, the id
+// of the event at that position (so a snapshot of another store, or of a
+// store that was replaced, is refused), the runner's counters, and the
+// state of each projection in the snapshot by name. Slices the projections
+// share in memory (a roster or resource list repeated by quiet composes)
+// are written once, in tables, and shared again on load. The timeline's
+// entries are not in it (see TimelineDB); its fold state is, so a
+// TimelineDB can keep folding from the snapshot's position.
+//
+// The version changes whenever snapState or any state in it changes shape
+// or meaning; a file of another version is ErrSnapshot.
+const (
+	snapshotMagic   = "MESHSNAP"
+	snapshotVersion = 2
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+type snapState struct {
+	Position uint64
+	EventID  [16]byte // of the event at Position; zero at 0
+	Unknown  map[string]int
+	Failures []Failure
+	Failed   int
+
+	Strings   [][]string             // shared string slices (rosters)
+	Resources [][]events.ResourceRef // shared resource lists
+
+	Churn    *churnSnap
+	Roster   *rosterSnap
+	Status   *statusSnap
+	Holds    *holdsSnap
+	Timeline *timelineSnap
+}
+
+// tables dedupes the slices a snapshot writes: by identity while saving
+// (slices shared in memory are written once), by index while loading.
+type tables struct {
+	st   *snapState
+	strs map[*string]int
+	res  map[*events.ResourceRef]int
+}
+
+func (t *tables) strings(s []string) int {
+	if s == nil {
+		return -1
+	}
+	if len(s) == 0 {
+		s = s[:0:0]
+	}
+	p := unsafe.SliceData(s)
+	if i, ok := t.strs[p]; ok && len(t.st.Strings[i]) == len(s) {
+		return i
+	}
+	t.strs[p] = len(t.st.Strings)
+	t.st.Strings = append(t.st.Strings, s)
+	return len(t.st.Strings) - 1
+}
+
+func (t *tables) resources(s []events.ResourceRef) int {
+	if s == nil {
+		return -1
+	}
+	p := unsafe.SliceData(s)
+	if i, ok := t.res[p]; ok && len(t.st.Resources[i]) == len(s) {
+		return i
+	}
+	t.res[p] = len(t.st.Resources)
+	t.st.Resources = append(t.st.Resources, s)
+	return len(t.st.Resources) - 1
+}
+
+func (st *snapState) strs(i int) []string {
+	if i < 0 {
+		return nil
+	}
+	if s := st.Strings[i]; s != nil {
+		return s
+	}
+	return []string{}
+}
+
+func (st *snapState) res(i int) []events.ResourceRef {
+	if i < 0 {
+		return nil
+	}
+	if s := st.Resources[i]; s != nil {
+		return s
+	}
+	return []events.ResourceRef{}
+}
+
+// snapKeep is how many of a node's latest declarations a snapshot keeps in
+// each index of declarations (status, churn, timeline) and in the roster's
+// history, so that a snapshot's size does not grow with the history:
+// pushes and applies name one of the last few (declLookBack). A later
+// event naming an older one marks the projection incomplete
+// (Set.Incomplete), and the caller rebuilds from 0; the roster's History,
+// and Declaration or Diff of an older one, are ErrTrimmed.
+var snapKeep = 16
+
+// declSnap is a declIndex's content: the latest declarations, in composed
+// order; Trimmed when older ones were left out.
+type declSnap[V any] struct {
+	IDs     []string
+	Vals    []V
+	Trimmed bool `json:",omitempty"`
+}
+
+// saveDecls keeps the last snapKeep declarations of x, and those keep
+// names too (a status's applied declaration, read when queried).
+func saveDecls[V, W any](x *declIndex[V], conv func(V) W, keep ...string) declSnap[W] {
+	from := max(0, len(x.ids)-snapKeep)
+	out := declSnap[W]{Trimmed: x.trimmed || from > 0}
+	for i := range x.ids {
+		if i < from && !slices.Contains(keep, x.ids[i]) {
+			continue
+		}
+		out.IDs = append(out.IDs, x.ids[i])
+		out.Vals = append(out.Vals, conv(x.vals[i]))
+	}
+	return out
+}
+
+func loadDecls[V, W any](s declSnap[W], conv func(W) V) declIndex[V] {
+	x := declIndex[V]{ids: s.IDs, vals: make([]V, len(s.Vals)), trimmed: s.Trimmed}
+	for i, w := range s.Vals {
+		x.vals[i] = conv(w)
+	}
+	return x
+}
+
+type reportsSnap struct {
+	Nodes map[string]reportsNodeSnap
+}
+
+type reportsNodeSnap struct {
+	Decl, Digest string
+	Applies      []string
+	Held         [][]events.Held
+}
+
+func (r *Reports) save() reportsSnap {
+	out := reportsSnap{Nodes: make(map[string]reportsNodeSnap, len(r.nodes))}
+	for _, name := range slices.Sorted(maps.Keys(r.nodes)) {
+		n := r.nodes[name]
+		s := reportsNodeSnap{Decl: n.decl, Digest: n.digest}
+		for _, h := range n.held {
+			s.Applies = append(s.Applies, h.apply)
+			s.Held = append(s.Held, h.held)
+		}
+		out.Nodes[name] = s
+	}
+	return out
+}
+
+func (r *Reports) load(s reportsSnap) {
+	r.nodes = make(map[string]*reportsNode, len(s.Nodes))
+	for name, sn := range s.Nodes {
+		n := &reportsNode{decl: sn.Decl, digest: sn.Digest}
+		for i, a := range sn.Applies {
+			n.held = append(n.held, heldList{apply: a, held: sn.Held[i]})
+		}
+		r.nodes[name] = n
+	}
+}
+
+type churnSnap struct {
+	Nodes    map[string]churnNodeSnap
+	Assigned map[string][]string
+}
+
+type churnNodeSnap struct {
+	Episodes            []Episode
+	Active              int
+	Streak              int
+	StreakStart         Mark
+	Quiet               int
+	Pending             Evidence
+	Cur, Prev           string
+	CurDecl, PrevDecl   string
+	CurPos, PrevPos     uint64
+	CurRoster, PrevRost int
+	Changed             Mark
+	OpSinceChange       bool
+	Decls               declSnap[declFactsSnap]
+}
+
+type declFactsSnap struct {
+	Digest    string
+	Resources int
+}
+
+func (c *Churn) save(t *tables) *churnSnap {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := &churnSnap{Nodes: make(map[string]churnNodeSnap, len(c.nodes)), Assigned: map[string][]string{}}
+	for _, name := range slices.Sorted(maps.Keys(c.nodes)) {
+		n := c.nodes[name]
+		out.Nodes[name] = churnNodeSnap{
+			Episodes: n.Episodes, Active: n.active, Streak: n.streak, StreakStart: n.streakStart,
+			Quiet: n.quiet, Pending: n.pending, Cur: n.cur, Prev: n.prev, CurDecl: n.curDecl,
+			PrevDecl: n.prevDecl, CurPos: n.curPos, PrevPos: n.prevPos,
+			CurRoster: t.strings(n.curRoster), PrevRost: t.strings(n.prevRost),
+			Changed: n.changed, OpSinceChange: n.opSinceChange,
+			Decls: saveDecls(&n.decls, func(d declFacts) declFactsSnap { return declFactsSnap{Digest: d.digest, Resources: d.resources} }),
+		}
+	}
+	for m, nodes := range c.assigned {
+		out.Assigned[m] = slices.Sorted(maps.Keys(nodes))
+	}
+	return out
+}
+
+func (c *Churn) load(s *churnSnap, st *snapState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nodes = make(map[string]*churnNode, len(s.Nodes))
+	for name, sn := range s.Nodes {
+		c.nodes[name] = &churnNode{
+			Episodes: sn.Episodes, active: sn.Active, streak: sn.Streak, streakStart: sn.StreakStart,
+			quiet: sn.Quiet, pending: sn.Pending, cur: sn.Cur, prev: sn.Prev, curDecl: sn.CurDecl,
+			prevDecl: sn.PrevDecl, curPos: sn.CurPos, prevPos: sn.PrevPos,
+			curRoster: st.strs(sn.CurRoster), prevRost: st.strs(sn.PrevRost),
+			changed: sn.Changed, opSinceChange: sn.OpSinceChange,
+			decls: loadDecls(sn.Decls, func(d declFactsSnap) declFacts { return declFacts{digest: d.Digest, resources: d.Resources} }),
+		}
+	}
+	c.assigned = make(map[string]map[string]bool, len(s.Assigned))
+	for m, nodes := range s.Assigned {
+		set := make(map[string]bool, len(nodes))
+		for _, n := range nodes {
+			set[n] = true
+		}
+		c.assigned[m] = set
+	}
+}
+
+type rosterSnap struct {
+	Nodes   map[string][]composedSnap
+	Trimmed map[string]bool `json:",omitempty"`
+}
+
+type composedSnap struct {
+	Declaration, Digest string
+	Position            uint64
+	At                  time.Time
+	Correlation         string
+	Roster, Resources   int
+}
+
+func (r *Roster) save(t *tables) *rosterSnap {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := &rosterSnap{Nodes: make(map[string][]composedSnap, len(r.nodes)), Trimmed: map[string]bool{}}
+	for _, name := range slices.Sorted(maps.Keys(r.nodes)) {
+		n := r.nodes[name]
+		kept := n.History[max(0, len(n.History)-snapKeep):]
+		if n.trimmed || len(kept) < len(n.History) {
+			out.Trimmed[name] = true
+		}
+		h := make([]composedSnap, len(kept))
+		for i, d := range kept {
+			h[i] = composedSnap{
+				Declaration: d.Declaration, Digest: d.Digest, Position: d.Position, At: d.At,
+				Correlation: d.Correlation, Roster: t.strings(d.Roster), Resources: t.resources(d.Resources),
+			}
+		}
+		out.Nodes[name] = h
+	}
+	return out
+}
+
+func (r *Roster) load(s *rosterSnap, st *snapState) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.nodes = make(map[string]*rosterNode, len(s.Nodes))
+	for name, h := range s.Nodes {
+		n := &rosterNode{History: make([]ComposedDecl, len(h)), trimmed: s.Trimmed[name]}
+		for i, d := range h {
+			c := ComposedDecl{
+				Declaration: d.Declaration, Digest: d.Digest, Position: d.Position, At: d.At,
+				Correlation: d.Correlation, Roster: st.strs(d.Roster), Resources: st.res(d.Resources),
+			}
+			n.History[i] = c
+			n.index.add(c.Declaration, i)
+		}
+		r.nodes[name] = n
+	}
+}
+
+type statusSnap struct {
+	Nodes   map[string]statusNodeSnap
+	Reports reportsSnap
+}
+
+type statusNodeSnap struct {
+	Modules, Taken []string
+	Adopted        bool
+	Composed       DeclMark
+	ComposeFailed  ComposeFailure
+	Pushed         DeclMark
+	PushFailed     PushFailure
+	Applied        *ApplyRecord
+	Decls          declSnap[declSnapVal]
+}
+
+type declSnapVal struct {
+	Digest    string
+	Resources int
+}
+
+func (s *Status) save(t *tables) *statusSnap {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := &statusSnap{Nodes: make(map[string]statusNodeSnap, len(s.nodes)), Reports: s.reports.save()}
+	for _, name := range slices.Sorted(maps.Keys(s.nodes)) {
+		n := s.nodes[name]
+		out.Nodes[name] = statusNodeSnap{
+			Modules: n.modules, Taken: n.taken, Adopted: n.adopted, Composed: n.composed,
+			ComposeFailed: n.composeFailed, Pushed: n.pushed, PushFailed: n.pushFailed, Applied: n.applied,
+			Decls: saveDecls(&n.decls, func(d *decl) declSnapVal {
+				return declSnapVal{Digest: d.digest, Resources: t.resources(d.resources)}
+			}, appliedDecl(n), n.pushed.Declaration),
+		}
+	}
+	return out
+}
+
+func (s *Status) load(sn *statusSnap, st *snapState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nodes = make(map[string]*statusNode, len(sn.Nodes))
+	for name, n := range sn.Nodes {
+		s.nodes[name] = &statusNode{
+			modules: n.Modules, taken: n.Taken, adopted: n.Adopted, composed: n.Composed,
+			composeFailed: n.ComposeFailed, pushed: n.Pushed, pushFailed: n.PushFailed, applied: n.Applied,
+			decls: loadDecls(n.Decls, func(d declSnapVal) *decl {
+				return &decl{digest: d.Digest, resources: st.res(d.Resources)}
+			}),
+		}
+	}
+	s.reports.load(sn.Reports)
+}
+
+func appliedDecl(n *statusNode) string {
+	if n.applied == nil {
+		return ""
+	}
+	return n.applied.Report.Declaration
+}
+
+type holdsSnap struct {
+	Nodes   map[string]holdsNode
+	Reports reportsSnap
+}
+
+func (h *Holds) save() *holdsSnap {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	out := &holdsSnap{Nodes: make(map[string]holdsNode, len(h.nodes)), Reports: h.reports.save()}
+	for name, n := range h.nodes {
+		out.Nodes[name] = *n
+	}
+	return out
+}
+
+func (h *Holds) load(s *holdsSnap) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.nodes = make(map[string]*holdsNode, len(s.Nodes))
+	for name, n := range s.Nodes {
+		n := n
+		if n.Held == nil {
+			n.Held = []Hold{}
+		}
+		h.nodes[name] = &n
+	}
+	h.reports.load(s.Reports)
+}
+
+type timelineSnap struct {
+	Decls   map[string]declSnap[tlDeclSnap]
+	Last    map[string]tlDeclSnap
+	Reports reportsSnap
+	// Len and Ordered are the timeline's entry count and time order, kept
+	// for a TimelineDB, whose entries are on disk.
+	Len        int
+	Ordered    bool
+	LastAt     time.Time
+	MaxAt, Lag int64
+}
+
+type tlDeclSnap struct {
+	Digest    string
+	Resources int
+	Modules   int
+}
+
+func (t *Timeline) save(tb *tables) *timelineSnap {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	conv := func(d *tlDecl) tlDeclSnap {
+		return tlDeclSnap{Digest: d.digest, Resources: tb.resources(d.resources), Modules: tb.strings(d.modules)}
+	}
+	out := &timelineSnap{
+		Decls: make(map[string]declSnap[tlDeclSnap], len(t.decls)), Last: make(map[string]tlDeclSnap, len(t.last)),
+		Reports: t.reports.save(), Len: t.n + t.flushed, Ordered: t.ordered, LastAt: t.lastAt, MaxAt: t.maxAt, Lag: t.lag,
+	}
+	for _, name := range slices.Sorted(maps.Keys(t.decls)) {
+		x := t.decls[name]
+		out.Decls[name] = saveDecls(x, conv)
+	}
+	for _, name := range slices.Sorted(maps.Keys(t.last)) {
+		d := t.last[name]
+		out.Last[name] = conv(d)
+	}
+	return out
+}
+
+// load restores the fold state of a timeline whose entries are elsewhere
+// (a TimelineDB's file): it holds no entries, and counts s.Len as flushed.
+func (t *Timeline) load(s *timelineSnap, st *snapState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.reset()
+	// A declaration shared by decls and last stays shared: it is found by
+	// its tables' indexes.
+	made := map[tlDeclSnap]*tlDecl{}
+	conv := func(d tlDeclSnap) *tlDecl {
+		if x, ok := made[d]; ok {
+			return x
+		}
+		x := &tlDecl{digest: d.Digest, resources: st.res(d.Resources), modules: st.strs(d.Modules)}
+		made[d] = x
+		return x
+	}
+	for name, ds := range s.Decls {
+		x := loadDecls(ds, conv)
+		t.decls[name] = &x
+	}
+	for name, d := range s.Last {
+		t.last[name] = conv(d)
+	}
+	t.reports.load(s.Reports)
+	t.flushed, t.ordered, t.lastAt, t.maxAt, t.lag = s.Len, s.Ordered, s.LastAt, s.MaxAt, s.Lag
+}
+
+// SaveSnapshot writes the state of set's projections that r feeds, with
+// r's position and counters, to path, atomically: a temporary file in the
+// same directory, synced, then renamed over path. The timeline's entries
+// are left out (only its fold state is written; see TimelineDB). It folds
+// nothing meanwhile: r's fold lock is held while the state is copied.
+func SaveSnapshot(ctx context.Context, path string, r *Runner, set *Set) error {
+	body, err := r.snapshot(ctx, set)
+	if err != nil {
+		return fmt.Errorf("projections: save snapshot %s: %w", path, err)
+	}
+	buf := make([]byte, 0, len(body)+24)
+	buf = append(buf, snapshotMagic...)
+	buf = binary.BigEndian.AppendUint32(buf, snapshotVersion)
+	buf = binary.BigEndian.AppendUint64(buf, uint64(len(body)))
+	buf = append(buf, body...)
+	buf = binary.BigEndian.AppendUint32(buf, crc32.Checksum(body, castagnoli))
+	if err := writeAtomic(path, buf); err != nil {
+		return fmt.Errorf("projections: save snapshot %s: %w", path, err)
+	}
+	return nil
+}
+
+// snapshot encodes set's state at r's position, under r's fold lock.
+func (r *Runner) snapshot(ctx context.Context, set *Set) ([]byte, error) {
+	r.fold.Lock()
+	defer r.fold.Unlock()
+	if err := r.load(ctx); err != nil {
+		return nil, err
+	}
+	st := &snapState{Position: r.Position()}
+	if st.Position > 0 {
+		id, err := r.idAt(ctx, st.Position)
+		if err != nil {
+			return nil, err
+		}
+		st.EventID = id
+	}
+	r.mu.RLock()
+	st.Unknown, st.Failures, st.Failed = maps.Clone(r.unknown), slices.Clone(r.failures), r.failed
+	r.mu.RUnlock()
+	tb := &tables{st: st, strs: map[*string]int{}, res: map[*events.ResourceRef]int{}}
+	for _, p := range r.ps {
+		switch p {
+		case set.Churn:
+			st.Churn = set.Churn.save(tb)
+		case set.Roster:
+			st.Roster = set.Roster.save(tb)
+		case set.Status:
+			st.Status = set.Status.save(tb)
+		case set.Holds:
+			st.Holds = set.Holds.save()
+		case set.Timeline:
+			st.Timeline = set.Timeline.save(tb)
+		default:
+			return nil, fmt.Errorf("projection %s is not of the set", p.Name())
+		}
+	}
+	return json.Marshal(st)
+}
+
+// idAt is the id of the event at pos in r's store.
+func (r *Runner) idAt(ctx context.Context, pos uint64) ([16]byte, error) {
+	evs, err := r.store.ReadAll(ctx, pos-1, 1)
+	if err != nil {
+		return [16]byte{}, fmt.Errorf("read position %d: %w", pos, err)
+	}
+	if len(evs) == 0 || evs[0].Position != pos {
+		return [16]byte{}, fmt.Errorf("the store has no event at position %d: %w", pos, ErrSnapshot)
+	}
+	return evs[0].ID, nil
+}
+
+// LoadSnapshot restores set's projections that r feeds, and r's position
+// and counters, from the snapshot at path, and returns that position; r's
+// next CatchUp or Run folds from there. The snapshot must hold every
+// projection r feeds and be of r's store (the event at its position has
+// the id it recorded). Any other case is an error wrapping ErrSnapshot
+// (os.ErrNotExist when there is no file), and leaves set and r as they
+// were; the caller then folds from 0. Call it before r folds anything.
+func LoadSnapshot(ctx context.Context, path string, r *Runner, set *Set) (uint64, error) {
+	buf, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("projections: load snapshot: %w", err)
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("projections: load snapshot %s: %s: %w", path, fmt.Sprintf(format, args...), ErrSnapshot)
+	}
+	if len(buf) < 24 || string(buf[:8]) != snapshotMagic {
+		return 0, bad("not a snapshot file")
+	}
+	if v := binary.BigEndian.Uint32(buf[8:]); v != snapshotVersion {
+		return 0, bad("format version %d, this build reads %d", v, snapshotVersion)
+	}
+	n := binary.BigEndian.Uint64(buf[12:])
+	if n != uint64(len(buf)-24) {
+		return 0, bad("body of %d bytes in a file of %d", n, len(buf))
+	}
+	body := buf[20 : 20+n]
+	if sum := binary.BigEndian.Uint32(buf[20+n:]); sum != crc32.Checksum(body, castagnoli) {
+		return 0, bad("checksum mismatch")
+	}
+	var st snapState
+	if err := json.Unmarshal(body, &st); err != nil {
+		return 0, bad("decode: %v", err)
+	}
+	r.fold.Lock()
+	defer r.fold.Unlock()
+	if head, err := r.store.Head(ctx); err != nil {
+		return 0, fmt.Errorf("projections: load snapshot: head: %w", err)
+	} else if st.Position > head {
+		return 0, bad("at position %d, past the store's head %d", st.Position, head)
+	}
+	if st.Position > 0 {
+		id, err := r.idAt(ctx, st.Position)
+		if err != nil {
+			return 0, bad("%v", err)
+		}
+		if id != st.EventID {
+			return 0, bad("the event at position %d is not the one the snapshot folded: another history", st.Position)
+		}
+	}
+	for _, p := range r.ps {
+		var missing bool
+		switch p {
+		case set.Churn:
+			missing = st.Churn == nil
+		case set.Roster:
+			missing = st.Roster == nil
+		case set.Status:
+			missing = st.Status == nil
+		case set.Holds:
+			missing = st.Holds == nil
+		case set.Timeline:
+			missing = st.Timeline == nil
+		default:
+			return 0, fmt.Errorf("projections: load snapshot: projection %s is not of the set", p.Name())
+		}
+		if missing {
+			return 0, bad("no state for %s", p.Name())
+		}
+	}
+	if err := checkTables(&st); err != nil {
+		return 0, bad("%v", err)
+	}
+	for _, p := range r.ps {
+		switch p {
+		case set.Churn:
+			set.Churn.load(st.Churn, &st)
+		case set.Roster:
+			set.Roster.load(st.Roster, &st)
+		case set.Status:
+			set.Status.load(st.Status, &st)
+		case set.Holds:
+			set.Holds.load(st.Holds)
+		case set.Timeline:
+			set.Timeline.load(st.Timeline, &st)
+		}
+	}
+	r.mu.Lock()
+	r.unknown = st.Unknown
+	if r.unknown == nil {
+		r.unknown = map[string]int{}
+	}
+	r.failures, r.failed = st.Failures, st.Failed
+	r.mu.Unlock()
+	r.loaded = true
+	r.setPos(st.Position)
+	return st.Position, nil
+}
+
+// checkTables checks that every table index in st is in range, so that a
+// snapshot that passed its checksum but was written wrong cannot make a
+// load panic.
+func checkTables(st *snapState) error {
+	ok := func(i, n int) bool { return i >= -1 && i < n }
+	ns, nr := len(st.Strings), len(st.Resources)
+	if c := st.Churn; c != nil {
+		for name, n := range c.Nodes {
+			if !ok(n.CurRoster, ns) || !ok(n.PrevRost, ns) {
+				return fmt.Errorf("churn of %s: roster index out of range", name)
+			}
+			if n.Active < -1 || n.Active >= len(n.Episodes) {
+				return fmt.Errorf("churn of %s: open episode %d of %d", name, n.Active, len(n.Episodes))
+			}
+			if len(n.Decls.IDs) != len(n.Decls.Vals) {
+				return fmt.Errorf("churn of %s: declarations and ids differ in number", name)
+			}
+		}
+	}
+	if r := st.Roster; r != nil {
+		for name, h := range r.Nodes {
+			for _, d := range h {
+				if !ok(d.Roster, ns) || !ok(d.Resources, nr) {
+					return fmt.Errorf("roster of %s: index out of range", name)
+				}
+			}
+		}
+	}
+	if s := st.Status; s != nil {
+		for name, n := range s.Nodes {
+			if len(n.Decls.IDs) != len(n.Decls.Vals) {
+				return fmt.Errorf("status of %s: declarations and ids differ in number", name)
+			}
+			for _, d := range n.Decls.Vals {
+				if !ok(d.Resources, nr) {
+					return fmt.Errorf("status of %s: index out of range", name)
+				}
+			}
+		}
+	}
+	if t := st.Timeline; t != nil {
+		for name, ds := range t.Decls {
+			if len(ds.IDs) != len(ds.Vals) {
+				return fmt.Errorf("timeline of %s: declarations and ids differ in number", name)
+			}
+			for _, d := range ds.Vals {
+				if !ok(d.Resources, nr) || !ok(d.Modules, ns) {
+					return fmt.Errorf("timeline of %s: index out of range", name)
+				}
+			}
+		}
+		for name, d := range t.Last {
+			if !ok(d.Resources, nr) || !ok(d.Modules, ns) {
+				return fmt.Errorf("timeline of %s: index out of range", name)
+			}
+		}
+	}
+	for _, ns := range []map[string]reportsNodeSnap{reportsOf(st.Status), reportsOf(st.Holds), reportsOf(st.Timeline)} {
+		for name, n := range ns {
+			if len(n.Applies) != len(n.Held) {
+				return fmt.Errorf("reports of %s: applies and held lists differ in number", name)
+			}
+		}
+	}
+	return nil
+}
+
+func reportsOf(v any) map[string]reportsNodeSnap {
+	switch s := v.(type) {
+	case *statusSnap:
+		if s != nil {
+			return s.Reports.Nodes
+		}
+	case *holdsSnap:
+		if s != nil {
+			return s.Reports.Nodes
+		}
+	case *timelineSnap:
+		if s != nil {
+			return s.Reports.Nodes
+		}
+	}
+	return nil
+}
+
+// writeAtomic writes b to path through a synced temporary file renamed
+// over it, so a reader sees the old file or the new one, never a part.
+func writeAtomic(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // after a successful rename, removes nothing
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
