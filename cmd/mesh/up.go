@@ -592,6 +592,19 @@ func (e *env) onePass(ctx context.Context, o upOptions, r controllerReady, mf me
 		return err
 	}
 	w := e.stdout
+	// A report counts if it is recorded after the push: past the position
+	// each node's last apply had before it (a declaration unchanged since
+	// the last run is applied again by the agent that starts now).
+	before, err := c.Status(ctx, api.StatusRequest{})
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	since := map[string]uint64{}
+	for _, s := range before.Nodes {
+		if s.Applied != nil {
+			since[s.Node] = s.Applied.Position
+		}
+	}
 	pushed := map[string]string{}
 	for _, n := range mf.Nodes {
 		res, err := c.Push(ctx, api.PushRequest{Operator: operator(), Node: n.Name})
@@ -616,7 +629,7 @@ func (e *env) onePass(ctx context.Context, o upOptions, r controllerReady, mf me
 		if err != nil {
 			return fmt.Errorf("status: %w", err)
 		}
-		if len(unreported(st, pushed)) == 0 || wctx.Err() != nil {
+		if len(unreported(st, pushed, since)) == 0 || wctx.Err() != nil {
 			break
 		}
 		select {
@@ -647,7 +660,7 @@ where to look (the controller has stopped; every answer comes from the store's e
   %[2]s/NODE/%[3]s    (each agent's log)
   go run ./cmd/mesh up%[1]s --mesh %[4]s    (the controller and the agents, until Ctrl-C)
 `, dataArg, filepath.Join(o.data, agentsDir), agentLogFile, o.meshPath)
-	if missing := unreported(st, pushed); len(missing) > 0 {
+	if missing := unreported(st, pushed, since); len(missing) > 0 {
 		fmt.Fprintf(e.stderr, "mesh: no report recorded within %s from: %s\n", onceTimeout, strings.Join(missing, ", "))
 		return &exitError{code: exitFailed}
 	}
@@ -655,11 +668,11 @@ where to look (the controller has stopped; every answer comes from the store's e
 }
 
 // unreported are the nodes pushed whose report of that declaration is not
-// recorded in st (sorted).
-func unreported(st api.StatusResponse, pushed map[string]string) []string {
+// recorded in st past position since[node] (sorted).
+func unreported(st api.StatusResponse, pushed map[string]string, since map[string]uint64) []string {
 	applied := map[string]string{}
 	for _, s := range st.Nodes {
-		if s.Applied != nil {
+		if s.Applied != nil && s.Applied.Position > since[s.Node] {
 			applied[s.Node] = s.Applied.Declaration
 		}
 	}
