@@ -359,6 +359,10 @@ const (
 	agentsDir      = "agents"
 	agentCredsFile = "creds.json"
 	agentLogFile   = "agent.log"
+
+	// controllerLogFile, in the data directory, gets the controller's log
+	// under --once (appended), which keeps the terminal for the result.
+	controllerLogFile = "controller.log"
 )
 
 // onceTimeout bounds how long `mesh up --once` waits for every node's
@@ -389,7 +393,7 @@ func (e *env) upDaemon(cmd *cobra.Command, o upOptions) error {
 
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 	if o.once {
-		f, err := os.OpenFile(filepath.Join(o.data, "controller.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		f, err := os.OpenFile(filepath.Join(o.data, controllerLogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 		if err != nil {
 			return err
 		}
@@ -426,6 +430,9 @@ func (e *env) upDaemon(cmd *cobra.Command, o upOptions) error {
 	w := e.stdout
 	fmt.Fprintf(w, "controller: API %s (token in %s), bus %s, data %s\n",
 		r.APIURL, filepath.Join(o.data, api.TokenFile), strings.Join(r.BusURLs, ","), o.data)
+	if !o.once {
+		fmt.Fprintf(w, "the CLI against it: export MESH_SERVER=%s MESH_TOKEN=$(cat %s)\n", r.APIURL, filepath.Join(o.data, api.TokenFile))
+	}
 
 	agents, err := startAgents(o.data, mf, r.BusURLs, w)
 	stop := func() error {
@@ -563,7 +570,7 @@ func (ps agentProcs) stop() error {
 		go func() { exited <- c.Wait() }()
 		select {
 		case err := <-exited:
-			if err != nil {
+			if err != nil && !terminated(err) {
 				errs = append(errs, fmt.Errorf("agent pid %d: %w", c.Process.Pid, err))
 			}
 		case <-time.After(10 * time.Second):
@@ -573,6 +580,18 @@ func (ps agentProcs) stop() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// terminated says whether err is a process's exit by SIGTERM: an agent
+// stopped before it set up its own handling of the signal (it had started
+// nothing yet), not a failure.
+func terminated(err error) bool {
+	var xe *exec.ExitError
+	if !errors.As(err, &xe) {
+		return false
+	}
+	ws, ok := xe.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM
 }
 
 // onePass is --once: push every node of mf through the controller, wait
@@ -658,8 +677,9 @@ where to look (the controller has stopped; every answer comes from the store's e
   go run ./cmd/mesh timeline%[1]s --node NODE
   go run ./cmd/mesh why%[1]s NODE RESOURCE
   %[2]s/NODE/%[3]s    (each agent's log)
+  %[5]s    (the controller's log)
   go run ./cmd/mesh up%[1]s --mesh %[4]s    (the controller and the agents, until Ctrl-C)
-`, dataArg, filepath.Join(o.data, agentsDir), agentLogFile, o.meshPath)
+`, dataArg, filepath.Join(o.data, agentsDir), agentLogFile, o.meshPath, filepath.Join(o.data, controllerLogFile))
 	if missing := unreported(st, pushed, since); len(missing) > 0 {
 		fmt.Fprintf(e.stderr, "mesh: no report recorded within %s from: %s\n", onceTimeout, strings.Join(missing, ", "))
 		return &exitError{code: exitFailed}
