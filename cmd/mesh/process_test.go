@@ -598,3 +598,41 @@ func TestProcessUpOnce(t *testing.T) {
 		t.Errorf("novox holds %+v, want route-proxy's found resources held", st)
 	}
 }
+
+// TestProcessAgentDocker: `mesh agent --runtime docker` against the engine
+// at DOCKER_HOST (or the default socket): a module of a directory and a
+// file is applied under --docker-root, and the node reports in sync. Without
+// an engine the test is skipped, loudly; in CI it fails.
+func TestProcessAgentDocker(t *testing.T) {
+	if _, err := os.Stat("/var/run/docker.sock"); err != nil && os.Getenv("DOCKER_HOST") == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no Docker engine (no DOCKER_HOST, %v)", err)
+		}
+		t.Skipf("SKIPPED: no Docker engine to run the docker runtime against (no DOCKER_HOST, %v)", err)
+	}
+	c := startCtl(t, t.TempDir(), freeAddr(t), freeAddr(t))
+	env := c.env()
+	creds := filepath.Join(t.TempDir(), "d1.creds")
+	mustCLI(t, env, "node", "register", "d1", "--creds", creds)
+	mod := filepath.Join(t.TempDir(), "notes.yaml")
+	if err := os.WriteFile(mod, []byte("module: notes\ndirectories:\n  - {path: /var/lib/notes, mode: \"0750\"}\nfiles:\n  - path: /etc/notes/app.ini\n    mode: \"0640\"\n    content: \"hello\\n\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustCLI(t, env, "module", "define", mod)
+	mustCLI(t, env, "assign", "notes", "d1")
+	root := t.TempDir()
+	startProc(t, []string{"MESH_SERVER=", "MESH_TOKEN="}, "agent", "--creds", creds, "--data", t.TempDir(), "--runtime", "docker", "--docker-root", root)
+	mustCLI(t, env, "push", "d1")
+	procInSync(t, env, "d1")
+	b, err := os.ReadFile(filepath.Join(root, "etc/notes/app.ini"))
+	if err != nil || string(b) != "hello\n" {
+		t.Errorf("the file under --docker-root: %q, %v; want %q", b, err, "hello\n")
+	}
+	if st, err := os.Stat(filepath.Join(root, "var/lib/notes")); err != nil || !st.IsDir() || st.Mode().Perm() != 0o750 {
+		t.Errorf("the directory under --docker-root: %v, %v; want a directory of mode 0750", st, err)
+	}
+	if st := statusJSON(t, env, "d1"); st.Health != projections.HealthConverged {
+		t.Errorf("d1 health %q, want %q", st.Health, projections.HealthConverged)
+	}
+	c.stop(t)
+}
