@@ -12,6 +12,12 @@ type agentOptions struct {
 	data     string
 	runtime  string
 	interval time.Duration
+	// simFound are directories already on a simulated node (--sim-found):
+	// what `mesh up` passes for a mesh file's found: of an adopted node.
+	simFound []string
+	// dockerRoot is --docker-root: the host directory under which the
+	// Docker runtime keeps every absolute path of the declaration.
+	dockerRoot string
 }
 
 func (e *env) agentCmd() *cobra.Command {
@@ -37,5 +43,22 @@ func (e *env) agentCmd() *cobra.Command {
 	fs.StringVar(&o.creds, "creds", "", "the node's bus credential `file`")
 	fs.StringVar(&o.runtime, "runtime", "sim", "the container runtime: sim or docker")
 	fs.DurationVar(&o.interval, "interval", time.Minute, "apply the latest declaration again every `duration` (drift)")
+	fs.StringSliceVar(&o.simFound, "sim-found", nil, "runtime sim: `directories` already on the simulated node when it starts (as a mesh file's found:)")
+	fs.StringVar(&o.dockerRoot, "docker-root", "", "runtime docker: keep every absolute path of the declaration under this host `directory` (default: the paths themselves)")
+	_ = fs.MarkHidden("sim-found") // for the simulated nodes `mesh up` starts
 	return cmd
+}
+
+// runAgentCmd runs mesh agent in the foreground until SIGINT or SIGTERM.
+func runAgentCmd(cmd *cobra.Command, o agentOptions) error {
+	if len(o.simFound) > 0 && o.runtime != runtimeSim {
+		return usagef("--sim-found is for --runtime sim")
+	}
+	if o.dockerRoot != "" && o.runtime != runtimeDocker {
+		return usagef("--docker-root is for --runtime docker")
+	}
+	return runAgent(cmd.Context(), agentConfig{
+		Creds: o.creds, Data: o.data, Runtime: o.runtime, Interval: o.interval,
+		SimFound: o.simFound, DockerRoot: o.dockerRoot,
+	})
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"meshplane/agent"
+	"meshplane/agent/docker"
 	"meshplane/agent/simruntime"
 	"meshplane/bus"
 )
@@ -56,10 +57,6 @@ func lockAgentData(dir string) (unlock func(), err error) {
 	return func() { f.Close() }, nil // closing releases the lock
 }
 
-// errRuntimeNotBuilt is runAgent's error for --runtime docker until the
-// Docker runtime (agent/docker) is merged.
-var errRuntimeNotBuilt = errors.New("not built yet")
-
 // agentConfig is what `mesh agent` runs with, one field per flag.
 type agentConfig struct {
 	// Creds is the node's credentials file (--creds), written by `mesh node
@@ -75,9 +72,16 @@ type agentConfig struct {
 	Data string
 	// Runtime (--runtime) is "sim" (the default: simulated containers and
 	// disk, in memory: a restarted agent starts from an empty node and
-	// recreates everything) or "docker" (refused until the Docker runtime
-	// is merged).
+	// recreates everything) or "docker" (agent/docker: the engine at
+	// DOCKER_HOST, else the default socket, with API version negotiation).
 	Runtime string
+	// SimFound, for runtime "sim", are directories already on the
+	// simulated node when it starts (a mesh file's found:, --sim-found).
+	SimFound []string
+	// DockerRoot, for runtime "docker", is the host directory under which
+	// every absolute path of the declaration lives (--docker-root);
+	// empty: the paths themselves.
+	DockerRoot string
 	// Interval (--interval) is the drift check: the latest declaration is
 	// applied again this long after the last apply; agent.DefaultInterval
 	// (1m) when zero.
@@ -128,10 +132,20 @@ func runAgent(ctx context.Context, cfg agentConfig) error {
 		if sim == nil {
 			sim = simruntime.New()
 		}
+		for _, dir := range cfg.SimFound {
+			if err := sim.MakeDirectory(dir, 0o755); err != nil {
+				return fmt.Errorf("agent: found directory %s: %w", dir, err)
+			}
+		}
 		log.Info("agent: runtime sim: the node is simulated in memory; a restarted agent starts from an empty node")
 		rt = sim
 	case runtimeDocker:
-		return fmt.Errorf("agent: --runtime docker: %w (the Docker runtime arrives with its issue; use --runtime sim)", errRuntimeNotBuilt)
+		d, err := docker.New(docker.Options{Node: creds.Node, Root: cfg.DockerRoot})
+		if err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+		log.Info("agent: runtime docker", "root", cfg.DockerRoot)
+		rt = d
 	default:
 		return fmt.Errorf("agent: --runtime %q: want %s or %s", cfg.Runtime, runtimeSim, runtimeDocker)
 	}

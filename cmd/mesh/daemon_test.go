@@ -510,10 +510,10 @@ func TestDaemonRefusesToStart(t *testing.T) {
 		{"--nats without creds", func() error {
 			return runController(ctx, controllerConfig{Data: t.TempDir(), Listen: "127.0.0.1:0", NATS: []string{"nats://127.0.0.1:1"}, Logger: daemonLogger()})
 		}, "--nats-creds"},
-		{"docker runtime", func() error {
+		{"docker runtime under a relative root", func() error {
 			d := startDaemon(t, t.TempDir(), "")
-			return runAgent(ctx, agentConfig{Creds: d.creds(t, "n1"), Data: t.TempDir(), Runtime: runtimeDocker, Logger: daemonLogger()})
-		}, "not built yet"},
+			return runAgent(ctx, agentConfig{Creds: d.creds(t, "n1"), Data: t.TempDir(), Runtime: runtimeDocker, DockerRoot: "relative", Logger: daemonLogger()})
+		}, "not absolute"},
 		{"unknown runtime", func() error {
 			d := startDaemon(t, t.TempDir(), "")
 			return runAgent(ctx, agentConfig{Creds: d.creds(t, "n1"), Data: t.TempDir(), Runtime: "podman", Logger: daemonLogger()})

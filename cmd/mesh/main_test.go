@@ -66,7 +66,7 @@ func golden(t *testing.T, name, got, dir string) {
 func upExample(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	code, out, errOut := mesh(t, "up", "--data", dir, "--modules", "../../examples/modules", "--mesh", "../../examples/mesh.yaml")
+	code, out, errOut := mesh(t, "up", "--data", dir, "--passes", "2", "--modules", "../../examples/modules", "--mesh", "../../examples/mesh.yaml")
 	if code != exitOK {
 		t.Fatalf("mesh up: exit %d\n%s%s", code, out, errOut)
 	}

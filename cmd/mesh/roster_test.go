@@ -12,7 +12,7 @@ func TestRosterDiffGolden(t *testing.T) {
 	dir := upExample(t)
 	for _, args := range [][]string{
 		{"take", "route-proxy", "novox"},
-		{"up", "--modules", "../../examples/modules", "--mesh", "../../examples/mesh.yaml"},
+		{"up", "--passes", "2", "--modules", "../../examples/modules", "--mesh", "../../examples/mesh.yaml"},
 	} {
 		if code, out, errOut := mesh(t, append(args, "--data", dir)...); code != exitOK {
 			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errOut)

@@ -26,7 +26,9 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeBinary() // process_test.go's
+	os.Exit(code)
 }
 
 var sizesRE = regexp.MustCompile(`\d+( bytes| pages walked)`)

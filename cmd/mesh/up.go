@@ -6,17 +6,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"meshplane/api"
 	"meshplane/commands"
+	"meshplane/controller"
 	"meshplane/events"
 	"meshplane/events/boltstore"
 	"meshplane/sim"
@@ -113,10 +119,10 @@ func parseMeshFile(path string, b []byte) (meshFile, error) {
 	return m, nil
 }
 
-// upOptions are mesh up's flags. The in-process run (define, set up, run
-// passes over simulated nodes in this process, exit) is what up does
-// without any of the daemon's flags; with one of them (--listen, --once,
-// ...) up is the controller (upDaemon).
+// upOptions are mesh up's flags. Without --passes, up is the controller
+// (upDaemon); --passes N is the in-process run (define, set up, run N
+// passes over simulated nodes in this process, exit), kept for scripts and
+// golden tests that need no processes.
 type upOptions struct {
 	data       string
 	modulesDir string
@@ -129,22 +135,32 @@ type upOptions struct {
 	interval                time.Duration
 }
 
-// daemonFlags are the flags that make mesh up the controller.
+// daemonFlags are the controller's flags, refused with --passes.
 var daemonFlags = []string{"listen", "bus-listen", "nats", "tls-cert", "tls-key", "insecure", "interval", "once"}
 
 func (e *env) upCmd() *cobra.Command {
 	var o upOptions
 	cmd := &cobra.Command{
 		Use:   "up",
-		Short: "run the mesh on embedded defaults: define the modules, set up the nodes, push and apply (local store only)",
-		Long: `Run the mesh on embedded defaults: define the modules of --modules, set up the
-nodes of --mesh (each command checked first: one refused writes none), then
-run --passes passes (push, then apply) on simulated nodes in this process, and
-exit. Running it again over the same data appends no set-up twice.
+		Short: "run the controller (store, bus, API) in the foreground; with --mesh/--modules also set up the mesh and start its agents",
+		Long: `Run the controller in the foreground until SIGINT or SIGTERM (then a clean
+stop): the event store in --data, the embedded bus (NATS) on --bus-listen, the
+projections kept live, and the HTTP API on --listen, its token in
+DATA/api-token.
 
-With --listen, --once or another of the controller's flags, up is the
-controller: the store, the bus, the projections and the HTTP API, in the
-foreground until SIGINT or SIGTERM.`,
+With --mesh FILE or --modules DIR it first defines the modules and sets up the
+nodes they name (each command checked first: one refused writes none; work
+already done appends nothing), then starts one agent process per node of the
+mesh file on the simulated runtime (DATA/agents/NODE: credentials, outbox,
+agent.log), stopped with the controller.
+
+--once (with the example mesh unless --mesh/--modules say otherwise) does the
+set-up, pushes every node, waits until each node's report is recorded, prints
+their status, stops the agents and the controller, and exits: 0 when every
+node reported.
+
+--passes N instead runs the mesh in this process (simulated nodes, no bus, no
+API): N passes of push and apply, then exit.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usagef("unexpected argument %q", args[0])
@@ -154,9 +170,12 @@ foreground until SIGINT or SIGTERM.`,
 				return err
 			}
 			o.data, o.tlsCA = t.data, t.tlsCA
+			if !cmd.Flags().Changed("passes") {
+				return e.upDaemon(cmd, o)
+			}
 			for _, f := range daemonFlags {
 				if cmd.Flags().Changed(f) {
-					return upDaemon(cmd, o)
+					return usagef("--passes runs the mesh in this process; --%s is the controller's", f)
 				}
 			}
 			return e.up(cmd.Context(), o)
@@ -330,4 +349,358 @@ func setUp(defs []commands.DefineModule, mf meshFile) []commands.Command {
 		}
 	}
 	return cs
+}
+
+// Where `mesh up` keeps the local agents it starts, in its data directory:
+// DATA/agents/NODE/ is one agent's data directory (its outbox and lock),
+// holding creds.json (the node's bus credentials, mode 0600) and agent.log
+// (the agent process's output, appended).
+const (
+	agentsDir      = "agents"
+	agentCredsFile = "creds.json"
+	agentLogFile   = "agent.log"
+
+	// controllerLogFile, in the data directory, gets the controller's log
+	// under --once (appended), which keeps the terminal for the result.
+	controllerLogFile = "controller.log"
+)
+
+// onceTimeout bounds how long `mesh up --once` waits for every node's
+// report after its push.
+const onceTimeout = 60 * time.Second
+
+// upDaemon runs mesh up as the controller (runController), in the
+// foreground until SIGINT or SIGTERM. With --mesh or --modules (or --once,
+// which takes their defaults) it first sets up what they name, on the store
+// before the controller opens it: one ExecuteAll, so a refused command
+// writes none and work already done appends nothing (the API has no request
+// for a mixed batch, and the set-up must be all or nothing). The controller
+// then serves that store, and up starts one agent process per node of the
+// mesh file (DATA/agents/NODE). With --once it pushes every node, waits for
+// each node's report, prints their status, and stops the agents and the
+// controller: exit 0 when every node reported, 1 otherwise.
+func (e *env) upDaemon(cmd *cobra.Command, o upOptions) error {
+	ctx := cmd.Context()
+	fs := cmd.Flags()
+	setup := o.once || fs.Changed("mesh") || fs.Changed("modules")
+	var mf meshFile
+	if setup {
+		var err error
+		if mf, err = e.setUpStore(ctx, o); err != nil {
+			return err
+		}
+	}
+
+	log := slog.New(slog.NewTextHandler(e.stderr, nil))
+	if o.once {
+		f, err := os.OpenFile(filepath.Join(o.data, controllerLogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		log = slog.New(slog.NewTextHandler(f, nil))
+	}
+	cfg := controllerConfig{
+		Data: o.data, Listen: o.listen, BusListen: o.busListen,
+		TLSCert: o.tlsCert, TLSKey: o.tlsKey, Insecure: o.insecure,
+		Interval: o.interval, Logger: log,
+	}
+	if o.nats != "" {
+		cfg.NATS = []string{o.nats}
+	}
+	ready := make(chan controllerReady, 1)
+	cfg.Ready = func(r controllerReady) { ready <- r }
+	ctlCtx, stopCtl := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopCtl()
+	done := make(chan error, 1)
+	go func() { done <- runController(ctlCtx, cfg) }()
+	var r controllerReady
+	select {
+	case r = <-ready:
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		stopCtl()
+		return <-done
+	}
+	if err := writeBusURLs(o.data, r.BusURLs); err != nil {
+		stopCtl()
+		return errors.Join(err, <-done)
+	}
+	w := e.stdout
+	fmt.Fprintf(w, "controller: API %s (token in %s), bus %s, data %s\n",
+		r.APIURL, filepath.Join(o.data, api.TokenFile), strings.Join(r.BusURLs, ","), o.data)
+	if !o.once {
+		fmt.Fprintf(w, "the CLI against it: export MESH_SERVER=%s MESH_TOKEN=$(cat %s)\n", r.APIURL, filepath.Join(o.data, api.TokenFile))
+	}
+
+	agents, err := startAgents(o.data, mf, r.BusURLs, w)
+	stop := func() error {
+		aerr := agents.stop()
+		stopCtl()
+		return errors.Join(aerr, <-done)
+	}
+	if err != nil {
+		return errors.Join(err, stop())
+	}
+	if !o.once {
+		select {
+		case <-ctx.Done():
+		case err := <-done:
+			done <- err
+		}
+		return stop()
+	}
+	perr := e.onePass(ctx, o, r, mf)
+	return errors.Join(perr, stop())
+}
+
+// setUpStore defines and sets up what --modules and --mesh name, on the
+// store in o.data, all or nothing; it says what it did.
+func (e *env) setUpStore(ctx context.Context, o upOptions) (meshFile, error) {
+	mf, err := readMeshFile(o.meshPath)
+	if err != nil {
+		return mf, err
+	}
+	files, err := filepath.Glob(filepath.Join(o.modulesDir, "*.yaml"))
+	if err != nil {
+		return mf, err
+	}
+	defs, err := readModuleFiles(files)
+	if err != nil {
+		return mf, err
+	}
+	cs := setUp(defs, mf)
+	if err := checkFresh(ctx, o.data, cs); err != nil {
+		return mf, setUpRefused(err)
+	}
+	if err := os.MkdirAll(o.data, 0o755); err != nil {
+		return mf, err
+	}
+	store, err := boltstore.Open(filepath.Join(o.data, storeFile))
+	if errors.Is(err, boltstore.ErrLocked) {
+		return mf, fmt.Errorf("set-up: %w: %w", errStoreHeld, err)
+	} else if err != nil {
+		return mf, err
+	}
+	defer store.Close()
+	ctl, err := controller.New(controller.Config{Store: store, Clock: e.now})
+	if err != nil {
+		return mf, err
+	}
+	results, err := ctl.Handler().ExecuteAll(ctx, operator(), cs)
+	if err != nil && len(results) == 0 {
+		return mf, setUpRefused(err)
+	} else if err != nil {
+		return mf, fmt.Errorf("set-up: %w", err)
+	}
+	done := 0
+	for _, evs := range results {
+		if len(evs) == 0 {
+			done++
+		}
+	}
+	if done > 0 {
+		fmt.Fprintf(e.stdout, "set-up: %d of %d command(s) found their work already done, nothing to do\n", done, len(cs))
+	}
+	fmt.Fprintf(e.stdout, "defined %d module(s); %d node(s) in %s\n", len(defs), len(mf.Nodes), o.meshPath)
+	return mf, store.Close()
+}
+
+// agentProcs are the agent processes `mesh up` started.
+type agentProcs []*exec.Cmd
+
+// startAgents starts one agent process per node of mf, on the simulated
+// runtime (the mesh file's found: directories passed as --sim-found), each
+// with its credentials written into DATA/agents/NODE and its output
+// appended to agent.log there. On an error the ones started are stopped
+// by the caller (stop).
+func startAgents(data string, mf meshFile, busURLs []string, w io.Writer) (agentProcs, error) {
+	if len(mf.Nodes) == 0 {
+		return nil, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("start agents: %w", err)
+	}
+	var procs agentProcs
+	for _, n := range mf.Nodes {
+		dir := filepath.Join(data, agentsDir, n.Name)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return procs, fmt.Errorf("start agent %s: %w", n.Name, err)
+		}
+		creds := filepath.Join(dir, agentCredsFile)
+		if err := registerCreds(data, n.Name, creds, busURLs); err != nil {
+			return procs, err
+		}
+		logf, err := os.OpenFile(filepath.Join(dir, agentLogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			return procs, fmt.Errorf("start agent %s: %w", n.Name, err)
+		}
+		args := []string{"agent", "--creds", creds, "--data", dir, "--runtime", runtimeSim}
+		if len(n.Found) > 0 {
+			args = append(args, "--sim-found", strings.Join(n.Found, ","))
+		}
+		c := exec.Command(exe, args...)
+		c.Stdout, c.Stderr = logf, logf
+		c.Env = append(os.Environ(), "MESH_SERVER=", "MESH_TOKEN=")
+		// Its own process group: a Ctrl-C at the terminal reaches up, which
+		// stops the agents itself, in order.
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		err = c.Start()
+		logf.Close() // the child has its own descriptor
+		if err != nil {
+			return procs, fmt.Errorf("start agent %s: %w", n.Name, err)
+		}
+		procs = append(procs, c)
+		fmt.Fprintf(w, "agent %-8s pid %d, runtime sim, log %s\n", n.Name, c.Process.Pid, filepath.Join(dir, agentLogFile))
+	}
+	return procs, nil
+}
+
+// stop stops every agent: SIGTERM (a clean stop: its outbox is on disk),
+// then SIGKILL after 10 s.
+func (ps agentProcs) stop() error {
+	var errs []error
+	for _, c := range ps {
+		_ = c.Process.Signal(syscall.SIGTERM)
+	}
+	for _, c := range ps {
+		exited := make(chan error, 1)
+		go func() { exited <- c.Wait() }()
+		select {
+		case err := <-exited:
+			if err != nil && !terminated(err) {
+				errs = append(errs, fmt.Errorf("agent pid %d: %w", c.Process.Pid, err))
+			}
+		case <-time.After(10 * time.Second):
+			_ = c.Process.Kill()
+			<-exited
+			errs = append(errs, fmt.Errorf("agent pid %d: did not stop in 10 s: killed", c.Process.Pid))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// terminated says whether err is a process's exit by SIGTERM: an agent
+// stopped before it set up its own handling of the signal (it had started
+// nothing yet), not a failure.
+func terminated(err error) bool {
+	var xe *exec.ExitError
+	if !errors.As(err, &xe) {
+		return false
+	}
+	ws, ok := xe.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM
+}
+
+// onePass is --once: push every node of mf through the controller, wait
+// until each node's report of the declaration pushed is recorded (or
+// onceTimeout), and print each node's status and where to look.
+func (e *env) onePass(ctx context.Context, o upOptions, r controllerReady, mf meshFile) error {
+	var opts []api.ClientOption
+	if o.tlsCA != "" {
+		pem, err := os.ReadFile(o.tlsCA)
+		if err != nil {
+			return fmt.Errorf("--tls-ca: %w", err)
+		}
+		opts = append(opts, api.WithCA(pem))
+	}
+	c, err := api.NewClient(r.APIURL, r.Token, opts...)
+	if err != nil {
+		return err
+	}
+	w := e.stdout
+	// A report counts if it is recorded after the push: past the position
+	// each node's last apply had before it (a declaration unchanged since
+	// the last run is applied again by the agent that starts now).
+	before, err := c.Status(ctx, api.StatusRequest{})
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	since := map[string]uint64{}
+	for _, s := range before.Nodes {
+		if s.Applied != nil {
+			since[s.Node] = s.Applied.Position
+		}
+	}
+	pushed := map[string]string{}
+	for _, n := range mf.Nodes {
+		res, err := c.Push(ctx, api.PushRequest{Operator: operator(), Node: n.Name})
+		if err != nil {
+			return fmt.Errorf("push %s: %w", n.Name, err)
+		}
+		for _, p := range res.Pushes {
+			if p.Error != "" {
+				fmt.Fprintf(w, "push  %-8s failed: %s\n", p.Node, p.Error)
+				continue
+			}
+			pushed[p.Node] = p.Declaration
+			fmt.Fprintf(w, "push  %-8s %s\n", p.Node, p.Declaration)
+		}
+	}
+
+	wctx, cancel := context.WithTimeout(ctx, onceTimeout)
+	defer cancel()
+	var st api.StatusResponse
+	for {
+		st, err = c.Status(wctx, api.StatusRequest{})
+		if err != nil {
+			return fmt.Errorf("status: %w", err)
+		}
+		if len(unreported(st, pushed, since)) == 0 || wctx.Err() != nil {
+			break
+		}
+		select {
+		case <-wctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	fmt.Fprintln(w)
+	for _, s := range st.Nodes {
+		fmt.Fprintf(w, "%-8s sync %-10s health %s\n", s.Node, s.Sync, health(s))
+		if s.Applied != nil {
+			fmt.Fprintf(w, "         applied %s: %s\n", s.Applied.Declaration, s.Applied.Summary)
+		}
+		if s.ComposeFailed != nil {
+			fmt.Fprintf(w, "         last compose failed: %s\n", s.ComposeFailed.Error)
+		}
+	}
+	dataArg := ""
+	if o.data != ".mesh" {
+		dataArg = " --data " + o.data
+	}
+	fmt.Fprintf(w, `
+where to look (the controller has stopped; every answer comes from the store's events):
+  go run ./cmd/mesh status%[1]s
+  go run ./cmd/mesh node show%[1]s NODE
+  go run ./cmd/mesh timeline%[1]s --node NODE
+  go run ./cmd/mesh why%[1]s NODE RESOURCE
+  %[2]s/NODE/%[3]s    (each agent's log)
+  %[5]s    (the controller's log)
+  go run ./cmd/mesh up%[1]s --mesh %[4]s    (the controller and the agents, until Ctrl-C)
+`, dataArg, filepath.Join(o.data, agentsDir), agentLogFile, o.meshPath, filepath.Join(o.data, controllerLogFile))
+	if missing := unreported(st, pushed, since); len(missing) > 0 {
+		fmt.Fprintf(e.stderr, "mesh: no report recorded within %s from: %s\n", onceTimeout, strings.Join(missing, ", "))
+		return &exitError{code: exitFailed}
+	}
+	return nil
+}
+
+// unreported are the nodes pushed whose report of that declaration is not
+// recorded in st past position since[node] (sorted).
+func unreported(st api.StatusResponse, pushed map[string]string, since map[string]uint64) []string {
+	applied := map[string]string{}
+	for _, s := range st.Nodes {
+		if s.Applied != nil && s.Applied.Position > since[s.Node] {
+			applied[s.Node] = s.Applied.Declaration
+		}
+	}
+	var out []string
+	for _, n := range slices.Sorted(maps.Keys(pushed)) {
+		if applied[n] != pushed[n] {
+			out = append(out, n)
+		}
+	}
+	return out
 }

@@ -51,7 +51,7 @@ func FuzzParseMeshFile(f *testing.F) {
 // simulated nodes' fresh runtimes are no churn loop.
 func TestUpAgain(t *testing.T) {
 	dir := upExample(t)
-	code, out, errOut := mesh(t, "up", "--data", dir, "--modules", "../../examples/modules", "--mesh", "../../examples/mesh.yaml")
+	code, out, errOut := mesh(t, "up", "--data", dir, "--passes", "2", "--modules", "../../examples/modules", "--mesh", "../../examples/mesh.yaml")
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
@@ -76,7 +76,7 @@ func TestUpUsesTheWallClock(t *testing.T) {
 	var evs []events.Event
 	for i := range 2 {
 		var out, errOut bytes.Buffer
-		args := []string{"up", "--data", dir, "--modules", "../../examples/modules", "--mesh", "../../examples/mesh.yaml"}
+		args := []string{"up", "--data", dir, "--passes", "2", "--modules", "../../examples/modules", "--mesh", "../../examples/mesh.yaml"}
 		if code := run(context.Background(), args, &out, &errOut); code != exitOK {
 			t.Fatalf("run %d: exit %d\n%s%s", i+1, code, out.String(), errOut.String())
 		}
