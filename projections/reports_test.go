@@ -104,7 +104,7 @@ func TestCollapse(t *testing.T) {
 	}
 	g := newGen(t).pass("a", "a/1", "d1", nil, 4, 2).pass("a", "a/2", "d1", nil, 4, 0)
 	got := g.folded().Timeline.Query(Filter{Type: events.TypeApplyReported})
-	if len(got) != 2 || got[0].Idle() || !got[1].Idle() {
+	if len(got) != 2 || got[0].Idle || !got[1].Idle {
 		t.Errorf("Idle: a replacing apply is not idle, a quiet one is: %+v", got)
 	}
 }

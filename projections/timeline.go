@@ -107,8 +107,10 @@ type Entry struct {
 	// Run is set when the entry stands for a run of identical outcomes
 	// (Collapse, CollapseTouches); the entry is then the run's first.
 	Run *Run `json:"run,omitempty"`
-
-	idle bool // an apply that created, updated, replaced, removed and failed nothing
+	// Idle marks an apply that created, updated, replaced, removed and
+	// failed nothing (it may have held, as before): a run of them reads
+	// "nothing changed".
+	Idle bool `json:"idle,omitempty"`
 }
 
 // Run is a run of entries of one node with identical outcomes, collapsed
@@ -121,11 +123,6 @@ type Run struct {
 	FirstPosition uint64    `json:"first_position"`
 	LastPosition  uint64    `json:"last_position"`
 }
-
-// Idle reports whether en is an apply that changed nothing: it created,
-// updated, replaced, removed and failed nothing (it may have held, as
-// before).
-func (en Entry) Idle() bool { return en.idle }
 
 // Collapse replaces each run of entries of one node with identical outcomes
 // (see Run), consecutive among that node's entries in es, by the run's first
@@ -628,7 +625,7 @@ func (t *Timeline) show(e *entry) Entry {
 			declared = len(e.decl.resources)
 		}
 		out.Heavy = v.Heavy(declared)
-		out.idle = v.Changes() == 0 && len(v.Updated) == 0 && len(v.Failed) == 0
+		out.Idle = v.Changes() == 0 && len(v.Updated) == 0 && len(v.Failed) == 0
 	case events.ReportDeliveredLate:
 		out.Declaration = v.Declaration
 	}
@@ -775,19 +772,13 @@ func (t *Timeline) MarshalJSON() ([]byte, error) {
 }
 
 // EntryRecord is an entry as a timeline kept outside memory stores it (see
-// TakeRecords): the entry, without its churn mark, and what its JSON
-// leaves out.
+// TakeRecords): the entry, without its churn mark.
 type EntryRecord struct {
 	Entry Entry `json:"entry"`
-	Idle  bool  `json:"idle,omitempty"`
 }
 
 // Restore is the entry the record stands for.
-func (r EntryRecord) Restore() Entry {
-	en := r.Entry
-	en.idle = r.Idle
-	return en
-}
+func (r EntryRecord) Restore() Entry { return r.Entry }
 
 // TakeRecords renders every entry the timeline holds, without churn marks
 // (Marked adds them when read), and forgets them, keeping what it needs to
@@ -800,7 +791,7 @@ func (t *Timeline) TakeRecords() []EntryRecord {
 	out := make([]EntryRecord, t.n)
 	for i := range out {
 		en := t.show(t.at(i))
-		out[i] = EntryRecord{Entry: en, Idle: en.idle}
+		out[i] = EntryRecord{Entry: en}
 	}
 	t.flushed += t.n
 	t.chunks, t.n = nil, 0

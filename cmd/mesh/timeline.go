@@ -81,7 +81,7 @@ printed (from a controller, page after page).`,
 						if en.Type == events.TypeApplyReported {
 							what = "passes"
 						}
-						if en.Idle() {
+						if en.Idle {
 							summary += "; nothing changed"
 						} else {
 							summary += "; the same"

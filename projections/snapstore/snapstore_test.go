@@ -99,7 +99,7 @@ func sameAsReplay(t *testing.T, store events.Store, l *snapstore.Local) {
 		t.Fatal(err)
 	}
 	if !slices.EqualFunc(got, all, func(x, y projections.Entry) bool {
-		return x.Position == y.Position && x.Summary == y.Summary && x.Idle() == y.Idle() && x.Churn == y.Churn &&
+		return x.Position == y.Position && x.Summary == y.Summary && x.Idle == y.Idle && x.Churn == y.Churn &&
 			slices.Equal(x.Modules, y.Modules) && slices.Equal(x.Resources, y.Resources) && x.At.Equal(y.At)
 	}) {
 		t.Fatalf("the whole timeline differs from a replay's (%d entries, want %d)", len(got), len(all))
