@@ -165,8 +165,8 @@ status, holds, timeline and churn are projections of the stream.`,
 	module.AddCommand(e.moduleDefineCmd())
 	artifact := group("artifact", "artifacts: push")
 	artifact.AddCommand(e.artifactPushCmd())
-	store := group("store", "the event store: verify")
-	store.AddCommand(e.storeVerifyCmd())
+	store := group("store", "the event store: verify, migrate")
+	store.AddCommand(e.storeVerifyCmd(), e.storeMigrateCmd())
 	scenario := group("scenario", "Gherkin scenarios: run")
 	scenario.AddCommand(e.scenarioRunCmd())
 

@@ -26,7 +26,14 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if err := closePG(); err != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: close: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 var sizesRE = regexp.MustCompile(`\d+( bytes| pages walked)`)
