@@ -195,6 +195,9 @@ func (c *Controller) Lead() {
 	}
 }
 
+// Running reports whether Run is running.
+func (c *Controller) Running() bool { return c.running.Load() }
+
 // Standby reports whether the controller is a standby (see Config.Standby).
 func (c *Controller) Standby() bool { return c.standby.Load() }
 

@@ -26,6 +26,9 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
+	if os.Getenv("MESH_TEST_CONTROLLER") == "1" {
+		os.Exit(testController())
+	}
 	code := m.Run()
 	if err := closePG(); err != nil {
 		fmt.Fprintf(os.Stderr, "pgtest: close: %v\n", err)
