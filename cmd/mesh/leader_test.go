@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -49,6 +50,8 @@ type controllerProc struct {
 	client *api.Client
 	url    string
 	log    string
+
+	tokenFile string
 }
 
 func startControllerProc(t *testing.T, store string) *controllerProc {
@@ -97,7 +100,8 @@ func startControllerProc(t *testing.T, store string) *controllerProc {
 		b, _ := os.ReadFile(p.log)
 		t.Fatalf("controller did not start in 60s:\n%s", b)
 	}
-	token, err := api.ReadToken(filepath.Join(data, api.TokenFile))
+	p.tokenFile = filepath.Join(data, api.TokenFile)
+	token, err := api.ReadToken(p.tokenFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,6 +143,11 @@ func TestLeaderFailover(t *testing.T) {
 		default:
 			time.Sleep(100 * time.Millisecond)
 		}
+	}
+
+	code, out, errOut := mesh(t, "info", "--server", standby.url, "--token-file", standby.tokenFile)
+	if code != exitOK || !regexp.MustCompile(`(?m)^role\s+standby$`).MatchString(out) {
+		t.Fatalf("mesh info on the standby: exit %d\n%s%s", code, out, errOut)
 	}
 
 	op := "tester"

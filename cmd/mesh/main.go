@@ -171,7 +171,7 @@ status, holds, timeline and churn are projections of the stream.`,
 	scenario.AddCommand(e.scenarioRunCmd())
 
 	root.AddCommand(
-		e.upCmd(), e.agentCmd(), e.statusCmd(), node, module,
+		e.upCmd(), e.agentCmd(), e.statusCmd(), e.infoCmd(), node, module,
 		e.assignCmd(), e.takeCmd(), e.releaseCmd(), e.pushCmd(), artifact,
 		e.timelineCmd(), e.rosterCmd(), e.whyCmd(), e.churnCmd(),
 		e.rebuildCmd(), store, scenario,
