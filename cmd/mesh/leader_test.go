@@ -182,6 +182,10 @@ func TestLeaderFailover(t *testing.T) {
 	if _, err := standby.client.RegisterNodes(ctx, api.RegisterNodesRequest{Operator: op, Nodes: []string{"c"}}); err != nil {
 		t.Fatalf("a command after the failover: %v", err)
 	}
+	// No acknowledged command is lost: the new leader knows all three.
+	if st, err := standby.client.Status(ctx, api.StatusRequest{}); err != nil || len(st.Nodes) != 3 {
+		t.Fatalf("the new leader's status: %d node(s), %v; want a, b and c", len(st.Nodes), err)
+	}
 
 	// Every push is of a new digest for its node: the new leader pushed
 	// again none that the old one had pushed.
