@@ -87,3 +87,17 @@ func TestStoreKindOf(t *testing.T) {
 		})
 	}
 }
+
+func TestRedactURL(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"postgres://mesh:secret@db:5432/mesh", "postgres://mesh:xxxxx@db:5432/mesh"},
+		{"postgres://mesh@db/mesh", "postgres://mesh@db/mesh"},
+		{"esdb://127.0.0.1:2113?tls=false", "esdb://127.0.0.1:2113?tls=false"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			if got := redactURL(tc.in); got != tc.want {
+				t.Fatalf("redactURL(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
