@@ -42,6 +42,10 @@ const (
 	CodeUnavailable  = "unavailable"  // the controller is stopping (503)
 )
 
+// CodeStandby is the rejection of a write sent to a standby controller
+// (409): another controller holds the store's leader lock; send it there.
+const CodeStandby = "standby"
+
 // errorBody is the wire form of every error the API returns:
 //
 //	{"error": {"code": "node-unknown", "message": "node novox is not registered"}}
@@ -62,7 +66,7 @@ func StatusOf(code string) int {
 	switch code {
 	case commands.CodeNodeUnknown, commands.CodeModuleUnknown, CodeDeclarationUnknown:
 		return http.StatusNotFound
-	case commands.CodeNotAssigned, commands.CodeNotAdopted, commands.CodeRouteClaimed:
+	case commands.CodeNotAssigned, commands.CodeNotAdopted, commands.CodeRouteClaimed, CodeStandby:
 		return http.StatusConflict
 	default:
 		return http.StatusUnprocessableEntity

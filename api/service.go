@@ -78,7 +78,7 @@ const (
 // Info is what a controller says about itself (GET /v1/info).
 type Info struct {
 	Version            string    `json:"version"`
-	Role               string    `json:"role"` // "leader" (a standby arrives with replication); "local" for a CLI on its own store
+	Role               string    `json:"role"` // "leader", "standby" (another controller leads: reads only), or "local" for a CLI on its own store
 	Started            time.Time `json:"started,omitzero"`
 	StoreHead          uint64    `json:"store_head"`          // position of the last stored event
 	ProjectionPosition uint64    `json:"projection_position"` // last position the projections folded
@@ -89,8 +89,9 @@ type Info struct {
 
 // Roles.
 const (
-	RoleLeader = "leader"
-	RoleLocal  = "local"
+	RoleLeader  = "leader"
+	RoleStandby = "standby" // a controller waiting for the store's leader lock: it serves reads, refuses writes (CodeStandby)
+	RoleLocal   = "local"
 )
 
 // Skipped is what the projections could not fold: events of types this

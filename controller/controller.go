@@ -42,6 +42,12 @@ type Config struct {
 
 	Version string       // reported by Info
 	Logger  *slog.Logger // nil: slog.Default()
+
+	// Standby starts the controller as a standby: its projections are kept
+	// live from the store and it answers reads, but it composes, pushes and
+	// records nothing, and refuses writes (api.CodeStandby), until Lead.
+	// Another controller on the same store leads meanwhile.
+	Standby bool
 }
 
 // Controller is the daemon's core: the store, the write side over it, the
@@ -74,6 +80,9 @@ type Controller struct {
 	running atomic.Bool
 	started atomic.Pointer[time.Time]
 
+	standby atomic.Bool   // see Config.Standby
+	lead    chan struct{} // Lead's wake-up of Run (buffered 1)
+
 	cmdMu sync.Mutex
 
 	pushMu sync.Mutex
@@ -91,8 +100,9 @@ func New(cfg Config) (*Controller, error) {
 	c := &Controller{
 		store: cfg.Store, reg: cfg.Registry, pub: cfg.Publisher, clock: cfg.Clock,
 		interval: cfg.Interval, ticks: cfg.Ticks, version: cfg.Version, log: cfg.Logger,
-		pushed: map[string]string{},
+		pushed: map[string]string{}, lead: make(chan struct{}, 1),
 	}
+	c.standby.Store(cfg.Standby)
 	if c.reg == nil {
 		c.reg = events.NewRegistry()
 	}
@@ -165,13 +175,40 @@ func (c *Controller) Run(ctx context.Context) error {
 			return fmt.Errorf("controller: %w", err)
 		case <-ticks:
 			c.pass(ctx)
+		case <-c.lead:
+			c.pass(ctx)
 		}
 	}
 }
 
+// Lead ends standby: from now on the controller composes, pushes and takes
+// writes, and Run makes a pass at once. What the last leader pushed is in
+// the projections (lastPushed), so only what changed since is pushed; and
+// every push appends at its node's expected version, so a push the last
+// leader made meanwhile refuses this one rather than doubling it.
+func (c *Controller) Lead() {
+	if c.standby.CompareAndSwap(true, false) {
+		select {
+		case c.lead <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Running reports whether Run is running.
+func (c *Controller) Running() bool { return c.running.Load() }
+
+// Standby reports whether the controller is a standby (see Config.Standby).
+func (c *Controller) Standby() bool { return c.standby.Load() }
+
+// errStandby is the rejection of a write on a standby.
+func errStandby() error {
+	return reject(api.CodeStandby, "this controller is a standby: another controller holds the store's leader lock and takes writes; send this to it (mesh info against each controller says which leads)")
+}
+
 // pass pushes every node's declaration that changed since its last push.
 func (c *Controller) pass(ctx context.Context) {
-	if c.pub == nil {
+	if c.pub == nil || c.standby.Load() {
 		return
 	}
 	if _, err := c.pushNodes(ctx, nil, false); err != nil && ctx.Err() == nil {
@@ -211,8 +248,11 @@ func (c *Controller) Info(ctx context.Context) (api.Info, error) {
 		ProjectionPosition: c.runner.Position(), Nodes: len(c.views.Status.Nodes()),
 		Publishing: c.pub != nil,
 	}
-	if c.running.Load() {
+	if c.running.Load() || c.standby.Load() {
 		info.Role = api.RoleLeader
+		if c.standby.Load() {
+			info.Role = api.RoleStandby
+		}
 		info.Interval = c.interval.String()
 		if s := c.started.Load(); s != nil {
 			info.Started = *s
@@ -224,6 +264,9 @@ func (c *Controller) Info(ctx context.Context) (api.Info, error) {
 // RecordReport records an agent's apply report (the bus consumer calls it).
 // Delivering the same report again appends nothing.
 func (c *Controller) RecordReport(ctx context.Context, d commands.Delivery) ([]events.Event, error) {
+	if c.standby.Load() {
+		return nil, errStandby()
+	}
 	evs, err := c.handler.RecordApply(ctx, d)
 	if err != nil {
 		return nil, err

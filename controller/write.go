@@ -29,6 +29,9 @@ func actor(operator string) (string, error) {
 // there are several (all or nothing); then waits for the projections to
 // fold what they appended, and pushes what changed on the nodes they touch.
 func (c *Controller) execute(ctx context.Context, operator string, cs ...commands.Command) (api.CommandResult, error) {
+	if c.standby.Load() {
+		return api.CommandResult{}, errStandby()
+	}
 	who, err := actor(operator)
 	if err != nil {
 		return api.CommandResult{}, err
@@ -155,6 +158,9 @@ func (c *Controller) RecordArtifact(ctx context.Context, req api.RecordArtifactR
 // A node that does not compose, or whose send fails, has its error in its
 // result (and recorded on its stream); an unknown node is a rejection.
 func (c *Controller) Push(ctx context.Context, req api.PushRequest) (api.PushResponse, error) {
+	if c.standby.Load() {
+		return api.PushResponse{}, errStandby()
+	}
 	if c.pub == nil {
 		return api.PushResponse{}, errors.New("controller: push: no bus is attached (run 'mesh up', or point the CLI at the controller)")
 	}

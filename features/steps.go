@@ -32,14 +32,22 @@ import (
 
 // Stores the scenarios can run on.
 const (
-	StoreMemory = "memory"
-	StoreBolt   = "bolt"
+	StoreMemory   = "memory"
+	StoreBolt     = "bolt"
+	StorePostgres = "postgres" // through Options.OpenStore
+	StoreESDB     = "esdb"     // through Options.OpenStore
 )
 
 // Options configure the step library.
 type Options struct {
-	// Store is "memory" (the default) or "bolt".
+	// Store is "memory" (the default), "bolt", or "postgres" or "esdb",
+	// which OpenStore opens.
 	Store string
+	// OpenStore opens a new, empty store for one scenario, and returns the
+	// function that closes and removes it. Required for the stores the
+	// step library does not open itself (postgres, esdb): it keeps their
+	// servers and clients out of this package.
+	OpenStore func() (events.Store, func(), error)
 	// TempDir makes a directory for a scenario's bolt file; os.MkdirTemp
 	// when nil.
 	TempDir func() (string, error)
@@ -147,8 +155,17 @@ func newWorld(opts Options) (*World, error) {
 		}
 		w.store = s
 		w.cleanup = func() { s.Close(); os.RemoveAll(dir) }
+	case StorePostgres, StoreESDB:
+		if opts.OpenStore == nil {
+			return nil, fmt.Errorf("scenario store %s: no OpenStore given to open it", opts.Store)
+		}
+		s, cleanup, err := opts.OpenStore()
+		if err != nil {
+			return nil, fmt.Errorf("scenario store %s: %w", opts.Store, err)
+		}
+		w.store, w.cleanup = s, cleanup
 	default:
-		return nil, fmt.Errorf("unknown store %q (want %s or %s)", opts.Store, StoreMemory, StoreBolt)
+		return nil, fmt.Errorf("unknown store %q (want %s, %s, %s or %s)", opts.Store, StoreMemory, StoreBolt, StorePostgres, StoreESDB)
 	}
 	w.mesh = sim.New(w.store)
 	return w, nil

@@ -21,7 +21,9 @@ import (
 	"meshplane/commands"
 	"meshplane/controller"
 	"meshplane/declaration"
+	"meshplane/events"
 	"meshplane/events/boltstore"
+	"meshplane/events/pgstore"
 )
 
 // defaultAPIListen is where the API listens unless --listen says otherwise.
@@ -47,6 +49,13 @@ type controllerConfig struct {
 	// embedded bus's keys and JetStream files) and DATA/controller.json
 	// (while running). Required; made if missing.
 	Data string
+
+	// Store is the event store's URL (--store): "" or "bolt" for
+	// DATA/events.db, held locked (one controller per file); postgres://...
+	// for PostgreSQL, where several controllers may run on one database and
+	// elect a leader with the store's advisory lock (see leadOnLock);
+	// esdb://... for KurrentDB (one controller: it has no leader lock).
+	Store string
 
 	// Listen is the API's host:port (--listen); defaultAPIListen when empty.
 	// Port 0 picks a free port (Ready says which).
@@ -152,12 +161,9 @@ func runController(ctx context.Context, cfg controllerConfig) (err error) {
 		}
 	}()
 
-	store, err := boltstore.Open(filepath.Join(cfg.Data, storeFile))
-	if errors.Is(err, boltstore.ErrLocked) {
-		return fmt.Errorf("controller: %w: %w", errStoreHeld, err)
-	}
+	store, lock, err := openControllerStore(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("controller: %w", err)
+		return err
 	}
 	stops = append(stops, func(context.Context) error { return store.Close() })
 
@@ -188,7 +194,7 @@ func runController(ctx context.Context, cfg controllerConfig) (err error) {
 	}
 	ctl, err := controller.New(controller.Config{
 		Store: store, Publisher: pub, Interval: cfg.Interval,
-		Version: cfg.Version, Logger: log,
+		Version: cfg.Version, Logger: log, Standby: lock != nil,
 	})
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)
@@ -204,20 +210,26 @@ func runController(ctx context.Context, cfg controllerConfig) (err error) {
 	}
 
 	// Reports, recorded with a context that outlives ctx until the
-	// consumer has finished the one in hand.
-	recCtx, stopRec := context.WithCancel(context.WithoutCancel(ctx))
-	consumer, err := bc.ConsumeReports(recCtx, reportHandler(ctl, cfg.Recorded))
-	if err != nil {
-		stopRec()
-		return fmt.Errorf("controller: %w", err)
+	// consumer has finished the one in hand. Under a leader lock, only
+	// once it is held (leadOnLock).
+	leadLost := make(chan error, 1)
+	if lock == nil {
+		stopConsumer, err := consumeReports(ctx, bc, ctl, cfg.Recorded, log)
+		if err != nil {
+			return err
+		}
+		stops = append(stops, stopConsumer)
+	} else {
+		leadCtx, stopLead := context.WithCancel(context.WithoutCancel(ctx))
+		leadDone := make(chan struct{})
+		go func() {
+			defer close(leadDone)
+			if lerr := leadOnLock(leadCtx, lock, bc, ctl, cfg.Recorded, log); lerr != nil {
+				leadLost <- lerr
+			}
+		}()
+		stops = append(stops, func(context.Context) error { stopLead(); <-leadDone; return nil })
 	}
-	stops = append(stops, func(sctx context.Context) error {
-		defer stopRec()
-		serr := consumer.Stop(sctx)
-		st := consumer.Stats()
-		log.Info("controller: reports", "recorded", st.Recorded, "retried", st.Retried, "refused", st.Refused, "rejected", st.Rejected)
-		return serr
-	})
 
 	// The API.
 	ln, err := net.Listen("tcp", listen)
@@ -258,7 +270,105 @@ func runController(ctx context.Context, cfg controllerConfig) (err error) {
 	case serr := <-served:
 		served <- serr
 		return fmt.Errorf("controller: the API stopped: %w", serr)
+	case lerr := <-leadLost:
+		// A leader whose lock is lost stops at once: another controller
+		// may be leading already. Its supervisor starts it again, as a
+		// standby.
+		return fmt.Errorf("controller: %w", lerr)
 	}
+}
+
+// leaderLock is a store's leader election (pgstore.Store's).
+type leaderLock interface {
+	AcquireLeader(ctx context.Context) (*pgstore.Leader, error)
+}
+
+var _ leaderLock = (*pgstore.Store)(nil)
+
+// openControllerStore opens the event store cfg names for writing: the
+// bolt file in the data directory (locked while open), or the store at
+// cfg.Store's URL (a PostgreSQL database is migrated to this build's
+// schema first). lock is the store's leader election when several
+// controllers may share it (PostgreSQL), else nil: the controller leads at
+// once.
+func openControllerStore(ctx context.Context, cfg controllerConfig) (events.Store, leaderLock, error) {
+	kind, err := storeKindOf(cfg.Store)
+	if err != nil {
+		return nil, nil, fmt.Errorf("controller: %w", err)
+	}
+	if kind != storeBolt {
+		s, err := openStoreURL(ctx, cfg.Store, true)
+		if err != nil {
+			return nil, nil, fmt.Errorf("controller: %w", err)
+		}
+		if ps, ok := s.(*pgstore.Store); ok {
+			return s, ps, nil
+		}
+		return s, nil, nil
+	}
+	s, err := boltstore.Open(filepath.Join(cfg.Data, storeFile))
+	if errors.Is(err, boltstore.ErrLocked) {
+		return nil, nil, fmt.Errorf("controller: %w: %w", errStoreHeld, err)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("controller: %w", err)
+	}
+	return s, nil, nil
+}
+
+// consumeReports starts recording the bus's reports through ctl, and
+// returns the function that stops it (after the report in hand).
+func consumeReports(ctx context.Context, bc *bus.Controller, ctl *controller.Controller, recorded func(bus.Report), log *slog.Logger) (func(context.Context) error, error) {
+	recCtx, stopRec := context.WithCancel(context.WithoutCancel(ctx))
+	consumer, err := bc.ConsumeReports(recCtx, reportHandler(ctl, recorded))
+	if err != nil {
+		stopRec()
+		return nil, fmt.Errorf("controller: %w", err)
+	}
+	return func(sctx context.Context) error {
+		defer stopRec()
+		serr := consumer.Stop(sctx)
+		st := consumer.Stats()
+		log.Info("controller: reports", "recorded", st.Recorded, "retried", st.Retried, "refused", st.Refused, "rejected", st.Rejected)
+		return serr
+	}, nil
+}
+
+// leadOnLock is a standby's wait to lead: it blocks until this process
+// holds the store's leader lock (held on a connection of its own, so it
+// ends with the process: a leader killed with SIGKILL frees it at once),
+// then leads (ctl.Lead: pushes and writes; the report consumer starts)
+// until ctx ends (nil, the lock released) or the lock is lost (an error:
+// the controller must stop).
+//
+// The controller stays a standby meanwhile: its projections follow the
+// store's subscription, its API answers reads and refuses writes
+// (api.CodeStandby).
+func leadOnLock(ctx context.Context, lock leaderLock, bc *bus.Controller, ctl *controller.Controller, recorded func(bus.Report), log *slog.Logger) error {
+	log.Info("controller: standby: waiting for the store's leader lock")
+	l, err := lock.AcquireLeader(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("leader lock: %w", err)
+	}
+	defer l.Release()
+	stopConsumer, err := consumeReports(ctx, bc, ctl, recorded, log)
+	if err != nil {
+		return err
+	}
+	ctl.Lead()
+	log.Info("controller: leading (holds the store's leader lock)")
+	select {
+	case <-ctx.Done():
+	case <-l.Lost():
+		err = fmt.Errorf("lost the store's leader lock: %w", l.Err())
+		log.Error("controller: " + err.Error())
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	return errors.Join(err, stopConsumer(sctx))
 }
 
 // startBus starts the embedded bus (or reads the external one's
@@ -328,7 +438,7 @@ func waitRunning(ctx context.Context, ctl *controller.Controller, runDone chan e
 		if err != nil {
 			return fmt.Errorf("controller: %w", err)
 		}
-		if info.Role == api.RoleLeader {
+		if info.Role == api.RoleLeader || (info.Role == api.RoleStandby && ctl.Running()) {
 			return nil
 		}
 		select {

@@ -165,13 +165,13 @@ status, holds, timeline and churn are projections of the stream.`,
 	module.AddCommand(e.moduleDefineCmd())
 	artifact := group("artifact", "artifacts: push")
 	artifact.AddCommand(e.artifactPushCmd())
-	store := group("store", "the event store: verify")
-	store.AddCommand(e.storeVerifyCmd())
+	store := group("store", "the event store: verify, migrate")
+	store.AddCommand(e.storeVerifyCmd(), e.storeMigrateCmd())
 	scenario := group("scenario", "Gherkin scenarios: run")
 	scenario.AddCommand(e.scenarioRunCmd())
 
 	root.AddCommand(
-		e.upCmd(), e.agentCmd(), e.statusCmd(), node, module,
+		e.upCmd(), e.agentCmd(), e.statusCmd(), e.infoCmd(), node, module,
 		e.assignCmd(), e.takeCmd(), e.releaseCmd(), e.pushCmd(), artifact,
 		e.timelineCmd(), e.rosterCmd(), e.whyCmd(), e.churnCmd(),
 		e.rebuildCmd(), store, scenario,

@@ -29,7 +29,7 @@ var errScenariosFailed = errors.New("scenarios failed")
 const maxFeatureLine = bufio.MaxScanTokenSize
 
 type scenarioOptions struct {
-	store, format, tags string
+	store, format, tags string // store: see scenarioStore
 	seed                int64
 }
 
@@ -42,25 +42,33 @@ func (e *env) scenarioRunCmd() *cobra.Command {
 			if len(args) == 0 {
 				return usagef("name at least one feature file or directory")
 			}
-			if o.store != features.StoreMemory && o.store != features.StoreBolt {
-				return usagef("--store %q: want memory or bolt", o.store)
-			}
 			if _, err := targetOf(cmd, true); err != nil {
 				return err
 			}
-			return e.scenarioRun(o, args)
+			ss, err := scenarioStoreOf(o.store)
+			if err != nil {
+				return err
+			}
+			defer func() {
+				if cerr := ss.Close(); cerr != nil {
+					fmt.Fprintf(e.stderr, "mesh scenario run: %v\n", cerr)
+				}
+			}()
+			return e.scenarioRun(o, ss, args)
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.store, "store", features.StoreMemory, "the event store each scenario starts empty: memory or bolt")
+	fs.StringVar(&o.store, "store", features.StoreMemory, "the event store each scenario starts empty: memory, bolt, "+
+		"postgres (a throwaway PostgreSQL cluster for the run), postgres://URL (a fresh database per scenario on that server), "+
+		"esdb (at $MESH_ESDB_URL) or esdb://URL (a fresh stream prefix per scenario)")
 	fs.StringVar(&o.format, "format", "pretty", "report format: pretty, progress, junit or cucumber")
 	fs.Int64Var(&o.seed, "seed", -1, "scenario order: -1 random (the seed is printed), or a seed to repeat an order")
 	fs.StringVar(&o.tags, "tags", "", "run only scenarios matching this tag `expression` (\"@rule1 && ~@slow\")")
 	return cmd
 }
 
-func (e *env) scenarioRun(o scenarioOptions, pos []string) error {
-	store, format, seed, tags := &o.store, &o.format, &o.seed, &o.tags
+func (e *env) scenarioRun(o scenarioOptions, ss *scenarioStore, pos []string) error {
+	format, seed, tags := &o.format, &o.seed, &o.tags
 	for _, p := range pos {
 		if err := checkFeatures(p); err != nil {
 			return err
@@ -77,7 +85,7 @@ func (e *env) scenarioRun(o scenarioOptions, pos []string) error {
 		order = -1
 	}
 	var ran atomic.Int64
-	opts := features.Options{Store: *store}
+	opts := features.Options{Store: ss.kind, OpenStore: ss.open}
 	status := godog.TestSuite{
 		Name: "meshplane",
 		ScenarioInitializer: func(sc *godog.ScenarioContext) {

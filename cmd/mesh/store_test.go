@@ -26,8 +26,17 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
+	if os.Getenv("MESH_TEST_CONTROLLER") == "1" {
+		os.Exit(testController())
+	}
 	code := m.Run()
 	removeBinary() // process_test.go's
+	if err := closePG(); err != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: close: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 

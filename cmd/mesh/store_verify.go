@@ -15,6 +15,10 @@ import (
 // errDamageFound is store verify's failure: the report, printed, says what.
 var errDamageFound = errors.New("the store file is damaged")
 
+// errVerifyUnsupported is store verify's refusal of a store that is not the
+// bolt file.
+var errVerifyUnsupported = errors.New("store verify works on the bolt store only")
+
 func (e *env) storeVerifyCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "verify",
@@ -26,6 +30,11 @@ func (e *env) storeVerifyCmd() *cobra.Command {
 			t, err := targetOf(cmd, true)
 			if err != nil {
 				return err
+			}
+			if kind, _ := storeKindOf(t.store); kind != storeBolt {
+				return fmt.Errorf("%w: mesh store verify checks the bolt file's pages, records and indexes; "+
+					"a %s store is checked by its server (PostgreSQL: its own checksums and amcheck; KurrentDB: its scavenge and verification tools). "+
+					"Give --store bolt (or none) to verify DATA/events.db", errVerifyUnsupported, kind)
 			}
 			return e.storeVerify(cmd.Context(), t.data)
 		},

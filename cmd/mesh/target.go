@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,7 +18,9 @@ import (
 	"meshplane/controller"
 	"meshplane/events"
 	"meshplane/events/boltstore"
+	"meshplane/events/esdbstore"
 	"meshplane/events/memstore"
+	"meshplane/events/pgstore"
 )
 
 // Where a command works: the flags every command takes (persistent on the
@@ -27,6 +30,7 @@ const (
 	flagServer    = "server"
 	flagTokenFile = "token-file"
 	flagTLSCA     = "tls-ca"
+	flagStore     = "store"
 )
 
 // addTarget declares the flags naming where commands work.
@@ -40,6 +44,7 @@ func addTarget(root *cobra.Command) {
 	fs.String(flagServer, "", "work against the controller at this `URL` (https://HOST:7480) instead of a local store (env MESH_SERVER)")
 	fs.String(flagTokenFile, "", "the controller's API token, read from this `file` (its DATA/api-token; env MESH_TOKEN holds the token itself)")
 	fs.String(flagTLSCA, "", "verify the controller's certificate against the CA certificates in this PEM `file`")
+	fs.String(flagStore, os.Getenv("MESH_STORE"), "the event store: bolt (the file in --data, the default), postgres://... or esdb://... (kurrentdb://...) (env MESH_STORE)")
 }
 
 // target is where one command works, read from its flags and environment.
@@ -48,6 +53,7 @@ type target struct {
 	server    string // the controller's URL; "" for local mode
 	tokenFile string
 	tlsCA     string
+	store     string // --store: "" or "bolt" for DATA/events.db, else a URL
 }
 
 // targetOf reads cmd's target. --server wins; else an explicit --data
@@ -63,6 +69,16 @@ func targetOf(cmd *cobra.Command, localOnly bool) (target, error) {
 		return v
 	}
 	t := target{data: get(flagData), server: get(flagServer), tokenFile: get(flagTokenFile), tlsCA: get(flagTLSCA)}
+	// scenario run's own --store (memory|bolt|postgres|esdb) shadows this one.
+	if f := fs.Lookup(flagStore); f != nil && f == cmd.Root().PersistentFlags().Lookup(flagStore) {
+		t.store = f.Value.String()
+	}
+	if _, err := storeKindOf(t.store); err != nil {
+		return t, err
+	}
+	if t.server != "" && t.store != "" && t.store != storeBolt && fs.Changed(flagStore) {
+		return t, usagef("give --server or --store, not both")
+	}
 	if localOnly {
 		if t.server != "" {
 			return t, usagef("%s works on a local store only (--data DIR); it does not go through --server", cmd.CommandPath())
@@ -84,7 +100,7 @@ func targetOf(cmd *cobra.Command, localOnly bool) (target, error) {
 type session struct {
 	svc   api.Service
 	ctrl  *controller.Controller // local mode
-	store *boltstore.Store       // local mode
+	store io.Closer              // local mode: the events.Store
 }
 
 func (s *session) Close() error {
@@ -125,6 +141,18 @@ func (t target) open(ctx context.Context, write bool, fresh []commands.Command) 
 	if t.server != "" {
 		return t.client(t.server, t.tokenFile)
 	}
+	if kind, _ := storeKindOf(t.store); kind != storeBolt {
+		s, err := openStoreURL(ctx, t.store, write)
+		if err != nil {
+			return nil, err
+		}
+		c, err := controller.New(controller.Config{Store: s, Clock: wallClock})
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		return &session{svc: c, ctrl: c, store: s}, nil
+	}
 	path := filepath.Join(t.data, "events.db")
 	var opts []boltstore.Option
 	if write {
@@ -160,6 +188,81 @@ func (t target) open(ctx context.Context, write bool, fresh []commands.Command) 
 		return nil, err
 	}
 	return &session{svc: c, ctrl: c, store: s}, nil
+}
+
+// Kinds of store --store names.
+const (
+	storeBolt     = "bolt"
+	storePostgres = "postgres"
+	storeESDB     = "esdb"
+)
+
+// storeKindOf is the kind of store url names: "" and "bolt" are the bolt
+// file in --data; postgres:// and postgresql:// are PostgreSQL (pgstore);
+// esdb://, esdb+discover://, kurrentdb:// and kurrentdb+discover:// are
+// KurrentDB (esdbstore). Anything else is a usage error.
+func storeKindOf(url string) (string, error) {
+	switch {
+	case url == "" || url == storeBolt:
+		return storeBolt, nil
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		return storePostgres, nil
+	case strings.HasPrefix(url, "esdb://"), strings.HasPrefix(url, "esdb+discover://"),
+		strings.HasPrefix(url, "kurrentdb://"), strings.HasPrefix(url, "kurrentdb+discover://"):
+		return storeESDB, nil
+	}
+	return "", usagef("--store %q: want bolt, postgres://... (postgresql://...) or esdb://... (kurrentdb://...)", redactURL(url))
+}
+
+// redactURL is url with any password replaced, for messages.
+func redactURL(s string) string {
+	u, err := neturl.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	if _, ok := u.User.Password(); !ok {
+		return s
+	}
+	return u.Redacted()
+}
+
+// esdbURL is a KurrentDB URL in the scheme the client takes: kurrentdb://
+// is its newer spelling of esdb://.
+func esdbURL(url string) string {
+	if rest, ok := strings.CutPrefix(url, "kurrentdb"); ok {
+		return "esdb" + rest
+	}
+	return url
+}
+
+// openStoreURL opens the PostgreSQL or KurrentDB store at url. A write
+// brings a PostgreSQL database to this build's schema (as mesh store
+// migrate does); a read does not change it and fails on a database at
+// another version, naming mesh store migrate.
+func openStoreURL(ctx context.Context, url string, write bool) (events.Store, error) {
+	kind, err := storeKindOf(url)
+	if err != nil {
+		return nil, err
+	}
+	switch kind {
+	case storePostgres:
+		var opts []pgstore.Option
+		if !write {
+			opts = append(opts, pgstore.WithoutMigrate())
+		}
+		s, err := pgstore.Open(ctx, url, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("open the event store at %s: %w", redactURL(url), err)
+		}
+		return s, nil
+	case storeESDB:
+		s, err := esdbstore.Open(ctx, esdbURL(url))
+		if err != nil {
+			return nil, fmt.Errorf("open the event store at %s: %w", redactURL(url), err)
+		}
+		return s, nil
+	}
+	return nil, fmt.Errorf("open the event store: %q is not a store URL", url)
 }
 
 // client is a session asking the controller at url, with the token from

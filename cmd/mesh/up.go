@@ -125,6 +125,7 @@ func parseMeshFile(path string, b []byte) (meshFile, error) {
 // golden tests that need no processes.
 type upOptions struct {
 	data       string
+	store      string // --store: "" or "bolt" for the file in data, else a URL
 	modulesDir string
 	meshPath   string
 	passes     int
@@ -169,9 +170,12 @@ API): N passes of push and apply, then exit.`,
 			if err != nil {
 				return err
 			}
-			o.data, o.tlsCA = t.data, t.tlsCA
+			o.data, o.tlsCA, o.store = t.data, t.tlsCA, t.store
 			if !cmd.Flags().Changed("passes") {
 				return e.upDaemon(cmd, o)
+			}
+			if kind, _ := storeKindOf(o.store); kind != storeBolt {
+				return usagef("--passes runs the mesh in this process on the bolt store in --data; --store is the controller's")
 			}
 			for _, f := range daemonFlags {
 				if cmd.Flags().Changed(f) {
@@ -403,7 +407,7 @@ func (e *env) upDaemon(cmd *cobra.Command, o upOptions) error {
 	cfg := controllerConfig{
 		Data: o.data, Listen: o.listen, BusListen: o.busListen,
 		TLSCert: o.tlsCert, TLSKey: o.tlsKey, Insecure: o.insecure,
-		Interval: o.interval, Logger: log,
+		Interval: o.interval, Logger: log, Store: o.store,
 	}
 	if o.nats != "" {
 		cfg.NATS = []string{o.nats}
@@ -471,17 +475,27 @@ func (e *env) setUpStore(ctx context.Context, o upOptions) (meshFile, error) {
 		return mf, err
 	}
 	cs := setUp(defs, mf)
-	if err := checkFresh(ctx, o.data, cs); err != nil {
-		return mf, setUpRefused(err)
-	}
-	if err := os.MkdirAll(o.data, 0o755); err != nil {
-		return mf, err
-	}
-	store, err := boltstore.Open(filepath.Join(o.data, storeFile))
-	if errors.Is(err, boltstore.ErrLocked) {
-		return mf, fmt.Errorf("set-up: %w: %w", errStoreHeld, err)
-	} else if err != nil {
-		return mf, err
+	var store events.Store
+	if kind, _ := storeKindOf(o.store); kind != storeBolt {
+		s, err := openStoreURL(ctx, o.store, true)
+		if err != nil {
+			return mf, err
+		}
+		store = s
+	} else {
+		if err := checkFresh(ctx, o.data, cs); err != nil {
+			return mf, setUpRefused(err)
+		}
+		if err := os.MkdirAll(o.data, 0o755); err != nil {
+			return mf, err
+		}
+		s, err := boltstore.Open(filepath.Join(o.data, storeFile))
+		if errors.Is(err, boltstore.ErrLocked) {
+			return mf, fmt.Errorf("set-up: %w: %w", errStoreHeld, err)
+		} else if err != nil {
+			return mf, err
+		}
+		store = s
 	}
 	defer store.Close()
 	ctl, err := controller.New(controller.Config{Store: store, Clock: e.now})

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	neturl "net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"meshplane/events"
+	"meshplane/events/esdbstore"
+	"meshplane/events/pgstore"
+	"meshplane/events/pgstore/pgtest"
+	"meshplane/features"
+)
+
+// envESDBURL names the KurrentDB server `scenario run --store esdb` uses.
+const envESDBURL = "MESH_ESDB_URL"
+
+// scenarioStore is where scenario run's scenarios keep their events: each
+// scenario gets a new, empty store of kind.
+//
+//   - memory, bolt: the step library opens them (open is nil).
+//   - postgres: a throwaway cluster (pgtest) started by the first scenario
+//     and stopped by Close; a new database per scenario, dropped after it.
+//   - postgres://URL: a new database per scenario on that server (the role
+//     needs CREATEDB), dropped after it; URL's own database is only
+//     connected to.
+//   - esdb://URL (or esdb with $MESH_ESDB_URL): one server; each scenario
+//     writes under a stream prefix of its own, so it starts empty. Nothing
+//     is deleted after it.
+type scenarioStore struct {
+	kind string
+	url  string // postgres://, esdb:// or ""
+
+	once sync.Once
+	srv  *pgtest.Server // --store postgres
+	err  error
+	n    atomic.Int64
+}
+
+// scenarioStoreOf reads scenario run's --store.
+func scenarioStoreOf(v string) (*scenarioStore, error) {
+	switch v {
+	case features.StoreMemory, features.StoreBolt:
+		return &scenarioStore{kind: v}, nil
+	case features.StorePostgres:
+		return &scenarioStore{kind: v}, nil
+	case features.StoreESDB:
+		u := os.Getenv(envESDBURL)
+		if u == "" {
+			return nil, usagef("--store esdb needs a KurrentDB server: set %s=esdb://HOST:2113?tls=false or give --store esdb://HOST:2113 "+
+				"(this build has no KurrentDB of its own to start)", envESDBURL)
+		}
+		v = u
+	}
+	kind, err := storeKindOf(v)
+	if err != nil || kind == storeBolt {
+		return nil, usagef("--store %q: want memory, bolt, postgres, esdb, postgres://... or esdb://...", redactURL(v))
+	}
+	if kind == storePostgres {
+		return &scenarioStore{kind: features.StorePostgres, url: v}, nil
+	}
+	return &scenarioStore{kind: features.StoreESDB, url: v}, nil
+}
+
+// open opens a new, empty store for one scenario (features.Options.OpenStore).
+func (s *scenarioStore) open() (events.Store, func(), error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	switch s.kind {
+	case features.StorePostgres:
+		return s.openPostgres(ctx)
+	case features.StoreESDB:
+		prefix := fmt.Sprintf("scenario-%s-", uuid.NewString()[:8])
+		st, err := esdbstore.Open(ctx, esdbURL(s.url), esdbstore.WithPrefix(prefix))
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, func() { st.Close() }, nil
+	}
+	return nil, nil, fmt.Errorf("store %s is opened by the step library", s.kind)
+}
+
+func (s *scenarioStore) openPostgres(ctx context.Context) (events.Store, func(), error) {
+	var create func(context.Context) (string, error)
+	var drop func(context.Context, string) error
+	if s.url == "" {
+		s.once.Do(func() {
+			s.srv, s.err = pgtest.Start(ctx)
+			if errors.Is(s.err, pgtest.ErrNoPostgres) {
+				s.err = fmt.Errorf("%w (install PostgreSQL, set PGTEST_BIN to its bin directory, or give --store postgres://URL)", s.err)
+			}
+		})
+		if s.err != nil {
+			return nil, nil, s.err
+		}
+		create, drop = s.srv.CreateDatabase, s.srv.DropDatabase
+	} else {
+		create, drop = s.createDatabase, s.dropDatabase
+	}
+	u, err := create(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := pgstore.Open(ctx, u)
+	if err != nil {
+		_ = drop(ctx, u)
+		return nil, nil, err
+	}
+	return st, func() {
+		st.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = drop(ctx, u)
+	}, nil
+}
+
+// createDatabase makes a new database on s.url's server and returns its URL.
+func (s *scenarioStore) createDatabase(ctx context.Context) (string, error) {
+	name := fmt.Sprintf("mesh_scenario_%d_%d", os.Getpid(), s.n.Add(1))
+	if err := s.exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", fmt.Errorf("create database %s on %s: %w", name, redactURL(s.url), err)
+	}
+	u, err := neturl.Parse(s.url)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+func (s *scenarioStore) dropDatabase(ctx context.Context, dbURL string) error {
+	u, err := neturl.Parse(dbURL)
+	if err != nil {
+		return err
+	}
+	return s.exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{strings.TrimPrefix(u.Path, "/")}.Sanitize()+" WITH (FORCE)")
+}
+
+func (s *scenarioStore) exec(ctx context.Context, sql string) error {
+	c, err := pgx.Connect(ctx, s.url)
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.Background())
+	_, err = c.Exec(ctx, sql)
+	return err
+}
+
+// Close stops the throwaway cluster, if one was started.
+func (s *scenarioStore) Close() error {
+	if s.srv == nil {
+		return nil
+	}
+	return s.srv.Close()
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"meshplane/events/pgstore/pgtest"
+)
+
+// The PostgreSQL cluster of this package's tests, started by the first test
+// that needs one and stopped by TestMain.
+var (
+	pgOnce sync.Once
+	pgSrv  *pgtest.Server
+	pgErr  error
+)
+
+// pgDatabase is a fresh database on the package's cluster. Without
+// PostgreSQL the test fails under CI and skips loudly elsewhere.
+func pgDatabase(t *testing.T) string {
+	t.Helper()
+	pgOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		pgSrv, pgErr = pgtest.Start(ctx)
+	})
+	if pgErr != nil {
+		if pgtest.InCI() {
+			t.Fatalf("pgtest: cannot start PostgreSQL under CI: %v", pgErr)
+		}
+		t.Skipf("pgtest: SKIPPED: %v", pgErr)
+	}
+	return pgSrv.Database(t)
+}
+
+func closePG() error {
+	if pgSrv == nil {
+		return nil
+	}
+	return pgSrv.Close()
+}
+
+// TestStorePostgres runs write and read verbs against --store postgres://:
+// migrate first (twice: the second applies nothing), then the example
+// mesh, then the reads see it.
+func TestStorePostgres(t *testing.T) {
+	url := pgDatabase(t)
+	dir := t.TempDir()
+	steps := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"status"}, exitFailed, "run mesh store migrate"},
+		{[]string{"store", "migrate"}, exitOK, "applied migration 1"},
+		{[]string{"store", "migrate"}, exitOK, "nothing to apply"},
+		{[]string{"node", "register", "a", "b"}, exitOK, ""},
+		{[]string{"node", "adopt", "a"}, exitOK, ""},
+		{[]string{"node", "show", "a"}, exitOK, "a"},
+		{[]string{"timeline"}, exitOK, "node a adopted"},
+		{[]string{"store", "verify"}, exitFailed, "bolt store only"},
+	}
+	for _, st := range steps {
+		args := append(append([]string{}, st.args...), "--store", url, "--data", dir)
+		code, out, errOut := mesh(t, args...)
+		if code != st.code || !strings.Contains(out+errOut, st.want) {
+			t.Fatalf("mesh %s: exit %d (want %d), want %q in\n%s%s", strings.Join(st.args, " "), code, st.code, st.want, out, errOut)
+		}
+	}
+}
+
+func TestStoreKindOf(t *testing.T) {
+	for _, tc := range []struct{ url, want string }{
+		{"", storeBolt}, {"bolt", storeBolt},
+		{"postgres://u@h/db", storePostgres}, {"postgresql://h/db", storePostgres},
+		{"esdb://h:2113", storeESDB}, {"kurrentdb://h:2113?tls=false", storeESDB},
+		{"mysql://h/db", ""}, {"memory", ""},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			got, err := storeKindOf(tc.url)
+			if got != tc.want || (err != nil) != (tc.want == "") {
+				t.Fatalf("storeKindOf(%q) = %q, %v; want %q", tc.url, got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"postgres://mesh:secret@db:5432/mesh", "postgres://mesh:xxxxx@db:5432/mesh"},
+		{"postgres://mesh@db/mesh", "postgres://mesh@db/mesh"},
+		{"esdb://127.0.0.1:2113?tls=false", "esdb://127.0.0.1:2113?tls=false"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			if got := redactURL(tc.in); got != tc.want {
+				t.Fatalf("redactURL(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
