@@ -2,23 +2,16 @@ package api_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"meshplane/api"
+	"meshplane/internal/testtls"
 )
 
 func TestCheckListen(t *testing.T) {
@@ -53,67 +46,12 @@ func TestCheckListen(t *testing.T) {
 	}
 }
 
-// pki is a CA and a server certificate for 127.0.0.1 it signed, as PEM
-// files in dir.
-type pki struct {
-	caPEM             []byte
-	certFile, keyFile string
-}
-
-func makePKI(t *testing.T, dir string) pki {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	ca := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "meshplane test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "controller"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := pki{
-		caPEM:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		certFile: filepath.Join(dir, "cert.pem"), keyFile: filepath.Join(dir, "key.pem"),
-	}
-	if err := os.WriteFile(p.certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p.keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // TestServeTLS serves the API with a certificate the test's CA signed: a
 // client trusting that CA gets answers, one that does not is refused, and
 // plain HTTP gets nothing.
 func TestServeTLS(t *testing.T) {
 	e := newEnv(t)
-	p := makePKI(t, t.TempDir())
+	p := testtls.New(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +59,7 @@ func TestServeTLS(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		served <- api.Serve(ctx, ln, api.Handler(e.ctrl, token), api.ServeOptions{TLSCert: p.certFile, TLSKey: p.keyFile})
+		served <- api.Serve(ctx, ln, api.Handler(e.ctrl, token), api.ServeOptions{TLSCert: p.CertFile, TLSKey: p.KeyFile})
 	}()
 	addr := ln.Addr().String()
 
@@ -131,7 +69,7 @@ func TestServeTLS(t *testing.T) {
 		opts []api.ClientOption
 		ok   bool
 	}{
-		{"client trusting the CA", "https://" + addr, []api.ClientOption{api.WithCA(p.caPEM)}, true},
+		{"client trusting the CA", "https://" + addr, []api.ClientOption{api.WithCA(p.CAPEM)}, true},
 		{"client trusting the system roots", "https://" + addr, nil, false},
 		{"plain HTTP", "http://" + addr, nil, false},
 	}

@@ -9,11 +9,12 @@ import (
 
 	"meshplane/bus"
 	"meshplane/bus/natstest"
+	"meshplane/internal/testtls"
 )
 
 func TestCredsFile(t *testing.T) {
 	s := natstest.Start(t)
-	ca, _, _ := tlsFiles(t)
+	ca := testtls.New(t).CAPEM
 	c, err := bus.NewCreds(s.Authority().Issuer(), "web.a", []string{"tls://10.0.0.1:4222", "tls://10.0.0.2:4222"}, ca)
 	if err != nil {
 		t.Fatal(err)

@@ -2,14 +2,7 @@ package bus_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -19,6 +12,7 @@ import (
 
 	"meshplane/bus"
 	"meshplane/bus/natstest"
+	"meshplane/internal/testtls"
 )
 
 func freePort(t *testing.T) int {
@@ -163,60 +157,10 @@ func TestKeysOnDisk(t *testing.T) {
 	}
 }
 
-// tlsFiles makes a CA and a certificate for 127.0.0.1 signed by it, and
-// returns the CA's PEM and the certificate's and key's files.
-func tlsFiles(t *testing.T) (ca []byte, certFile, keyFile string) {
-	t.Helper()
-	key := func() *ecdsa.PrivateKey {
-		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	caKey, srvKey := key(), key()
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "meshplane test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "bus"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(srvKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "bus.crt"), filepath.Join(dir, "bus.key")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srvDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), certFile, keyFile
-}
-
 func TestTLS(t *testing.T) {
-	ca, cert, key := tlsFiles(t)
-	otherCA, _, _ := tlsFiles(t)
+	p := testtls.New(t)
+	ca, cert, key := p.CAPEM, p.CertFile, p.KeyFile
+	otherCA := testtls.New(t).CAPEM
 	s := natstest.Start(t, func(c *bus.ServerConfig) { c.TLSCert, c.TLSKey = cert, key })
 	ctl := natstest.Controller(t, s) // in process: no TLS
 	ctx := ctxT(t)

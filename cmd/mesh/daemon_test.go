@@ -17,8 +17,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"meshplane/agent"
 	"meshplane/agent/simruntime"
@@ -363,51 +361,12 @@ func TestDaemonOtherNodesCreds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect(strings.Join(creds.URLs, ","), nats.UserJWTAndSeed(creds.JWT, creds.Seed),
-		nats.CustomInboxPrefix(bus.NodeInbox("n2")),
-		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {})) // refusals are expected
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := dialAsNode(t, creds)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	before, err := d.client.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := storeHead(t, ctx, d.client)
 
-	t.Run("read n1's declaration", func(t *testing.T) {
-		gctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		kv, err := js.KeyValue(gctx, bus.DeclarationsBucket)
-		if err == nil {
-			_, err = kv.Get(gctx, "n1")
-		}
-		if err == nil {
-			t.Fatal("n2's user read n1's declaration")
-		}
-	})
-	t.Run("publish n1's report", func(t *testing.T) {
-		r := agentReportFor("n1")
-		br, err := bus.ReportOf("n1", r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := bus.EncodeReport(br)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		if _, err := js.Publish(pctx, bus.ReportSubject("n1"), b, jetstream.WithMsgID(br.ApplyID.String())); err == nil {
-			t.Fatal("n2's user published on n1's report subject")
-		}
-	})
+	checkOtherNodeRefused(t, ctx, js, "n2", "n1")
 	t.Run("an undecodable report on its own subject", func(t *testing.T) {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
@@ -430,13 +389,7 @@ func TestDaemonOtherNodesCreds(t *testing.T) {
 		}
 	})
 	time.Sleep(200 * time.Millisecond) // what was published would be recorded by now
-	after, err := d.client.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after.StoreHead != before.StoreHead {
-		t.Errorf("the store grew from %d to %d events", before.StoreHead, after.StoreHead)
-	}
+	checkStoreStill(t, ctx, d.client, before)
 	// The controller still records: n2's own agent gets in sync.
 	startNode(t, credsPath, t.TempDir())
 	inSync(t, d.client, "n2")
@@ -447,10 +400,7 @@ func TestDaemonOtherNodesCreds(t *testing.T) {
 func TestDaemonAPIToken(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), "")
 	ctx := context.Background()
-	before, err := d.client.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := storeHead(t, ctx, d.client)
 	for _, tc := range []struct {
 		name, header string
 	}{
@@ -485,13 +435,7 @@ func TestDaemonAPIToken(t *testing.T) {
 	if _, err := bad.Status(ctx, api.StatusRequest{}); !errors.Is(err, api.ErrUnauthorized) {
 		t.Errorf("a read with a wrong token: %v, want ErrUnauthorized", err)
 	}
-	after, err := d.client.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if after.StoreHead != before.StoreHead {
-		t.Errorf("the store grew from %d to %d events", before.StoreHead, after.StoreHead)
-	}
+	checkStoreStill(t, ctx, d.client, before)
 }
 
 // TestDaemonRefusesToStart: what runController and runAgent refuse before
