@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"meshplane/events/esdbstore/esdbdouble"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,5 +80,35 @@ func TestScenarioRunStoreRefused(t *testing.T) {
 				t.Fatalf("exit %d, want %d and %q\n%s%s", code, exitUsage, tc.want, out, errOut)
 			}
 		})
+	}
+}
+
+// TestStoreEsdbAgainstDouble runs the CLI's KurrentDB paths against the
+// gRPC double of package esdbdouble (NOT KurrentDB: the calls esdbstore
+// makes, and only those): scenario run --store esdb://..., and write and
+// read verbs with --store esdb://... giving what they give on bolt.
+func TestStoreEsdbAgainstDouble(t *testing.T) {
+	d, err := esdbdouble.Start(esdbdouble.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Stop)
+	const file = "../../features/03_holds.feature"
+	feature, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := strings.Count(string(feature), "Scenario:")
+	code, out, errOut := mesh(t, "scenario", "run", "--store", d.URL(), "--format", "progress", "--seed", "7", file)
+	if code != exitOK || !strings.Contains(out, fmt.Sprintf("%d scenarios (%d passed)", n, n)) {
+		t.Fatalf("scenario run --store esdb://: exit %d\n%s%s", code, out, errOut)
+	}
+	dir := t.TempDir()
+	if code, out, errOut := mesh(t, "node", "register", "novox", "g14", "--store", d.URL(), "--data", dir); code != exitOK {
+		t.Fatalf("node register --store esdb://: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = mesh(t, "status", "-o", "json", "--store", d.URL(), "--data", dir)
+	if code != exitOK || !strings.Contains(out, `"novox"`) || !strings.Contains(out, `"g14"`) {
+		t.Fatalf("status --store esdb://: exit %d\n%s%s", code, out, errOut)
 	}
 }

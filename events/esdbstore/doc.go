@@ -110,6 +110,6 @@
 // replaces it with a new client on the next call.
 //
 // The package's tests run the events/storetest suite against a gRPC double
-// of a KurrentDB node (internal/esdbdouble, not KurrentDB) in every run, and
+// of a KurrentDB node (esdbdouble, imported by tests only; not KurrentDB) in every run, and
 // against a real server when MESH_ESDB_URL is set.
 package esdbstore

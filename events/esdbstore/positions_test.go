@@ -13,7 +13,7 @@ import (
 
 	"meshplane/events"
 	"meshplane/events/esdbstore"
-	"meshplane/events/esdbstore/internal/esdbdouble"
+	"meshplane/events/esdbstore/esdbdouble"
 )
 
 // rawClient is a plain client of the server, to write what esdbstore would

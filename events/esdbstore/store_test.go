@@ -12,7 +12,7 @@ import (
 
 	"meshplane/events"
 	"meshplane/events/esdbstore"
-	"meshplane/events/esdbstore/internal/esdbdouble"
+	"meshplane/events/esdbstore/esdbdouble"
 	"meshplane/events/storetest"
 )
 
