@@ -328,7 +328,8 @@ func (d *TimelineDB) Query(f projections.Filter) ([]projections.Entry, error) {
 		if hi > 0 {
 			end = hi
 		}
-		k, v := c.Seek(append(slices.Clip(prefix), be64(end)...))
+		k, _ := c.Seek(append(slices.Clip(prefix), be64(end)...))
+		var v []byte
 		if k == nil {
 			k, v = c.Last()
 		} else {
