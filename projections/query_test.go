@@ -28,24 +28,6 @@ func simHistory(t *testing.T, n uint64) (*memstore.Store, *projections.Set) {
 	return store, views
 }
 
-// selects is Filter f (Limit and Forward aside) applied to one rendered
-// entry: the reference the indexes must agree with.
-func selects(f projections.Filter, en projections.Entry) bool {
-	switch {
-	case f.Node != "" && en.Node != f.Node,
-		f.Type != "" && en.Type != f.Type,
-		f.Correlation != "" && en.Correlation != f.Correlation,
-		f.Module != "" && !slices.Contains(en.Modules, f.Module),
-		f.Resource != "" && !slices.Contains(en.Resources, f.Resource),
-		!f.From.IsZero() && en.At.Before(f.From),
-		!f.To.IsZero() && !en.At.Before(f.To),
-		en.Position <= f.After,
-		f.Before > 0 && en.Position >= f.Before:
-		return false
-	}
-	return true
-}
-
 func positions(es []projections.Entry) []uint64 {
 	out := make([]uint64, len(es))
 	for i, e := range es {
@@ -102,7 +84,7 @@ func TestQueryEqualsScan(t *testing.T) {
 		}
 		var want []projections.Entry
 		for _, en := range all {
-			if selects(f, en) {
+			if f.Selects(en) {
 				want = append(want, en)
 			}
 		}
