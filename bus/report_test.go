@@ -67,6 +67,20 @@ func (r *recorder) wait(t *testing.T) bus.Report {
 	return bus.Report{}
 }
 
+// settle waits up to 5s for the consumer's counters to satisfy ok. The
+// consumer counts a report after its handler returns, so a test that has
+// just seen the handler record it may read the counter a moment early.
+func settle(k *bus.Consumer, ok func(bus.ConsumerStats) bool) (bus.ConsumerStats, bool) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st := k.Stats()
+		if ok(st) || time.Now().After(deadline) {
+			return st, ok(st)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func (r *recorder) none(t *testing.T, d time.Duration) {
 	t.Helper()
 	select {
@@ -138,7 +152,9 @@ func TestReports(t *testing.T) {
 		if got := rec.wait(t); got.ApplyID != r.ApplyID {
 			t.Fatalf("recorded %s, want %s", got.ApplyID, r.ApplyID)
 		}
-		if st := k.Stats(); st.Retried != before.Retried+1 || st.Recorded != before.Recorded+1 {
+		if st, ok := settle(k, func(st bus.ConsumerStats) bool {
+			return st.Retried == before.Retried+1 && st.Recorded == before.Recorded+1
+		}); !ok {
 			t.Fatalf("stats %+v after %+v: want one retry, one recorded", st, before)
 		}
 	})
@@ -231,7 +247,7 @@ func TestReportsRefused(t *testing.T) {
 			}
 		})
 	}
-	if st := k.Stats(); st.Recorded != 6 || st.Refused != 6 {
+	if st, ok := settle(k, func(st bus.ConsumerStats) bool { return st.Recorded == 6 && st.Refused == 6 }); !ok {
 		t.Fatalf("stats %+v: want 6 recorded and 6 refused", st)
 	}
 }
