@@ -133,12 +133,20 @@ func TestDeclarations(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer w.Stop()
+		var rev uint64
 		for i := 1; i <= 5; i++ {
-			if _, err := ctl.PutDeclaration(ctx, decl("slow", i)); err != nil {
+			if rev, err = ctl.PutDeclaration(ctx, decl("slow", i)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		time.Sleep(300 * time.Millisecond)
+		// Wait until the watch has handled the fifth put, without taking
+		// anything from it: under load a fixed sleep may not be enough.
+		for deadline := time.Now().Add(15 * time.Second); bus.WatchSeen(w) < rev; {
+			if time.Now().After(deadline) {
+				t.Fatalf("the watch handled revision %d of %d within 15s", bus.WatchSeen(w), rev)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 		if d := next(t, w); d.ID != "slow/5" {
 			t.Fatalf("watch gave %s, want slow/5 (the newest only)", d.ID)
 		}

@@ -157,6 +157,7 @@ type Watch struct {
 	done    chan struct{}
 	stop    sync.Once
 	refused atomic.Uint64
+	seen    atomic.Uint64 // the newest revision the watch has handled
 }
 
 // Watch watches the node's declaration: Updates yields the latest
@@ -270,6 +271,7 @@ func (w *Watch) run(ctx context.Context, kw jetstream.KeyWatcher) {
 				continue
 			}
 			last = e.Revision()
+			w.seen.Store(last)
 			if e.Operation() != jetstream.KeyValuePut {
 				log.Warn("bus: declaration key deleted; keeping the last declaration", "revision", e.Revision())
 				continue
