@@ -441,6 +441,12 @@ func (e *env) upDaemon(cmd *cobra.Command, o upOptions) error {
 		}
 	}
 	rts := e.nodeRuntimes(ctx, mf)
+	storeNode, storeAt := storeServed(mf, rts)
+	if storeAt != "" {
+		if err := storeFree(storeAt); err != nil {
+			return err
+		}
+	}
 
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 	if o.once {
@@ -485,7 +491,6 @@ func (e *env) upDaemon(cmd *cobra.Command, o upOptions) error {
 		fmt.Fprintf(w, "the CLI against it: export MESH_SERVER=%s MESH_TOKEN=$(cat %s)\n", r.APIURL, filepath.Join(o.data, api.TokenFile))
 	}
 
-	storeNode, storeAt := storeServed(mf, rts)
 	agents, err := startAgents(o.data, mf, rts, storeNode, storeAt, r.BusURLs, w)
 	stop := func() error {
 		aerr := agents.stop()

@@ -144,6 +144,17 @@ func storeServed(mf meshFile, rts map[string]string) (node, addr string) {
 	return "", ""
 }
 
+// storeFree checks that nothing listens on addr yet, so that an agent that
+// could not serve the artifact store there fails up at once, not after
+// storeTimeout.
+func storeFree(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("the artifact store's address %s: %w (another mesh up running? change the node's artifact-store port in the mesh file)", addr, err)
+	}
+	return ln.Close()
+}
+
 // pushBuilds waits for the artifact store at addr (its agent is starting)
 // and pushes every build to it by digest, so that the engine can pull what
 // the declarations name before any is pushed.

@@ -5,11 +5,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,6 +27,7 @@ import (
 	"meshplane/agent"
 	"meshplane/agent/docker"
 	"meshplane/artifacts/imagebuild"
+	"meshplane/commands"
 	"meshplane/projections"
 )
 
@@ -253,5 +257,93 @@ func TestProcessUpOnceNoEngine(t *testing.T) {
 		if strings.Contains(out, unwanted) {
 			t.Errorf("output says %q with no engine:\n%s", unwanted, out)
 		}
+	}
+}
+
+// TestParseMeshFileLocal: what a mesh file says of this machine's nodes
+// and the builds up makes, and what it refuses, naming the field.
+func TestParseMeshFileLocal(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		err        string // "" for accepted
+	}{
+		{"docker and a build", "nodes:\n  - {name: a, runtime: docker, artifact-store: 7481}\nbuilds:\n  - {module: m, name: m/w, program: meshplane/cmd/mesh-demo}\n", ""},
+		{"sim said", "nodes:\n  - {name: a, runtime: sim}\n", ""},
+		{"unknown runtime", "nodes:\n  - {name: a, runtime: podman}\n", `nodes[0].runtime: "podman": want sim or docker`},
+		{"build of no program", "nodes: []\nbuilds:\n  - {module: m, name: m/w}\n", "builds[0].program: empty"},
+		{"built and recorded", "nodes: []\nartifacts:\n  - {module: m, name: m/w, digest: \"sha256:ab\"}\nbuilds:\n  - {module: m, name: m/w, program: p}\n", "builds[0]: artifact \"m/w\" of module \"m\" is also in artifacts[0]"},
+		{"unknown build field", "nodes: []\nbuilds:\n  - {module: m, name: m/w, program: p, tag: x}\n", "field tag not found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseMeshFile("m.yaml", []byte(tt.yaml))
+			switch {
+			case tt.err == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err) || !errors.Is(err, errMeshFile)):
+				t.Fatalf("error %v, want errMeshFile saying %q", err, tt.err)
+			}
+		})
+	}
+}
+
+// TestSetUpRecordsBuilds: the set-up records each build after the mesh
+// file's artifacts, by module, name and the digest built, never an address.
+func TestSetUpRecordsBuilds(t *testing.T) {
+	mf, err := parseMeshFile("m.yaml", []byte("nodes: []\nartifacts:\n  - {module: f, name: f/web, digest: \"sha256:aa\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := setUp(nil, mf, []builtImage{{Module: "h", Name: "h/web", Program: "p", Digest: "sha256:bb"}})
+	want := []commands.Command{
+		commands.RecordArtifact{Module: "f", Name: "f/web", Digest: "sha256:aa"},
+		commands.RecordArtifact{Module: "h", Name: "h/web", Digest: "sha256:bb"},
+	}
+	if !reflect.DeepEqual(cs, want) {
+		t.Errorf("set-up %+v, want %+v", cs, want)
+	}
+}
+
+// TestStoreServed: the artifact store is served on this machine only by a
+// node that runs on its engine, at its private address or loopback.
+func TestStoreServed(t *testing.T) {
+	mf, err := parseMeshFile("m.yaml", []byte("nodes:\n  - {name: a, artifact-store: 5000, private-address: 10.1.0.3}\n  - {name: b, runtime: docker, artifact-store: 7481}\n  - {name: c, runtime: docker, artifact-store: 7482, private-address: 127.0.0.2}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		rts        map[string]string
+		node, addr string
+	}{
+		{"all simulated", map[string]string{"a": runtimeSim, "b": runtimeSim, "c": runtimeSim}, "", ""},
+		{"b on the engine, loopback", map[string]string{"a": runtimeSim, "b": runtimeDocker, "c": runtimeSim}, "b", "127.0.0.1:7481"},
+		{"c on the engine, its address", map[string]string{"a": runtimeSim, "b": runtimeSim, "c": runtimeDocker}, "c", "127.0.0.2:7482"},
+		{"a on the engine, at its private address", map[string]string{"a": runtimeDocker}, "a", "10.1.0.3:5000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			node, addr := storeServed(mf, tt.rts)
+			if node != tt.node || addr != tt.addr {
+				t.Errorf("storeServed = %q, %q; want %q, %q", node, addr, tt.node, tt.addr)
+			}
+		})
+	}
+}
+
+// TestStoreFree: an artifact store address something listens on already
+// fails up before it starts anything, naming the address.
+func TestStoreFree(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	taken := ln.Addr().String()
+	if err := storeFree(taken); err == nil || !strings.Contains(err.Error(), taken) {
+		t.Errorf("storeFree(%s), taken: %v, want an error naming it", taken, err)
+	}
+	if free := freeAddr(t); storeFree(free) != nil {
+		t.Errorf("storeFree(%s), free: %v", free, storeFree(free))
 	}
 }
