@@ -13,10 +13,15 @@
 //	config            os linux, architecture Options.GOARCH, entrypoint ["/NAME"],
 //	                  labels {LabelProgram: the package path}
 //
-// The layer's tar entry has a zero modification time and the config no
-// creation time, so one program built twice by one toolchain (-trimpath:
-// no path of the machine in the binary) is one digest: recording the build
-// again finds it recorded.
+// The layer's tar entry has a zero modification time, the config no
+// creation time, and the binary no version-control stamp (-buildvcs=false),
+// so one program built twice from one checkout by one toolchain is one
+// digest: recording the build again finds it recorded, and a change of its
+// source is a new build. It is not built with -trimpath, which would
+// recompile the whole standard library into a cold build cache (measured
+// 59 s of CPU, BENCHMARKS.md): without it the standard library already
+// compiled for the mesh binary is shared, and the digest depends on the
+// checkout's directory as well.
 package imagebuild
 
 import (
@@ -85,7 +90,7 @@ func Program(ctx context.Context, pkg string, opt Options) (v1.Image, error) {
 	}
 	defer os.RemoveAll(dir)
 	bin := filepath.Join(dir, name)
-	cmd := exec.CommandContext(ctx, goCmd, "build", "-buildmode=exe", "-trimpath", "-ldflags=-s -w", "-o", bin, pkg)
+	cmd := exec.CommandContext(ctx, goCmd, "build", "-buildmode=exe", "-buildvcs=false", "-ldflags=-s -w", "-o", bin, pkg)
 	cmd.Dir = opt.Dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	if out, err := cmd.CombinedOutput(); err != nil {
