@@ -180,14 +180,16 @@ func (e *env) pushBuilds(ctx context.Context, addr string, builds []builtImage) 
 	return nil
 }
 
-// dockerCleanup is how to see and remove what the nodes in docker made on
-// the engine: every container, network and volume carries the node's label.
+// dockerCleanup is how to see and remove what the nodes on the engine
+// made there: every container, network and volume carries the node's label
+// (agent.LabelNode), every image the project built imagebuild.LabelProgram.
 func dockerCleanup(nodes []string) string {
 	var s string
 	for _, n := range nodes {
-		s += fmt.Sprintf(`  docker ps --filter label=%[1]s=%[2]s    (node %[2]s's containers, left running)
-  docker rm -f $(docker ps -aq --filter label=%[1]s=%[2]s) && docker network prune -f --filter label=%[1]s=%[2]s    (remove them; volumes: docker volume ls --filter label=%[1]s=%[2]s)
-`, agent.LabelNode, n)
+		f := "label=" + agent.LabelNode + "=" + n
+		s += fmt.Sprintf("  docker ps --filter %[1]s    (node %[2]s's containers, left running)\n", f, n)
+		s += fmt.Sprintf("  docker rm -f $(docker ps -aq --filter %[1]s); docker network prune -f --filter %[1]s    (remove them; its volumes, kept: docker volume ls --filter %[1]s)\n", f)
 	}
+	s += fmt.Sprintf("  docker image prune -af --filter label=%s    (then the images the project built)\n", imagebuild.LabelProgram)
 	return s
 }
