@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -26,6 +27,7 @@ import (
 
 	"meshplane/agent"
 	"meshplane/agent/docker"
+	"meshplane/artifacts"
 	"meshplane/artifacts/imagebuild"
 	"meshplane/commands"
 	"meshplane/projections"
@@ -345,5 +347,35 @@ func TestStoreFree(t *testing.T) {
 	}
 	if free := freeAddr(t); storeFree(free) != nil {
 		t.Errorf("storeFree(%s), free: %v", free, storeFree(free))
+	}
+}
+
+// TestServeArtifactStore: the agent's artifact store listens before the
+// agent goes on (a taken address is an error at start, naming it), serves
+// the registry API, and stops when told.
+func TestServeArtifactStore(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	addr := freeAddr(t)
+	dir := filepath.Join(t.TempDir(), artifactsDir)
+	stop, err := serveArtifactStore(ctx, addr, dir, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := artifacts.Ready(ctx, addr); err != nil {
+		t.Errorf("the store does not answer: %v", err)
+	}
+	if _, err := serveArtifactStore(ctx, addr, t.TempDir(), log); err == nil || !strings.Contains(err.Error(), "artifact store") || !strings.Contains(err.Error(), addr) {
+		t.Errorf("a second store on %s: %v, want an error naming the artifact store and the address", addr, err)
+	}
+	stop()
+	if _, err := os.Stat(filepath.Join(dir, "blobs")); err != nil {
+		t.Errorf("the store's files: %v", err)
+	}
+	gone, cancelGone := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancelGone()
+	if err := artifacts.Ready(gone, addr); err == nil {
+		t.Errorf("the store still answers after stop")
 	}
 }
