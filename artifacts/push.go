@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
@@ -20,9 +21,15 @@ func Push(ctx context.Context, addr, repo, path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("artifacts: push %s: read image tarball %s: %w", repo, path, err)
 	}
+	return PushImage(ctx, addr, repo, img)
+}
+
+// PushImage uploads img to the artifact store at addr as repository repo,
+// by digest, as Push does, and returns its manifest digest.
+func PushImage(ctx context.Context, addr, repo string, img v1.Image) (string, error) {
 	dig, err := img.Digest()
 	if err != nil {
-		return "", fmt.Errorf("artifacts: push %s: digest of %s: %w", repo, path, err)
+		return "", fmt.Errorf("artifacts: push %s: digest: %w", repo, err)
 	}
 	ref, err := name.NewDigest(addr+"/"+repo+"@"+dig.String(), name.Insecure, name.StrictValidation)
 	if err != nil {

@@ -84,6 +84,13 @@ func Serve(ctx context.Context, addr, dir string) error {
 	if err != nil {
 		return fmt.Errorf("artifacts: serve: %w", err)
 	}
+	return ServeOn(ctx, ln, h)
+}
+
+// ServeOn serves the store's handler h (NewHandler) on ln until ctx is
+// done, then shuts the server down, as Serve does. It closes ln.
+func ServeOn(ctx context.Context, ln net.Listener, h http.Handler) error {
+	addr := ln.Addr().String()
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
@@ -98,6 +105,34 @@ func Serve(ctx context.Context, addr, dir string) error {
 		}
 		<-done
 		return nil
+	}
+}
+
+// Ready waits until the artifact store at addr answers the registry API
+// (GET /v2/), or ctx is done: a store its agent is still starting is
+// waited for, not failed.
+func Ready(ctx context.Context, addr string) error {
+	url := "http://" + addr + "/v2/"
+	var last error
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return fmt.Errorf("artifacts: ready %s: %w", addr, err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("GET /v2/: %s", resp.Status)
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("artifacts: the store at %s did not answer: %w (last: %v)", addr, ctx.Err(), last)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package artifacts_test
 
 import (
 	"context"
+	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -128,5 +129,60 @@ func TestServeStopsWithContext(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("serve did not stop with its context")
+	}
+}
+
+// TestReadyWaitsForTheStore: Ready waits through a store not yet
+// listening, then PushImage uploads an image to it by digest.
+func TestReadyWaitsForTheStore(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there yet
+	ready := make(chan error, 1)
+	go func() { ready <- artifacts.Ready(ctx, addr) }()
+
+	h, err := artifacts.NewHandler(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			served <- err
+			return
+		}
+		served <- artifacts.ServeOn(sctx, ln, h)
+	}()
+	if err := <-ready; err != nil {
+		t.Fatalf("ready: %v", err)
+	}
+	img, err := random.Image(512, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest, err := artifacts.PushImage(ctx, addr, "demo/web", img)
+	if err != nil {
+		t.Fatalf("push: %v", err)
+	}
+	if want, _ := img.Digest(); digest != want.String() {
+		t.Errorf("push returned %s, want the image's digest %s", digest, want)
+	}
+	stop()
+	if err := <-served; err != nil {
+		t.Errorf("serve: %v", err)
+	}
+
+	// Nothing answers: Ready gives up with its context, saying so.
+	gone, cancelGone := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancelGone()
+	if err := artifacts.Ready(gone, addr); err == nil || !strings.Contains(err.Error(), "did not answer") {
+		t.Errorf("ready with nothing listening: %v, want it to say the store did not answer", err)
 	}
 }

@@ -167,6 +167,36 @@ func New(opt Options) (*Runtime, error) {
 	return &Runtime{opt: opt, eng: eng}, nil
 }
 
+// ErrNoEngine means no Docker engine answered where the environment names
+// one (DOCKER_HOST, else /var/run/docker.sock).
+var ErrNoEngine = errors.New("no Docker engine reachable")
+
+// Reachable pings the engine the environment names, with API version
+// negotiation, within ctx: nil when it answers, else an error wrapping
+// ErrNoEngine that says where it looked and why it failed. `mesh up` asks
+// it before running a node on the engine.
+func Reachable(ctx context.Context) error {
+	c, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return fmt.Errorf("docker: %w: client: %v", ErrNoEngine, err)
+	}
+	defer c.Close()
+	if _, err := c.Ping(ctx); err != nil {
+		return fmt.Errorf("docker: %w at %s: %v", ErrNoEngine, c.DaemonHost(), pingCause(err))
+	}
+	return nil
+}
+
+// pingCause is why a ping failed: "cannot connect" for a connection that
+// failed (the client's own message repeats the address and advises starting
+// the daemon; the caller says what it does instead), else the error.
+func pingCause(err error) string {
+	if client.IsErrConnectionFailed(err) {
+		return "cannot connect"
+	}
+	return err.Error()
+}
+
 // Node is the node the runtime applies for.
 func (r *Runtime) Node() string { return r.opt.Node }
 

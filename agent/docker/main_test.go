@@ -25,8 +25,8 @@ import (
 
 	"meshplane/agent"
 	"meshplane/agent/docker"
-	"meshplane/agent/docker/internal/testimage"
 	"meshplane/artifacts"
+	"meshplane/artifacts/imagebuild"
 )
 
 // The tests run against a real Docker engine. Under CI=true an engine that
@@ -68,7 +68,11 @@ func setup(t testing.TB) {
 			return
 		}
 		eng = c
-		img, err := testimage.Image()
+		// The test image: cmd/mesh-demo, built static in Go, as `mesh up`
+		// builds the example's images.
+		bctx, bcancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer bcancel()
+		img, err := imagebuild.Program(bctx, "meshplane/cmd/mesh-demo", imagebuild.Options{})
 		if err != nil {
 			setupErr = err
 			return
@@ -218,7 +222,7 @@ func (r rt) exec(t testing.TB, name string, args ...string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	ex, err := eng.ContainerExecCreate(ctx, r.prefix+name, container.ExecOptions{
-		Cmd: append([]string{"/meshtest"}, args...), AttachStdout: true, AttachStderr: true,
+		Cmd: append([]string{"/mesh-demo"}, args...), AttachStdout: true, AttachStderr: true,
 	})
 	if err != nil {
 		t.Fatalf("exec in %s: %v", name, err)

@@ -18,6 +18,10 @@ type agentOptions struct {
 	// dockerRoot is --docker-root: the host directory under which the
 	// Docker runtime keeps every absolute path of the declaration.
 	dockerRoot string
+	// dockerPrefix is --docker-prefix: put before every engine name.
+	dockerPrefix string
+	// artifactStore is --artifact-store: serve the artifact store here.
+	artifactStore string
 }
 
 func (e *env) agentCmd() *cobra.Command {
@@ -45,6 +49,8 @@ func (e *env) agentCmd() *cobra.Command {
 	fs.DurationVar(&o.interval, "interval", time.Minute, "apply the latest declaration again every `duration` (drift)")
 	fs.StringSliceVar(&o.simFound, "sim-found", nil, "runtime sim: `directories` already on the simulated node when it starts (as a mesh file's found:)")
 	fs.StringVar(&o.dockerRoot, "docker-root", "", "runtime docker: keep every absolute path of the declaration under this host `directory` (default: the paths themselves)")
+	fs.StringVar(&o.dockerPrefix, "docker-prefix", "", "runtime docker: put this `prefix` before the engine's name of every container, network and volume (several nodes on one engine)")
+	fs.StringVar(&o.artifactStore, "artifact-store", "", "serve the artifact store on this `address` (host:port; the node holds it), its files in DATA/artifacts")
 	_ = fs.MarkHidden("sim-found") // for the simulated nodes `mesh up` starts
 	return cmd
 }
@@ -57,8 +63,12 @@ func runAgentCmd(cmd *cobra.Command, o agentOptions) error {
 	if o.dockerRoot != "" && o.runtime != runtimeDocker {
 		return usagef("--docker-root is for --runtime docker")
 	}
+	if o.dockerPrefix != "" && o.runtime != runtimeDocker {
+		return usagef("--docker-prefix is for --runtime docker")
+	}
 	return runAgent(cmd.Context(), agentConfig{
 		Creds: o.creds, Data: o.data, Runtime: o.runtime, Interval: o.interval,
-		SimFound: o.simFound, DockerRoot: o.dockerRoot,
+		SimFound: o.simFound, DockerRoot: o.dockerRoot, DockerPrefix: o.dockerPrefix,
+		ArtifactStore: o.artifactStore,
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -16,6 +17,7 @@ import (
 	"meshplane/agent"
 	"meshplane/agent/docker"
 	"meshplane/agent/simruntime"
+	"meshplane/artifacts"
 	"meshplane/bus"
 )
 
@@ -28,6 +30,11 @@ const (
 // outboxDir is where, in an agent's data directory, its reports wait for
 // the controller and its State is kept (agent.OpenOutbox; format there).
 const outboxDir = "outbox"
+
+// artifactsDir is where, in an agent's data directory, the artifact store
+// it serves keeps its blobs and manifests (--artifact-store; format in
+// package artifacts).
+const artifactsDir = "artifacts"
 
 // agentLockFile, in an agent's data directory, is held (flock) while an
 // agent runs on it: two agents over one outbox would deliver each other's
@@ -82,6 +89,17 @@ type agentConfig struct {
 	// every absolute path of the declaration lives (--docker-root);
 	// empty: the paths themselves.
 	DockerRoot string
+	// DockerPrefix, for runtime "docker", is put before the engine's name
+	// of every container, network and volume (--docker-prefix), so that
+	// several nodes can share one engine (`mesh up` runs its local nodes
+	// so); the labels keep the declared names.
+	DockerPrefix string
+	// ArtifactStore, when set, is the address ("127.0.0.1:7481") on which
+	// the agent serves the artifact store (--artifact-store): the agent of
+	// the node that holds it (`node set NODE artifact-store PORT`), its
+	// files in DATA/artifacts. An address it cannot listen on is an error
+	// at start.
+	ArtifactStore string
 	// Interval (--interval) is the drift check: the latest declaration is
 	// applied again this long after the last apply; agent.DefaultInterval
 	// (1m) when zero.
@@ -140,11 +158,11 @@ func runAgent(ctx context.Context, cfg agentConfig) error {
 		log.Info("agent: runtime sim: the node is simulated in memory; a restarted agent starts from an empty node")
 		rt = sim
 	case runtimeDocker:
-		d, err := docker.New(docker.Options{Node: creds.Node, Root: cfg.DockerRoot})
+		d, err := docker.New(docker.Options{Node: creds.Node, Root: cfg.DockerRoot, Prefix: cfg.DockerPrefix})
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
-		log.Info("agent: runtime docker", "root", cfg.DockerRoot)
+		log.Info("agent: runtime docker", "root", cfg.DockerRoot, "prefix", cfg.DockerPrefix)
 		rt = d
 	default:
 		return fmt.Errorf("agent: --runtime %q: want %s or %s", cfg.Runtime, runtimeSim, runtimeDocker)
@@ -154,6 +172,13 @@ func runAgent(ctx context.Context, cfg agentConfig) error {
 		return err
 	}
 	defer unlock()
+	if cfg.ArtifactStore != "" {
+		stopStore, err := serveArtifactStore(ctx, cfg.ArtifactStore, filepath.Join(cfg.Data, artifactsDir), log)
+		if err != nil {
+			return err
+		}
+		defer stopStore()
+	}
 	box := cfg.Outbox
 	if box == nil {
 		if box, err = agent.OpenOutbox(filepath.Join(cfg.Data, outboxDir)); err != nil {
@@ -179,4 +204,28 @@ func runAgent(ctx context.Context, cfg agentConfig) error {
 		log.Info("agent: stopped")
 	}
 	return err
+}
+
+// serveArtifactStore serves the artifact store in dir on addr until ctx is
+// done or stop is called (which waits for the server to stop). It listens
+// before it returns: an address taken is an error now, not in the log.
+func serveArtifactStore(ctx context.Context, addr, dir string, log *slog.Logger) (stop func(), err error) {
+	h, err := artifacts.NewHandler(dir)
+	if err != nil {
+		return nil, fmt.Errorf("agent: artifact store: %w", err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("agent: artifact store: %w", err)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := artifacts.ServeOn(sctx, ln, h); err != nil {
+			log.Error("agent: artifact store stopped", "err", err)
+		}
+	}()
+	log.Info("agent: serving the artifact store", "addr", ln.Addr().String(), "dir", dir)
+	return func() { cancel(); <-done }, nil
 }

@@ -28,25 +28,47 @@ import (
 	"meshplane/sim"
 )
 
-// meshFile describes the nodes of a mesh for `mesh up` (examples/mesh.yaml).
-// Nodes are simulated in this process (sim.Mesh): there is no transport to
-// agents on other machines yet.
+// meshFile describes the nodes of a mesh for `mesh up` (examples/mesh.yaml,
+// examples/local/mesh.yaml). `mesh up` runs one agent process per node on
+// this machine: on the simulated runtime, or, for a node that says
+// runtime: docker, on the local Docker engine when one answers.
+//
+//	nodes:
+//	  - name: local
+//	    runtime: docker          # sim (the default) or docker: this machine's engine, else sim
+//	    adopted: true
+//	    private-address: 127.0.0.1
+//	    ports: {store: 6852}
+//	    artifact-store: 7481     # the node holds the artifact store on this port
+//	    modules: [hello]
+//	    take: [hello]
+//	    found: [/var/lib/x]      # directories already on a simulated node
+//	artifacts:                   # builds made elsewhere: recorded as they are
+//	  - {module: forge, name: forge/web, digest: "sha256:…"}
+//	builds:                      # builds mesh up makes: a Go main package as an image (package imagebuild)
+//	  - {module: hello, name: hello/web, program: meshplane/cmd/mesh-demo}
 type meshFile struct {
 	Nodes []struct {
 		Name           string         `yaml:"name"`
-		Adopted        bool           `yaml:"adopted"`
-		PrivateAddress string         `yaml:"private-address"`
-		Ports          map[string]int `yaml:"ports"`
-		ArtifactStore  int            `yaml:"artifact-store"`
-		Modules        []string       `yaml:"modules"`
-		Take           []string       `yaml:"take"`
-		Found          []string       `yaml:"found"` // directories already on the (simulated) machine
+		Runtime        string         `yaml:"runtime,omitempty"`
+		Adopted        bool           `yaml:"adopted,omitempty"`
+		PrivateAddress string         `yaml:"private-address,omitempty"`
+		Ports          map[string]int `yaml:"ports,omitempty"`
+		ArtifactStore  int            `yaml:"artifact-store,omitempty"`
+		Modules        []string       `yaml:"modules,omitempty"`
+		Take           []string       `yaml:"take,omitempty"`
+		Found          []string       `yaml:"found,omitempty"` // directories already on the (simulated) machine
 	} `yaml:"nodes"`
 	Artifacts []struct {
 		Module string `yaml:"module"`
 		Name   string `yaml:"name"`
 		Digest string `yaml:"digest"`
-	} `yaml:"artifacts"`
+	} `yaml:"artifacts,omitempty"`
+	Builds []struct {
+		Module  string `yaml:"module"`
+		Name    string `yaml:"name"`
+		Program string `yaml:"program"`
+	} `yaml:"builds,omitempty"`
 }
 
 // maxMeshFileSize is the largest mesh file `mesh up` reads: 1 MiB, as
@@ -110,9 +132,22 @@ func parseMeshFile(path string, b []byte) (meshFile, error) {
 			return m, &meshFileError{file: path, field: fmt.Sprintf("nodes[%d].name", i), msg: fmt.Sprintf("node %.40q is listed twice: also nodes[%d]", n.Name, j)}
 		}
 		seen[n.Name] = i
+		if n.Runtime != "" && n.Runtime != runtimeSim && n.Runtime != runtimeDocker {
+			return m, &meshFileError{file: path, field: fmt.Sprintf("nodes[%d].runtime", i), msg: fmt.Sprintf("%.40q: want %s or %s", n.Runtime, runtimeSim, runtimeDocker)}
+		}
 		for k, dir := range n.Found {
 			if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
 				return m, &meshFileError{file: path, field: fmt.Sprintf("nodes[%d].found[%d]", i, k), msg: fmt.Sprintf("%.80q is not a clean absolute path", dir)}
+			}
+		}
+	}
+	for i, b := range m.Builds {
+		if b.Program == "" {
+			return m, &meshFileError{file: path, field: fmt.Sprintf("builds[%d].program", i), msg: "empty: name the Go main package to build (meshplane/cmd/mesh-demo)"}
+		}
+		for j, a := range m.Artifacts {
+			if a.Module == b.Module && a.Name == b.Name {
+				return m, &meshFileError{file: path, field: fmt.Sprintf("builds[%d]", i), msg: fmt.Sprintf("artifact %.40q of module %.40q is also in artifacts[%d]: one build per artifact", b.Name, b.Module, j)}
 			}
 		}
 	}
@@ -149,19 +184,25 @@ stop): the event store in --data, the embedded bus (NATS) on --bus-listen, the
 projections kept live, and the HTTP API on --listen, its token in
 DATA/api-token.
 
-With --mesh FILE or --modules DIR it first defines the modules and sets up the
-nodes they name (each command checked first: one refused writes none; work
-already done appends nothing), then starts one agent process per node of the
-mesh file on the simulated runtime (DATA/agents/NODE: credentials, outbox,
-agent.log), stopped with the controller.
+With --mesh FILE or --modules DIR it first builds the images the mesh file's
+builds: name (Go programs of the project, static, one layer), defines the
+modules and sets up the nodes they name, the builds recorded (each command
+checked first: one refused writes none; work already done appends nothing),
+then starts one agent process per node of the mesh file (DATA/agents/NODE:
+credentials, outbox, agent.log), stopped with the controller. A node that
+says runtime: docker runs on the Docker engine (DOCKER_HOST, else the default
+socket) when one answers: its paths under DATA/agents/NODE/root, its engine
+names prefixed NODE-, and, if it holds the artifact store, its agent serves
+it and up pushes the builds there first. With no engine up says so and
+simulates it; every other node is simulated.
 
 --once (with the example mesh unless --mesh/--modules say otherwise) does the
 set-up, pushes every node, waits until each node's report is recorded, prints
 their status, stops the agents and the controller, and exits: 0 when every
 node reported.
 
---passes N instead runs the mesh in this process (simulated nodes, no bus, no
-API): N passes of push and apply, then exit.`,
+--passes N instead runs the mesh in this process (every node simulated, no
+bus, no API): N passes of push and apply, then exit.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usagef("unexpected argument %q", args[0])
@@ -186,8 +227,8 @@ API): N passes of push and apply, then exit.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.modulesDir, "modules", "examples/modules", "the `directory` of module files (*.yaml) to define")
-	fs.StringVar(&o.meshPath, "mesh", "examples/mesh.yaml", "the `file` describing the nodes")
+	fs.StringVar(&o.modulesDir, "modules", "examples/local/modules", "the `directory` of module files (*.yaml) to define")
+	fs.StringVar(&o.meshPath, "mesh", "examples/local/mesh.yaml", "the `file` describing the nodes")
 	fs.IntVar(&o.passes, "passes", 2, "passes (push, then apply) to run on each node")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:7480", "controller: serve the HTTP API on this `address`")
 	fs.StringVar(&o.busListen, "bus-listen", "127.0.0.1:4222", "controller: the embedded NATS server listens on this `address`")
@@ -215,8 +256,12 @@ func (e *env) up(ctx context.Context, o upOptions) error {
 	if err != nil {
 		return err
 	}
+	builds, err := e.buildImages(ctx, mf)
+	if err != nil {
+		return err
+	}
 
-	cs := setUp(defs, mf)
+	cs := setUp(defs, mf, builds)
 	if err := checkFresh(ctx, *data, cs); err != nil {
 		return setUpRefused(err)
 	}
@@ -317,9 +362,10 @@ func setUpRefused(err error) error {
 }
 
 // setUp is the set-up a mesh file asks for, as operator commands in order:
-// define the modules, record the builds, then each node: register, adopt,
+// define the modules, record the builds (the mesh file's artifacts:, then
+// the images up built for its builds:), then each node: register, adopt,
 // settings, assign, take.
-func setUp(defs []commands.DefineModule, mf meshFile) []commands.Command {
+func setUp(defs []commands.DefineModule, mf meshFile, builds []builtImage) []commands.Command {
 	var cs []commands.Command
 	for _, d := range defs {
 		cs = append(cs, d)
@@ -327,6 +373,7 @@ func setUp(defs []commands.DefineModule, mf meshFile) []commands.Command {
 	for _, a := range mf.Artifacts {
 		cs = append(cs, commands.RecordArtifact{Module: a.Module, Name: a.Name, Digest: a.Digest})
 	}
+	cs = append(cs, recordBuilds(builds)...)
 	for _, n := range mf.Nodes {
 		cs = append(cs, commands.RegisterNode{Node: n.Name})
 		if n.Adopted {
@@ -363,6 +410,10 @@ const (
 	agentsDir      = "agents"
 	agentCredsFile = "creds.json"
 	agentLogFile   = "agent.log"
+	// dockerRootDir, in an agent's directory, holds a node on the Docker
+	// runtime's directories and files (--docker-root): up does not write
+	// to this machine's /etc or /var/lib for the example.
+	dockerRootDir = "root"
 
 	// controllerLogFile, in the data directory, gets the controller's log
 	// under --once (appended), which keeps the terminal for the result.
@@ -388,9 +439,17 @@ func (e *env) upDaemon(cmd *cobra.Command, o upOptions) error {
 	fs := cmd.Flags()
 	setup := o.once || fs.Changed("mesh") || fs.Changed("modules")
 	var mf meshFile
+	var builds []builtImage
 	if setup {
 		var err error
-		if mf, err = e.setUpStore(ctx, o); err != nil {
+		if mf, builds, err = e.setUpStore(ctx, o); err != nil {
+			return err
+		}
+	}
+	rts := e.nodeRuntimes(ctx, mf)
+	storeNode, storeAt := storeServed(mf, rts)
+	if storeAt != "" {
+		if err := storeFree(storeAt); err != nil {
 			return err
 		}
 	}
@@ -438,7 +497,7 @@ func (e *env) upDaemon(cmd *cobra.Command, o upOptions) error {
 		fmt.Fprintf(w, "the CLI against it: export MESH_SERVER=%s MESH_TOKEN=$(cat %s)\n", r.APIURL, filepath.Join(o.data, api.TokenFile))
 	}
 
-	agents, err := startAgents(o.data, mf, r.BusURLs, w)
+	agents, err := startAgents(o.data, mf, rts, storeNode, storeAt, r.BusURLs, w)
 	stop := func() error {
 		aerr := agents.stop()
 		stopCtl()
@@ -446,6 +505,11 @@ func (e *env) upDaemon(cmd *cobra.Command, o upOptions) error {
 	}
 	if err != nil {
 		return errors.Join(err, stop())
+	}
+	if storeAt != "" {
+		if err := e.pushBuilds(ctx, storeAt, builds); err != nil {
+			return errors.Join(err, stop())
+		}
 	}
 	if !o.once {
 		select {
@@ -455,58 +519,67 @@ func (e *env) upDaemon(cmd *cobra.Command, o upOptions) error {
 		}
 		return stop()
 	}
-	perr := e.onePass(ctx, o, r, mf)
+	perr := e.onePass(ctx, o, r, mf, rts)
 	return errors.Join(perr, stop())
 }
 
 // setUpStore defines and sets up what --modules and --mesh name, on the
 // store in o.data, all or nothing; it says what it did.
-func (e *env) setUpStore(ctx context.Context, o upOptions) (meshFile, error) {
+func (e *env) setUpStore(ctx context.Context, o upOptions) (meshFile, []builtImage, error) {
 	mf, err := readMeshFile(o.meshPath)
 	if err != nil {
-		return mf, err
+		return mf, nil, err
 	}
 	files, err := filepath.Glob(filepath.Join(o.modulesDir, "*.yaml"))
 	if err != nil {
-		return mf, err
+		return mf, nil, err
 	}
 	defs, err := readModuleFiles(files)
 	if err != nil {
-		return mf, err
+		return mf, nil, err
 	}
-	cs := setUp(defs, mf)
+	builds, err := e.buildImages(ctx, mf)
+	if err != nil {
+		return mf, nil, err
+	}
+	return mf, builds, e.setUpCommands(ctx, o, mf, setUp(defs, mf, builds), len(defs))
+}
+
+// setUpCommands executes the set-up cs on the store in o.data, all or
+// nothing, and says what it did.
+func (e *env) setUpCommands(ctx context.Context, o upOptions, mf meshFile, cs []commands.Command, modules int) error {
 	var store events.Store
 	if kind, _ := storeKindOf(o.store); kind != storeBolt {
 		s, err := openStoreURL(ctx, o.store, true)
 		if err != nil {
-			return mf, err
+			return err
 		}
 		store = s
 	} else {
 		if err := checkFresh(ctx, o.data, cs); err != nil {
-			return mf, setUpRefused(err)
+			return setUpRefused(err)
 		}
 		if err := os.MkdirAll(o.data, 0o755); err != nil {
-			return mf, err
+			return err
 		}
 		s, err := boltstore.Open(filepath.Join(o.data, storeFile))
 		if errors.Is(err, boltstore.ErrLocked) {
-			return mf, fmt.Errorf("set-up: %w: %w", errStoreHeld, err)
+			return fmt.Errorf("set-up: %w: %w", errStoreHeld, err)
 		} else if err != nil {
-			return mf, err
+			return err
 		}
 		store = s
 	}
 	defer store.Close()
 	ctl, err := controller.New(controller.Config{Store: store, Clock: e.now})
 	if err != nil {
-		return mf, err
+		return err
 	}
 	results, err := ctl.Handler().ExecuteAll(ctx, operator(), cs)
 	if err != nil && len(results) == 0 {
-		return mf, setUpRefused(err)
+		return setUpRefused(err)
 	} else if err != nil {
-		return mf, fmt.Errorf("set-up: %w", err)
+		return fmt.Errorf("set-up: %w", err)
 	}
 	done := 0
 	for _, evs := range results {
@@ -517,19 +590,21 @@ func (e *env) setUpStore(ctx context.Context, o upOptions) (meshFile, error) {
 	if done > 0 {
 		fmt.Fprintf(e.stdout, "set-up: %d of %d command(s) found their work already done, nothing to do\n", done, len(cs))
 	}
-	fmt.Fprintf(e.stdout, "defined %d module(s); %d node(s) in %s\n", len(defs), len(mf.Nodes), o.meshPath)
-	return mf, store.Close()
+	fmt.Fprintf(e.stdout, "defined %d module(s); %d node(s) in %s\n", modules, len(mf.Nodes), o.meshPath)
+	return store.Close()
 }
 
 // agentProcs are the agent processes `mesh up` started.
 type agentProcs []*exec.Cmd
 
-// startAgents starts one agent process per node of mf, on the simulated
-// runtime (the mesh file's found: directories passed as --sim-found), each
-// with its credentials written into DATA/agents/NODE and its output
-// appended to agent.log there. On an error the ones started are stopped
-// by the caller (stop).
-func startAgents(data string, mf meshFile, busURLs []string, w io.Writer) (agentProcs, error) {
+// startAgents starts one agent process per node of mf, on the runtime rts
+// gives it: sim (the mesh file's found: directories passed as --sim-found),
+// or docker (the engine the environment names; the node's paths under
+// DATA/agents/NODE/root, its engine names prefixed "NODE-"). Each has its
+// credentials written into DATA/agents/NODE and its output appended to
+// agent.log there; the agent of storeNode serves the artifact store on
+// storeAt. On an error the ones started are stopped by the caller (stop).
+func startAgents(data string, mf meshFile, rts map[string]string, storeNode, storeAt string, busURLs []string, w io.Writer) (agentProcs, error) {
 	if len(mf.Nodes) == 0 {
 		return nil, nil
 	}
@@ -551,9 +626,25 @@ func startAgents(data string, mf meshFile, busURLs []string, w io.Writer) (agent
 		if err != nil {
 			return procs, fmt.Errorf("start agent %s: %w", n.Name, err)
 		}
-		args := []string{"agent", "--creds", creds, "--data", dir, "--runtime", runtimeSim}
-		if len(n.Found) > 0 {
-			args = append(args, "--sim-found", strings.Join(n.Found, ","))
+		rt := rts[n.Name]
+		args := []string{"agent", "--creds", creds, "--data", dir, "--runtime", rt}
+		switch rt {
+		case runtimeDocker:
+			root, err := filepath.Abs(filepath.Join(dir, dockerRootDir))
+			if err == nil {
+				err = os.MkdirAll(root, 0o755)
+			}
+			if err != nil {
+				return procs, fmt.Errorf("start agent %s: %w", n.Name, err)
+			}
+			args = append(args, "--docker-root", root, "--docker-prefix", n.Name+"-")
+		default:
+			if len(n.Found) > 0 {
+				args = append(args, "--sim-found", strings.Join(n.Found, ","))
+			}
+		}
+		if n.Name == storeNode {
+			args = append(args, "--artifact-store", storeAt)
 		}
 		c := exec.Command(exe, args...)
 		c.Stdout, c.Stderr = logf, logf
@@ -567,7 +658,10 @@ func startAgents(data string, mf meshFile, busURLs []string, w io.Writer) (agent
 			return procs, fmt.Errorf("start agent %s: %w", n.Name, err)
 		}
 		procs = append(procs, c)
-		fmt.Fprintf(w, "agent %-8s pid %d, runtime sim, log %s\n", n.Name, c.Process.Pid, filepath.Join(dir, agentLogFile))
+		fmt.Fprintf(w, "agent %-8s pid %d, runtime %s, log %s\n", n.Name, c.Process.Pid, rt, filepath.Join(dir, agentLogFile))
+		if n.Name == storeNode {
+			fmt.Fprintf(w, "agent %-8s serves the artifact store on %s (%s)\n", n.Name, storeAt, filepath.Join(dir, artifactsDir))
+		}
 	}
 	return procs, nil
 }
@@ -611,7 +705,7 @@ func terminated(err error) bool {
 // onePass is --once: push every node of mf through the controller, wait
 // until each node's report of the declaration pushed is recorded (or
 // onceTimeout), and print each node's status and where to look.
-func (e *env) onePass(ctx context.Context, o upOptions, r controllerReady, mf meshFile) error {
+func (e *env) onePass(ctx context.Context, o upOptions, r controllerReady, mf meshFile, rts map[string]string) error {
 	var opts []api.ClientOption
 	if o.tlsCA != "" {
 		pem, err := os.ReadFile(o.tlsCA)
@@ -694,6 +788,15 @@ where to look (the controller has stopped; every answer comes from the store's e
   %[5]s    (the controller's log)
   go run ./cmd/mesh up%[1]s --mesh %[4]s    (the controller and the agents, until Ctrl-C)
 `, dataArg, filepath.Join(o.data, agentsDir), agentLogFile, o.meshPath, filepath.Join(o.data, controllerLogFile))
+	var onEngine []string
+	for _, n := range mf.Nodes {
+		if rts[n.Name] == runtimeDocker {
+			onEngine = append(onEngine, n.Name)
+		}
+	}
+	if len(onEngine) > 0 {
+		fmt.Fprintf(w, "on the Docker engine (containers keep running after up exits; run up again to reconcile them):\n%s", dockerCleanup(onEngine))
+	}
 	if missing := unreported(st, pushed, since); len(missing) > 0 {
 		fmt.Fprintf(e.stderr, "mesh: no report recorded within %s from: %s\n", onceTimeout, strings.Join(missing, ", "))
 		return &exitError{code: exitFailed}

@@ -19,6 +19,12 @@ func FuzzParseMeshFile(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(example)
+	local, err := os.ReadFile("../../examples/local/mesh.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(local)
+	f.Add([]byte("nodes:\n  - {name: a, runtime: podman}\nbuilds:\n  - {module: m, name: m/w}\n"))
 	f.Add([]byte("nodes:\n  - {name: a}\n  - {name: a}\n"))
 	f.Add([]byte("nodes:\n  - {name: a, found: [/srv//x/.]}\n"))
 	f.Add([]byte("nodes: &a [*a]\n"))
@@ -42,6 +48,14 @@ func FuzzParseMeshFile(f *testing.F) {
 				if !filepath.IsAbs(d) || filepath.Clean(d) != d {
 					t.Fatalf("accepted found path %q", d)
 				}
+			}
+			if n.Runtime != "" && n.Runtime != runtimeSim && n.Runtime != runtimeDocker {
+				t.Fatalf("accepted runtime %q", n.Runtime)
+			}
+		}
+		for _, b := range m.Builds {
+			if b.Program == "" {
+				t.Fatalf("accepted a build of no program: %+v", b)
 			}
 		}
 	})

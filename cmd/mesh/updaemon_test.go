@@ -21,6 +21,7 @@ func TestDaemonVerbsRefuseFlags(t *testing.T) {
 		{"up --passes with --once", []string{"up", "--passes", "2", "--once"}, "--once is the controller's"},
 		{"agent --sim-found on docker", []string{"agent", "--creds", "x", "--runtime", "docker", "--sim-found", "/var/x"}, "--sim-found is for --runtime sim"},
 		{"agent --docker-root on sim", []string{"agent", "--creds", "x", "--runtime", "sim", "--docker-root", "/srv"}, "--docker-root is for --runtime docker"},
+		{"agent --docker-prefix on sim", []string{"agent", "--creds", "x", "--runtime", "sim", "--docker-prefix", "n1-"}, "--docker-prefix is for --runtime docker"},
 		{"node register --bus-url without --creds", []string{"node", "register", "a", "--bus-url", "nats://h:4222"}, "--bus-url goes with --creds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

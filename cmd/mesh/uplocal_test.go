@@ -1,0 +1,381 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
+	"go.yaml.in/yaml/v3"
+
+	"meshplane/agent"
+	"meshplane/agent/docker"
+	"meshplane/artifacts"
+	"meshplane/artifacts/imagebuild"
+	"meshplane/commands"
+	"meshplane/projections"
+)
+
+// localExample writes the README's example mesh (examples/local/mesh.yaml)
+// for one test: its local node renamed node (engine names and labels are
+// then the test's own) and its artifact store on a free port. It returns
+// the file and the store's address.
+func localExample(t *testing.T, node string) (path, storeAt string) {
+	t.Helper()
+	mf, err := readMeshFile("../../examples/local/mesh.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for i := range mf.Nodes {
+		n := &mf.Nodes[i]
+		if n.Runtime != runtimeDocker {
+			continue
+		}
+		if n.ArtifactStore == 0 || n.PrivateAddress != "127.0.0.1" {
+			t.Fatalf("the example's local node %s: artifact store %d at %q, want it held on loopback", n.Name, n.ArtifactStore, n.PrivateAddress)
+		}
+		found = true
+		n.Name = node
+		n.ArtifactStore = daemonFreePort(t)
+		storeAt = "127.0.0.1:" + strconv.Itoa(n.ArtifactStore)
+	}
+	if !found {
+		t.Fatal("examples/local/mesh.yaml has no node with runtime: docker")
+	}
+	b, err := yaml.Marshal(mf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(t.TempDir(), "mesh.yaml")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, storeAt
+}
+
+func randomNodeName(t *testing.T) string {
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return "l" + hex.EncodeToString(b)
+}
+
+// upLocal runs `mesh up --once` on the example with the mesh file path.
+func upLocal(t *testing.T, env []string, data, path string) (int, string, string) {
+	t.Helper()
+	return cli(t, env, "up", "--once", "--data", data, "--listen", "127.0.0.1:0", "--bus-listen", "127.0.0.1:0",
+		"--modules", "../../examples/local/modules", "--mesh", path)
+}
+
+// TestProcessUpOnceDocker: the README's first command with an engine
+// reachable: `mesh up --once` on the example builds cmd/mesh-demo's image,
+// the local node's agent serves the artifact store and pulls it from there,
+// and the node runs a real container of it, labelled for the node and
+// serving its page; `mesh status` shows the node converged. Run again, it
+// finds everything done. Without an engine the test fails under CI=true,
+// and elsewhere skips, loudly.
+func TestProcessUpOnceDocker(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	err := docker.Reachable(ctx)
+	cancel()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no Docker engine under CI: %v", err)
+		}
+		t.Skipf("SKIPPED: %v (run scripts/ensure-docker.sh as root)", err)
+	}
+	eng, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	node := randomNodeName(t)
+	path, storeAt := localExample(t, node)
+	byNode := filters.NewArgs(filters.Arg("label", agent.LabelNode+"="+node))
+	t.Cleanup(func() { removeNode(t, eng, byNode, storeAt) })
+	data := t.TempDir()
+
+	for _, run := range []string{"first", "again"} {
+		code, out, errOut := upLocal(t, nil, data, path)
+		if code != exitOK {
+			t.Fatalf("%s: exit %d\n%s%s", run, code, out, errOut)
+		}
+		for _, want := range []string{
+			"Docker engine reachable: node " + node + " on it",
+			"agent " + node + " ", "runtime docker",
+			"pushed hello/web to the artifact store at " + storeAt,
+			fmt.Sprintf("%-8s sync in-sync    health converged", node),
+			"docker ps --filter label=" + agent.LabelNode + "=" + node,
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: output does not say %q:\n%s", run, want, out)
+			}
+		}
+		if strings.Contains(out, "no Docker engine") {
+			t.Errorf("%s: says no engine with one reachable:\n%s", run, out)
+		}
+	}
+
+	var st []projections.NodeStatus
+	if err := json.Unmarshal([]byte(mustCLI(t, nil, "status", "-o", "json", "--data", data, node)), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st) != 1 || st[0].Health != projections.HealthConverged || st[0].Sync != projections.SyncInSync {
+		t.Fatalf("mesh status %s: %+v, want in sync and converged", node, st)
+	}
+
+	// The engine runs one container for the node: the module's, of the image
+	// the project built, pulled by digest from the node's artifact store.
+	cs, err := eng.ContainerList(context.Background(), container.ListOptions{All: true, Filters: byNode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 {
+		t.Fatalf("%d containers labelled for %s, want 1: %+v", len(cs), node, cs)
+	}
+	c := cs[0]
+	in, err := eng.ContainerInspect(context.Background(), c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !in.State.Running || in.Name != "/"+node+"-hello-web" {
+		t.Errorf("container %s: running %v, want %s-hello-web running", in.Name, in.State.Running, node)
+	}
+	if want := storeAt + "/hello/web@sha256:"; !strings.HasPrefix(in.Config.Image, want) {
+		t.Errorf("container image %q, want one pulled from %s", in.Config.Image, want)
+	}
+	if in.Config.Labels[agent.LabelManaged] != "true" || in.Config.Labels[agent.LabelModule] != "hello" ||
+		in.Config.Labels[imagebuild.LabelProgram] != "meshplane/cmd/mesh-demo" {
+		t.Errorf("container labels %v: want the mesh's and the build's", in.Config.Labels)
+	}
+	// It serves its page: the module's greeting and the mesh's roster.
+	var ip string
+	for _, n := range in.NetworkSettings.Networks {
+		ip = n.IPAddress
+	}
+	if ip == "" {
+		t.Fatalf("container %s has no address", in.Name)
+	}
+	eventually(t, 20*time.Second, func() error {
+		cl := http.Client{Timeout: 2 * time.Second}
+		resp, err := cl.Get("http://" + ip + ":8080/")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		for _, want := range []string{"hello from the mesh", "127.0.0.1\thello.local.mesh"} {
+			if !strings.Contains(string(b), want) {
+				return fmt.Errorf("page does not say %q:\n%s", want, b)
+			}
+		}
+		return nil
+	})
+	// The module's file is on the host, under the agent's root.
+	b, err := os.ReadFile(filepath.Join(data, agentsDir, node, dockerRootDir, "etc/hello/hello.conf"))
+	if err != nil || !strings.Contains(string(b), "greeting") {
+		t.Errorf("the module's file under the node's root: %q, %v", b, err)
+	}
+}
+
+// removeNode removes what the test's node made on the engine, as the
+// cleanup up prints does, and the image it pulled.
+func removeNode(t *testing.T, eng *client.Client, byNode filters.Args, storeAt string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := eng.ContainerList(ctx, container.ListOptions{All: true, Filters: byNode})
+	if err != nil {
+		t.Logf("cleanup: %v", err)
+	}
+	for _, c := range cs {
+		if err := eng.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil {
+			t.Logf("cleanup: remove %s: %v", c.ID, err)
+		}
+	}
+	if _, err := eng.NetworksPrune(ctx, byNode); err != nil {
+		t.Logf("cleanup: networks: %v", err)
+	}
+	imgs, _ := eng.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("reference", storeAt+"/*/*"))})
+	for _, im := range imgs {
+		for _, ref := range im.RepoDigests {
+			if strings.HasPrefix(ref, storeAt+"/") {
+				_, _ = eng.ImageRemove(ctx, ref, image.RemoveOptions{})
+			}
+		}
+	}
+}
+
+// TestProcessUpOnceNoEngine: with no engine where DOCKER_HOST points, `mesh
+// up --once` on the example says so in one line, runs the local node on the
+// simulated runtime, and every node converges.
+func TestProcessUpOnceNoEngine(t *testing.T) {
+	node := randomNodeName(t)
+	path, _ := localExample(t, node)
+	dead := "unix://" + filepath.Join(t.TempDir(), "no-docker.sock")
+	code, out, errOut := upLocal(t, []string{"DOCKER_HOST=" + dead}, t.TempDir(), path)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	want := "no Docker engine reachable at " + dead + ": cannot connect: node " + node + " on the simulated runtime instead\n"
+	if n := strings.Count(out, "no Docker engine"); n != 1 || !strings.Contains(out, want) {
+		t.Errorf("output says no engine %d times, want once, as %q:\n%s", n, want, out)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("agent %-8s pid", node),
+		fmt.Sprintf("%-8s sync in-sync    health converged", node),
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output does not say %q:\n%s", want, out)
+		}
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, fmt.Sprintf("agent %-8s pid", node)) && !strings.Contains(line, "runtime sim") {
+			t.Errorf("the local node's agent: %q, want runtime sim", line)
+		}
+	}
+	for _, unwanted := range []string{"runtime docker", "pushed ", "docker ps"} {
+		if strings.Contains(out, unwanted) {
+			t.Errorf("output says %q with no engine:\n%s", unwanted, out)
+		}
+	}
+}
+
+// TestParseMeshFileLocal: what a mesh file says of this machine's nodes
+// and the builds up makes, and what it refuses, naming the field.
+func TestParseMeshFileLocal(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		err        string // "" for accepted
+	}{
+		{"docker and a build", "nodes:\n  - {name: a, runtime: docker, artifact-store: 7481}\nbuilds:\n  - {module: m, name: m/w, program: meshplane/cmd/mesh-demo}\n", ""},
+		{"sim said", "nodes:\n  - {name: a, runtime: sim}\n", ""},
+		{"unknown runtime", "nodes:\n  - {name: a, runtime: podman}\n", `nodes[0].runtime: "podman": want sim or docker`},
+		{"build of no program", "nodes: []\nbuilds:\n  - {module: m, name: m/w}\n", "builds[0].program: empty"},
+		{"built and recorded", "nodes: []\nartifacts:\n  - {module: m, name: m/w, digest: \"sha256:ab\"}\nbuilds:\n  - {module: m, name: m/w, program: p}\n", "builds[0]: artifact \"m/w\" of module \"m\" is also in artifacts[0]"},
+		{"unknown build field", "nodes: []\nbuilds:\n  - {module: m, name: m/w, program: p, tag: x}\n", "field tag not found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseMeshFile("m.yaml", []byte(tt.yaml))
+			switch {
+			case tt.err == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err) || !errors.Is(err, errMeshFile)):
+				t.Fatalf("error %v, want errMeshFile saying %q", err, tt.err)
+			}
+		})
+	}
+}
+
+// TestSetUpRecordsBuilds: the set-up records each build after the mesh
+// file's artifacts, by module, name and the digest built, never an address.
+func TestSetUpRecordsBuilds(t *testing.T) {
+	mf, err := parseMeshFile("m.yaml", []byte("nodes: []\nartifacts:\n  - {module: f, name: f/web, digest: \"sha256:aa\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := setUp(nil, mf, []builtImage{{Module: "h", Name: "h/web", Program: "p", Digest: "sha256:bb"}})
+	want := []commands.Command{
+		commands.RecordArtifact{Module: "f", Name: "f/web", Digest: "sha256:aa"},
+		commands.RecordArtifact{Module: "h", Name: "h/web", Digest: "sha256:bb"},
+	}
+	if !reflect.DeepEqual(cs, want) {
+		t.Errorf("set-up %+v, want %+v", cs, want)
+	}
+}
+
+// TestStoreServed: the artifact store is served on this machine only by a
+// node that runs on its engine, at its private address or loopback.
+func TestStoreServed(t *testing.T) {
+	mf, err := parseMeshFile("m.yaml", []byte("nodes:\n  - {name: a, artifact-store: 5000, private-address: 10.1.0.3}\n  - {name: b, runtime: docker, artifact-store: 7481}\n  - {name: c, runtime: docker, artifact-store: 7482, private-address: 127.0.0.2}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		rts        map[string]string
+		node, addr string
+	}{
+		{"all simulated", map[string]string{"a": runtimeSim, "b": runtimeSim, "c": runtimeSim}, "", ""},
+		{"b on the engine, loopback", map[string]string{"a": runtimeSim, "b": runtimeDocker, "c": runtimeSim}, "b", "127.0.0.1:7481"},
+		{"c on the engine, its address", map[string]string{"a": runtimeSim, "b": runtimeSim, "c": runtimeDocker}, "c", "127.0.0.2:7482"},
+		{"a on the engine, at its private address", map[string]string{"a": runtimeDocker}, "a", "10.1.0.3:5000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			node, addr := storeServed(mf, tt.rts)
+			if node != tt.node || addr != tt.addr {
+				t.Errorf("storeServed = %q, %q; want %q, %q", node, addr, tt.node, tt.addr)
+			}
+		})
+	}
+}
+
+// TestStoreFree: an artifact store address something listens on already
+// fails up before it starts anything, naming the address.
+func TestStoreFree(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	taken := ln.Addr().String()
+	if err := storeFree(taken); err == nil || !strings.Contains(err.Error(), taken) {
+		t.Errorf("storeFree(%s), taken: %v, want an error naming it", taken, err)
+	}
+	if free := freeAddr(t); storeFree(free) != nil {
+		t.Errorf("storeFree(%s), free: %v", free, storeFree(free))
+	}
+}
+
+// TestServeArtifactStore: the agent's artifact store listens before the
+// agent goes on (a taken address is an error at start, naming it), serves
+// the registry API, and stops when told.
+func TestServeArtifactStore(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	addr := freeAddr(t)
+	dir := filepath.Join(t.TempDir(), artifactsDir)
+	stop, err := serveArtifactStore(ctx, addr, dir, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := artifacts.Ready(ctx, addr); err != nil {
+		t.Errorf("the store does not answer: %v", err)
+	}
+	if _, err := serveArtifactStore(ctx, addr, t.TempDir(), log); err == nil || !strings.Contains(err.Error(), "artifact store") || !strings.Contains(err.Error(), addr) {
+		t.Errorf("a second store on %s: %v, want an error naming the artifact store and the address", addr, err)
+	}
+	stop()
+	if _, err := os.Stat(filepath.Join(dir, "blobs")); err != nil {
+		t.Errorf("the store's files: %v", err)
+	}
+	gone, cancelGone := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancelGone()
+	if err := artifacts.Ready(gone, addr); err == nil {
+		t.Errorf("the store still answers after stop")
+	}
+}
