@@ -70,18 +70,20 @@
   }
 
   async function openNode(name, cur) {
-    if (name !== node) closePanel();
+    const other = name !== node;
+    if (other) closePanel();
     node = name;
     cursor = cur;
     history.replaceState(null, '', '#node=' + encodeURIComponent(name));
     markChosen();
-    await loadNode();
+    await loadNode(!other);
   }
 
-  // loadNode renders the node's page at the cursor, keeping the diff shown.
-  async function loadNode() {
+  // loadNode renders the node's page at the cursor, keeping the diff shown
+  // when asked (the same node).
+  async function loadNode(keepDiff = true) {
     const shown = node;
-    const keep = $('diff') && $('diff').innerHTML;
+    const keep = keepDiff && $('diff') && $('diff').innerHTML;
     const q = '/ui/node?node=' + encodeURIComponent(node) + (cursor ? '&' + cursor : '');
     const html = await get(q);
     if (shown !== node) return; // another node was chosen meanwhile
