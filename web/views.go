@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -118,7 +119,11 @@ type nodeView struct {
 	Columns  []column
 	Lanes    []lane
 	Bands    []bandCell
-	Episodes []episodeView
+	Episodes []episodeView // every episode of the node (the bands index it)
+	// Shown are the episodes listed, with their evidence: those on the
+	// page and the latest maxEpisodes; Earlier counts the others.
+	Shown   []episodeView
+	Earlier int
 	// Paging: Older pages back from the first column, Newer forward from
 	// the last; Latest is true for the page that ends at the head (live).
 	Older, Newer       uint64
@@ -135,6 +140,10 @@ type column struct {
 	Label  string // the time, where the minute changes
 	Band   int    // index in Episodes of the episode it falls in, -1 if none
 	Marker marker
+	// Resources are the first maxResources the entry touched; the detail
+	// counts the rest.
+	Resources     []string
+	MoreResources int
 }
 
 // marker is an entry as drawn in its lane.
@@ -277,14 +286,11 @@ func buildNode(node string, page api.TimelinePage, forward, back bool, eps []pro
 		v.Episodes[i] = ev
 	}
 	// episodeAt is the episode covering positions [from, to], -1 if none.
+	// Episodes follow one another (one open at a time, oldest first), so
+	// the first that ends at or after from is the only candidate.
 	episodeAt := func(from, to uint64) int {
-		for i, ep := range eps {
-			if to < ep.Start.Position {
-				continue
-			}
-			if ep.End != nil && from > ep.End.Position {
-				continue
-			}
+		i := sort.Search(len(eps), func(i int) bool { return eps[i].End == nil || eps[i].End.Position >= from })
+		if i < len(eps) && eps[i].Start.Position <= to {
 			return i
 		}
 		return -1
@@ -292,7 +298,10 @@ func buildNode(node string, page api.TimelinePage, forward, back bool, eps []pro
 	var lastMinute string
 	v.Columns = make([]column, len(entries))
 	for i, en := range entries {
-		c := column{Entry: en, Marker: markerOf(en)}
+		c := column{Entry: en, Marker: markerOf(en), Resources: en.Resources}
+		if n := len(c.Resources); n > maxResources {
+			c.Resources, c.MoreResources = c.Resources[:maxResources], n-maxResources
+		}
 		last := en.Position
 		if en.Run != nil {
 			last = en.Run.LastPosition
@@ -319,6 +328,13 @@ func buildNode(node string, page api.TimelinePage, forward, back bool, eps []pro
 				cl.Column = c
 			}
 			v.Lanes[l].Cells[i] = cl
+		}
+	}
+	for i, ep := range v.Episodes {
+		if ep.On || i >= len(v.Episodes)-maxEpisodes {
+			v.Shown = append(v.Shown, ep)
+		} else {
+			v.Earlier++
 		}
 	}
 	for i := 0; i < len(v.Columns); {

@@ -66,6 +66,8 @@ const (
 	MaxColumns     = 1000 // the most a request may ask for
 	declChoices    = 50   // latest declarations offered to the diff
 	whyTouches     = 200  // latest touches a why shows (after collapsing runs)
+	maxEpisodes    = 10   // latest churn episodes listed beside those on the page
+	maxResources   = 24   // resources an entry's detail names
 )
 
 //go:embed templates static
