@@ -49,7 +49,6 @@ func TestPageInChromium(t *testing.T) {
 		chromedp.ExecPath(exe),
 		chromedp.NoSandbox, // root in containers and CI
 		chromedp.DisableGPU,
-		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.WindowSize(1500, 1000),
 	)
 	actx, cancelAlloc := chromedp.NewExecAllocator(t.Context(), opts...)

@@ -35,9 +35,9 @@
 //
 // # The event stream
 //
-// /ui/events is text/event-stream. On connect, and then each time the
-// projections fold new events (at most once per Options.MinInterval), one
-// event:
+// /ui/events is text/event-stream. On connect (once the store holds an
+// event), and then each time the projections fold new events (at most once
+// per Options.MinInterval), one event:
 //
 //	event: position
 //	id: 1234
