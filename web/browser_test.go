@@ -191,6 +191,15 @@ func TestPageInChromium(t *testing.T) {
 	if got := text("the roster diff", "#diff .diff-result ul.removed"); !strings.Contains(got, flipName) {
 		t.Errorf("the diff's removed names read %q, want %s", got, flipName)
 	}
+	do("compare any two declarations with the form",
+		chromedp.SetValue(chromedp.ID("diff-from"), "control/101"),
+		chromedp.SetValue(chromedp.ID("diff-to"), "control/103"),
+		chromedp.Click(chromedp.CSS(`#diff-form button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#diff .diff-result[data-diff-to="control/103"]`)),
+	)
+	if got := text("the roster diff of the form", "#diff .diff-result"); !strings.Contains(got, "The same roster and resources.") {
+		t.Errorf("control/101 → control/103 (the same digest) reads %q", got)
+	}
 
 	// Seed 002 in the lanes: the held counts of each apply, and the idle
 	// passes as one span.
