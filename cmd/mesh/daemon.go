@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,6 +25,7 @@ import (
 	"meshplane/events"
 	"meshplane/events/boltstore"
 	"meshplane/events/pgstore"
+	"meshplane/web"
 )
 
 // defaultAPIListen is where the API listens unless --listen says otherwise.
@@ -238,8 +240,14 @@ func runController(ctx context.Context, cfg controllerConfig) (err error) {
 	}
 	serveCtx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
 	served := make(chan error, 1)
+	// The API under /v1, the page (package web) at /: one origin, one token.
+	// The page's event streams end with serveCtx, so that stopping does not
+	// wait for them.
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", api.Handler(ctl, token, api.WithLogger(log)))
+	mux.Handle("/", web.Handler(ctl, token, web.Options{Feed: ctl, Logger: log, Done: serveCtx.Done()}))
 	go func() {
-		served <- api.Serve(serveCtx, ln, api.Handler(ctl, token, api.WithLogger(log)),
+		served <- api.Serve(serveCtx, ln, mux,
 			api.ServeOptions{TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey, Insecure: cfg.Insecure})
 	}()
 	stops = append(stops, func(context.Context) error { stopServe(); return <-served })
@@ -490,6 +498,10 @@ func (p notifyingPublisher) PutDeclaration(ctx context.Context, d declaration.De
 	p.pushed(d)
 	return nil
 }
+
+// The controller is the page's feed of changes (checked here: the
+// controller does not link the page).
+var _ web.Feed = (*controller.Controller)(nil)
 
 // The bus adapter is the controller core's Publisher (checked here: bus
 // does not link the controller).

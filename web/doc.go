@@ -1,0 +1,52 @@
+// Package web is the controller's page: every node's status on one screen,
+// each node's timeline in swimlanes with its churn episodes as shaded
+// bands, the roster diff between two declarations, and live updates. The
+// controller daemon (cmd/mesh) serves it at / beside the API at /v1, on the
+// same origin and with the same token.
+//
+// The pages are html/template rendered on the server from the api.Service
+// queries (status, the timeline paged by position, churn, roster diff,
+// why); a little script (static/app.js) fetches them as fragments and
+// swaps them in. Every asset is embedded in the binary: controllers run on
+// machines without internet access, so nothing comes from a CDN. Every
+// query is bounded: the timeline is read a page at a time (at most
+// MaxColumns entries), never whole, so the page answers as fast with a
+// million events in the store as with a hundred.
+//
+// # Routes
+//
+//	GET /                   the page (no data: it asks for the token)
+//	GET /static/{file}      the script, the style sheet, the icon
+//	GET /ui/status          fragment: every node's status, and the controller's
+//	GET /ui/node            fragment: ?node=N [&before=P | &after=P] [&limit=L]
+//	                        the node's swimlanes, churn bands and evidence,
+//	                        and the roster diff form
+//	GET /ui/diff            fragment: ?node=N&from=DECL&to=DECL
+//	GET /ui/why             fragment: ?node=N&resource=R
+//	GET /ui/events          server-sent events: the projections' position
+//
+// The page and its static files carry no data and are served to anyone;
+// everything under /ui/ wants "Authorization: Bearer TOKEN", the API's
+// token (DATA/api-token), compared in constant time, and answers 401
+// without it. The page asks for the token once and keeps it in the
+// browser's sessionStorage (gone when the tab closes); the script sends it
+// with every fetch, the event stream included (read with fetch, since
+// EventSource cannot send a header; a token is never put in a URL).
+//
+// # The event stream
+//
+// /ui/events is text/event-stream. On connect (once the store holds an
+// event), and then each time the projections fold new events (at most once
+// per Options.MinInterval), one event:
+//
+//	event: position
+//	id: 1234
+//	data: {"position":1234}
+//
+// where 1234 is the last position the projections have folded: "the
+// timeline changed at or before 1234". A comment line (": keep-alive")
+// every Options.KeepAlive keeps proxies from closing an idle stream. The
+// script then fetches the status again, and the node's latest page when it
+// shows the latest; a page paged back in history says that newer events
+// came and stays where it is.
+package web

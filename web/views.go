@@ -1,0 +1,515 @@
+package web
+
+import (
+	"fmt"
+	"html/template"
+	"maps"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"meshplane/api"
+	"meshplane/events"
+	"meshplane/projections"
+)
+
+// funcs are the templates' helpers.
+var funcs = template.FuncMap{
+	"clock": func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format("15:04:05")
+	},
+	"stamp": func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format(time.RFC3339)
+	},
+	"short": shortDigest,
+	"sortedFields": func(m map[string]int) []fieldCount {
+		out := make([]fieldCount, 0, len(m))
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			out = append(out, fieldCount{k, m[k]})
+		}
+		return out
+	},
+}
+
+type fieldCount struct {
+	Field string
+	Count int
+}
+
+// shortDigest is a digest as people compare them: its first 12 hex digits.
+func shortDigest(d string) string {
+	_, hex, ok := strings.Cut(d, ":")
+	if !ok {
+		hex = d
+	}
+	if len(hex) > 12 {
+		hex = hex[:12]
+	}
+	return hex
+}
+
+// --- status ---
+
+type statusView struct {
+	Info  api.Info
+	Nodes []nodeRow
+	// Skipped is how many events the projections could not fold.
+	Skipped int
+}
+
+type nodeRow struct {
+	projections.NodeStatus
+	Held      string // "route-proxy: 2, photos: 1"
+	HeldTotal int
+}
+
+func (h *handler) status(w http.ResponseWriter, r *http.Request) {
+	info, err := h.q.Info(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	st, err := h.q.Status(r.Context(), api.StatusRequest{})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	v := statusView{Info: info, Skipped: st.Skipped.FailuresTotal}
+	for _, n := range st.Skipped.UnknownTypes {
+		v.Skipped += n
+	}
+	for _, ns := range st.Nodes {
+		v.Nodes = append(v.Nodes, statusRow(ns))
+	}
+	h.render(w, r, "status.html", v)
+}
+
+// --- a node's swimlanes ---
+
+// Lanes, top to bottom.
+var laneNames = []string{"commands", "composes", "failed composes", "pushes", "applies"}
+
+// laneOf is the lane an entry of type typ is drawn in.
+func laneOf(typ string) int {
+	switch typ {
+	case events.TypeDeclarationComposed:
+		return 1
+	case events.TypeDeclarationComposeFailed:
+		return 2
+	case events.TypeDeclarationPushed, events.TypeDeclarationPushFailed:
+		return 3
+	case events.TypeApplyReported, events.TypeReportDeliveredLate:
+		return 4
+	}
+	return 0
+}
+
+type nodeView struct {
+	Node     string
+	Status   *nodeRow
+	Columns  []column
+	Lanes    []lane
+	Bands    []bandCell
+	Episodes []episodeView // every episode of the node (the bands index it)
+	// Shown are the episodes listed, with their evidence: those on the
+	// page and the latest maxEpisodes; Earlier counts the others.
+	Shown   []episodeView
+	Earlier int
+	// Paging: Older pages back from the first column, Newer forward from
+	// the last; Latest is true for the page that ends at the head (live).
+	Older, Newer       uint64
+	HasOlder, HasNewer bool
+	Latest             bool
+	Limit              int
+	First, Last        uint64 // positions of the page's first and last entries
+	Decls              []projections.Entry
+	DiffFrom, DiffTo   string
+}
+
+type column struct {
+	Entry  projections.Entry
+	Label  string // the time, where the minute changes
+	Band   int    // index in Episodes of the episode it falls in, -1 if none
+	Marker marker
+	// Resources are the first maxResources the entry touched; the detail
+	// counts the rest.
+	Resources     []string
+	MoreResources int
+}
+
+// marker is an entry as drawn in its lane.
+type marker struct {
+	Kind   string // CSS class
+	Label  string
+	Counts *Counts // applies
+	Span   bool    // a run of idle applies, drawn as one span
+}
+
+type lane struct {
+	Name  string
+	Cells []cell
+}
+
+type cell struct {
+	Column *column // nil: nothing in this lane at this column
+	Band   int
+	Open   bool // the band's episode is still open
+}
+
+// bandCell is one cell of the churn row: Span columns, in an episode
+// (Episode ≥ 0) or not.
+type bandCell struct {
+	Span    int
+	Episode int
+	Label   string
+	Open    bool
+}
+
+type episodeView struct {
+	projections.Episode
+	ID    string // element id of its evidence
+	Kind  string // "loop", "flip", "loop and flip"
+	On    bool   // some of it is on this page
+	After uint64 // cursor of a page starting at the episode
+	// Pairs are consecutive declarations of the evidence, to diff.
+	Pairs [][2]string
+}
+
+func (h *handler) node(w http.ResponseWriter, r *http.Request) {
+	node, err := required(r, "node")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	before, err := uintParam(r, "before")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	after, err := uintParam(r, "after")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	limit := DefaultColumns
+	if s := r.URL.Query().Get("limit"); s != "" {
+		if limit, err = strconv.Atoi(s); err != nil || limit < 1 || limit > MaxColumns {
+			h.fail(w, r, badRequestf("limit %q: give 1 to %d", s, MaxColumns))
+			return
+		}
+	}
+	ctx := r.Context()
+	st, err := h.q.Status(ctx, api.StatusRequest{Nodes: []string{node}})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	forward := after > 0 || r.URL.Query().Get("forward") == "1"
+	page, err := h.q.Timeline(ctx, api.TimelineRequest{Node: node, Before: before, After: after, Forward: forward, Limit: limit})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	churn, err := h.q.Churn(ctx, api.ChurnRequest{Nodes: []string{node}})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	decls, err := h.q.Timeline(ctx, api.TimelineRequest{Node: node, Type: events.TypeDeclarationComposed, Limit: declChoices})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	var eps []projections.Episode
+	if len(churn.Nodes) == 1 {
+		eps = churn.Nodes[0].Episodes
+	}
+	v := buildNode(node, page, forward, before > 0, eps, limit)
+	if len(st.Nodes) == 1 {
+		row := statusRow(st.Nodes[0])
+		v.Status = &row
+	}
+	v.Decls = decls.Entries
+	slices.Reverse(v.Decls) // newest first
+	if len(v.Decls) > 0 {
+		v.DiffTo = v.Decls[0].Declaration
+		v.DiffFrom = v.DiffTo
+		if len(v.Decls) > 1 {
+			v.DiffFrom = v.Decls[1].Declaration
+		}
+	}
+	h.render(w, r, "node.html", v)
+}
+
+func statusRow(ns projections.NodeStatus) nodeRow {
+	row := nodeRow{NodeStatus: ns}
+	parts := make([]string, len(ns.Held))
+	for i, mc := range ns.Held {
+		parts[i] = fmt.Sprintf("%s: %d", mc.Module, mc.Count)
+		row.HeldTotal += mc.Count
+	}
+	row.Held = strings.Join(parts, ", ")
+	return row
+}
+
+// buildNode lays a page of a node's timeline out in lanes: one column per
+// entry, a run of identical outcomes (projections.Collapse) one column, and
+// the node's churn episodes as bands over the columns they cover.
+func buildNode(node string, page api.TimelinePage, forward, back bool, eps []projections.Episode, limit int) nodeView {
+	v := nodeView{Node: node, Limit: limit}
+	entries := projections.Collapse(page.Entries)
+	v.Episodes = make([]episodeView, len(eps))
+	for i, ep := range eps {
+		ev := episodeView{Episode: ep, ID: fmt.Sprintf("ep-%d", i), Kind: "loop"}
+		switch {
+		case ep.Loop && ep.Flip:
+			ev.Kind = "loop and flip"
+		case ep.Flip:
+			ev.Kind = "flip"
+		}
+		if ep.Start.Position > 0 {
+			ev.After = ep.Start.Position - 1
+		}
+		ds := ep.Evidence.Declarations
+		for j := 1; j < len(ds); j++ {
+			ev.Pairs = append(ev.Pairs, [2]string{ds[j-1].Declaration, ds[j].Declaration})
+		}
+		v.Episodes[i] = ev
+	}
+	// episodeAt is the episode covering positions [from, to], -1 if none.
+	// Episodes follow one another (one open at a time, oldest first), so
+	// the first that ends at or after from is the only candidate.
+	episodeAt := func(from, to uint64) int {
+		i := sort.Search(len(eps), func(i int) bool { return eps[i].End == nil || eps[i].End.Position >= from })
+		if i < len(eps) && eps[i].Start.Position <= to {
+			return i
+		}
+		return -1
+	}
+	var lastMinute string
+	v.Columns = make([]column, len(entries))
+	for i, en := range entries {
+		c := column{Entry: en, Marker: markerOf(en), Resources: en.Resources}
+		if n := len(c.Resources); n > maxResources {
+			c.Resources, c.MoreResources = c.Resources[:maxResources], n-maxResources
+		}
+		last := en.Position
+		if en.Run != nil {
+			last = en.Run.LastPosition
+		}
+		c.Band = episodeAt(en.Position, last)
+		if c.Band >= 0 {
+			v.Episodes[c.Band].On = true
+		}
+		if m := en.At.UTC().Format("15:04"); m != lastMinute {
+			c.Label, lastMinute = m, m
+		}
+		v.Columns[i] = c
+	}
+	v.Lanes = make([]lane, len(laneNames))
+	for l, name := range laneNames {
+		v.Lanes[l] = lane{Name: name, Cells: make([]cell, len(v.Columns))}
+		for i := range v.Columns {
+			c := &v.Columns[i]
+			cl := cell{Band: c.Band}
+			if c.Band >= 0 {
+				cl.Open = eps[c.Band].Active()
+			}
+			if laneOf(c.Entry.Type) == l {
+				cl.Column = c
+			}
+			v.Lanes[l].Cells[i] = cl
+		}
+	}
+	for i, ep := range v.Episodes {
+		if ep.On || i >= len(v.Episodes)-maxEpisodes {
+			v.Shown = append(v.Shown, ep)
+		} else {
+			v.Earlier++
+		}
+	}
+	for i := 0; i < len(v.Columns); {
+		j := i + 1
+		for j < len(v.Columns) && v.Columns[j].Band == v.Columns[i].Band {
+			j++
+		}
+		bc := bandCell{Span: j - i, Episode: v.Columns[i].Band}
+		if bc.Episode >= 0 {
+			ep := v.Episodes[bc.Episode]
+			bc.Open = ep.Active()
+			bc.Label = fmt.Sprintf("churn %s: %d heavy passes, %d flips", ep.Kind, ep.HeavyPasses, ep.Flips)
+			if bc.Open {
+				bc.Label += " (open)"
+			}
+		}
+		v.Bands = append(v.Bands, bc)
+		i = j
+	}
+	if n := len(entries); n > 0 {
+		v.First = entries[0].Position
+		v.Last = entries[n-1].Position
+		if entries[n-1].Run != nil {
+			v.Last = entries[n-1].Run.LastPosition
+		}
+	}
+	// Paging. A backward page (the latest, or before=P) has older entries
+	// when Next says so; a forward one (after=P) has newer ones when Next
+	// says so. The other direction is offered whenever the page is not
+	// at that end of the timeline as far as this query can tell.
+	switch {
+	case forward:
+		v.HasNewer = page.Next > 0
+		v.HasOlder = v.First > 1
+		v.Latest = !v.HasNewer
+	default:
+		v.HasOlder = page.Next > 0
+		v.HasNewer = back
+		v.Latest = !back
+	}
+	v.Older, v.Newer = v.First, v.Last
+	return v
+}
+
+// markerOf is how an entry is drawn in its lane.
+func markerOf(en projections.Entry) marker {
+	m := marker{Kind: kindOf(en.Type)}
+	switch en.Type {
+	case events.TypeDeclarationComposed, events.TypeDeclarationPushed:
+		m.Label = declNumber(en.Declaration)
+	case events.TypeDeclarationComposeFailed, events.TypeDeclarationPushFailed:
+		m.Label = "✗"
+	case events.TypeReportDeliveredLate:
+		m.Label = "late"
+	case events.TypeApplyReported:
+		c, _ := ParseApplySummary(en.Summary)
+		m.Counts = &c
+		switch {
+		case en.Idle && en.Run != nil:
+			m.Kind += " idle"
+			m.Span = true
+		case en.Idle:
+			m.Kind += " idle"
+		case en.Heavy:
+			m.Kind += " heavy"
+		}
+		if c.Failed > 0 {
+			m.Kind += " failing"
+		}
+	default:
+		_, verb, _ := strings.Cut(en.Type, ".")
+		m.Label = verb
+	}
+	if en.Churn != "" {
+		m.Kind += " churn-mark"
+	}
+	return m
+}
+
+func kindOf(typ string) string {
+	switch typ {
+	case events.TypeDeclarationComposed:
+		return "compose"
+	case events.TypeDeclarationComposeFailed:
+		return "compose-failed"
+	case events.TypeDeclarationPushed:
+		return "push"
+	case events.TypeDeclarationPushFailed:
+		return "push-failed"
+	case events.TypeApplyReported:
+		return "apply"
+	case events.TypeReportDeliveredLate:
+		return "late"
+	}
+	return "command"
+}
+
+// declNumber is a declaration id's number ("novox/3" → "3").
+func declNumber(decl string) string {
+	if i := strings.LastIndexByte(decl, '/'); i >= 0 {
+		return decl[i+1:]
+	}
+	return decl
+}
+
+// --- roster diff, why ---
+
+type diffView struct {
+	Node string
+	api.RosterDiff
+}
+
+func (h *handler) diff(w http.ResponseWriter, r *http.Request) {
+	var req api.RosterDiffRequest
+	var err error
+	for _, p := range []struct {
+		dst  *string
+		name string
+	}{{&req.Node, "node"}, {&req.From, "from"}, {&req.To, "to"}} {
+		if *p.dst, err = required(r, p.name); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+	}
+	d, err := h.q.RosterDiff(r.Context(), req)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, "diff.html", diffView{Node: req.Node, RosterDiff: d})
+}
+
+type whyView struct {
+	Node, Resource string
+	Touches        []api.WhyTouch
+	Earlier        int // touches not shown (older)
+}
+
+func (h *handler) why(w http.ResponseWriter, r *http.Request) {
+	node, err := required(r, "node")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	res, err := required(r, "resource")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	resp, err := h.q.Why(r.Context(), api.WhyRequest{Node: node, Resource: res})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	v := whyView{Node: node, Resource: res, Touches: collapseWhy(resp.Touches)}
+	if n := len(v.Touches); n > whyTouches {
+		v.Earlier = n - whyTouches
+		v.Touches = v.Touches[n-whyTouches:]
+	}
+	slices.Reverse(v.Touches) // newest first
+	h.render(w, r, "why.html", v)
+}
+
+// collapseWhy collapses runs of the same touch (projections.CollapseTouches)
+// and keeps, for each, the push behind its first.
+func collapseWhy(ts []api.WhyTouch) []api.WhyTouch {
+	plain := make([]projections.Touch, len(ts))
+	push := make(map[uint64][]projections.Entry, len(ts))
+	for i, t := range ts {
+		plain[i] = t.Touch
+		push[t.Entry.Position] = t.Push
+	}
+	out := make([]api.WhyTouch, 0, len(ts))
+	for _, t := range projections.CollapseTouches(plain) {
+		out = append(out, api.WhyTouch{Touch: t, Push: push[t.Entry.Position]})
+	}
+	return out
+}
