@@ -314,7 +314,18 @@ func TestProcessLateReportsRecordedOnce(t *testing.T) {
 	procInSync(t, c.env(), "n1")
 
 	c.stop(t)
-	time.Sleep(1500 * time.Millisecond) // several drift applies, kept in the outbox
+	// Several drift applies, kept in the agent's outbox (one file each) while
+	// no controller records them: wait for three rather than for a time.
+	eventually(t, 30*time.Second, func() error {
+		queued, err := filepath.Glob(filepath.Join(agentData, outboxDir, "report-*.json"))
+		if err != nil {
+			return err
+		}
+		if len(queued) < 3 {
+			return fmt.Errorf("%d report(s) queued in the agent's outbox, want at least 3", len(queued))
+		}
+		return nil
+	})
 	c2 := startCtl(t, data, apiAt, busAt)
 	eventually(t, 30*time.Second, func() error {
 		page, err := c2.client.Timeline(context.Background(), api.TimelineRequest{Node: "n1", Type: events.TypeReportDeliveredLate, Limit: 1000})
