@@ -19,8 +19,9 @@
 // of many nodes runs up to 32 of them at once (pushWorkers): each node's
 // push is recorded on its own stream exactly as it would be alone, and the
 // composes of one push read each node once and loop only over the nodes
-// that can change another node's declaration (batchReader), so a push, or
-// a registration, of N nodes costs O(N), not O(N²).
+// that can change another node's declaration (batchReader): registering N
+// nodes with no module costs O(N), not O(N²) (when every node serves a
+// route, every roster lists them all, and that stays N²).
 //
 // Reports: the bus consumer hands each agent report to RecordReport, which
 // records it exactly once (its apply id).
