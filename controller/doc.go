@@ -15,7 +15,13 @@
 // declaration whose digest differs from the last one handed to the bus. Run
 // does the same for every node at start and on every interval (default 5m),
 // so an idle mesh appends nothing. Push (mesh push) pushes now, changed or
-// not. A compose that fails is recorded once per distinct failure.
+// not. A compose that fails is recorded once per distinct failure. A push
+// of many nodes runs up to 32 of them at once (pushWorkers): each node's
+// push is recorded on its own stream exactly as it would be alone, and the
+// composes of one push read each node once and loop only over the nodes
+// that can change another node's declaration (batchReader): registering N
+// nodes with no module costs O(N), not O(N²) (when every node serves a
+// route, every roster lists them all, and that stays N²).
 //
 // Reports: the bus consumer hands each agent report to RecordReport, which
 // records it exactly once (its apply id).

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
+
+	"golang.org/x/sync/errgroup"
 
 	"meshplane/api"
 	"meshplane/commands"
@@ -175,58 +176,116 @@ func (c *Controller) Push(ctx context.Context, req api.PushRequest) (api.PushRes
 	return api.PushResponse{Pushes: rs}, nil
 }
 
+// pushWorkers bounds the nodes a push composes and hands to the bus at
+// once. Each node's push is a compose, an append, a put waiting for the
+// bus's acknowledgement and another append: with several in flight, the
+// puts overlap and the appends share the store's commits (boltstore and
+// pgstore group concurrent appends into one commit).
+const pushWorkers = 32
+
 // pushNodes composes each of nodes (every registered node when nil) and
 // pushes the declarations whose digest differs from the last pushed, or
-// every one when force is set. It fails only when the node list cannot be
-// read, or on a rejection for a node named alone; each node's failure is
-// in its result.
+// every one when force is set: up to pushWorkers nodes at once, each node's
+// push as commands.Handler.Push records it (its own stream, its expected
+// version, its failure recorded), so nodes pushed together are recorded
+// exactly as one after the other would be. The results are in the order of
+// nodes. It fails only when the node list cannot be read, when ctx ends
+// before every node was pushed (with the results so far), or on a
+// rejection for a node named alone; each node's failure is in its result.
 func (c *Controller) pushNodes(ctx context.Context, nodes []string, force bool) ([]api.PushResult, error) {
 	c.pushMu.Lock()
 	defer c.pushMu.Unlock()
 	if err := c.Sync(ctx); err != nil {
 		return nil, err
 	}
-	br := newBatchReader(c.handler)
 	if nodes == nil {
 		var err error
-		if nodes, err = br.Nodes(ctx); err != nil {
+		if nodes, err = c.handler.Nodes(ctx); err != nil {
 			return nil, fmt.Errorf("controller: push: %w", err)
 		}
 	}
+	br := newBatchReader(c.handler)
+	br.prepare(ctx)
+	// What was last pushed is read here, before the workers start: pushed
+	// is read and written by this goroutine alone.
+	last := make([]string, len(nodes))
+	if !force {
+		for i, n := range nodes {
+			last[i] = c.lastPushed(n)
+		}
+	}
+	outcomes := make([]pushOutcome, len(nodes))
+	var g errgroup.Group
+	g.SetLimit(pushWorkers)
+	for i, n := range nodes {
+		if ctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			outcomes[i] = c.pushNode(ctx, br.forNode(n), n, force, last[i])
+			return nil
+		})
+	}
+	_ = g.Wait() // the workers return no error: each node's is in its outcome
 	var out []api.PushResult
-	send := func(ctx context.Context, d declaration.Declaration) error { return c.pub.PutDeclaration(ctx, d) }
-	for _, n := range nodes {
-		if err := ctx.Err(); err != nil {
-			return out, err
+	cancelled := false
+	for i, o := range outcomes {
+		switch {
+		case !o.ran:
+			cancelled = true
+			continue
+		case !o.pushed:
+			continue
 		}
-		r := br.forNode(n)
-		if !force {
-			comp, err := commands.Compose(ctx, r, n, "")
-			switch {
-			case errors.Is(err, commands.ErrRejected):
-				continue // registered meanwhile elsewhere, or not at all: nothing to push to
-			case err != nil:
-				if c.sameComposeFailure(n, err) {
-					continue // recorded already; recording it every pass says nothing new
-				}
-			case comp.Declaration.Digest == c.lastPushed(n):
-				continue
+		if o.err != nil {
+			if len(nodes) == 1 && errors.Is(o.err, commands.ErrRejected) {
+				return nil, o.err
 			}
-		}
-		d, err := c.handler.Push(ctx, n, r, send)
-		res := api.PushResult{Node: n, Declaration: d.ID, Digest: d.Digest}
-		if err != nil {
-			if len(nodes) == 1 && errors.Is(err, commands.ErrRejected) {
-				return nil, err
-			}
-			res.Error = err.Error()
-			c.log.Warn("controller: push", "node", n, "error", err)
+			o.res.Error = o.err.Error()
+			c.log.Warn("controller: push", "node", nodes[i], "error", o.err)
 		} else {
-			c.pushed[n] = d.Digest
+			c.pushed[nodes[i]] = o.res.Digest
 		}
-		out = append(out, res)
+		out = append(out, o.res)
+	}
+	if cancelled {
+		return out, ctx.Err()
 	}
 	return out, nil
+}
+
+// pushOutcome is what pushNode did for one node.
+type pushOutcome struct {
+	ran    bool // false: ctx ended before the node's turn
+	pushed bool // false: nothing to push (unchanged, failure already recorded, unknown)
+	res    api.PushResult
+	err    error // the push's failure (also recorded on the node's stream)
+}
+
+// pushNode pushes node's declaration through r when force is set or its
+// digest differs from last (what was last handed to the bus). It runs on a
+// push worker: it reads the projections and writes nothing of the
+// controller's own.
+func (c *Controller) pushNode(ctx context.Context, r commands.Reader, node string, force bool, last string) pushOutcome {
+	if ctx.Err() != nil {
+		return pushOutcome{}
+	}
+	if !force {
+		comp, err := commands.Compose(ctx, r, node, "")
+		switch {
+		case errors.Is(err, commands.ErrRejected):
+			return pushOutcome{ran: true} // registered meanwhile elsewhere, or not at all: nothing to push to
+		case err != nil:
+			if c.sameComposeFailure(node, err) {
+				return pushOutcome{ran: true} // recorded already; recording it every pass says nothing new
+			}
+		case comp.Declaration.Digest == last:
+			return pushOutcome{ran: true}
+		}
+	}
+	send := func(ctx context.Context, d declaration.Declaration) error { return c.pub.PutDeclaration(ctx, d) }
+	d, err := c.handler.Push(ctx, node, r, send)
+	return pushOutcome{ran: true, pushed: true, res: api.PushResult{Node: node, Declaration: d.ID, Digest: d.Digest}, err: err}
 }
 
 // lastPushed is the digest of the last declaration handed to the bus for
@@ -252,73 +311,4 @@ func (c *Controller) sameComposeFailure(node string, err error) bool {
 		return false
 	}
 	return st.ComposeFailed.Error == err.Error()
-}
-
-// batchReader reads each node and module once for a batch of composes: a
-// pass over N nodes reads N nodes and the modules, not N² of them. The node
-// being composed is always read afresh (its version guards the append of
-// its declaration).
-type batchReader struct {
-	h       *commands.Handler
-	names   []string
-	nodes   map[string]commands.Node
-	modules map[string]commands.Module
-}
-
-func newBatchReader(h *commands.Handler) *batchReader {
-	return &batchReader{h: h, nodes: map[string]commands.Node{}, modules: map[string]commands.Module{}}
-}
-
-func (b *batchReader) Nodes(ctx context.Context) ([]string, error) {
-	if b.names == nil {
-		names, err := b.h.Nodes(ctx)
-		if err != nil {
-			return nil, err
-		}
-		b.names = names
-	}
-	return slices.Clone(b.names), nil
-}
-
-func (b *batchReader) Node(ctx context.Context, name string) (commands.Node, error) {
-	if n, ok := b.nodes[name]; ok {
-		return n, nil
-	}
-	n, err := b.h.Node(ctx, name)
-	if err != nil {
-		return n, err
-	}
-	b.nodes[name] = n
-	return n, nil
-}
-
-func (b *batchReader) Module(ctx context.Context, name string) (commands.Module, error) {
-	if m, ok := b.modules[name]; ok {
-		return m, nil
-	}
-	m, err := b.h.Module(ctx, name)
-	if err != nil {
-		return m, err
-	}
-	b.modules[name] = m
-	return m, nil
-}
-
-// forNode is the reader for composing self: self fresh, the rest memoized.
-func (b *batchReader) forNode(self string) commands.Reader { return selfFresh{b, self} }
-
-type selfFresh struct {
-	*batchReader
-	self string
-}
-
-func (s selfFresh) Node(ctx context.Context, name string) (commands.Node, error) {
-	if name == s.self {
-		n, err := s.h.Node(ctx, name)
-		if err == nil {
-			s.nodes[name] = n
-		}
-		return n, err
-	}
-	return s.batchReader.Node(ctx, name)
 }
