@@ -20,7 +20,7 @@ import (
 // The intermediate child of BenchmarkQueries1MCLI (mode "cli" of
 // queryChildEnv): it runs the mesh binary MESH_CLI_BIN with the JSON
 // arguments MESH_CLI_ARGS, and prints the bytes it wrote, its wall time in
-// µs and its peak RSS in bytes. The RSS is the mesh process's: Linux's
+// µs, its peak RSS in bytes and the CPU time it took (user and system) in µs. The RSS is the mesh process's: Linux's
 // maxrss of a child counts the address space it was forked from (this small
 // process, about 10 MB), not the benchmark's, which holds a million events.
 func cliChild() error {
@@ -44,13 +44,14 @@ func cliChild() error {
 	if !ok {
 		return fmt.Errorf("no rusage")
 	}
-	fmt.Printf("%d %d %d 0\n", out.Len(), took.Microseconds(), ru.Maxrss*1024)
+	cpu := time.Duration(syscall.TimevalToNsec(ru.Utime) + syscall.TimevalToNsec(ru.Stime))
+	fmt.Printf("%d %d %d %d\n", out.Len(), took.Microseconds(), ru.Maxrss*1024, cpu.Microseconds())
 	return nil
 }
 
 // cliCall runs `mesh args...` through the intermediate child and returns its
-// wall time and peak RSS, and what it wrote on stderr.
-func cliCall(b *testing.B, bin string, args ...string) (time.Duration, int64, string) {
+// wall time, peak RSS and CPU time, and what it wrote on stderr.
+func cliCall(b *testing.B, bin string, args ...string) (time.Duration, int64, time.Duration, string) {
 	b.Helper()
 	j, err := json.Marshal(args)
 	if err != nil {
@@ -64,14 +65,27 @@ func cliCall(b *testing.B, bin string, args ...string) (time.Duration, int64, st
 	if err != nil {
 		b.Fatalf("mesh %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut.String())
 	}
-	var size, us, rss, zero int64
-	if _, err := fmt.Sscan(string(out), &size, &us, &rss, &zero); err != nil {
+	var size, us, rss, cpu int64
+	if _, err := fmt.Sscan(string(out), &size, &us, &rss, &cpu); err != nil {
 		b.Fatalf("cli child printed %q: %v", out, err)
 	}
 	if size == 0 {
 		b.Fatalf("mesh %s printed nothing", strings.Join(args, " "))
 	}
-	return time.Duration(us) * time.Microsecond, rss, errOut.String()
+	return time.Duration(us) * time.Microsecond, rss, time.Duration(cpu) * time.Microsecond, errOut.String()
+}
+
+// loadAvg is the machine's load average over the last minute (-1 if unknown).
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	var l float64
+	if _, err := fmt.Sscan(string(b), &l); err != nil {
+		return -1
+	}
+	return l
 }
 
 // BenchmarkQueries1MCLI runs the built mesh binary in local mode on the
@@ -79,7 +93,9 @@ func cliCall(b *testing.B, bin string, args ...string) (time.Duration, int64, st
 // writes, cached in the user cache directory): `mesh status` and `mesh
 // timeline --node node-001 --limit 50`, without and with a time range (the
 // middle half of node-001's stream), each a process of its own, 5 times;
-// it reports the median wall time and the highest peak RSS of each.
+// it reports the median wall time, the slowest, the median CPU time (user
+// and system: what the call costs whatever else the machine runs), the
+// highest peak RSS of each, and the median load average while they ran.
 //
 // The data directory is kept in the user cache directory beside the store
 // (events.db a symbolic link to it): its first call folds every event and
@@ -135,7 +151,7 @@ func BenchmarkQueries1MCLI(b *testing.B) {
 		b.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(data, "projections.snap")); err != nil {
-		wall, rss, notes := cliCall(b, bin, "status", "--data", data)
+		wall, rss, _, notes := cliCall(b, bin, "status", "--data", data)
 		b.Logf("first call: %s, peak RSS %d MB, folded %d events and saved the snapshot in %s (%s)",
 			wall.Round(time.Millisecond), rss>>20, head, data, strings.TrimSpace(notes))
 		b.ReportMetric(wall.Seconds()*1000, "first-call-ms")
@@ -150,27 +166,34 @@ func BenchmarkQueries1MCLI(b *testing.B) {
 		{"page", []string{"timeline", "--node", "node-001", "--limit", "50", "--data", data}},
 		{"page-range", []string{"timeline", "--node", "node-001", "--since", since, "--until", until, "--limit", "50", "--data", data}},
 	}
-	type result struct{ wall, rss []float64 }
+	type result struct{ wall, rss, cpu []float64 }
 	results := make([]result, len(cases))
+	var load []float64
 	b.ResetTimer()
 	for range b.N {
 		for i, c := range cases {
 			for range 5 {
-				wall, rss, notes := cliCall(b, bin, c.args...)
+				load = append(load, loadAvg())
+				wall, rss, cpu, notes := cliCall(b, bin, c.args...)
 				if notes != "" {
 					b.Logf("mesh %s: %s", strings.Join(c.args, " "), notes)
 				}
 				results[i].wall = append(results[i].wall, wall.Seconds()*1000)
 				results[i].rss = append(results[i].rss, float64(rss)/1e6)
+				results[i].cpu = append(results[i].cpu, cpu.Seconds()*1000)
 			}
 		}
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(head), "events")
+	slices.Sort(load)
+	b.ReportMetric(load[len(load)/2], "loadavg")
 	for i, c := range cases {
 		r := results[i]
 		slices.Sort(r.wall)
 		slices.Sort(r.rss)
+		slices.Sort(r.cpu)
+		b.ReportMetric(r.cpu[len(r.cpu)/2], c.name+"-cpu-ms")
 		b.ReportMetric(r.wall[len(r.wall)/2], c.name+"-ms")
 		b.ReportMetric(r.wall[len(r.wall)-1], c.name+"-max-ms")
 		b.ReportMetric(r.rss[len(r.rss)-1], c.name+"-maxRSS-MB")
