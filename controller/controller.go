@@ -48,6 +48,18 @@ type Config struct {
 	// records nothing, and refuses writes (api.CodeStandby), until Lead.
 	// Another controller on the same store leads meanwhile.
 	Standby bool
+
+	// Preloaded projections (local.go): Views and Runner, both or neither,
+	// the runner feeding those views from Store and set at the position
+	// they were loaded at (a CLI resuming from a snapshot on disk). Queries
+	// catch them up from there. Nil: empty projections, folded from 0.
+	Views  *projections.Set
+	Runner *projections.Runner
+	// TimelineQuery, when set, answers the timeline's queries instead of
+	// Views.Timeline.Query: the entries before some position are on disk
+	// (snapstore.Local.Timeline). Why then refuses, since it needs every
+	// entry in memory.
+	TimelineQuery func(projections.Filter) ([]projections.Entry, error)
 }
 
 // Controller is the daemon's core: the store, the write side over it, the
@@ -87,6 +99,9 @@ type Controller struct {
 
 	pushMu sync.Mutex
 	pushed map[string]string // node → digest last handed to the bus
+
+	preloaded bool                                                  // see Config.Views
+	tlQuery   func(projections.Filter) ([]projections.Entry, error) // see Config.TimelineQuery
 }
 
 var _ api.Service = (*Controller)(nil)
@@ -119,8 +134,13 @@ func New(cfg Config) (*Controller, error) {
 		c.version = "dev"
 	}
 	c.handler = commands.NewHandler(c.store, c.reg, commands.WithClock(c.clock))
-	c.views = projections.New()
-	c.runner = projections.NewRunner(c.store, c.reg, c.views.All()...)
+	if err := c.preload(cfg); err != nil {
+		return nil, err
+	}
+	if c.views == nil {
+		c.views = projections.New()
+		c.runner = projections.NewRunner(c.store, c.reg, c.views.All()...)
+	}
 	return c, nil
 }
 
@@ -224,7 +244,10 @@ func (c *Controller) Sync(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("controller: head: %w", err)
 	}
-	return c.syncTo(ctx, head)
+	if err := c.syncTo(ctx, head); err != nil {
+		return err
+	}
+	return c.checkPreloaded()
 }
 
 func (c *Controller) syncTo(ctx context.Context, pos uint64) error {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -95,7 +96,15 @@ func (c *Controller) Timeline(ctx context.Context, req api.TimelineRequest) (api
 	if err := c.Sync(ctx); err != nil {
 		return api.TimelinePage{}, err
 	}
-	entries, next := page(c.views.Timeline.Query, req)
+	var qerr error
+	entries, next := page(func(f projections.Filter) []projections.Entry {
+		es, err := c.queryTimeline(f)
+		qerr = cmp.Or(qerr, err)
+		return es
+	}, req)
+	if qerr != nil {
+		return api.TimelinePage{}, qerr
+	}
 	if entries == nil {
 		entries = []projections.Entry{}
 	}
@@ -123,6 +132,9 @@ func page(query func(projections.Filter) []projections.Entry, req api.TimelineRe
 
 // Why is every apply that touched resource on node, with its push.
 func (c *Controller) Why(ctx context.Context, req api.WhyRequest) (api.WhyResponse, error) {
+	if c.tlQuery != nil {
+		return api.WhyResponse{}, errTimelineOnDisk("why")
+	}
 	if err := c.Sync(ctx); err != nil {
 		return api.WhyResponse{}, err
 	}

@@ -95,7 +95,11 @@ const queryChildEnv = "MESH_QUERY_CHILD"
 // TestMain runs a child call when the environment asks for one.
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(queryChildEnv); mode != "" {
-		if err := queryChild(mode); err != nil {
+		run := queryChild
+		if mode == "cli" {
+			run = func(string) error { return cliChild() }
+		}
+		if err := run(mode); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}

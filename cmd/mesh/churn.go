@@ -22,7 +22,7 @@ func (e *env) churnCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withSession(cmd, false, nil, func(s *session) error {
+			return withQuery(cmd, func(s *session) error {
 				resp, err := s.svc.Churn(cmd.Context(), api.ChurnRequest{Nodes: args})
 				if err != nil {
 					return err

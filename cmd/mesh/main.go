@@ -5,8 +5,9 @@
 // store (--data DIR: the bbolt file in the data directory, opened read-only
 // by queries), or against a running controller (--server URL, over its
 // HTTP API). Either way the verb calls an api.Service: locally a
-// controller.Controller over the store, not running; remotely an
-// api.Client. When the local store is locked and DATA/controller.json names
+// controller.Controller over the store, not running (status, node show,
+// timeline and churn start it from the snapshot the data directory keeps:
+// localquery.go); remotely an api.Client. When the local store is locked and DATA/controller.json names
 // a live controller, the verb asks that controller.
 //
 // The CLI is built on cobra, one file per verb (status.go, timeline.go,

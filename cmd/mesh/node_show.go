@@ -22,7 +22,7 @@ func (e *env) nodeShowCmd() *cobra.Command {
 			if len(args) != 1 {
 				return usagef("name one node")
 			}
-			return withSession(cmd, false, nil, func(s *session) error {
+			return withQuery(cmd, func(s *session) error {
 				ns, err := s.svc.NodeShow(cmd.Context(), args[0])
 				if err != nil {
 					return err

@@ -14,8 +14,10 @@ func (e *env) rosterCmd() *cobra.Command {
 	var history bool
 	var diff string
 	cmd := &cobra.Command{
-		Use:               "roster NODE",
-		Short:             "a node's roster: its current routed names, every declaration's, and what changed between two",
+		Use:   "roster NODE",
+		Short: "a node's roster: its current routed names, every declaration's, and what changed between two",
+		Long: `A node's roster: its current routed names, every declaration's (--history), and
+what changed between two.` + slowLocal,
 		ValidArgsFunction: completeNodes,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out, err := outputOf(cmd)

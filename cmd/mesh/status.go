@@ -18,7 +18,7 @@ func (e *env) statusCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withSession(cmd, false, nil, func(s *session) error {
+			return withQuery(cmd, func(s *session) error {
 				resp, err := s.svc.Status(cmd.Context(), api.StatusRequest{Nodes: args})
 				if err != nil {
 					return err
@@ -66,7 +66,7 @@ func (e *env) statusCmd() *cobra.Command {
 // (nothing when it cannot be asked).
 func completeNodes(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
 	var names []string
-	_ = withSession(cmd, false, nil, func(s *session) error {
+	_ = withQuery(cmd, func(s *session) error {
 		resp, err := s.svc.Status(cmd.Context(), api.StatusRequest{})
 		for _, st := range resp.Nodes {
 			names = append(names, st.Node)

@@ -54,6 +54,12 @@ type target struct {
 	tokenFile string
 	tlsCA     string
 	store     string // --store: "" or "bolt" for DATA/events.db, else a URL
+
+	// resume, for a query on the local bolt store, loads the projections
+	// from the snapshot in the data directory and folds only what is new
+	// (localquery.go); notes is where it says what it could not use.
+	resume bool
+	notes  io.Writer
 }
 
 // targetOf reads cmd's target. --server wins; else an explicit --data
@@ -101,9 +107,13 @@ type session struct {
 	svc   api.Service
 	ctrl  *controller.Controller // local mode
 	store io.Closer              // local mode: the events.Store
+	local io.Closer              // local mode resuming from a snapshot: its files
 }
 
 func (s *session) Close() error {
+	if s.local != nil {
+		s.local.Close()
+	}
 	if s.store != nil {
 		return s.store.Close()
 	}
@@ -181,6 +191,9 @@ func (t target) open(ctx context.Context, write bool, fresh []commands.Command) 
 		return t.client(info.URL, tokenFile)
 	case err != nil:
 		return nil, err
+	}
+	if t.resume && !write {
+		return t.resumed(ctx, s)
 	}
 	c, err := controller.New(controller.Config{Store: s, Clock: wallClock})
 	if err != nil {

@@ -48,7 +48,7 @@ printed (from a controller, page after page).`,
 					return usagef("%q is not an RFC 3339 time (2026-09-29T23:02:00Z)", b.s)
 				}
 			}
-			return withSession(cmd, false, nil, func(s *session) error {
+			return withQuery(cmd, func(s *session) error {
 				var raw []projections.Entry
 				var sk api.Skipped
 				if s.ctrl != nil && limit == 0 {
@@ -57,10 +57,9 @@ printed (from a controller, page after page).`,
 					// Service's cursors reads the timeline once a page:
 					// each page widens its window from the newest match
 					// back to its cursor.)
-					if err := s.ctrl.Sync(cmd.Context()); err != nil {
+					if raw, err = s.ctrl.QueryTimeline(cmd.Context(), req.Filter()); err != nil {
 						return err
 					}
-					raw = s.ctrl.Views().Timeline.Query(req.Filter())
 				} else if raw, sk, err = fetchTimeline(cmd.Context(), s.svc, req, limit); err != nil {
 					return err
 				}

@@ -13,8 +13,10 @@ import (
 
 func (e *env) whyCmd() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:               "why NODE RESOURCE",
-		Short:             "why a resource on a node is as it is: every apply that touched it, and the push behind each",
+		Use:   "why NODE RESOURCE",
+		Short: "why a resource on a node is as it is: every apply that touched it, and the push behind each",
+		Long: `Why a resource on a node is as it is: every apply that touched it, and the push
+behind each.` + slowLocal,
 		ValidArgsFunction: completeNodes,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out, err := outputOf(cmd)

@@ -47,8 +47,11 @@ func BenchmarkRawBolt(b *testing.B) {
 }
 
 // BenchmarkOpenReadOnly measures Open (ReadOnly) and Close of a store of
-// storetest.ReadAllEvents events: mostly the walk of every page that proves
-// the file safe for bbolt to read (walk.go).
+// storetest.ReadAllEvents events, and between them: tail, a read of the
+// last 1,000 events (a CLI call resuming from a snapshot), which walks only
+// the pages it reaches (walktail.go); whole-walk, the walk of every page of
+// the file, which every read-only Open did before (and a writer's Open and
+// the first ReadStream still do).
 func BenchmarkOpenReadOnly(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "events.db")
 	s, err := Open(path)
@@ -70,14 +73,29 @@ func BenchmarkOpenReadOnly(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.SetBytes(fi.Size())
-	b.ResetTimer()
-	for range b.N {
-		s, err := Open(path, ReadOnly())
-		if err != nil {
-			b.Fatal(err)
-		}
-		s.Close()
+	for _, tc := range []struct {
+		name string
+		read func(*Store) error
+	}{
+		{"tail", func(s *Store) error {
+			_, err := s.ReadAll(ctx, storetest.ReadAllEvents-1000, 0)
+			return err
+		}},
+		{"whole-walk", func(s *Store) error { return s.lazy.all() }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(fi.Size())
+			for b.Loop() {
+				s, err := Open(path, ReadOnly())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := tc.read(s); err != nil {
+					b.Fatal(err)
+				}
+				s.Close()
+			}
+		})
 	}
 }
 

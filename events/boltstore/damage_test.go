@@ -344,6 +344,13 @@ func FuzzOpenDamaged(f *testing.F) {
 				t.Fatalf("Open: %v, want ErrDamaged", err)
 			}
 		} else {
+			// From the tail first (a call resuming from a snapshot walks
+			// only that), then from the start.
+			if head, err := s.Head(ctx); err == nil && head > 5 {
+				if _, err := s.ReadAll(ctx, head-5, 0); err != nil && !errors.Is(err, events.ErrDamaged) {
+					t.Fatalf("ReadAll after %d: %v, want ErrDamaged", head-5, err)
+				}
+			}
 			if _, err := s.ReadAll(ctx, 0, 0); err != nil && !errors.Is(err, events.ErrDamaged) {
 				t.Fatalf("ReadAll: %v, want ErrDamaged", err)
 			}

@@ -68,7 +68,13 @@
 // damaged file it panics, faults on a page past the end of the file, or
 // loops. So Open first walks the file's pages with plain reads (walk.go),
 // proving every page bbolt can reach is in the file and reached once, and
-// refuses a file whose meta pages are not both valid; and every call into
+// refuses a file whose meta pages are not both valid. A read-only Open
+// walks only what it reads itself (the meta pages, the root, the meta
+// bucket, the path to the last event), and each read walks, before it
+// starts, the pages it can reach that were not walked yet: ReadAll from
+// position p the events from p on, ReadStream the whole file (walktail.go).
+// A call that reads the last thousand events of a million walks a few
+// hundred pages, not the file. And every call into
 // bbolt runs under guard, which turns a fault into a panic and a panic into
 // an error. Any damage found is an error wrapping events.ErrDamaged, never a
 // short or wrong answer. Verify checks everything, including bbolt's own

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime/debug"
 	"sync"
@@ -70,6 +71,10 @@ type Store struct {
 	// broken is set when bbolt panicked inside a write transaction: its
 	// locks may be held, so the file is not touched again (see guard).
 	broken atomic.Pointer[error]
+	// lazy, on a read-only store, walks the parts of the file a read
+	// reaches before it reads them (walktail.go); nil on a writer, whose
+	// Open walked the whole file.
+	lazy *lazyCheck
 	// namesChecked is set once checkStreamNames has passed.
 	namesChecked atomic.Bool
 
@@ -106,7 +111,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if cfg.now == nil {
 		return nil, fmt.Errorf("boltstore: open %s: clock is nil", path)
 	}
-	db, err := openBolt(path, cfg)
+	db, lazy, err := openBolt(path, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
@@ -125,9 +130,11 @@ func Open(path string, opts ...Option) (*Store, error) {
 	})
 	if err != nil {
 		closeBolt(db)
+		lazy.close()
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
 	s := &Store{
+		lazy:       lazy,
 		db:         db,
 		path:       path,
 		now:        cfg.now,
@@ -148,16 +155,18 @@ func Open(path string, opts ...Option) (*Store, error) {
 }
 
 // openBolt opens the bbolt file and checks its structure (walkPages), so
-// that no page bbolt reads later lies outside the file or loops.
-func openBolt(path string, cfg config) (*bolt.DB, error) {
+// that no page bbolt reads later lies outside the file or loops. Read-only,
+// it checks only what Open reads (walkBounded) and returns what checks the
+// rest as reads need it.
+func openBolt(path string, cfg config) (*bolt.DB, *lazyCheck, error) {
 	fi, err := os.Stat(path)
 	switch {
 	case err == nil && fi.Size() == 0:
-		return nil, fmt.Errorf("%w: the file is empty (0 bytes); it is not initialised over", events.ErrDamaged)
+		return nil, nil, fmt.Errorf("%w: the file is empty (0 bytes); it is not initialised over", events.ErrDamaged)
 	case err == nil && !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("not a regular file (%s)", fi.Mode())
+		return nil, nil, fmt.Errorf("not a regular file (%s)", fi.Mode())
 	case err != nil && (cfg.readOnly || !errors.Is(err, os.ErrNotExist)):
-		return nil, err
+		return nil, nil, err
 	}
 	var db *bolt.DB
 	err = guard(func() error {
@@ -168,19 +177,27 @@ func openBolt(path string, cfg config) (*bolt.DB, error) {
 	var pathErr *os.PathError
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
-		return nil, fmt.Errorf("%w (gave up after %v; is another meshplane using it?)", ErrLocked, cfg.lockTimeout)
+		return nil, nil, fmt.Errorf("%w (gave up after %v; is another meshplane using it?)", ErrLocked, cfg.lockTimeout)
 	case errors.Is(err, events.ErrDamaged), errors.As(err, &pathErr):
-		return nil, err // damage found by guard; or the file cannot be opened or locked
+		return nil, nil, err // damage found by guard; or the file cannot be opened or locked
 	case err != nil:
 		// bbolt's refusals of what it read: no valid meta page, a
 		// file too small, a version it does not know.
-		return nil, fmt.Errorf("%w: bbolt cannot read it: %w", events.ErrDamaged, err)
+		return nil, nil, fmt.Errorf("%w: bbolt cannot read it: %w", events.ErrDamaged, err)
+	}
+	if cfg.readOnly {
+		lazy, err := checkBounded(db, path)
+		if err != nil {
+			closeBolt(db)
+			return nil, nil, err
+		}
+		return db, lazy, nil
 	}
 	if _, err := checkStructure(db, path); err != nil {
 		closeBolt(db)
-		return nil, err
+		return nil, nil, err
 	}
-	return db, nil
+	return db, nil, nil
 }
 
 // checkStructure walks the pages of db's file (see walkPages), with the meta
@@ -192,31 +209,71 @@ func checkStructure(db *bolt.DB, path string) (int, error) {
 		return 0, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	size, meta, err := metaOf(db, f)
 	if err != nil {
 		return 0, err
+	}
+	n, err := walkPages(f, size, int(meta.pageSize), meta)
+	if err != nil {
+		return n, fmt.Errorf("%w: %w", events.ErrDamaged, err)
+	}
+	return n, nil
+}
+
+// checkBounded is checkStructure for a read-only store: it walks what Open
+// reads (walkBounded), and returns the check of the rest, which keeps the
+// file open.
+func checkBounded(db *bolt.DB, path string) (*lazyCheck, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	size, meta, err := metaOf(db, f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	root, _, err := walkBounded(f, size, int(meta.pageSize), meta)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w: %w", events.ErrDamaged, err)
+	}
+	l := &lazyCheck{f: f, size: size, pageSize: int(meta.pageSize), meta: meta, events: root}
+	l.from.Store(math.MaxUint64)
+	if root == 0 { // events is inline (walked) or missing (refused by checkLayout)
+		l.from.Store(0)
+	}
+	return l, nil
+}
+
+// metaOf returns the size of db's file f and the meta bbolt reads, checked
+// against what bbolt says it reads. Damage is an error wrapping
+// events.ErrDamaged.
+func metaOf(db *bolt.DB, f *os.File) (int64, boltMeta, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, boltMeta{}, err
 	}
 	pageSize := db.Info().PageSize
 	meta, err := chooseMeta(f, pageSize)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %w", events.ErrDamaged, err)
+		return 0, boltMeta{}, fmt.Errorf("%w: %w", events.ErrDamaged, err)
 	}
 	var txid int
 	var size int64
 	if err := guard(func() error {
 		return db.View(func(tx *bolt.Tx) error { txid, size = tx.ID(), tx.Size(); return nil })
 	}); err != nil {
-		return 0, err
+		return 0, boltMeta{}, err
 	}
 	if uint64(txid) != meta.txid || uint64(size) != meta.hwm*uint64(pageSize) {
-		return 0, fmt.Errorf("%w: bbolt reads transaction %d of %d bytes, the meta pages say %d of %d",
+		return 0, boltMeta{}, fmt.Errorf("%w: bbolt reads transaction %d of %d bytes, the meta pages say %d of %d",
 			events.ErrDamaged, txid, size, meta.txid, meta.hwm*uint64(pageSize))
 	}
-	n, err := walkPages(f, fi.Size(), pageSize, meta)
-	if err != nil {
-		return n, fmt.Errorf("%w: %w", events.ErrDamaged, err)
+	if int(meta.pageSize) != pageSize {
+		return 0, boltMeta{}, fmt.Errorf("%w: page size %d (meta says %d)", events.ErrDamaged, pageSize, meta.pageSize)
 	}
-	return n, nil
+	return fi.Size(), meta, nil
 }
 
 // closeBolt closes db after Open failed; a panic while closing a damaged
@@ -260,6 +317,7 @@ func (s *Store) Close() error {
 		} else if err := guard(s.db.Close); err != nil {
 			s.closeErr = fmt.Errorf("boltstore: close %s: %w", s.path, err)
 		}
+		s.lazy.close()
 		s.sig.Close()
 	})
 	return s.closeErr
@@ -301,6 +359,11 @@ const ctxCheckEvery = 4096
 func (s *Store) ReadAll(ctx context.Context, after uint64, limit int) ([]events.Event, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, fmt.Errorf("boltstore: read all after %d: %w", after, err)
+	}
+	if s.lazy != nil && after < s.head.Load() {
+		if err := s.lazy.eventsFrom(after + 1); err != nil {
+			return nil, fmt.Errorf("boltstore: read all after %d: %w", after, err)
+		}
 	}
 	var out []events.Event
 	err := s.view(func(tx *bolt.Tx) error {
@@ -433,6 +496,11 @@ func (s *Store) ReadStream(ctx context.Context, stream string, after uint64, lim
 	}
 	if err := events.ValidateStream(stream); err != nil {
 		return nil, fmt.Errorf("boltstore: read %q: %w", stream, err)
+	}
+	if s.lazy != nil {
+		if err := s.lazy.all(); err != nil {
+			return nil, fmt.Errorf("boltstore: read %s after %d: %w", stream, after, err)
+		}
 	}
 	var out []events.Event
 	err := s.view(func(tx *bolt.Tx) error {

@@ -117,6 +117,10 @@ type pageWalk struct {
 	// so one read of walkWindow bytes serves many pages.
 	win    []byte
 	winOff int64
+
+	// deferred, when not nil, makes the walk leave the buckets named in
+	// deferredBuckets, recording their root pages here (walkBounded).
+	deferred map[string]uint64
 }
 
 // walkWindow is how much of the file one read brings in.
@@ -148,15 +152,10 @@ func (w *pageWalk) readAt(b []byte, off int64) error {
 // walkPages checks the file's structure from meta: the freelist, then every
 // bucket's tree. It returns the first damage found, or nil.
 func walkPages(r io.ReaderAt, size int64, pageSize int, meta boltMeta) (int, error) {
-	if pageSize < 1024 || pageSize > 1<<20 || int(meta.pageSize) != pageSize {
-		return 0, fmt.Errorf("page size %d (meta says %d)", pageSize, meta.pageSize)
+	w, err := newPageWalk(r, size, pageSize, meta)
+	if err != nil {
+		return 0, err
 	}
-	if meta.hwm < 2 || meta.hwm > uint64(size)/uint64(pageSize) {
-		return 0, fmt.Errorf("file is %d bytes (%d pages of %d), its meta says %d pages: truncated",
-			size, uint64(size)/uint64(pageSize), pageSize, meta.hwm)
-	}
-	w := &pageWalk{r: r, size: size, pageSize: pageSize, meta: meta, seen: make([]bool, meta.hwm)}
-	w.seen[0], w.seen[1] = true, true
 	if meta.freelist != noFreelist {
 		if err := w.freelist(meta.freelist); err != nil {
 			return w.pages, err
@@ -309,6 +308,13 @@ func (w *pageWalk) elems(next []subtree, p []byte, span, base int64, id uint64, 
 			sub := fmt.Sprintf("%s/%q", path, name)
 			if len(v) < bucketHeader {
 				return nil, fmt.Errorf("%s: bucket header of %d bytes", sub, len(v))
+			}
+			if root := ne.Uint64(v); root != 0 && w.deferred != nil && deferredBuckets[sub] {
+				if _, twice := w.deferred[sub]; twice {
+					return nil, fmt.Errorf("%s: bucket found twice", sub)
+				}
+				w.deferred[sub] = root
+				continue
 			}
 			if root := ne.Uint64(v); root != 0 {
 				next = append(next, subtree{root, depth + 1, sub})

@@ -53,6 +53,7 @@ package snapstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -387,6 +388,20 @@ type Local struct {
 	snapPath string
 	flushed  uint64 // timeline.db holds the entries to here; Views.Timeline those after
 	saved    bool
+	missing  bool // there was no snapshot file
+	every    uint64
+	after    uint64
+}
+
+// Options tune Open (OpenWith); a zero field is the default.
+type Options struct {
+	// FlushEvery is how many events Open folds between writes of the
+	// timeline's entries (default 100,000).
+	FlushEvery uint64
+	// FlushAfter is how far behind the head the files may stay: a call
+	// that finds no more new events than that writes nothing (default
+	// 1,024).
+	FlushAfter uint64
 }
 
 // Open brings the projections of the data directory dir up to store's
@@ -400,7 +415,13 @@ type Local struct {
 // Close releases timeline.db (it stays locked while the Local is open, so
 // two calls do not fold into it at once).
 func Open(ctx context.Context, store events.Store, reg *events.Registry, dir string) (*Local, error) {
-	l := &Local{store: store, reg: reg, snapPath: filepath.Join(dir, SnapshotFile)}
+	return OpenWith(ctx, store, reg, dir, Options{})
+}
+
+// OpenWith is Open with opts.
+func OpenWith(ctx context.Context, store events.Store, reg *events.Registry, dir string, opts Options) (*Local, error) {
+	l := &Local{store: store, reg: reg, snapPath: filepath.Join(dir, SnapshotFile),
+		every: cmp.Or(opts.FlushEvery, flushEvery), after: cmp.Or(opts.FlushAfter, flushAfter)}
 	l.fresh()
 	tl, err := OpenTimelineDB(filepath.Join(dir, TimelineFile))
 	if err != nil {
@@ -425,6 +446,9 @@ func Open(ctx context.Context, store events.Store, reg *events.Registry, dir str
 		tl.Close()
 		return nil, err
 	}
+	if l.missing && l.saved {
+		l.note("no snapshot in %s: folded every event from position 0 and saved one at position %d (later calls resume from it)", dir, l.flushed)
+	}
 	if l.Views.Incomplete() {
 		// An event named a declaration older than the snapshot kept.
 		l.note("an event after position %d names a declaration older than the snapshot keeps: folding from position 0", l.From)
@@ -448,8 +472,8 @@ func Open(ctx context.Context, store events.Store, reg *events.Registry, dir str
 // under the fold lock, so catchUp saves it itself, between the two.
 func (l *Local) catchUp(ctx context.Context, head uint64) error {
 	l.flushed = l.Runner.Position()
-	for head-l.Runner.Position() > flushAfter {
-		if err := l.Runner.CatchUpTo(ctx, min(l.Runner.Position()+flushEvery, head-flushAfter)); err != nil {
+	for head-l.Runner.Position() > l.after {
+		if err := l.Runner.CatchUpTo(ctx, min(l.Runner.Position()+l.every, head-l.after)); err != nil {
 			return err
 		}
 		if err := l.tl.Flush(l.Views.Timeline.TakeRecords(), l.Runner.Position(), l.Views.Timeline.Ordered()); err != nil {
@@ -491,6 +515,7 @@ func (l *Local) load(ctx context.Context, path string) error {
 		l.note("snapshot at position %d and timeline index at %d disagree: rebuilding both", pos, at)
 		l.fresh()
 	case errors.Is(err, os.ErrNotExist):
+		l.missing = true
 	case errors.Is(err, projections.ErrSnapshot):
 		l.note("%v: ignored, folding from position 0", err)
 		l.fresh()

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"meshplane/controller"
+	"meshplane/events"
+	"meshplane/events/boltstore"
+	"meshplane/projections/snapstore"
+)
+
+// snapshotOptions tune the snapshot of local queries (a variable: tests
+// make the thresholds small, to save snapshots on small stores).
+var snapshotOptions snapstore.Options
+
+// slowLocal ends the help of the verbs that fold every event on a local
+// store.
+const slowLocal = `
+
+On a local store (--data) this folds every event from position 0 (it needs every
+declaration and timeline entry in memory), so on a long history it is slower
+than status, node show, timeline and churn, which resume from the snapshot the
+data directory keeps. A controller (--server) answers it from memory.`
+
+// withQuery is withSession for the queries a snapshot answers: status,
+// node show, timeline and churn. On the local bolt store they do not fold
+// every event from position 0: they load the projections saved in the data
+// directory (DATA/projections.snap, and the timeline's index DATA/timeline.db)
+// with the position they were saved at, and fold the events appended since
+// (projections/snapstore). The files are caches, kept by these calls: a call
+// that finds more than 1,024 new events saves them caught up. A snapshot
+// that is missing, damaged or of another history is passed over with a
+// note on stderr, and the call folds every event from 0: the answer is the
+// same, only slower. why and roster keep folding every event (they need
+// every declaration and timeline entry in memory).
+func withQuery(cmd *cobra.Command, fn func(*session) error) error {
+	t, err := targetOf(cmd, false)
+	if err != nil {
+		return err
+	}
+	t.resume, t.notes = true, cmd.ErrOrStderr()
+	s, err := t.open(cmd.Context(), false, nil)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return fn(s)
+}
+
+// resumed is the session of a query on store, the read-only bolt store in
+// t.data, resuming from the snapshot there (see withQuery). It takes store.
+func (t target) resumed(ctx context.Context, store *boltstore.Store) (*session, error) {
+	reg := events.NewRegistry()
+	l, err := snapstore.OpenWith(ctx, store, reg, t.data, snapshotOptions)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	if t.notes != nil {
+		for _, n := range l.Notes {
+			fmt.Fprintf(t.notes, "mesh: note: %s\n", n)
+		}
+	}
+	c, err := controller.New(controller.Config{
+		Store: store, Registry: reg, Clock: wallClock,
+		Views: l.Views, Runner: l.Runner, TimelineQuery: l.Timeline,
+	})
+	if err != nil {
+		l.Close()
+		store.Close()
+		return nil, err
+	}
+	return &session{svc: c, ctrl: c, store: store, local: l}, nil
+}

@@ -1,0 +1,225 @@
+package boltstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"meshplane/events"
+)
+
+// A read-only store does not walk the whole file at Open (walkPages): on a
+// store of a million events that is most of a CLI call (hundreds of
+// milliseconds of reading the whole file), while a call that resumes from a
+// snapshot reads only the last events. It walks, before bbolt reads
+// anything, only what bbolt will touch, and the rest when a read needs it:
+//
+//   - at Open: the meta pages and the freelist, the root bucket's tree and
+//     every bucket in it except events, streams and ids in full (meta), and
+//     of events the pages a seek to its last key goes through (what Open's
+//     check of the head reads);
+//   - before ReadAll(after) (and so Subscribe): the pages of events that a
+//     seek to position after+1 and the Nexts after it reach (seekWalk), once
+//     for the lowest position asked so far;
+//   - before the first ReadStream: the whole file, as a writer's Open does.
+//
+// The guarantee is the writer's, for what is read: no page bbolt reaches
+// lies outside the file or is reached twice, and every element it reads lies
+// inside its page. The file cannot change meanwhile: a read-only store holds
+// the shared lock, so no writer opens it.
+
+// seekWalk checks the pages of the tree rooted at root that a cursor reaches
+// by seeking key and then calling Next to the end: on each branch page on
+// the way down, the child bbolt's search picks (the same search, on the same
+// bytes) and, whole, every child after it. Those branch pages' keys must be
+// in strictly increasing order (bbolt writes them so), which makes the search
+// monotonic: a later seek to a key at or after key stays inside what was
+// walked. Any bucket found on the way is walked whole.
+func (w *pageWalk) seekWalk(root uint64, key []byte, path string) error {
+	var whole []subtree
+	id := root
+	for depth := 0; ; depth++ {
+		if depth > maxTreeDepth {
+			return fmt.Errorf("%s: tree deeper than %d pages", path, maxTreeDepth)
+		}
+		p, span, err := w.page(id, flagBranch|flagLeaf, path)
+		if err != nil {
+			return err
+		}
+		off := int64(id) * int64(w.pageSize)
+		if ne.Uint16(p[8:]) == flagLeaf {
+			next, err := w.elems(nil, p, span, off, id, depth, path)
+			if err != nil {
+				return err
+			}
+			whole = append(whole, next...)
+			break
+		}
+		// A branch: its keys are needed, so the whole page.
+		if int64(len(p)) < span {
+			p = make([]byte, span)
+			if err := w.readAt(p, off); err != nil {
+				return fmt.Errorf("%s: read page %d: %w", path, id, err)
+			}
+		}
+		children, err := w.elems(nil, p, span, off, id, depth, path)
+		if err != nil {
+			return err
+		}
+		count := int(ne.Uint16(p[10:]))
+		if count == 0 || len(children) != count {
+			return fmt.Errorf("%s: branch page %d has %d elements", path, id, count)
+		}
+		keyOf := func(i int) []byte {
+			e := pageHeaderSize + i*pageElemSize
+			pos, ksize := int(ne.Uint32(p[e:])), int(ne.Uint32(p[e+4:]))
+			return p[e+pos : e+pos+ksize] // in the page: elems checked it
+		}
+		for i := 1; i < count; i++ {
+			if bytes.Compare(keyOf(i-1), keyOf(i)) >= 0 {
+				return fmt.Errorf("%s: branch page %d: keys %d and %d out of order", path, id, i-1, i)
+			}
+		}
+		// bbolt's Cursor.searchPage.
+		var exact bool
+		index := sort.Search(count, func(i int) bool {
+			c := bytes.Compare(keyOf(i), key)
+			if c == 0 {
+				exact = true
+			}
+			return c != -1
+		})
+		if !exact && index > 0 {
+			index--
+		}
+		whole = append(whole, children[index+1:]...)
+		id = children[index].id
+	}
+	return w.trees(whole)
+}
+
+// newPageWalk checks what every walk of the file starts from: the page size
+// and that the file holds every page the meta counts.
+func newPageWalk(r io.ReaderAt, size int64, pageSize int, meta boltMeta) (*pageWalk, error) {
+	if pageSize < 1024 || pageSize > 1<<20 || int(meta.pageSize) != pageSize {
+		return nil, fmt.Errorf("page size %d (meta says %d)", pageSize, meta.pageSize)
+	}
+	if meta.hwm < 2 || meta.hwm > uint64(size)/uint64(pageSize) {
+		return nil, fmt.Errorf("file is %d bytes (%d pages of %d), its meta says %d pages: truncated",
+			size, uint64(size)/uint64(pageSize), pageSize, meta.hwm)
+	}
+	w := &pageWalk{r: r, size: size, pageSize: pageSize, meta: meta, seen: make([]bool, meta.hwm)}
+	w.seen[0], w.seen[1] = true, true
+	return w, nil
+}
+
+// Paths (as the walk names them) of the buckets a bounded walk leaves for
+// later.
+var deferredBuckets = map[string]bool{
+	fmt.Sprintf("root/%q", bucketEvents):  true,
+	fmt.Sprintf("root/%q", bucketStreams): true,
+	fmt.Sprintf("root/%q", bucketIDs):     true,
+}
+
+// walkBounded is the walk of a read-only Open (see above): the freelist,
+// the root tree and every bucket but events, streams and ids, and the seek
+// to events' last key. It returns the root page of events (0 when events is
+// inline, so walked already, or missing, which checkLayout then says) and
+// the pages read.
+func walkBounded(r io.ReaderAt, size int64, pageSize int, meta boltMeta) (uint64, int, error) {
+	w, err := newPageWalk(r, size, pageSize, meta)
+	if err != nil {
+		return 0, 0, err
+	}
+	if meta.freelist != noFreelist {
+		if err := w.freelist(meta.freelist); err != nil {
+			return 0, w.pages, err
+		}
+	}
+	w.deferred = map[string]uint64{}
+	if err := w.trees([]subtree{{meta.root, 0, "root"}}); err != nil {
+		return 0, w.pages, err
+	}
+	evPath := fmt.Sprintf("root/%q", bucketEvents)
+	root, ok := w.deferred[evPath]
+	if !ok {
+		return 0, w.pages, nil
+	}
+	return root, w.pages, w.seekWalk(root, u64key(math.MaxUint64), evPath)
+}
+
+// lazyCheck is what a read-only store walks of its file when a read needs
+// it (see the comment at the top of this file).
+type lazyCheck struct {
+	f        *os.File // the store's file, open until Close
+	size     int64
+	pageSize int
+	meta     boltMeta
+	events   uint64 // root page of events
+
+	// from: a seek in events to a position at or after from reaches only
+	// pages walked. whole: the whole file is walked.
+	from  atomic.Uint64
+	whole atomic.Bool
+
+	mu sync.Mutex // one walk at a time
+}
+
+// eventsFrom makes sure the pages a ReadAll from position pos reaches are
+// walked. Damage is an error wrapping events.ErrDamaged.
+func (l *lazyCheck) eventsFrom(pos uint64) error {
+	if l.whole.Load() || pos >= l.from.Load() {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.whole.Load() || pos >= l.from.Load() {
+		return nil
+	}
+	w, err := newPageWalk(l.f, l.size, l.pageSize, l.meta)
+	if err == nil {
+		err = w.seekWalk(l.events, u64key(pos), fmt.Sprintf("root/%q", bucketEvents))
+	}
+	if errors.Is(err, os.ErrClosed) {
+		return events.ErrClosed
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", events.ErrDamaged, err)
+	}
+	l.from.Store(pos)
+	return nil
+}
+
+// all makes sure the whole file is walked.
+func (l *lazyCheck) all() error {
+	if l.whole.Load() {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.whole.Load() {
+		return nil
+	}
+	_, err := walkPages(l.f, l.size, l.pageSize, l.meta)
+	if errors.Is(err, os.ErrClosed) {
+		return events.ErrClosed
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", events.ErrDamaged, err)
+	}
+	l.whole.Store(true)
+	return nil
+}
+
+// close closes the file; l may be nil.
+func (l *lazyCheck) close() {
+	if l != nil {
+		l.f.Close()
+	}
+}

@@ -1,0 +1,122 @@
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"meshplane/events"
+)
+
+// firstEventsLeaf returns the offset of the leaf page of events holding
+// position 1 (a leaf whose first key is position 1 with a record as its
+// value; a stream's bucket keys version 1 to an 8-byte position).
+func firstEventsLeaf(t *testing.T, file []byte) int {
+	t.Helper()
+	const pageSize = 4096
+	for off := 2 * pageSize; off+pageSize <= len(file); off += pageSize {
+		p := file[off:]
+		if ne.Uint16(p[8:]) != flagLeaf || ne.Uint16(p[10:]) == 0 {
+			continue
+		}
+		e := pageHeaderSize
+		pos, ksize, vsize := int(ne.Uint32(p[e+4:])), int(ne.Uint32(p[e+8:])), int(ne.Uint32(p[e+12:]))
+		if ksize == 8 && vsize > 8 && binary.BigEndian.Uint64(p[e+pos:]) == 1 {
+			return off
+		}
+	}
+	t.Fatal("no leaf of events holds position 1")
+	return 0
+}
+
+// A read-only store reads the last events of a file whose first events'
+// page is damaged: it walks only what the read reaches. A read that
+// reaches the damage, a ReadStream (which walks the whole file) and a
+// writer's Open all fail with ErrDamaged.
+func TestReadOnlyWalksWhatItReads(t *testing.T) {
+	ctx := context.Background()
+	orig, want := fixture(t)
+	file, err := os.ReadFile(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := firstEventsLeaf(t, file)
+	ne.PutUint64(file[off:], 1<<40) // the page says it is another page
+	path := filepath.Join(t.TempDir(), "events.db")
+	if err := os.WriteFile(path, file, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path, ReadOnly())
+	if err != nil {
+		t.Fatalf("read-only Open of a file damaged in its first events: %v", err)
+	}
+	defer s.Close()
+	for _, after := range []int{len(want) - 1, len(want) - 20} {
+		got, err := s.ReadAll(ctx, uint64(after), 0)
+		if err != nil || !reflect.DeepEqual(got, want[after:]) {
+			t.Errorf("ReadAll after %d: %d events, %v; want the last %d", after, len(got), err, len(want)-after)
+		}
+	}
+	if got, err := s.ReadAll(ctx, 0, 0); !errors.Is(err, events.ErrDamaged) {
+		t.Errorf("ReadAll from 0 over the damaged page: %d events, %v; want ErrDamaged", len(got), err)
+	}
+	if got, err := s.ReadStream(ctx, want[len(want)-1].Stream, 0, 0); !errors.Is(err, events.ErrDamaged) {
+		t.Errorf("ReadStream: %d events, %v; want ErrDamaged (the whole file is walked first)", len(got), err)
+	}
+	s.Close()
+	if w, err := Open(path); !errors.Is(err, events.ErrDamaged) {
+		if err == nil {
+			w.Close()
+		}
+		t.Errorf("Open for writing: %v, want ErrDamaged (a writer walks the whole file)", err)
+	}
+}
+
+// TestDamagedFilesReadTail is TestDamagedFiles for the reads of a CLI call
+// resuming from a snapshot: a read-only Open, then ReadAll from near the
+// end, then from further back. Each read fails with ErrDamaged or returns
+// what the undamaged store does; none panics, faults or loops.
+func TestDamagedFilesReadTail(t *testing.T) {
+	ctx := context.Background()
+	orig, want := fixture(t)
+	good, err := os.ReadFile(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for i, d := range damages(len(good), 80) {
+		t.Run(d.name, func(t *testing.T) {
+			path := filepath.Join(dir, fmt.Sprintf("%d.db", i))
+			file := d.do(append([]byte(nil), good...))
+			if err := os.WriteFile(path, file, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s, err := Open(path, ReadOnly())
+			if err != nil {
+				if !errors.Is(err, events.ErrDamaged) {
+					t.Errorf("Open: %v, want ErrDamaged", err)
+				}
+				return
+			}
+			defer s.Close()
+			for _, after := range []int{len(want) - 1, len(want) - 30, len(want) / 2, len(want) - 30, 0} {
+				got, err := s.ReadAll(ctx, uint64(after), 0)
+				switch {
+				case err != nil && !errors.Is(err, events.ErrDamaged):
+					t.Errorf("ReadAll after %d: %v, want ErrDamaged", after, err)
+				case err == nil && !reflect.DeepEqual(got, want[after:]):
+					t.Errorf("ReadAll after %d returned wrong data without an error: %d events, want %d", after, len(got), len(want)-after)
+				}
+			}
+			if bytes.Equal(file, good) {
+				t.Errorf("the damage changed nothing")
+			}
+		})
+	}
+}
