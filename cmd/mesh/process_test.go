@@ -559,12 +559,7 @@ func TestProcessUpOnce(t *testing.T) {
 // file is applied under --docker-root, and the node reports in sync. Without
 // an engine the test is skipped, loudly; in CI it fails.
 func TestProcessAgentDocker(t *testing.T) {
-	if _, err := os.Stat("/var/run/docker.sock"); err != nil && os.Getenv("DOCKER_HOST") == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no Docker engine (no DOCKER_HOST, %v)", err)
-		}
-		t.Skipf("SKIPPED: no Docker engine to run the docker runtime against (no DOCKER_HOST, %v)", err)
-	}
+	needEngine(t)
 	c := startCtl(t, t.TempDir(), freeAddr(t), freeAddr(t))
 	env := c.env()
 	creds := filepath.Join(t.TempDir(), "d1.creds")

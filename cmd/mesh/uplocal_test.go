@@ -86,14 +86,11 @@ func upLocal(t *testing.T, env []string, data, path string) (int, string, string
 		"--modules", "../../examples/local/modules", "--mesh", path)
 }
 
-// TestProcessUpOnceDocker: the README's first command with an engine
-// reachable: `mesh up --once` on the example builds cmd/mesh-demo's image,
-// the local node's agent serves the artifact store and pulls it from there,
-// and the node runs a real container of it, labelled for the node and
-// serving its page; `mesh status` shows the node converged. Run again, it
-// finds everything done. Without an engine the test fails under CI=true,
-// and elsewhere skips, loudly.
-func TestProcessUpOnceDocker(t *testing.T) {
+// needEngine fails the test under CI=true when no Docker engine answers a
+// ping, and elsewhere skips it, loudly. A socket file alone proves nothing:
+// a stopped dockerd leaves it behind.
+func needEngine(t *testing.T) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	err := docker.Reachable(ctx)
 	cancel()
@@ -103,6 +100,17 @@ func TestProcessUpOnceDocker(t *testing.T) {
 		}
 		t.Skipf("SKIPPED: %v (run scripts/ensure-docker.sh as root)", err)
 	}
+}
+
+// TestProcessUpOnceDocker: the README's first command with an engine
+// reachable: `mesh up --once` on the example builds cmd/mesh-demo's image,
+// the local node's agent serves the artifact store and pulls it from there,
+// and the node runs a real container of it, labelled for the node and
+// serving its page; `mesh status` shows the node converged. Run again, it
+// finds everything done. Without an engine the test fails under CI=true,
+// and elsewhere skips, loudly.
+func TestProcessUpOnceDocker(t *testing.T) {
+	needEngine(t)
 	eng, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		t.Fatal(err)
