@@ -289,4 +289,3 @@ func HeldByModule(h *projections.Holds) map[string]int {
 	}
 	return out
 }
-
