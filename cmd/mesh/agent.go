@@ -18,6 +18,8 @@ type agentOptions struct {
 	// dockerRoot is --docker-root: the host directory under which the
 	// Docker runtime keeps every absolute path of the declaration.
 	dockerRoot string
+	// metrics is --metrics: where to serve /metrics.
+	metrics string
 }
 
 func (e *env) agentCmd() *cobra.Command {
@@ -45,6 +47,7 @@ func (e *env) agentCmd() *cobra.Command {
 	fs.DurationVar(&o.interval, "interval", time.Minute, "apply the latest declaration again every `duration` (drift)")
 	fs.StringSliceVar(&o.simFound, "sim-found", nil, "runtime sim: `directories` already on the simulated node when it starts (as a mesh file's found:)")
 	fs.StringVar(&o.dockerRoot, "docker-root", "", "runtime docker: keep every absolute path of the declaration under this host `directory` (default: the paths themselves)")
+	fs.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics (outbox depth, applies, bus errors) at http://`ADDR`/metrics, no token: a private or loopback host:port")
 	_ = fs.MarkHidden("sim-found") // for the simulated nodes `mesh up` starts
 	return cmd
 }
@@ -59,6 +62,6 @@ func runAgentCmd(cmd *cobra.Command, o agentOptions) error {
 	}
 	return runAgent(cmd.Context(), agentConfig{
 		Creds: o.creds, Data: o.data, Runtime: o.runtime, Interval: o.interval,
-		SimFound: o.simFound, DockerRoot: o.dockerRoot,
+		SimFound: o.simFound, DockerRoot: o.dockerRoot, Metrics: o.metrics,
 	})
 }

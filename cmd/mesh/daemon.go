@@ -166,6 +166,7 @@ func runController(ctx context.Context, cfg controllerConfig) (err error) {
 		return err
 	}
 	stops = append(stops, func(context.Context) error { return store.Close() })
+	cm := newControllerMetrics()
 
 	token, err := api.LoadOrCreateToken(cfg.Data)
 	if err != nil {
@@ -193,7 +194,7 @@ func runController(ctx context.Context, cfg controllerConfig) (err error) {
 		pub = notifyingPublisher{pub, cfg.Pushed}
 	}
 	ctl, err := controller.New(controller.Config{
-		Store: store, Publisher: pub, Interval: cfg.Interval,
+		Store: cm.store(store), Publisher: pub, Interval: cfg.Interval,
 		Version: cfg.Version, Logger: log, Standby: lock != nil,
 	})
 	if err != nil {
@@ -208,6 +209,7 @@ func runController(ctx context.Context, cfg controllerConfig) (err error) {
 	if err := waitRunning(ctx, ctl, runDone); err != nil {
 		return err
 	}
+	stops = append(stops, cm.start(ctx, ctl, store, log))
 
 	// Reports, recorded with a context that outlives ctx until the
 	// consumer has finished the one in hand. Under a leader lock, only
@@ -239,7 +241,7 @@ func runController(ctx context.Context, cfg controllerConfig) (err error) {
 	serveCtx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
 	served := make(chan error, 1)
 	go func() {
-		served <- api.Serve(serveCtx, ln, api.Handler(ctl, token, api.WithLogger(log)),
+		served <- api.Serve(serveCtx, ln, cm.handler(api.Handler(ctl, token, api.WithLogger(log)), token),
 			api.ServeOptions{TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey, Insecure: cfg.Insecure})
 	}()
 	stops = append(stops, func(context.Context) error { stopServe(); return <-served })
