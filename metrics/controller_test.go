@@ -121,7 +121,7 @@ func TestControllerAfterPasses(t *testing.T) {
 	go func() { followed <- m.Follow(ctx, ts, events.NewRegistry(), 0) }()
 
 	mesh := sim.New(ts)
-	if err := mesh.Generate(ctx, sim.DefaultWorkload, 600); err != nil {
+	if err := mesh.Generate(ctx, smallWorkload, 250); err != nil {
 		t.Fatal(err)
 	}
 	if err := mesh.CatchUp(ctx); err != nil {
@@ -249,4 +249,11 @@ func TestHandlerToken(t *testing.T) {
 			}
 		})
 	}
+}
+
+// smallWorkload has every kind of fault of sim.DefaultWorkload on half the
+// mesh, so a run under -race stays short.
+var smallWorkload = sim.Workload{
+	Nodes: 6, Modules: 8, Containers: 2, ModulesPerNode: 2,
+	ChurnEvery: 3, FlakyEvery: 5, ReassignEvery: 3, BusCutEvery: 4, AdoptedEvery: 2,
 }
