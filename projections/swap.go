@@ -93,6 +93,30 @@ func (r *Runner) Adopt(ctx context.Context, live *Set, shadow *Runner, fresh *Se
 	return pos, out, nil
 }
 
+// Feed returns the projections of s, in fold order, that a runner must
+// feed to rebuild those named (every one when none is): each named one,
+// and what it reads when queried or serialized (status and the timeline
+// read churn).
+func (s *Set) Feed(names ...string) []Projection {
+	if len(names) == 0 {
+		return s.All()
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+		if n == s.Status.Name() || n == s.Timeline.Name() {
+			want[s.Churn.Name()] = true
+		}
+	}
+	var out []Projection
+	for _, p := range s.All() {
+		if want[p.Name()] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // byName returns s's projection called name, or nil.
 func byName(s *Set, name string) Projection {
 	for _, p := range s.All() {
