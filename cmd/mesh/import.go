@@ -234,4 +234,3 @@ func appendBatch(ctx context.Context, store events.Store, evs []events.Event) (i
 	}
 	return n, nil
 }
-
