@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -63,15 +64,21 @@ terminal.`,
 			w := e.stdout
 			var f *os.File
 			if output != "" && output != "-" {
-				if f, err = os.Create(output); err != nil {
+				// Written beside the file and renamed over it once whole: a
+				// failed export leaves no partial file under its name.
+				if f, err = os.CreateTemp(filepath.Dir(output), filepath.Base(output)+".*"); err != nil {
 					return err
 				}
+				defer os.Remove(f.Name()) // after the rename, a no-op
 				w = f
 			}
 			n, err := exportEvents(cmd.Context(), store, since, w, e.stderr)
 			if f != nil {
 				if cerr := f.Close(); err == nil {
 					err = cerr
+				}
+				if err == nil {
+					err = os.Rename(f.Name(), output)
 				}
 			}
 			if err != nil {
