@@ -27,6 +27,9 @@ type Compared struct {
 // time, each under its own lock. Queries never wait for the rebuild, only
 // for one projection's exchange (a few pointer assignments); a query
 // reading two projections may see one before and one after its exchange.
+// Folding pauses for the comparison (two serializations of each named
+// projection): a query waiting for an event appended meanwhile waits for
+// it too.
 //
 // When every projection of r is named, r's counters (unknown types,
 // failures) are exchanged with shadow's too. Afterwards fresh holds the old
