@@ -33,6 +33,7 @@
 //	                                                                        ?since ?until (RFC 3339) ?after ?before ?forward ?limit
 //	POST   /v1/modules                                     DefineModules    {"operator","modules":[{"module","spec"}]} all or none
 //	POST   /v1/modules/{module}/artifacts                  RecordArtifact   {"operator","name","digest"}
+//	POST   /v1/rebuild                                     Rebuild          {"projections":[...]} (none: every one); Rebuilder
 //
 // A body naming a node, module or key names the same one as the path, or
 // may leave it out. Bodies are one JSON object, no unknown fields, at most
@@ -47,6 +48,12 @@
 // answer's "next" is the cursor of the following page in the same
 // direction, absent when there are no more matches; every match appears on
 // exactly one page.
+//
+// Rebuild is not part of Service: a controller offers it (Rebuilder), and
+// a service that does not answers the rejection "unsupported".
+//
+// Beside /v1, mesh up serves /metrics on the same listener, behind the
+// same token (see package metrics).
 //
 // # Errors
 //

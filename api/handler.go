@@ -86,6 +86,7 @@ func Handler(svc Service, token string, opts ...HandlerOption) http.Handler {
 	m.HandleFunc("GET /v1/timeline", h.timeline)
 	m.HandleFunc("POST /v1/modules", h.defineModules)
 	m.HandleFunc("POST /v1/modules/{module}/artifacts", h.recordArtifact)
+	m.HandleFunc("POST /v1/rebuild", h.rebuild)
 	return h
 }
 

@@ -22,6 +22,8 @@ type agentOptions struct {
 	dockerPrefix string
 	// artifactStore is --artifact-store: serve the artifact store here.
 	artifactStore string
+	// metrics is --metrics: where to serve /metrics.
+	metrics string
 }
 
 func (e *env) agentCmd() *cobra.Command {
@@ -51,6 +53,7 @@ func (e *env) agentCmd() *cobra.Command {
 	fs.StringVar(&o.dockerRoot, "docker-root", "", "runtime docker: keep every absolute path of the declaration under this host `directory` (default: the paths themselves)")
 	fs.StringVar(&o.dockerPrefix, "docker-prefix", "", "runtime docker: put this `prefix` before the engine's name of every container, network and volume (several nodes on one engine)")
 	fs.StringVar(&o.artifactStore, "artifact-store", "", "serve the artifact store on this `address` (host:port; the node holds it), its files in DATA/artifacts")
+	fs.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics (outbox depth, applies, bus errors) at http://`ADDR`/metrics, no token: a private or loopback host:port")
 	_ = fs.MarkHidden("sim-found") // for the simulated nodes `mesh up` starts
 	return cmd
 }
@@ -69,6 +72,6 @@ func runAgentCmd(cmd *cobra.Command, o agentOptions) error {
 	return runAgent(cmd.Context(), agentConfig{
 		Creds: o.creds, Data: o.data, Runtime: o.runtime, Interval: o.interval,
 		SimFound: o.simFound, DockerRoot: o.dockerRoot, DockerPrefix: o.dockerPrefix,
-		ArtifactStore: o.artifactStore,
+		ArtifactStore: o.artifactStore, Metrics: o.metrics,
 	})
 }

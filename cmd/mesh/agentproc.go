@@ -120,6 +120,10 @@ type agentConfig struct {
 	// Outbox, if set, is used instead of DATA/outbox (a benchmark keeps it
 	// in memory, as if each agent had a disk of its own).
 	Outbox *agent.Outbox
+	// Metrics (--metrics) is a host:port where the agent serves its
+	// Prometheus metrics at /metrics (package metrics): outbox depth,
+	// applies, bus errors. Empty: none.
+	Metrics string
 }
 
 // runAgent runs a node's agent in the foreground until ctx ends (the caller
@@ -194,11 +198,21 @@ func runAgent(ctx context.Context, cfg agentConfig) error {
 	}
 	defer n.Close()
 	link := n.Agent()
+	var reporter agent.Reporter = link
+	applied := cfg.Applied
+	if cfg.Metrics != "" {
+		m, stop, err := serveAgentMetrics(cfg.Metrics, creds.Node, box, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		reporter, applied = m.Reporter(link), m.Applied(applied)
+	}
 	log.Info("agent: running", "bus", creds.URLs, "data", cfg.Data, "interval", cfg.Interval)
 	err = agent.Run(ctx, agent.RunConfig{
-		Node: creds.Node, Runtime: rt, Outbox: box, Source: link, Reporter: link,
+		Node: creds.Node, Runtime: rt, Outbox: box, Source: link, Reporter: reporter,
 		Interval: cfg.Interval, RetryMax: cfg.RetryMax, ReportTimeout: cfg.ReportTimeout,
-		Logger: log, Applied: cfg.Applied,
+		Logger: log, Applied: applied,
 	})
 	if err == nil {
 		log.Info("agent: stopped")

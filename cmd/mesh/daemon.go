@@ -168,6 +168,7 @@ func runController(ctx context.Context, cfg controllerConfig) (err error) {
 		return err
 	}
 	stops = append(stops, func(context.Context) error { return store.Close() })
+	cm := newControllerMetrics()
 
 	token, err := api.LoadOrCreateToken(cfg.Data)
 	if err != nil {
@@ -195,7 +196,7 @@ func runController(ctx context.Context, cfg controllerConfig) (err error) {
 		pub = notifyingPublisher{pub, cfg.Pushed}
 	}
 	ctl, err := controller.New(controller.Config{
-		Store: store, Publisher: pub, Interval: cfg.Interval,
+		Store: cm.store(store), Publisher: pub, Interval: cfg.Interval,
 		Version: cfg.Version, Logger: log, Standby: lock != nil,
 	})
 	if err != nil {
@@ -210,6 +211,7 @@ func runController(ctx context.Context, cfg controllerConfig) (err error) {
 	if err := waitRunning(ctx, ctl, runDone); err != nil {
 		return err
 	}
+	stops = append(stops, cm.start(ctx, ctl, store, log))
 
 	// Reports, recorded with a context that outlives ctx until the
 	// consumer has finished the one in hand. Under a leader lock, only
@@ -247,7 +249,7 @@ func runController(ctx context.Context, cfg controllerConfig) (err error) {
 	mux.Handle("/v1/", api.Handler(ctl, token, api.WithLogger(log)))
 	mux.Handle("/", web.Handler(ctl, token, web.Options{Feed: ctl, Logger: log, Done: serveCtx.Done()}))
 	go func() {
-		served <- api.Serve(serveCtx, ln, mux,
+		served <- api.Serve(serveCtx, ln, cm.handler(mux, token),
 			api.ServeOptions{TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey, Insecure: cfg.Insecure})
 	}()
 	stops = append(stops, func(context.Context) error { stopServe(); return <-served })

@@ -1,0 +1,291 @@
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"meshplane/events"
+	"meshplane/projections"
+)
+
+const namespace = "meshplane"
+
+// Outcome kinds of apply reports (the kind label).
+const (
+	KindCreated   = "created"
+	KindUpdated   = "updated"
+	KindReplaced  = "replaced"
+	KindRemoved   = "removed"
+	KindHeld      = "held"
+	KindFailed    = "failed"
+	KindUnchanged = "unchanged"
+)
+
+// Push results (the result label of meshplane_pushes_total).
+const (
+	ResultPushed        = "pushed"
+	ResultPushFailed    = "push-failed"
+	ResultComposeFailed = "compose-failed"
+)
+
+// Watched is what the controller's scrape-time gauges read: its
+// projections and the runner that feeds them (*controller.Controller).
+type Watched interface {
+	Runner() *projections.Runner
+	Views() *projections.Set
+}
+
+// Controller is the controller's metrics, on a registry of its own.
+// It is safe for concurrent use.
+type Controller struct {
+	reg   *prometheus.Registry
+	clock func() time.Time
+
+	appended      *prometheus.CounterVec
+	appendSeconds prometheus.Histogram
+	appendErrors  prometheus.Counter
+	pushes        *prometheus.CounterVec
+	outcomes      *prometheus.CounterVec
+
+	mu      sync.Mutex // guards what follows
+	watched Watched
+	store   events.Store
+
+	lagEvents, lagSeconds, position, holds, churning *prometheus.Desc
+}
+
+// NewController returns the controller's metrics, with the Go runtime and
+// process collectors registered beside them. clock is what the lag in
+// seconds is measured against (nil: time.Now).
+func NewController(clock func() time.Time) *Controller {
+	if clock == nil {
+		clock = time.Now
+	}
+	m := &Controller{
+		reg:   prometheus.NewRegistry(),
+		clock: clock,
+		appended: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "events_appended_total",
+			Help: "Events appended to the store since the controller started, by type.",
+		}, []string{"type"}),
+		appendSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "store_append_seconds",
+			Help:    "Duration of one append to the event store, successful or not.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10), // 100µs .. 26s
+		}),
+		appendErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "store_append_errors_total",
+			Help: "Appends to the event store that failed.",
+		}),
+		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "pushes_total",
+			Help: "Pushes by result: pushed, push-failed (the bus refused), compose-failed (nothing pushed).",
+		}, []string{"result"}),
+		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "apply_outcomes_total",
+			Help: "Resources per outcome in the apply reports recorded.",
+		}, []string{"kind"}),
+		lagEvents: prometheus.NewDesc(namespace+"_projection_lag_events",
+			"Events in the store the projections have not folded yet.", nil, nil),
+		lagSeconds: prometheus.NewDesc(namespace+"_projection_lag_seconds",
+			"Age of the oldest event the projections have not folded yet (0 when caught up).", nil, nil),
+		position: prometheus.NewDesc(namespace+"_projection_position",
+			"The last position the projections folded.", nil, nil),
+		holds: prometheus.NewDesc(namespace+"_holds",
+			"Resources held now for untaken modules (each node's latest apply), by module.", []string{"module"}, nil),
+		churning: prometheus.NewDesc(namespace+"_churn_loops_active",
+			"Nodes with a churn loop or flip open now.", nil, nil),
+	}
+	for _, r := range []string{ResultPushed, ResultPushFailed, ResultComposeFailed} {
+		m.pushes.WithLabelValues(r)
+	}
+	for _, k := range kinds {
+		m.outcomes.WithLabelValues(k)
+	}
+	m.reg.MustRegister(m.appended, m.appendSeconds, m.appendErrors, m.pushes, m.outcomes, (*gauges)(m),
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+var kinds = []string{KindCreated, KindUpdated, KindReplaced, KindRemoved, KindHeld, KindFailed, KindUnchanged}
+
+// Registry is the registry every metric of m is on.
+func (m *Controller) Registry() *prometheus.Registry { return m.reg }
+
+// Watch makes the scrape-time gauges read w's projections and store (the
+// store's head, and the first event not yet folded). Before Watch they are
+// not reported.
+func (m *Controller) Watch(w Watched, store events.Store) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.watched, m.store = w, store
+}
+
+// Store returns s with every Append timed and its failures counted. The
+// events it appends are counted by Run, from the stream, so an append that
+// was a no-op (every id stored already) counts nothing.
+func (m *Controller) Store(s events.Store) events.Store { return &timedStore{Store: s, m: m} }
+
+// timedStore is the metrics decorator of an events.Store.
+type timedStore struct {
+	events.Store
+	m *Controller
+}
+
+var _ events.Store = (*timedStore)(nil)
+
+// Append times the inner Append.
+func (s *timedStore) Append(ctx context.Context, stream string, expected events.ExpectedVersion, evs ...events.Event) ([]events.Event, error) {
+	start := time.Now()
+	out, err := s.Store.Append(ctx, stream, expected, evs...)
+	s.m.appendSeconds.Observe(time.Since(start).Seconds())
+	if err != nil {
+		s.m.appendErrors.Inc()
+	}
+	return out, err
+}
+
+// Run follows store from its head as it is now, counting each event
+// appended after it (by type, and pushes and apply outcomes from their
+// payloads), until ctx ends (nil) or the store fails.
+func (m *Controller) Run(ctx context.Context, store events.Store, reg *events.Registry) error {
+	head, err := store.Head(ctx)
+	if err != nil {
+		return fmt.Errorf("metrics: head: %w", err)
+	}
+	return m.Follow(ctx, store, reg, head)
+}
+
+// Follow is Run counting the events after position after.
+func (m *Controller) Follow(ctx context.Context, store events.Store, reg *events.Registry, after uint64) error {
+	cp := projections.NewMemCheckpoints()
+	if err := cp.Save(ctx, foldName, after); err != nil {
+		return err
+	}
+	r := projections.NewRunnerWithCheckpoints(store, reg, cp, foldName, (*fold)(m))
+	if err := r.Run(ctx); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	return nil
+}
+
+const foldName = "metrics"
+
+// fold is the projection that counts: it keeps no state of its own but the
+// counters.
+type fold Controller
+
+var _ projections.Projection = (*fold)(nil)
+
+func (f *fold) Name() string                 { return foldName }
+func (f *fold) Reset()                       {}
+func (f *fold) MarshalJSON() ([]byte, error) { return []byte("{}"), nil }
+
+// Fold counts ev.
+func (f *fold) Fold(ev events.Event, p events.Payload) error {
+	f.appended.WithLabelValues(ev.Type).Inc()
+	switch v := p.(type) {
+	case events.DeclarationPushed:
+		f.pushes.WithLabelValues(ResultPushed).Inc()
+	case events.DeclarationPushFailed:
+		f.pushes.WithLabelValues(ResultPushFailed).Inc()
+	case events.DeclarationComposeFailed:
+		f.pushes.WithLabelValues(ResultComposeFailed).Inc()
+	case events.ApplyReported:
+		for kind, n := range Outcomes(v) {
+			f.outcomes.WithLabelValues(kind).Add(float64(n))
+		}
+	}
+	return nil
+}
+
+// Outcomes counts a's resources per outcome kind. Held is counted from the
+// totals (sent, neither applied nor failed), so a compact report (its held
+// list in an earlier one) counts the same as a full one.
+func Outcomes(a events.ApplyReported) map[string]int {
+	held := max(0, a.Sent-a.Applied-len(a.Failed))
+	return map[string]int{
+		KindCreated: len(a.Created), KindUpdated: len(a.Updated), KindReplaced: len(a.Replaced),
+		KindRemoved: len(a.Removed), KindHeld: held, KindFailed: len(a.Failed), KindUnchanged: a.Unchanged,
+	}
+}
+
+// gauges is the collector of the scrape-time gauges.
+type gauges Controller
+
+func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{g.lagEvents, g.lagSeconds, g.position, g.holds, g.churning} {
+		ch <- d
+	}
+}
+
+// scrapeTimeout bounds the store reads of one scrape.
+const scrapeTimeout = 5 * time.Second
+
+func (g *gauges) Collect(ch chan<- prometheus.Metric) {
+	g.mu.Lock()
+	w, store := g.watched, g.store
+	g.mu.Unlock()
+	if w == nil {
+		return
+	}
+	r, views := w.Runner(), w.Views()
+	pos := r.Position()
+	ch <- prometheus.MustNewConstMetric(g.position, prometheus.GaugeValue, float64(pos))
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	g.collectLag(ctx, ch, store, pos)
+	for module, n := range HeldByModule(views.Holds) {
+		ch <- prometheus.MustNewConstMetric(g.holds, prometheus.GaugeValue, float64(n), module)
+	}
+	active := 0
+	for _, n := range views.Churn.Nodes() {
+		if views.Churn.Active(n) {
+			active++
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(g.churning, prometheus.GaugeValue, float64(active))
+}
+
+// collectLag reports how far the projections at pos are behind store.
+func (g *gauges) collectLag(ctx context.Context, ch chan<- prometheus.Metric, store events.Store, pos uint64) {
+	head, err := store.Head(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(g.lagEvents, fmt.Errorf("metrics: head: %w", err))
+		return
+	}
+	lag := head - min(head, pos)
+	ch <- prometheus.MustNewConstMetric(g.lagEvents, prometheus.GaugeValue, float64(lag))
+	secs := 0.0
+	if lag > 0 {
+		evs, err := store.ReadAll(ctx, pos, 1)
+		if err != nil {
+			ch <- prometheus.NewInvalidMetric(g.lagSeconds, fmt.Errorf("metrics: read after %d: %w", pos, err))
+			return
+		}
+		if len(evs) == 1 {
+			secs = max(0, g.clock().Sub(evs[0].At).Seconds())
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(g.lagSeconds, prometheus.GaugeValue, secs)
+}
+
+// HeldByModule counts what h holds now, per module, over every node.
+func HeldByModule(h *projections.Holds) map[string]int {
+	out := map[string]int{}
+	for _, n := range h.Nodes() {
+		held, err := h.Of(n)
+		if err != nil {
+			continue // a node gone between Nodes and Of holds nothing
+		}
+		for _, x := range held {
+			out[x.Module]++
+		}
+	}
+	return out
+}

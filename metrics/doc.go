@@ -1,0 +1,59 @@
+// Package metrics is meshplane's Prometheus instrumentation: the
+// controller's metrics (Controller) and an agent's (Agent), each on a
+// registry of its own (never the global default), served by Handler.
+//
+// Nothing in the core is instrumented in place. The controller's metrics
+// come from three seams:
+//
+//   - the event store, wrapped by Controller.Store: every Append is timed
+//     (meshplane_store_append_seconds) and its failures counted;
+//   - the event stream, followed by Controller.Run with a projections
+//     runner of its own from the store's head: every event appended is
+//     counted by type, and pushes and apply outcomes are read from their
+//     events, so the counters say what the store holds, whichever
+//     controller appended it;
+//   - the live projections, read at scrape time (Controller.Watch): the
+//     projection lag, holds by module, and the churn loops active.
+//
+// An agent's metrics (Agent) count its applies by outcome and its bus
+// errors (Agent.Reporter wraps its Reporter), and read its outbox's depth at
+// scrape time.
+//
+// # Metrics
+//
+// Controller (mesh up, at /metrics on the API's listener):
+//
+//	meshplane_events_appended_total{type}          counter   events appended since the controller started
+//	meshplane_store_append_seconds                 histogram one Append call, success or not
+//	meshplane_store_append_errors_total            counter   Append calls that failed
+//	meshplane_projection_lag_events                gauge     the store's head minus the projections' position
+//	meshplane_projection_lag_seconds               gauge     how long ago the oldest event not yet folded was made (0 when caught up)
+//	meshplane_projection_position                  gauge     the projections' position
+//	meshplane_pushes_total{result}                 counter   pushed, push-failed, compose-failed
+//	meshplane_apply_outcomes_total{kind}           counter   resources per outcome in apply reports: created, updated, replaced, removed, held, failed, unchanged
+//	meshplane_holds{module}                        gauge     resources held now (latest apply of each node), per module
+//	meshplane_churn_loops_active                   gauge     nodes in a churn loop now
+//
+// Agent (mesh agent --metrics ADDR, at /metrics):
+//
+//	meshplane_agent_outbox_depth{node}             gauge     reports kept in the outbox, not yet taken by the mesh
+//	meshplane_agent_applies_total{node}            counter   applies made
+//	meshplane_agent_apply_outcomes_total{node,kind} counter  resources per outcome, as above
+//	meshplane_agent_bus_errors_total{node}         counter   report deliveries the bus refused or that failed
+//
+// The controller does not see an agent's outbox: its depth is the agent's
+// own gauge, scraped from each agent.
+//
+// # Authorization
+//
+// Handler serves the controller's /metrics behind the API token, as every
+// API route: a Prometheus scrape job sends it with
+//
+//	authorization:
+//	  type: Bearer
+//	  credentials_file: /var/lib/mesh/api-token
+//
+// An agent's /metrics carries counts only (no names beyond its own node's)
+// and has no token; Handler with an empty token serves it to anyone, so an
+// agent's --metrics address should be a private or loopback one.
+package metrics
