@@ -86,6 +86,7 @@ func Handler(svc Service, token string, opts ...HandlerOption) http.Handler {
 	m.HandleFunc("GET /v1/timeline", h.timeline)
 	m.HandleFunc("POST /v1/modules", h.defineModules)
 	m.HandleFunc("POST /v1/modules/{module}/artifacts", h.recordArtifact)
+	m.HandleFunc("POST /v1/modules/{module}/deploy", h.deploy)
 	return h
 }
 
@@ -219,6 +220,13 @@ func (h *handler) recordArtifact(w http.ResponseWriter, r *http.Request) {
 	var req RecordArtifactRequest
 	if h.decode(w, r, &req) && h.samePath(w, r, "module", &req.Module) {
 		h.reply(w, r)(h.svc.RecordArtifact(r.Context(), req))
+	}
+}
+
+func (h *handler) deploy(w http.ResponseWriter, r *http.Request) {
+	var req DeployRequest
+	if h.decode(w, r, &req) && h.samePath(w, r, "module", &req.Module) {
+		h.reply(w, r)(h.svc.Deploy(r.Context(), req))
 	}
 }
 

@@ -57,6 +57,9 @@ type Service interface {
 	Release(ctx context.Context, req ModuleNodeRequest) (CommandResult, error)
 	// RecordArtifact records a build of a module's artifact.
 	RecordArtifact(ctx context.Context, req RecordArtifactRequest) (CommandResult, error)
+	// Deploy makes compose run a module's recorded builds: the one with
+	// the digest given, or the latest of each artifact.
+	Deploy(ctx context.Context, req DeployRequest) (CommandResult, error)
 	// Push composes and pushes now, whether or not the declaration changed:
 	// one node, or every node when Node is empty.
 	Push(ctx context.Context, req PushRequest) (PushResponse, error)
@@ -286,6 +289,14 @@ type RecordArtifactRequest struct {
 	Module   string `json:"module"`
 	Name     string `json:"name"`
 	Digest   string `json:"digest"`
+}
+
+// DeployRequest deploys a module's recorded build (Digest), or its latest
+// recorded builds (Digest empty).
+type DeployRequest struct {
+	Operator string `json:"operator"`
+	Module   string `json:"module"`
+	Digest   string `json:"digest,omitempty"`
 }
 
 // PushRequest names the node to push to; empty means every node.

@@ -149,6 +149,9 @@ func stateOf(ctx context.Context, src source, c Command) (State, uint64, error) 
 	case RecordArtifact:
 		s.Module, err = src.Module(ctx, c.Module)
 		return s, s.Module.Version, err
+	case DeployModule:
+		s.Module, err = src.Module(ctx, c.Module)
+		return s, s.Module.Version, err
 	}
 	return s, 0, reject(CodeInvalid, "unknown command %T", c)
 }
@@ -316,7 +319,7 @@ func (o *overlay) fold(c Command, s State, ps []events.Payload) {
 		return
 	}
 	switch c.(type) {
-	case DefineModule, RecordArtifact:
+	case DefineModule, RecordArtifact, DeployModule:
 		m := s.Module
 		for _, p := range ps {
 			m = EvolveModule(m, events.Event{Version: m.Version + 1, Type: p.EventType()}, p)
@@ -361,6 +364,8 @@ func moduleOf(c Command) string {
 		return c.Module
 	case RecordArtifact:
 		return c.Module
+	case DeployModule:
+		return c.Module
 	}
 	return ""
 }
@@ -371,7 +376,7 @@ func describe(c Command) string {
 	switch c := c.(type) {
 	case AssignModule, ReleaseModule, TakeModule:
 		return fmt.Sprintf("%s %s on %s", name, moduleOf(c), nodeOf(c))
-	case DefineModule, RecordArtifact:
+	case DefineModule, RecordArtifact, DeployModule:
 		return fmt.Sprintf("%s %s", name, moduleOf(c))
 	default:
 		return fmt.Sprintf("%s %s", name, nodeOf(c))

@@ -391,3 +391,46 @@ func eventStreamHas(ctx context.Context, n int, typ, node string) error {
 	}
 	return nil
 }
+
+func timelineOfModuleReads(ctx context.Context, module, words string) error {
+	w, err := view(ctx)
+	if err != nil {
+		return err
+	}
+	var lines []string
+	for _, en := range w.mesh.Views.Timeline.Query(projections.Filter{Module: module}) {
+		if strings.Contains(en.Summary, words) {
+			return nil
+		}
+		lines = append(lines, en.Summary)
+	}
+	return fmt.Errorf("no entry of module %s's timeline reads %q:\n  %s", module, words, strings.Join(lines, "\n  "))
+}
+
+// whyNames checks that why connects the last replacement of container on
+// node to what is behind it: the deploy and the build (seed 002).
+func whyNames(ctx context.Context, container, node, words string) error {
+	w, err := view(ctx)
+	if err != nil {
+		return err
+	}
+	touches, err := w.mesh.Views.Timeline.Why(node, container)
+	if err != nil {
+		return err
+	}
+	for i := len(touches) - 1; i >= 0; i-- {
+		t := touches[i]
+		if t.Action != projections.ActionReplaced {
+			continue
+		}
+		var lines []string
+		for _, en := range w.mesh.Views.Timeline.DeployBehind(node, container, t.Entry.Position) {
+			if strings.Contains(en.Summary, words) {
+				return nil
+			}
+			lines = append(lines, en.Summary)
+		}
+		return fmt.Errorf("why %s on %s was replaced (at #%d) names no %q; behind it:\n  %s", container, node, t.Entry.Position, words, strings.Join(lines, "\n  "))
+	}
+	return fmt.Errorf("container %s on %s was never replaced", container, node)
+}

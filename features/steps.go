@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -94,6 +95,7 @@ func Initialize(sc *godog.ScenarioContext, opts Options) {
 	sc.Step(`^module "([^"]*)" writes file "([^"]*)" with "([^"]*)"$`, moduleWritesFile)
 	sc.Step(`^module "([^"]*)" container "([^"]*)" reads port "([^"]*)" of its node as "([^"]*)"$`, containerReadsPort)
 	sc.Step(`^module "([^"]*)" container "([^"]*)" runs artifact "([^"]*)" at digest "([^"]*)"$`, containerRunsArtifact)
+	sc.Step(`^module "([^"]*)" upgrades by roll-out$`, moduleUpgradesByRollOut)
 	sc.Step(`^module "([^"]*)" does not compose$`, moduleDoesNotCompose)
 	sc.Step(`^directory "([^"]*)" exists on node "([^"]*)"$`, directoryExistsOnNode)
 
@@ -113,6 +115,10 @@ func Initialize(sc *godog.ScenarioContext, opts Options) {
 	sc.Step(`^the projections are rebuilt from the event stream$`, projectionsAreRebuilt)
 	sc.Step(`^something outside the mesh removes every container on "([^"]*)" after each apply$`, outsideRemovesContainers)
 	sc.Step(`^the event stream receives:$`, eventStreamReceives)
+	sc.Step(`^a build of "([^"]*)" at digest "([^"]*)" is recorded$`, buildIsRecorded)
+	sc.Step(`^module "([^"]*)" is deployed$`, moduleIsDeployed)
+	sc.Step(`^module "([^"]*)" is deployed at digest "([^"]*)"$`, moduleIsDeployedAt)
+	sc.Step(`^module "([^"]*)" container "([^"]*)" mounts "([^"]*)" instead of "([^"]*)"$`, containerMountsInstead)
 
 	// Then: checks, on projections and the event stream.
 	sc.Step(`^the push to "([^"]*)" fails naming "([^"]*)"$`, pushFailsNaming)
@@ -132,6 +138,8 @@ func Initialize(sc *godog.ScenarioContext, opts Options) {
 	sc.Step(`^no churn is detected on "([^"]*)"$`, noChurnDetected)
 	sc.Step(`^the projections equal those before the rebuild$`, projectionsEqualBefore)
 	sc.Step(`^the event stream has (\d+) "([^"]*)" events for "([^"]*)"$`, eventStreamHas)
+	sc.Step(`^the timeline of module "([^"]*)" reads "([^"]*)"$`, timelineOfModuleReads)
+	sc.Step(`^why container "([^"]*)" on "([^"]*)" was last replaced names "([^"]*)"$`, whyNames)
 }
 
 func newWorld(opts Options) (*World, error) {
@@ -301,7 +309,69 @@ func containerRunsArtifact(ctx context.Context, module, container, artifact, dig
 	if err != nil {
 		return err
 	}
-	return w.mesh.Do(ctx, commands.RecordArtifact{Module: module, Name: artifact, Digest: digest})
+	// The step states what the container runs: the build is recorded and
+	// deployed (a no-op when recording it deployed it already).
+	if err := w.mesh.Do(ctx, commands.RecordArtifact{Module: module, Name: artifact, Digest: digest}); err != nil {
+		return err
+	}
+	return w.mesh.Do(ctx, commands.DeployModule{Module: module, Digest: digest})
+}
+
+func moduleUpgradesByRollOut(ctx context.Context, module string) error {
+	return world(ctx).define(ctx, module, func(s *events.ModuleSpec) error {
+		s.Upgrade = events.UpgradeRollOut
+		return nil
+	})
+}
+
+// artifactModule is the module whose container runs artifact, as the
+// scenario defined it; else the artifact's first segment ("forge/web":
+// forge).
+func (w *World) artifactModule(artifact string) string {
+	for _, name := range slices.Sorted(maps.Keys(w.modules)) {
+		for _, c := range w.modules[name].Containers {
+			if c.Artifact == artifact {
+				return name
+			}
+		}
+	}
+	module, _, _ := strings.Cut(artifact, "/")
+	return module
+}
+
+func buildIsRecorded(ctx context.Context, artifact, digest string) error {
+	w := world(ctx)
+	return w.mesh.Do(ctx, commands.RecordArtifact{Module: w.artifactModule(artifact), Name: artifact, Digest: digest})
+}
+
+func moduleIsDeployed(ctx context.Context, module string) error {
+	return world(ctx).mesh.Do(ctx, commands.DeployModule{Module: module})
+}
+
+func moduleIsDeployedAt(ctx context.Context, module, digest string) error {
+	return world(ctx).mesh.Do(ctx, commands.DeployModule{Module: module, Digest: digest})
+}
+
+func containerMountsInstead(ctx context.Context, module, container, path, old string) error {
+	w := world(ctx)
+	return w.define(ctx, module, func(s *events.ModuleSpec) error {
+		c, err := w.container(s, module, container)
+		if err != nil {
+			return err
+		}
+		// The data moves on the host; the container still finds it where
+		// it did (the /var/lib move of seed 002).
+		for i, m := range c.Mounts {
+			if m.Source == old {
+				if m.Target == "" {
+					c.Mounts[i].Target = old
+				}
+				c.Mounts[i].Source = path
+				return nil
+			}
+		}
+		return fmt.Errorf("module %s container %s mounts no %q", module, container, old)
+	})
 }
 
 // moduleDoesNotCompose defines a module whose set does not compose on any
