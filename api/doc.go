@@ -33,6 +33,7 @@
 //	                                                                        ?since ?until (RFC 3339) ?after ?before ?forward ?limit
 //	POST   /v1/modules                                     DefineModules    {"operator","modules":[{"module","spec"}]} all or none
 //	POST   /v1/modules/{module}/artifacts                  RecordArtifact   {"operator","name","digest"}
+//	POST   /v1/plan                                        Plan             {"nodes":[...],"after":["deploy forge",...]} appends nothing
 //	POST   /v1/modules/{module}/deploy                     Deploy           {"operator","digest"} ("" deploys the latest builds)
 //
 // A body naming a node, module or key names the same one as the path, or

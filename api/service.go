@@ -57,6 +57,9 @@ type Service interface {
 	Release(ctx context.Context, req ModuleNodeRequest) (CommandResult, error)
 	// RecordArtifact records a build of a module's artifact.
 	RecordArtifact(ctx context.Context, req RecordArtifactRequest) (CommandResult, error)
+	// Plan is what the next push would do on each node, as if the
+	// request's commands had run first; it appends nothing.
+	Plan(ctx context.Context, req PlanRequest) (PlanResponse, error)
 	// Deploy makes compose run a module's recorded builds: the one with
 	// the digest given, or the latest of each artifact.
 	Deploy(ctx context.Context, req DeployRequest) (CommandResult, error)

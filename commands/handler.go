@@ -243,22 +243,8 @@ func (h *Handler) ExecuteAll(ctx context.Context, actor string, cs []Command) ([
 // against the state the commands before it would leave, reading the store
 // and appending nothing, and returns the first refusal (or read failure).
 func (h *Handler) Check(ctx context.Context, cs []Command) error {
-	o := &overlay{base: h, nodes: map[string]Node{}, modules: map[string]Module{}}
-	for _, c := range cs {
-		if err := checkNames(c); err != nil {
-			return err
-		}
-		s, _, err := stateOf(ctx, o, c)
-		if err != nil {
-			return err
-		}
-		ps, err := Decide(s, c)
-		if err != nil {
-			return err
-		}
-		o.fold(c, s, ps)
-	}
-	return nil
+	_, err := h.Hypothetical(ctx, cs)
+	return err
 }
 
 // overlay is the store as a batch's commands would leave it: the states they

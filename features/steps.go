@@ -24,7 +24,9 @@ import (
 
 	"github.com/cucumber/godog"
 
+	"meshplane/api"
 	"meshplane/commands"
+	"meshplane/controller"
 	"meshplane/events"
 	"meshplane/events/boltstore"
 	"meshplane/events/memstore"
@@ -61,6 +63,7 @@ type World struct {
 	cleanup func()
 	modules map[string]*events.ModuleSpec // as the scenario has defined them
 	before  []byte                        // the projections before a rebuild
+	plans   map[string]api.NodePlan       // the last plan per node
 }
 
 type worldKey struct{}
@@ -119,6 +122,8 @@ func Initialize(sc *godog.ScenarioContext, opts Options) {
 	sc.Step(`^module "([^"]*)" is deployed$`, moduleIsDeployed)
 	sc.Step(`^module "([^"]*)" is deployed at digest "([^"]*)"$`, moduleIsDeployedAt)
 	sc.Step(`^module "([^"]*)" container "([^"]*)" mounts "([^"]*)" instead of "([^"]*)"$`, containerMountsInstead)
+	sc.Step(`^the mesh is planned for "([^"]*)"$`, meshIsPlanned)
+	sc.Step(`^the mesh is planned for "([^"]*)" after module "([^"]*)" is deployed$`, meshIsPlannedAfterDeploy)
 
 	// Then: checks, on projections and the event stream.
 	sc.Step(`^the push to "([^"]*)" fails naming "([^"]*)"$`, pushFailsNaming)
@@ -140,10 +145,17 @@ func Initialize(sc *godog.ScenarioContext, opts Options) {
 	sc.Step(`^the event stream has (\d+) "([^"]*)" events for "([^"]*)"$`, eventStreamHas)
 	sc.Step(`^the timeline of module "([^"]*)" reads "([^"]*)"$`, timelineOfModuleReads)
 	sc.Step(`^why container "([^"]*)" on "([^"]*)" was last replaced names "([^"]*)"$`, whyNames)
+	sc.Step(`^the plan for "([^"]*)" replaces "([^"]*)" because "([^"]*)"$`, planReplaces)
+	sc.Step(`^the plan for "([^"]*)" holds "([^"]*)"$`, planHolds)
+	sc.Step(`^the plan for "([^"]*)" changes nothing$`, planChangesNothing)
+	sc.Step(`^the plan for "([^"]*)" is heavy$`, planIsHeavy)
+	sc.Step(`^the plan for "([^"]*)" is not heavy$`, planIsNotHeavy)
+	sc.Step(`^the plan for "([^"]*)" was made without its agent$`, planWithoutAgent)
+	sc.Step(`^the last pass on "([^"]*)" did what the plan said$`, lastPassDidWhatThePlanSaid)
 }
 
 func newWorld(opts Options) (*World, error) {
-	w := &World{modules: map[string]*events.ModuleSpec{}}
+	w := &World{modules: map[string]*events.ModuleSpec{}, plans: map[string]api.NodePlan{}}
 	switch opts.Store {
 	case "", StoreMemory:
 		w.store = memstore.New()
@@ -499,4 +511,43 @@ func eventStreamReceives(ctx context.Context, doc *godog.DocString) error {
 		}
 	}
 	return world(ctx).mesh.AppendJSONLines(ctx, lines)
+}
+
+// plan plans node as `mesh plan` does (controller.PlanNode: the same
+// compose, and the node's agent's dry run, answered in process over the
+// simulated bus), through r, and keeps the plan for the Then steps. A plan
+// appends nothing: the step fails if the store grew.
+func plan(ctx context.Context, node string, after ...commands.Command) error {
+	w := world(ctx)
+	before, err := w.store.ReadAll(ctx, 0, 0)
+	if err != nil {
+		return err
+	}
+	var r commands.Reader = w.mesh.Handler
+	if len(after) > 0 {
+		if r, err = w.mesh.Handler.Hypothetical(ctx, after); err != nil {
+			return err
+		}
+	}
+	np, err := controller.PlanNode(ctx, controller.Planning{
+		Reader: r, Store: w.mesh.Store, Registry: w.mesh.Registry, DryRun: w.mesh,
+	}, node)
+	if err != nil {
+		return err
+	}
+	after2, err := w.store.ReadAll(ctx, 0, 0)
+	if err != nil {
+		return err
+	}
+	if len(after2) != len(before) {
+		return fmt.Errorf("planning %s appended %d event(s)", node, len(after2)-len(before))
+	}
+	w.plans[node] = np
+	return nil
+}
+
+func meshIsPlanned(ctx context.Context, node string) error { return plan(ctx, node) }
+
+func meshIsPlannedAfterDeploy(ctx context.Context, node, module string) error {
+	return plan(ctx, node, commands.DeployModule{Module: module})
 }
