@@ -185,6 +185,11 @@ type WhyResponse struct {
 type WhyTouch struct {
 	projections.Touch
 	Push []projections.Entry `json:"push,omitempty"`
+	// Deploy is what deployed the build a replaced container runs, when
+	// its image changed: the build's artifact.recorded and the
+	// module.deployed (an operator's, a roll-out policy's, or a first
+	// build's), in order (projections.Timeline.DeployBehind).
+	Deploy []projections.Entry `json:"deploy,omitempty"`
 }
 
 // RosterHistory is every declaration composed for a node, oldest first.

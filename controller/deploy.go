@@ -2,9 +2,11 @@ package controller
 
 import (
 	"context"
+	"slices"
 
 	"meshplane/api"
 	"meshplane/commands"
+	"meshplane/projections"
 )
 
 // Deploy makes compose run a module's recorded builds (mesh deploy): a
@@ -13,4 +15,17 @@ import (
 // after any command.
 func (c *Controller) Deploy(ctx context.Context, req api.DeployRequest) (api.CommandResult, error) {
 	return c.execute(ctx, req.Operator, commands.DeployModule{Module: req.Module, Digest: req.Digest})
+}
+
+// deployBehind is, for a touch that created a container or replaced its
+// image, the deploy and the build behind it, if its module runs a deployed
+// build (seed 002: which deploy, or which roll-out, put that build there).
+func deployBehind(tl *projections.Timeline, node, resource string, t projections.Touch) []projections.Entry {
+	switch {
+	case t.Action == projections.ActionCreated:
+	case t.Action == projections.ActionReplaced && slices.Contains(t.Fields, "image"):
+	default:
+		return nil
+	}
+	return tl.DeployBehind(node, resource, t.Entry.Position)
 }

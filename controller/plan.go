@@ -106,7 +106,7 @@ func headline(np api.NodePlan, declared int) string {
 	case np.Source == api.PlanNotComposed:
 		return fmt.Sprintf("%s: does not compose, a push would send nothing: %s", node, np.ComposeError)
 	case np.Heavy:
-		return fmt.Sprintf("%s: HEAVY: the push would create, replace or remove %d of %d resource(s), at least half of its declaration's resources: a heavy pass (rule 7)",
+		return fmt.Sprintf("%s: HEAVY: the push would create, replace or remove %d resource(s) of a declaration of %d, at least half of its resources: a heavy pass (rule 7)",
 			node, np.Outcome.Changes(), declared)
 	}
 	var parts []string
@@ -280,7 +280,7 @@ func (c *Controller) Plan(ctx context.Context, req api.PlanRequest) (api.PlanRes
 	if dr, ok := c.pub.(DryRunner); ok {
 		p.DryRun = dr
 	} else {
-		p.NoDryRun = "no bus to ask it on (a CLI on the store alone)"
+		p.NoDryRun = "this controller has no bus to ask it on"
 	}
 	out := api.PlanResponse{After: req.After, Nodes: make([]api.NodePlan, 0, len(nodes))}
 	for _, node := range nodes {

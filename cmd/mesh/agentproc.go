@@ -171,7 +171,7 @@ func runAgent(ctx context.Context, cfg agentConfig) error {
 	link := n.Agent()
 	log.Info("agent: running", "bus", creds.URLs, "data", cfg.Data, "interval", cfg.Interval)
 	err = agent.Run(ctx, agent.RunConfig{
-		Node: creds.Node, Runtime: rt, Outbox: box, Source: link, Reporter: link,
+		Node: creds.Node, Runtime: rt, Outbox: box, Source: link, Reporter: link, DryRuns: link,
 		Interval: cfg.Interval, RetryMax: cfg.RetryMax, ReportTimeout: cfg.ReportTimeout,
 		Logger: log, Applied: cfg.Applied,
 	})

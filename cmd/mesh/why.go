@@ -34,10 +34,12 @@ func (e *env) whyCmd() *cobra.Command {
 				// Quiet passes collapse into one touch, which keeps the
 				// first's entry (and so its push).
 				push := map[uint64][]projections.Entry{}
+				deploy := map[uint64][]projections.Entry{}
 				touches := make([]projections.Touch, len(resp.Touches))
 				for i, t := range resp.Touches {
 					touches[i] = t.Touch
 					push[t.Entry.Position] = t.Push
+					deploy[t.Entry.Position] = t.Deploy
 				}
 				touches = projections.CollapseTouches(touches)
 				if out == outJSON {
@@ -80,6 +82,10 @@ func (e *env) whyCmd() *cobra.Command {
 							continue
 						}
 						fmt.Fprintf(w, "      #%d %s %s\n", en.Position, en.Type, en.Summary)
+					}
+					// The build it runs, and what deployed it (seed 002).
+					for _, en := range deploy[t.Entry.Position] {
+						fmt.Fprintf(w, "      #%d %s %s (%s)\n", en.Position, en.Type, en.Summary, orDash(en.Actor))
 					}
 				}
 				return partial(sk, false)
