@@ -293,3 +293,37 @@ func (c *Controller) Plan(ctx context.Context, req api.PlanRequest) (api.PlanRes
 	}
 	return out, nil
 }
+
+// Diverges compares what a plan predicted (NodePlan.Outcome) with what the
+// apply after it reported, resource by resource: the declaration, every
+// resource created, replaced (with its fields), updated, removed, held
+// (with its module and reason) and failed, and the counts. "" when they
+// agree; otherwise each difference, planned and done.
+func Diverges(planned, did events.ApplyReported) string {
+	var diffs []string
+	cmp := func(what string, a, b any) {
+		aj, _ := json.Marshal(a)
+		bj, _ := json.Marshal(b)
+		if string(aj) != string(bj) {
+			diffs = append(diffs, fmt.Sprintf("%s: planned %s, did %s", what, aj, bj))
+		}
+	}
+	names := func(fs []events.Failed) []string {
+		var out []string
+		for _, f := range fs {
+			out = append(out, f.Name)
+		}
+		return out
+	}
+	cmp("declaration", planned.Declaration, did.Declaration)
+	cmp("sent", planned.Sent, did.Sent)
+	cmp("applied", planned.Applied, did.Applied)
+	cmp("created", planned.Created, did.Created)
+	cmp("replaced", planned.Replaced, did.Replaced)
+	cmp("updated", planned.Updated, did.Updated)
+	cmp("removed", planned.Removed, did.Removed)
+	cmp("held", planned.Held, did.Held)
+	cmp("failed", names(planned.Failed), names(did.Failed))
+	cmp("unchanged", planned.Unchanged, did.Unchanged)
+	return strings.Join(diffs, "; ")
+}

@@ -10,6 +10,7 @@ import (
 
 	"meshplane/agent"
 	"meshplane/api"
+	"meshplane/controller"
 	"meshplane/declaration"
 	"meshplane/events"
 	"meshplane/projections"
@@ -553,39 +554,8 @@ func lastPassDidWhatThePlanSaid(ctx context.Context, node string) error {
 	if err != nil {
 		return err
 	}
-	if d := OutcomeDiff(np.Outcome, got); d != "" {
+	if d := controller.Diverges(np.Outcome, got); d != "" {
 		return fmt.Errorf("the last pass on %s did not do what the plan said: %s", node, d)
 	}
 	return nil
-}
-
-// OutcomeDiff compares what a plan predicted with what an apply reported,
-// resource by resource; "" when they agree.
-func OutcomeDiff(want, got events.ApplyReported) string {
-	var diffs []string
-	cmp := func(what string, a, b any) {
-		aj, _ := json.Marshal(a)
-		bj, _ := json.Marshal(b)
-		if !bytes.Equal(aj, bj) {
-			diffs = append(diffs, fmt.Sprintf("%s: planned %s, did %s", what, aj, bj))
-		}
-	}
-	cmp("declaration", want.Declaration, got.Declaration)
-	cmp("sent", want.Sent, got.Sent)
-	cmp("applied", want.Applied, got.Applied)
-	cmp("created", want.Created, got.Created)
-	cmp("replaced", want.Replaced, got.Replaced)
-	cmp("updated", want.Updated, got.Updated)
-	cmp("removed", want.Removed, got.Removed)
-	cmp("held", want.Held, got.Held)
-	var wf, gf []string
-	for _, f := range want.Failed {
-		wf = append(wf, f.Name)
-	}
-	for _, f := range got.Failed {
-		gf = append(gf, f.Name)
-	}
-	cmp("failed", wf, gf)
-	cmp("unchanged", want.Unchanged, got.Unchanged)
-	return strings.Join(diffs, "; ")
 }
