@@ -63,18 +63,39 @@ func (c *Controller) DryRun(ctx context.Context, d declaration.Declaration) (age
 	case err != nil:
 		return agent.Preview{}, fmt.Errorf("bus: dry run on %s: %w", d.Node, err)
 	}
+	pv, err := DecodeDryRunReply(d.Node, msg.Data)
+	if err != nil {
+		return agent.Preview{}, fmt.Errorf("bus: dry run on %s: %w", d.Node, err)
+	}
+	return pv, nil
+}
+
+// ErrBadDryRun means a dry-run reply did not decode, or is not of the node
+// asked.
+var ErrBadDryRun = errors.New("bus: bad dry-run reply")
+
+// DecodeDryRunReply decodes node's reply to a dry run: its preview, or the
+// agent's error (wrapping ErrDryRunFailed). A reply that does not decode, has
+// neither, or is a preview of another node wraps ErrBadDryRun.
+func DecodeDryRunReply(node string, b []byte) (agent.Preview, error) {
 	var r dryRunReply
-	if err := json.Unmarshal(msg.Data, &r); err != nil {
-		return agent.Preview{}, fmt.Errorf("bus: dry run on %s: reply: %w", d.Node, err)
+	if err := json.Unmarshal(b, &r); err != nil {
+		return agent.Preview{}, fmt.Errorf("%w: %v", ErrBadDryRun, err)
 	}
 	switch {
 	case r.Error != "":
-		return agent.Preview{}, fmt.Errorf("bus: dry run on %s: the agent: %s", d.Node, r.Error)
+		return agent.Preview{}, fmt.Errorf("%w: %s", ErrDryRunFailed, r.Error)
 	case r.Preview == nil:
-		return agent.Preview{}, fmt.Errorf("bus: dry run on %s: reply (version %d) without a preview", d.Node, r.Version)
+		return agent.Preview{}, fmt.Errorf("%w: version %d, without a preview", ErrBadDryRun, r.Version)
+	case r.Preview.Node != node:
+		return agent.Preview{}, fmt.Errorf("%w: a preview of node %q", ErrBadDryRun, r.Preview.Node)
 	}
 	return *r.Preview, nil
 }
+
+// ErrDryRunFailed means the node's agent answered that it could not plan
+// (it could not observe its node); the error says why.
+var ErrDryRunFailed = errors.New("the agent could not plan")
 
 // DryRun asks d's node's agent for a dry run (Controller.DryRun): the
 // controller core's DryRunner.
