@@ -24,7 +24,7 @@ func (t *Timeline) DeployBehind(node, resource string, position uint64) []Entry 
 		return nil
 	}
 	apply := t.at(int(idx[k]))
-	if apply.decl == nil {
+	if apply.typ != events.TypeApplyReported || apply.decl == nil {
 		return nil
 	}
 	module := ""
