@@ -40,3 +40,12 @@ Feature: A build is not a deployment (seed 002, its issue 126)
     And container "web" on "novox" runs image "127.0.0.1:5000/forge/web@sha256:5ac036b6109b0b9f2c41d0aa3ccce11a2a888784e88e862248d98651773d12ee"
     And the timeline of module "forge" reads "deployed by roll-out policy"
     And why container "web" on "novox" was last replaced names "deployed by roll-out policy"
+
+  Scenario: A history recorded before upgrade policies composes as it did: each build was a deployment
+    When the event stream receives:
+      """
+      {"stream": "module-forge", "type": "artifact.recorded", "data": {"module": "forge", "name": "forge/web", "digest": "sha256:5ac036b6109b0b9f2c41d0aa3ccce11a2a888784e88e862248d98651773d12ee"}}
+      """
+    And 1 passes run on "novox"
+    Then 1 resources were replaced on "novox" in the last pass
+    And container "web" on "novox" runs image "127.0.0.1:5000/forge/web@sha256:5ac036b6109b0b9f2c41d0aa3ccce11a2a888784e88e862248d98651773d12ee"
