@@ -92,4 +92,14 @@
 // the kept ones again with a backoff until the mesh takes them, with their
 // attempts and last error, so the controller records each once, as
 // delivered late.
+//
+// # Dry runs
+//
+// Agent.DryRun is Apply without the doing (mesh plan): the same Observe and
+// Diff, under the same lock and State, returned as a Preview (each step
+// that is not unchanged, with what each changed field was and becomes, and
+// the report the apply would make); nothing is carried out or kept. Run
+// answers dry runs through an optional DryRunServer (on the bus, the node's
+// plan subject). Declared is what a node would hold had it applied a
+// declaration: the fallback of a plan whose node did not answer.
 package agent

@@ -97,6 +97,17 @@ type Step struct {
 	Reason   string               // why, in words; for Hold the exact report wording
 	Found    bool                 // held because of data found on an adopted node for an untaken module
 	Resource declaration.Resource // the declared resource (zero for Remove)
+	// Changes says, per changed field, what it was and what it becomes
+	// (for Replace and Update; a plan shows them, a report names Fields).
+	Changes []Change
+}
+
+// Change is one changed field of a resource: "mounts./data",
+// "/var/lib/forge" → "/srv/forge".
+type Change struct {
+	Field string `json:"field"`
+	From  string `json:"from"`
+	To    string `json:"to"`
 }
 
 // HostsStep is the plan for the node's hosts file (declaration.HostsPath). It
@@ -280,12 +291,17 @@ func diffContainer(s *Step, r declaration.Resource, obs Observed, found map[stri
 		}
 		return
 	}
+	s.Changes = ContainerChanges(have.Spec, *r.Container)
+	if have.Module != r.Module {
+		s.Changes = append(s.Changes, Change{Field: "module", From: have.Module, To: r.Module})
+	}
 	switch {
 	case len(s.Fields) > 0:
 	case !same:
 		s.Fields = []string{"spec"} // equal field by field, but not byte for byte
 	default:
 		s.Fields = []string{"digest"}
+		s.Changes = []Change{{Field: "digest", From: have.Digest, To: r.Digest}}
 	}
 	s.Action, s.Reason = Replace, "changed: "+strings.Join(s.Fields, ", ")
 }
@@ -357,6 +373,7 @@ func diffDirectory(s *Step, r declaration.Resource, obs Observed, found map[stri
 	default:
 		s.Action, s.Fields = Update, []string{"mode"}
 		s.Reason = fmt.Sprintf("mode %o to %o", have.Mode, want)
+		s.Changes = []Change{{Field: "mode", From: fmt.Sprintf("%o", have.Mode), To: fmt.Sprintf("%o", want)}}
 	}
 }
 
@@ -383,10 +400,12 @@ func diffFile(s *Step, r declaration.Resource, obs Observed, found map[string]st
 	if string(have.Content) != r.File.Content {
 		s.Fields = append(s.Fields, "content")
 		reasons = append(reasons, "content differs")
+		s.Changes = append(s.Changes, Change{Field: "content", From: sizeOf(len(have.Content)), To: sizeOf(len(r.File.Content))})
 	}
 	if have.Mode != want {
 		s.Fields = append(s.Fields, "mode")
 		reasons = append(reasons, fmt.Sprintf("mode %o to %o", have.Mode, want))
+		s.Changes = append(s.Changes, Change{Field: "mode", From: fmt.Sprintf("%o", have.Mode), To: fmt.Sprintf("%o", want)})
 	}
 	if len(s.Fields) == 0 {
 		s.Action, s.Reason = Unchanged, "byte-identical, mode "+fmt.Sprintf("%o", want)
@@ -440,6 +459,57 @@ func ContainerFields(have, want declaration.Container) []string {
 	}
 	return out
 }
+
+// ContainerChanges is ContainerFields with what each field was and what it
+// becomes, in the same order: "image" from one reference to the other,
+// "env.KEY" and "mounts.TARGET" from one value to the other ("" for absent;
+// a mount reads as its source, with " (ro)" when read-only), "command" and
+// "networks" as their words joined by spaces.
+func ContainerChanges(have, want declaration.Container) []Change {
+	var out []Change
+	hm, wm := mountMap(have.Mounts), mountMap(want.Mounts)
+	he, we := envMap(have.Env), envMap(want.Env)
+	for _, f := range ContainerFields(have, want) {
+		c := Change{Field: f}
+		switch {
+		case f == "image":
+			c.From, c.To = have.Image, want.Image
+		case f == "command":
+			c.From, c.To = strings.Join(have.Command, " "), strings.Join(want.Command, " ")
+		case f == "networks":
+			c.From, c.To = strings.Join(have.Networks, " "), strings.Join(want.Networks, " ")
+		case f == "mounts":
+			c.From, c.To = mountsWords(have.Mounts), mountsWords(want.Mounts)
+		case strings.HasPrefix(f, "env."):
+			c.From, c.To = he[f[4:]], we[f[4:]]
+		case strings.HasPrefix(f, "mounts."):
+			c.From, c.To = mountWords(hm, f[7:]), mountWords(wm, f[7:])
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func mountWords(m map[string]declaration.Mount, target string) string {
+	x, ok := m[target]
+	if !ok {
+		return ""
+	}
+	if x.ReadOnly {
+		return x.Source + " (ro)"
+	}
+	return x.Source
+}
+
+func mountsWords(ms []declaration.Mount) string {
+	words := make([]string, len(ms))
+	for i, m := range ms {
+		words[i] = m.Source + ":" + m.Target
+	}
+	return strings.Join(words, " ")
+}
+
+func sizeOf(n int) string { return fmt.Sprintf("%d bytes", n) }
 
 func envMap(env []string) map[string]string {
 	m := make(map[string]string, len(env))

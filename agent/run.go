@@ -54,6 +54,13 @@ type Reporter interface {
 	Report(ctx context.Context, r Report) (duplicate bool, err error)
 }
 
+// DryRunServer hands the mesh's dry-run requests (mesh plan) to answer,
+// the running agent's DryRun, until stop is called. It is what Run needs of
+// a transport to be asked; on the bus, the node's plan subject.
+type DryRunServer interface {
+	ServeDryRuns(ctx context.Context, answer func(context.Context, declaration.Declaration) (Preview, error)) (stop func(), err error)
+}
+
 // RunConfig is what Run runs with. Node, Runtime, Outbox, Source and
 // Reporter are required.
 type RunConfig struct {
@@ -64,6 +71,9 @@ type RunConfig struct {
 	Outbox   *Outbox
 	Source   Source
 	Reporter Reporter
+	// DryRuns, if set, is where the agent answers dry runs (mesh plan):
+	// the same observation and Diff as an apply, nothing applied.
+	DryRuns DryRunServer
 
 	// Interval is the drift check: the latest declaration is applied again
 	// this long after the last apply. 0 means DefaultInterval.
@@ -113,6 +123,13 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		return fmt.Errorf("agent: run: %w", err)
 	}
 	r.agent = a
+	if cfg.DryRuns != nil {
+		stop, err := cfg.DryRuns.ServeDryRuns(ctx, a.DryRun)
+		if err != nil {
+			return fmt.Errorf("agent: run %s: answer dry runs: %w", cfg.Node, err)
+		}
+		defer stop()
+	}
 	decls, err := cfg.Source.Declarations(ctx)
 	if err != nil {
 		return fmt.Errorf("agent: run %s: watch declarations: %w", cfg.Node, err)

@@ -266,6 +266,18 @@ func (c *Client) RecordArtifact(ctx context.Context, req RecordArtifactRequest) 
 	return out, c.do(ctx, http.MethodPost, "/v1/modules/"+url.PathEscape(req.Module)+"/artifacts", nil, req, &out)
 }
 
+// Plan sends POST /v1/plan.
+func (c *Client) Plan(ctx context.Context, req PlanRequest) (PlanResponse, error) {
+	var out PlanResponse
+	return out, c.do(ctx, http.MethodPost, "/v1/plan", nil, req, &out)
+}
+
+// Deploy sends POST /v1/modules/{module}/deploy.
+func (c *Client) Deploy(ctx context.Context, req DeployRequest) (CommandResult, error) {
+	var out CommandResult
+	return out, c.do(ctx, http.MethodPost, "/v1/modules/"+url.PathEscape(req.Module)+"/deploy", nil, req, &out)
+}
+
 // Push sends POST /v1/nodes/{node}/push, or POST /v1/push for every node.
 func (c *Client) Push(ctx context.Context, req PushRequest) (PushResponse, error) {
 	var out PushResponse

@@ -34,6 +34,8 @@
 //	POST   /v1/modules                                     DefineModules    {"operator","modules":[{"module","spec"}]} all or none
 //	POST   /v1/modules/{module}/artifacts                  RecordArtifact   {"operator","name","digest"}
 //	POST   /v1/rebuild                                     Rebuild          {"projections":[...]} (none: every one); Rebuilder
+//	POST   /v1/plan                                        Plan             {"nodes":[...],"after":["deploy forge",...]} appends nothing
+//	POST   /v1/modules/{module}/deploy                     Deploy           {"operator","digest"} ("" deploys the latest builds)
 //
 // A body naming a node, module or key names the same one as the path, or
 // may leave it out. Bodies are one JSON object, no unknown fields, at most
@@ -64,7 +66,8 @@
 // A refusal (a *commands.Rejection) travels with its code and an HTTP
 // status: 404 for what names something unknown (node-unknown,
 // module-unknown, declaration-unknown), 409 for a conflict with the state
-// (node-exists, already-assigned, not-assigned, already-taken, not-adopted),
+// (node-exists, already-assigned, not-assigned, already-taken, not-adopted,
+// no-build: a deploy of a build never recorded),
 // 422 for the rest (invalid), 400 (code invalid) for a request that does
 // not parse. Client turns these back into the same *commands.Rejection, so
 // the CLI's exit codes hold in both modes. 401 (unauthorized) is

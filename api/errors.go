@@ -66,7 +66,7 @@ func StatusOf(code string) int {
 	switch code {
 	case commands.CodeNodeUnknown, commands.CodeModuleUnknown, CodeDeclarationUnknown:
 		return http.StatusNotFound
-	case commands.CodeNotAssigned, commands.CodeNotAdopted, commands.CodeRouteClaimed, CodeStandby:
+	case commands.CodeNotAssigned, commands.CodeNotAdopted, commands.CodeRouteClaimed, commands.CodeNoBuild, CodeStandby:
 		return http.StatusConflict
 	default:
 		return http.StatusUnprocessableEntity

@@ -87,6 +87,8 @@ func Handler(svc Service, token string, opts ...HandlerOption) http.Handler {
 	m.HandleFunc("POST /v1/modules", h.defineModules)
 	m.HandleFunc("POST /v1/modules/{module}/artifacts", h.recordArtifact)
 	m.HandleFunc("POST /v1/rebuild", h.rebuild)
+	m.HandleFunc("POST /v1/modules/{module}/deploy", h.deploy)
+	m.HandleFunc("POST /v1/plan", h.plan)
 	return h
 }
 
@@ -220,6 +222,20 @@ func (h *handler) recordArtifact(w http.ResponseWriter, r *http.Request) {
 	var req RecordArtifactRequest
 	if h.decode(w, r, &req) && h.samePath(w, r, "module", &req.Module) {
 		h.reply(w, r)(h.svc.RecordArtifact(r.Context(), req))
+	}
+}
+
+func (h *handler) plan(w http.ResponseWriter, r *http.Request) {
+	var req PlanRequest
+	if h.decode(w, r, &req) {
+		h.reply(w, r)(h.svc.Plan(r.Context(), req))
+	}
+}
+
+func (h *handler) deploy(w http.ResponseWriter, r *http.Request) {
+	var req DeployRequest
+	if h.decode(w, r, &req) && h.samePath(w, r, "module", &req.Module) {
+		h.reply(w, r)(h.svc.Deploy(r.Context(), req))
 	}
 }
 

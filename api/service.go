@@ -57,6 +57,12 @@ type Service interface {
 	Release(ctx context.Context, req ModuleNodeRequest) (CommandResult, error)
 	// RecordArtifact records a build of a module's artifact.
 	RecordArtifact(ctx context.Context, req RecordArtifactRequest) (CommandResult, error)
+	// Plan is what the next push would do on each node, as if the
+	// request's commands had run first; it appends nothing.
+	Plan(ctx context.Context, req PlanRequest) (PlanResponse, error)
+	// Deploy makes compose run a module's recorded builds: the one with
+	// the digest given, or the latest of each artifact.
+	Deploy(ctx context.Context, req DeployRequest) (CommandResult, error)
 	// Push composes and pushes now, whether or not the declaration changed:
 	// one node, or every node when Node is empty.
 	Push(ctx context.Context, req PushRequest) (PushResponse, error)
@@ -179,6 +185,11 @@ type WhyResponse struct {
 type WhyTouch struct {
 	projections.Touch
 	Push []projections.Entry `json:"push,omitempty"`
+	// Deploy is what deployed the build a replaced container runs, when
+	// its image changed: the build's artifact.recorded and the
+	// module.deployed (an operator's, a roll-out policy's, or a first
+	// build's), in order (projections.Timeline.DeployBehind).
+	Deploy []projections.Entry `json:"deploy,omitempty"`
 }
 
 // RosterHistory is every declaration composed for a node, oldest first.
@@ -286,6 +297,14 @@ type RecordArtifactRequest struct {
 	Module   string `json:"module"`
 	Name     string `json:"name"`
 	Digest   string `json:"digest"`
+}
+
+// DeployRequest deploys a module's recorded build (Digest), or its latest
+// recorded builds (Digest empty).
+type DeployRequest struct {
+	Operator string `json:"operator"`
+	Module   string `json:"module"`
+	Digest   string `json:"digest,omitempty"`
 }
 
 // PushRequest names the node to push to; empty means every node.

@@ -21,8 +21,9 @@ import (
 type AgentLink struct{ n *Node }
 
 var (
-	_ agent.Source   = AgentLink{}
-	_ agent.Reporter = AgentLink{}
+	_ agent.Source       = AgentLink{}
+	_ agent.Reporter     = AgentLink{}
+	_ agent.DryRunServer = AgentLink{}
 )
 
 // Agent returns n as an agent's Source and Reporter.

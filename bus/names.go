@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nats-io/jwt/v2"
 )
@@ -21,6 +22,10 @@ const (
 	ReportsConsumer = "controller"
 	// ReportSubjectPrefix starts every report subject: mesh.report.<node>.
 	ReportSubjectPrefix = "mesh.report."
+	// PlanSubjectPrefix starts every dry-run subject: mesh.plan.<node>, on
+	// which the node's agent answers the controller's dry-run requests
+	// (mesh plan; the wire form is in plan.go).
+	PlanSubjectPrefix = "mesh.plan."
 
 	// declStream is the stream JetStream keeps DeclarationsBucket in, and
 	// declPrefix the subject prefix of its keys.
@@ -62,6 +67,11 @@ func ValidNode(node string) error {
 // ReportSubject is the subject node publishes its reports on.
 func ReportSubject(node string) string { return ReportSubjectPrefix + node }
 
+// PlanSubject is the subject node's agent answers dry runs on. A node name
+// with '.' is several tokens here, but a node may subscribe to exactly its
+// own subject, never a wildcard, so node "web" cannot hear "web.a"'s.
+func PlanSubject(node string) string { return PlanSubjectPrefix + node }
+
 // DeclarationSubject is the subject of node's key in DeclarationsBucket.
 func DeclarationSubject(node string) string { return declPrefix + node }
 
@@ -85,10 +95,12 @@ func NodeInbox(node string) string { return nodeInboxRoot + strings.ReplaceAll(n
 //	$JS.API.CONSUMER.DELETE.KV_mesh-declarations.*                              removing its watch's consumer when the watch stops
 //	$JS.API.STREAM.INFO.KV_mesh-declarations                                    binding to the bucket (see below)
 //	$JS.FC.KV_mesh-declarations.>                                               flow-control replies of its watch
+//	the reply subject of a request it received, once, within a minute         its answers to dry runs (allow_responses)
 //
 // Subscribe:
 //
 //	_INBOX.node.<node>.>                                                       its inbox: API replies, acks, watch deliveries
+//	mesh.plan.<node>                                                           dry-run requests for it (mesh plan)
 //
 // What a node can learn beyond its own key: the bucket's configuration and
 // state through STREAM.INFO (message counts and, when asked, the keys, that
@@ -109,6 +121,7 @@ func NodePermissions(node string) jwt.Permissions {
 		"$JS.API.STREAM.INFO."+declStream,
 		"$JS.FC."+declStream+".>",
 	)
-	p.Sub.Allow.Add(NodeInbox(node) + ".>")
+	p.Sub.Allow.Add(NodeInbox(node)+".>", PlanSubject(node))
+	p.Resp = &jwt.ResponsePermission{MaxMsgs: 1, Expires: time.Minute}
 	return p
 }

@@ -46,7 +46,36 @@ type Module struct {
 	Defined   bool
 	Spec      events.ModuleSpec
 	Artifacts map[string]string // artifact name → digest of its latest recorded build
-	Version   uint64
+	// Deployed maps an artifact name to the digest of the build compose
+	// runs: the last one deployed (module.deployed), or, for a build
+	// recorded before upgrade policies (events.ArtifactRecorded), the last
+	// one recorded.
+	Deployed map[string]string
+	// Builds maps the digest of every build ever recorded to its artifact
+	// name, for mesh deploy --digest.
+	Builds  map[string]string
+	Version uint64
+}
+
+// Upgrade returns the module's upgrade policy: events.UpgradeManual unless
+// its spec says events.UpgradeRollOut.
+func (m Module) Upgrade() string {
+	if m.Spec.Upgrade == events.UpgradeRollOut {
+		return events.UpgradeRollOut
+	}
+	return events.UpgradeManual
+}
+
+// Pending returns the builds recorded but not deployed: every artifact whose
+// latest recorded build is not the one compose runs, sorted by name.
+func (m Module) Pending() []events.Build {
+	var out []events.Build
+	for _, name := range slices.Sorted(maps.Keys(m.Artifacts)) {
+		if d := m.Artifacts[name]; m.Deployed[name] != d {
+			out = append(out, events.Build{Name: name, Digest: d})
+		}
+	}
+	return out
 }
 
 // AssignedModules returns the modules assigned to n, sorted.
@@ -132,7 +161,7 @@ func nodeDecodes(typ string) bool {
 
 // moduleDecodes is nodeDecodes for EvolveModule.
 func moduleDecodes(typ string) bool {
-	return typ == events.TypeModuleDefined || typ == events.TypeArtifactRecorded
+	return typ == events.TypeModuleDefined || typ == events.TypeArtifactRecorded || typ == events.TypeModuleDeployed
 }
 
 // EvolveModule folds one event of a module's stream into s.
@@ -143,6 +172,15 @@ func EvolveModule(s Module, ev events.Event, p events.Payload) Module {
 		s.Name, s.Defined, s.Spec = p.Module, true, p.Spec
 	case events.ArtifactRecorded:
 		s.Artifacts = withString(s.Artifacts, p.Name, p.Digest)
+		s.Builds = withString(s.Builds, p.Digest, p.Name)
+		if p.Upgrade == "" {
+			// Recorded before upgrade policies: a build was a deployment.
+			s.Deployed = withString(s.Deployed, p.Name, p.Digest)
+		}
+	case events.ModuleDeployed:
+		for _, b := range p.Builds {
+			s.Deployed = withString(s.Deployed, b.Name, b.Digest)
+		}
 	}
 	return s
 }

@@ -340,14 +340,19 @@ func (m *mesh) container(n Node, mod Module, c events.ContainerSpec) (*declarati
 	return spec, warnings, nil
 }
 
-// artifactRef composes the image reference of a recorded build: at the
+// artifactRef composes the image reference of the build of artifact the
+// module was last deployed with (never merely its latest recorded: a build
+// is not a deployment, seed 002): at the
 // private address of the node holding the artifact store, on the port it was
 // given; by loopback when that node is the one being composed for and has no
 // private address yet (a first node, mid-genesis). No artifact store
 // reachable is a setting that reaches nothing: the node does not compose.
 func (m *mesh) artifactRef(n Node, mod Module, artifact string) (string, error) {
-	digest, ok := mod.Artifacts[artifact]
+	digest, ok := mod.Deployed[artifact]
 	if !ok {
+		if _, recorded := mod.Artifacts[artifact]; recorded {
+			return "", &IncoherentError{Node: n.Name, Reason: fmt.Sprintf("module %s runs artifact %s, none of whose recorded builds is deployed (mesh deploy %s)", mod.Name, artifact, mod.Name)}
+		}
 		return "", &IncoherentError{Node: n.Name, Reason: fmt.Sprintf("module %s runs artifact %s, which has no recorded build", mod.Name, artifact)}
 	}
 	if m.store == nil {

@@ -59,6 +59,9 @@ func (f *fakeMesh) apply(ps ...events.Payload) *fakeMesh {
 		case events.ArtifactRecorded:
 			m := f.modules[p.Module]
 			f.modules[p.Module] = EvolveModule(m, events.Event{Version: m.Version + 1}, p)
+		case events.ModuleDeployed:
+			m := f.modules[p.Module]
+			f.modules[p.Module] = EvolveModule(m, events.Event{Version: m.Version + 1}, p)
 		default:
 			node := nodeName(p)
 			n := f.nodes[node]
@@ -278,6 +281,56 @@ func TestComposeArtifactReferences(t *testing.T) {
 			web, _ := c.Declaration.Resource("web")
 			if web.Container.Image != tt.image {
 				t.Fatalf("image = %q, want %q", web.Container.Image, tt.image)
+			}
+		})
+	}
+}
+
+// TestComposeRunsTheDeployedBuild: a build is not a deployment (seed 002).
+// Compose runs the build last deployed; a history recorded before upgrade
+// policies (artifact.recorded without upgrade, no module.deployed) composes
+// as it always did: its latest build.
+func TestComposeRunsTheDeployedBuild(t *testing.T) {
+	const a, b = "sha256:aaaa", "sha256:bbbb"
+	spec := events.ModuleSpec{Containers: []events.ContainerSpec{{Name: "web", Artifact: "forge/web"}}}
+	rec := func(d, policy string) events.ArtifactRecorded {
+		return events.ArtifactRecorded{Module: "forge", Name: "forge/web", Digest: d, Upgrade: policy}
+	}
+	dep := func(d, by string) events.ModuleDeployed {
+		return events.ModuleDeployed{Module: "forge", Builds: []events.Build{{Name: "forge/web", Digest: d}}, By: by}
+	}
+	tests := []struct {
+		name    string
+		history []events.Payload
+		want    string // the digest the image runs, or an incoherence's words
+	}{
+		{"before policies: the latest recorded", []events.Payload{rec(a, ""), rec(b, "")}, b},
+		{"manual: a second build waits", []events.Payload{rec(a, "manual"), dep(a, "first-build"), rec(b, "manual")}, a},
+		{"manual: deployed", []events.Payload{rec(a, "manual"), dep(a, "first-build"), rec(b, "manual"), dep(b, "operator")}, b},
+		{"manual over a history before policies: waits", []events.Payload{rec(a, ""), rec(b, "manual")}, a},
+		{"roll-out", []events.Payload{rec(a, "roll-out"), dep(a, "roll-out"), rec(b, "roll-out"), dep(b, "roll-out")}, b},
+		{"rolled back", []events.Payload{rec(a, "manual"), dep(a, "first-build"), rec(b, "manual"), dep(b, "operator"), dep(a, "operator")}, a},
+		{"recorded, never deployed", []events.Payload{rec(a, "manual")}, "mesh deploy forge"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newFakeMesh().apply(events.NodeRegistered{Node: "novox"},
+				events.NodeSettingSet{Node: "novox", Key: events.SettingArtifactStore, Value: "5000"},
+				events.ModuleDefined{Module: "forge", Spec: spec}).
+				apply(tt.history...).apply(events.ModuleAssigned{Module: "forge", Node: "novox"})
+			c, err := Compose(context.Background(), m, "novox", "")
+			if !strings.HasPrefix(tt.want, "sha256:") {
+				if !errors.Is(err, ErrIncoherent) || !strings.Contains(err.Error(), tt.want) {
+					t.Fatalf("Compose = %v, want incoherent naming %q", err, tt.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			web, _ := c.Declaration.Resource("web")
+			if want := "127.0.0.1:5000/forge/web@" + tt.want; web.Container.Image != want {
+				t.Fatalf("image = %q, want %q", web.Container.Image, want)
 			}
 		})
 	}

@@ -58,6 +58,13 @@ type TakeModule struct{ Module, Node string }
 // build.
 type RecordArtifact struct{ Module, Name, Digest string }
 
+// DeployModule makes compose run a module's recorded builds: with Digest,
+// that build (of whichever artifact it was recorded for); without, the
+// latest recorded build of each of the module's artifacts. Done when compose
+// already runs them.
+type DeployModule struct{ Module, Digest string }
+
+func (c DeployModule) Stream() string   { return events.ModuleStream(c.Module) }
 func (c RegisterNode) Stream() string   { return events.NodeStream(c.Node) }
 func (c AdoptNode) Stream() string      { return events.NodeStream(c.Node) }
 func (c SetNodeSetting) Stream() string { return events.NodeStream(c.Node) }
@@ -75,6 +82,7 @@ func (AssignModule) command()   {}
 func (ReleaseModule) command()  {}
 func (TakeModule) command()     {}
 func (RecordArtifact) command() {}
+func (DeployModule) command()   {}
 
 // State is what Decide needs to know: the node and the module the command
 // names (zero values when it names none, or they do not exist yet), and the
@@ -204,7 +212,45 @@ func Decide(s State, c Command) ([]events.Payload, error) {
 		if s.Module.Artifacts[c.Name] == c.Digest {
 			return nil, nil
 		}
-		return one(events.ArtifactRecorded{Module: c.Module, Name: c.Name, Digest: c.Digest})
+		// A build is not a deployment (seed 002): a manual module's build
+		// waits for a deploy, a roll-out module's is deployed at once, and an
+		// artifact's first build deploys itself (there is nothing else to run).
+		policy := s.Module.Upgrade()
+		out := []events.Payload{events.ArtifactRecorded{Module: c.Module, Name: c.Name, Digest: c.Digest, Upgrade: policy}}
+		build := []events.Build{{Name: c.Name, Digest: c.Digest}}
+		switch {
+		case policy == events.UpgradeRollOut && s.Module.Deployed[c.Name] != c.Digest:
+			out = append(out, events.ModuleDeployed{Module: c.Module, Builds: build, By: events.DeployedByRollOut})
+		case s.Module.Deployed[c.Name] == "":
+			out = append(out, events.ModuleDeployed{Module: c.Module, Builds: build, By: events.DeployedByFirstBuild})
+		}
+		return out, nil
+
+	case DeployModule:
+		if !s.Module.Defined {
+			return nil, reject(CodeModuleUnknown, "cannot deploy module %s: it is not defined", short(c.Module))
+		}
+		if len(s.Module.Artifacts) == 0 {
+			return nil, reject(CodeNoBuild, "cannot deploy module %s: no build of it is recorded (mesh artifact push records one)", c.Module)
+		}
+		if c.Digest == "" {
+			pending := s.Module.Pending()
+			if len(pending) == 0 {
+				return nil, nil
+			}
+			return one(events.ModuleDeployed{Module: c.Module, Builds: pending, By: events.DeployedByOperator})
+		}
+		if err := CheckDigest(c.Digest); err != nil {
+			return nil, reject(CodeInvalid, "cannot deploy module %s: %v", c.Module, err)
+		}
+		name, ok := s.Module.Builds[c.Digest]
+		if !ok {
+			return nil, reject(CodeNoBuild, "cannot deploy module %s at %s: no build of it with that digest is recorded", c.Module, c.Digest)
+		}
+		if s.Module.Deployed[name] == c.Digest {
+			return nil, nil
+		}
+		return one(events.ModuleDeployed{Module: c.Module, Builds: []events.Build{{Name: name, Digest: c.Digest}}, By: events.DeployedByOperator})
 	}
 	return nil, reject(CodeInvalid, "unknown command %T", c)
 }
@@ -233,6 +279,11 @@ func Unchanged(c Command) string {
 		return fmt.Sprintf("module %s is already taken on %s", c.Module, c.Node)
 	case RecordArtifact:
 		return fmt.Sprintf("build %s of %s is already recorded", c.Digest, c.Name)
+	case DeployModule:
+		if c.Digest != "" {
+			return fmt.Sprintf("module %s already runs build %s", c.Module, c.Digest)
+		}
+		return fmt.Sprintf("module %s already runs its latest recorded builds", c.Module)
 	}
 	return fmt.Sprintf("%T changes nothing", c)
 }
@@ -270,7 +321,7 @@ func isNodeCommand(c Command) bool {
 
 func isModuleCommand(c Command) bool {
 	switch c.(type) {
-	case DefineModule, AssignModule, ReleaseModule, TakeModule, RecordArtifact:
+	case DefineModule, AssignModule, ReleaseModule, TakeModule, RecordArtifact, DeployModule:
 		return true
 	}
 	return false
@@ -443,6 +494,11 @@ func ValidateSpec(s events.ModuleSpec) error {
 	}
 	if len(s.Networks) > 0 {
 		return specErr("networks", "networks are not supported yet")
+	}
+	switch s.Upgrade {
+	case "", events.UpgradeManual, events.UpgradeRollOut:
+	default:
+		return specErr("upgrade", "%s is not an upgrade policy (want %s or %s)", quote(s.Upgrade), events.UpgradeManual, events.UpgradeRollOut)
 	}
 	return nil
 }

@@ -15,7 +15,7 @@ func given(ps ...events.Payload) State {
 	for i, p := range ps {
 		ev := events.Event{Version: uint64(i + 1), Type: p.EventType()}
 		switch p.(type) {
-		case events.ModuleDefined, events.ArtifactRecorded:
+		case events.ModuleDefined, events.ArtifactRecorded, events.ModuleDeployed:
 			s.Module = EvolveModule(s.Module, ev, p)
 		default:
 			s.Node = EvolveNode(s.Node, ev, p)
@@ -43,7 +43,18 @@ func TestDecide(t *testing.T) {
 	assigned := events.ModuleAssigned{Module: "forge", Node: "novox"}
 	taken := events.ModuleTaken{Module: "forge", Node: "novox"}
 	port := events.NodeSettingSet{Node: "novox", Key: "port.store", Value: "6852"}
-	recorded := events.ArtifactRecorded{Module: "forge", Name: "forge/web", Digest: fullDigest}
+	recorded := events.ArtifactRecorded{Module: "forge", Name: "forge/web", Digest: fullDigest} // before policies: a deployment
+	// A build is not a deployment (seed 002): builds recorded under a policy.
+	rollOutSpec := webSpec
+	rollOutSpec.Upgrade = events.UpgradeRollOut
+	rollOut := events.ModuleDefined{Module: "forge", Spec: rollOutSpec}
+	build := func(d string) []events.Build { return []events.Build{{Name: "forge/web", Digest: d}} }
+	recordedManual := func(d string) events.ArtifactRecorded {
+		return events.ArtifactRecorded{Module: "forge", Name: "forge/web", Digest: d, Upgrade: events.UpgradeManual}
+	}
+	recordedRollOut := events.ArtifactRecorded{Module: "forge", Name: "forge/web", Digest: otherDigest, Upgrade: events.UpgradeRollOut}
+	firstBuild := events.ModuleDeployed{Module: "forge", Builds: build(fullDigest), By: events.DeployedByFirstBuild}
+	deployedOther := events.ModuleDeployed{Module: "forge", Builds: build(otherDigest), By: events.DeployedByOperator}
 	long := strings.Repeat("n", 100_000)
 	tests := []struct {
 		name   string
@@ -103,11 +114,41 @@ func TestDecide(t *testing.T) {
 		{name: "take again: already done", given: []events.Payload{reg, adopted, defined, assigned, taken}, when: TakeModule{Module: "forge", Node: "novox"}},
 		{name: "take after release and re-assign", given: []events.Payload{reg, adopted, defined, assigned, taken, events.ModuleReleased{Module: "forge", Node: "novox"}, assigned},
 			when: TakeModule{Module: "forge", Node: "novox"}, then: []events.Payload{taken}},
-		{name: "record an artifact", given: []events.Payload{defined}, when: RecordArtifact{Module: "forge", Name: "forge/web", Digest: fullDigest},
-			then: []events.Payload{recorded}},
+		{name: "record an artifact: its first build deploys itself", given: []events.Payload{defined}, when: RecordArtifact{Module: "forge", Name: "forge/web", Digest: fullDigest},
+			then: []events.Payload{recordedManual(fullDigest), firstBuild}},
+		{name: "record a second build of a manual module: recorded, not deployed", given: []events.Payload{defined, recordedManual(fullDigest), firstBuild},
+			when: RecordArtifact{Module: "forge", Name: "forge/web", Digest: otherDigest}, then: []events.Payload{recordedManual(otherDigest)}},
+		{name: "record a build of a roll-out module: deployed by the policy", given: []events.Payload{rollOut, recordedManual(fullDigest), firstBuild},
+			when: RecordArtifact{Module: "forge", Name: "forge/web", Digest: otherDigest},
+			then: []events.Payload{recordedRollOut, events.ModuleDeployed{Module: "forge", Builds: build(otherDigest), By: events.DeployedByRollOut}}},
+		{name: "record a first build of a roll-out module: deployed by the policy", given: []events.Payload{rollOut},
+			when: RecordArtifact{Module: "forge", Name: "forge/web", Digest: otherDigest},
+			then: []events.Payload{recordedRollOut, events.ModuleDeployed{Module: "forge", Builds: build(otherDigest), By: events.DeployedByRollOut}}},
+		{name: "record again the build a manual module runs: recorded, already deployed", given: []events.Payload{defined, recordedManual(fullDigest), firstBuild, recordedManual(otherDigest)},
+			when: RecordArtifact{Module: "forge", Name: "forge/web", Digest: fullDigest}, then: []events.Payload{recordedManual(fullDigest)}},
+		{name: "deploy the latest recorded build", given: []events.Payload{defined, recordedManual(fullDigest), firstBuild, recordedManual(otherDigest)},
+			when: DeployModule{Module: "forge"}, then: []events.Payload{deployedOther}},
+		{name: "deploy a recorded build by digest", given: []events.Payload{defined, recordedManual(fullDigest), firstBuild, recordedManual(otherDigest)},
+			when: DeployModule{Module: "forge", Digest: otherDigest}, then: []events.Payload{deployedOther}},
+		{name: "roll back to an earlier build by digest", given: []events.Payload{defined, recordedManual(fullDigest), firstBuild, recordedManual(otherDigest), deployedOther},
+			when: DeployModule{Module: "forge", Digest: fullDigest}, then: []events.Payload{events.ModuleDeployed{Module: "forge", Builds: build(fullDigest), By: events.DeployedByOperator}}},
+		{name: "deploy what already runs: already done", given: []events.Payload{defined, recordedManual(fullDigest), firstBuild},
+			when: DeployModule{Module: "forge"}},
+		{name: "deploy by digest what already runs: already done", given: []events.Payload{defined, recordedManual(fullDigest), firstBuild, recordedManual(otherDigest)},
+			when: DeployModule{Module: "forge", Digest: fullDigest}},
+		{name: "deploy a history recorded before policies: its builds already run", given: []events.Payload{defined, recorded},
+			when: DeployModule{Module: "forge"}},
+		{name: "deploy a digest never recorded", given: []events.Payload{defined, recordedManual(fullDigest), firstBuild},
+			when: DeployModule{Module: "forge", Digest: otherDigest}, code: CodeNoBuild, msg: otherDigest},
+		{name: "deploy a bad digest", given: []events.Payload{defined, recordedManual(fullDigest), firstBuild},
+			when: DeployModule{Module: "forge", Digest: "sha256:ab"}, code: CodeInvalid},
+		{name: "deploy a module with no build", given: []events.Payload{defined}, when: DeployModule{Module: "forge"}, code: CodeNoBuild, msg: "no build"},
+		{name: "deploy an undefined module", when: DeployModule{Module: "forge"}, code: CodeModuleUnknown},
+		{name: "deploy a module by a bad name", when: DeployModule{Module: "For Ge"}, code: CodeInvalid},
+		{name: "define with an unknown upgrade policy", when: DefineModule{Module: "forge", Spec: events.ModuleSpec{Upgrade: "yolo"}}, code: CodeInvalid, msg: "upgrade"},
 		{name: "record the same build again: already done", given: []events.Payload{defined, recorded}, when: RecordArtifact{Module: "forge", Name: "forge/web", Digest: fullDigest}},
-		{name: "record a newer build", given: []events.Payload{defined, recorded}, when: RecordArtifact{Module: "forge", Name: "forge/web", Digest: otherDigest},
-			then: []events.Payload{events.ArtifactRecorded{Module: "forge", Name: "forge/web", Digest: otherDigest}}},
+		{name: "record a newer build over a history before policies", given: []events.Payload{defined, recorded}, when: RecordArtifact{Module: "forge", Name: "forge/web", Digest: otherDigest},
+			then: []events.Payload{recordedManual(otherDigest)}},
 		{name: "record a short digest", given: []events.Payload{defined}, when: RecordArtifact{Module: "forge", Name: "forge/web", Digest: "sha256:ab12"}, code: CodeInvalid, msg: `digest "sha256:ab12"`},
 		{name: "record a digest with no algorithm", given: []events.Payload{defined}, when: RecordArtifact{Module: "forge", Name: "forge/web", Digest: "ab12"}, code: CodeInvalid},
 		{name: "record an upper-case digest", given: []events.Payload{defined}, when: RecordArtifact{Module: "forge", Name: "forge/web", Digest: strings.ToUpper(fullDigest)}, code: CodeInvalid},

@@ -35,6 +35,7 @@ const (
 	CodeModuleUnknown = "module-unknown" // the module is not defined
 	CodeNotAssigned   = "not-assigned"   // a take of a module not assigned to the node
 	CodeRouteClaimed  = "route-claimed"  // another module already routes one of the module's names
+	CodeNoBuild       = "no-build"       // a deploy of a build (or a module) of which no build is recorded
 )
 
 // Rejection is a command refused by its aggregate: a code callers branch on,

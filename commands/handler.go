@@ -149,6 +149,9 @@ func stateOf(ctx context.Context, src source, c Command) (State, uint64, error) 
 	case RecordArtifact:
 		s.Module, err = src.Module(ctx, c.Module)
 		return s, s.Module.Version, err
+	case DeployModule:
+		s.Module, err = src.Module(ctx, c.Module)
+		return s, s.Module.Version, err
 	}
 	return s, 0, reject(CodeInvalid, "unknown command %T", c)
 }
@@ -240,22 +243,8 @@ func (h *Handler) ExecuteAll(ctx context.Context, actor string, cs []Command) ([
 // against the state the commands before it would leave, reading the store
 // and appending nothing, and returns the first refusal (or read failure).
 func (h *Handler) Check(ctx context.Context, cs []Command) error {
-	o := &overlay{base: h, nodes: map[string]Node{}, modules: map[string]Module{}}
-	for _, c := range cs {
-		if err := checkNames(c); err != nil {
-			return err
-		}
-		s, _, err := stateOf(ctx, o, c)
-		if err != nil {
-			return err
-		}
-		ps, err := Decide(s, c)
-		if err != nil {
-			return err
-		}
-		o.fold(c, s, ps)
-	}
-	return nil
+	_, err := h.Hypothetical(ctx, cs)
+	return err
 }
 
 // overlay is the store as a batch's commands would leave it: the states they
@@ -316,7 +305,7 @@ func (o *overlay) fold(c Command, s State, ps []events.Payload) {
 		return
 	}
 	switch c.(type) {
-	case DefineModule, RecordArtifact:
+	case DefineModule, RecordArtifact, DeployModule:
 		m := s.Module
 		for _, p := range ps {
 			m = EvolveModule(m, events.Event{Version: m.Version + 1, Type: p.EventType()}, p)
@@ -361,6 +350,8 @@ func moduleOf(c Command) string {
 		return c.Module
 	case RecordArtifact:
 		return c.Module
+	case DeployModule:
+		return c.Module
 	}
 	return ""
 }
@@ -371,7 +362,7 @@ func describe(c Command) string {
 	switch c := c.(type) {
 	case AssignModule, ReleaseModule, TakeModule:
 		return fmt.Sprintf("%s %s on %s", name, moduleOf(c), nodeOf(c))
-	case DefineModule, RecordArtifact:
+	case DefineModule, RecordArtifact, DeployModule:
 		return fmt.Sprintf("%s %s", name, moduleOf(c))
 	default:
 		return fmt.Sprintf("%s %s", name, nodeOf(c))

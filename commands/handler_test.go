@@ -517,3 +517,42 @@ func TestUndecodableComposedIsNoCurrentDeclaration(t *testing.T) {
 		t.Fatalf("pushed %s; stream ends %s, %s", d.ID, evs[len(evs)-2].Type, last.Type)
 	}
 }
+
+// TestHypotheticalAppendsNothing: a plan's --after composes as if the
+// commands had run, and the store does not grow.
+func TestHypotheticalAppendsNothing(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	h := commands.NewHandler(store, events.NewRegistry())
+	spec := events.ModuleSpec{Containers: []events.ContainerSpec{{Name: "web", Image: "forge:1"}}}
+	for _, c := range []commands.Command{commands.RegisterNode{Node: "novox"}, commands.DefineModule{Module: "forge", Spec: spec}} {
+		if _, err := h.Execute(ctx, "operator:t", c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	head := func() uint64 {
+		evs, err := store.ReadAll(ctx, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return uint64(len(evs))
+	}
+	before := head()
+	r, err := h.Hypothetical(ctx, []commands.Command{commands.AssignModule{Module: "forge", Node: "novox"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := commands.Compose(ctx, r, "novox", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Declaration.Resource("web"); !ok {
+		t.Fatalf("composed after assign: %+v, want web", c.Declaration.Resources)
+	}
+	if head() != before {
+		t.Fatal("Hypothetical appended")
+	}
+	if _, err := h.Hypothetical(ctx, []commands.Command{commands.TakeModule{Module: "forge", Node: "novox"}}); !errors.Is(err, commands.ErrRejected) {
+		t.Fatalf("a refused command: %v, want a rejection", err)
+	}
+}

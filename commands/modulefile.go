@@ -57,6 +57,7 @@ func (e *ModuleFileError) Is(target error) bool { return target == ErrModuleFile
 // ParseModuleFile parses a module file (YAML). file names it in errors.
 //
 //	module: forge                    # required
+//	upgrade: manual                  # or roll-out: how a recorded build reaches the nodes
 //	routes: [forge.zurag.be]
 //	containers:
 //	  - name: web
@@ -73,7 +74,11 @@ func (e *ModuleFileError) Is(target error) bool { return target == ErrModuleFile
 //	files:
 //	  - {path: /etc/forge.conf, mode: "0644", content: "..."}
 //
-// Every mounted path is also a directory resource of the module. Unknown
+// Every mounted path is also a directory resource of the module. upgrade
+// says what recording a build of one of its artifacts does: with manual (the
+// default) nothing until `mesh deploy` (the artifact's first build excepted,
+// which deploys itself); with roll-out, the build is deployed as it is
+// recorded. Unknown
 // fields, wrong types, duplicate container names, a file over
 // MaxModuleFileSize and everything ValidateSpec refuses (paths not clean or
 // declared twice among them) are errors naming the file, line and field.
@@ -191,8 +196,13 @@ func (p *mfParser) module(doc *yaml.Node) (string, events.ModuleSpec) {
 				}
 				spec.Files = append(spec.Files, fs)
 			})
+		case "upgrade":
+			spec.Upgrade = p.str(v, "upgrade")
+			if p.err == nil && spec.Upgrade != events.UpgradeManual && spec.Upgrade != events.UpgradeRollOut {
+				p.fail(v, "upgrade", "%s is not an upgrade policy (want %s, the default, or %s)", quote(spec.Upgrade), events.UpgradeManual, events.UpgradeRollOut)
+			}
 		default:
-			p.fail(v, key, "unknown field (want module, routes, containers, directories, files)")
+			p.fail(v, key, "unknown field (want module, upgrade, routes, containers, directories, files)")
 		}
 	})
 	if p.err == nil && !nameSeen {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"meshplane/events"
 )
 
 const forgeFile = `# the forge
@@ -43,6 +45,26 @@ func TestParseModuleFile(t *testing.T) {
 	}
 }
 
+// TestParseModuleFileUpgrade: a module's upgrade policy is manual unless
+// its file says roll-out.
+func TestParseModuleFileUpgrade(t *testing.T) {
+	for _, tc := range []struct{ file, want string }{
+		{"module: forge\n", events.UpgradeManual},
+		{"module: forge\nupgrade: manual\n", events.UpgradeManual},
+		{"module: forge\nupgrade: roll-out\n", events.UpgradeRollOut},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			_, spec, err := ParseModuleFile("f.yaml", []byte(tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := (Module{Spec: spec}).Upgrade(); got != tc.want {
+				t.Fatalf("upgrade %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestParseModuleFileRefusesNamingFileLineAndField(t *testing.T) {
 	tests := []struct {
 		name, file string
@@ -58,6 +80,7 @@ func TestParseModuleFileRefusesNamingFileLineAndField(t *testing.T) {
 		{"bad module name", "module: Forge\n", "f.yaml:1: module: \"Forge\""},
 		{"duplicate container", "module: forge\ncontainers:\n  - {name: web, image: a}\n  - {name: web, image: b}\n", "containers[1].name: \"web\" is also the name of containers[0]"},
 		{"key twice", "module: forge\nmodule: other\n", "f.yaml:2: module: given twice"},
+		{"unknown upgrade policy", "module: forge\nupgrade: yolo\n", "f.yaml:2: upgrade: \"yolo\" is not an upgrade policy (want manual, the default, or roll-out)"},
 		{"syntax", "module: [forge\n", "f.yaml:"},
 		{"bad route", "module: forge\nroutes: [\"not a host\"]\n", "f.yaml:2: routes[0]"},
 		{"port read without env", "module: forge\ncontainers:\n  - name: web\n    image: a\n    ports: [{port: store}]\n", "f.yaml:5: containers[0].ports[0]"},

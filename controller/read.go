@@ -145,6 +145,7 @@ func (c *Controller) Why(ctx context.Context, req api.WhyRequest) (api.WhyRespon
 	out := api.WhyResponse{Node: req.Node, Resource: req.Resource, Touches: make([]api.WhyTouch, len(touches))}
 	for i, t := range touches {
 		out.Touches[i].Touch = t
+		out.Touches[i].Deploy = deployBehind(c.views.Timeline, req.Node, req.Resource, t)
 		if t.Entry.Correlation == "" {
 			continue
 		}

@@ -40,6 +40,7 @@ func NewRegistry() *Registry {
 		ModuleAssigned{}, ModuleReleased{}, ModuleTaken{}, ArtifactRecorded{},
 		DeclarationComposed{}, DeclarationComposeFailed{}, DeclarationPushed{},
 		DeclarationPushFailed{}, ApplyReported{}, ReportDeliveredLate{},
+		ModuleDeployed{},
 	} {
 		r.Register(p, 1)
 	}

@@ -178,6 +178,7 @@ func TestVocabulary(t *testing.T) {
 		events.DeclarationPushFailed{Node: "novox", Declaration: "d1", Error: "bus cut"},
 		events.ApplyReported{Node: "novox", Declaration: "d1", Sent: 4, Applied: 3, Held: held("ca", "route-proxy")},
 		events.ReportDeliveredLate{Node: "novox", Declaration: "d1", ApplyID: "a1", Attempts: 3},
+		events.ModuleDeployed{Module: "forge", Builds: []events.Build{{Name: "forge/web", Digest: "sha256:ab12"}}, By: events.DeployedByRollOut},
 	}
 	var types []string
 	for _, p := range payloads {

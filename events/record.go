@@ -92,6 +92,7 @@ var recordTypes = [...]string{
 	TypeModuleAssigned, TypeModuleReleased, TypeModuleTaken, TypeArtifactRecorded,
 	TypeDeclarationComposed, TypeDeclarationComposeFailed, TypeDeclarationPushed,
 	TypeDeclarationPushFailed, TypeApplyReported, TypeReportDeliveredLate,
+	TypeModuleDeployed,
 }
 
 // recordTypeCode is recordTypes inverted.

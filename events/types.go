@@ -20,6 +20,7 @@ const (
 	TypeDeclarationPushFailed    = "declaration.push-failed"
 	TypeApplyReported            = "apply.reported"
 	TypeReportDeliveredLate      = "report.delivered-late"
+	TypeModuleDeployed           = "module.deployed"
 )
 
 // NodeStream is the stream of a node's events.
@@ -70,6 +71,9 @@ type ModuleSpec struct {
 	Files       []FileSpec      `json:"files,omitempty"`
 	Volumes     []string        `json:"volumes,omitempty"`
 	Networks    []string        `json:"networks,omitempty"`
+	// Upgrade is the module's upgrade policy: UpgradeManual (also when
+	// empty) or UpgradeRollOut.
+	Upgrade string `json:"upgrade,omitempty"`
 }
 
 // ContainerSpec is one container of a module. Exactly one of Image and
@@ -134,11 +138,56 @@ type ModuleTaken struct {
 
 // ArtifactRecorded: a build of one of the module's artifacts. It names the
 // artifact, never an address: image references are composed per declaration.
+//
+// A build is not a deployment (seed 002, its issue 126): compose runs the
+// build a module was last deployed with (module.deployed). Upgrade is the
+// module's upgrade policy when the build was recorded; a build recorded
+// before policies existed has none, and was a deployment as it was recorded
+// (so an old history composes as it always did).
 type ArtifactRecorded struct {
 	Module string `json:"module"`
 	Name   string `json:"name"`   // "forge/web"
 	Digest string `json:"digest"` // "sha256:ab12"
+	// Added fields.
+	Upgrade string `json:"upgrade,omitempty"` // UpgradeManual or UpgradeRollOut; "" in builds recorded before policies
 }
+
+// Upgrade policies of a module (ModuleSpec.Upgrade, ArtifactRecorded.Upgrade).
+const (
+	UpgradeManual  = "manual"   // a recorded build waits for mesh deploy (the default)
+	UpgradeRollOut = "roll-out" // a recorded build is deployed as it is recorded
+)
+
+// ModuleDeployed (public payload, on stream "module-<name>"): from now on,
+// compose runs these builds of the module's artifacts. Builds lists each
+// artifact deployed, by name, with the digest of its recorded build; By says
+// what deployed them.
+//
+//	{"module": "forge", "builds": [{"name": "forge/web", "digest": "sha256:…"}], "by": "operator"}
+//
+// By is DeployedByOperator (mesh deploy), DeployedByRollOut (the module's
+// upgrade policy deployed the build as it was recorded: the event follows
+// that artifact.recorded, under its correlation) or DeployedByFirstBuild
+// (the first recorded build of an artifact deploys itself, whatever the
+// policy). Fields may be added, never removed or renamed.
+type ModuleDeployed struct {
+	Module string  `json:"module"`
+	Builds []Build `json:"builds"`
+	By     string  `json:"by"`
+}
+
+// Build names one recorded build of an artifact.
+type Build struct {
+	Name   string `json:"name"`   // "forge/web"
+	Digest string `json:"digest"` // "sha256:ab12"
+}
+
+// What deployed a module's builds (ModuleDeployed.By).
+const (
+	DeployedByOperator   = "operator"
+	DeployedByRollOut    = "roll-out"
+	DeployedByFirstBuild = "first-build"
+)
 
 // DeclarationComposed (public payload): the controller composed a node's
 // declaration.
@@ -294,3 +343,4 @@ func (DeclarationPushed) EventType() string        { return TypeDeclarationPushe
 func (DeclarationPushFailed) EventType() string    { return TypeDeclarationPushFailed }
 func (ApplyReported) EventType() string            { return TypeApplyReported }
 func (ReportDeliveredLate) EventType() string      { return TypeReportDeliveredLate }
+func (ModuleDeployed) EventType() string           { return TypeModuleDeployed }

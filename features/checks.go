@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 
+	"meshplane/agent"
+	"meshplane/api"
+	"meshplane/controller"
 	"meshplane/declaration"
 	"meshplane/events"
 	"meshplane/projections"
@@ -388,6 +391,171 @@ func eventStreamHas(ctx context.Context, n int, typ, node string) error {
 	}
 	if got != n {
 		return fmt.Errorf("the event stream has %d %q events for %s, not %d", got, typ, node, n)
+	}
+	return nil
+}
+
+func timelineOfModuleReads(ctx context.Context, module, words string) error {
+	w, err := view(ctx)
+	if err != nil {
+		return err
+	}
+	var lines []string
+	for _, en := range w.mesh.Views.Timeline.Query(projections.Filter{Module: module}) {
+		if strings.Contains(en.Summary, words) {
+			return nil
+		}
+		lines = append(lines, en.Summary)
+	}
+	return fmt.Errorf("no entry of module %s's timeline reads %q:\n  %s", module, words, strings.Join(lines, "\n  "))
+}
+
+// whyNames checks that why connects the last replacement of container on
+// node to what is behind it: the deploy and the build (seed 002).
+func whyNames(ctx context.Context, container, node, words string) error {
+	w, err := view(ctx)
+	if err != nil {
+		return err
+	}
+	touches, err := w.mesh.Views.Timeline.Why(node, container)
+	if err != nil {
+		return err
+	}
+	for i := len(touches) - 1; i >= 0; i-- {
+		t := touches[i]
+		if t.Action != projections.ActionReplaced {
+			continue
+		}
+		var lines []string
+		for _, en := range w.mesh.Views.Timeline.DeployBehind(node, container, t.Entry.Position) {
+			if strings.Contains(en.Summary, words) {
+				return nil
+			}
+			lines = append(lines, en.Summary)
+		}
+		return fmt.Errorf("why %s on %s was replaced (at #%d) names no %q; behind it:\n  %s", container, node, t.Entry.Position, words, strings.Join(lines, "\n  "))
+	}
+	return fmt.Errorf("container %s on %s was never replaced", container, node)
+}
+
+func (w *World) plan(node string) (api.NodePlan, error) {
+	np, ok := w.plans[node]
+	if !ok {
+		return api.NodePlan{}, fmt.Errorf("the mesh was not planned for %s in this scenario", node)
+	}
+	return np, nil
+}
+
+// planStep returns the plan's step for resource name, if it has one.
+func planStep(np api.NodePlan, name string) (agent.PreviewStep, bool) {
+	for _, s := range np.Steps {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return agent.PreviewStep{}, false
+}
+
+func planSteps(np api.NodePlan) string {
+	var b strings.Builder
+	b.WriteString(np.Headline)
+	for _, s := range np.Steps {
+		fmt.Fprintf(&b, "\n  %s %s %v: %s", s.Action, s.Name, s.Fields, s.Reason)
+	}
+	return b.String()
+}
+
+func planReplaces(ctx context.Context, node, name, field string) error {
+	np, err := world(ctx).plan(node)
+	if err != nil {
+		return err
+	}
+	s, ok := planStep(np, name)
+	if !ok || s.Action != "replace" {
+		return fmt.Errorf("the plan for %s does not replace %s:\n%s", node, name, planSteps(np))
+	}
+	for _, f := range s.Fields {
+		if strings.Contains(f, field) {
+			return nil
+		}
+	}
+	return fmt.Errorf("the plan for %s replaces %s because of %v, none of which is %q", node, name, s.Fields, field)
+}
+
+func planHolds(ctx context.Context, node, name string) error {
+	np, err := world(ctx).plan(node)
+	if err != nil {
+		return err
+	}
+	if np.Source != api.PlanByAgent {
+		return fmt.Errorf("the plan for %s was not made by its agent (%s: %s): holds are known only there", node, np.Source, np.NoAnswer)
+	}
+	if s, ok := planStep(np, name); !ok || s.Action != "hold" {
+		return fmt.Errorf("the plan for %s does not hold %s:\n%s", node, name, planSteps(np))
+	}
+	return nil
+}
+
+func planChangesNothing(ctx context.Context, node string) error {
+	np, err := world(ctx).plan(node)
+	if err != nil {
+		return err
+	}
+	if len(np.Steps) > 0 || np.Hosts != "" || np.Source == api.PlanNotComposed {
+		return fmt.Errorf("the plan for %s changes something:\n%s", node, planSteps(np))
+	}
+	return nil
+}
+
+func planIsHeavy(ctx context.Context, node string) error {
+	np, err := world(ctx).plan(node)
+	if err != nil {
+		return err
+	}
+	if !np.Heavy || !strings.Contains(np.Headline, "HEAVY") {
+		return fmt.Errorf("the plan for %s is not heavy:\n%s", node, planSteps(np))
+	}
+	return nil
+}
+
+func planIsNotHeavy(ctx context.Context, node string) error {
+	np, err := world(ctx).plan(node)
+	if err != nil {
+		return err
+	}
+	if np.Heavy {
+		return fmt.Errorf("the plan for %s is heavy:\n%s", node, planSteps(np))
+	}
+	return nil
+}
+
+func planWithoutAgent(ctx context.Context, node string) error {
+	np, err := world(ctx).plan(node)
+	if err != nil {
+		return err
+	}
+	if np.Source != api.PlanByDeclarations || np.NoAnswer == "" {
+		return fmt.Errorf("the plan for %s was made by %s", node, np.Source)
+	}
+	return nil
+}
+
+// lastPassDidWhatThePlanSaid holds plan and pass together, resource by
+// resource: the declaration, and every resource created, replaced (with
+// its fields), updated, removed, held (with its reason) and failed, and
+// the counts.
+func lastPassDidWhatThePlanSaid(ctx context.Context, node string) error {
+	w := world(ctx)
+	np, err := w.plan(node)
+	if err != nil {
+		return err
+	}
+	got, err := w.lastApply(ctx, node)
+	if err != nil {
+		return err
+	}
+	if d := controller.Diverges(np.Outcome, got); d != "" {
+		return fmt.Errorf("the last pass on %s did not do what the plan said: %s", node, d)
 	}
 	return nil
 }

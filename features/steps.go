@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,7 +24,9 @@ import (
 
 	"github.com/cucumber/godog"
 
+	"meshplane/api"
 	"meshplane/commands"
+	"meshplane/controller"
 	"meshplane/events"
 	"meshplane/events/boltstore"
 	"meshplane/events/memstore"
@@ -60,6 +63,7 @@ type World struct {
 	cleanup func()
 	modules map[string]*events.ModuleSpec // as the scenario has defined them
 	before  []byte                        // the projections before a rebuild
+	plans   map[string]api.NodePlan       // the last plan per node
 }
 
 type worldKey struct{}
@@ -94,6 +98,7 @@ func Initialize(sc *godog.ScenarioContext, opts Options) {
 	sc.Step(`^module "([^"]*)" writes file "([^"]*)" with "([^"]*)"$`, moduleWritesFile)
 	sc.Step(`^module "([^"]*)" container "([^"]*)" reads port "([^"]*)" of its node as "([^"]*)"$`, containerReadsPort)
 	sc.Step(`^module "([^"]*)" container "([^"]*)" runs artifact "([^"]*)" at digest "([^"]*)"$`, containerRunsArtifact)
+	sc.Step(`^module "([^"]*)" upgrades by roll-out$`, moduleUpgradesByRollOut)
 	sc.Step(`^module "([^"]*)" does not compose$`, moduleDoesNotCompose)
 	sc.Step(`^directory "([^"]*)" exists on node "([^"]*)"$`, directoryExistsOnNode)
 
@@ -113,6 +118,12 @@ func Initialize(sc *godog.ScenarioContext, opts Options) {
 	sc.Step(`^the projections are rebuilt from the event stream$`, projectionsAreRebuilt)
 	sc.Step(`^something outside the mesh removes every container on "([^"]*)" after each apply$`, outsideRemovesContainers)
 	sc.Step(`^the event stream receives:$`, eventStreamReceives)
+	sc.Step(`^a build of "([^"]*)" at digest "([^"]*)" is recorded$`, buildIsRecorded)
+	sc.Step(`^module "([^"]*)" is deployed$`, moduleIsDeployed)
+	sc.Step(`^module "([^"]*)" is deployed at digest "([^"]*)"$`, moduleIsDeployedAt)
+	sc.Step(`^module "([^"]*)" container "([^"]*)" mounts "([^"]*)" instead of "([^"]*)"$`, containerMountsInstead)
+	sc.Step(`^the mesh is planned for "([^"]*)"$`, meshIsPlanned)
+	sc.Step(`^the mesh is planned for "([^"]*)" after module "([^"]*)" is deployed$`, meshIsPlannedAfterDeploy)
 
 	// Then: checks, on projections and the event stream.
 	sc.Step(`^the push to "([^"]*)" fails naming "([^"]*)"$`, pushFailsNaming)
@@ -132,10 +143,19 @@ func Initialize(sc *godog.ScenarioContext, opts Options) {
 	sc.Step(`^no churn is detected on "([^"]*)"$`, noChurnDetected)
 	sc.Step(`^the projections equal those before the rebuild$`, projectionsEqualBefore)
 	sc.Step(`^the event stream has (\d+) "([^"]*)" events for "([^"]*)"$`, eventStreamHas)
+	sc.Step(`^the timeline of module "([^"]*)" reads "([^"]*)"$`, timelineOfModuleReads)
+	sc.Step(`^why container "([^"]*)" on "([^"]*)" was last replaced names "([^"]*)"$`, whyNames)
+	sc.Step(`^the plan for "([^"]*)" replaces "([^"]*)" because "([^"]*)"$`, planReplaces)
+	sc.Step(`^the plan for "([^"]*)" holds "([^"]*)"$`, planHolds)
+	sc.Step(`^the plan for "([^"]*)" changes nothing$`, planChangesNothing)
+	sc.Step(`^the plan for "([^"]*)" is heavy$`, planIsHeavy)
+	sc.Step(`^the plan for "([^"]*)" is not heavy$`, planIsNotHeavy)
+	sc.Step(`^the plan for "([^"]*)" was made without its agent$`, planWithoutAgent)
+	sc.Step(`^the last pass on "([^"]*)" did what the plan said$`, lastPassDidWhatThePlanSaid)
 }
 
 func newWorld(opts Options) (*World, error) {
-	w := &World{modules: map[string]*events.ModuleSpec{}}
+	w := &World{modules: map[string]*events.ModuleSpec{}, plans: map[string]api.NodePlan{}}
 	switch opts.Store {
 	case "", StoreMemory:
 		w.store = memstore.New()
@@ -301,7 +321,69 @@ func containerRunsArtifact(ctx context.Context, module, container, artifact, dig
 	if err != nil {
 		return err
 	}
-	return w.mesh.Do(ctx, commands.RecordArtifact{Module: module, Name: artifact, Digest: digest})
+	// The step states what the container runs: the build is recorded and
+	// deployed (a no-op when recording it deployed it already).
+	if err := w.mesh.Do(ctx, commands.RecordArtifact{Module: module, Name: artifact, Digest: digest}); err != nil {
+		return err
+	}
+	return w.mesh.Do(ctx, commands.DeployModule{Module: module, Digest: digest})
+}
+
+func moduleUpgradesByRollOut(ctx context.Context, module string) error {
+	return world(ctx).define(ctx, module, func(s *events.ModuleSpec) error {
+		s.Upgrade = events.UpgradeRollOut
+		return nil
+	})
+}
+
+// artifactModule is the module whose container runs artifact, as the
+// scenario defined it; else the artifact's first segment ("forge/web":
+// forge).
+func (w *World) artifactModule(artifact string) string {
+	for _, name := range slices.Sorted(maps.Keys(w.modules)) {
+		for _, c := range w.modules[name].Containers {
+			if c.Artifact == artifact {
+				return name
+			}
+		}
+	}
+	module, _, _ := strings.Cut(artifact, "/")
+	return module
+}
+
+func buildIsRecorded(ctx context.Context, artifact, digest string) error {
+	w := world(ctx)
+	return w.mesh.Do(ctx, commands.RecordArtifact{Module: w.artifactModule(artifact), Name: artifact, Digest: digest})
+}
+
+func moduleIsDeployed(ctx context.Context, module string) error {
+	return world(ctx).mesh.Do(ctx, commands.DeployModule{Module: module})
+}
+
+func moduleIsDeployedAt(ctx context.Context, module, digest string) error {
+	return world(ctx).mesh.Do(ctx, commands.DeployModule{Module: module, Digest: digest})
+}
+
+func containerMountsInstead(ctx context.Context, module, container, path, old string) error {
+	w := world(ctx)
+	return w.define(ctx, module, func(s *events.ModuleSpec) error {
+		c, err := w.container(s, module, container)
+		if err != nil {
+			return err
+		}
+		// The data moves on the host; the container still finds it where
+		// it did (the /var/lib move of seed 002).
+		for i, m := range c.Mounts {
+			if m.Source == old {
+				if m.Target == "" {
+					c.Mounts[i].Target = old
+				}
+				c.Mounts[i].Source = path
+				return nil
+			}
+		}
+		return fmt.Errorf("module %s container %s mounts no %q", module, container, old)
+	})
 }
 
 // moduleDoesNotCompose defines a module whose set does not compose on any
@@ -429,4 +511,43 @@ func eventStreamReceives(ctx context.Context, doc *godog.DocString) error {
 		}
 	}
 	return world(ctx).mesh.AppendJSONLines(ctx, lines)
+}
+
+// plan plans node as `mesh plan` does (controller.PlanNode: the same
+// compose, and the node's agent's dry run, answered in process over the
+// simulated bus), through r, and keeps the plan for the Then steps. A plan
+// appends nothing: the step fails if the store grew.
+func plan(ctx context.Context, node string, after ...commands.Command) error {
+	w := world(ctx)
+	before, err := w.store.ReadAll(ctx, 0, 0)
+	if err != nil {
+		return err
+	}
+	var r commands.Reader = w.mesh.Handler
+	if len(after) > 0 {
+		if r, err = w.mesh.Handler.Hypothetical(ctx, after); err != nil {
+			return err
+		}
+	}
+	np, err := controller.PlanNode(ctx, controller.Planning{
+		Reader: r, Store: w.mesh.Store, Registry: w.mesh.Registry, DryRun: w.mesh,
+	}, node)
+	if err != nil {
+		return err
+	}
+	after2, err := w.store.ReadAll(ctx, 0, 0)
+	if err != nil {
+		return err
+	}
+	if len(after2) != len(before) {
+		return fmt.Errorf("planning %s appended %d event(s)", node, len(after2)-len(before))
+	}
+	w.plans[node] = np
+	return nil
+}
+
+func meshIsPlanned(ctx context.Context, node string) error { return plan(ctx, node) }
+
+func meshIsPlannedAfterDeploy(ctx context.Context, node, module string) error {
+	return plan(ctx, node, commands.DeployModule{Module: module})
 }

@@ -159,6 +159,9 @@ func (c *Churn) Fold(ev events.Event, p events.Payload) error {
 	case events.ArtifactRecorded:
 		c.operatorOnModule(v.Module)
 		return nil
+	case events.ModuleDeployed:
+		c.operatorOnModule(v.Module)
+		return nil
 	case events.ModuleAssigned:
 		if c.assigned[v.Module] == nil {
 			c.assigned[v.Module] = map[string]bool{}

@@ -573,6 +573,8 @@ func modules(e *entry) []string {
 		return []string{v.Module}
 	case events.ArtifactRecorded:
 		return []string{v.Module}
+	case events.ModuleDeployed:
+		return []string{v.Module}
 	case events.DeclarationComposed, events.DeclarationPushed:
 		if e.decl != nil {
 			return e.decl.modules
@@ -696,7 +698,13 @@ func summarize(e *entry) string {
 	case events.ModuleTaken:
 		return fmt.Sprintf("%s taken on %s", v.Module, v.Node)
 	case events.ArtifactRecorded:
-		return fmt.Sprintf("artifact %s of %s recorded at %s", v.Name, v.Module, v.Digest)
+		s := fmt.Sprintf("artifact %s of %s recorded at %s", v.Name, v.Module, v.Digest)
+		if v.Upgrade == events.UpgradeManual {
+			s += " (upgrade: manual)"
+		}
+		return s
+	case events.ModuleDeployed:
+		return deployedLine(v)
 	case events.DeclarationComposed:
 		s := fmt.Sprintf("composed %s for %s: %d resource(s), %d routed name(s)", v.Declaration, e.node, e.resources, e.roster)
 		if len(v.Warnings) > 0 {
@@ -722,6 +730,28 @@ func summarize(e *entry) string {
 		return s
 	}
 	return e.typ
+}
+
+// deployedLine is a module.deployed's summary: "forge deployed: forge/web at
+// sha256:…, deployed by roll-out policy".
+func deployedLine(v events.ModuleDeployed) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s deployed:", v.Module)
+	for i, bd := range v.Builds {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, " %s at %s", bd.Name, bd.Digest)
+	}
+	switch v.By {
+	case events.DeployedByRollOut:
+		b.WriteString("; deployed by roll-out policy")
+	case events.DeployedByFirstBuild:
+		b.WriteString("; the first build deploys itself")
+	case events.DeployedByOperator:
+		b.WriteString("; deployed by mesh deploy")
+	}
+	return b.String()
 }
 
 // applyLine is an apply's Summary, then what it did by name:

@@ -210,7 +210,7 @@ func runAgent(ctx context.Context, cfg agentConfig) error {
 	}
 	log.Info("agent: running", "bus", creds.URLs, "data", cfg.Data, "interval", cfg.Interval)
 	err = agent.Run(ctx, agent.RunConfig{
-		Node: creds.Node, Runtime: rt, Outbox: box, Source: link, Reporter: reporter,
+		Node: creds.Node, Runtime: rt, Outbox: box, Source: link, Reporter: reporter, DryRuns: link,
 		Interval: cfg.Interval, RetryMax: cfg.RetryMax, ReportTimeout: cfg.ReportTimeout,
 		Logger: log, Applied: applied,
 	})

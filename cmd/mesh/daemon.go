@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"time"
 
+	"meshplane/agent"
 	"meshplane/api"
 	"meshplane/bus"
 	"meshplane/commands"
@@ -504,10 +505,21 @@ func (p notifyingPublisher) PutDeclaration(ctx context.Context, d declaration.De
 // The controller is the page's feed of changes (checked here: the
 // controller does not link the page).
 var _ web.Feed = (*controller.Controller)(nil)
+// DryRun forwards to the wrapped publisher's dry runs, when it has them.
+func (p notifyingPublisher) DryRun(ctx context.Context, d declaration.Declaration) (agent.Preview, error) {
+	dr, ok := p.Publisher.(controller.DryRunner)
+	if !ok {
+		return agent.Preview{}, fmt.Errorf("no dry runs on this bus")
+	}
+	return dr.DryRun(ctx, d)
+}
 
 // The bus adapter is the controller core's Publisher (checked here: bus
 // does not link the controller).
-var _ controller.Publisher = bus.DeclarationPublisher{}
+var (
+	_ controller.Publisher = bus.DeclarationPublisher{}
+	_ controller.DryRunner = bus.DeclarationPublisher{} // mesh plan asks the agents over the bus
+)
 
 // defaultBusURL is what node credentials name when registerCreds is given no
 // URL: the embedded bus on its default address.

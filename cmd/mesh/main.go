@@ -173,7 +173,7 @@ status, holds, timeline and churn are projections of the stream.`,
 
 	root.AddCommand(
 		e.upCmd(), e.agentCmd(), e.statusCmd(), e.infoCmd(), node, module,
-		e.assignCmd(), e.takeCmd(), e.releaseCmd(), e.pushCmd(), artifact,
+		e.assignCmd(), e.takeCmd(), e.releaseCmd(), e.pushCmd(), artifact, e.deployCmd(), e.planCmd(),
 		e.timelineCmd(), e.rosterCmd(), e.whyCmd(), e.churnCmd(),
 		e.rebuildCmd(), e.exportCmd(), e.importCmd(), store, scenario,
 	)

@@ -36,10 +36,12 @@ behind each.` + slowLocal,
 				// Quiet passes collapse into one touch, which keeps the
 				// first's entry (and so its push).
 				push := map[uint64][]projections.Entry{}
+				deploy := map[uint64][]projections.Entry{}
 				touches := make([]projections.Touch, len(resp.Touches))
 				for i, t := range resp.Touches {
 					touches[i] = t.Touch
 					push[t.Entry.Position] = t.Push
+					deploy[t.Entry.Position] = t.Deploy
 				}
 				touches = projections.CollapseTouches(touches)
 				if out == outJSON {
@@ -82,6 +84,10 @@ behind each.` + slowLocal,
 							continue
 						}
 						fmt.Fprintf(w, "      #%d %s %s\n", en.Position, en.Type, en.Summary)
+					}
+					// The build it runs, and what deployed it (seed 002).
+					for _, en := range deploy[t.Entry.Position] {
+						fmt.Fprintf(w, "      #%d %s %s (%s)\n", en.Position, en.Type, en.Summary, orDash(en.Actor))
 					}
 				}
 				return partial(sk, false)

@@ -91,6 +91,8 @@ func call(ctx context.Context, svc api.Service, op string, cs []commands.Command
 		return svc.Release(ctx, api.ModuleNodeRequest{Operator: op, Module: c.Module, Node: c.Node})
 	case commands.RecordArtifact:
 		return svc.RecordArtifact(ctx, api.RecordArtifactRequest{Operator: op, Module: c.Module, Name: c.Name, Digest: c.Digest})
+	case commands.DeployModule:
+		return svc.Deploy(ctx, api.DeployRequest{Operator: op, Module: c.Module, Digest: c.Digest})
 	}
 	return api.CommandResult{}, fmt.Errorf("%T has no request of the API", cs[0])
 }

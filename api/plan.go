@@ -1,0 +1,63 @@
+package api
+
+import (
+	"meshplane/agent"
+)
+
+// PlanRequest asks what the next push would do (mesh plan), appending
+// nothing: on Nodes (every registered node when empty), as if the commands
+// of After had run first, in order. Each is a mesh command line without
+// "mesh": "deploy forge", "deploy forge --digest sha256:…", "assign
+// route-proxy novox", "take route-proxy novox", "release route-proxy
+// novox".
+type PlanRequest struct {
+	Nodes []string `json:"nodes,omitempty"`
+	After []string `json:"after,omitempty"`
+}
+
+// PlanResponse is a plan per node, in node order. Heavy says at least one
+// node's plan is heavy (mesh plan exits 4).
+type PlanResponse struct {
+	After []string   `json:"after,omitempty"`
+	Nodes []NodePlan `json:"nodes"`
+	Heavy bool       `json:"heavy"`
+}
+
+// Where a node's plan was diffed (NodePlan.Source).
+const (
+	// PlanByAgent: the node's agent diffed the declaration against what it
+	// observes, without applying (a dry run over the bus, or in process).
+	PlanByAgent = "agent"
+	// PlanByDeclarations: the node did not answer in time; the plan is the
+	// declaration-to-declaration diff against the last declaration pushed
+	// to it, which cannot know what the node found or holds.
+	PlanByDeclarations = "declarations"
+	// PlanNotComposed: the node's declaration did not compose; the push
+	// would send nothing.
+	PlanNotComposed = "not-composed"
+)
+
+// NodePlan is what the next push would do on one node: the agent's
+// Preview (its steps, with the changed fields and what they were and
+// become; the report it would make), and where it was diffed. Its JSON
+// field names are a public API.
+type NodePlan struct {
+	agent.Preview
+	// Source is PlanByAgent, PlanByDeclarations or PlanNotComposed.
+	Source string `json:"source"`
+	// NoAnswer is why the node's agent did not answer (Source
+	// PlanByDeclarations).
+	NoAnswer string `json:"no_answer,omitempty"`
+	// ComposeError is why the declaration did not compose (Source
+	// PlanNotComposed).
+	ComposeError string `json:"compose_error,omitempty"`
+	// New says the push would compose a new declaration; false, it would
+	// send the node's current one again.
+	New      bool     `json:"new"`
+	Warnings []string `json:"warnings,omitempty"`
+	// Heavy: the plan creates, replaces or removes at least half of the
+	// declaration's resources (DESIGN.md rule 7); Headline says so first.
+	Heavy bool `json:"heavy"`
+	// Headline is the plan's first line.
+	Headline string `json:"headline"`
+}

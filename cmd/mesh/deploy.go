@@ -1,0 +1,27 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"meshplane/commands"
+)
+
+// deployCmd is mesh deploy: a build is not a deployment (seed 002). A
+// manual module (the default) runs the build it was last deployed with
+// until this says otherwise; a roll-out module is deployed as each build is
+// recorded.
+func (e *env) deployCmd() *cobra.Command {
+	var digest string
+	cmd := &cobra.Command{
+		Use:   "deploy MODULE",
+		Short: "deploy a module's latest recorded builds (or, with --digest, one recorded build): the next push runs them",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("want MODULE")
+			}
+			return e.execute(cmd, commands.DeployModule{Module: args[0], Digest: digest})
+		},
+	}
+	cmd.Flags().StringVar(&digest, "digest", "", "deploy the recorded build with this `digest` (sha256:...), of whichever artifact it is; a roll-back too")
+	return cmd
+}

@@ -1,0 +1,329 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"meshplane/agent"
+	"meshplane/api"
+	"meshplane/commands"
+	"meshplane/declaration"
+	"meshplane/events"
+)
+
+// DryRunner asks a node's agent what it would do with a declaration,
+// without applying it: the agent observes its node and runs the same Diff
+// as an apply (agent.Agent.DryRun). The bus implements it (a request on the
+// node's plan subject); the simulator answers in process.
+type DryRunner interface {
+	DryRun(ctx context.Context, d declaration.Declaration) (agent.Preview, error)
+}
+
+// DefaultDryRunTimeout is how long a plan waits for a node's answer before
+// it falls back to the declaration-to-declaration diff.
+const DefaultDryRunTimeout = 5 * time.Second
+
+// Planning is what PlanNode reads.
+type Planning struct {
+	// Reader is where compose reads: the store (a commands.Handler), or
+	// the mesh as it would be after some commands (Handler.Hypothetical).
+	Reader commands.Reader
+	// Store and Registry read the node's stream for the fallback: the
+	// declaration last pushed to it.
+	Store    events.Store
+	Registry *events.Registry
+	// DryRun asks the node's agent; nil when none can be asked, NoDryRun
+	// then says why.
+	DryRun   DryRunner
+	NoDryRun string
+	// Timeout bounds the node's answer; 0 means DefaultDryRunTimeout.
+	Timeout time.Duration
+}
+
+// PlanNode is what the next push would do on node, appending nothing. It
+// composes as a push does (commands.Compose, through p.Reader), then asks the
+// node's agent for a dry run of that declaration: the agent's Diff against
+// what the node holds, found data and holds included. A node that does not
+// answer within the timeout is planned by the same Diff against the
+// declaration last pushed to it (agent.Declared), labelled so. A
+// declaration that does not compose is a plan of nothing, saying why. A
+// failed read is an error (rule 1), never a plan.
+func PlanNode(ctx context.Context, p Planning, node string) (api.NodePlan, error) {
+	comp, err := commands.Compose(ctx, p.Reader, node, "")
+	if errors.Is(err, commands.ErrIncoherent) {
+		np := api.NodePlan{Preview: agent.Preview{Node: node}, Source: api.PlanNotComposed, ComposeError: err.Error()}
+		np.Headline = headline(np, 0)
+		return np, nil
+	}
+	if err != nil {
+		return api.NodePlan{}, fmt.Errorf("plan %s: %w", node, err)
+	}
+	d := comp.Declaration
+	np := api.NodePlan{Source: api.PlanByAgent, New: !comp.Unchanged, Warnings: d.Warnings}
+	noAnswer := p.NoDryRun
+	if p.DryRun != nil {
+		timeout := p.Timeout
+		if timeout <= 0 {
+			timeout = DefaultDryRunTimeout
+		}
+		dctx, cancel := context.WithTimeout(ctx, timeout)
+		np.Preview, err = p.DryRun.DryRun(dctx, d)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return api.NodePlan{}, fmt.Errorf("plan %s: %w", node, ctx.Err())
+			}
+			noAnswer = err.Error()
+		}
+	}
+	if p.DryRun == nil || err != nil {
+		if noAnswer == "" {
+			noAnswer = "no agent could be asked"
+		}
+		prev, err := LastPushed(ctx, p.Store, p.Registry, node, d)
+		if err != nil {
+			return api.NodePlan{}, fmt.Errorf("plan %s: %w", node, err)
+		}
+		obs, st := agent.Declared(prev)
+		np.Preview = agent.PreviewOf(node, d, agent.Diff(d, obs, st))
+		np.Source, np.NoAnswer = api.PlanByDeclarations, noAnswer
+	}
+	np.Heavy = np.Outcome.Heavy(len(d.Resources))
+	np.Headline = headline(np, len(d.Resources))
+	return np, nil
+}
+
+// headline is a plan's first line. A heavy plan says so first, in rule 7's
+// words, before anyone pushes it.
+func headline(np api.NodePlan, declared int) string {
+	node := np.Node
+	switch {
+	case np.Source == api.PlanNotComposed:
+		return fmt.Sprintf("%s: does not compose, a push would send nothing: %s", node, np.ComposeError)
+	case np.Heavy:
+		return fmt.Sprintf("%s: HEAVY: the push would create, replace or remove %d resource(s) of a declaration of %d, at least half of its resources: a heavy pass (rule 7)",
+			node, np.Outcome.Changes(), declared)
+	}
+	var parts []string
+	count := map[string]int{}
+	for _, s := range np.Steps {
+		count[s.Action]++
+	}
+	for _, a := range []string{"create", "replace", "update", "remove", "hold", "reject"} {
+		if count[a] > 0 {
+			parts = append(parts, fmt.Sprintf("%d to %s", count[a], a))
+		}
+	}
+	if np.Hosts != "" {
+		parts = append(parts, "the hosts file to update in place")
+	}
+	if len(parts) == 0 {
+		return fmt.Sprintf("%s: nothing changes (%s, %d unchanged)", node, np.Declaration, np.Unchanged)
+	}
+	return fmt.Sprintf("%s: %s, %d unchanged", node, strings.Join(parts, ", "), np.Unchanged)
+}
+
+// LastPushed rebuilds, from node's stream, the declaration last pushed to
+// it (the one its agent holds, as far as the mesh knows): its resources
+// with their specs (each spec stands once in the stream, in the composed
+// event that first declared its digest). The hosts file is not in the
+// stream: it is taken to be next's when the roster's names are the same,
+// and to differ otherwise. No push yet is the empty declaration (the node
+// holds nothing the mesh made). A resource whose spec the stream does not
+// hold (an event written by hand) is left out: the plan then creates it.
+func LastPushed(ctx context.Context, store events.Store, reg *events.Registry, node string, next declaration.Declaration) (declaration.Declaration, error) {
+	evs, err := store.ReadStream(ctx, events.NodeStream(node), 0, 0)
+	if err != nil {
+		return declaration.Declaration{}, fmt.Errorf("read %s: %w", events.NodeStream(node), err)
+	}
+	pushed := ""
+	for _, ev := range slices.Backward(evs) {
+		if ev.Type == events.TypeDeclarationPushed {
+			p, err := events.DecodeAs[events.DeclarationPushed](reg, ev)
+			if err != nil {
+				return declaration.Declaration{}, fmt.Errorf("read %s #%d: %w", events.NodeStream(node), ev.Version, err)
+			}
+			pushed = p.Declaration
+			break
+		}
+	}
+	if pushed == "" {
+		return declaration.Declaration{}, nil
+	}
+	specs := map[string]json.RawMessage{}
+	var composed *events.DeclarationComposed
+	for _, ev := range evs {
+		if ev.Type != events.TypeDeclarationComposed {
+			continue
+		}
+		p, err := events.DecodeAs[events.DeclarationComposed](reg, ev)
+		if err != nil {
+			return declaration.Declaration{}, fmt.Errorf("read %s #%d: %w", events.NodeStream(node), ev.Version, err)
+		}
+		for dg, s := range p.Specs {
+			specs[dg] = s
+		}
+		if p.Declaration == pushed {
+			composed = &p
+		}
+	}
+	if composed == nil {
+		return declaration.Declaration{}, nil
+	}
+	d := declaration.Declaration{Node: node, ID: composed.Declaration, Digest: composed.Digest}
+	for _, ref := range composed.Resources {
+		r := declaration.Resource{Name: ref.Name, Kind: ref.Kind, Module: ref.Module, Digest: ref.Digest}
+		raw, ok := specs[ref.Digest]
+		if !ok {
+			continue
+		}
+		var target any
+		switch ref.Kind {
+		case declaration.KindContainer:
+			r.Container = &declaration.Container{}
+			target = r.Container
+		case declaration.KindDirectory:
+			r.Directory = &declaration.Directory{}
+			target = r.Directory
+		case declaration.KindFile:
+			r.File = &declaration.File{}
+			target = r.File
+		default:
+			continue
+		}
+		if err := json.Unmarshal(raw, target); err != nil {
+			return declaration.Declaration{}, fmt.Errorf("spec %s of %s in %s: %w", ref.Digest, ref.Name, composed.Declaration, err)
+		}
+		d.Resources = append(d.Resources, r)
+	}
+	if slices.Equal(composed.Roster, rosterNames(next)) {
+		d.Hosts = next.Hosts
+	}
+	return d, nil
+}
+
+func rosterNames(d declaration.Declaration) []string {
+	out := make([]string, 0, len(d.Roster))
+	for _, r := range d.Roster {
+		if len(out) == 0 || out[len(out)-1] != r.Name {
+			out = append(out, r.Name)
+		}
+	}
+	return out
+}
+
+// ParseAfter reads mesh plan's --after commands, each a mesh command line
+// without "mesh": "deploy MODULE [--digest D]", "assign|take|release MODULE
+// NODE", "node adopt NODE". Anything else is a rejection (invalid) naming
+// it.
+func ParseAfter(lines []string) ([]commands.Command, error) {
+	var out []commands.Command
+	for _, line := range lines {
+		c, ok := parseAfter(strings.Fields(line))
+		if !ok {
+			return nil, &commands.Rejection{Code: commands.CodeInvalid, Msg: fmt.Sprintf(
+				"--after %q: want a command: deploy MODULE [--digest D], assign|take|release MODULE NODE, or node adopt NODE", line)}
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func parseAfter(w []string) (commands.Command, bool) {
+	switch {
+	case len(w) == 2 && w[0] == "deploy":
+		return commands.DeployModule{Module: w[1]}, true
+	case len(w) == 3 && w[0] == "deploy" && strings.HasPrefix(w[2], "--digest="):
+		return commands.DeployModule{Module: w[1], Digest: strings.TrimPrefix(w[2], "--digest=")}, true
+	case len(w) == 4 && w[0] == "deploy" && w[2] == "--digest":
+		return commands.DeployModule{Module: w[1], Digest: w[3]}, true
+	case len(w) == 3 && w[0] == "assign":
+		return commands.AssignModule{Module: w[1], Node: w[2]}, true
+	case len(w) == 3 && w[0] == "take":
+		return commands.TakeModule{Module: w[1], Node: w[2]}, true
+	case len(w) == 3 && w[0] == "release":
+		return commands.ReleaseModule{Module: w[1], Node: w[2]}, true
+	case len(w) == 3 && w[0] == "node" && w[1] == "adopt":
+		return commands.AdoptNode{Node: w[2]}, true
+	}
+	return nil, false
+}
+
+// Plan is mesh plan: what the next push would do on each node asked (every
+// node when none is), as if req.After's commands had run first; nothing is
+// appended. Each node's agent is asked for a dry run over the bus when the
+// controller has one; otherwise, or when a node does not answer, its plan
+// is the declaration-to-declaration diff, labelled so.
+func (c *Controller) Plan(ctx context.Context, req api.PlanRequest) (api.PlanResponse, error) {
+	cs, err := ParseAfter(req.After)
+	if err != nil {
+		return api.PlanResponse{}, err
+	}
+	var r commands.Reader = c.handler
+	if len(cs) > 0 {
+		if r, err = c.handler.Hypothetical(ctx, cs); err != nil {
+			return api.PlanResponse{}, err
+		}
+	}
+	nodes := req.Nodes
+	if len(nodes) == 0 {
+		if nodes, err = c.handler.Nodes(ctx); err != nil {
+			return api.PlanResponse{}, err
+		}
+	}
+	p := Planning{Reader: r, Store: c.store, Registry: c.reg}
+	if dr, ok := c.pub.(DryRunner); ok {
+		p.DryRun = dr
+	} else {
+		p.NoDryRun = "this controller has no bus to ask it on"
+	}
+	out := api.PlanResponse{After: req.After, Nodes: make([]api.NodePlan, 0, len(nodes))}
+	for _, node := range nodes {
+		np, err := PlanNode(ctx, p, node)
+		if err != nil {
+			return api.PlanResponse{}, err
+		}
+		out.Heavy = out.Heavy || np.Heavy
+		out.Nodes = append(out.Nodes, np)
+	}
+	return out, nil
+}
+
+// Diverges compares what a plan predicted (NodePlan.Outcome) with what the
+// apply after it reported, resource by resource: the declaration, every
+// resource created, replaced (with its fields), updated, removed, held
+// (with its module and reason) and failed, and the counts. "" when they
+// agree; otherwise each difference, planned and done.
+func Diverges(planned, did events.ApplyReported) string {
+	var diffs []string
+	cmp := func(what string, a, b any) {
+		aj, _ := json.Marshal(a)
+		bj, _ := json.Marshal(b)
+		if string(aj) != string(bj) {
+			diffs = append(diffs, fmt.Sprintf("%s: planned %s, did %s", what, aj, bj))
+		}
+	}
+	names := func(fs []events.Failed) []string {
+		var out []string
+		for _, f := range fs {
+			out = append(out, f.Name)
+		}
+		return out
+	}
+	cmp("declaration", planned.Declaration, did.Declaration)
+	cmp("sent", planned.Sent, did.Sent)
+	cmp("applied", planned.Applied, did.Applied)
+	cmp("created", planned.Created, did.Created)
+	cmp("replaced", planned.Replaced, did.Replaced)
+	cmp("updated", planned.Updated, did.Updated)
+	cmp("removed", planned.Removed, did.Removed)
+	cmp("held", planned.Held, did.Held)
+	cmp("failed", names(planned.Failed), names(did.Failed))
+	cmp("unchanged", planned.Unchanged, did.Unchanged)
+	return strings.Join(diffs, "; ")
+}
