@@ -208,25 +208,29 @@ func (r *Runner) catchUp(ctx context.Context, limit uint64) error {
 	if pos >= head {
 		return nil
 	}
-	// A pipeline: one goroutine reads pages in order, decodeWorkers decode
-	// them (decoding is most of a rebuild, and each event's decode is
-	// independent), and this goroutine folds them in order. Folding, the
-	// checkpoint and every counter stay on this goroutine.
+	// A pipeline: one goroutine cuts pos..head into pages, decodeWorkers
+	// each read a page and decode it (decoding is most of a rebuild, and
+	// each event's decode is independent), and this goroutine folds the
+	// pages in order. Positions are dense, so a page's first position is
+	// known before the page before it is read: the workers read pages side
+	// by side, which on a server store (PostgreSQL) is two backends at work
+	// instead of one. Folding, the checkpoint and every counter stay on
+	// this goroutine.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	workers := decodeWorkers()
 	jobs := make(chan decodeJob, workers)
 	order := make(chan chan decodedPage, 2*workers)
-	readErr := make(chan error, 1)
+	planErr := make(chan error, 1)
 	go func() {
 		defer close(jobs)
 		defer close(order)
-		readErr <- r.readPages(ctx, pos, head, jobs, order)
+		planErr <- planPages(ctx, pos, head, jobs, order)
 	}()
 	for w := 0; w < workers; w++ {
 		go func() {
 			for j := range jobs {
-				j.out <- r.decodePage(j.page)
+				j.out <- r.readPage(ctx, j)
 			}
 		}()
 	}
@@ -238,18 +242,29 @@ func (r *Runner) catchUp(ctx context.Context, limit uint64) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		for _, ev := range dp.events {
-			if ev.Position != last+1 {
-				return fmt.Errorf("projections: catch up: expected position %d, store returned %d", last+1, ev.Position)
+		for {
+			if dp.err != nil {
+				return dp.err
 			}
-			last = ev.Position
-		}
-		r.foldPage(dp)
-		if err := r.advance(ctx, last); err != nil {
-			return err
+			for _, ev := range dp.events {
+				if ev.Position != last+1 {
+					return fmt.Errorf("projections: catch up: expected position %d, store returned %d", last+1, ev.Position)
+				}
+				last = ev.Position
+			}
+			r.foldPage(dp)
+			if err := r.advance(ctx, last); err != nil {
+				return err
+			}
+			if last >= dp.end {
+				break
+			}
+			// A store may return less than a page asked for: the rest,
+			// before the next page (already read from its own start).
+			dp = r.readPage(ctx, decodeJob{after: last, end: dp.end})
 		}
 	}
-	return <-readErr
+	return <-planErr
 }
 
 // foldPage folds a decoded page into every projection. Projections are
@@ -322,31 +337,29 @@ func (r *Runner) foldPage(dp decodedPage) {
 // decodeWorkers is how many goroutines decode pages during a catch-up.
 func decodeWorkers() int { return max(1, runtime.GOMAXPROCS(0)) }
 
+// A decodeJob is a page to read and decode: the events after position after
+// up to end.
 type decodeJob struct {
-	page []events.Event
-	out  chan decodedPage
+	after, end uint64
+	out        chan decodedPage
 }
 
 type decodedPage struct {
 	events   []events.Event
 	payloads []events.Payload
 	errs     []error // errUnknown, a decode error, or nil
+	end      uint64  // the job's end: the page may stop short of it
+	err      error   // the read failed
 }
 
 // errUnknown marks an event whose type the registry does not know.
 var errUnknown = errors.New("unknown type")
 
-// readPages reads the store from pos to head in pages, queueing each for
-// decoding and, in the same order, for folding.
-func (r *Runner) readPages(ctx context.Context, pos, head uint64, jobs chan<- decodeJob, order chan<- chan decodedPage) error {
+// planPages cuts pos..head into pages and queues each for a worker and, in
+// the same order, for folding.
+func planPages(ctx context.Context, pos, head uint64, jobs chan<- decodeJob, order chan<- chan decodedPage) error {
 	for pos < head {
-		page, err := r.store.ReadAll(ctx, pos, int(min(PageSize, head-pos)))
-		if err != nil {
-			return fmt.Errorf("projections: catch up: read after %d: %w", pos, err)
-		}
-		if len(page) == 0 {
-			return fmt.Errorf("projections: catch up: store read nothing after %d, below its head %d", pos, head)
-		}
+		end := pos + min(PageSize, head-pos)
 		out := make(chan decodedPage, 1)
 		select {
 		case order <- out:
@@ -354,13 +367,28 @@ func (r *Runner) readPages(ctx context.Context, pos, head uint64, jobs chan<- de
 			return ctx.Err()
 		}
 		select {
-		case jobs <- decodeJob{page: page, out: out}:
+		case jobs <- decodeJob{after: pos, end: end, out: out}:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		pos = page[len(page)-1].Position
+		pos = end
 	}
 	return nil
+}
+
+// readPage reads the events of j from the store and decodes them. It
+// touches no runner state.
+func (r *Runner) readPage(ctx context.Context, j decodeJob) decodedPage {
+	page, err := r.store.ReadAll(ctx, j.after, int(j.end-j.after))
+	switch {
+	case err != nil:
+		return decodedPage{err: fmt.Errorf("projections: catch up: read after %d: %w", j.after, err)}
+	case len(page) == 0:
+		return decodedPage{err: fmt.Errorf("projections: catch up: store read nothing after %d, below its head (at least %d)", j.after, j.end)}
+	}
+	dp := r.decodePage(page)
+	dp.end = j.end
+	return dp
 }
 
 // decodePage decodes every event of a page. It touches no runner state.

@@ -55,13 +55,19 @@
 // previous transaction ran and commits them in one transaction, each
 // request decided on its own, in queue order (ids, then the expected
 // version; a refused request writes nothing and does not affect the
-// others).
+// others). When fewer requests are queued than the writers it knows to be
+// active (those of the last group and those that queued during its
+// commit), it waits up to a quarter of the last commit for the rest, so
+// that writers that each wait for their answer commit together rather
+// than in two alternating halves.
 //
 // Round trips: a group of up to 128 rows is one pipelined round trip, in
-// one implicit transaction: the lock; for each request one INSERT ...
-// SELECT from unnest() that reads the head and the stream's version in its
-// own snapshot (after the lock, and seeing the group's earlier requests)
-// and writes only if the expected version holds; NOTIFY. A larger group is
+// one implicit transaction: the lock; one INSERT ... SELECT from unnest()
+// for each layer of requests to distinct streams (the k-th request to a
+// stream in the group is in layer k), which reads the head and its
+// streams' versions in its own snapshot (after the lock, and seeing the
+// earlier layers) and writes the rows of the requests whose expected
+// version holds; NOTIFY. A larger group is
 // an explicit transaction of two round trips (BEGIN, the lock, the reads;
 // then the rows, by COPY from 64 rows, NOTIFY and COMMIT), since COPY costs
 // less per row. Ids are not looked up first, since almost every append

@@ -185,7 +185,7 @@ func (s *Store) ReadStream(ctx context.Context, stream string, after uint64, lim
 	if err := s.check(ctx); err != nil {
 		return nil, fmt.Errorf("pgstore: read %s: %w", stream, err)
 	}
-	evs, err := s.query(ctx, "SELECT "+columns+" FROM events WHERE stream = $1 AND version > $2 ORDER BY version LIMIT $3",
+	evs, err := s.query(ctx, limit, "SELECT "+columns+" FROM events WHERE stream = $1 AND version > $2 ORDER BY version LIMIT $3",
 		stream, clampAfter(after), sqlLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: read %s: %w", stream, s.closedOr(err))
@@ -200,7 +200,7 @@ func (s *Store) ReadAll(ctx context.Context, after uint64, limit int) ([]events.
 	if err := s.check(ctx); err != nil {
 		return nil, fmt.Errorf("pgstore: read all: %w", err)
 	}
-	evs, err := s.query(ctx, "SELECT "+columns+" FROM events WHERE position > $1 ORDER BY position LIMIT $2",
+	evs, err := s.query(ctx, limit, "SELECT "+columns+" FROM events WHERE position > $1 ORDER BY position LIMIT $2",
 		clampAfter(after), sqlLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: read all: %w", s.closedOr(err))
@@ -249,10 +249,10 @@ func sqlLimit(limit int) *int64 {
 	return &l
 }
 
-// query runs a read selecting columns and decodes its rows. The rows'
-// data share one buffer, each slice capped so that appending to one cannot
-// reach the next.
-func (s *Store) query(ctx context.Context, sql string, args ...any) ([]events.Event, error) {
+// query runs a read selecting columns, of at most limit rows (<= 0: no
+// limit), and decodes its rows. The rows' data share one buffer, each slice
+// capped so that appending to one cannot reach the next.
+func (s *Store) query(ctx context.Context, limit int, sql string, args ...any) ([]events.Event, error) {
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
@@ -265,6 +265,11 @@ func (s *Store) query(ctx context.Context, sql string, args ...any) ([]events.Ev
 		}
 	}
 	var out []events.Event
+	if limit > 0 {
+		// A catch-up reads full pages: growing the slice row by row cost a
+		// sixth of a read.
+		out = make([]events.Event, 0, min(limit, maxPrealloc))
+	}
 	var buf arena
 	for rows.Next() {
 		raw := rows.RawValues() // valid until the next call of Next
@@ -280,6 +285,10 @@ func (s *Store) query(ctx context.Context, sql string, args ...any) ([]events.Ev
 	}
 	return out, nil
 }
+
+// maxPrealloc bounds the events query allocates room for before it has
+// read any: a large limit is not a promise of as many rows.
+const maxPrealloc = 4096
 
 // arena hands out copies of byte slices from shared chunks, each capped at
 // its length.

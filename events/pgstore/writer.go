@@ -7,6 +7,7 @@ import (
 	"maps"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -45,6 +46,11 @@ const (
 	maxGroupRequests = 1024
 	maxGroupBytes    = 16 << 20
 )
+
+// maxGatherWait bounds how long the committer waits for a group to fill
+// (see gather), whatever the last commit took: after an outage that one
+// may have taken seconds.
+const maxGatherWait = 5 * time.Millisecond
 
 // copyMin is the number of rows from which a group is written with COPY
 // rather than one INSERT of unnest()ed arrays: COPY costs a round trip more,
@@ -116,6 +122,10 @@ func lastWord(r *request) result {
 // Close, then fails whatever is still queued with ErrClosed.
 func (s *Store) writeLoop() {
 	defer close(s.writerDone)
+	var (
+		expect  int           // requests the next group waits for: see gather
+		lastDur time.Duration // how long the last commit took
+	)
 	for {
 		var first *request
 		select {
@@ -133,11 +143,13 @@ func (s *Store) writeLoop() {
 			return
 		default:
 		}
-		group := s.gather(first)
+		group := s.gather(first, expect, min(lastDur/4, maxGatherWait))
 		if len(group) == 0 {
 			continue
 		}
+		t0 := time.Now()
 		results, err := s.commit(group)
+		lastDur = time.Since(t0)
 		if isUnique(err) && len(group) > 1 {
 			// A writer outside this store's lock raced one of the group:
 			// commit each request alone, so that only its own fails.
@@ -153,6 +165,9 @@ func (s *Store) writeLoop() {
 			err = s.uniqueErr(group[0], err)
 		}
 		s.sig.Notify()
+		// Whoever queued during the commit is a writer other than the
+		// group's, which will be back as soon as it is answered.
+		expect = len(group) + len(s.reqs)
 		for i, r := range group {
 			if err != nil {
 				r.done <- result{err: err}
@@ -164,8 +179,20 @@ func (s *Store) writeLoop() {
 }
 
 // gather takes first and every request already queued, within the group
-// bounds, skipping requests abandoned by their callers.
-func (s *Store) gather(first *request) []*request {
+// bounds, skipping requests abandoned by their callers. If that makes fewer
+// than expect requests, it waits up to wait for more.
+//
+// Why wait: writers that each append and wait for the answer split into
+// two halves when nothing waits, one committing while the other queues
+// (with 8 writers, groups alternated k and 8-k requests, 4 on average), so
+// every append waited for two commits. expect is the writers of the last
+// group plus those that queued during its commit: the writers known to be
+// active, which all come back once answered. A wait of a quarter of the
+// last commit bounds what a writer that does not come back costs the
+// others (and maxGatherWait bounds it), while a commit of twice the
+// requests costs about what one did (the fsync and the round trip are most
+// of it).
+func (s *Store) gather(first *request, expect int, wait time.Duration) []*request {
 	var group []*request
 	size := 0
 	take := func(r *request) {
@@ -175,12 +202,29 @@ func (s *Store) gather(first *request) []*request {
 		}
 	}
 	take(first)
-	for len(group) < maxGroupRequests && size < maxGroupBytes {
+	full := func() bool { return len(group) >= maxGroupRequests || size >= maxGroupBytes }
+	for !full() {
 		select {
 		case r := <-s.reqs:
 			take(r)
+			continue
 		default:
+		}
+		break
+	}
+	if full() || len(group) >= expect || wait <= 0 {
+		return group
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for !full() && len(group) < expect {
+		select {
+		case r := <-s.reqs:
+			take(r)
+		case <-timer.C:
 			return group
+		case <-s.quit:
+			return group // committed; the loop then sees quit
 		}
 	}
 	return group
@@ -206,14 +250,19 @@ const pipelineRows = 128
 
 // commitPipelined commits a group in one round trip, in one implicit
 // transaction (pgx sends a batch with one Sync, which PostgreSQL runs as one
-// transaction): the lock, then for each request one INSERT ... SELECT from
-// unnest() that reads the head and its stream's version in its own
-// statement snapshot (taken after the lock, and seeing the group's earlier
-// statements) and writes only if the expected version holds, then the
-// notification. It returns each request's result, and the indices of the
+// transaction): the lock, then one statement for each layer of the group
+// (see layers), then the notification. Each statement reads the head and
+// its streams' versions in its own statement snapshot (taken after the
+// lock, and seeing the layers before it), keeps the requests whose expected
+// version holds and inserts their rows, positions following the head in
+// queue order. It returns each request's result, and the indices of the
 // requests refused by their version, which wrote nothing and which commit
 // decides again, looking their ids up (a refused request may be a replay).
 // A stored id fails the whole transaction with errIDTaken.
+//
+// One statement a layer rather than one a request: the server's work for a
+// statement (bind, plan, executor start, the head's lookup) cost more than
+// its rows in a group of 8 one-event appends.
 func (s *Store) commitPipelined(group []*request) (results []result, refused []int, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.commitTimeout)
 	defer cancel()
@@ -227,42 +276,78 @@ func (s *Store) commitPipelined(group []*request) (results []result, refused []i
 	first := make([]int64, len(group))
 	version := make([]int64, len(group))
 	inserted := make([]int, len(group))
-	for i, r := range group {
-		n := len(r.evs)
-		var (
-			ids                       = make([][16]byte, n)
-			typ, actor, cause, correl = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-			schema                    = make([]int32, n)
-			at                        = make([]int64, n)
-			data                      = make([][]byte, n)
-		)
-		for j, e := range r.evs {
-			ids[j], typ[j], schema[j], at[j] = e.ID, e.Type, int32(e.Schema), e.At.UnixNano()
-			actor[j], cause[j], correl[j], data[j] = e.Actor, e.Causation, e.Correlation, e.Data
+	for _, layer := range layers(group) {
+		rows := 0
+		streams, expected := make([]string, len(layer)), make([]int64, len(layer))
+		byStream := make(map[string]int, len(layer)) // stream -> index in group
+		for k, i := range layer {
+			r := group[i]
+			streams[k], expected[k] = r.stream, int64(r.expected)
+			byStream[r.stream] = i
+			rows += len(r.evs)
 		}
-		b.Queue(`INSERT INTO events (`+columns+`)
-			SELECT h.p + u.n, u.id, $1, v.v + u.n, u.type, u.schema, u.at_ns, u.actor, u.causation, u.correlation, u.data
-			FROM (SELECT coalesce(max(position), 0) AS p FROM events) AS h,
-				(SELECT coalesce(max(version), 0) AS v FROM events WHERE stream = $1) AS v,
-				unnest($3::uuid[], $4::text[], $5::integer[], $6::bigint[], $7::text[], $8::text[], $9::text[], $10::bytea[])
-					WITH ORDINALITY AS u(id, type, schema, at_ns, actor, causation, correlation, data, n)
-			WHERE $2::bigint < 0 OR v.v = $2::bigint
-			RETURNING position, version`,
-			r.stream, int64(r.expected), ids, typ, schema, at, actor, cause, correl, data,
-		).Query(func(rows pgx.Rows) error {
-			var p, v int64
-			_, err := pgx.ForEachRow(rows, []any{&p, &v}, func() error {
-				if inserted[i] == 0 || p < first[i] {
-					first[i] = p
+		var (
+			req                       = make([]int64, 0, rows) // the row's request: its index in streams, from 1
+			ids                       = make([][16]byte, 0, rows)
+			typ, actor, cause, correl = make([]string, 0, rows), make([]string, 0, rows), make([]string, 0, rows), make([]string, 0, rows)
+			schema                    = make([]int32, 0, rows)
+			at                        = make([]int64, 0, rows)
+			data                      = make([][]byte, 0, rows)
+		)
+		for k, i := range layer {
+			for _, e := range group[i].evs {
+				req, ids, typ, schema, at = append(req, int64(k+1)), append(ids, e.ID), append(typ, e.Type), append(schema, int32(e.Schema)), append(at, e.At.UnixNano())
+				actor, cause, correl, data = append(actor, e.Actor), append(cause, e.Causation), append(correl, e.Correlation), append(data, e.Data)
+			}
+		}
+		// returned takes the layer's one row a stream: the first position and
+		// version, and the count, of what its request inserted.
+		returned := func(rows pgx.Rows) error {
+			var stream string
+			var p, v, n int64
+			_, err := pgx.ForEachRow(rows, []any{&stream, &p, &v, &n}, func() error {
+				i, ok := byStream[stream]
+				if !ok || inserted[i] != 0 {
+					return fmt.Errorf("the insert returned stream %q, not one of its own", stream)
 				}
-				if inserted[i] == 0 || v < version[i] {
-					version[i] = v
-				}
-				inserted[i]++
+				first[i], version[i], inserted[i] = p, v, int(n)
 				return nil
 			})
 			return err
-		})
+		}
+		if len(layer) == 1 {
+			// The same, simpler to plan, for the usual layer of one.
+			b.Queue(`WITH ins AS (INSERT INTO events (`+columns+`)
+				SELECT h.p + u.n, u.id, $1, v.v + u.n, u.type, u.schema, u.at_ns, u.actor, u.causation, u.correlation, u.data
+				FROM (SELECT coalesce(max(position), 0) AS p FROM events) AS h,
+					(SELECT coalesce(max(version), 0) AS v FROM events WHERE stream = $1) AS v,
+					unnest($3::uuid[], $4::text[], $5::integer[], $6::bigint[], $7::text[], $8::text[], $9::text[], $10::bytea[])
+						WITH ORDINALITY AS u(id, type, schema, at_ns, actor, causation, correlation, data, n)
+				WHERE $2::bigint < 0 OR v.v = $2::bigint
+				RETURNING stream, position, version)
+				SELECT stream, min(position), min(version), count(*) FROM ins GROUP BY stream`,
+				streams[0], expected[0], ids, typ, schema, at, actor, cause, correl, data,
+			).Query(returned)
+			continue
+		}
+		b.Queue(`WITH h AS (SELECT coalesce(max(position), 0) AS p FROM events),
+			q AS (SELECT q.k, q.stream, q.expected,
+					coalesce((SELECT max(e.version) FROM events AS e WHERE e.stream = q.stream), 0) AS v
+				FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS q(stream, expected, k)),
+			r AS (SELECT k, stream, v FROM q WHERE expected < 0 OR v = expected),
+			u AS (SELECT r.stream, r.v + row_number() OVER (PARTITION BY u.k ORDER BY u.n) AS version,
+					row_number() OVER (ORDER BY u.n) AS m,
+					u.id, u.type, u.schema, u.at_ns, u.actor, u.causation, u.correlation, u.data
+				FROM unnest($3::bigint[], $4::uuid[], $5::text[], $6::integer[], $7::bigint[], $8::text[], $9::text[], $10::text[], $11::bytea[])
+					WITH ORDINALITY AS u(k, id, type, schema, at_ns, actor, causation, correlation, data, n)
+				JOIN r ON r.k = u.k),
+			ins AS (INSERT INTO events (`+columns+`)
+				SELECT h.p + u.m, u.id, u.stream, u.version, u.type, u.schema, u.at_ns, u.actor, u.causation, u.correlation, u.data
+				FROM u, h
+				RETURNING stream, position, version)
+			SELECT stream, min(position), min(version), count(*) FROM ins GROUP BY stream`,
+			streams, expected, req, ids, typ, schema, at, actor, cause, correl, data,
+		).Query(returned)
 	}
 	b.Queue("SELECT pg_notify($1, (SELECT max(position) FROM events)::text)", s.cfg.notify)
 	if err := conn.Conn().SendBatch(ctx, b).Close(); err != nil {
@@ -278,14 +363,35 @@ func (s *Store) commitPipelined(group []*request) (results []result, refused []i
 		default: // cannot happen: one statement
 			return nil, nil, fmt.Errorf("append %d events to %s: %d inserted", len(r.evs), r.stream, inserted[i])
 		}
-		// Row u.n (from 1) is at head+n and version+n: the smallest
-		// returned are the first event's.
+		// A request's rows are consecutive in position (row_number over the
+		// statement's rows, in request order) and in version: the smallest
+		// returned are its first event's.
 		for j := range r.evs {
 			r.evs[j].Position, r.evs[j].Version = uint64(first[i])+uint64(j), uint64(version[i])+uint64(j)
 		}
 		results[i].evs = r.evs
 	}
 	return results, refused, nil
+}
+
+// layers splits group into runs of requests to distinct streams: a
+// request is in the layer numbered by how many requests before it in the
+// group append to its stream. The layers, in order, keep each stream's
+// requests in queue order, which is all that orders them: requests to
+// other streams do not affect each other's version checks, and the group
+// commits as one.
+func layers(group []*request) [][]int {
+	var out [][]int
+	seen := make(map[string]int, len(group))
+	for i, r := range group {
+		l := seen[r.stream]
+		seen[r.stream] = l + 1
+		if l == len(out) {
+			out = append(out, nil)
+		}
+		out[l] = append(out[l], i)
+	}
+	return out
 }
 
 // pipelinable reports whether commitPipelined takes group.

@@ -1,0 +1,212 @@
+package sim_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"meshplane/events"
+	"meshplane/events/boltstore"
+	"meshplane/events/pgstore"
+	"meshplane/events/pgstore/pgtest"
+	"meshplane/projections"
+)
+
+// BenchmarkRebuild1MStores is BenchmarkRebuild1M's rebuild on the durable
+// stores: every projection rebuilt by Runner.Rebuild from the same million
+// generated events, read back from a boltstore (boltHistory's cached file,
+// opened read-only) and from a pgstore (a throwaway pgtest cluster, filled
+// once per process through the store's own Append, whose large groups go
+// by COPY). Each iteration first reads every event in the runner's pages
+// without decoding them (read-events/s: the store alone, which also warms
+// the page cache), then times the rebuild, and reports its wall time and
+// the CPU time this process spent on it. Run with -benchtime=1x.
+func BenchmarkRebuild1MStores(b *testing.B) {
+	evs := generated(b, 1_000_000)
+	b.Run("bolt", func(b *testing.B) {
+		store, err := boltstore.Open(boltHistory(b, evs), boltstore.ReadOnly())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer store.Close()
+		benchRebuildStore(b, store, len(evs), nil)
+	})
+	b.Run("postgres", func(b *testing.B) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		srv, err := pgtest.Start(ctx)
+		cancel()
+		if err != nil {
+			if errors.Is(err, pgtest.ErrNoPostgres) && !pgtest.InCI() {
+				b.Skipf("pgtest: SKIPPED: %v", err)
+			}
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { srv.Close() }) // after the database's own cleanup
+		store, err := pgstore.Open(context.Background(), srv.Database(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer store.Close()
+		start := time.Now()
+		fillWindows(b, store, evs)
+		b.Logf("filled the pgstore with %d events in %s", len(evs), time.Since(start).Round(time.Second))
+		if _, err := store.Pool().Exec(context.Background(), "VACUUM ANALYZE events"); err != nil {
+			b.Fatal(err)
+		}
+		postmaster := filepath.Join(filepath.Dir(srv.Log()), "data", "postmaster.pid")
+		benchRebuildStore(b, store, len(evs), func() time.Duration { return serverCPU(b, postmaster) })
+	})
+}
+
+// serverCPU is the CPU time (user and system) a PostgreSQL cluster has
+// used, read from /proc: its postmaster's, its live backends' (the
+// postmaster's children) and that of the backends it has reaped. The file
+// pidFile is the cluster's postmaster.pid. 0 where /proc cannot tell.
+func serverCPU(b *testing.B, pidFile string) time.Duration {
+	raw, err := os.ReadFile(pidFile)
+	if err != nil {
+		b.Logf("server CPU: %v", err)
+		return 0
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	root, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		b.Logf("server CPU: %s: %v", pidFile, err)
+		return 0
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var ticks int64
+	for _, path := range procs {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// pid (comm) state ppid ... utime stime cutime cstime: fields 1, 4, 14 to 17.
+		_, rest, ok := strings.Cut(string(raw), ") ")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest) // from field 3 (state)
+		if len(f) < 15 {
+			continue
+		}
+		pid, _ := strconv.Atoi(strings.Fields(string(raw))[0])
+		ppid, _ := strconv.Atoi(f[1])
+		if pid != root && ppid != root {
+			continue
+		}
+		for _, i := range []int{11, 12} { // utime, stime
+			n, _ := strconv.ParseInt(f[i], 10, 64)
+			ticks += n
+		}
+		if pid == root {
+			for _, i := range []int{13, 14} { // cutime, cstime: reaped backends
+				n, _ := strconv.ParseInt(f[i], 10, 64)
+				ticks += n
+			}
+		}
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ, 100 on Linux
+}
+
+// fillWindows appends evs to store as boltHistory does: windows of 4,096
+// consecutive events, each window's events one append per stream, the
+// streams of a window at once (the store commits them as one group).
+func fillWindows(b *testing.B, store events.Store, evs []events.Event) {
+	ctx := context.Background()
+	for i := 0; i < len(evs); i += 4096 {
+		window := evs[i:min(i+4096, len(evs))]
+		var order []string
+		by := map[string][]events.Event{}
+		for _, ev := range window {
+			if by[ev.Stream] == nil {
+				order = append(order, ev.Stream)
+			}
+			by[ev.Stream] = append(by[ev.Stream], ev)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, len(order))
+		for k, stream := range order {
+			wg.Go(func() { _, errs[k] = store.Append(ctx, stream, events.Any, by[stream]...) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// cpuTime is the CPU time (user and system) this process has used: on a
+// machine shared with other work, a rebuild's CPU time says more than its
+// wall time. (A pgstore's server does its part in other processes.)
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchRebuildStore times a read-only pass over store and Runner.Rebuild
+// of every projection from it, n events each. server, if not nil, is the
+// CPU time the store's server has used: the rebuild's share is reported.
+func benchRebuildStore(b *testing.B, store events.Store, n int, server func() time.Duration) {
+	ctx := context.Background()
+	runner := projections.NewRunner(store, events.NewRegistry(), projections.New().All()...)
+	var readTime, rebuildTime, rebuildCPU, serverTime time.Duration
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		var after uint64
+		read := 0
+		for {
+			page, err := store.ReadAll(ctx, after, projections.PageSize)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			read += len(page)
+			after = page[len(page)-1].Position
+		}
+		readTime += time.Since(start)
+		if read != n {
+			b.Fatalf("read %d events, stored %d", read, n)
+		}
+
+		var srvStart time.Duration
+		if server != nil {
+			srvStart = server()
+		}
+		start, cpu := time.Now(), cpuTime()
+		if err := runner.Rebuild(ctx); err != nil {
+			b.Fatal(err)
+		}
+		rebuildTime += time.Since(start)
+		rebuildCPU += cpuTime() - cpu
+		if server != nil {
+			serverTime += server() - srvStart
+		}
+		if runner.Position() != uint64(n) {
+			b.Fatalf("rebuilt to position %d of %d", runner.Position(), n)
+		}
+	}
+	b.StopTimer()
+	total := float64(n) * float64(b.N)
+	b.ReportMetric(rebuildTime.Seconds()/float64(b.N), "rebuild-s")
+	b.ReportMetric(total/rebuildTime.Seconds(), "rebuild-events/s")
+	b.ReportMetric(rebuildCPU.Seconds()/float64(b.N), "rebuild-cpu-s")
+	if server != nil {
+		b.ReportMetric(serverTime.Seconds()/float64(b.N), "server-cpu-s")
+	}
+	b.ReportMetric(total/readTime.Seconds(), "read-events/s")
+	b.ReportMetric(rebuildTime.Seconds()/readTime.Seconds(), "rebuild/read")
+}
