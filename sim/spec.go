@@ -59,9 +59,12 @@ func (f Fault) String() string {
 	case f.Rate > 0:
 		b.WriteString("rate=" + strconv.FormatFloat(f.Rate, 'g', -1, 64) + ",")
 	}
-	if f.To > 0 {
+	switch {
+	case f.To == f.From:
+		fmt.Fprintf(&b, "passes=%d", f.From)
+	case f.To > 0:
 		fmt.Fprintf(&b, "passes=%d-%d", f.From, f.To)
-	} else {
+	default:
 		fmt.Fprintf(&b, "passes=%d-", f.From)
 	}
 	if f.Every > 1 {
