@@ -185,7 +185,8 @@ func (e *env) sim(ctx context.Context, o simOptions, data string, faults []sim.F
 	defer func() { err = errors.Join(err, closeStore()) }()
 
 	bar := e.progress(o.passes)
-	var events, passes int
+	var events int
+	var elapsed time.Duration
 	cfg := sim.Config{
 		Nodes: o.nodes, Modules: o.modules, Passes: o.passes, Seed: o.seed, Faults: faults, Big: o.big, Clock: e.now,
 		Progress: func(ps sim.PassStats) {
@@ -193,8 +194,12 @@ func (e *env) sim(ctx context.Context, o simOptions, data string, faults []sim.F
 				return
 			}
 			events += ps.Events
-			passes++
-			bar.Describe(fmt.Sprintf("pass %d/%d, %d events", ps.Pass, o.passes, events))
+			elapsed += ps.Took
+			desc := fmt.Sprintf("pass %d/%d, %d events", ps.Pass, o.passes, events)
+			if elapsed > 0 {
+				desc += fmt.Sprintf(", %.0f events/s", float64(events)/elapsed.Seconds())
+			}
+			bar.Describe(desc)
 			_ = bar.Add(1)
 		},
 	}
