@@ -106,10 +106,9 @@ func NewRun(ctx context.Context, store events.Store, cfg Config) (*Run, error) {
 	if err := r.setUp(ctx); err != nil {
 		return nil, err
 	}
-	if err := r.endPass(ctx, PassStats{Pass: 0}); err != nil {
+	if err := r.endPass(ctx, PassStats{Pass: 0}, start); err != nil {
 		return nil, err
 	}
-	r.wall += cfg.Clock().Sub(start)
 	return r, nil
 }
 
@@ -432,9 +431,7 @@ func (r *Run) Pass(ctx context.Context, p int) error {
 		r.active[n] = false // it applied the release: switched off
 	}
 	r.truth.endPass(p)
-	st.Took = r.cfg.Clock().Sub(start)
-	r.wall += st.Took
-	return r.endPass(ctx, st)
+	return r.endPass(ctx, st, start)
 }
 
 // operators runs pass p's operator commands: joins, leaves, bursts, moves,
@@ -558,8 +555,9 @@ func (r *Run) move(ctx context.Context, p int, st *PassStats) error {
 }
 
 // endPass counts what the pass appended, catches the projections up, and
-// reports progress.
-func (r *Run) endPass(ctx context.Context, st PassStats) error {
+// reports progress. The pass's time, from start, includes the projections'
+// catch-up (a controller's work) and the counting (the simulator's, small).
+func (r *Run) endPass(ctx context.Context, st PassStats, start time.Time) error {
 	for {
 		page, err := r.Mesh.Store.ReadAll(ctx, r.read, 4096)
 		if err != nil {
@@ -578,6 +576,8 @@ func (r *Run) endPass(ctx context.Context, st PassStats) error {
 	if err := r.Mesh.CatchUp(ctx); err != nil {
 		return fmt.Errorf("sim: pass %d: projections: %w", st.Pass, err)
 	}
+	st.Took = r.cfg.Clock().Sub(start)
+	r.wall += st.Took
 	r.stats = append(r.stats, st)
 	if r.cfg.Progress != nil {
 		r.cfg.Progress(st)

@@ -101,7 +101,10 @@ func (r *Run) Summary(store string) Summary {
 		s.Operator += st.Operator
 		faulted := false
 		for _, f := range r.cfg.Faults {
-			faulted = faulted || f.Active(st.Pass, r.cfg.Passes) || (f.Kind == FaultRemove && f.Active(st.Pass-1, r.cfg.Passes))
+			// Adopted nodes holding found data are a steady state, not a fault
+			// of their passes.
+			faulted = faulted || (f.Kind != FaultAdopt && f.Active(st.Pass, r.cfg.Passes)) ||
+				(f.Kind == FaultRemove && f.Active(st.Pass-1, r.cfg.Passes))
 		}
 		// The first passes create everything: not quiet.
 		if !faulted && st.Operator == 0 && st.Pass > 2 {
