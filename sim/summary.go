@@ -49,6 +49,7 @@ type Summary struct {
 	PassesPerSec float64       `json:"passes_per_second"`
 	EventsPerSec float64       `json:"events_per_second"`
 
+	PerPass    []PassStats    `json:"per_pass"` // the set-up's first, as pass 0
 	Score      Score          `json:"score"`
 	Truth      []TruthEpisode `json:"truth"`
 	Detections []Detected     `json:"detections"`
@@ -76,7 +77,7 @@ func (r *Run) Summary(store string) Summary {
 	s := Summary{
 		Nodes: r.cfg.Nodes, Joined: len(r.nodes) - r.cfg.Nodes, Big: r.cfg.Big, Modules: r.cfg.Modules,
 		Passes: r.cfg.Passes, Seed: r.cfg.Seed, Store: store, Faults: r.cfg.Faults,
-		Score: r.Score(det), Truth: r.Truth(), Detections: det, Wall: r.wall,
+		Score: r.Score(det), Truth: r.Truth(), Detections: det, Wall: r.wall, PerPass: r.Stats(),
 	}
 	if s.Faults == nil {
 		s.Faults = []Fault{}
