@@ -410,7 +410,7 @@ func (r *Run) Pass(ctx context.Context, p int) error {
 		// A compose that failed returns no declaration; a send that failed
 		// (a cut bus) returns the one composed.
 		r.truth.pass(node, p, truthPass{
-			digest: pushed.Declaration.Digest, lossy: pushed.Lossy, removed: applied && removed > 0, applied: applied,
+			digest: pushed.Declaration.Digest, lossy: pushed.Lossy, removed: applied && removed > 0,
 		})
 	}
 	// Reads recover between passes: the operators' commands of the next

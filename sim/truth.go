@@ -10,9 +10,7 @@ import (
 //
 //   - A loop: something outside removed the node's containers before two
 //     passes in a row or more, each of which the node applied, with no
-//     operator command on the node between them, the first not the pass
-//     just after an operator command on the node (that pass carries the
-//     command: a roll-out's, a first creation's). Start is the first of
+//     operator command on the node between them. Start is the first of
 //     them: the rule detects it at the second, Start+1.
 //   - A flip: the node's declaration went A→B→A with B or A composed from
 //     a lossy read (seed 000), and no operator command that could change
@@ -35,12 +33,10 @@ type truthPass struct {
 	digest  string // the declaration composed ("" when the compose failed)
 	lossy   bool   // composed from a lossy read
 	removed bool   // containers were removed before it, and it applied
-	applied bool   // the node applied a declaration
 }
 
 type truthNode struct {
-	streak, streakStart int  // passes in a row that applied after a removal
-	opPass              bool // an operator command on the node since its last apply
+	streak, streakStart int // passes in a row that applied after a removal
 
 	cur, prev      string
 	curLossy       bool
@@ -80,16 +76,11 @@ func (t *truthKeeper) operator(node string, roster bool) {
 	n := t.node(node)
 	n.streak = 0
 	n.opSince = true
-	n.opPass = true
 }
 
 func (t *truthKeeper) pass(node string, p int, tp truthPass) {
 	n := t.node(node)
-	carries := n.opPass && tp.applied
-	if tp.applied {
-		n.opPass = false
-	}
-	if tp.removed && !carries {
+	if tp.removed {
 		if n.streak == 0 {
 			n.streakStart = p
 		}
