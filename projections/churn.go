@@ -22,13 +22,7 @@ import (
 //     simulator found it). A name counts as a container's when some
 //     declaration of the node composed a container of that name.
 //   - Two heavy passes in a row on a node with no operator command in between
-//     are a churn loop, detected at the second. The first pass after an
-//     operator command on the node carries that command (a roll-out, a moved
-//     module, a first creation): heavy, it starts no loop, so that a
-//     legitimate heavy pass followed by one disturbance (something outside
-//     removing the containers once) is not called a loop (issue 12's
-//     simulator found ten such on 1,000 nodes). A loop that starts with an
-//     operator's pass is detected one pass later, at its third heavy pass.
+//     are a churn loop, detected at the second.
 //   - A declaration digest that alternates A→B→A on a node, with no operator
 //     command between the two changes, is a flip, detected at the second
 //     change.
@@ -66,7 +60,6 @@ type churnNode struct {
 	curRoster, prevRost []string
 	changed             Mark // the last change of digest
 	opSinceChange       bool
-	opPass              bool // an operator command since the last apply: the next apply carries it
 
 	decls      declIndex[declFacts] // declaration id → digest and size
 	containers map[string]bool      // every name a declaration of the node composed as a container
@@ -221,7 +214,6 @@ func (c *Churn) operatorOnModule(module string) {
 func (n *churnNode) operator() {
 	n.streak = 0
 	n.opSinceChange = true
-	n.opPass = true
 	if n.active < 0 {
 		n.pending = Evidence{}
 	}
@@ -308,15 +300,6 @@ func (c *Churn) applied(n *churnNode, node string, ev events.Event, v events.App
 	}
 	here := Mark{ev.Position, ev.At}
 	heavy := v.Heavy(facts.resources) || n.containersHeavy(v, facts.containers)
-	carries := n.opPass
-	n.opPass = false
-	if heavy && carries && n.active < 0 {
-		// The operator's pass: heavy by the operator's doing, it starts no
-		// streak.
-		n.streak = 0
-		n.pending = Evidence{}
-		return
-	}
 	if !heavy {
 		n.streak = 0
 		if n.active < 0 {

@@ -46,7 +46,7 @@ var ErrSnapshot = errors.New("projections: snapshot unusable")
 // or meaning; a file of another version is ErrSnapshot.
 const (
 	snapshotMagic   = "MESHSNAP"
-	snapshotVersion = 3 // 3: the churn detector keeps each node's container names, each declaration's container count, and whether the next apply carries an operator command
+	snapshotVersion = 3 // 3: the churn detector keeps each node's container names and each declaration's container count
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -220,7 +220,6 @@ type churnNodeSnap struct {
 	OpSinceChange       bool
 	Decls               declSnap[declFactsSnap]
 	Containers          []string // sorted
-	OpPass              bool
 }
 
 type declFactsSnap struct {
@@ -244,7 +243,7 @@ func (c *Churn) save(t *tables) *churnSnap {
 			Decls: saveDecls(&n.decls, func(d declFacts) declFactsSnap {
 				return declFactsSnap{Digest: d.digest, Resources: d.resources, Containers: d.containers}
 			}),
-			Containers: slices.Sorted(maps.Keys(n.containers)), OpPass: n.opPass,
+			Containers: slices.Sorted(maps.Keys(n.containers)),
 		}
 	}
 	for m, nodes := range c.assigned {
@@ -263,7 +262,7 @@ func (c *Churn) load(s *churnSnap, st *snapState) {
 			quiet: sn.Quiet, pending: sn.Pending, cur: sn.Cur, prev: sn.Prev, curDecl: sn.CurDecl,
 			prevDecl: sn.PrevDecl, curPos: sn.CurPos, prevPos: sn.PrevPos,
 			curRoster: st.strs(sn.CurRoster), prevRost: st.strs(sn.PrevRost),
-			changed: sn.Changed, opSinceChange: sn.OpSinceChange, opPass: sn.OpPass,
+			changed: sn.Changed, opSinceChange: sn.OpSinceChange,
 			decls: loadDecls(sn.Decls, func(d declFactsSnap) declFacts {
 				return declFacts{digest: d.Digest, resources: d.Resources, containers: d.Containers}
 			}),
