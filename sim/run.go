@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"meshplane/commands"
+	"meshplane/declaration"
 	"meshplane/events"
 )
 
@@ -409,9 +410,18 @@ func (r *Run) Pass(ctx context.Context, p int) error {
 		}
 		// A compose that failed returns no declaration; a send that failed
 		// (a cut bus) returns the one composed.
-		r.truth.pass(node, p, truthPass{
-			digest: pushed.Declaration.Digest, lossy: pushed.Lossy, removed: applied && removed > 0,
-		})
+		tp := truthPass{
+			digest: pushed.Declaration.Digest, lossy: pushed.Lossy, removed: applied && removed > 0, applied: applied,
+		}
+		if applied {
+			tp.outcome = rep.Outcome
+		}
+		for _, res := range pushed.Declaration.Resources {
+			if res.Kind == declaration.KindContainer {
+				tp.containers = append(tp.containers, res.Name)
+			}
+		}
+		r.truth.pass(node, p, tp)
 	}
 	// Reads recover between passes: the operators' commands of the next
 	// pass go through.

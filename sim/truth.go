@@ -3,15 +3,22 @@ package sim
 import (
 	"cmp"
 	"slices"
+
+	"meshplane/events"
 )
 
 // TruthEpisode is churn the run injected on a node: what the churn
 // projection should find. Passes count from 1.
 //
-//   - A loop: something outside removed the node's containers before two
-//     passes in a row or more, each of which the node applied, with no
-//     operator command on the node between them. Start is the first of
-//     them: the rule detects it at the second, Start+1.
+//   - A loop: two passes in a row or more, each of which the node applied,
+//     with no operator command on the node between them, each either after
+//     something outside removed the node's containers, or (the first only)
+//     the pass that carries an operator command and is heavy by rule 7 (a
+//     first creation, a roll-out, a moved module: it changed at least half
+//     of the declaration's resources or of its containers). Rule 7 counts
+//     the operator's heavy pass: a disturbance right after it makes a loop.
+//     Start is the first of them: the rule detects it at the second,
+//     Start+1.
 //   - A flip: the node's declaration went A→B→A with B or A composed from
 //     a lossy read (seed 000), and no operator command that could change
 //     the declaration (one on the node, or one that changes the mesh's
@@ -33,10 +40,16 @@ type truthPass struct {
 	digest  string // the declaration composed ("" when the compose failed)
 	lossy   bool   // composed from a lossy read
 	removed bool   // containers were removed before it, and it applied
+	applied bool   // the node applied a declaration
+
+	outcome    events.ApplyReported // the apply's report, when applied
+	containers []string             // the names of the declaration's containers
 }
 
 type truthNode struct {
-	streak, streakStart int // passes in a row that applied after a removal
+	streak, streakStart int             // heavy passes in a row (see TruthEpisode)
+	opPass              bool            // an operator command on the node since its last apply
+	containers          map[string]bool // every name the node's declarations gave a container
 
 	cur, prev      string
 	curLossy       bool
@@ -76,11 +89,23 @@ func (t *truthKeeper) operator(node string, roster bool) {
 	n := t.node(node)
 	n.streak = 0
 	n.opSince = true
+	n.opPass = true
 }
 
 func (t *truthKeeper) pass(node string, p int, tp truthPass) {
 	n := t.node(node)
-	if tp.removed {
+	for _, c := range tp.containers {
+		if n.containers == nil {
+			n.containers = map[string]bool{}
+		}
+		n.containers[c] = true
+	}
+	carries := n.opPass && tp.applied
+	if tp.applied {
+		n.opPass = false
+	}
+	switch {
+	case tp.removed:
 		if n.streak == 0 {
 			n.streakStart = p
 		}
@@ -88,7 +113,11 @@ func (t *truthKeeper) pass(node string, p int, tp truthPass) {
 		if n.streak >= 2 {
 			t.symptom(n, node, p, n.streakStart, true, false)
 		}
-	} else {
+	case carries && n.heavy(tp):
+		// The operator's own heavy pass: a first in a row, never a second
+		// (the command stands between it and the pass before).
+		n.streak, n.streakStart = 1, p
+	default:
 		n.streak = 0
 	}
 	if tp.digest == "" {
@@ -107,6 +136,35 @@ func (t *truthKeeper) pass(node string, p int, tp truthPass) {
 		n.curLossy = n.curLossy || tp.lossy
 	}
 	n.lastCompose = p
+}
+
+// heavy is rule 7's heavy pass, from the apply's report: it created,
+// replaced or removed at least half of the declaration's resources, or of
+// its containers.
+func (n *truthNode) heavy(tp truthPass) bool {
+	if tp.outcome.Heavy(0) {
+		return true
+	}
+	if len(tp.containers) == 0 {
+		return false
+	}
+	changed := 0
+	for _, name := range tp.outcome.Created {
+		if n.containers[name] {
+			changed++
+		}
+	}
+	for _, r := range tp.outcome.Replaced {
+		if n.containers[r.Name] {
+			changed++
+		}
+	}
+	for _, name := range tp.outcome.Removed {
+		if n.containers[name] {
+			changed++
+		}
+	}
+	return 2*changed >= len(tp.containers)
 }
 
 func (t *truthKeeper) symptom(n *truthNode, node string, p, start int, loop, flip bool) {
