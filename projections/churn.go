@@ -15,7 +15,12 @@ import (
 //
 //   - A pass (apply.reported) is heavy when it created, replaced or removed
 //     at least half of its declaration's resources (sent; a declaration of no
-//     resources is never heavy).
+//     resources is never heavy), or at least half of its declaration's
+//     containers. Seed 000's loop replaced every container of a node whose
+//     directories and files outnumbered them; by resources alone it was
+//     quiet (a node of 110 containers among 330 resources: issue 12's
+//     simulator found it). A name counts as a container's when some
+//     declaration of the node composed a container of that name.
 //   - Two heavy passes in a row on a node with no operator command in between
 //     are a churn loop, detected at the second.
 //   - A declaration digest that alternates A→B→A on a node, with no operator
@@ -56,12 +61,14 @@ type churnNode struct {
 	changed             Mark // the last change of digest
 	opSinceChange       bool
 
-	decls declIndex[declFacts] // declaration id → digest and size
+	decls      declIndex[declFacts] // declaration id → digest and size
+	containers map[string]bool      // every name a declaration of the node composed as a container
 }
 
 type declFacts struct {
-	digest    string
-	resources int
+	digest     string
+	resources  int
+	containers int // of the resources, containers
 }
 
 // Mark is a point in the stream.
@@ -225,7 +232,20 @@ func (n *churnNode) evidence() *Evidence {
 }
 
 func (c *Churn) composed(n *churnNode, node string, ev events.Event, v events.DeclarationComposed) {
-	n.decls.add(v.Declaration, declFacts{digest: v.Digest, resources: len(v.Resources)})
+	facts := declFacts{digest: v.Digest, resources: len(v.Resources)}
+	for _, r := range v.Resources {
+		if r.Kind != declarationKindContainer {
+			continue
+		}
+		facts.containers++
+		if !n.containers[r.Name] {
+			if n.containers == nil {
+				n.containers = map[string]bool{}
+			}
+			n.containers[r.Name] = true
+		}
+	}
+	n.decls.add(v.Declaration, facts)
 	if n.cur == "" {
 		n.cur, n.curDecl, n.curPos, n.curRoster = v.Digest, v.Declaration, ev.Position, v.Roster
 		n.changed = Mark{ev.Position, ev.At}
@@ -282,7 +302,7 @@ func (c *Churn) applied(n *churnNode, node string, ev events.Event, v events.App
 		digest = facts.digest
 	}
 	here := Mark{ev.Position, ev.At}
-	heavy := v.Heavy(facts.resources)
+	heavy := v.Heavy(facts.resources) || n.containersHeavy(v, facts.containers)
 	if !heavy {
 		n.streak = 0
 		if n.active < 0 {
@@ -330,6 +350,35 @@ func (c *Churn) applied(n *churnNode, node string, ev events.Event, v events.App
 	if n.streak >= 2 {
 		e.Loop = true
 	}
+}
+
+// declarationKindContainer is declaration.KindContainer, the kind of a
+// container in a composed declaration's resources.
+const declarationKindContainer = "container"
+
+// containersHeavy reports whether the apply created, replaced or removed at
+// least half of the declaration's containers (containers of them).
+func (n *churnNode) containersHeavy(v events.ApplyReported, containers int) bool {
+	if containers == 0 {
+		return false
+	}
+	changed := 0
+	for _, name := range v.Created {
+		if n.containers[name] {
+			changed++
+		}
+	}
+	for _, r := range v.Replaced {
+		if n.containers[r.Name] {
+			changed++
+		}
+	}
+	for _, name := range v.Removed {
+		if n.containers[name] {
+			changed++
+		}
+	}
+	return 2*changed >= containers
 }
 
 func (e *Evidence) addDecl(d DeclRef) {

@@ -106,6 +106,39 @@ func TestChurn(t *testing.T) {
 			},
 		},
 		{
+			// Issue 12's simulator: seed 000's loop on a node like the seeds'
+			// (110 containers among 330 resources) recreated every container
+			// each pass, a third of the resources, and was never heavy.
+			name: "every container recreated twice is a loop, however many directories and files",
+			build: func(g *gen) {
+				for _, d := range []string{"novox/1", "novox/2"} {
+					g.mixedPass("novox", d, 3, 6, 3)
+				}
+			},
+			active: true, episodes: 1, loop: true, decls: 2,
+		},
+		{
+			name: "half of the containers is heavy",
+			build: func(g *gen) {
+				g.mixedPass("novox", "novox/1", 4, 8, 2).mixedPass("novox", "novox/2", 4, 8, 2)
+			},
+			active: true, episodes: 1, loop: true, decls: 2,
+		},
+		{
+			name: "less than half of the containers, and of the resources, is quiet",
+			build: func(g *gen) {
+				g.mixedPass("novox", "novox/1", 4, 8, 1).mixedPass("novox", "novox/2", 4, 8, 1)
+			},
+		},
+		{
+			name: "a roll-out recreating every container is no loop: the definition resets",
+			build: func(g *gen) {
+				g.assign("m", "novox").mixedPass("novox", "novox/1", 3, 6, 3).
+					add(events.ModuleStream("m"), "operator:jo", "", events.ModuleDefined{Module: "m"}).
+					mixedPass("novox", "novox/2", 3, 6, 3)
+			},
+		},
+		{
 			name: "a flip A→B→A, with the names that came and went",
 			build: func(g *gen) {
 				g.pass("novox", "novox/1", "A", roster10, 10, 0).

@@ -112,6 +112,22 @@ func (g *gen) pass(node, decl, digest string, roster []string, n, replaced int) 
 	return g.applied(node, a)
 }
 
+// mixedPass is a pass on node of a declaration of c containers of module m
+// and files other resources (directories and files), whose apply creates
+// created of the containers.
+func (g *gen) mixedPass(node, decl string, c, files, created int) *gen {
+	res := resources("m", c, "A")
+	for i := 0; i < files; i++ {
+		res = append(res, events.ResourceRef{Name: fmt.Sprintf("/var/lib/m/f%d", i), Kind: "file", Module: "m", Digest: "sha256:f"})
+	}
+	g.composed(node, decl, "A", nil, res).pushed(node, decl, "A", len(res))
+	a := events.ApplyReported{Declaration: decl, Sent: len(res), Applied: len(res), Unchanged: len(res) - created, Digest: "A"}
+	for i := 0; i < created; i++ {
+		a.Created = append(a.Created, res[i].Name)
+	}
+	return g.applied(node, a)
+}
+
 // fold decodes each event once and folds it into ps, as the runner does;
 // a fold error fails the test.
 func fold(tb testing.TB, reg *events.Registry, evs []events.Event, ps ...Projection) {

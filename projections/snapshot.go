@@ -46,7 +46,7 @@ var ErrSnapshot = errors.New("projections: snapshot unusable")
 // or meaning; a file of another version is ErrSnapshot.
 const (
 	snapshotMagic   = "MESHSNAP"
-	snapshotVersion = 2
+	snapshotVersion = 3 // 3: the churn detector keeps each node's container names and each declaration's container count
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -219,11 +219,13 @@ type churnNodeSnap struct {
 	Changed             Mark
 	OpSinceChange       bool
 	Decls               declSnap[declFactsSnap]
+	Containers          []string // sorted
 }
 
 type declFactsSnap struct {
-	Digest    string
-	Resources int
+	Digest     string
+	Resources  int
+	Containers int
 }
 
 func (c *Churn) save(t *tables) *churnSnap {
@@ -238,7 +240,10 @@ func (c *Churn) save(t *tables) *churnSnap {
 			PrevDecl: n.prevDecl, CurPos: n.curPos, PrevPos: n.prevPos,
 			CurRoster: t.strings(n.curRoster), PrevRost: t.strings(n.prevRost),
 			Changed: n.changed, OpSinceChange: n.opSinceChange,
-			Decls: saveDecls(&n.decls, func(d declFacts) declFactsSnap { return declFactsSnap{Digest: d.digest, Resources: d.resources} }),
+			Decls: saveDecls(&n.decls, func(d declFacts) declFactsSnap {
+				return declFactsSnap{Digest: d.digest, Resources: d.resources, Containers: d.containers}
+			}),
+			Containers: slices.Sorted(maps.Keys(n.containers)),
 		}
 	}
 	for m, nodes := range c.assigned {
@@ -258,7 +263,15 @@ func (c *Churn) load(s *churnSnap, st *snapState) {
 			prevDecl: sn.PrevDecl, curPos: sn.CurPos, prevPos: sn.PrevPos,
 			curRoster: st.strs(sn.CurRoster), prevRost: st.strs(sn.PrevRost),
 			changed: sn.Changed, opSinceChange: sn.OpSinceChange,
-			decls: loadDecls(sn.Decls, func(d declFactsSnap) declFacts { return declFacts{digest: d.Digest, resources: d.Resources} }),
+			decls: loadDecls(sn.Decls, func(d declFactsSnap) declFacts {
+				return declFacts{digest: d.Digest, resources: d.Resources, containers: d.Containers}
+			}),
+		}
+		if len(sn.Containers) > 0 {
+			c.nodes[name].containers = make(map[string]bool, len(sn.Containers))
+			for _, cn := range sn.Containers {
+				c.nodes[name].containers[cn] = true
+			}
 		}
 	}
 	c.assigned = make(map[string]map[string]bool, len(s.Assigned))

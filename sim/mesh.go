@@ -47,6 +47,7 @@ type Mesh struct {
 	now   func() time.Time // stamps every event the mesh makes
 	mu    sync.Mutex
 	nodes map[string]*Node
+	lossy map[string]bool // nodes whose reads compose answers as "no modules" (SetLossy)
 }
 
 // Node is a simulated node: its runtime, its agent, and its end of the bus.
@@ -191,12 +192,35 @@ func (m *Mesh) deliver(ctx context.Context, n *Node, r agent.Report) error {
 // Push composes node's declaration and sends it over the simulated bus. A
 // push begins a pass, for faults set on every other pass.
 func (m *Mesh) Push(ctx context.Context, node string) error {
+	_, err := m.PushDetail(ctx, node)
+	return err
+}
+
+// Pushed is what one push did.
+type Pushed struct {
+	// Declaration is the one composed (or the current one, sent again);
+	// zero when the compose failed.
+	Declaration declaration.Declaration
+	// Lossy says a read of a node under SetLossy was answered as "no
+	// modules" while composing it: the declaration is not the mesh's.
+	Lossy bool
+}
+
+// PushDetail is Push, saying what it composed.
+func (m *Mesh) PushDetail(ctx context.Context, node string) (Pushed, error) {
 	m.Store.BeginPass()
 	n, err := m.node(node)
 	if err != nil {
-		return err
+		return Pushed{}, err
 	}
-	_, err = m.Handler.Push(ctx, node, nil, func(ctx context.Context, d declaration.Declaration) error {
+	var out Pushed
+	var reader commands.Reader
+	m.mu.Lock()
+	if len(m.lossy) > 0 {
+		reader = &lossyReader{h: m.Handler, target: node, lossy: m.lossy, hit: &out.Lossy}
+	}
+	m.mu.Unlock()
+	d, err := m.Handler.Push(ctx, node, reader, func(ctx context.Context, d declaration.Declaration) error {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		if n.cut {
@@ -205,7 +229,48 @@ func (m *Mesh) Push(ctx context.Context, node string) error {
 		n.latest = &d
 		return nil
 	})
-	return err
+	out.Declaration = d
+	return out, err
+}
+
+// SetLossy makes every compose answer a read of the named nodes as "this
+// node has no modules", as seed 000's gatherer did when it swallowed a
+// failed read: their routed names leave every other node's roster. The
+// node being composed is read as it is. No names clears it.
+func (m *Mesh) SetLossy(nodes ...string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lossy = map[string]bool{}
+	for _, n := range nodes {
+		m.lossy[n] = true
+	}
+}
+
+// lossyReader is the handler's reader, with seed 000's bug: a read of a
+// lossy node (other than the one composed) comes back with no modules.
+type lossyReader struct {
+	h      *commands.Handler
+	target string
+	lossy  map[string]bool // not changed while a compose reads it: SetLossy replaces it
+	hit    *bool           // set when an answer was changed
+}
+
+var _ commands.Reader = (*lossyReader)(nil)
+
+func (r *lossyReader) Nodes(ctx context.Context) ([]string, error) { return r.h.Nodes(ctx) }
+
+func (r *lossyReader) Module(ctx context.Context, name string) (commands.Module, error) {
+	return r.h.Module(ctx, name)
+}
+
+func (r *lossyReader) Node(ctx context.Context, name string) (commands.Node, error) {
+	n, err := r.h.Node(ctx, name)
+	if err != nil || name == r.target || !r.lossy[name] || len(n.Assigned) == 0 {
+		return n, err
+	}
+	*r.hit = true
+	n.Assigned, n.Taken = nil, nil // the handler's maps are shared: replaced, never changed
+	return n, nil
 }
 
 // Apply makes node apply the latest declaration the bus delivered to it.
