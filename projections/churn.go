@@ -20,7 +20,9 @@ import (
 //     directories and files outnumbered them; by resources alone it was
 //     quiet (a node of 110 containers among 330 resources: issue 12's
 //     simulator found it). A name counts as a container's when some
-//     declaration of the node composed a container of that name.
+//     declaration of the node composed a container of that name; a
+//     container created after the node's last apply failed it is not
+//     counted (a retry), one created again after it ran is.
 //   - Two heavy passes in a row on a node with no operator command in between
 //     are a churn loop, detected at the second.
 //   - A declaration digest that alternates A→B→A on a node, with no operator
@@ -63,6 +65,7 @@ type churnNode struct {
 
 	decls      declIndex[declFacts] // declaration id → digest and size
 	containers map[string]bool      // every name a declaration of the node composed as a container
+	failedLast map[string]bool      // the containers the node's last apply failed
 }
 
 type declFacts struct {
@@ -238,7 +241,7 @@ func (c *Churn) composed(n *churnNode, node string, ev events.Event, v events.De
 			continue
 		}
 		facts.containers++
-		if !n.containers[r.Name] {
+		if _, ok := n.containers[r.Name]; !ok {
 			if n.containers == nil {
 				n.containers = map[string]bool{}
 			}
@@ -302,7 +305,8 @@ func (c *Churn) applied(n *churnNode, node string, ev events.Event, v events.App
 		digest = facts.digest
 	}
 	here := Mark{ev.Position, ev.At}
-	heavy := v.Heavy(facts.resources) || n.containersHeavy(v, facts.containers)
+	byContainers := n.containersHeavy(v, facts.containers) // marks what ran, every pass
+	heavy := v.Heavy(facts.resources) || byContainers
 	if !heavy {
 		n.streak = 0
 		if n.active < 0 {
@@ -356,15 +360,16 @@ func (c *Churn) applied(n *churnNode, node string, ev events.Event, v events.App
 // container in a composed declaration's resources.
 const declarationKindContainer = "container"
 
-// containersHeavy reports whether the apply created, replaced or removed at
-// least half of the declaration's containers (containers of them).
+// containersHeavy reports whether the apply recreated, replaced or removed
+// at least half of the declaration's containers (containers of them). A
+// container the node's last apply failed (its image was not there yet,
+// say) and this one created is not counted: that is a retry, not churn. One
+// created again after something removed it is. It keeps the apply's failed
+// containers for the next.
 func (n *churnNode) containersHeavy(v events.ApplyReported, containers int) bool {
-	if containers == 0 {
-		return false
-	}
 	changed := 0
 	for _, name := range v.Created {
-		if n.containers[name] {
+		if n.containers[name] && !n.failedLast[name] {
 			changed++
 		}
 	}
@@ -378,7 +383,16 @@ func (n *churnNode) containersHeavy(v events.ApplyReported, containers int) bool
 			changed++
 		}
 	}
-	return 2*changed >= containers
+	clear(n.failedLast)
+	for _, f := range v.Failed {
+		if n.containers[f.Name] {
+			if n.failedLast == nil {
+				n.failedLast = map[string]bool{}
+			}
+			n.failedLast[f.Name] = true
+		}
+	}
+	return containers > 0 && 2*changed >= containers
 }
 
 func (e *Evidence) addDecl(d DeclRef) {

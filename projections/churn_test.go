@@ -209,6 +209,35 @@ func TestChurn(t *testing.T) {
 			active: true, episodes: 1, loop: true, decls: 3, field: "hosts",
 		},
 		{
+			// mesh up on a Docker node: the first apply found no image yet
+			// (heavy: it created the rest), the next created the container.
+			name: "a container created after its creation failed is a retry, not a loop",
+			build: func(g *gen) {
+				res := append(resources("m", 1, "A"),
+					events.ResourceRef{Name: "/etc/m", Kind: "directory", Module: "m", Digest: "sha256:d"},
+					events.ResourceRef{Name: "/etc/m/a", Kind: "file", Module: "m", Digest: "sha256:f"},
+					events.ResourceRef{Name: "/var/lib/m", Kind: "directory", Module: "m", Digest: "sha256:v"})
+				g.composed("novox", "novox/1", "A", nil, res).pushed("novox", "novox/1", "A", len(res)).
+					applied("novox", events.ApplyReported{Declaration: "novox/1", Sent: 4, Applied: 3, Digest: "A",
+						Created: []string{"/etc/m", "/etc/m/a", "/var/lib/m"}, Failed: []events.Failed{{Name: "m-0", Error: "image unavailable"}}}).
+					applied("novox", events.ApplyReported{Declaration: "novox/1", Sent: 4, Applied: 4, Unchanged: 3, Digest: "A", Created: []string{"m-0"}})
+			},
+		},
+		{
+			name: "the same container created again after it ran is heavy",
+			build: func(g *gen) {
+				res := append(resources("m", 1, "A"),
+					events.ResourceRef{Name: "/etc/m", Kind: "directory", Module: "m", Digest: "sha256:d"},
+					events.ResourceRef{Name: "/etc/m/a", Kind: "file", Module: "m", Digest: "sha256:f"},
+					events.ResourceRef{Name: "/var/lib/m", Kind: "directory", Module: "m", Digest: "sha256:v"})
+				g.composed("novox", "novox/1", "A", nil, res).pushed("novox", "novox/1", "A", len(res))
+				for range 2 {
+					g.applied("novox", events.ApplyReported{Declaration: "novox/1", Sent: 4, Applied: 4, Unchanged: 3, Digest: "A", Created: []string{"m-0"}})
+				}
+			},
+			active: true, episodes: 1, loop: true, decls: 1,
+		},
+		{
 			name: "a hand-written apply with no sent uses its declaration's size",
 			build: func(g *gen) {
 				for _, d := range []string{"novox/1", "novox/2"} {

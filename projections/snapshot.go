@@ -220,6 +220,7 @@ type churnNodeSnap struct {
 	OpSinceChange       bool
 	Decls               declSnap[declFactsSnap]
 	Containers          []string // sorted
+	FailedLast          []string // sorted: the containers the node's last apply failed
 }
 
 type declFactsSnap struct {
@@ -244,6 +245,7 @@ func (c *Churn) save(t *tables) *churnSnap {
 				return declFactsSnap{Digest: d.digest, Resources: d.resources, Containers: d.containers}
 			}),
 			Containers: slices.Sorted(maps.Keys(n.containers)),
+			FailedLast: slices.Sorted(maps.Keys(n.failedLast)),
 		}
 	}
 	for m, nodes := range c.assigned {
@@ -271,6 +273,12 @@ func (c *Churn) load(s *churnSnap, st *snapState) {
 			c.nodes[name].containers = make(map[string]bool, len(sn.Containers))
 			for _, cn := range sn.Containers {
 				c.nodes[name].containers[cn] = true
+			}
+		}
+		if len(sn.FailedLast) > 0 {
+			c.nodes[name].failedLast = make(map[string]bool, len(sn.FailedLast))
+			for _, cn := range sn.FailedLast {
+				c.nodes[name].failedLast[cn] = true
 			}
 		}
 	}

@@ -50,6 +50,7 @@ type truthNode struct {
 	streak, streakStart int             // heavy passes in a row (see TruthEpisode)
 	opPass              bool            // an operator command on the node since its last apply
 	containers          map[string]bool // every name the node's declarations gave a container
+	failedLast          map[string]bool // the containers the node's last apply failed
 
 	cur, prev      string
 	curLossy       bool
@@ -100,7 +101,11 @@ func (t *truthKeeper) pass(node string, p int, tp truthPass) {
 		}
 		n.containers[c] = true
 	}
+	if n.failedLast == nil {
+		n.failedLast = map[string]bool{}
+	}
 	carries := n.opPass && tp.applied
+	heavy := tp.applied && n.heavy(tp) // marks what ran, every pass
 	if tp.applied {
 		n.opPass = false
 	}
@@ -113,7 +118,7 @@ func (t *truthKeeper) pass(node string, p int, tp truthPass) {
 		if n.streak >= 2 {
 			t.symptom(n, node, p, n.streakStart, true, false)
 		}
-	case carries && n.heavy(tp):
+	case carries && heavy:
 		// The operator's own heavy pass: a first in a row, never a second
 		// (the command stands between it and the pass before).
 		n.streak, n.streakStart = 1, p
@@ -140,17 +145,12 @@ func (t *truthKeeper) pass(node string, p int, tp truthPass) {
 
 // heavy is rule 7's heavy pass, from the apply's report: it created,
 // replaced or removed at least half of the declaration's resources, or of
-// its containers.
+// its containers (a container created after the last apply failed it is a
+// retry, not counted). It keeps the apply's failed containers.
 func (n *truthNode) heavy(tp truthPass) bool {
-	if tp.outcome.Heavy(0) {
-		return true
-	}
-	if len(tp.containers) == 0 {
-		return false
-	}
 	changed := 0
 	for _, name := range tp.outcome.Created {
-		if n.containers[name] {
+		if n.containers[name] && !n.failedLast[name] {
 			changed++
 		}
 	}
@@ -164,7 +164,14 @@ func (n *truthNode) heavy(tp truthPass) bool {
 			changed++
 		}
 	}
-	return 2*changed >= len(tp.containers)
+	clear(n.failedLast)
+	for _, f := range tp.outcome.Failed {
+		n.failedLast[f.Name] = true
+	}
+	if tp.outcome.Heavy(0) {
+		return true
+	}
+	return len(tp.containers) > 0 && 2*changed >= len(tp.containers)
 }
 
 func (t *truthKeeper) symptom(n *truthNode, node string, p, start int, loop, flip bool) {
