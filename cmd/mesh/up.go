@@ -497,6 +497,12 @@ func (e *env) upDaemon(cmd *cobra.Command, o upOptions) error {
 		fmt.Fprintf(w, "the CLI against it: export MESH_SERVER=%s MESH_TOKEN=$(cat %s)\n", r.APIURL, filepath.Join(o.data, api.TokenFile))
 	}
 
+	if storeAt != "" {
+		if err := stageBuilds(ctx, filepath.Join(o.data, agentsDir, storeNode, artifactsDir), builds); err != nil {
+			stopCtl()
+			return errors.Join(err, <-done)
+		}
+	}
 	agents, err := startAgents(o.data, mf, rts, storeNode, storeAt, r.BusURLs, w)
 	stop := func() error {
 		aerr := agents.stop()

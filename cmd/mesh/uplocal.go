@@ -155,6 +155,45 @@ func storeFree(addr string) error {
 	return ln.Close()
 }
 
+// stageBuilds puts every build into the files of the artifact store in dir
+// before its agent starts, through the store's own registry served for the
+// moment on a loopback port of its own. The controller pushes declarations
+// as soon as it leads, so an agent may apply before up could push anything
+// to the store it serves: staged, the images are there from its first
+// request, and no first apply finds one missing.
+func stageBuilds(ctx context.Context, dir string, builds []builtImage) (err error) {
+	if len(builds) == 0 {
+		return nil
+	}
+	h, err := artifacts.NewHandler(dir)
+	if err != nil {
+		return fmt.Errorf("stage the builds: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("stage the builds: %w", err)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- artifacts.ServeOn(sctx, ln, h) }()
+	defer func() {
+		cancel()
+		if serr := <-served; serr != nil && err == nil {
+			err = fmt.Errorf("stage the builds: %w", serr)
+		}
+	}()
+	for _, b := range builds {
+		digest, err := artifacts.PushImage(ctx, ln.Addr().String(), b.Name, b.img)
+		if err != nil {
+			return fmt.Errorf("stage the builds: %w", err)
+		}
+		if digest != b.Digest {
+			return fmt.Errorf("stage the builds: %s: the store holds %s, the build is %s", b.Name, digest, b.Digest)
+		}
+	}
+	return nil
+}
+
 // pushBuilds waits for the artifact store at addr (its agent is starting)
 // and pushes every build to it by digest, so that the engine can pull what
 // the declarations name before any is pushed.
