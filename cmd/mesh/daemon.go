@@ -505,6 +505,7 @@ func (p notifyingPublisher) PutDeclaration(ctx context.Context, d declaration.De
 // The controller is the page's feed of changes (checked here: the
 // controller does not link the page).
 var _ web.Feed = (*controller.Controller)(nil)
+
 // DryRun forwards to the wrapped publisher's dry runs, when it has them.
 func (p notifyingPublisher) DryRun(ctx context.Context, d declaration.Declaration) (agent.Preview, error) {
 	dr, ok := p.Publisher.(controller.DryRunner)
