@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -49,33 +48,7 @@ func boltHistory(b *testing.B, evs []events.Event) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
-	for i := 0; i < len(evs); i += 4096 {
-		window := evs[i:min(i+4096, len(evs))]
-		var order []string
-		by := map[string][]events.Event{}
-		for _, ev := range window {
-			if by[ev.Stream] == nil {
-				order = append(order, ev.Stream)
-			}
-			by[ev.Stream] = append(by[ev.Stream], ev)
-		}
-		var wg sync.WaitGroup
-		errs := make([]error, len(order))
-		for k, stream := range order {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_, errs[k] = store.Append(ctx, stream, events.Any, by[stream]...)
-			}()
-		}
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	fillWindows(b, store, evs)
 	if err := store.Close(); err != nil {
 		b.Fatal(err)
 	}

@@ -116,7 +116,7 @@ func serverCPU(b *testing.B, pidFile string) time.Duration {
 	return time.Duration(ticks) * time.Second / 100 // USER_HZ, 100 on Linux
 }
 
-// fillWindows appends evs to store as boltHistory does: windows of 4,096
+// fillWindows appends evs to store (boltHistory's file, the PostgreSQL copy): windows of 4,096
 // consecutive events, each window's events one append per stream, the
 // streams of a window at once (the store commits them as one group).
 func fillWindows(b *testing.B, store events.Store, evs []events.Event) {
