@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -99,5 +100,30 @@ func TestRedactURL(t *testing.T) {
 				t.Fatalf("redactURL(%q) = %q, want %q", tc.in, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestUpOnceSaysWhichStore: `mesh up --once --store postgres://…` ends by
+// saying where to look with the store named (its password left out), and
+// the command it prints answers.
+func TestUpOnceSaysWhichStore(t *testing.T) {
+	db := pgDatabase(t)
+	data := t.TempDir()
+	code, out, errOut := cli(t, nil, "up", "--once", "--data", data, "--store", db, "--listen", "127.0.0.1:0", "--bus-listen", "127.0.0.1:0",
+		"--modules", "../../examples/modules", "--mesh", "../../examples/mesh.yaml")
+	if code != exitOK {
+		t.Fatalf("up --once --store: exit %d\n%s%s", code, out, errOut)
+	}
+	u, err := url.Parse(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "go run ./cmd/mesh status --data " + data + " --store '" + u.Redacted() + "'"
+	if !strings.Contains(out, want) {
+		t.Fatalf("up's last lines do not say %q:\n%s", want, out)
+	}
+	code, out, errOut = cli(t, nil, "status", "--data", data, "--store", db)
+	if code != exitOK || !strings.Contains(out, "novox") {
+		t.Fatalf("the status it names: exit %d\n%s%s", code, out, errOut)
 	}
 }

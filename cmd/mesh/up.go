@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -783,6 +784,14 @@ func (e *env) onePass(ctx context.Context, o upOptions, r controllerReady, mf me
 	dataArg := ""
 	if o.data != ".mesh" {
 		dataArg = " --data " + o.data
+	}
+	if o.store != "" && o.store != "bolt" {
+		// The store the events are in, its password (if any) left out.
+		shown := o.store
+		if u, err := url.Parse(o.store); err == nil {
+			shown = u.Redacted()
+		}
+		dataArg += " --store '" + shown + "'"
 	}
 	fmt.Fprintf(w, `
 where to look (the controller has stopped; every answer comes from the store's events):
