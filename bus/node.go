@@ -271,28 +271,33 @@ func (w *Watch) run(ctx context.Context, kw jetstream.KeyWatcher) {
 				continue
 			}
 			last = e.Revision()
-			w.seen.Store(last)
-			if e.Operation() != jetstream.KeyValuePut {
-				log.Warn("bus: declaration key deleted; keeping the last declaration", "revision", e.Revision())
-				continue
-			}
-			d, err := decodeDeclaration(w.n.node, e.Value())
-			if err != nil {
-				w.refused.Add(1)
-				log.Error("bus: declaration refused", "revision", e.Revision(), "err", err)
-				continue
-			}
-			// Keep only the latest: replace one not yet taken.
-			select {
-			case w.out <- d:
-			default:
-				select {
-				case <-w.out:
-				default:
-				}
-				w.out <- d
-			}
+			w.handle(e)
+			w.seen.Store(last) // handled: offered, or skipped with its reason
 		}
+	}
+}
+
+// handle offers the declaration of entry e on w.out, keeping only the
+// latest (one not yet taken is replaced), or logs why it is skipped.
+func (w *Watch) handle(e jetstream.KeyValueEntry) {
+	if e.Operation() != jetstream.KeyValuePut {
+		w.n.log.Warn("bus: declaration key deleted; keeping the last declaration", "revision", e.Revision())
+		return
+	}
+	d, err := decodeDeclaration(w.n.node, e.Value())
+	if err != nil {
+		w.refused.Add(1)
+		w.n.log.Error("bus: declaration refused", "revision", e.Revision(), "err", err)
+		return
+	}
+	select {
+	case w.out <- d:
+	default:
+		select {
+		case <-w.out:
+		default:
+		}
+		w.out <- d
 	}
 }
 
