@@ -182,13 +182,25 @@ func stageBuilds(ctx context.Context, dir string, builds []builtImage) (err erro
 			err = fmt.Errorf("stage the builds: %w", serr)
 		}
 	}()
+	if err := putBuilds(ctx, ln.Addr().String(), builds, nil); err != nil {
+		return fmt.Errorf("stage the builds: %w", err)
+	}
+	return nil
+}
+
+// putBuilds pushes every build to the artifact store at addr and checks the
+// store holds it at the build's digest; done, if set, is told of each.
+func putBuilds(ctx context.Context, addr string, builds []builtImage, done func(builtImage)) error {
 	for _, b := range builds {
-		digest, err := artifacts.PushImage(ctx, ln.Addr().String(), b.Name, b.img)
+		digest, err := artifacts.PushImage(ctx, addr, b.Name, b.img)
 		if err != nil {
-			return fmt.Errorf("stage the builds: %w", err)
+			return err
 		}
 		if digest != b.Digest {
-			return fmt.Errorf("stage the builds: %s: the store holds %s, the build is %s", b.Name, digest, b.Digest)
+			return fmt.Errorf("%s: the store holds %s, the build is %s", b.Name, digest, b.Digest)
+		}
+		if done != nil {
+			done(b)
 		}
 	}
 	return nil
@@ -206,15 +218,11 @@ func (e *env) pushBuilds(ctx context.Context, addr string, builds []builtImage) 
 	if err := artifacts.Ready(ctx, addr); err != nil {
 		return fmt.Errorf("push the builds: %w", err)
 	}
-	for _, b := range builds {
-		digest, err := artifacts.PushImage(ctx, addr, b.Name, b.img)
-		if err != nil {
-			return fmt.Errorf("push the builds: %w", err)
-		}
-		if digest != b.Digest {
-			return fmt.Errorf("push the builds: %s: the store holds %s, the build is %s", b.Name, digest, b.Digest)
-		}
+	err := putBuilds(ctx, addr, builds, func(b builtImage) {
 		fmt.Fprintf(e.stdout, "pushed %s to the artifact store at %s: %s@%s\n", b.Name, addr, b.Name, b.Digest)
+	})
+	if err != nil {
+		return fmt.Errorf("push the builds: %w", err)
 	}
 	return nil
 }
