@@ -225,15 +225,35 @@ func runController(ctx context.Context, cfg controllerConfig) (err error) {
 		}
 		stops = append(stops, stopConsumer)
 	} else {
+		// A lock that is free is taken before the controller says it
+		// serves, so that a lone controller leads from its first request;
+		// one held elsewhere is waited for in the background.
+		held, _, err := lock.TryLeader(ctx) // nil unless taken
+		if err != nil {
+			return fmt.Errorf("controller: leader lock: %w", err)
+		}
 		leadCtx, stopLead := context.WithCancel(context.WithoutCancel(ctx))
 		leadDone := make(chan struct{})
+		leading := make(chan struct{})
 		go func() {
 			defer close(leadDone)
-			if lerr := leadOnLock(leadCtx, lock, bc, ctl, cfg.Recorded, log); lerr != nil {
+			if lerr := leadOnLock(leadCtx, lock, held, leading, bc, ctl, cfg.Recorded, log); lerr != nil {
 				leadLost <- lerr
 			}
 		}()
 		stops = append(stops, func(context.Context) error { stopLead(); <-leadDone; return nil })
+		if held != nil {
+			select {
+			case <-leading:
+			case <-leadDone:
+				select {
+				case lerr := <-leadLost:
+					return fmt.Errorf("controller: %w", lerr)
+				default:
+					return fmt.Errorf("controller: stopped before leading: %w", context.Cause(ctx))
+				}
+			}
+		}
 	}
 
 	// The API.
@@ -292,6 +312,7 @@ func runController(ctx context.Context, cfg controllerConfig) (err error) {
 // leaderLock is a store's leader election (pgstore.Store's).
 type leaderLock interface {
 	AcquireLeader(ctx context.Context) (*pgstore.Leader, error)
+	TryLeader(ctx context.Context) (*pgstore.Leader, bool, error)
 }
 
 var _ leaderLock = (*pgstore.Store)(nil)
@@ -355,14 +376,19 @@ func consumeReports(ctx context.Context, bc *bus.Controller, ctl *controller.Con
 // The controller stays a standby meanwhile: its projections follow the
 // store's subscription, its API answers reads and refuses writes
 // (api.CodeStandby).
-func leadOnLock(ctx context.Context, lock leaderLock, bc *bus.Controller, ctl *controller.Controller, recorded func(bus.Report), log *slog.Logger) error {
-	log.Info("controller: standby: waiting for the store's leader lock")
-	l, err := lock.AcquireLeader(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
+//
+// A lock already held (taken by TryLeader) is passed as l: the wait is
+// skipped. leading is closed once the controller leads.
+func leadOnLock(ctx context.Context, lock leaderLock, l *pgstore.Leader, leading chan<- struct{}, bc *bus.Controller, ctl *controller.Controller, recorded func(bus.Report), log *slog.Logger) error {
+	if l == nil {
+		log.Info("controller: standby: waiting for the store's leader lock")
+		var err error
+		if l, err = lock.AcquireLeader(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("leader lock: %w", err)
 		}
-		return fmt.Errorf("leader lock: %w", err)
 	}
 	defer l.Release()
 	stopConsumer, err := consumeReports(ctx, bc, ctl, recorded, log)
@@ -370,6 +396,7 @@ func leadOnLock(ctx context.Context, lock leaderLock, bc *bus.Controller, ctl *c
 		return err
 	}
 	ctl.Lead()
+	close(leading)
 	log.Info("controller: leading (holds the store's leader lock)")
 	select {
 	case <-ctx.Done():
