@@ -76,20 +76,31 @@ func Compose(ctx context.Context, r Reader, node string, correlation string) (Co
 	for i := range own.resources {
 		own.resources[i].Digest = declaration.Digest(own.resources[i].Spec())
 	}
+	var memo *Batch
+	if pm, ok := r.(PlanMemo); ok {
+		memo = pm.PlanMemo()
+	}
 	var c Composition
 	var routes []declaration.Route
 	for _, name := range m.names {
 		n := m.nodes[name]
-		p := own
+		names := own.routes
 		if name != node {
-			if p, err = m.plan(n); errors.Is(err, ErrIncoherent) {
+			if memo != nil {
+				names, err = memo.otherPlan(m, n)
+			} else {
+				var p plan
+				p, err = m.plan(n)
+				names = p.routes
+			}
+			if errors.Is(err, ErrIncoherent) {
 				c.Skipped = append(c.Skipped, events.Skipped{Node: name, Reason: err.Error()})
 				continue
 			} else if err != nil {
 				return Composition{}, err
 			}
 		}
-		for _, name := range p.routes {
+		for _, name := range names {
 			routes = append(routes, declaration.Route{Name: name, Address: n.PrivateAddress(), Node: n.Name})
 		}
 	}

@@ -18,10 +18,11 @@
 // not. A compose that fails is recorded once per distinct failure. A push
 // of many nodes runs up to 32 of them at once (pushWorkers): each node's
 // push is recorded on its own stream exactly as it would be alone, and the
-// composes of one push read each node once and loop only over the nodes
-// that can change another node's declaration (batchReader): registering N
+// composes of one push share a commands.Batch: each node and module is
+// read once and each node planned once, and each compose loops only over
+// the nodes that can change another node's declaration: registering N
 // nodes with no module costs O(N), not O(N²) (when every node serves a
-// route, every roster lists them all, and that stays N²).
+// route, every roster lists them all: N² routes copied, no more plans).
 //
 // Reports: the bus consumer hands each agent report to RecordReport, which
 // records it exactly once (its apply id).

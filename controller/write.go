@@ -204,8 +204,8 @@ func (c *Controller) pushNodes(ctx context.Context, nodes []string, force bool) 
 			return nil, fmt.Errorf("controller: push: %w", err)
 		}
 	}
-	br := newBatchReader(c.handler)
-	br.prepare(ctx)
+	br := commands.NewBatch(c.handler)
+	br.Prepare(ctx)
 	// What was last pushed is read here, before the workers start: pushed
 	// is read and written by this goroutine alone.
 	last := make([]string, len(nodes))
@@ -222,7 +222,7 @@ func (c *Controller) pushNodes(ctx context.Context, nodes []string, force bool) 
 			break
 		}
 		g.Go(func() error {
-			outcomes[i] = c.pushNode(ctx, br.forNode(n), n, force, last[i])
+			outcomes[i] = c.pushNode(ctx, br.For(n), n, force, last[i])
 			return nil
 		})
 	}

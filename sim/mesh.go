@@ -48,6 +48,7 @@ type Mesh struct {
 	mu    sync.Mutex
 	nodes map[string]*Node
 	lossy map[string]bool // nodes whose reads compose answers as "no modules" (SetLossy)
+	batch *commands.Batch // the pushes' shared reading of the mesh (BeginBatch), or nil
 }
 
 // Node is a simulated node: its runtime, its agent, and its end of the bus.
@@ -216,8 +217,15 @@ func (m *Mesh) PushDetail(ctx context.Context, node string) (Pushed, error) {
 	var out Pushed
 	var reader commands.Reader
 	m.mu.Lock()
+	if m.batch != nil {
+		reader = m.batch.For(node)
+	}
 	if len(m.lossy) > 0 {
-		reader = &lossyReader{h: m.Handler, target: node, lossy: m.lossy, hit: &out.Lossy}
+		lr := &lossyReader{r: m.Handler, batch: m.batch, target: node, lossy: m.lossy, hit: &out.Lossy}
+		if reader != nil {
+			lr.r = reader
+		}
+		reader = lr
 	}
 	m.mu.Unlock()
 	d, err := m.Handler.Push(ctx, node, reader, func(ctx context.Context, d declaration.Declaration) error {
@@ -231,6 +239,27 @@ func (m *Mesh) PushDetail(ctx context.Context, node string) (Pushed, error) {
 	})
 	out.Declaration = d
 	return out, err
+}
+
+// BeginBatch makes the pushes until EndBatch compose from one reading of
+// the mesh (commands.Batch), as a controller's push of every node does:
+// each node and module read once and each node planned once, so a pass
+// over N nodes costs N reads, not N². Commands executed meanwhile may be
+// missed until the next batch. Read faults set before it hold: a node
+// whose read fails is read again by every compose, which fails naming it.
+func (m *Mesh) BeginBatch(ctx context.Context) {
+	b := commands.NewBatch(m.Handler)
+	b.Prepare(ctx)
+	m.mu.Lock()
+	m.batch = b
+	m.mu.Unlock()
+}
+
+// EndBatch ends BeginBatch's batch: pushes read the store again.
+func (m *Mesh) EndBatch() {
+	m.mu.Lock()
+	m.batch = nil
+	m.mu.Unlock()
 }
 
 // SetLossy makes every compose answer a read of the named nodes as "this
@@ -249,22 +278,28 @@ func (m *Mesh) SetLossy(nodes ...string) {
 // lossyReader is the handler's reader, with seed 000's bug: a read of a
 // lossy node (other than the one composed) comes back with no modules.
 type lossyReader struct {
-	h      *commands.Handler
+	r      commands.Reader // the handler, or a batch's reader
+	batch  *commands.Batch // r's batch, whose plans it shares; or nil
 	target string
 	lossy  map[string]bool // not changed while a compose reads it: SetLossy replaces it
 	hit    *bool           // set when an answer was changed
 }
 
-var _ commands.Reader = (*lossyReader)(nil)
+var _ commands.PlanMemo = (*lossyReader)(nil)
 
-func (r *lossyReader) Nodes(ctx context.Context) ([]string, error) { return r.h.Nodes(ctx) }
+func (r *lossyReader) Nodes(ctx context.Context) ([]string, error) { return r.r.Nodes(ctx) }
 
 func (r *lossyReader) Module(ctx context.Context, name string) (commands.Module, error) {
-	return r.h.Module(ctx, name)
+	return r.r.Module(ctx, name)
 }
 
+// PlanMemo shares the batch's plans (nil: none). The plans of nodes it
+// answers as lossy are remembered apart: the memo keys on what a plan was
+// made of.
+func (r *lossyReader) PlanMemo() *commands.Batch { return r.batch }
+
 func (r *lossyReader) Node(ctx context.Context, name string) (commands.Node, error) {
-	n, err := r.h.Node(ctx, name)
+	n, err := r.r.Node(ctx, name)
 	if err != nil || name == r.target || !r.lossy[name] || len(n.Assigned) == 0 {
 		return n, err
 	}

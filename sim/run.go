@@ -378,6 +378,10 @@ func (r *Run) Pass(ctx context.Context, p int) error {
 		}
 	}
 	r.Mesh.SetLossy(lossy...)
+	// The pushes of the pass share one reading of the mesh, as a
+	// controller's push of every node does: linear in the nodes.
+	r.Mesh.BeginBatch(ctx)
+	defer r.Mesh.EndBatch()
 	for _, node := range r.nodes {
 		if !r.active[node] {
 			continue
@@ -425,6 +429,7 @@ func (r *Run) Pass(ctx context.Context, p int) error {
 	}
 	// Reads recover between passes: the operators' commands of the next
 	// pass go through.
+	r.Mesh.EndBatch()
 	r.Mesh.Store.Recover()
 	r.Mesh.SetLossy()
 	// Bus cuts end after their window: the agents deliver what they kept.
