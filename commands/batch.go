@@ -2,10 +2,12 @@ package commands
 
 import (
 	"context"
+	"maps"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
+
+	"meshplane/declaration"
+	"meshplane/events"
 )
 
 // Batch is the Reader for composing many nodes from one reading of the
@@ -22,10 +24,14 @@ import (
 //     append of its declaration. A failed read is never remembered: the
 //     next compose meets the failure again and records it (DESIGN.md rule 1,
 //     seed 000).
-//   - every other node's plan, keyed by what it was planned from (the
-//     node's version, its assigned modules' versions and the artifact
-//     store's node), so a node read afresh or a module read later is
-//     planned again.
+//   - once prepared, the mesh as every compose sees it apart from the node
+//     composed (a snapshot: the listed nodes, their modules, the artifact
+//     store, each node's plan once, the whole roster sorted), so that a
+//     compose reads its own node, plans it, and takes every other node's
+//     routes from the snapshot: O(roster) a compose, not O(nodes) reads,
+//     map insertions and plans. A node read afresh whose plan's inputs
+//     (registration, assigned modules, settings) changed discards it; it is
+//     made again from what the batch then holds.
 //
 // Once prepared (Prepare), it lists to each compose only the nodes that can
 // change another node's declaration, which are (see Compose, gather and
@@ -55,20 +61,25 @@ type Batch struct {
 	feeders []string // the nodes listed to each compose; nil: every node
 	nodes   map[string]Node
 	modules map[string]Module
-	plans   map[string]memoPlan // node → its last plan, with what it was planned from
+	snap    *snapshot // nil until made, and once discarded
+	gen     uint64    // counts discards, so that a snapshot made meanwhile is not kept
+
+	snapMu sync.Mutex // one snapshot made at a time
 }
 
-// memoPlan is the part of a plan another node's compose uses: the routes,
-// or why the plan does not compose.
-type memoPlan struct {
-	key    string
-	routes []string
-	err    error // an *IncoherentError, or nil
+// snapshot is the mesh as every compose of a batch sees it, apart from the
+// node composed: the listed nodes (Batch.feeders) as gathered, and the
+// plans of each.
+type snapshot struct {
+	m       *mesh
+	listed  map[string]bool
+	routes  []declaration.Route // every listed node's routes, sorted
+	skipped []events.Skipped    // every listed node whose plan does not compose, in name order
 }
 
 // NewBatch returns a batch reading through r (a Handler, or any Reader).
 func NewBatch(r Reader) *Batch {
-	return &Batch{r: r, nodes: map[string]Node{}, modules: map[string]Module{}, plans: map[string]memoPlan{}}
+	return &Batch{r: r, nodes: map[string]Node{}, modules: map[string]Module{}}
 }
 
 // Prepare reads the node list and every node, and keeps the nodes that can
@@ -137,9 +148,20 @@ func (b *Batch) readNode(ctx context.Context, name string) (Node, error) {
 		return n, err
 	}
 	b.mu.Lock()
+	if old, ok := b.nodes[name]; ok && !samePlanInputs(old, n) {
+		b.snap = nil
+		b.gen++
+	}
 	b.nodes[name] = n
 	b.mu.Unlock()
 	return n, nil
+}
+
+// samePlanInputs reports whether a and b plan alike and route alike, as far
+// as any compose can tell: registered, assigned the same modules, given the
+// same settings (ports, private address, artifact store).
+func samePlanInputs(a, b Node) bool {
+	return a.Registered == b.Registered && maps.Equal(a.Assigned, b.Assigned) && maps.Equal(a.Settings, b.Settings)
 }
 
 // Module returns a module's state, read once.
@@ -160,87 +182,156 @@ func (b *Batch) Module(ctx context.Context, name string) (Module, error) {
 	return m, nil
 }
 
-// PlanMemo is a Reader that remembers the plans of other nodes across the
-// composes of a batch: a Batch's readers are. A Reader that wraps one (to
-// change what some reads answer) keeps the memo by implementing PlanMemo
-// too; the memo notices changed answers (see planKey).
-type PlanMemo interface {
+// Batched is a Reader whose composes a Batch's snapshot may serve
+// (Compose asks it first): the Readers a Batch returns are. A Reader that
+// wraps one to change what some reads answer must not be Batched, or the
+// snapshot would answer for it.
+type Batched interface {
 	Reader
-	PlanMemo() *Batch
+	Batch() *Batch
 }
 
 // batchView is a Batch's Reader for composing one node.
 type batchView struct {
-	*Batch
+	b    *Batch
 	self string
 }
 
-var _ PlanMemo = batchView{}
+var _ Batched = batchView{}
 
-// PlanMemo returns the batch.
-func (v batchView) PlanMemo() *Batch { return v.Batch }
+// Batch returns the batch.
+func (v batchView) Batch() *Batch { return v.b }
 
 // Nodes lists the nodes self's compose must read: once prepared, those that
 // can change another node's declaration (compose adds self); else every
 // node.
 func (v batchView) Nodes(ctx context.Context) ([]string, error) {
-	v.mu.Lock()
-	feeders := v.feeders
-	v.mu.Unlock()
+	v.b.mu.Lock()
+	feeders := v.b.feeders
+	v.b.mu.Unlock()
 	if feeders != nil {
 		return slices.Clone(feeders), nil
 	}
-	return v.Batch.Nodes(ctx)
+	return v.b.Nodes(ctx)
 }
 
 // Node reads self afresh (and remembers it for the others), the rest once.
 func (v batchView) Node(ctx context.Context, name string) (Node, error) {
 	if name == v.self {
-		return v.readNode(ctx, name)
+		return v.b.readNode(ctx, name)
 	}
-	return v.Batch.Node(ctx, name)
+	return v.b.Node(ctx, name)
 }
 
-// otherPlan is m.plan(n) for a node other than the one composed, as far
-// as compose uses it, remembered for the batch.
-func (b *Batch) otherPlan(m *mesh, n Node) ([]string, error) {
-	key := planKey(m, n)
-	b.mu.Lock()
-	p, ok := b.plans[n.Name]
-	b.mu.Unlock()
-	if ok && p.key == key {
-		return p.routes, p.err
-	}
-	pl, err := m.plan(n)
-	p = memoPlan{key: key, routes: pl.routes, err: err}
-	b.mu.Lock()
-	b.plans[n.Name] = p
-	b.mu.Unlock()
-	return p.routes, p.err
+// Module reads a module once.
+func (v batchView) Module(ctx context.Context, name string) (Module, error) {
+	return v.b.Module(ctx, name)
 }
 
-// planKey names what m.plan(n) is made of: n (its version, and its assigned
-// modules, which a Reader may have changed without a version, as the
-// simulator's seed-000 reader does), those modules' versions, and the node
-// holding the artifact store.
-func planKey(m *mesh, n Node) string {
-	var k strings.Builder
-	k.WriteString(strconv.FormatUint(n.Version, 10))
-	for _, mod := range n.AssignedModules() {
-		k.WriteByte(' ')
-		k.WriteString(mod)
-		k.WriteByte('@')
-		if md, ok := m.modules[mod]; ok {
-			k.WriteString(strconv.FormatUint(md.Version, 10))
-		} else {
-			k.WriteByte('-')
+// compose is Compose through the batch's snapshot: ok false when the
+// snapshot cannot serve node's compose (not prepared, a read failed, or
+// node's own plan needs what the snapshot did not gather), and Compose
+// then gathers as it would without it, meeting any failure itself.
+func (b *Batch) compose(ctx context.Context, node, correlation string) (Composition, bool, error) {
+	self, err := b.readNode(ctx, node)
+	if err != nil || !self.Registered {
+		return Composition{}, false, nil
+	}
+	s := b.snapshot(ctx)
+	if s == nil {
+		return Composition{}, false, nil
+	}
+	if !s.listed[node] {
+		// Not listed: its plan must be empty and it must not hold the
+		// artifact store, or the others would have read it.
+		if len(self.AssignedModules()) > 0 || self.ArtifactStorePort() != "" {
+			return Composition{}, false, nil
+		}
+	} else if !samePlanInputs(s.m.nodes[node], self) {
+		return Composition{}, false, nil // changed since the snapshot was made
+	}
+	m := *s.m
+	m.target = node
+	own, err := m.plan(self)
+	if err != nil {
+		return Composition{}, true, err
+	}
+	routes := make([]declaration.Route, 0, len(s.routes)+len(own.routes))
+	for _, r := range s.routes {
+		if r.Node != node {
+			routes = append(routes, r)
 		}
 	}
-	if m.store != nil {
-		k.WriteString(" store ")
-		k.WriteString(m.store.Name)
-		k.WriteByte('@')
-		k.WriteString(strconv.FormatUint(m.store.Version, 10))
+	for _, name := range own.routes {
+		r := declaration.Route{Name: name, Address: self.PrivateAddress(), Node: node}
+		i, _ := slices.BinarySearchFunc(routes, r, compareRoutes)
+		routes = slices.Insert(routes, i, r)
 	}
-	return k.String()
+	var skipped []events.Skipped
+	for _, sk := range s.skipped {
+		if sk.Node != node {
+			skipped = append(skipped, sk)
+		}
+	}
+	return composition(self, own, routes, skipped, correlation), true, nil
+}
+
+// snapshot returns the batch's snapshot, made from the listed nodes if
+// there is none; nil when the batch is not prepared or a read fails.
+func (b *Batch) snapshot(ctx context.Context) *snapshot {
+	b.mu.Lock()
+	s, feeders := b.snap, b.feeders
+	b.mu.Unlock()
+	if s != nil || feeders == nil {
+		return s
+	}
+	b.snapMu.Lock()
+	defer b.snapMu.Unlock()
+	b.mu.Lock()
+	s, gen := b.snap, b.gen
+	b.mu.Unlock()
+	if s != nil {
+		return s
+	}
+	m := &mesh{names: feeders, nodes: make(map[string]Node, len(feeders)), modules: map[string]Module{}}
+	s = &snapshot{m: m, listed: make(map[string]bool, len(feeders))}
+	for _, name := range feeders {
+		n, err := b.Node(ctx, name)
+		if err != nil {
+			return nil
+		}
+		m.nodes[name] = n
+		s.listed[name] = true
+		if n.ArtifactStorePort() != "" && m.store == nil {
+			m.store = &n
+		}
+		for _, mod := range n.AssignedModules() {
+			if _, ok := m.modules[mod]; ok {
+				continue
+			}
+			md, err := b.Module(ctx, mod)
+			if err != nil {
+				return nil
+			}
+			m.modules[mod] = md
+		}
+	}
+	for _, name := range feeders {
+		n := m.nodes[name]
+		p, err := m.plan(n)
+		if err != nil { // an *IncoherentError: plan reads nothing
+			s.skipped = append(s.skipped, events.Skipped{Node: name, Reason: err.Error()})
+			continue
+		}
+		for _, r := range p.routes {
+			s.routes = append(s.routes, declaration.Route{Name: r, Address: n.PrivateAddress(), Node: name})
+		}
+	}
+	sortRoutes(s.routes)
+	b.mu.Lock()
+	if b.gen == gen {
+		b.snap = s
+	}
+	b.mu.Unlock()
+	return s
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"meshplane/commands"
+	"meshplane/declaration"
 	"meshplane/events"
 	"meshplane/events/memstore"
 )
@@ -73,6 +74,34 @@ func TestBatchComposesAsTheStore(t *testing.T) {
 		t.Run("failing="+failing, func(t *testing.T) {
 			composesAsTheStore(t, failingReader{h, failing}, nodes, feeders, failing)
 		})
+	}
+
+	// A node changed during the batch composes as the store would, once it
+	// is composed: a listed node (the snapshot is made again, and the nodes
+	// composed after it see it) and one that was not listed (composed
+	// without the snapshot).
+	br := commands.NewBatch(h)
+	br.Prepare(ctx)
+	if _, err := commands.Compose(ctx, br.For("a-forge"), "a-forge", "corr"); err != nil {
+		t.Fatal(err) // the snapshot is made
+	}
+	add(events.NodeStream("b-api"), events.ModuleAssigned{Module: "web", Node: "b-api"})
+	add(events.NodeStream("d-plain"), events.ModuleAssigned{Module: "api", Node: "d-plain"})
+	for _, n := range []string{"b-api", "d-plain", "a-forge", "h-forge"} {
+		want, wantErr := commands.Compose(ctx, h, n, "corr")
+		got, gotErr := commands.Compose(ctx, br.For(n), n, "corr")
+		if n != "d-plain" {
+			// d-plain was not listed when the batch was prepared: the others
+			// see its routes from the next batch on, as documented.
+			want.Declaration.Roster = slices.DeleteFunc(want.Declaration.Roster, func(r declaration.Route) bool { return r.Node == "d-plain" })
+			got.Declaration.Hosts, want.Declaration.Hosts, got.Declaration.Digest, want.Declaration.Digest = "", "", "", ""
+		}
+		if wantErr != nil || gotErr != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s, changed during the batch: through the batch\n%+v (%v)\nthrough the store:\n%+v (%v)", n, got, gotErr, want, wantErr)
+		}
+		if n == "a-forge" && !slices.ContainsFunc(got.Declaration.Roster, func(r declaration.Route) bool { return r.Node == "b-api" && r.Name == "web.mesh.example" }) {
+			t.Errorf("a-forge, composed after b-api changed, does not route b-api's new name: %v", got.Declaration.Roster)
+		}
 	}
 }
 

@@ -61,6 +61,11 @@ type Composition struct {
 // declaration is that declaration (its id and correlation), marked
 // Unchanged.
 func Compose(ctx context.Context, r Reader, node string, correlation string) (Composition, error) {
+	if br, ok := r.(Batched); ok {
+		if c, ok, err := br.Batch().compose(ctx, node, correlation); ok {
+			return c, err
+		}
+	}
 	m, err := gather(ctx, r, node)
 	if err != nil {
 		return Composition{}, err
@@ -73,46 +78,49 @@ func Compose(ctx context.Context, r Reader, node string, correlation string) (Co
 	if err != nil {
 		return Composition{}, err
 	}
-	for i := range own.resources {
-		own.resources[i].Digest = declaration.Digest(own.resources[i].Spec())
-	}
-	var memo *Batch
-	if pm, ok := r.(PlanMemo); ok {
-		memo = pm.PlanMemo()
-	}
-	var c Composition
+	var skipped []events.Skipped
 	var routes []declaration.Route
 	for _, name := range m.names {
 		n := m.nodes[name]
-		names := own.routes
+		p := own
 		if name != node {
-			if memo != nil {
-				names, err = memo.otherPlan(m, n)
-			} else {
-				var p plan
-				p, err = m.plan(n)
-				names = p.routes
-			}
-			if errors.Is(err, ErrIncoherent) {
-				c.Skipped = append(c.Skipped, events.Skipped{Node: name, Reason: err.Error()})
+			if p, err = m.plan(n); errors.Is(err, ErrIncoherent) {
+				skipped = append(skipped, events.Skipped{Node: name, Reason: err.Error()})
 				continue
 			} else if err != nil {
 				return Composition{}, err
 			}
 		}
-		for _, name := range names {
+		for _, name := range p.routes {
 			routes = append(routes, declaration.Route{Name: name, Address: n.PrivateAddress(), Node: n.Name})
 		}
 	}
-	sort.Slice(routes, func(i, j int) bool {
-		if routes[i].Name != routes[j].Name {
-			return routes[i].Name < routes[j].Name
-		}
-		return routes[i].Node < routes[j].Node
-	})
+	sortRoutes(routes)
+	return composition(self, own, routes, skipped, correlation), nil
+}
+
+// sortRoutes orders a roster by name, then by the node serving it.
+func sortRoutes(routes []declaration.Route) {
+	slices.SortFunc(routes, compareRoutes)
+}
+
+func compareRoutes(a, b declaration.Route) int {
+	if c := strings.Compare(a.Name, b.Name); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Node, b.Node)
+}
+
+// composition is the declaration of self from its own plan, the roster
+// (sorted) and the nodes passed over, with what Compose returns beside it.
+func composition(self Node, own plan, routes []declaration.Route, skipped []events.Skipped, correlation string) Composition {
+	for i := range own.resources {
+		own.resources[i].Digest = declaration.Digest(own.resources[i].Spec())
+	}
+	c := Composition{Skipped: skipped}
 	d := declaration.Declaration{
-		Node:        node,
-		ID:          fmt.Sprintf("%s/%d", node, self.Composed+1),
+		Node:        self.Name,
+		ID:          fmt.Sprintf("%s/%d", self.Name, self.Composed+1),
 		Adopted:     self.Adopted,
 		Taken:       self.TakenModules(),
 		Resources:   own.resources,
@@ -137,7 +145,7 @@ func Compose(ctx context.Context, r Reader, node string, correlation string) (Co
 	c.Declaration = d
 	c.Previous = self.Declared
 	c.Version = self.Version
-	return c, nil
+	return c
 }
 
 // Composed returns the declaration.composed payload of c. It carries the

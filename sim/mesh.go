@@ -221,7 +221,7 @@ func (m *Mesh) PushDetail(ctx context.Context, node string) (Pushed, error) {
 		reader = m.batch.For(node)
 	}
 	if len(m.lossy) > 0 {
-		lr := &lossyReader{r: m.Handler, batch: m.batch, target: node, lossy: m.lossy, hit: &out.Lossy}
+		lr := &lossyReader{r: m.Handler, target: node, lossy: m.lossy, hit: &out.Lossy}
 		if reader != nil {
 			lr.r = reader
 		}
@@ -278,25 +278,19 @@ func (m *Mesh) SetLossy(nodes ...string) {
 // lossyReader is the handler's reader, with seed 000's bug: a read of a
 // lossy node (other than the one composed) comes back with no modules.
 type lossyReader struct {
-	r      commands.Reader // the handler, or a batch's reader
-	batch  *commands.Batch // r's batch, whose plans it shares; or nil
+	r      commands.Reader // the handler, or a batch's reader (whose snapshot it does not pass on)
 	target string
 	lossy  map[string]bool // not changed while a compose reads it: SetLossy replaces it
 	hit    *bool           // set when an answer was changed
 }
 
-var _ commands.PlanMemo = (*lossyReader)(nil)
+var _ commands.Reader = (*lossyReader)(nil)
 
 func (r *lossyReader) Nodes(ctx context.Context) ([]string, error) { return r.r.Nodes(ctx) }
 
 func (r *lossyReader) Module(ctx context.Context, name string) (commands.Module, error) {
 	return r.r.Module(ctx, name)
 }
-
-// PlanMemo shares the batch's plans (nil: none). The plans of nodes it
-// answers as lossy are remembered apart: the memo keys on what a plan was
-// made of.
-func (r *lossyReader) PlanMemo() *commands.Batch { return r.batch }
 
 func (r *lossyReader) Node(ctx context.Context, name string) (commands.Node, error) {
 	n, err := r.r.Node(ctx, name)
