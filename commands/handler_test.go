@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -463,6 +464,19 @@ func TestAssignRefusesARouteAnAssignedModuleRoutes(t *testing.T) {
 	}
 	// The module already routing it may go on elsewhere.
 	must(t, h, commands.AssignModule{Module: "web", Node: "b"})
+
+	// Once web is released everywhere, www may have the name: in one batch
+	// whose first items release it (the batch's own view of the
+	// assignments), or after.
+	rel := []commands.Command{commands.ReleaseModule{Module: "web", Node: "a"}, commands.ReleaseModule{Module: "web", Node: "b"}}
+	if _, err := h.ExecuteAll(context.Background(), op, append(rel[:1:1], commands.AssignModule{Module: "www", Node: "b"})); !errors.As(err, &r) || r.Code != commands.CodeRouteClaimed {
+		t.Fatalf("releasing web from a alone, then assigning www: %v; want route-claimed (web is still on b)", err)
+	}
+	if _, err := h.ExecuteAll(context.Background(), op, append(slices.Clone(rel), commands.AssignModule{Module: "www", Node: "b"})); err != nil {
+		t.Fatalf("releasing web everywhere, then assigning www, in one batch: %v", err)
+	}
+	must(t, h, commands.ReleaseModule{Module: "www", Node: "b"})
+	must(t, h, commands.AssignModule{Module: "www", Node: "a"})
 }
 
 // A digest is checked where an operator records a build, never where the
