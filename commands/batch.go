@@ -73,7 +73,7 @@ type Batch struct {
 type snapshot struct {
 	m       *mesh
 	listed  map[string]bool
-	routes  []declaration.Route // every listed node's routes, sorted
+	roster  roster              // every listed node's routes, sorted
 	skipped []events.Skipped    // every listed node whose plan does not compose, in name order
 }
 
@@ -256,24 +256,16 @@ func (b *Batch) compose(ctx context.Context, node, correlation string) (Composit
 	if err != nil {
 		return Composition{}, true, err
 	}
-	routes := make([]declaration.Route, 0, len(s.routes)+len(own.routes))
-	for _, r := range s.routes {
-		if r.Node != node {
-			routes = append(routes, r)
-		}
-	}
-	for _, name := range own.routes {
-		r := declaration.Route{Name: name, Address: self.PrivateAddress(), Node: node}
-		i, _ := slices.BinarySearchFunc(routes, r, compareRoutes)
-		routes = slices.Insert(routes, i, r)
-	}
+	// The roster is the snapshot's: a listed node's own routes are those
+	// the snapshot planned (its plan inputs are the same, checked above),
+	// and a node not listed routes nothing.
 	var skipped []events.Skipped
 	for _, sk := range s.skipped {
 		if sk.Node != node {
 			skipped = append(skipped, sk)
 		}
 	}
-	return composition(self, own, routes, skipped, correlation), true, nil
+	return composition(self, own, s.roster, skipped, correlation), true, nil
 }
 
 // snapshot returns the batch's snapshot, made from the listed nodes if
@@ -316,6 +308,7 @@ func (b *Batch) snapshot(ctx context.Context) *snapshot {
 			m.modules[mod] = md
 		}
 	}
+	var routes []declaration.Route
 	for _, name := range feeders {
 		n := m.nodes[name]
 		p, err := m.plan(n)
@@ -324,10 +317,11 @@ func (b *Batch) snapshot(ctx context.Context) *snapshot {
 			continue
 		}
 		for _, r := range p.routes {
-			s.routes = append(s.routes, declaration.Route{Name: r, Address: n.PrivateAddress(), Node: name})
+			routes = append(routes, declaration.Route{Name: r, Address: n.PrivateAddress(), Node: name})
 		}
 	}
-	sortRoutes(s.routes)
+	sortRoutes(routes)
+	s.roster = newRoster(routes)
 	b.mu.Lock()
 	if b.gen == gen {
 		b.snap = s

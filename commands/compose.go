@@ -2,6 +2,8 @@ package commands
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -96,7 +98,45 @@ func Compose(ctx context.Context, r Reader, node string, correlation string) (Co
 		}
 	}
 	sortRoutes(routes)
-	return composition(self, own, routes, skipped, correlation), nil
+	return composition(self, own, newRoster(routes), skipped, correlation), nil
+}
+
+// roster is a declaration's roster with what is made of it once, for every
+// declaration that shares it (a Batch's snapshot): the hosts file and the
+// roster's JSON encoding, which the declaration's digest covers.
+type roster struct {
+	routes []declaration.Route // sorted (sortRoutes); never changed once shared
+	hosts  string
+	json   []byte
+}
+
+func newRoster(routes []declaration.Route) roster {
+	b, err := json.Marshal(routes)
+	if err != nil {
+		panic("commands: a roster does not encode: " + err.Error()) // strings only: cannot happen
+	}
+	return roster{routes: routes, hosts: hostsFile(routes), json: b}
+}
+
+// declarationDigest is declaration.Digest of the fields a declaration's digest covers
+// (Adopted, Taken, Resources and Roster, in that order), with the roster's
+// encoding made once: the same bytes are hashed
+// (TestDigestOfSharedRoster).
+func declarationDigest(adopted bool, taken []string, resources []declaration.Resource, r roster) string {
+	head, err := json.Marshal(struct {
+		Adopted   bool
+		Taken     []string
+		Resources []declaration.Resource
+	}{adopted, taken, resources})
+	if err != nil {
+		panic("commands: a declaration does not encode: " + err.Error())
+	}
+	h := sha256.New()
+	h.Write(head[:len(head)-1]) // without its closing brace
+	h.Write([]byte(`,"Roster":`))
+	h.Write(r.json)
+	h.Write([]byte("}"))
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // sortRoutes orders a roster by name, then by the node serving it.
@@ -113,7 +153,7 @@ func compareRoutes(a, b declaration.Route) int {
 
 // composition is the declaration of self from its own plan, the roster
 // (sorted) and the nodes passed over, with what Compose returns beside it.
-func composition(self Node, own plan, routes []declaration.Route, skipped []events.Skipped, correlation string) Composition {
+func composition(self Node, own plan, r roster, skipped []events.Skipped, correlation string) Composition {
 	for i := range own.resources {
 		own.resources[i].Digest = declaration.Digest(own.resources[i].Spec())
 	}
@@ -124,17 +164,12 @@ func composition(self Node, own plan, routes []declaration.Route, skipped []even
 		Adopted:     self.Adopted,
 		Taken:       self.TakenModules(),
 		Resources:   own.resources,
-		Roster:      routes,
-		Hosts:       hostsFile(routes),
+		Roster:      r.routes,
+		Hosts:       r.hosts,
 		Warnings:    own.warnings,
 		Correlation: correlation,
 	}
-	d.Digest = declaration.Digest(struct {
-		Adopted   bool
-		Taken     []string
-		Resources []declaration.Resource
-		Roster    []declaration.Route
-	}{d.Adopted, d.Taken, d.Resources, d.Roster})
+	d.Digest = declarationDigest(d.Adopted, d.Taken, d.Resources, r)
 	if cur := self.Current; cur.ID != "" && cur.Digest == d.Digest && cur.Notes == notes(d.Warnings, c.Skipped) {
 		d.ID = cur.ID
 		if cur.Correlation != "" {
@@ -181,14 +216,16 @@ func (c Composition) Composed() events.DeclarationComposed {
 }
 
 func hostsFile(routes []declaration.Route) string {
+	const head = "# meshplane roster: every routed name in the mesh. Rewritten in place.\n"
 	var b strings.Builder
-	b.WriteString("# meshplane roster: every routed name in the mesh. Rewritten in place.\n")
+	b.Grow(len(head) + 40*len(routes))
+	b.WriteString(head)
 	for _, r := range routes {
 		if r.Address == "" {
-			fmt.Fprintf(&b, "# %s: served by %s, which has no private address yet\n", r.Name, r.Node)
+			b.WriteString("# " + r.Name + ": served by " + r.Node + ", which has no private address yet\n")
 			continue
 		}
-		fmt.Fprintf(&b, "%s\t%s\n", r.Address, r.Name)
+		b.WriteString(r.Address + "\t" + r.Name + "\n")
 	}
 	return b.String()
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"meshplane/declaration"
 	"meshplane/events"
 )
 
@@ -343,4 +344,49 @@ func ExampleCompose() {
 	// # meshplane roster: every routed name in the mesh. Rewritten in place.
 	// # proxy.novox.be: served by novox, which has no private address yet
 	// 10.1.0.4	searxng.zurag.be
+}
+
+// TestDigestOfSharedRoster: a declaration's digest made with its roster's
+// encoding given (declarationDigest, as a batch makes it once for many
+// declarations) hashes the bytes declaration.Digest hashes; the hosts file
+// says what it always said.
+func TestDigestOfSharedRoster(t *testing.T) {
+	res := []declaration.Resource{
+		{Name: "web", Kind: declaration.KindContainer, Module: "web", Digest: "sha256:ab", Container: &declaration.Container{Image: "nginx:1", Env: []string{"A=<b&c>"}}},
+		{Name: "/srv/web", Kind: declaration.KindDirectory, Module: "web", Directory: &declaration.Directory{Path: "/srv/web", Mode: 0o755}},
+	}
+	routes := []declaration.Route{
+		{Name: "a.mesh.example", Address: "10.0.0.1", Node: "a"},
+		{Name: "b<&>.mesh.example", Node: "b"},
+	}
+	for _, tc := range []struct {
+		name      string
+		adopted   bool
+		taken     []string
+		resources []declaration.Resource
+		routes    []declaration.Route
+	}{
+		{name: "empty"},
+		{name: "no roster", resources: res},
+		{name: "every field", adopted: true, taken: []string{"forge", "web"}, resources: res, routes: routes},
+		{name: "an empty roster", resources: res, routes: []declaration.Route{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want := declaration.Digest(struct {
+				Adopted   bool
+				Taken     []string
+				Resources []declaration.Resource
+				Roster    []declaration.Route
+			}{tc.adopted, tc.taken, tc.resources, tc.routes})
+			if got := declarationDigest(tc.adopted, tc.taken, tc.resources, newRoster(tc.routes)); got != want {
+				t.Errorf("declarationDigest = %s, declaration.Digest = %s", got, want)
+			}
+		})
+	}
+	want := "# meshplane roster: every routed name in the mesh. Rewritten in place.\n" +
+		"10.0.0.1\ta.mesh.example\n" +
+		"# b<&>.mesh.example: served by b, which has no private address yet\n"
+	if got := hostsFile(routes); got != want {
+		t.Errorf("hostsFile:\n%s\nwant:\n%s", got, want)
+	}
 }
