@@ -73,8 +73,8 @@ type Batch struct {
 type snapshot struct {
 	m       *mesh
 	listed  map[string]bool
-	roster  roster              // every listed node's routes, sorted
-	skipped []events.Skipped    // every listed node whose plan does not compose, in name order
+	roster  roster           // every listed node's routes, sorted
+	skipped []events.Skipped // every listed node whose plan does not compose, in name order
 }
 
 // NewBatch returns a batch reading through r (a Handler, or any Reader).
