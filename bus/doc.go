@@ -109,7 +109,9 @@
 //     (the subjects are listed there) and hand it out as the JSON
 //     credentials file (Creds; LoadCreds checks the name);
 //   - TLS on the client port, its CA in the credentials if private;
-//   - max_payload of at least 8 MiB if declarations carry large files (NATS's
+//   - max_payload of at least 8 MiB if declarations carry large files or the
+//     mesh passes about 3,000 nodes: every declaration carries the whole
+//     roster and hosts file, about 330 bytes a node of the mesh (NATS's
 //     default is 1 MiB; the embedded server is set to 8 MiB).
 //
 // The names (bucket, stream, consumer, subjects) are fixed: one mesh per
