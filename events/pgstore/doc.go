@@ -96,9 +96,10 @@
 //
 // Subscribe is events.Follow over ReadAll. Subscribers wait on one signal,
 // raised by this store's commits, by a NOTIFY on channel pgstore_events
-// received on a dedicated LISTEN connection (commits of other processes;
-// the commit sends it in its transaction, so it is delivered only if the
-// commit is), and by a poll ticker (WithPollInterval, 1s by default), which
+// received on a dedicated LISTEN connection (commits of other processes:
+// each store notifies after its commits, at most once every 5ms, outside
+// the append's transaction so that no append waits for it), and by a poll
+// ticker (WithPollInterval, 1s by default), which
 // covers a lost LISTEN connection or a notification missed in an outage.
 // A notification carries nothing but a wake-up: events are always read from
 // the table. A read that cannot reach the server is retried at the poll

@@ -71,8 +71,9 @@ func WithLeaderCheckInterval(d time.Duration) Option {
 // schema version, instead of migrating it.
 func WithoutMigrate() Option { return func(c *config) { c.migrate = false } }
 
-// WithRetryHook is called each time a subscription, or the LISTEN
-// connection, fails to reach the server and will try again: op says which.
+// WithRetryHook is called each time a subscription, the LISTEN
+// connection or the notifier fails to reach the server and will try again
+// ("subscribe", "listen", "notify"): op says which.
 // Nothing is logged without it.
 func WithRetryHook(f func(op string, err error)) Option { return func(c *config) { c.onRetry = f } }
 
@@ -89,9 +90,10 @@ type Store struct {
 	reqs       chan *request
 	quit       chan struct{} // closed by Close
 	bg         context.Context
-	stop       context.CancelFunc // cancels bg: the listener and poller
+	stop       context.CancelFunc // cancels bg: the listener, poller and notifier
 	writerDone chan struct{}
-	wg         sync.WaitGroup // listener and poller
+	wg         sync.WaitGroup // listener, poller and notifier
+	notifyReq  chan struct{}  // a commit to tell other processes of (notifyOthers)
 	closeOnce  sync.Once
 }
 
@@ -120,11 +122,12 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	s := &Store{
 		cfg: cfg, url: url, pool: pool, connCf: pcfg.ConnConfig.Copy(), sig: events.NewSignal(),
 		reqs: make(chan *request, maxGroupRequests), quit: make(chan struct{}),
-		bg: bg, stop: stop, writerDone: make(chan struct{}),
+		bg: bg, stop: stop, writerDone: make(chan struct{}), notifyReq: make(chan struct{}, 1),
 	}
 	go s.writeLoop()
 	s.wg.Go(s.listen)
 	s.wg.Go(s.poll)
+	s.wg.Go(s.notifier)
 	return s, nil
 }
 

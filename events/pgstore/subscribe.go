@@ -74,6 +74,51 @@ func (s *Store) poll() {
 	}
 }
 
+// notifyEvery is the least time between two notifications of one store:
+// the commits made meanwhile share the next.
+const notifyEvery = 5 * time.Millisecond
+
+// notifyOthers asks the notifier to tell other processes' subscribers that
+// this store committed. It never blocks: a request already pending covers
+// this commit too.
+func (s *Store) notifyOthers() {
+	select {
+	case s.notifyReq <- struct{}{}:
+	default:
+	}
+}
+
+// notifier sends a NOTIFY on the store's channel for each request of
+// notifyOthers, after the commits it follows, at most one every
+// notifyEvery, until Close. It is only a wake-up for subscribers in other
+// processes (this store's own are woken by the commit itself), so it stays
+// off the commit's path: a NOTIFY inside the append's transaction held
+// every append for the notification's queue lock and woke this store's own
+// LISTEN connection at each commit, which cost a single writer a third of
+// its rate. A notification lost (the process dies after its commit, the
+// server is away) delays another process's subscriber by one poll
+// interval at most, as before.
+func (s *Store) notifier() {
+	for {
+		select {
+		case <-s.bg.Done():
+			return
+		case <-s.notifyReq:
+		}
+		ctx, cancel := context.WithTimeout(s.bg, s.cfg.commitTimeout)
+		_, err := s.pool.Exec(ctx, "SELECT pg_notify($1, '')", s.cfg.notify)
+		cancel()
+		if err != nil && s.bg.Err() == nil {
+			s.retrying("notify", err)
+		}
+		select {
+		case <-s.bg.Done():
+			return
+		case <-time.After(notifyEvery):
+		}
+	}
+}
+
 // listen keeps one dedicated connection LISTENing on notifyChannel, and
 // raises the signal at every notification, and after every (re)connection
 // since notifications sent while it was away are lost. Connection failures

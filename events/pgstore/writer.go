@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -165,6 +164,9 @@ func (s *Store) writeLoop() {
 			err = s.uniqueErr(group[0], err)
 		}
 		s.sig.Notify()
+		if err == nil {
+			s.notifyOthers()
+		}
 		// Whoever queued during the commit is a writer other than the
 		// group's, which will be back as soon as it is answered.
 		expect = len(group) + len(s.reqs)
@@ -349,7 +351,6 @@ func (s *Store) commitPipelined(group []*request) (results []result, refused []i
 			streams, expected, req, ids, typ, schema, at, actor, cause, correl, data,
 		).Query(returned)
 	}
-	b.Queue("SELECT pg_notify($1, (SELECT max(position) FROM events)::text)", s.cfg.notify)
 	if err := conn.Conn().SendBatch(ctx, b).Close(); err != nil {
 		return nil, nil, fmt.Errorf("write and commit: %w", idTaken(err, false))
 	}
@@ -555,8 +556,7 @@ func (s *Store) commitOnce(group []*request, lookUpIDs bool) ([]result, error) {
 			return nil, err
 		}
 	}
-	// Round trip 2 (and one more for COPY): write, notify, commit. The
-	// notification is delivered only if the commit is.
+	// Round trip 2 (and one more for COPY): write and commit.
 	b = &pgx.Batch{}
 	if len(rows) >= copyMin {
 		if err := copyRows(ctx, c, rows); err != nil {
@@ -565,7 +565,6 @@ func (s *Store) commitOnce(group []*request, lookUpIDs bool) ([]result, error) {
 	} else {
 		queueInsert(b, rows)
 	}
-	b.Queue("SELECT pg_notify($1, $2)", s.cfg.notify, strconv.FormatUint(pos, 10))
 	b.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
 		if tag.String() != "COMMIT" {
 			return fmt.Errorf("the transaction was rolled back (%s)", tag)
