@@ -127,6 +127,11 @@ func TestLeaderFailover(t *testing.T) {
 	db := pgDatabase(t)
 	ctx := context.Background()
 	a := startControllerProc(t, db)
+	// Alone on the database, it leads from its first answer: it took the
+	// free lock before it said it serves (up --once writes at once).
+	if r := a.role(ctx); r != api.RoleLeader {
+		t.Fatalf("a lone controller, as soon as it serves: role %q, want %q", r, api.RoleLeader)
+	}
 	b := startControllerProc(t, db)
 
 	var leader, standby *controllerProc
