@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -154,6 +156,55 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// rebuildProfile starts a CPU profile of the rebuild alone (not of the
+// corpus load nor of the read pass, which -cpuprofile would include) when
+// MESH_REBUILD_CPUPROFILE names a file, and returns what stops it. Do not
+// combine it with -cpuprofile: a process has one CPU profile at a time.
+//
+// MESH_REBUILD_MEMPROFILE likewise names a file for the heap profile after
+// the rebuild, and writes one before it (the name with ".before"): compare
+// them with go tool pprof -sample_index=alloc_space -diff_base.
+func rebuildProfile(b *testing.B) (stop func()) {
+	heap := os.Getenv("MESH_REBUILD_MEMPROFILE")
+	writeHeap := func(path string) {
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if heap != "" {
+		writeHeap(heap + ".before")
+	}
+	path := os.Getenv("MESH_REBUILD_CPUPROFILE")
+	if path == "" {
+		return func() {
+			if heap != "" {
+				writeHeap(heap)
+			}
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+		if heap != "" {
+			writeHeap(heap)
+		}
+	}
+}
+
 // benchRebuildStore times a read-only pass over store and Runner.Rebuild
 // of every projection from it, n events each. server, if not nil, is the
 // CPU time the store's server has used: the rebuild's share is reported.
@@ -161,6 +212,8 @@ func benchRebuildStore(b *testing.B, store events.Store, n int, server func() ti
 	ctx := context.Background()
 	runner := projections.NewRunner(store, events.NewRegistry(), projections.New().All()...)
 	var readTime, rebuildTime, rebuildCPU, serverTime time.Duration
+	var allocMB float64
+	var gcs uint32
 	b.ResetTimer()
 	for range b.N {
 		start := time.Now()
@@ -186,12 +239,19 @@ func benchRebuildStore(b *testing.B, store events.Store, n int, server func() ti
 		if server != nil {
 			srvStart = server()
 		}
+		stopProfile := rebuildProfile(b)
+		var mem0, mem1 runtime.MemStats
+		runtime.ReadMemStats(&mem0)
 		start, cpu := time.Now(), cpuTime()
 		if err := runner.Rebuild(ctx); err != nil {
 			b.Fatal(err)
 		}
 		rebuildTime += time.Since(start)
 		rebuildCPU += cpuTime() - cpu
+		runtime.ReadMemStats(&mem1)
+		stopProfile()
+		allocMB += float64(mem1.TotalAlloc-mem0.TotalAlloc) / 1e6
+		gcs += mem1.NumGC - mem0.NumGC
 		if server != nil {
 			serverTime += server() - srvStart
 		}
@@ -207,6 +267,8 @@ func benchRebuildStore(b *testing.B, store events.Store, n int, server func() ti
 	if server != nil {
 		b.ReportMetric(serverTime.Seconds()/float64(b.N), "server-cpu-s")
 	}
+	b.ReportMetric(allocMB/float64(b.N), "rebuild-alloc-MB")
+	b.ReportMetric(float64(gcs)/float64(b.N), "rebuild-GCs")
 	b.ReportMetric(total/readTime.Seconds(), "read-events/s")
 	b.ReportMetric(rebuildTime.Seconds()/readTime.Seconds(), "rebuild/read")
 }
