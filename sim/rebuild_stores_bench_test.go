@@ -239,6 +239,11 @@ func benchRebuildStore(b *testing.B, store events.Store, n int, server func() ti
 		if server != nil {
 			srvStart = server()
 		}
+		// Each rebuild starts from a collected heap: otherwise how far the
+		// read pass took the heap towards its next GC decides whether the
+		// rebuild runs two or three (each marks the corpus too), which
+		// moved rebuild-cpu-s by a second from run to run.
+		runtime.GC()
 		stopProfile := rebuildProfile(b)
 		var mem0, mem1 runtime.MemStats
 		runtime.ReadMemStats(&mem0)
