@@ -67,13 +67,17 @@ func (h *Holds) Reset() {
 // Fold replaces a node's list with the one of each apply.reported (a
 // compact report's resolved, see Reports).
 func (h *Holds) Fold(ev events.Event, p events.Payload) error {
+	return h.fold(&ev, p, nodeOf(ev, p))
+}
+
+// fold is Fold of an event concerning node (nodeOf).
+func (h *Holds) fold(ev *events.Event, p events.Payload, node string) error {
 	a, ok := p.(events.ApplyReported)
 	if !ok {
 		return nil
 	}
-	node := nodeOf(ev, p)
 	if node == "" {
-		return unattributed(h.Name(), ev)
+		return unattributed(h.Name(), *ev)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -158,6 +158,11 @@ func (s *Status) node(name string) *statusNode {
 
 // Fold records node lifecycle, compose, push and apply events.
 func (s *Status) Fold(ev events.Event, p events.Payload) error {
+	return s.fold(&ev, p, nodeOf(ev, p))
+}
+
+// fold is Fold of an event concerning node (nodeOf).
+func (s *Status) fold(ev *events.Event, p events.Payload, node string) error {
 	switch p.(type) {
 	case events.NodeRegistered, events.NodeAdopted, events.ModuleAssigned, events.ModuleReleased,
 		events.ModuleTaken, events.DeclarationComposed, events.DeclarationComposeFailed,
@@ -165,15 +170,14 @@ func (s *Status) Fold(ev events.Event, p events.Payload) error {
 	default:
 		return nil
 	}
-	node := nodeOf(ev, p)
 	if node == "" {
-		return unattributed(s.Name(), ev)
+		return unattributed(s.Name(), *ev)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if a, ok := p.(events.ApplyReported); ok {
 		var err error
-		if p, err = s.reports.Resolve(ev, a); err != nil {
+		if p, err = s.reports.resolve(ev, a, true); err != nil {
 			return err
 		}
 	}

@@ -282,11 +282,16 @@ func (t *Timeline) Len() int {
 
 // Fold appends one entry.
 func (t *Timeline) Fold(ev events.Event, p events.Payload) error {
+	return t.fold(&ev, p, nodeOf(ev, p))
+}
+
+// fold is Fold of an event concerning node (nodeOf).
+func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := entry{
 		position: ev.Position, at: ev.At, stream: ev.Stream, typ: ev.Type,
-		actor: ev.Actor, correlation: ev.Correlation, node: nodeOf(ev, p), p: p,
+		actor: ev.Actor, correlation: ev.Correlation, node: node, p: p,
 	}
 	var mods, names []string // the entry's modules, and the resources an apply touched
 	switch v := p.(type) {
