@@ -326,8 +326,10 @@ func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 		e.decl = t.decl(e.node, a.Declaration)
 		ap := t.applies.add(a)
 		e.p = ap
-		names = touched(ap)
-		mods = applyModules(ap, e.decl, names)
+		if !quiet(ap) { // a quiet apply (most are) touched nothing: no names, no modules
+			names = touched(ap)
+			mods = applyModules(ap, e.decl, names)
+		}
 	default:
 		mods = modules(&e)
 	}
@@ -572,6 +574,13 @@ func touches(e *entry, name string) []Touch {
 		}
 	}
 	return out
+}
+
+// quiet reports whether apply a touched nothing at all (it held nothing
+// either): touched(a) and applyModules(a, …) are then empty.
+func quiet(a *events.ApplyReported) bool {
+	return len(a.Created) == 0 && len(a.Updated) == 0 && len(a.Replaced) == 0 &&
+		len(a.Removed) == 0 && len(a.Held) == 0 && len(a.Failed) == 0
 }
 
 // touched lists, sorted and distinct, the resources an apply entry touched.
