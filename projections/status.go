@@ -51,7 +51,7 @@ type statusNode struct {
 	composeFailed ComposeFailure
 	pushed        DeclMark
 	pushFailed    PushFailure
-	applied       *ApplyRecord     // never modified once folded
+	applied       *ApplyRecord     // overwritten in place by each apply: never handed out, only copies of it
 	decls         declIndex[*decl] // declaration id → what was composed
 }
 
@@ -89,8 +89,9 @@ type PushFailure struct {
 // ApplyRecord is the last apply of a node: the report as received, with the
 // declaration's digest filled in from its composed event when the report
 // did not carry it, and its one-line summary (ApplyReported.Summary, made
-// when queried). A folded record is never modified; a later apply replaces
-// it.
+// when queried). Status keeps one per node, which each apply overwrites in
+// place (an allocation per apply was most of status's garbage): a record
+// it hands out (NodeStatus.Applied, a snapshot's) is a copy.
 type ApplyRecord struct {
 	DeclMark
 	Report  events.ApplyReported `json:"report"`
@@ -210,7 +211,10 @@ func (s *Status) fold(ev *events.Event, p events.Payload, node string) error {
 		if d, _ := n.decls.get(v.Declaration); digest == "" && d != nil {
 			digest = d.digest
 		}
-		n.applied = &ApplyRecord{
+		if n.applied == nil {
+			n.applied = new(ApplyRecord)
+		}
+		*n.applied = ApplyRecord{
 			DeclMark: DeclMark{Declaration: v.Declaration, Digest: digest, Position: ev.Position, At: ev.At, Correlation: ev.Correlation},
 			Report:   v,
 		}
@@ -253,7 +257,7 @@ func (s *Status) of(name string, n *statusNode) NodeStatus {
 		st.PushFailed = &f
 	}
 	if n.applied != nil {
-		a := *n.applied // records are never modified once folded; this one gets its summary
+		a := *n.applied // a copy: the node's record is overwritten by the next apply; this one gets its summary
 		a.Summary = a.Report.Summary()
 		st.Applied = &a
 	}
