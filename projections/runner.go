@@ -491,10 +491,13 @@ func (r *Runner) apply(ev events.Event) {
 // decode decodes ev's payload; errUnknown for a type the registry does not
 // know.
 func (r *Runner) decode(ev events.Event) (events.Payload, error) {
-	if !r.reg.Known(ev.Type) {
+	p, err := r.reg.Decode(ev)
+	if err != nil && !r.reg.Known(ev.Type) {
+		// Asked only on failure: a lookup of the type per event was a
+		// third of a second of a rebuild.
 		return nil, errUnknown
 	}
-	return r.reg.Decode(ev)
+	return p, err
 }
 
 // foldDecoded folds one decoded event, which concerns node (nodeOf), into
