@@ -24,10 +24,11 @@ type holdsNode struct {
 	Declaration string `json:"declaration"` // of the latest apply
 	Position    uint64 `json:"position"`
 	Held        []Hold `json:"held"` // sorted by module, then name; never modified in place
-	// from is the resolved held list Held was made from. A compact report
-	// resolves to the very list the report it names carried (Reports), so
-	// a report whose list is from, same array and length, holds what the
-	// last one held: Held stays as it is, each hold's Since included.
+	// from is the resolved held list Held was made from (nil in a node
+	// loaded from a snapshot). A compact report resolves to the very list
+	// the report it names carried (Reports), so a report whose list is
+	// from, same array and length, holds what the last one held: Held
+	// stays as it is, each hold's Since included.
 	from []events.Held
 }
 
@@ -86,7 +87,7 @@ func (h *Holds) fold(ev *events.Event, p events.Payload, node string) error {
 		return err
 	}
 	prev := h.nodes[node]
-	if prev != nil && prev.Held != nil && sameArray(prev.from, a.Held) {
+	if prev != nil && prev.Held != nil && len(prev.Held) == len(a.Held) && sameArray(prev.from, a.Held) {
 		// The same list again (see holdsNode.from). The node is updated in
 		// place: queries copy what they return, under the lock.
 		prev.Declaration, prev.Position = a.Declaration, ev.Position

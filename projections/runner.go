@@ -356,8 +356,8 @@ type decodedPage struct {
 	payloads []events.Payload
 	nodes    []string // nodeOf each event that decoded
 	errs     []error  // errUnknown, a decode error, or nil
-	end      uint64  // the job's end: the page may stop short of it
-	err      error   // the read failed
+	end      uint64   // the job's end: the page may stop short of it
+	err      error    // the read failed
 }
 
 // errUnknown marks an event whose type the registry does not know.
