@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"sync"
 	"time"
 
 	gojson "github.com/goccy/go-json"
@@ -29,22 +30,56 @@ type entry struct {
 	schema int
 	typ    reflect.Type
 	up     map[int]Upcaster
+	decode func(data []byte) (Payload, error) // data, at schema, as a payload of typ
 }
 
 // NewRegistry returns a registry holding the whole vocabulary of this
 // package at its current schemas.
 func NewRegistry() *Registry {
 	r := &Registry{types: map[string]*entry{}, intern: newInternCache()}
-	for _, p := range []Payload{
-		NodeRegistered{}, NodeAdopted{}, NodeSettingSet{}, ModuleDefined{},
-		ModuleAssigned{}, ModuleReleased{}, ModuleTaken{}, ArtifactRecorded{},
-		DeclarationComposed{}, DeclarationComposeFailed{}, DeclarationPushed{},
-		DeclarationPushFailed{}, ApplyReported{}, ReportDeliveredLate{},
-		ModuleDeployed{},
-	} {
-		r.Register(p, 1)
-	}
+	registerTyped[NodeRegistered](r)
+	registerTyped[NodeAdopted](r)
+	registerTyped[NodeSettingSet](r)
+	registerTyped[ModuleDefined](r)
+	registerTyped[ModuleAssigned](r)
+	registerTyped[ModuleReleased](r)
+	registerTyped[ModuleTaken](r)
+	registerTyped[ArtifactRecorded](r)
+	r.Register(DeclarationComposed{}, 1) // decoded through the intern cache
+	registerTyped[DeclarationComposeFailed](r)
+	registerTyped[DeclarationPushed](r)
+	registerTyped[DeclarationPushFailed](r)
+	registerTyped[ApplyReported](r)
+	registerTyped[ReportDeliveredLate](r)
+	registerTyped[ModuleDeployed](r)
 	return r
+}
+
+// registerTyped registers T at schema 1 with a decoder of its own
+// (typedDecoder).
+func registerTyped[T Payload](r *Registry) {
+	var zero T
+	r.Register(zero, 1)
+	r.types[zero.EventType()].decode = typedDecoder[T]()
+}
+
+// typedDecoder returns a decoder of T payloads that allocates once per
+// payload, for its box. The reflective decoder (Register's) allocates the
+// value it decodes into and then again for the interface's copy of it;
+// this one decodes into a pooled value, zeroed first (a decode leaves the
+// fields the data lacks as they were), and boxes a copy of it.
+func typedDecoder[T Payload]() func(data []byte) (Payload, error) {
+	pool := &sync.Pool{New: func() any { return new(T) }}
+	return func(data []byte) (Payload, error) {
+		s := pool.Get().(*T)
+		defer pool.Put(s)
+		var zero T
+		*s = zero
+		if err := unmarshal(data, s); err != nil {
+			return nil, err
+		}
+		return *s, nil
+	}
 }
 
 // Register adds (or replaces) a payload type at its current schema.
@@ -52,7 +87,18 @@ func (r *Registry) Register(p Payload, schema int) {
 	if schema < 1 {
 		panic(fmt.Sprintf("events: register %s: schema %d", p.EventType(), schema))
 	}
-	r.types[p.EventType()] = &entry{schema: schema, typ: reflect.TypeOf(p), up: map[int]Upcaster{}}
+	typ := reflect.TypeOf(p)
+	decode := func(data []byte) (Payload, error) {
+		v := reflect.New(typ)
+		if err := unmarshal(data, v.Interface()); err != nil {
+			return nil, err
+		}
+		return v.Elem().Interface().(Payload), nil
+	}
+	if typ == composedType && r.intern != nil {
+		decode = func(data []byte) (Payload, error) { return r.intern.decodeComposed(data) }
+	}
+	r.types[p.EventType()] = &entry{schema: schema, typ: typ, up: map[int]Upcaster{}, decode: decode}
 }
 
 // Upcast registers fn to turn typ's payloads of schema from into schema
@@ -135,23 +181,11 @@ func (r *Registry) Decode(ev Event) (Payload, error) {
 			return nil, fmt.Errorf("events: upcast %s schema %d at position %d: %w", ev.Type, s, ev.Position, err)
 		}
 	}
-	p, err := r.decodeData(e.typ, data)
+	p, err := e.decode(data)
 	if err != nil {
 		return nil, fmt.Errorf("events: decode %s at position %d: %s: %v: %w", ev.Stream, ev.Position, ev.Type, err, ErrInvalid)
 	}
 	return p, nil
-}
-
-// decodeData decodes data as a payload of Go type typ.
-func (r *Registry) decodeData(typ reflect.Type, data []byte) (Payload, error) {
-	if typ == composedType && r.intern != nil {
-		return r.intern.decodeComposed(data)
-	}
-	v := reflect.New(typ)
-	if err := unmarshal(data, v.Interface()); err != nil {
-		return nil, err
-	}
-	return v.Elem().Interface().(Payload), nil
 }
 
 // DecodeAs decodes ev's payload as T, failing if ev is of another type.

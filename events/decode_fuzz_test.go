@@ -29,13 +29,14 @@ func FuzzDecodeAgreesWithStdlib(f *testing.F) {
 		if which < 0 {
 			which = -which
 		}
-		typ := reg.types[types[which%len(types)]].typ
+		e := reg.types[types[which%len(types)]]
+		typ := e.typ
 		std := reflect.New(typ)
 		errStd := json.Unmarshal(data, std.Interface())
 		// Twice: the second decode of a composed declaration comes from the
 		// intern cache.
 		for i := 0; i < 2; i++ {
-			fast, errFast := reg.decodeData(typ, data)
+			fast, errFast := e.decode(data)
 			if (errStd == nil) != (errFast == nil) {
 				t.Fatalf("%s %q: encoding/json says %v, the registry %v", typ, data, errStd, errFast)
 			}

@@ -3,6 +3,7 @@ package events
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -245,14 +246,21 @@ func DecodeRecord(b []byte) (Event, error) {
 	e.Position = r.uvarint()
 	schema := r.uvarint()
 	at := r.varint()
-	// One string for the five names: they are substrings of it.
-	all := make([]byte, 0, 64)
-	var lens [5]int
-	name := func(i int, piece ...[]byte) {
-		for _, p := range piece {
-			all = append(all, p...)
-			lens[i] += len(p)
-		}
+	// One string for the names: they are substrings of it, made with one
+	// allocation of their exact size. pieces are what each name is made
+	// of, in order; a type known by its code is the table's own string,
+	// and a UUID is written out as text straight into the names.
+	var (
+		pieces [8][]byte
+		np     int
+		lens   [5]int
+		uuids  [2][36]byte
+		typ    string // the type, when written by its code
+	)
+	name := func(i int, p []byte) {
+		pieces[np] = p
+		np++
+		lens[i] += len(p)
 	}
 	if b[0] == RecordFormatPlain {
 		for i := range lens {
@@ -263,13 +271,13 @@ func DecodeRecord(b []byte) (Event, error) {
 		name(0, stream)
 		switch k := r.uvarint(); {
 		case k == 0:
-			typ := r.bytes(MaxNameSize)
-			if _, known := recordTypeCode[string(typ)]; known {
-				r.fail("type %q written as a string, not by its code", typ)
+			t := r.bytes(MaxNameSize)
+			if _, known := recordTypeCode[string(t)]; known {
+				r.fail("type %q written as a string, not by its code", t)
 			}
-			name(1, typ)
+			name(1, t)
 		case k <= uint64(len(recordTypes)):
-			name(1, []byte(recordTypes[k-1]))
+			typ = recordTypes[k-1]
 		default:
 			r.fail("unknown type code %d at offset %d", k, r.off)
 		}
@@ -282,9 +290,11 @@ func DecodeRecord(b []byte) (Event, error) {
 			if !isNode {
 				r.fail("agent actor on stream %q, not a node's", stream)
 			}
-			name(2, []byte(actorPrefixAg), node)
+			name(2, []byte(actorPrefixAg))
+			name(2, node)
 		case k == actorOperator:
-			name(2, []byte(actorPrefixOp), r.bytes(MaxNameSize-len(actorPrefixOp)))
+			name(2, []byte(actorPrefixOp))
+			name(2, r.bytes(MaxNameSize-len(actorPrefixOp)))
 		case k-actorString > MaxNameSize:
 			r.fail("actor of %d bytes, over the limit of %d", k-actorString, MaxNameSize)
 		default:
@@ -300,7 +310,9 @@ func DecodeRecord(b []byte) (Event, error) {
 			case k == idEmpty:
 			case k == idUUID:
 				if raw := r.take(16); r.err == nil {
-					name(i, []byte(uuid.UUID(raw).String()))
+					text := &uuids[i-3]
+					encodeUUID(text, uuid.UUID(raw))
+					name(i, text[:])
 				}
 			case k-idString > MaxNameSize:
 				r.fail("name of %d bytes, over the limit of %d", k-idString, MaxNameSize)
@@ -318,10 +330,12 @@ func DecodeRecord(b []byte) (Event, error) {
 			}
 		}
 	}
+	total := 0
 	for i, n := range lens {
 		if n > MaxNameSize {
 			r.fail("name %d of %d bytes, over the limit of %d", i, n, MaxNameSize)
 		}
+		total += n
 	}
 	dataLen := r.length(MaxDataSize)
 	if r.err != nil {
@@ -335,15 +349,36 @@ func DecodeRecord(b []byte) (Event, error) {
 	}
 	e.Schema = int(schema)
 	e.At = time.Unix(0, at).UTC()
-	s := string(all)
+	var all strings.Builder
+	all.Grow(total)
+	for _, p := range pieces[:np] {
+		all.Write(p)
+	}
+	s := all.String()
 	fields := [...]*string{&e.Stream, &e.Type, &e.Actor, &e.Causation, &e.Correlation}
 	pos := 0
 	for i, n := range lens {
 		*fields[i] = s[pos : pos+n]
 		pos += n
 	}
+	if typ != "" {
+		e.Type = typ
+	}
 	e.Data = append([]byte(nil), b[r.off:]...)
 	return e, nil
+}
+
+// encodeUUID writes id's canonical text form (as uuid.UUID.String) to dst.
+func encodeUUID(dst *[36]byte, id uuid.UUID) {
+	hex.Encode(dst[0:8], id[0:4])
+	dst[8] = '-'
+	hex.Encode(dst[9:13], id[4:6])
+	dst[13] = '-'
+	hex.Encode(dst[14:18], id[6:8])
+	dst[18] = '-'
+	hex.Encode(dst[19:23], id[8:10])
+	dst[23] = '-'
+	hex.Encode(dst[24:], id[10:])
 }
 
 func recordErr(format string, args ...any) error {

@@ -160,6 +160,11 @@ func (c *Churn) node(name string) *churnNode {
 
 // Fold feeds one event to the detector.
 func (c *Churn) Fold(ev events.Event, p events.Payload) error {
+	return c.fold(&ev, p, nodeOf(ev, p))
+}
+
+// fold is Fold of an event concerning node (nodeOf).
+func (c *Churn) fold(ev *events.Event, p events.Payload, node string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch v := p.(type) {
@@ -180,11 +185,10 @@ func (c *Churn) Fold(ev events.Event, p events.Payload) error {
 	case events.ModuleReleased:
 		delete(c.assigned[v.Module], v.Node)
 	}
-	node := nodeOf(ev, p)
 	if node == "" {
 		switch p.(type) {
 		case events.DeclarationComposed, events.DeclarationComposeFailed, events.ApplyReported:
-			return unattributed(c.Name(), ev)
+			return unattributed(c.Name(), *ev)
 		}
 		return nil
 	}
@@ -194,11 +198,11 @@ func (c *Churn) Fold(ev events.Event, p events.Payload) error {
 		events.ModuleAssigned, events.ModuleReleased, events.ModuleTaken:
 		n.operator()
 	case events.DeclarationComposed:
-		c.composed(n, node, ev, v)
+		c.composed(n, node, ev, &v)
 	case events.DeclarationComposeFailed:
 		n.evidence().addFailedRead(v, ev.Position)
 	case events.ApplyReported:
-		c.applied(n, node, ev, v)
+		c.applied(n, node, ev, &v)
 	default:
 		if strings.HasPrefix(ev.Actor, "operator:") && streamNode(ev.Stream) == node {
 			n.operator()
@@ -234,7 +238,7 @@ func (n *churnNode) evidence() *Evidence {
 	return &n.pending
 }
 
-func (c *Churn) composed(n *churnNode, node string, ev events.Event, v events.DeclarationComposed) {
+func (c *Churn) composed(n *churnNode, node string, ev *events.Event, v *events.DeclarationComposed) {
 	facts := declFacts{digest: v.Digest, resources: len(v.Resources)}
 	for _, r := range v.Resources {
 		if r.Kind != declarationKindContainer {
@@ -298,7 +302,7 @@ func (n *churnNode) open(node string, start, detected Mark) {
 	n.quiet = 0
 }
 
-func (c *Churn) applied(n *churnNode, node string, ev events.Event, v events.ApplyReported) {
+func (c *Churn) applied(n *churnNode, node string, ev *events.Event, v *events.ApplyReported) {
 	facts, _ := n.decls.get(v.Declaration)
 	digest := v.Digest
 	if digest == "" {
@@ -366,7 +370,7 @@ const declarationKindContainer = "container"
 // say) and this one created is not counted: that is a retry, not churn. One
 // created again after something removed it is. It keeps the apply's failed
 // containers for the next.
-func (n *churnNode) containersHeavy(v events.ApplyReported, containers int) bool {
+func (n *churnNode) containersHeavy(v *events.ApplyReported, containers int) bool {
 	changed := 0
 	for _, name := range v.Created {
 		if n.containers[name] && !n.failedLast[name] {

@@ -23,7 +23,13 @@ type Holds struct {
 type holdsNode struct {
 	Declaration string `json:"declaration"` // of the latest apply
 	Position    uint64 `json:"position"`
-	Held        []Hold `json:"held"` // sorted by module, then name
+	Held        []Hold `json:"held"` // sorted by module, then name; never modified in place
+	// from is the resolved held list Held was made from (nil in a node
+	// loaded from a snapshot). A compact report resolves to the very list
+	// the report it names carried (Reports), so a report whose list is
+	// from, same array and length, holds what the last one held: Held
+	// stays as it is, each hold's Since included.
+	from []events.Held
 }
 
 // Hold is one held resource.
@@ -62,22 +68,32 @@ func (h *Holds) Reset() {
 // Fold replaces a node's list with the one of each apply.reported (a
 // compact report's resolved, see Reports).
 func (h *Holds) Fold(ev events.Event, p events.Payload) error {
+	return h.fold(&ev, p, nodeOf(ev, p))
+}
+
+// fold is Fold of an event concerning node (nodeOf).
+func (h *Holds) fold(ev *events.Event, p events.Payload, node string) error {
 	a, ok := p.(events.ApplyReported)
 	if !ok {
 		return nil
 	}
-	node := nodeOf(ev, p)
 	if node == "" {
-		return unattributed(h.Name(), ev)
+		return unattributed(h.Name(), *ev)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	a, err := h.reports.Resolve(ev, a)
+	a, err := h.reports.resolveHeld(ev, a)
 	if err != nil {
 		return err
 	}
 	prev := h.nodes[node]
-	n := &holdsNode{Declaration: a.Declaration, Position: ev.Position, Held: make([]Hold, 0, len(a.Held))}
+	if prev != nil && prev.Held != nil && len(prev.Held) == len(a.Held) && sameArray(prev.from, a.Held) {
+		// The same list again (see holdsNode.from). The node is updated in
+		// place: queries copy what they return, under the lock.
+		prev.Declaration, prev.Position = a.Declaration, ev.Position
+		return nil
+	}
+	n := &holdsNode{Declaration: a.Declaration, Position: ev.Position, Held: make([]Hold, 0, len(a.Held)), from: a.Held}
 	since := HoldSince{Declaration: a.Declaration, Position: ev.Position, At: ev.At}
 	var before map[events.Held]HoldSince
 	if prev != nil && len(prev.Held) > 0 {
@@ -110,6 +126,12 @@ func (h *Holds) Fold(ev events.Event, p events.Payload) error {
 	})
 	h.nodes[node] = n
 	return nil
+}
+
+// sameArray reports whether a and b are the same slice of the same array:
+// both empty, or of one length and one first element.
+func sameArray(a, b []events.Held) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // Of returns node's held resources from its latest apply, sorted by module

@@ -67,13 +67,17 @@ func (r *Roster) Reset() {
 
 // Fold records declaration.composed events.
 func (r *Roster) Fold(ev events.Event, p events.Payload) error {
+	return r.fold(&ev, p, nodeOf(ev, p))
+}
+
+// fold is Fold of an event concerning node (nodeOf).
+func (r *Roster) fold(ev *events.Event, p events.Payload, node string) error {
 	c, ok := p.(events.DeclarationComposed)
 	if !ok {
 		return nil
 	}
-	node := nodeOf(ev, p)
 	if node == "" {
-		return unattributed(r.Name(), ev)
+		return unattributed(r.Name(), *ev)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

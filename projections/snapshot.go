@@ -372,9 +372,14 @@ func (s *Status) save(t *tables) *statusSnap {
 	out := &statusSnap{Nodes: make(map[string]statusNodeSnap, len(s.nodes)), Reports: s.reports.save()}
 	for _, name := range slices.Sorted(maps.Keys(s.nodes)) {
 		n := s.nodes[name]
+		var applied *ApplyRecord
+		if n.applied != nil {
+			a := *n.applied // a copy: the next apply overwrites the node's
+			applied = &a
+		}
 		out.Nodes[name] = statusNodeSnap{
 			Modules: n.modules, Taken: n.taken, Adopted: n.adopted, Composed: n.composed,
-			ComposeFailed: n.composeFailed, Pushed: n.pushed, PushFailed: n.pushFailed, Applied: n.applied,
+			ComposeFailed: n.composeFailed, Pushed: n.pushed, PushFailed: n.pushFailed, Applied: applied,
 			Decls: saveDecls(&n.decls, func(d *decl) declSnapVal {
 				return declSnapVal{Digest: d.digest, Resources: t.resources(d.resources)}
 			}, appliedDecl(n), n.pushed.Declaration),

@@ -51,7 +51,7 @@ type statusNode struct {
 	composeFailed ComposeFailure
 	pushed        DeclMark
 	pushFailed    PushFailure
-	applied       *ApplyRecord     // never modified once folded
+	applied       *ApplyRecord     // overwritten in place by each apply: never handed out, only copies of it
 	decls         declIndex[*decl] // declaration id → what was composed
 }
 
@@ -89,8 +89,9 @@ type PushFailure struct {
 // ApplyRecord is the last apply of a node: the report as received, with the
 // declaration's digest filled in from its composed event when the report
 // did not carry it, and its one-line summary (ApplyReported.Summary, made
-// when queried). A folded record is never modified; a later apply replaces
-// it.
+// when queried). Status keeps one per node, which each apply overwrites in
+// place (an allocation per apply was most of status's garbage): a record
+// it hands out (NodeStatus.Applied, a snapshot's) is a copy.
 type ApplyRecord struct {
 	DeclMark
 	Report  events.ApplyReported `json:"report"`
@@ -158,6 +159,11 @@ func (s *Status) node(name string) *statusNode {
 
 // Fold records node lifecycle, compose, push and apply events.
 func (s *Status) Fold(ev events.Event, p events.Payload) error {
+	return s.fold(&ev, p, nodeOf(ev, p))
+}
+
+// fold is Fold of an event concerning node (nodeOf).
+func (s *Status) fold(ev *events.Event, p events.Payload, node string) error {
 	switch p.(type) {
 	case events.NodeRegistered, events.NodeAdopted, events.ModuleAssigned, events.ModuleReleased,
 		events.ModuleTaken, events.DeclarationComposed, events.DeclarationComposeFailed,
@@ -165,15 +171,14 @@ func (s *Status) Fold(ev events.Event, p events.Payload) error {
 	default:
 		return nil
 	}
-	node := nodeOf(ev, p)
 	if node == "" {
-		return unattributed(s.Name(), ev)
+		return unattributed(s.Name(), *ev)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if a, ok := p.(events.ApplyReported); ok {
 		var err error
-		if p, err = s.reports.Resolve(ev, a); err != nil {
+		if p, err = s.reports.resolve(ev, a, true); err != nil {
 			return err
 		}
 	}
@@ -206,7 +211,10 @@ func (s *Status) Fold(ev events.Event, p events.Payload) error {
 		if d, _ := n.decls.get(v.Declaration); digest == "" && d != nil {
 			digest = d.digest
 		}
-		n.applied = &ApplyRecord{
+		if n.applied == nil {
+			n.applied = new(ApplyRecord)
+		}
+		*n.applied = ApplyRecord{
 			DeclMark: DeclMark{Declaration: v.Declaration, Digest: digest, Position: ev.Position, At: ev.At, Correlation: ev.Correlation},
 			Report:   v,
 		}
@@ -249,7 +257,7 @@ func (s *Status) of(name string, n *statusNode) NodeStatus {
 		st.PushFailed = &f
 	}
 	if n.applied != nil {
-		a := *n.applied // records are never modified once folded; this one gets its summary
+		a := *n.applied // a copy: the node's record is overwritten by the next apply; this one gets its summary
 		a.Summary = a.Report.Summary()
 		st.Applied = &a
 	}

@@ -186,6 +186,8 @@ func swapState(a, b Projection) {
 			x.decls, y.decls = y.decls, x.decls
 			x.last, y.last = y.last, x.last
 			x.reports, y.reports = y.reports, x.reports
+			x.composed, y.composed = y.composed, x.composed
+			x.applies, y.applies = y.applies, x.applies
 		})
 	default:
 		panic(fmt.Sprintf("projections: swap %T: not a projection of the set", a))

@@ -50,6 +50,10 @@ type Timeline struct {
 	last       map[string]*tlDecl             // per node, the last composed declaration
 	churn      *Churn                         // read when queried, to mark where loops were detected and cleared; may be nil
 	reports    *Reports                       // resolves compact apply reports; entries keep the resolved form
+	// The payloads of composed and apply entries, which are most of them,
+	// are kept here rather than each boxed on its own (see entry.p).
+	composed slab[events.DeclarationComposed]
+	applies  slab[events.ApplyReported]
 }
 
 // chunkSize is how many entries one chunk of the timeline holds.
@@ -63,10 +67,30 @@ type entry struct {
 	stream, typ        string
 	actor, correlation string
 	node               string
-	p                  events.Payload // a DeclarationComposed is kept without roster or resources
-	decl               *tlDecl        // the declaration a composed, pushed or apply event is about, when known
-	roster, resources  int32          // counts of a composed declaration
-	maxAt              int64          // the latest time (nanos) of this entry and every one before it: ascending
+	// p is the payload, as decoded but for two types, kept as pointers
+	// into the timeline's slabs: a *DeclarationComposed (without roster,
+	// resources or specs) and a *ApplyReported (resolved, see Reports).
+	// Never modified once folded.
+	p                 events.Payload
+	decl              *tlDecl // the declaration a composed, pushed or apply event is about, when known
+	roster, resources int32   // counts of a composed declaration
+	maxAt             int64   // the latest time (nanos) of this entry and every one before it: ascending
+}
+
+// slab keeps values in chunks and hands out pointers to them, which stay
+// valid: a million payloads cost a few hundred allocations, not a million.
+type slab[T any] struct{ chunks [][]T }
+
+// slabChunk is how many values one chunk of a slab holds.
+const slabChunk = 1024
+
+func (s *slab[T]) add(v T) *T {
+	if n := len(s.chunks); n == 0 || len(s.chunks[n-1]) == slabChunk {
+		s.chunks = append(s.chunks, make([]T, 0, slabChunk))
+	}
+	c := &s.chunks[len(s.chunks)-1]
+	*c = append(*c, v)
+	return &(*c)[len(*c)-1]
 }
 
 func (t *Timeline) at(i int) *entry { return &t.chunks[i/chunkSize][i%chunkSize] }
@@ -236,6 +260,7 @@ func (t *Timeline) reset() {
 	t.decls = map[string]*declIndex[*tlDecl]{}
 	t.last = map[string]*tlDecl{}
 	t.reports = NewReports()
+	t.composed, t.applies = slab[events.DeclarationComposed]{}, slab[events.ApplyReported]{}
 }
 
 // Name is "timeline".
@@ -257,18 +282,18 @@ func (t *Timeline) Len() int {
 
 // Fold appends one entry.
 func (t *Timeline) Fold(ev events.Event, p events.Payload) error {
+	return t.fold(&ev, p, nodeOf(ev, p))
+}
+
+// fold is Fold of an event concerning node (nodeOf).
+func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if a, ok := p.(events.ApplyReported); ok {
-		var err error
-		if p, err = t.reports.Resolve(ev, a); err != nil {
-			return err
-		}
-	}
 	e := entry{
 		position: ev.Position, at: ev.At, stream: ev.Stream, typ: ev.Type,
-		actor: ev.Actor, correlation: ev.Correlation, node: nodeOf(ev, p), p: p,
+		actor: ev.Actor, correlation: ev.Correlation, node: node, p: p,
 	}
+	var mods, names []string // the entry's modules, and the resources an apply touched
 	switch v := p.(type) {
 	case events.DeclarationComposed:
 		d := &tlDecl{digest: v.Digest, resources: v.Resources}
@@ -288,24 +313,36 @@ func (t *Timeline) Fold(ev events.Event, p events.Payload) error {
 		t.last[e.node] = d
 		e.decl, e.roster, e.resources = d, int32(len(v.Roster)), int32(len(v.Resources))
 		v.Roster, v.Resources, v.Specs = nil, nil, nil
-		e.p = v
+		e.p = t.composed.add(v)
+		mods = d.modules
 	case events.DeclarationPushed:
 		e.decl = t.decl(e.node, v.Declaration)
+		mods = modules(&e)
 	case events.ApplyReported:
-		e.decl = t.decl(e.node, v.Declaration)
+		a, err := t.reports.resolveHeld(ev, v)
+		if err != nil {
+			return err
+		}
+		e.decl = t.decl(e.node, a.Declaration)
+		ap := t.applies.add(a)
+		e.p = ap
+		if !quiet(ap) { // a quiet apply (most are) touched nothing: no names, no modules
+			names = touched(ap)
+			mods = applyModules(ap, e.decl, names)
+		}
+	default:
+		mods = modules(&e)
 	}
 	i := int32(t.n)
 	if e.node != "" {
 		t.byNode[e.node] = append(t.byNode[e.node], i)
 	}
 	t.byType[e.typ] = append(t.byType[e.typ], i)
-	for _, m := range modules(&e) {
+	for _, m := range mods {
 		t.byModule[m] = append(t.byModule[m], i)
 	}
-	if a, ok := e.p.(events.ApplyReported); ok {
-		for _, r := range touched(a) {
-			t.byResource[r] = append(t.byResource[r], i)
-		}
+	for _, r := range names {
+		t.byResource[r] = append(t.byResource[r], i)
 	}
 	if t.n+t.flushed > 0 && e.at.Before(t.lastAt) {
 		t.ordered = false
@@ -501,7 +538,7 @@ func (t *Timeline) Why(node, resource string) ([]Touch, error) {
 
 // touches lists what an apply entry did to the resource named name.
 func touches(e *entry, name string) []Touch {
-	a, ok := e.p.(events.ApplyReported)
+	a, ok := e.p.(*events.ApplyReported)
 	if !ok {
 		return nil
 	}
@@ -539,8 +576,15 @@ func touches(e *entry, name string) []Touch {
 	return out
 }
 
+// quiet reports whether apply a touched nothing at all (it held nothing
+// either): touched(a) and applyModules(a, …) are then empty.
+func quiet(a *events.ApplyReported) bool {
+	return len(a.Created) == 0 && len(a.Updated) == 0 && len(a.Replaced) == 0 &&
+		len(a.Removed) == 0 && len(a.Held) == 0 && len(a.Failed) == 0
+}
+
 // touched lists, sorted and distinct, the resources an apply entry touched.
-func touched(a events.ApplyReported) []string {
+func touched(a *events.ApplyReported) []string {
 	var out []string
 	out = append(out, a.Created...)
 	for _, r := range a.Updated {
@@ -575,26 +619,35 @@ func modules(e *entry) []string {
 		return []string{v.Module}
 	case events.ModuleDeployed:
 		return []string{v.Module}
-	case events.DeclarationComposed, events.DeclarationPushed:
+	case *events.DeclarationComposed, events.DeclarationPushed:
 		if e.decl != nil {
 			return e.decl.modules
 		}
-	case events.ApplyReported:
-		var out []string
-		for _, h := range v.Held {
-			out = insertSorted(out, h.Module)
+	case *events.ApplyReported:
+		if e.decl == nil {
+			return applyModules(v, nil, nil)
 		}
-		if e.decl != nil {
-			names := touched(v)
-			for _, r := range e.decl.resources {
-				if _, ok := slices.BinarySearch(names, r.Name); ok {
-					out = insertSorted(out, r.Module)
-				}
-			}
-		}
-		return out
+		return applyModules(v, e.decl, touched(v))
 	}
 	return nil
+}
+
+// applyModules lists, sorted and distinct, the modules of what apply a
+// held and, where its declaration d is known, of the resources of d it
+// touched (names: touched(a)).
+func applyModules(a *events.ApplyReported, d *tlDecl, names []string) []string {
+	var out []string
+	for _, h := range a.Held {
+		out = insertSorted(out, h.Module)
+	}
+	if d != nil {
+		for _, r := range d.resources {
+			if _, ok := slices.BinarySearch(names, r.Name); ok {
+				out = insertSorted(out, r.Module)
+			}
+		}
+	}
+	return out
 }
 
 // show renders an entry.
@@ -607,7 +660,7 @@ func (t *Timeline) show(e *entry) Entry {
 		out.Digest = e.decl.digest
 	}
 	switch v := e.p.(type) {
-	case events.DeclarationComposed:
+	case *events.DeclarationComposed:
 		out.Declaration, out.Digest = v.Declaration, v.Digest
 	case events.DeclarationPushed:
 		out.Declaration = v.Declaration
@@ -616,7 +669,7 @@ func (t *Timeline) show(e *entry) Entry {
 		}
 	case events.DeclarationPushFailed:
 		out.Declaration = v.Declaration
-	case events.ApplyReported:
+	case *events.ApplyReported:
 		out.Declaration = v.Declaration
 		if v.Digest != "" {
 			out.Digest = v.Digest
@@ -705,7 +758,7 @@ func summarize(e *entry) string {
 		return s
 	case events.ModuleDeployed:
 		return deployedLine(v)
-	case events.DeclarationComposed:
+	case *events.DeclarationComposed:
 		s := fmt.Sprintf("composed %s for %s: %d resource(s), %d routed name(s)", v.Declaration, e.node, e.resources, e.roster)
 		if len(v.Warnings) > 0 {
 			s += fmt.Sprintf(", %d warning(s)", len(v.Warnings))
@@ -720,7 +773,7 @@ func summarize(e *entry) string {
 		return fmt.Sprintf("pushed %s to %s: %d resource(s)", v.Declaration, e.node, v.Resources)
 	case events.DeclarationPushFailed:
 		return fmt.Sprintf("push of %s to %s failed: %s", v.Declaration, e.node, v.Error)
-	case events.ApplyReported:
+	case *events.ApplyReported:
 		return applyLine(v)
 	case events.ReportDeliveredLate:
 		s := fmt.Sprintf("report of %s delivered late, after %d attempt(s)", v.Declaration, v.Attempts)
@@ -756,7 +809,7 @@ func deployedLine(v events.ModuleDeployed) string {
 
 // applyLine is an apply's Summary, then what it did by name:
 // "applied 3 resource(s); replaced web (mounts); created db".
-func applyLine(a events.ApplyReported) string {
+func applyLine(a *events.ApplyReported) string {
 	var b strings.Builder
 	b.WriteString(a.Summary())
 	list := func(verb string, n int, name func(int) string) {
@@ -825,6 +878,7 @@ func (t *Timeline) TakeRecords() []EntryRecord {
 	}
 	t.flushed += t.n
 	t.chunks, t.n = nil, 0
+	t.composed, t.applies = slab[events.DeclarationComposed]{}, slab[events.ApplyReported]{}
 	t.byNode = map[string][]int32{}
 	t.byType = map[string][]int32{}
 	t.byModule = map[string][]int32{}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,15 +30,23 @@ import (
 // without decoding them (read-events/s: the store alone, which also warms
 // the page cache), then times the rebuild, and reports its wall time and
 // the CPU time this process spent on it. Run with -benchtime=1x.
+//
+// The generated events are dropped once the store holds them, before any
+// rebuild: a process that rebuilds holds no copy of its store, and a
+// million events in memory (more than a gigabyte, full of pointers) are
+// marked by every collection the rebuild runs, which cost it about a
+// second of CPU here. Each sub-benchmark loads them for itself.
 func BenchmarkRebuild1MStores(b *testing.B) {
-	evs := generated(b, 1_000_000)
 	b.Run("bolt", func(b *testing.B) {
-		store, err := boltstore.Open(boltHistory(b, evs), boltstore.ReadOnly())
+		evs := generated(b, 1_000_000)
+		path, n := boltHistory(b, evs), len(evs)
+		evs = nil // see above
+		store, err := boltstore.Open(path, boltstore.ReadOnly())
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer store.Close()
-		benchRebuildStore(b, store, len(evs), nil)
+		benchRebuildStore(b, store, n, nil)
 	})
 	b.Run("postgres", func(b *testing.B) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -54,14 +64,17 @@ func BenchmarkRebuild1MStores(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer store.Close()
+		evs := generated(b, 1_000_000)
+		n := len(evs)
 		start := time.Now()
 		fillWindows(b, store, evs)
-		b.Logf("filled the pgstore with %d events in %s", len(evs), time.Since(start).Round(time.Second))
+		evs = nil // see above
+		b.Logf("filled the pgstore with %d events in %s", n, time.Since(start).Round(time.Second))
 		if _, err := store.Pool().Exec(context.Background(), "VACUUM ANALYZE events"); err != nil {
 			b.Fatal(err)
 		}
 		postmaster := filepath.Join(filepath.Dir(srv.Log()), "data", "postmaster.pid")
-		benchRebuildStore(b, store, len(evs), func() time.Duration { return serverCPU(b, postmaster) })
+		benchRebuildStore(b, store, n, func() time.Duration { return serverCPU(b, postmaster) })
 	})
 }
 
@@ -147,11 +160,67 @@ func fillWindows(b *testing.B, store events.Store, evs []events.Event) {
 // machine shared with other work, a rebuild's CPU time says more than its
 // wall time. (A pgstore's server does its part in other processes.)
 func cpuTime() time.Duration {
+	user, sys := cpuTimes()
+	return user + sys
+}
+
+// cpuTimes is cpuTime in its two parts: user and system (the kernel's
+// work for this process: page faults, system calls).
+func cpuTimes() (user, sys time.Duration) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+		return 0, 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
+}
+
+// rebuildProfile starts a CPU profile of the rebuild alone (not of the
+// corpus load nor of the read pass, which -cpuprofile would include) when
+// MESH_REBUILD_CPUPROFILE names a file, and returns what stops it. Do not
+// combine it with -cpuprofile: a process has one CPU profile at a time.
+//
+// MESH_REBUILD_MEMPROFILE likewise names a file for the heap profile after
+// the rebuild, and writes one before it (the name with ".before"): compare
+// them with go tool pprof -sample_index=alloc_space -diff_base.
+func rebuildProfile(b *testing.B) (stop func()) {
+	heap := os.Getenv("MESH_REBUILD_MEMPROFILE")
+	writeHeap := func(path string) {
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if heap != "" {
+		writeHeap(heap + ".before")
+	}
+	path := os.Getenv("MESH_REBUILD_CPUPROFILE")
+	if path == "" {
+		return func() {
+			if heap != "" {
+				writeHeap(heap)
+			}
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+		if heap != "" {
+			writeHeap(heap)
+		}
+	}
 }
 
 // benchRebuildStore times a read-only pass over store and Runner.Rebuild
@@ -160,7 +229,9 @@ func cpuTime() time.Duration {
 func benchRebuildStore(b *testing.B, store events.Store, n int, server func() time.Duration) {
 	ctx := context.Background()
 	runner := projections.NewRunner(store, events.NewRegistry(), projections.New().All()...)
-	var readTime, rebuildTime, rebuildCPU, serverTime time.Duration
+	var readTime, rebuildTime, rebuildCPU, rebuildSys, serverTime time.Duration
+	var allocMB, liveMB float64
+	var gcs uint32
 	b.ResetTimer()
 	for range b.N {
 		start := time.Now()
@@ -186,12 +257,31 @@ func benchRebuildStore(b *testing.B, store events.Store, n int, server func() ti
 		if server != nil {
 			srvStart = server()
 		}
+		// Each rebuild starts from a collected heap: otherwise how far the
+		// read pass took the heap towards its next GC decides whether the
+		// rebuild runs two or three (each marks the corpus too), which
+		// moved rebuild-cpu-s by a second from run to run.
+		runtime.GC()
+		stopProfile := rebuildProfile(b)
+		var mem0, mem1 runtime.MemStats
+		runtime.ReadMemStats(&mem0)
+		_, sys := cpuTimes()
 		start, cpu := time.Now(), cpuTime()
 		if err := runner.Rebuild(ctx); err != nil {
 			b.Fatal(err)
 		}
 		rebuildTime += time.Since(start)
 		rebuildCPU += cpuTime() - cpu
+		_, sys1 := cpuTimes()
+		rebuildSys += sys1 - sys
+		runtime.ReadMemStats(&mem1)
+		stopProfile()
+		runtime.GC()
+		var live runtime.MemStats
+		runtime.ReadMemStats(&live)
+		liveMB = float64(live.HeapAlloc) / 1e6
+		allocMB += float64(mem1.TotalAlloc-mem0.TotalAlloc) / 1e6
+		gcs += mem1.NumGC - mem0.NumGC
 		if server != nil {
 			serverTime += server() - srvStart
 		}
@@ -204,9 +294,13 @@ func benchRebuildStore(b *testing.B, store events.Store, n int, server func() ti
 	b.ReportMetric(rebuildTime.Seconds()/float64(b.N), "rebuild-s")
 	b.ReportMetric(total/rebuildTime.Seconds(), "rebuild-events/s")
 	b.ReportMetric(rebuildCPU.Seconds()/float64(b.N), "rebuild-cpu-s")
+	b.ReportMetric(rebuildSys.Seconds()/float64(b.N), "rebuild-sys-s")
 	if server != nil {
 		b.ReportMetric(serverTime.Seconds()/float64(b.N), "server-cpu-s")
 	}
+	b.ReportMetric(allocMB/float64(b.N), "rebuild-alloc-MB")
+	b.ReportMetric(float64(gcs)/float64(b.N), "rebuild-GCs")
+	b.ReportMetric(liveMB, "live-MB")
 	b.ReportMetric(total/readTime.Seconds(), "read-events/s")
 	b.ReportMetric(rebuildTime.Seconds()/readTime.Seconds(), "rebuild/read")
 }
