@@ -58,6 +58,9 @@ type Composition struct {
 //     *ReadError naming the node and the read; no roster is ever returned
 //     beside an error.
 //
+// Through a Batch's reader (Batched), the batch's snapshot of the mesh
+// serves the other nodes' part, with the same result (see Batch).
+//
 // An unregistered node is a *Rejection. Identical inputs compose
 // byte-identical declarations; one byte-identical to the node's current
 // declaration is that declaration (its id and correlation), marked
