@@ -215,17 +215,13 @@ func (m *Mesh) PushDetail(ctx context.Context, node string) (Pushed, error) {
 		return Pushed{}, err
 	}
 	var out Pushed
-	var reader commands.Reader
+	var reader commands.Reader = m.Handler
 	m.mu.Lock()
 	if m.batch != nil {
 		reader = m.batch.For(node)
 	}
 	if len(m.lossy) > 0 {
-		lr := &lossyReader{r: m.Handler, target: node, lossy: m.lossy, hit: &out.Lossy}
-		if reader != nil {
-			lr.r = reader
-		}
-		reader = lr
+		reader = &lossyReader{r: reader, target: node, lossy: m.lossy, hit: &out.Lossy}
 	}
 	m.mu.Unlock()
 	d, err := m.Handler.Push(ctx, node, reader, func(ctx context.Context, d declaration.Declaration) error {

@@ -429,7 +429,6 @@ func (r *Run) Pass(ctx context.Context, p int) error {
 	}
 	// Reads recover between passes: the operators' commands of the next
 	// pass go through.
-	r.Mesh.EndBatch()
 	r.Mesh.Store.Recover()
 	r.Mesh.SetLossy()
 	// Bus cuts end after their window: the agents deliver what they kept.
