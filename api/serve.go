@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"meshplane/internal/httpstop"
 )
 
 // ServeOptions are how Serve serves.
@@ -61,6 +63,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ServeOptio
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
 	}
+	stopper := httpstop.Track(srv)
 	if withTLS {
 		cert, err := tls.LoadX509KeyPair(opts.TLSCert, opts.TLSKey)
 		if err != nil {
@@ -80,9 +83,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ServeOptio
 	if timeout == 0 {
 		timeout = 5 * time.Second
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	err := srv.Shutdown(sctx)
+	err := stopper.Stop(timeout)
 	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
 	}

@@ -45,6 +45,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"meshplane/internal/httpstop"
 )
 
 // storedManifest is one manifest file (see the package comment).
@@ -88,24 +90,25 @@ func Serve(ctx context.Context, addr, dir string) error {
 }
 
 // ServeOn serves the store's handler h (NewHandler) on ln until ctx is
-// done, then shuts the server down, as Serve does. It closes ln.
+// done, then shuts the server down, as Serve does. It closes ln. Stopping,
+// it gives the requests in flight five seconds (package httpstop).
 func ServeOn(ctx context.Context, ln net.Listener, h http.Handler) error {
 	addr := ln.Addr().String()
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	stopper := httpstop.Track(srv)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
 	case err := <-done:
 		return fmt.Errorf("artifacts: serve %s: %w", addr, err)
 	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(sctx); err != nil {
-			return fmt.Errorf("artifacts: serve %s: shutdown: %w", addr, err)
-		}
-		<-done
-		return nil
 	}
+	err := stopper.Stop(5 * time.Second)
+	<-done
+	if err != nil {
+		return fmt.Errorf("artifacts: serve %s: stop: %w", addr, err)
+	}
+	return nil
 }
 
 // Ready waits until the artifact store at addr answers the registry API

@@ -132,6 +132,49 @@ func TestServeStopsWithContext(t *testing.T) {
 	}
 }
 
+// TestServeStopsPastAnUnusedConnection: a client's transport may dial a
+// connection it never sends on (CI saw it in `mesh up`'s staging). The
+// store stops at once all the same, without waiting the five seconds
+// http.Server.Shutdown gives such a connection.
+func TestServeStopsPastAnUnusedConnection(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := artifacts.NewHandler(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- artifacts.ServeOn(ctx, ln, h) }()
+	if err := artifacts.Ready(context.Background(), ln.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+	idle, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	// The server has the connection once it answers a request dialed after it.
+	if err := artifacts.Ready(context.Background(), ln.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve after cancel: %v", err)
+		}
+		if took := time.Since(start); took > 3*time.Second {
+			t.Errorf("serve took %v to stop past a connection that sent nothing", took)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop with its context")
+	}
+}
+
 // TestReadyWaitsForTheStore: Ready waits through a store not yet
 // listening, then PushImage uploads an image to it by digest.
 func TestReadyWaitsForTheStore(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 
 	"meshplane/agent"
 	"meshplane/events"
+	"meshplane/internal/httpstop"
 	"meshplane/metrics"
 )
 
@@ -65,13 +66,12 @@ func serveAgentMetrics(addr string, node string, box *agent.Outbox, log *slog.Lo
 	mux := http.NewServeMux()
 	mux.Handle("GET "+metrics.Path, metrics.Handler(m.Registry(), ""))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	stopper := httpstop.Track(srv)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("agent: metrics", "url", "http://"+ln.Addr().String()+metrics.Path)
 	stop = func() error {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		err := srv.Shutdown(sctx)
+		err := stopper.Stop(5 * time.Second)
 		if serr := <-served; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 			err = serr
 		}
