@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"meshplane/events"
+	"meshplane/internal/gcboost"
 )
 
 // Checkpoints keeps the last position a named consumer has folded.
@@ -56,6 +57,10 @@ const DefaultCheckpoint = "projections"
 
 // PageSize is how many events CatchUp reads at a time.
 const PageSize = 4096
+
+// bulkCatchUp is how many events behind its store a catch-up must start
+// for it to run with the collector boosted (package gcboost).
+const bulkCatchUp = 16 * PageSize
 
 // maxFailures bounds how many failures a runner keeps for inspection; it
 // counts them all.
@@ -207,6 +212,10 @@ func (r *Runner) catchUp(ctx context.Context, limit uint64) error {
 	pos := r.Position()
 	if pos >= head {
 		return nil
+	}
+	if head-pos >= bulkCatchUp {
+		// A rebuild, or a start far behind: see package gcboost.
+		defer gcboost.Boost()()
 	}
 	// A pipeline: one goroutine cuts pos..head into pages, decodeWorkers
 	// each read a page and decode it (decoding is most of a rebuild, and
