@@ -166,7 +166,7 @@ func benchRawReadAll(b *testing.B, decode bool) {
 		for rs.Next() {
 			raw := rs.RawValues()
 			if decode {
-				e, err := decodeRow(raw)
+				e, err := decodeRow(raw, nil)
 				if err != nil {
 					b.Fatal(err)
 				}

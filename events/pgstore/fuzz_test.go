@@ -32,13 +32,18 @@ func FuzzDecodeRow(f *testing.F) {
 			Schema: int(int32(schema)), At: time.Unix(0, at).UTC(), Actor: "agent:novox", Data: data,
 		}
 		raw := encodeRow(e)
-		got, err := decodeRow(raw)
-		if err != nil {
-			t.Fatalf("decodeRow of an encoded event: %v", err)
-		}
-		got.Data = raw[10]
-		if !got.SameContent(e) || got.Position != e.Position || got.Version != e.Version || !bytes.Equal(got.Data, e.Data) {
-			t.Fatalf("round trip:\n got %+v\nwant %+v", got, e)
+		// Decoded alone, and through a names that has met the row before
+		// (its strings are then the ones handed out the first time).
+		shared := newNames()
+		for _, n := range []*names{nil, shared, shared} {
+			got, err := decodeRow(raw, n)
+			if err != nil {
+				t.Fatalf("decodeRow of an encoded event: %v", err)
+			}
+			got.Data = raw[10]
+			if !got.SameContent(e) || got.Position != e.Position || got.Version != e.Version || !bytes.Equal(got.Data, e.Data) {
+				t.Fatalf("round trip:\n got %+v\nwant %+v", got, e)
+			}
 		}
 		// Damage one column (or drop the last) and decode again: no panic,
 		// and the fixed-size columns of whatever is accepted are whole.
@@ -48,7 +53,7 @@ func FuzzDecodeRow(f *testing.F) {
 		} else {
 			raw[i] = append(raw[i], cut)
 		}
-		if d, err := decodeRow(raw); err == nil {
+		if d, err := decodeRow(raw, nil); err == nil {
 			for _, col := range []int{0, 1, 3, 5, 6} {
 				if len(raw) != 11 || len(raw[col]) != map[int]int{0: 8, 1: 16, 3: 8, 5: 4, 6: 8}[col] {
 					t.Fatalf("decodeRow accepted a damaged row (column %d): %+v", i, d)

@@ -274,9 +274,10 @@ func (s *Store) query(ctx context.Context, limit int, sql string, args ...any) (
 		out = make([]events.Event, 0, min(limit, maxPrealloc))
 	}
 	var buf arena
+	names := newNames()
 	for rows.Next() {
 		raw := rows.RawValues() // valid until the next call of Next
-		e, err := decodeRow(raw)
+		e, err := decodeRow(raw, names)
 		if err != nil {
 			return nil, err
 		}
@@ -311,8 +312,9 @@ func (a *arena) copy(b []byte) []byte {
 var errCorrupt = errors.New("pgstore: corrupt row")
 
 // decodeRow decodes the binary wire values of one row of columns, all but
-// data (the caller copies it).
-func decodeRow(raw [][]byte) (events.Event, error) {
+// data (the caller copies it). Its names (stream, type, actor, causation,
+// correlation) come from n, which may be nil.
+func decodeRow(raw [][]byte, n *names) (events.Event, error) {
 	var e events.Event
 	if len(raw) != 11 {
 		return e, fmt.Errorf("%w: %d columns, want 11", errCorrupt, len(raw))
@@ -327,24 +329,39 @@ func decodeRow(raw [][]byte) (events.Event, error) {
 	e.Version = binary.BigEndian.Uint64(raw[3])
 	e.Schema = int(int32(binary.BigEndian.Uint32(raw[5])))
 	e.At = time.Unix(0, int64(binary.BigEndian.Uint64(raw[6]))).UTC()
-	// One string for the five names: they are substrings of it.
-	var lens [5]int
-	total := 0
-	for i, col := range [...]int{2, 4, 7, 8, 9} {
-		lens[i] = len(raw[col])
-		total += lens[i]
-	}
-	all := make([]byte, 0, total)
-	for _, col := range [...]int{2, 4, 7, 8, 9} {
-		all = append(all, raw[col]...)
-	}
-	str := string(all)
-	pos := 0
-	for i, f := range [...]*string{&e.Stream, &e.Type, &e.Actor, &e.Causation, &e.Correlation} {
-		*f = str[pos : pos+lens[i]]
-		pos += lens[i]
-	}
+	e.Stream, e.Type, e.Actor = n.get(raw[2]), n.get(raw[4]), n.get(raw[7])
+	e.Causation, e.Correlation = n.get(raw[8]), n.get(raw[9])
 	return e, nil
+}
+
+// names hands out one string for each distinct name a read meets: the
+// events of a page share a few streams, types and actors, and those of one
+// command its correlation, so a page of reads allocates each once and the
+// projections that keep them (the timeline keeps every entry's) hold one
+// copy. A nil *names makes a new string each time.
+type names struct{ m map[string]string }
+
+// namesLimit bounds a names; a full one is emptied and fills again.
+const namesLimit = 8192
+
+func newNames() *names { return &names{m: make(map[string]string, 256)} }
+
+func (n *names) get(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if n == nil {
+		return string(b)
+	}
+	if s, ok := n.m[string(b)]; ok { // no allocation: the compiler looks up by the bytes
+		return s
+	}
+	if len(n.m) >= namesLimit {
+		clear(n.m)
+	}
+	s := string(b)
+	n.m[s] = s
+	return s
 }
 
 // transient reports whether err is a failure to reach the server (down,

@@ -599,7 +599,7 @@ func queueIDs(b *pgx.Batch, group []*request, stored map[uuid.UUID]events.Event)
 	b.Queue("SELECT "+columns+" FROM events WHERE id = ANY($1::uuid[])", ids).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			raw := rows.RawValues()
-			e, err := decodeRow(raw)
+			e, err := decodeRow(raw, nil)
 			if err != nil {
 				return err
 			}
