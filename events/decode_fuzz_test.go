@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -12,19 +13,23 @@ import (
 // both refuse, and what they accept decodes equal.
 func FuzzDecodeAgreesWithStdlib(f *testing.F) {
 	reg := NewRegistry()
+	types := reg.Types()
+	composed, applied, defined := slices.Index(types, "declaration.composed"), slices.Index(types, "apply.reported"), slices.Index(types, "module.defined")
 	f.Add(0, []byte(`{"node":"novox"}`))
-	f.Add(8, []byte(`{"node":"novox","declaration":"novox/1","digest":"sha256:aa","roster":["a.b"],"resources":[{"name":"ca","kind":"container","module":"m","digest":"sha256:01"}],"specs":{"sha256:01":{"image":"x"}}}`))
-	f.Add(12, []byte(`{"node":"novox","declaration":"novox/1","sent":4,"applied":3,"created":["a"],"replaced":[{"name":"b","fields":["mounts./data"]}],"removed":[],"held":[{"name":"ca","module":"route-proxy","reason":"would mount"}],"failed":[{"name":"x","error":"boom"}],"unchanged":1}`))
-	f.Add(3, []byte(`{"module":"forge","spec":{"routes":["f.z"],"containers":[{"name":"web","image":"i","env":{"A":"b"},"mounts":[{"source":"/d"}],"ports":[{"port":"store","env":"P"}]}]}}`))
-	f.Add(12, []byte(`{"node":"a","sent":1e2}`))
-	f.Add(12, []byte(`{"Node":"a","NODE":"b"}`))
+	f.Add(composed, []byte(`{"node":"novox","declaration":"novox/1","digest":"sha256:aa","roster":["a.b"],"resources":[{"name":"ca","kind":"container","module":"m","digest":"sha256:01"}],"specs":{"sha256:01":{"image":"x"}}}`))
+	f.Add(applied, []byte(`{"node":"novox","declaration":"novox/1","sent":4,"applied":3,"created":["a"],"replaced":[{"name":"b","fields":["mounts./data"]}],"removed":[],"held":[{"name":"ca","module":"route-proxy","reason":"would mount"}],"failed":[{"name":"x","error":"boom"}],"unchanged":1}`))
+	f.Add(defined, []byte(`{"module":"forge","spec":{"routes":["f.z"],"containers":[{"name":"web","image":"i","env":{"A":"b"},"mounts":[{"source":"/d"}],"ports":[{"port":"store","env":"P"}]}]}}`))
+	f.Add(applied, []byte(`{"node":"a","sent":1e2}`))
+	f.Add(applied, []byte(`{"Node":"a","NODE":"b"}`))
 	f.Add(0, []byte(`{"node":"\ud800"}`))
 	f.Add(0, []byte(`{"node":"a"}x`))
-	f.Add(8, []byte(`{"node":"n","roster":null,"resources":[]}`))
-	f.Add(8, []byte(`{"node":"n","Roster":["a"],"roster":["b"],"resources":[{"Name":"x"}]}`))
-	f.Add(8, []byte(`{"node":"n","roster":5}`))
-	f.Add(8, []byte(`{"node":"n","resources":[{"name":"x","digest":7}]}`))
-	types := reg.Types()
+	f.Add(composed, []byte(`{"node":"n","roster":null,"resources":[]}`))
+	f.Add(composed, []byte(`{"node":"n","Roster":["a"],"roster":["b"],"resources":[{"Name":"x"}]}`))
+	f.Add(composed, []byte(`{"node":"n","roster":5}`))
+	f.Add(composed, []byte(`{"node":"n","specs":{"a":1},"Specs":{"b":2}}`))
+	f.Add(composed, []byte(`{"node":"n","specs":{"a":1,"a":[2]},"specs":null}`))
+	f.Add(composed, []byte(`{"node":"n","specs":{"a":1},"specs":{"a":[2],"b":{}}}`))
+	f.Add(composed, []byte(`{"node":"n","resources":[{"name":"x","digest":7}]}`))
 	f.Fuzz(func(t *testing.T, which int, data []byte) {
 		if which < 0 {
 			which = -which

@@ -7,13 +7,15 @@ import (
 	"sync"
 )
 
-// A node's declarations repeat: most passes compose the same resources and
-// the same roster as the pass before. The registry decodes a composed
-// declaration's two lists through a bounded cache keyed by their bytes, so
-// a list it has decoded before costs a map lookup instead of a decode with a
-// string allocated per field. Decoded lists are shared between payloads,
-// which is why payloads are never modified in place (see Registry.Decode);
-// they are handed out clipped, so appending to one is safe.
+// A node's declarations repeat: most passes compose the same resources,
+// roster and specs as the pass before. The registry decodes a composed
+// declaration's two lists and its specs through a bounded cache keyed by
+// their bytes, so a part it has decoded before costs a map lookup instead
+// of a decode with a string allocated per field (the specs, a dozen
+// values and keys a declaration, were most of a composed payload's
+// allocations). Decoded parts are shared between payloads, which is why
+// payloads are never modified in place (see Registry.Decode); lists are
+// handed out clipped, so appending to one is safe.
 
 // composedWire is DeclarationComposed with its two repeating lists left as
 // bytes.
@@ -25,7 +27,18 @@ type composedWire struct {
 	Resources   json.RawMessage            `json:"resources"`
 	Warnings    []string                   `json:"warnings,omitempty"`
 	Skipped     []Skipped                  `json:"skipped,omitempty"`
-	Specs       map[string]json.RawMessage `json:"specs,omitempty"`
+	Specs       specsWire                  `json:"specs,omitempty"`
+}
+
+// specsWire is each value a payload gives its specs, as bytes: nearly
+// always one. encoding/json merges a second object for the same field
+// into the map of the first, which a plain json.RawMessage (the last one
+// wins) would not.
+type specsWire []json.RawMessage
+
+func (w *specsWire) UnmarshalJSON(b []byte) error {
+	*w = append(*w, b) // b is the decoder's copy, ours to keep
+	return nil
 }
 
 var composedType = reflect.TypeOf(DeclarationComposed{})
@@ -37,10 +50,14 @@ type internCache struct {
 	mu     sync.Mutex
 	roster map[string][]string
 	refs   map[string][]ResourceRef
+	specs  map[string]map[string]json.RawMessage
 }
 
 func newInternCache() *internCache {
-	return &internCache{roster: map[string][]string{}, refs: map[string][]ResourceRef{}}
+	return &internCache{
+		roster: map[string][]string{}, refs: map[string][]ResourceRef{},
+		specs: map[string]map[string]json.RawMessage{},
+	}
 }
 
 // decodeComposed decodes a declaration.composed payload as unmarshal would,
@@ -58,10 +75,50 @@ func (c *internCache) decodeComposed(data []byte) (DeclarationComposed, error) {
 	if err != nil {
 		return DeclarationComposed{}, err
 	}
+	var specs map[string]json.RawMessage
+	if len(w.Specs) == 1 {
+		specs, err = internedValue(c, c.specs, w.Specs[0])
+	} else {
+		for _, raw := range w.Specs { // as encoding/json merges them
+			if err = json.Unmarshal(raw, &specs); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return DeclarationComposed{}, err
+	}
 	return DeclarationComposed{
 		Node: w.Node, Declaration: w.Declaration, Digest: w.Digest, Roster: roster, Resources: refs,
-		Warnings: w.Warnings, Skipped: w.Skipped, Specs: w.Specs,
+		Warnings: w.Warnings, Skipped: w.Skipped, Specs: specs,
 	}, nil
+}
+
+// internedValue decodes raw into a V through m (guarded by c.mu), as
+// interned does a list. Absent and null decode to V's zero value. The
+// value is shared with every other decode of the same bytes: a map is
+// read, never written.
+func internedValue[V any](c *internCache, m map[string]V, raw json.RawMessage) (V, error) {
+	var v V
+	if len(raw) == 0 {
+		return v, nil
+	}
+	c.mu.Lock()
+	v, ok := m[string(raw)]
+	c.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	if err := unmarshal(raw, &v); err != nil {
+		return v, err
+	}
+	c.mu.Lock()
+	if len(m) >= internLimit {
+		clear(m)
+	}
+	m[string(raw)] = v
+	c.mu.Unlock()
+	return v, nil
 }
 
 // interned decodes raw into a []T through m (guarded by c.mu). Absent and
