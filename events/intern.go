@@ -20,14 +20,14 @@ import (
 // composedWire is DeclarationComposed with its two repeating lists left as
 // bytes.
 type composedWire struct {
-	Node        string                     `json:"node"`
-	Declaration string                     `json:"declaration"`
-	Digest      string                     `json:"digest"`
-	Roster      json.RawMessage            `json:"roster"`
-	Resources   json.RawMessage            `json:"resources"`
-	Warnings    []string                   `json:"warnings,omitempty"`
-	Skipped     []Skipped                  `json:"skipped,omitempty"`
-	Specs       specsWire                  `json:"specs,omitempty"`
+	Node        string          `json:"node"`
+	Declaration string          `json:"declaration"`
+	Digest      string          `json:"digest"`
+	Roster      json.RawMessage `json:"roster"`
+	Resources   json.RawMessage `json:"resources"`
+	Warnings    []string        `json:"warnings,omitempty"`
+	Skipped     []Skipped       `json:"skipped,omitempty"`
+	Specs       specsWire       `json:"specs,omitempty"`
 }
 
 // specsWire is each value a payload gives its specs, as bytes: nearly
