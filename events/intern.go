@@ -17,8 +17,8 @@ import (
 // payloads are never modified in place (see Registry.Decode); lists are
 // handed out clipped, so appending to one is safe.
 
-// composedWire is DeclarationComposed with its two repeating lists left as
-// bytes.
+// composedWire is DeclarationComposed with its repeating parts (lists and
+// specs) left as bytes.
 type composedWire struct {
 	Node        string          `json:"node"`
 	Declaration string          `json:"declaration"`
