@@ -256,17 +256,6 @@ func sqlLimit(limit int) *int64 {
 // limit), and decodes its rows. The rows' data share one buffer, each slice
 // capped so that appending to one cannot reach the next.
 func (s *Store) query(ctx context.Context, limit int, sql string, args ...any) ([]events.Event, error) {
-	rows, err := s.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for i, fd := range rows.FieldDescriptions() {
-		// Text reads the same in both formats; pgx asks for it as text.
-		if fd.Format != pgx.BinaryFormatCode && fd.DataTypeOID != pgtype.TextOID {
-			return nil, fmt.Errorf("%w: column %d (%s) in text format: the store needs an extended-protocol query mode", errCorrupt, i, fd.Name)
-		}
-	}
 	var out []events.Event
 	if limit > 0 {
 		// A catch-up reads full pages: growing the slice row by row cost a
@@ -274,20 +263,66 @@ func (s *Store) query(ctx context.Context, limit int, sql string, args ...any) (
 		out = make([]events.Event, 0, min(limit, maxPrealloc))
 	}
 	var buf arena
+	err := s.scan(ctx, sql, args, func(e events.Event) error {
+		e.Data = buf.copy(e.Data)
+		out = append(out, e)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ScanAll implements events.Scanner: ReadAll's rows, each handed to fn with
+// its data in the connection's buffer.
+func (s *Store) ScanAll(ctx context.Context, after uint64, limit int, fn func(events.Event) error) error {
+	if err := s.check(ctx); err != nil {
+		return fmt.Errorf("pgstore: scan all: %w", err)
+	}
+	var fnErr error
+	err := s.scan(ctx, "SELECT "+columns+" FROM events WHERE position > $1 ORDER BY position LIMIT $2",
+		[]any{clampAfter(after), sqlLimit(limit)}, func(e events.Event) error {
+			fnErr = fn(e)
+			return fnErr
+		})
+	switch {
+	case err == nil:
+		return nil
+	case fnErr != nil && errors.Is(err, fnErr):
+		return fnErr
+	}
+	return fmt.Errorf("pgstore: scan all: %w", s.closedOr(err))
+}
+
+// scan runs a read selecting columns and calls fn with each row decoded,
+// its Data the row's bytes in the connection's buffer (valid until fn
+// returns), stopping at fn's first error.
+func (s *Store) scan(ctx context.Context, sql string, args []any, fn func(events.Event) error) error {
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for i, fd := range rows.FieldDescriptions() {
+		// Text reads the same in both formats; pgx asks for it as text.
+		if fd.Format != pgx.BinaryFormatCode && fd.DataTypeOID != pgtype.TextOID {
+			return fmt.Errorf("%w: column %d (%s) in text format: the store needs an extended-protocol query mode", errCorrupt, i, fd.Name)
+		}
+	}
 	names := newNames()
 	for rows.Next() {
 		raw := rows.RawValues() // valid until the next call of Next
 		e, err := decodeRow(raw, names)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		e.Data = buf.copy(raw[10])
-		out = append(out, e)
+		e.Data = raw[10]
+		if err := fn(e); err != nil {
+			return err
+		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return rows.Err()
 }
 
 // maxPrealloc bounds the events query allocates room for before it has
@@ -312,8 +347,8 @@ func (a *arena) copy(b []byte) []byte {
 var errCorrupt = errors.New("pgstore: corrupt row")
 
 // decodeRow decodes the binary wire values of one row of columns, all but
-// data (the caller copies it). Its names (stream, type, actor, causation,
-// correlation) come from n, which may be nil.
+// data (the caller copies it). Its stream, type, actor and correlation come
+// from n, which may be nil.
 func decodeRow(raw [][]byte, n *names) (events.Event, error) {
 	var e events.Event
 	if len(raw) != 11 {
@@ -329,14 +364,16 @@ func decodeRow(raw [][]byte, n *names) (events.Event, error) {
 	e.Version = binary.BigEndian.Uint64(raw[3])
 	e.Schema = int(int32(binary.BigEndian.Uint32(raw[5])))
 	e.At = time.Unix(0, int64(binary.BigEndian.Uint64(raw[6]))).UTC()
-	e.Stream, e.Type, e.Actor = n.get(raw[2]), n.get(raw[4]), n.get(raw[7])
-	e.Causation, e.Correlation = n.get(raw[8]), n.get(raw[9])
+	e.Stream, e.Type, e.Actor, e.Correlation = n.get(raw[2]), n.get(raw[4]), n.get(raw[7]), n.get(raw[9])
+	if len(raw[8]) > 0 {
+		e.Causation = string(raw[8]) // an apply's id, a command's: rarely met twice
+	}
 	return e, nil
 }
 
 // names hands out one string for each distinct name a read meets: the
 // events of a page share a few streams, types and actors, and those of one
-// command its correlation, so a page of reads allocates each once and the
+// command or pass its correlation, so a page of reads allocates each once and the
 // projections that keep them (the timeline keeps every entry's) hold one
 // copy. A nil *names makes a new string each time.
 type names struct{ m map[string]string }

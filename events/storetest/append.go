@@ -407,7 +407,44 @@ func (s *suite) testReadAll(t *testing.T) {
 		if ps := positions(got); !equalU64(ps, tc.want) {
 			t.Errorf("ReadAll(after %d, limit %d): positions %v, want %v", tc.after, tc.limit, ps, tc.want)
 		}
+		if sc, ok := st.(events.Scanner); ok {
+			scanned := scanAll(t, sc, tc.after, tc.limit)
+			if len(scanned) != len(got) {
+				t.Errorf("ScanAll(after %d, limit %d): %d events, ReadAll %d", tc.after, tc.limit, len(scanned), len(got))
+				continue
+			}
+			for i := range got {
+				if !scanned[i].SameContent(got[i]) || scanned[i].Position != got[i].Position || scanned[i].Version != got[i].Version {
+					t.Errorf("ScanAll(after %d, limit %d) #%d: %+v, ReadAll %+v", tc.after, tc.limit, i, scanned[i], got[i])
+				}
+			}
+		}
 	}
+	if sc, ok := st.(events.Scanner); ok {
+		// fn's error stops the scan and comes back as it was returned.
+		stop := errors.New("enough")
+		calls := 0
+		err := sc.ScanAll(ctxFor(t), 0, 0, func(events.Event) error { calls++; return stop })
+		if err != stop || calls != 1 {
+			t.Errorf("ScanAll with fn failing at once: %v after %d calls, want fn's error after 1", err, calls)
+		}
+	}
+}
+
+// scanAll is what sc.ScanAll hands fn, each event's data copied while it
+// is valid.
+func scanAll(t *testing.T, sc events.Scanner, after uint64, limit int) []events.Event {
+	t.Helper()
+	var out []events.Event
+	err := sc.ScanAll(ctxFor(t), after, limit, func(ev events.Event) error {
+		ev.Data = append([]byte(nil), ev.Data...)
+		out = append(out, ev)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("ScanAll(after %d, limit %d): %v", after, limit, err)
+	}
+	return out
 }
 
 // testUnknownTypePreserved: a store never decodes payloads; an event of a
@@ -481,7 +518,7 @@ func (s *suite) testCancelledContext(t *testing.T) {
 // everyMethod calls each method of st once with ctx (an append of one
 // event to node-a), by name.
 func everyMethod(ctx context.Context, st events.Store) map[string]func() error {
-	return map[string]func() error{
+	calls := map[string]func() error{
 		"Append": func() error {
 			_, err := st.Append(ctx, "node-a", events.Any, newEvent("test.late", `{}`))
 			return err
@@ -491,6 +528,10 @@ func everyMethod(ctx context.Context, st events.Store) map[string]func() error {
 		"Head":       func() error { _, err := st.Head(ctx); return err },
 		"Subscribe":  func() error { return st.Subscribe(ctx, 0, func(events.Event) error { return nil }) },
 	}
+	if sc, ok := st.(events.Scanner); ok {
+		calls["ScanAll"] = func() error { return sc.ScanAll(ctx, 0, 0, func(events.Event) error { return nil }) }
+	}
+	return calls
 }
 
 // testClosed: after Close every method fails with ErrClosed, and Close again
