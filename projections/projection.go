@@ -36,6 +36,8 @@ var (
 //
 // Fold is called with every event the registry knows, in position order, and
 // its decoded payload; it ignores the types it does not use (returning nil).
+// It folds the payload, never the event's Data: a catch-up from a store that
+// scans (events.Scanner) drops the bytes once they are decoded.
 // An error means this projection skipped the event (it is counted by the
 // runner, never fatal). Fold and Reset are called by one goroutine at a time.
 //

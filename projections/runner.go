@@ -396,6 +396,9 @@ func planPages(ctx context.Context, pos, head uint64, jobs chan<- decodeJob, ord
 // readPage reads the events of j from the store and decodes them. It
 // touches no runner state.
 func (r *Runner) readPage(ctx context.Context, j decodeJob) decodedPage {
+	if sc, ok := r.store.(events.Scanner); ok {
+		return r.scanPage(ctx, sc, j)
+	}
 	page, err := r.store.ReadAll(ctx, j.after, int(j.end-j.after))
 	switch {
 	case err != nil:
@@ -419,6 +422,35 @@ func (r *Runner) decodePage(page []events.Event) decodedPage {
 		if dp.errs[i] == nil {
 			dp.nodes[i] = nodeOf(ev, dp.payloads[i])
 		}
+	}
+	return dp
+}
+
+// scanPage is readPage from a store that scans: each event is decoded as
+// the store hands it over, and kept without its data, which no projection
+// reads once the payload is decoded (Projection).
+func (r *Runner) scanPage(ctx context.Context, sc events.Scanner, j decodeJob) decodedPage {
+	n := int(j.end - j.after)
+	dp := decodedPage{
+		events: make([]events.Event, 0, n), payloads: make([]events.Payload, 0, n),
+		nodes: make([]string, 0, n), errs: make([]error, 0, n), end: j.end,
+	}
+	err := sc.ScanAll(ctx, j.after, n, func(ev events.Event) error {
+		p, err := r.decode(ev)
+		var node string
+		if err == nil {
+			node = nodeOf(ev, p)
+		}
+		ev.Data = nil
+		dp.events, dp.payloads = append(dp.events, ev), append(dp.payloads, p)
+		dp.nodes, dp.errs = append(dp.nodes, node), append(dp.errs, err)
+		return nil
+	})
+	switch {
+	case err != nil:
+		return decodedPage{err: fmt.Errorf("projections: catch up: read after %d: %w", j.after, err)}
+	case len(dp.events) == 0:
+		return decodedPage{err: fmt.Errorf("projections: catch up: store read nothing after %d, below its head (at least %d)", j.after, j.end)}
 	}
 	return dp
 }
