@@ -188,6 +188,8 @@ func swapState(a, b Projection) {
 			x.reports, y.reports = y.reports, x.reports
 			x.composed, y.composed = y.composed, x.composed
 			x.applies, y.applies = y.applies, x.applies
+			x.heads, y.heads = y.heads, x.heads
+			x.heads, y.heads = y.heads, x.heads
 		})
 	default:
 		panic(fmt.Sprintf("projections: swap %T: not a projection of the set", a))

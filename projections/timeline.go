@@ -54,6 +54,7 @@ type Timeline struct {
 	// are kept here rather than each boxed on its own (see entry.p).
 	composed slab[events.DeclarationComposed]
 	applies  slab[tlApply]
+	heads    map[tlHead]*tlHead // one of each head an entry has (see entry)
 }
 
 // chunkSize is how many entries one chunk of the timeline holds.
@@ -62,11 +63,13 @@ const chunkSize = 4096
 // entry is what the timeline keeps of one event: the envelope's fields it
 // shows, and the payload.
 type entry struct {
-	position           uint64
-	at                 time.Time
-	stream, typ        string
-	actor, correlation string
-	node               string
+	position uint64
+	at       time.Time
+	// The stream, type, actor and node, which a few hundred entries share
+	// (a node's reports, say), one copy for all of them: 56 bytes fewer an
+	// entry, and three pointers fewer for the collector to follow.
+	*tlHead
+	correlation string
 	// p is the payload, as decoded but for two types, kept as pointers
 	// into the timeline's slabs: a *DeclarationComposed (without roster,
 	// resources or specs) and a *tlApply (resolved, see Reports; applyOf
@@ -102,6 +105,19 @@ func (t *Timeline) push(e entry) {
 	c := &t.chunks[len(t.chunks)-1]
 	*c = append(*c, e)
 	t.n++
+}
+
+// tlHead is the part of an entry that many share (see entry).
+type tlHead struct{ stream, typ, actor, node string }
+
+// head returns the timeline's one copy of h.
+func (t *Timeline) head(h tlHead) *tlHead {
+	if x, ok := t.heads[h]; ok {
+		return x
+	}
+	x := &h
+	t.heads[h] = x
+	return x
 }
 
 // tlApply is what the timeline keeps of a resolved apply report. Nine in
@@ -303,7 +319,7 @@ func (t *Timeline) reset() {
 	t.byResource = map[string][]int32{}
 	t.ordered, t.flushed, t.lastAt = true, 0, time.Time{}
 	t.maxAt, t.lag = math.MinInt64, 0
-	t.maxAt, t.lag = math.MinInt64, 0
+	t.heads = map[tlHead]*tlHead{}
 	t.decls = map[string]*declIndex[*tlDecl]{}
 	t.last = map[string]*tlDecl{}
 	t.reports = NewReports()
@@ -337,8 +353,8 @@ func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := entry{
-		position: ev.Position, at: ev.At, stream: ev.Stream, typ: ev.Type,
-		actor: ev.Actor, correlation: ev.Correlation, node: node, p: p,
+		position: ev.Position, at: ev.At, tlHead: t.head(tlHead{stream: ev.Stream, typ: ev.Type, actor: ev.Actor, node: node}),
+		correlation: ev.Correlation, p: p,
 	}
 	var mods, names []string // the entry's modules, and the resources an apply touched
 	switch v := p.(type) {
@@ -931,6 +947,7 @@ func (t *Timeline) TakeRecords() []EntryRecord {
 	t.byType = map[string][]int32{}
 	t.byModule = map[string][]int32{}
 	t.byResource = map[string][]int32{}
+	t.heads = map[tlHead]*tlHead{}
 	return out
 }
 
