@@ -126,15 +126,15 @@ func (t *Timeline) head(h tlHead) *tlHead {
 // the report's 288 (a hundred megabytes of a million events' timeline,
 // which every collection marked). The others keep the whole report too.
 type tlApply struct {
-	node, declaration, digest, applyID string
-	held                               []events.Held
-	sent, applied, unchanged           int
-	full                               *events.ApplyReported // when any list but held is not empty
+	node, declaration, digest string // the entry's and its declaration's copies where equal
+	held                      []events.Held
+	sent, applied, unchanged  int
+	full                      *events.ApplyReported // when any list but held is not empty
 }
 
 func compactApply(a *events.ApplyReported) tlApply {
 	c := tlApply{
-		node: a.Node, declaration: a.Declaration, digest: a.Digest, applyID: a.ApplyID, held: a.Held,
+		node: a.Node, declaration: a.Declaration, digest: a.Digest, held: a.Held,
 		sent: a.Sent, applied: a.Applied, unchanged: a.Unchanged,
 	}
 	if len(a.Created) > 0 || len(a.Updated) > 0 || len(a.Replaced) > 0 || len(a.Removed) > 0 || len(a.Failed) > 0 || a.HeldSince != "" {
@@ -147,13 +147,14 @@ func compactApply(a *events.ApplyReported) tlApply {
 // EventType makes a *tlApply an entry's payload, as the report was.
 func (*tlApply) EventType() string { return events.TypeApplyReported }
 
-// report is the resolved report a stands for.
+// report is the resolved report a stands for, but for its apply id, which
+// the timeline does not show.
 func (a *tlApply) report() *events.ApplyReported {
 	if a.full != nil {
 		return a.full
 	}
 	return &events.ApplyReported{
-		Node: a.node, Declaration: a.declaration, Digest: a.digest, ApplyID: a.applyID, Held: a.held,
+		Node: a.node, Declaration: a.declaration, Digest: a.digest, Held: a.held,
 		Sent: a.sent, Applied: a.applied, Unchanged: a.unchanged,
 	}
 }
@@ -170,6 +171,7 @@ func applyOf(e *entry) (*events.ApplyReported, bool) {
 // tlDecl is what the timeline keeps of a composed declaration. Resources
 // slices are shared with the node's previous declaration when equal.
 type tlDecl struct {
+	id        string // the declaration's id; "" when loaded from a snapshot
 	digest    string
 	resources []events.ResourceRef
 	modules   []string // distinct, sorted
@@ -359,7 +361,7 @@ func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 	var mods, names []string // the entry's modules, and the resources an apply touched
 	switch v := p.(type) {
 	case events.DeclarationComposed:
-		d := &tlDecl{digest: v.Digest, resources: v.Resources}
+		d := &tlDecl{id: v.Declaration, digest: v.Digest, resources: v.Resources}
 		if prev := t.last[e.node]; prev != nil && slices.Equal(prev.resources, v.Resources) {
 			d.resources, d.modules = prev.resources, prev.modules
 		} else {
@@ -387,7 +389,19 @@ func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 			return err
 		}
 		e.decl = t.decl(e.node, a.Declaration)
-		e.p = t.applies.add(compactApply(&a))
+		c := compactApply(&a)
+		// The strings the timeline holds already, rather than the report's
+		// copies of them: most of what a quiet report would keep.
+		if c.node == e.node {
+			c.node = e.node
+		}
+		if d := e.decl; d != nil && d.id == c.declaration {
+			c.declaration = d.id
+			if d.digest == c.digest {
+				c.digest = d.digest
+			}
+		}
+		e.p = t.applies.add(c)
 		if !quiet(&a) { // a quiet apply (most are) touched nothing: no names, no modules
 			names = touched(&a)
 			mods = applyModules(&a, e.decl, names)
