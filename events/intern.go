@@ -77,7 +77,7 @@ func (c *internCache) decodeComposed(data []byte) (DeclarationComposed, error) {
 	}
 	var specs map[string]json.RawMessage
 	if len(w.Specs) == 1 {
-		specs, err = internedValue(c, c.specs, w.Specs[0])
+		specs, err = internedValue(c, c.specs, w.Specs[0], nil)
 	} else {
 		for _, raw := range w.Specs { // as encoding/json merges them
 			if err = json.Unmarshal(raw, &specs); err != nil {
@@ -94,11 +94,11 @@ func (c *internCache) decodeComposed(data []byte) (DeclarationComposed, error) {
 	}, nil
 }
 
-// internedValue decodes raw into a V through m (guarded by c.mu), as
-// interned does a list. Absent and null decode to V's zero value. The
-// value is shared with every other decode of the same bytes: a map is
-// read, never written.
-func internedValue[V any](c *internCache, m map[string]V, raw json.RawMessage) (V, error) {
+// internedValue decodes raw into a V through m (guarded by c.mu), and
+// keeps what keep (when not nil) makes of a new value. Absent and null
+// decode to V's zero value. The value is shared with every other decode of
+// the same bytes: a map is read, never written.
+func internedValue[V any](c *internCache, m map[string]V, raw json.RawMessage, keep func(V) V) (V, error) {
 	var v V
 	if len(raw) == 0 {
 		return v, nil
@@ -112,6 +112,9 @@ func internedValue[V any](c *internCache, m map[string]V, raw json.RawMessage) (
 	if err := unmarshal(raw, &v); err != nil {
 		return v, err
 	}
+	if keep != nil {
+		v = keep(v)
+	}
 	c.mu.Lock()
 	if len(m) >= internLimit {
 		clear(m)
@@ -121,32 +124,13 @@ func internedValue[V any](c *internCache, m map[string]V, raw json.RawMessage) (
 	return v, nil
 }
 
-// interned decodes raw into a []T through m (guarded by c.mu). Absent and
-// null lists are nil, as a direct decode makes them.
+// interned decodes raw into a []T through m, as internedValue does. Absent
+// and null lists are nil, as a direct decode makes them.
 //
 // The slice it returns is shared with every other decode of the same bytes,
 // so it is clipped (capacity equal to length): an append by one caller then
 // copies to a new array instead of writing into the spare capacity that
 // every other caller's slice shares.
 func interned[T any](c *internCache, m map[string][]T, raw json.RawMessage) ([]T, error) {
-	if len(raw) == 0 {
-		return nil, nil
-	}
-	c.mu.Lock()
-	v, ok := m[string(raw)]
-	c.mu.Unlock()
-	if ok {
-		return v, nil
-	}
-	if err := unmarshal(raw, &v); err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	if len(m) >= internLimit {
-		clear(m)
-	}
-	v = slices.Clip(v)
-	m[string(raw)] = v
-	c.mu.Unlock()
-	return v, nil
+	return internedValue(c, m, raw, slices.Clip[[]T])
 }

@@ -92,6 +92,15 @@
 // *events.VersionError carrying the stream's actual version; a violated id
 // gets ErrIDConflict.
 //
+// # Reads
+//
+// Every column is read in the binary format, and a page's rows share one
+// string for each distinct stream, type, actor and correlation. ReadAll
+// copies the payloads of a page into one buffer; ScanAll (events.Scanner)
+// hands each row to a function with its payload still in the connection's
+// buffer, which is how a projection rebuild reads: it decodes each payload
+// as it comes, and never copies one.
+//
 // # Subscriptions
 //
 // Subscribe is events.Follow over ReadAll. Subscribers wait on one signal,
@@ -109,7 +118,7 @@
 //
 // # Faults
 //
-// While the server is down, Append, ReadStream, ReadAll and Head fail at
+// While the server is down, Append, ReadStream, ReadAll, ScanAll and Head fail at
 // once with an error naming the store and the stream ("pgstore: append
 // node-novox: ..."); they do not retry. An Append whose COMMIT was sent but
 // not answered has an unknown outcome: appending the same events again is
