@@ -26,6 +26,22 @@ func FuzzDecodeAgreesWithStdlib(f *testing.F) {
 	f.Add(composed, []byte(`{"node":"n","roster":null,"resources":[]}`))
 	f.Add(composed, []byte(`{"node":"n","Roster":["a"],"roster":["b"],"resources":[{"Name":"x"}]}`))
 	f.Add(composed, []byte(`{"node":"n","roster":5}`))
+	// Split at the tail mark (the cache of tails): a whole one, and heads
+	// and tails that set each other's fields, marks inside nested values,
+	// trailing bytes.
+	f.Add(composed, []byte(`{"node":"n","declaration":"n/1","digest":"sha256:a","roster":["a.b"],"resources":[{"name":"c","kind":"container","module":"m","digest":"sha256:01"}],"specs":{"sha256:01":{"image":"x"}}}`))
+	f.Add(composed, []byte(`{"node":"n","warnings":["w"],"roster":["a"],"warnings":null}`))
+	f.Add(composed, []byte(`{"node":"n","roster":["a"],"node":"m"}`))
+	f.Add(composed, []byte(`{"node":"n","roster":["a"],"NODE":null,"Declaration":"d"}`))
+	f.Add(composed, []byte(`{"node":"n","skipped":[{"node":"b","roster":[]}],"roster":["a"]}`))
+	f.Add(composed, []byte(`{"node":"n","roster":null,"resources":[],"roster":["x"]}`))
+	f.Add(composed, []byte(`{"node":"n","roster":["a"]}x`))
+	f.Add(composed, []byte(`{"node":"n","specs":{"a":1},"roster":["a"],"specs":{"b":2}}`))
+	f.Add(composed, []byte(`{"Roster":["z"],"node":"n","roster":["a"]}`))
+	f.Add(composed, []byte(`{,"roster":[]}`))
+	f.Add(composed, []byte(`{"Roster":"0","roster":[]}`))
+	f.Add(composed, []byte(`{"node":"n",,"roster":[]}`))
+	f.Add(composed, []byte(`{"node":"n" ,"roster":[]}`))
 	f.Add(composed, []byte(`{"node":"n","specs":{"a":1},"Specs":{"b":2}}`))
 	f.Add(composed, []byte(`{"node":"n","specs":{"a":1,"a":[2]},"specs":null}`))
 	f.Add(composed, []byte(`{"node":"n","specs":{"a":1},"specs":{"a":[2],"b":{}}}`))

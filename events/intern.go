@@ -1,9 +1,11 @@
 package events
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -16,29 +18,58 @@ import (
 // allocations). Decoded parts are shared between payloads, which is why
 // payloads are never modified in place (see Registry.Decode); lists are
 // handed out clipped, so appending to one is safe.
+//
+// Most of a composed payload is its tail: from the roster on (roster,
+// resources, specs), which the encoder writes after the node, the
+// declaration and the digest, and which a node's next pass repeats byte for
+// byte. The cache keeps whole tails too (see decodeSplit): a payload whose
+// tail it has met costs a lookup and the decode of its first 150 bytes.
 
 // composedWire is DeclarationComposed with its repeating parts (lists and
 // specs) left as bytes.
 type composedWire struct {
-	Node        string          `json:"node"`
-	Declaration string          `json:"declaration"`
-	Digest      string          `json:"digest"`
-	Roster      json.RawMessage `json:"roster"`
-	Resources   json.RawMessage `json:"resources"`
-	Warnings    []string        `json:"warnings,omitempty"`
-	Skipped     []Skipped       `json:"skipped,omitempty"`
-	Specs       specsWire       `json:"specs,omitempty"`
+	Node        string    `json:"node"`
+	Declaration string    `json:"declaration"`
+	Digest      string    `json:"digest"`
+	Roster      rawList   `json:"roster"`
+	Resources   rawList   `json:"resources"`
+	Warnings    []string  `json:"warnings,omitempty"`
+	Skipped     []Skipped `json:"skipped,omitempty"`
+	Specs       rawList   `json:"specs,omitempty"`
 }
 
-// specsWire is each value a payload gives its specs, as bytes: nearly
-// always one. encoding/json merges a second object for the same field
-// into the map of the first, which a plain json.RawMessage (the last one
-// wins) would not.
-type specsWire []json.RawMessage
+// rawList is each value a payload gives one field, as bytes: nearly always
+// one. A payload that gives a field twice is decoded as encoding/json
+// decodes it (see part), which a plain json.RawMessage (the last one wins,
+// unchecked) would not: it merges a second specs object into the first,
+// and refuses a first roster of the wrong type.
+type rawList []json.RawMessage
 
-func (w *specsWire) UnmarshalJSON(b []byte) error {
+func (w *rawList) UnmarshalJSON(b []byte) error {
 	*w = append(*w, b) // b is the decoder's copy, ours to keep
 	return nil
+}
+
+// part decodes the values raws of one field: one through m (internedValue,
+// keep), more one after the other into the same value, as encoding/json
+// does. A list from m is shared with every other decode of the same bytes,
+// so keep clips it (slices.Clip: capacity equal to length): an append by
+// one caller then copies to a new array instead of writing into the spare
+// capacity that every other caller's slice shares.
+func part[V any](c *internCache, m map[string]V, raws rawList, keep func(V) V) (V, error) {
+	var v V
+	switch len(raws) {
+	case 0:
+		return v, nil
+	case 1:
+		return internedValue(c, m, raws[0], keep)
+	}
+	for _, raw := range raws {
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return v, err
+		}
+	}
+	return v, nil
 }
 
 var composedType = reflect.TypeOf(DeclarationComposed{})
@@ -51,40 +82,93 @@ type internCache struct {
 	roster map[string][]string
 	refs   map[string][]ResourceRef
 	specs  map[string]map[string]json.RawMessage
+	tails  map[string]DeclarationComposed // by a payload's tail, its parts from the roster on
+	heads  sync.Pool                      // *[]byte: buffers for a payload's head
 }
 
 func newInternCache() *internCache {
 	return &internCache{
 		roster: map[string][]string{}, refs: map[string][]ResourceRef{},
-		specs: map[string]map[string]json.RawMessage{},
+		specs: map[string]map[string]json.RawMessage{}, tails: map[string]DeclarationComposed{},
+		heads: sync.Pool{New: func() any { return new([]byte) }},
 	}
 }
 
+// tailMark starts a composed payload's tail, as the encoder writes it.
+var tailMark = []byte(`,"roster":`)
+
 // decodeComposed decodes a declaration.composed payload as unmarshal would,
-// its roster and resources through the cache.
+// through the cache.
 func (c *internCache) decodeComposed(data []byte) (DeclarationComposed, error) {
+	// The mark must follow a value: after "{", "," or a space the split
+	// would make of a malformed object ("{,") two well-formed ones.
+	if i := bytes.Index(data, tailMark); i > 0 && !strings.ContainsRune("{, \t\r\n", rune(data[i-1])) {
+		if d, ok := c.decodeSplit(data, i); ok {
+			return d, nil
+		}
+	}
+	return c.decodeWhole(data)
+}
+
+// decodeSplit decodes data as its head (data[:i] closed with "}") and its
+// tail (data[i:] opened with "{"), the tail's parts through the cache, and
+// reports whether it could. It can when the head has no field of the tail
+// (roster, resources, warnings, skipped, specs, in any case) and the tail
+// none of the head (node, declaration, digest): the two decodes then set
+// disjoint fields, and together are the decode of data. A mark inside a
+// nested value (a skipped node's object, say) cuts data where the head
+// cannot close, and a head that does not decode falls back too, as does
+// anything else: decodeWhole then decodes data, and says what is wrong
+// with it.
+func (c *internCache) decodeSplit(data []byte, i int) (DeclarationComposed, bool) {
+	tail := data[i:]
+	c.mu.Lock()
+	t, ok := c.tails[string(tail)]
+	c.mu.Unlock()
+	if !ok {
+		obj := make([]byte, 0, len(tail))
+		obj = append(append(obj, '{'), tail[1:]...)
+		var err error
+		t, err = c.decodeWhole(obj)
+		if err != nil || t.Node != "" || t.Declaration != "" || t.Digest != "" {
+			return DeclarationComposed{}, false
+		}
+		t.Warnings, t.Skipped = slices.Clip(t.Warnings), slices.Clip(t.Skipped)
+		c.mu.Lock()
+		if len(c.tails) >= internLimit {
+			clear(c.tails)
+		}
+		c.tails[string(tail)] = t
+		c.mu.Unlock()
+	}
+	buf := c.heads.Get().(*[]byte)
+	defer c.heads.Put(buf)
+	*buf = append(append((*buf)[:0], data[:i]...), '}')
+	var h composedWire
+	if err := unmarshal(*buf, &h); err != nil ||
+		len(h.Roster) > 0 || len(h.Resources) > 0 || h.Warnings != nil || h.Skipped != nil || len(h.Specs) > 0 {
+		return DeclarationComposed{}, false
+	}
+	t.Node, t.Declaration, t.Digest = h.Node, h.Declaration, h.Digest
+	return t, true
+}
+
+// decodeWhole decodes a declaration.composed payload as unmarshal would,
+// its roster, resources and specs through the cache.
+func (c *internCache) decodeWhole(data []byte) (DeclarationComposed, error) {
 	var w composedWire
 	if err := unmarshal(data, &w); err != nil {
 		return DeclarationComposed{}, err
 	}
-	roster, err := interned(c, c.roster, w.Roster)
+	roster, err := part(c, c.roster, w.Roster, slices.Clip)
 	if err != nil {
 		return DeclarationComposed{}, err
 	}
-	refs, err := interned(c, c.refs, w.Resources)
+	refs, err := part(c, c.refs, w.Resources, slices.Clip)
 	if err != nil {
 		return DeclarationComposed{}, err
 	}
-	var specs map[string]json.RawMessage
-	if len(w.Specs) == 1 {
-		specs, err = internedValue(c, c.specs, w.Specs[0], nil)
-	} else {
-		for _, raw := range w.Specs { // as encoding/json merges them
-			if err = json.Unmarshal(raw, &specs); err != nil {
-				break
-			}
-		}
-	}
+	specs, err := part(c, c.specs, w.Specs, nil)
 	if err != nil {
 		return DeclarationComposed{}, err
 	}
@@ -122,15 +206,4 @@ func internedValue[V any](c *internCache, m map[string]V, raw json.RawMessage, k
 	m[string(raw)] = v
 	c.mu.Unlock()
 	return v, nil
-}
-
-// interned decodes raw into a []T through m, as internedValue does. Absent
-// and null lists are nil, as a direct decode makes them.
-//
-// The slice it returns is shared with every other decode of the same bytes,
-// so it is clipped (capacity equal to length): an append by one caller then
-// copies to a new array instead of writing into the spare capacity that
-// every other caller's slice shares.
-func interned[T any](c *internCache, m map[string][]T, raw json.RawMessage) ([]T, error) {
-	return internedValue(c, m, raw, slices.Clip[[]T])
 }
