@@ -447,15 +447,21 @@ func (r *Runner) readPage(ctx context.Context, j decodeJob) decodedPage {
 		return r.scanPage(ctx, sc, j)
 	}
 	page, err := r.store.ReadAll(ctx, j.after, int(j.end-j.after))
-	switch {
-	case err != nil:
-		return decodedPage{err: fmt.Errorf("projections: catch up: read after %d: %w", j.after, err)}
-	case len(page) == 0:
-		return decodedPage{err: fmt.Errorf("projections: catch up: store read nothing after %d, below its head (at least %d)", j.after, j.end)}
+	if err != nil || len(page) == 0 {
+		return readFailed(j, err)
 	}
 	dp := r.decodePage(page, reuse(j.spare, len(page), false))
 	dp.end = j.end
 	return dp
+}
+
+// readFailed is the page of a read of j that failed with err, or (err nil)
+// read nothing.
+func readFailed(j decodeJob, err error) decodedPage {
+	if err != nil {
+		return decodedPage{err: fmt.Errorf("projections: catch up: read after %d: %w", j.after, err)}
+	}
+	return decodedPage{err: fmt.Errorf("projections: catch up: store read nothing after %d, below its head (at least %d)", j.after, j.end)}
 }
 
 // decodePage decodes every event of a page into dp (see reuse). It touches
@@ -463,14 +469,19 @@ func (r *Runner) readPage(ctx context.Context, j decodeJob) decodedPage {
 func (r *Runner) decodePage(page []events.Event, dp decodedPage) decodedPage {
 	dp.events = page
 	for _, ev := range page {
-		p, err := r.decode(ev)
-		var node string
-		if err == nil {
-			node = nodeOf(ev, p)
-		}
-		dp.payloads, dp.nodes, dp.errs = append(dp.payloads, p), append(dp.nodes, node), append(dp.errs, err)
+		r.decodeInto(&dp, ev)
 	}
 	return dp
+}
+
+// decodeInto decodes ev and appends its payload, node and error to dp.
+func (r *Runner) decodeInto(dp *decodedPage, ev events.Event) {
+	p, err := r.decode(ev)
+	var node string
+	if err == nil {
+		node = nodeOf(ev, p)
+	}
+	dp.payloads, dp.nodes, dp.errs = append(dp.payloads, p), append(dp.nodes, node), append(dp.errs, err)
 }
 
 // scanPage is readPage from a store that scans: each event is decoded as
@@ -481,21 +492,13 @@ func (r *Runner) scanPage(ctx context.Context, sc events.Scanner, j decodeJob) d
 	dp := reuse(j.spare, min(n, PageSize), true)
 	dp.end = j.end
 	err := sc.ScanAll(ctx, j.after, n, func(ev events.Event) error {
-		p, err := r.decode(ev)
-		var node string
-		if err == nil {
-			node = nodeOf(ev, p)
-		}
+		r.decodeInto(&dp, ev)
 		ev.Data = nil
-		dp.events, dp.payloads = append(dp.events, ev), append(dp.payloads, p)
-		dp.nodes, dp.errs = append(dp.nodes, node), append(dp.errs, err)
+		dp.events = append(dp.events, ev)
 		return nil
 	})
-	switch {
-	case err != nil:
-		return decodedPage{err: fmt.Errorf("projections: catch up: read after %d: %w", j.after, err)}
-	case len(dp.events) == 0:
-		return decodedPage{err: fmt.Errorf("projections: catch up: store read nothing after %d, below its head (at least %d)", j.after, j.end)}
+	if err != nil || len(dp.events) == 0 {
+		return readFailed(j, err)
 	}
 	return dp
 }

@@ -137,7 +137,7 @@ func compactApply(a *events.ApplyReported) tlApply {
 		node: a.Node, declaration: a.Declaration, digest: a.Digest, held: a.Held,
 		sent: a.Sent, applied: a.Applied, unchanged: a.Unchanged,
 	}
-	if len(a.Created) > 0 || len(a.Updated) > 0 || len(a.Replaced) > 0 || len(a.Removed) > 0 || len(a.Failed) > 0 || a.HeldSince != "" {
+	if len(a.Created) > 0 || len(a.Updated) > 0 || len(a.Replaced) > 0 || len(a.Removed) > 0 || len(a.Failed) > 0 {
 		full := *a
 		c.full = &full
 	}
@@ -147,8 +147,8 @@ func compactApply(a *events.ApplyReported) tlApply {
 // EventType makes a *tlApply an entry's payload, as the report was.
 func (*tlApply) EventType() string { return events.TypeApplyReported }
 
-// report is the resolved report a stands for, but for its apply id, which
-// the timeline does not show.
+// report is the resolved report a stands for (a quiet one without its
+// apply id, which the timeline does not show).
 func (a *tlApply) report() *events.ApplyReported {
 	if a.full != nil {
 		return a.full

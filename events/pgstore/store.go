@@ -287,12 +287,12 @@ func (s *Store) ScanAll(ctx context.Context, after uint64, limit int, fn func(ev
 			return fnErr
 		})
 	switch {
-	case err == nil:
-		return nil
-	case fnErr != nil && errors.Is(err, fnErr):
+	case fnErr != nil: // scan stopped there, with fn's error
 		return fnErr
+	case err != nil:
+		return fmt.Errorf("pgstore: scan all: %w", s.closedOr(err))
 	}
-	return fmt.Errorf("pgstore: scan all: %w", s.closedOr(err))
+	return nil
 }
 
 // scan runs a read selecting columns and calls fn with each row decoded,
@@ -373,9 +373,9 @@ func decodeRow(raw [][]byte, n *names) (events.Event, error) {
 
 // names hands out one string for each distinct name a read meets: the
 // events of a page share a few streams, types and actors, and those of one
-// command or pass its correlation, so a page of reads allocates each once and the
-// projections that keep them (the timeline keeps every entry's) hold one
-// copy. A nil *names makes a new string each time.
+// command or pass its correlation, so a page of reads allocates each once
+// and the projections that keep them (the timeline keeps every entry's)
+// hold one copy. A nil *names makes a new string each time.
 type names struct{ m map[string]string }
 
 // namesLimit bounds a names; a full one is emptied and fills again.
