@@ -122,9 +122,7 @@ func (c *internCache) decodeComposed(data []byte) (DeclarationComposed, error) {
 // with it.
 func (c *internCache) decodeSplit(data []byte, i int) (DeclarationComposed, bool) {
 	tail := data[i:]
-	c.mu.Lock()
-	t, ok := c.tails[string(tail)]
-	c.mu.Unlock()
+	t, ok := recall(c, c.tails, tail)
 	if !ok {
 		obj := make([]byte, 0, len(tail))
 		obj = append(append(obj, '{'), tail[1:]...)
@@ -134,12 +132,7 @@ func (c *internCache) decodeSplit(data []byte, i int) (DeclarationComposed, bool
 			return DeclarationComposed{}, false
 		}
 		t.Warnings, t.Skipped = slices.Clip(t.Warnings), slices.Clip(t.Skipped)
-		c.mu.Lock()
-		if len(c.tails) >= internLimit {
-			clear(c.tails)
-		}
-		c.tails[string(tail)] = t
-		c.mu.Unlock()
+		remember(c, c.tails, tail, t)
 	}
 	buf := c.heads.Get().(*[]byte)
 	defer c.heads.Put(buf)
@@ -187,10 +180,7 @@ func internedValue[V any](c *internCache, m map[string]V, raw json.RawMessage, k
 	if len(raw) == 0 {
 		return v, nil
 	}
-	c.mu.Lock()
-	v, ok := m[string(raw)]
-	c.mu.Unlock()
-	if ok {
+	if v, ok := recall(c, m, raw); ok {
 		return v, nil
 	}
 	if err := unmarshal(raw, &v); err != nil {
@@ -199,11 +189,25 @@ func internedValue[V any](c *internCache, m map[string]V, raw json.RawMessage, k
 	if keep != nil {
 		v = keep(v)
 	}
+	remember(c, m, raw, v)
+	return v, nil
+}
+
+// recall is m's value for key, guarded by c.mu.
+func recall[V any](c *internCache, m map[string]V, key []byte) (V, bool) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := m[string(key)]
+	return v, ok
+}
+
+// remember makes v m's value for key, guarded by c.mu; a full m is emptied
+// first (internLimit).
+func remember[V any](c *internCache, m map[string]V, key []byte, v V) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if len(m) >= internLimit {
 		clear(m)
 	}
-	m[string(raw)] = v
-	c.mu.Unlock()
-	return v, nil
+	m[string(key)] = v
 }
