@@ -37,6 +37,14 @@ var (
 	// where a directory is wanted, or a directory where a file is.
 	ErrWrongKind = errors.New("exists as another kind")
 
+	// ErrSymlink means a symbolic link is where the call would resolve a
+	// path: at the path itself or at a directory above it. A runtime on a
+	// real filesystem never follows one (a container that can write to a
+	// mounted directory could otherwise point a declared file at
+	// /etc/shadow) and never removes one: the link is left in place for the
+	// operator, and the call changes nothing.
+	ErrSymlink = errors.New("a symbolic link (never followed, left in place)")
+
 	// ErrInvalid means the input was refused as malformed (a container name
 	// Docker would refuse, a relative path, a mode outside 07777, an empty
 	// image). Nothing was changed.
@@ -62,6 +70,17 @@ var (
 // Paths are absolute and clean ("/var/lib/x", never "x" or "/var/lib/../x")
 // and name the host filesystem as the agent sees it. Modes are permission
 // bits (at most 07777) and are set exactly, whatever the process umask.
+//
+// A runtime on a real filesystem resolves every path without following a
+// symbolic link, at the path or at any directory above it, even a link
+// that points somewhere harmless: such a path is not a file or directory
+// the agent can use. Stat reports it as nothing there (so the agent plans
+// to make it, and that one resource fails), and Mkdir, Chmod, WriteFile
+// and ReadFile fail with ErrSymlink, naming the link, and leave it where
+// it is. Anything at a path that is neither a directory nor a regular file
+// (a named pipe, a device) is not described by Stat either, and is never
+// opened: Mkdir is ErrExists, the others ErrWrongKind. RunLinks in
+// agent/runtimetest checks this.
 type Runtime interface {
 	// ListContainers returns every managed container, sorted by name.
 	ListContainers(ctx context.Context) ([]Container, error)

@@ -18,6 +18,11 @@
 // listed nor removed. A runtime that can stop a container as the world
 // outside the mesh would implements Stopper; the suite then checks that a
 // stopped container is listed Stopped and StartContainer runs it again.
+//
+// RunPaths runs the path part of the suite alone (no container is made).
+// RunLinks is the symbolic-link part, for a runtime over a real filesystem
+// that implements Linker: a link at a path, or above it, is never
+// followed, never described and never removed.
 package runtimetest
 
 import (
@@ -25,6 +30,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"meshplane/agent"
@@ -78,27 +84,44 @@ func mounts(t testing.TB, ctx context.Context, rt agent.Runtime) {
 
 // Run runs the suite against the runtimes open makes.
 func Run(t *testing.T, open func(t testing.TB) agent.Runtime) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, rt agent.Runtime)
-	}{
-		{"CreateListRoundTrip", testCreateList},
-		{"CreateMinimalSpec", testCreateMinimal},
-		{"CreateExisting", testCreateExisting},
-		{"CreateInvalid", testCreateInvalid},
-		{"Remove", testRemove},
-		{"RemoveMissing", testRemoveMissing},
-		{"Unmanaged", testUnmanaged},
-		{"StoppedAndStarted", testStopped},
-		{"StartMissing", testStartMissing},
-		{"Directories", testDirectories},
-		{"MkdirExisting", testMkdirExisting},
-		{"ChmodMissing", testChmodMissing},
-		{"Files", testFiles},
-		{"FileKinds", testFileKinds},
-		{"BadPathsAndModes", testBadInput},
-		{"ContextCancelled", testCancelled},
-	}
+	run(t, open, append(containerTests, pathTests...))
+}
+
+// RunPaths runs the part of the suite that touches only paths (Stat,
+// Mkdir, Chmod, WriteFile, ReadFile), for a runtime that resolves paths in
+// more than one way to run under each without an engine.
+func RunPaths(t *testing.T, open func(t testing.TB) agent.Runtime) {
+	run(t, open, pathTests)
+}
+
+type suiteTest struct {
+	name string
+	fn   func(t *testing.T, rt agent.Runtime)
+}
+
+var containerTests = []suiteTest{
+	{"CreateListRoundTrip", testCreateList},
+	{"CreateMinimalSpec", testCreateMinimal},
+	{"CreateExisting", testCreateExisting},
+	{"CreateInvalid", testCreateInvalid},
+	{"Remove", testRemove},
+	{"RemoveMissing", testRemoveMissing},
+	{"Unmanaged", testUnmanaged},
+	{"StoppedAndStarted", testStopped},
+	{"StartMissing", testStartMissing},
+}
+
+var pathTests = []suiteTest{
+	{"Directories", testDirectories},
+	{"MkdirExisting", testMkdirExisting},
+	{"ChmodMissing", testChmodMissing},
+	{"Files", testFiles},
+	{"FileKinds", testFileKinds},
+	{"BadPathsAndModes", testBadInput},
+	{"ContextCancelled", testCancelled},
+}
+
+func run(t *testing.T, open func(t testing.TB) agent.Runtime, tests []suiteTest) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, open(t)) })
 	}
@@ -522,5 +545,88 @@ func testCancelled(t *testing.T, rt agent.Runtime) {
 	}
 	if info, err := rt.Stat(bg, p); err != nil || info.Exists {
 		t.Errorf("cancelled calls left %s: %+v (%v)", p, info, err)
+	}
+}
+
+// Linker is a runtime over a real filesystem that can also put a symbolic
+// link at a path, as a container that writes to a mounted directory can,
+// for RunLinks.
+type Linker interface {
+	agent.Runtime
+	// Symlink puts a symbolic link to target (verbatim) at p, a path as the
+	// runtime names it; p's parent exists.
+	Symlink(target, p string) error
+	// Readlink returns the target of the symbolic link at p, or an error if
+	// no link is there.
+	Readlink(p string) (string, error)
+}
+
+// RunLinks runs the suite's symbolic-link part against the runtimes open
+// makes: every runtime over a real filesystem passes it (see agent.Runtime:
+// a link is never followed, never described, never removed). A runtime in
+// memory, which has no links, does not run it.
+func RunLinks(t *testing.T, open func(t testing.TB) Linker) {
+	cases := []struct {
+		name   string
+		target string
+		// parent: the link is the path's parent, not the path.
+		parent bool
+	}{
+		{"to a file", Root + "/inside/f", false},
+		{"to a directory", Root + "/inside/d", false},
+		{"dangling", Root + "/nothing-here", false},
+		{"relative", "../inside/f", false},
+		{"as the parent", Root + "/inside/d", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rt := open(t)
+			ctx := context.Background()
+			// What the links point at: following one would change it.
+			for _, f := range []string{Root + "/inside/f", Root + "/inside/d/f"} {
+				if err := rt.WriteFile(ctx, f, []byte("inside\n"), 0o644); err != nil {
+					t.Fatalf("write %s: %v", f, err)
+				}
+			}
+			if err := rt.Mkdir(ctx, Root+"/l", 0o755); err != nil {
+				t.Fatalf("mkdir: %v", err)
+			}
+			link := Root + "/l/x"
+			if err := rt.Symlink(c.target, link); err != nil {
+				t.Fatalf("symlink: %v", err)
+			}
+			p := link
+			if c.parent {
+				p = link + "/f" // inside/d/f exists: following would find it
+			}
+			if info, err := rt.Stat(ctx, p); err != nil || info.Exists {
+				t.Errorf("stat %s through a link: %+v (%v), want nothing there and no error", p, info, err)
+			}
+			calls := []struct {
+				name string
+				err  error
+			}{
+				{"mkdir", rt.Mkdir(ctx, p, 0o700)},
+				{"chmod", rt.Chmod(ctx, p, 0o600)},
+				{"write", rt.WriteFile(ctx, p, []byte("through the link\n"), 0o600)},
+				{"read", func() error { _, err := rt.ReadFile(ctx, p); return err }()},
+			}
+			for _, call := range calls {
+				if !errors.Is(call.err, agent.ErrSymlink) {
+					t.Errorf("%s %s through a link: %v, want ErrSymlink", call.name, p, call.err)
+				} else if !strings.Contains(call.err.Error(), link+" is ") {
+					t.Errorf("%s %s: %q does not name the link %s", call.name, p, call.err, link)
+				}
+			}
+			if got, err := rt.Readlink(link); err != nil || got != c.target {
+				t.Errorf("the link is now %q (%v), want it left pointing at %q", got, err, c.target)
+			}
+			checkFile(t, rt, Root+"/inside/f", []byte("inside\n"), 0o644)
+			checkFile(t, rt, Root+"/inside/d/f", []byte("inside\n"), 0o644)
+			checkDir(t, rt, Root+"/inside/d", 0o755)
+			if info, err := rt.Stat(ctx, Root+"/nothing-here"); err != nil || info.Exists {
+				t.Errorf("a dangling link's target was made: %+v (%v)", info, err)
+			}
+		})
 	}
 }
