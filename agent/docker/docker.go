@@ -37,9 +37,19 @@
 // # Host paths
 //
 // Directories and files are on the host the engine runs on. Options.Root
-// maps every absolute path under a directory (tests use a temporary one);
+// (`mesh agent --docker-root`) is the directory every absolute path of a
+// declaration is kept under ("/etc/x" is Root+"/etc/x"; "/" when unset);
 // bind-mount sources are mapped the same way, and the labels keep the
-// declared paths.
+// declared paths. Nothing outside the root is ever made, changed, read or
+// removed: every path is resolved beneath it without following a symbolic
+// link (openat2 with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS where the kernel
+// has it, else an O_NOFOLLOW walk), and a link where a declared file or
+// directory is, or above it, is never followed nor removed: the resource
+// fails with agent.ErrSymlink, naming the link, and the operator decides.
+// A container that can write to a mounted directory can put a link there;
+// it cannot make the agent write through it. A bind-mount source is checked
+// the same way before the container is made; the engine then resolves the
+// path itself.
 package docker
 
 import (
@@ -48,7 +58,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -367,15 +376,15 @@ func (r *Runtime) CreateContainer(ctx context.Context, c agent.Container) error 
 			mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: r.EngineName(m.Source), Target: m.Target, ReadOnly: m.ReadOnly})
 			continue
 		}
-		src := r.host(m.Source)
-		if _, err := os.Stat(src); errors.Is(err, os.ErrNotExist) {
+		src, err := r.source(m.Source)
+		if errors.Is(err, agent.ErrNotFound) {
 			// A container of that name is the first thing wrong.
 			if _, ierr := r.eng.ContainerInspect(ctx, r.EngineName(c.Name)); ierr == nil {
 				return fmt.Errorf("docker: create %s: container %w", c.Name, agent.ErrExists)
 			}
 			return fmt.Errorf("docker: create %s: mount source %s: %w", c.Name, m.Source, agent.ErrNotFound)
 		} else if err != nil {
-			return fmt.Errorf("docker: create %s: mount source %s: %w: %v", c.Name, m.Source, agent.ErrRuntime, err)
+			return fmt.Errorf("docker: create %s: mount source %s: %w", c.Name, m.Source, err)
 		}
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: src, Target: m.Target, ReadOnly: m.ReadOnly})
 	}
