@@ -50,7 +50,7 @@ func (e *env) agentCmd() *cobra.Command {
 	fs.StringVar(&o.runtime, "runtime", "sim", "the container runtime: sim or docker")
 	fs.DurationVar(&o.interval, "interval", time.Minute, "apply the latest declaration again every `duration` (drift)")
 	fs.StringSliceVar(&o.simFound, "sim-found", nil, "runtime sim: `directories` already on the simulated node when it starts (as a mesh file's found:)")
-	fs.StringVar(&o.dockerRoot, "docker-root", "", "runtime docker: keep every absolute path of the declaration under this host `directory` (default: the paths themselves)")
+	fs.StringVar(&o.dockerRoot, "docker-root", "", "runtime docker: the host directory `DIR` every path of the declaration is kept under (/etc/x is DIR/etc/x; default /): nothing outside it is ever made, changed, read or removed, and no symbolic link in it is followed (a link where a declared file or directory is fails that resource, and is left for the operator)")
 	fs.StringVar(&o.dockerPrefix, "docker-prefix", "", "runtime docker: put this `prefix` before the engine's name of every container, network and volume (several nodes on one engine)")
 	fs.StringVar(&o.artifactStore, "artifact-store", "", "serve the artifact store on this `address` (host:port; the node holds it), its files in DATA/artifacts")
 	fs.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics (outbox depth, applies, bus errors) at http://`ADDR`/metrics, no token: a private or loopback host:port")
