@@ -350,22 +350,15 @@ func (t *txn) bytes(b []byte) []byte {
 	return t.arena[start:len(t.arena):len(t.arena)]
 }
 
-// storedIDs looks up the ids of evs. It returns (nil, nil) if none is
-// stored, the stored events if all are stored with the same content, and an
-// ErrIDConflict otherwise.
+// storedIDs looks up the ids of evs and decides them by events.Replayed.
+// It returns (nil, nil) if none is stored, the stored events if all are
+// stored with the same content, and an ErrIDConflict otherwise.
 func (t *txn) storedIDs(evs []events.Event) ([]events.Event, error) {
-	var stored []events.Event
+	var stored []events.Event // nil while no id is stored: the usual request
 	for i, e := range evs {
 		pos := t.ids.Get(e.ID[:])
 		if pos == nil {
-			if stored != nil {
-				return nil, fmt.Errorf("events[%d].id %s is new but events[0..%d] are stored: %w",
-					i, e.ID, i-1, events.ErrIDConflict)
-			}
 			continue
-		}
-		if i > 0 && stored == nil {
-			return nil, fmt.Errorf("events[%d].id %s is stored but events[0] is new: %w", i, e.ID, events.ErrIDConflict)
 		}
 		p, ok := u64val(pos)
 		if !ok {
@@ -382,11 +375,13 @@ func (t *txn) storedIDs(evs []events.Event) ([]events.Event, error) {
 		if old.ID != e.ID {
 			return nil, damagedf("id %s points at position %d, which holds id %s", e.ID, p, old.ID)
 		}
-		if !old.SameContent(e) {
-			return nil, fmt.Errorf("events[%d].id %s is stored at position %d (%s) with other content: %w",
-				i, e.ID, p, old, events.ErrIDConflict)
+		if stored == nil {
+			stored = make([]events.Event, len(evs))
 		}
-		stored = append(stored, old)
+		stored[i] = old
+	}
+	if done, err := events.Replayed(evs, stored); !done {
+		return nil, err
 	}
 	return stored, nil
 }

@@ -438,11 +438,10 @@ func (s *Store) reserve(ctx context.Context, evs []events.Event) (release func()
 }
 
 // replayed decides an append's ids against the table (brought up to date by
-// the caller). If every id is stored with the same content it fills evs with
-// the stored versions and positions and reports done; a stored id with other
-// content, or a mix of stored and new ids, is ErrIDConflict; no stored id is
-// (false, nil).
-func (s *Store) replayed(ctx context.Context, evs []events.Event) (bool, error) {
+// the caller): it reads back the events stored under them and decides by
+// events.Replayed. If the append replays them, evs become the stored events
+// and done is true.
+func (s *Store) replayed(ctx context.Context, evs []events.Event) (done bool, err error) {
 	s.tab.Lock()
 	at := make([]uint64, len(evs))
 	found := 0
@@ -453,27 +452,27 @@ func (s *Store) replayed(ctx context.Context, evs []events.Event) (bool, error) 
 		}
 	}
 	s.tab.Unlock()
-	switch found {
-	case 0:
+	if found == 0 {
 		return false, nil
-	case len(evs):
-	default:
-		return false, fmt.Errorf("%d of %d ids already stored: %w", found, len(evs), events.ErrIDConflict)
 	}
+	stored := make([]events.Event, len(evs))
 	for i, p := range at {
-		stored, err := s.readAll(ctx, p-1, 1)
+		if p == 0 {
+			continue
+		}
+		got, err := s.readAll(ctx, p-1, 1)
 		if err != nil {
 			return false, s.fail(ctx, err)
 		}
-		if len(stored) != 1 || stored[0].ID != evs[i].ID {
+		if len(got) != 1 || got[0].ID != evs[i].ID {
 			return false, fmt.Errorf("events[%d]: id %s not found at its position %d", i, evs[i].ID, p)
 		}
-		if !stored[0].SameContent(evs[i]) {
-			return false, fmt.Errorf("events[%d]: id %s stored at position %d: %w", i, evs[i].ID, p, events.ErrIDConflict)
-		}
-		evs[i] = stored[0]
+		stored[i] = got[0]
 	}
-	return true, nil
+	if done, err = events.Replayed(evs, stored); done {
+		copy(evs, stored)
+	}
+	return done, err
 }
 
 // currentVersion reads the stream's version from a wrong-expected-version

@@ -610,33 +610,25 @@ func queueIDs(b *pgx.Batch, group []*request, stored map[uuid.UUID]events.Event)
 	})
 }
 
-// replayed decides a request's ids against the stored events (and those
-// accepted earlier in the group). If every id is stored with the same
-// content it fills evs with the stored versions and positions and reports
-// done; if some are stored and others are new, or one is stored with other
-// content, it returns ErrIDConflict; if none is stored it returns
-// (false, nil) and the append goes on.
-func replayed(evs []events.Event, stored map[uuid.UUID]events.Event) (done bool, err error) {
-	found := 0
+// replayed decides a request's ids, by events.Replayed, against the stored
+// events (and those accepted earlier in the group). If the request replays
+// them it fills evs with their versions and positions and reports done.
+func replayed(evs []events.Event, known map[uuid.UUID]events.Event) (done bool, err error) {
+	var stored []events.Event // nil while no id is stored: the usual request
 	for i, e := range evs {
-		old, ok := stored[e.ID]
-		if !ok {
-			continue
+		if old, ok := known[e.ID]; ok {
+			if stored == nil {
+				stored = make([]events.Event, len(evs))
+			}
+			stored[i] = old
 		}
-		found++
-		if !old.SameContent(e) {
-			return false, fmt.Errorf("events[%d]: id %s stored at position %d: %w", i, e.ID, old.Position, events.ErrIDConflict)
+	}
+	if done, err = events.Replayed(evs, stored); done {
+		for i := range evs {
+			evs[i].Version, evs[i].Position = stored[i].Version, stored[i].Position
 		}
-		evs[i].Version, evs[i].Position = old.Version, old.Position
 	}
-	switch found {
-	case 0:
-		return false, nil
-	case len(evs):
-		return true, nil
-	default:
-		return false, fmt.Errorf("%d of %d ids already stored: %w", found, len(evs), events.ErrIDConflict)
-	}
+	return done, err
 }
 
 var rowColumns = []string{"position", "id", "stream", "version", "type", "schema", "at_ns", "actor", "causation", "correlation", "data"}
