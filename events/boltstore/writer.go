@@ -24,8 +24,8 @@ const (
 const queueSize = 1024
 
 // maxGatherWait bounds how long the writer waits for a group to fill (see
-// groupcommit's gather): 0, it never waits.
-const maxGatherWait time.Duration = 0
+// groupcommit's gather).
+const maxGatherWait = 5 * time.Millisecond
 
 // startWriter starts the writer goroutine: events/internal/groupcommit's
 // committer, around commitGroup.
