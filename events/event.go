@@ -48,13 +48,9 @@ type Event struct {
 
 // SameContent reports whether two events carry the same content: everything
 // but the store-assigned Version and Position. Times compare as instants.
-// It is what decides whether re-appending a stored id is a no-op.
-func (e Event) SameContent(o Event) bool {
-	return e.ID == o.ID && e.Stream == o.Stream && e.Type == o.Type &&
-		e.Schema == o.Schema && e.At.Equal(o.At) && e.Actor == o.Actor &&
-		e.Causation == o.Causation && e.Correlation == o.Correlation &&
-		bytes.Equal(e.Data, o.Data)
-}
+// It is what decides whether re-appending a stored id is a no-op (see
+// Replayed).
+func (e Event) SameContent(o Event) bool { return differs(e, o) == "" }
 
 func (e Event) String() string {
 	return fmt.Sprintf("%s@%d #%d %s", e.Stream, e.Version, e.Position, e.Type)

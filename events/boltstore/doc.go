@@ -38,16 +38,22 @@
 // # Positions and group commit
 //
 // Positions and versions are assigned inside the write transaction by one
-// writer goroutine. Append validates its batch (events.Prepare) in the
-// caller's goroutine, then queues a request. The writer takes the first
-// queued request, and every other request already waiting, and applies them
-// in queue order in ONE bbolt Update: one commit, one pair of fsyncs, for the
-// whole group. Each request is checked on its own inside the transaction
-// (ids, then expected version) before anything of it is written, so a
-// refused request writes nothing and does not affect the others, and two
-// requests on one stream in one group see each other in order. A lone writer
-// waits for nobody: its group is itself. If the commit fails, every request
-// of the group gets that error and none is acknowledged.
+// writer goroutine: the group commit of events/internal/groupcommit, which
+// pgstore runs too (its package comment says what it guarantees), around
+// this package's commit function. Append validates its batch
+// (events.Prepare) in the caller's goroutine, then queues a request. The
+// writer takes the first queued request, and every other request already
+// waiting, and applies them in queue order in ONE bbolt Update: one commit,
+// one pair of fsyncs, for the whole group. When fewer are queued than the
+// writers it knows to be active, it waits up to a quarter of the last commit
+// (5ms at most) for the rest, so that writers that each wait for their
+// answer commit together rather than in two alternating halves. Each request
+// is checked on its own inside the transaction (ids, then expected version)
+// before anything of it is written, so a refused request writes nothing and
+// does not affect the others, and two requests on one stream in one group
+// see each other in order. A lone writer waits for nobody: its group is
+// itself. If the commit fails, every request of the group gets that error
+// and none is acknowledged.
 //
 // bbolt's own DB.Batch was not used: it holds every call for up to
 // MaxBatchDelay (10ms by default) hoping for company, which a lone writer

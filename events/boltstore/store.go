@@ -15,6 +15,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"meshplane/events"
+	"meshplane/events/internal/groupcommit"
 )
 
 // ErrLocked means the file is held by another process, or by another open
@@ -82,18 +83,12 @@ type Store struct {
 	sig    *events.Signal
 	closed atomic.Bool
 
-	reqs       chan *request // to the writer
-	quit       chan struct{} // closed by Close: the writer fails what is queued
-	writerDone chan struct{} // closed when the writer has returned
-	closeOnce  sync.Once
-	closeErr   error
+	commits   *groupcommit.Committer // the writer; nil on a read-only store
+	closeOnce sync.Once
+	closeErr  error
 }
 
 var _ events.Store = (*Store)(nil)
-
-// queueSize bounds the requests waiting for the writer; Append blocks (or
-// honours its ctx) while it is full.
-const queueSize = 1024
 
 // Open opens (creating if needed, unless ReadOnly) the store in the bbolt
 // file at path. An existing file is checked before it is used: its bbolt
@@ -134,22 +129,21 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
 	s := &Store{
-		lazy:       lazy,
-		db:         db,
-		path:       path,
-		now:        cfg.now,
-		readOnly:   cfg.readOnly,
-		checked:    layout >= layoutChecksummed,
-		sig:        events.NewSignal(),
-		reqs:       make(chan *request, queueSize),
-		quit:       make(chan struct{}),
-		writerDone: make(chan struct{}),
+		lazy:     lazy,
+		db:       db,
+		path:     path,
+		now:      cfg.now,
+		readOnly: cfg.readOnly,
+		checked:  layout >= layoutChecksummed,
+		sig:      events.NewSignal(),
 	}
 	s.head.Store(head)
-	if cfg.readOnly {
-		close(s.writerDone)
-	} else {
-		go s.writeLoop()
+	if !cfg.readOnly {
+		if err := s.startWriter(); err != nil {
+			closeBolt(db)
+			lazy.close()
+			return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+		}
 	}
 	return s, nil
 }
@@ -307,8 +301,9 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
-		close(s.quit)
-		<-s.writerDone
+		if s.commits != nil {
+			s.commits.Close()
+		}
 		if b := s.broken.Load(); b != nil {
 			// bbolt panicked in a write and may hold its own locks:
 			// closing could block forever. The process's exit frees

@@ -17,6 +17,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"meshplane/events"
+	"meshplane/events/internal/groupcommit"
 )
 
 func openTemp(t testing.TB, opts ...Option) *Store {
@@ -265,13 +266,13 @@ func TestGroupSemantics(t *testing.T) {
 		{"re-append of a stored batch is a no-op", "node-s", events.Exactly(9), stored, want{nil, []uint64{1, 2}, []uint64{1, 2}}},
 		{"after refusals, positions go on", "node-a", events.Exactly(3), evN(1, "last"), want{nil, []uint64{4}, []uint64{9}}},
 	}
-	group := make([]*request, len(steps))
+	group := make([]*groupcommit.Request, len(steps))
 	for i, st := range steps {
 		p, err := events.Prepare(st.stream, st.evs, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
-		group[i] = &request{stream: st.stream, expected: st.expected, evs: p, done: make(chan result, 1)}
+		group[i] = &groupcommit.Request{Stream: st.stream, Expected: st.expected, Events: p}
 	}
 	// The store's writer is idle: this test is the only writer.
 	w := writer{db: s.db, store: s}
@@ -284,21 +285,21 @@ func TestGroupSemantics(t *testing.T) {
 	}
 	for i, st := range steps {
 		r := results[i]
-		if !errors.Is(r.err, st.want.err) || (r.err != nil) != (st.want.err != nil) {
-			t.Errorf("%s: err %v, want %v", st.name, r.err, st.want.err)
+		if !errors.Is(r.Err, st.want.err) || (r.Err != nil) != (st.want.err != nil) {
+			t.Errorf("%s: err %v, want %v", st.name, r.Err, st.want.err)
 			continue
 		}
-		if r.err != nil {
-			if r.evs != nil {
-				t.Errorf("%s: refused, yet returned %d events", st.name, len(r.evs))
+		if r.Err != nil {
+			if r.Events != nil {
+				t.Errorf("%s: refused, yet returned %d events", st.name, len(r.Events))
 			}
 			continue
 		}
-		if len(r.evs) != len(st.evs) {
-			t.Errorf("%s: %d events returned, want %d", st.name, len(r.evs), len(st.evs))
+		if len(r.Events) != len(st.evs) {
+			t.Errorf("%s: %d events returned, want %d", st.name, len(r.Events), len(st.evs))
 			continue
 		}
-		for j, e := range r.evs {
+		for j, e := range r.Events {
 			if e.Version != st.want.versions[j] || e.Position != st.want.positions[j] || e.ID != st.evs[j].ID {
 				t.Errorf("%s: event %d is %s id %s, want version %d position %d id %s",
 					st.name, j, e, e.ID, st.want.versions[j], st.want.positions[j], st.evs[j].ID)
@@ -328,13 +329,13 @@ func TestGroupCommitFailureFailsEveryRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close() // every Update now fails
-	var group []*request
+	var group []*groupcommit.Request
 	for i, stream := range []string{"a", "b", "a"} {
 		p, err := events.Prepare(stream, evN(i+1, stream), time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
-		group = append(group, &request{stream: stream, expected: events.Any, evs: p})
+		group = append(group, &groupcommit.Request{Stream: stream, Expected: events.Any, Events: p})
 	}
 	w := writer{db: db, store: &Store{}}
 	results, head, err := w.commit(group)
@@ -498,52 +499,6 @@ func TestClose(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
-	}
-}
-
-// TestGather checks how the writer forms a group from the queue: everything
-// waiting, in order, without requests whose callers gave up, within bounds.
-func TestGather(t *testing.T) {
-	mk := func(state int32, size int) *request {
-		r := &request{size: size, done: make(chan result, 1)}
-		r.state.Store(state)
-		return r
-	}
-	for _, tc := range []struct {
-		name   string
-		first  *request
-		queued []*request
-		want   []int // indexes into append([]*request{first}, queued...)
-		left   int   // requests left in the queue
-	}{
-		{"lone request", mk(pending, 1), nil, []int{0}, 0},
-		{"all that waits", mk(pending, 1), []*request{mk(pending, 1), mk(pending, 1)}, []int{0, 1, 2}, 0},
-		{"abandoned skipped", mk(pending, 1), []*request{mk(abandoned, 1), mk(pending, 1)}, []int{0, 2}, 0},
-		{"abandoned first", mk(abandoned, 1), []*request{mk(pending, 1)}, []int{1}, 0},
-		{"byte bound", mk(pending, maxGroupBytes), []*request{mk(pending, 1)}, []int{0}, 1},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := &Store{reqs: make(chan *request, queueSize)}
-			for _, r := range tc.queued {
-				s.reqs <- r
-			}
-			all := append([]*request{tc.first}, tc.queued...)
-			group := s.gather(tc.first)
-			if len(group) != len(tc.want) {
-				t.Fatalf("group of %d, want %d", len(group), len(tc.want))
-			}
-			for i, idx := range tc.want {
-				if group[i] != all[idx] {
-					t.Errorf("group[%d] is not request %d", i, idx)
-				}
-				if group[i].state.Load() != taken {
-					t.Errorf("group[%d] not marked taken", i)
-				}
-			}
-			if len(s.reqs) != tc.left {
-				t.Errorf("%d requests left queued, want %d", len(s.reqs), tc.left)
-			}
-		})
 	}
 }
 

@@ -4,36 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
 	"meshplane/events"
+	"meshplane/events/internal/groupcommit"
 )
-
-// A request is one Append waiting for the writer. Its state moves from
-// pending to taken (by the writer, which then answers on done exactly once)
-// or to abandoned (by the caller, whose ctx ended first; the writer then
-// skips it). So an Append that returns its ctx's error wrote nothing.
-type request struct {
-	stream   string
-	expected events.ExpectedVersion
-	evs      []events.Event // prepared: validated, Version and Position zero
-	size     int            // bytes it will write, about, to bound and size a group
-	state    atomic.Int32
-	done     chan result // buffered 1
-}
-
-const (
-	pending int32 = iota
-	taken
-	abandoned
-)
-
-type result struct {
-	evs []events.Event
-	err error
-}
 
 // Group bounds: the writer stops gathering requests for one commit past
 // either. A single request larger than both still commits, alone.
@@ -41,6 +18,24 @@ const (
 	maxGroupRequests = 4096
 	maxGroupBytes    = 32 << 20
 )
+
+// queueSize bounds the requests waiting for the writer; Append blocks (or
+// honours its ctx) while it is full.
+const queueSize = 1024
+
+// maxGatherWait bounds how long the writer waits for a group to fill (see
+// groupcommit's gather).
+const maxGatherWait = 5 * time.Millisecond
+
+// startWriter starts the writer goroutine: events/internal/groupcommit's
+// committer, around commitGroup.
+func (s *Store) startWriter() error {
+	c, err := groupcommit.Start(s.commitGroup, groupcommit.Config{
+		Queue: queueSize, MaxRequests: maxGroupRequests, MaxBytes: maxGroupBytes, MaxWait: maxGatherWait,
+	})
+	s.commits = c
+	return err
+}
 
 // Append appends evs to stream if its version satisfies expected (see
 // events.Store). If it returns an error of its ctx, nothing was written.
@@ -62,131 +57,33 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: append %q: %w", stream, err)
 	}
-	r := &request{stream: stream, expected: expected, evs: prepared, done: make(chan result, 1)}
+	r := &groupcommit.Request{Stream: stream, Expected: expected, Events: prepared}
 	for _, e := range prepared {
-		r.size += recordSize(e)
+		r.Size += recordSize(e)
 	}
-	select {
-	case s.reqs <- r:
-	case <-s.quit:
-		return nil, fmt.Errorf("boltstore: append %s: %w", stream, events.ErrClosed)
-	case <-ctx.Done():
-		return nil, fmt.Errorf("boltstore: append %s: %w", stream, ctx.Err())
+	out, err := s.commits.Submit(ctx, r)
+	if err != nil {
+		return nil, fmt.Errorf("boltstore: append %s: %w", stream, err)
 	}
-	var res result
-	select {
-	case res = <-r.done:
-	case <-s.writerDone:
-		res = s.lastWord(r)
-	case <-ctx.Done():
-		if r.state.CompareAndSwap(pending, abandoned) {
-			return nil, fmt.Errorf("boltstore: append %s: %w", stream, ctx.Err())
-		}
-		// The writer has it: its answer comes within one commit.
-		select {
-		case res = <-r.done:
-		case <-s.writerDone:
-			res = s.lastWord(r)
-		}
-	}
-	if res.err != nil {
-		return nil, fmt.Errorf("boltstore: append %s: %w", stream, res.err)
-	}
-	return res.evs, nil
+	return out, nil
 }
 
-// lastWord is r's answer once the writer has returned: the one it gave, or
-// ErrClosed if the request was queued too late to be seen.
-func (s *Store) lastWord(r *request) result {
-	select {
-	case res := <-r.done:
-		return res
-	default:
-		return result{err: events.ErrClosed}
-	}
-}
-
-// writeLoop is the writer goroutine: it commits groups of requests until
-// Close, then fails whatever is still queued with ErrClosed.
-func (s *Store) writeLoop() {
-	defer close(s.writerDone)
+// commitGroup is the writer's commit: one bbolt Update for the group, then
+// the new head published, before any caller hears of its events.
+func (s *Store) commitGroup(group []*groupcommit.Request) ([]groupcommit.Result, error) {
 	w := writer{db: s.db, store: s}
-	for {
-		var first *request
-		select {
-		case first = <-s.reqs:
-		case <-s.quit:
-			s.failQueued()
-			return
-		}
-		select {
-		case <-s.quit: // Close wins over a request that raced it
-			if first.state.CompareAndSwap(pending, taken) {
-				first.done <- result{err: events.ErrClosed}
-			}
-			s.failQueued()
-			return
-		default:
-		}
-		group := s.gather(first)
-		if len(group) == 0 {
-			continue
-		}
-		results, head, err := w.commit(group)
-		if errors.Is(err, errPanicked) {
-			// bbolt may hold its locks: touch the file no more.
-			s.broken.CompareAndSwap(nil, &err)
-		}
-		// Head first, then the answers: a caller that reads Head after its
-		// Append returned sees its own events.
-		if err == nil && head != s.head.Load() {
-			s.head.Store(head)
-			s.sig.Notify()
-		}
-		for i, r := range group {
-			if err != nil {
-				r.done <- result{err: err}
-			} else {
-				r.done <- results[i]
-			}
-		}
+	results, head, err := w.commit(group)
+	if errors.Is(err, errPanicked) {
+		// bbolt may hold its locks: touch the file no more.
+		s.broken.CompareAndSwap(nil, &err)
 	}
-}
-
-// gather takes first and every request already queued, within the group
-// bounds, skipping requests abandoned by their callers.
-func (s *Store) gather(first *request) []*request {
-	var group []*request
-	size := 0
-	take := func(r *request) {
-		if r.state.CompareAndSwap(pending, taken) {
-			group = append(group, r)
-			size += r.size
-		}
+	// Head first, then the answers: a caller that reads Head after its
+	// Append returned sees its own events.
+	if err == nil && head != s.head.Load() {
+		s.head.Store(head)
+		s.sig.Notify()
 	}
-	take(first)
-	for len(group) < maxGroupRequests && size < maxGroupBytes {
-		select {
-		case r := <-s.reqs:
-			take(r)
-		default:
-			return group
-		}
-	}
-	return group
-}
-
-func (s *Store) failQueued() {
-	for {
-		select {
-		case r := <-s.reqs:
-			if r.state.CompareAndSwap(pending, taken) {
-				r.done <- result{err: events.ErrClosed}
-			}
-		default:
-			return
-		}
-	}
+	return results, err
 }
 
 // writer commits groups; only the writer goroutine uses it.
@@ -199,12 +96,12 @@ type writer struct {
 // result, and the new head; if the commit itself fails, err is set and
 // nothing of the group was written. Positions continue from the head stored
 // in the transaction itself.
-func (w *writer) commit(group []*request) ([]result, uint64, error) {
-	results := make([]result, len(group))
+func (w *writer) commit(group []*groupcommit.Request) ([]groupcommit.Result, uint64, error) {
+	results := make([]groupcommit.Result, len(group))
 	var head uint64
 	size := 0
 	for _, r := range group {
-		size += r.size
+		size += r.Size
 	}
 	if b := w.store.broken.Load(); b != nil {
 		return nil, 0, *b
@@ -232,7 +129,7 @@ func (w *writer) commit(group []*request) ([]result, uint64, error) {
 				if err != nil && !isRefusal(err) {
 					return err // a bolt failure: the whole group fails
 				}
-				results[i] = result{evs: evs, err: err}
+				results[i] = groupcommit.Result{Events: evs, Err: err}
 			}
 			if t.head == head {
 				return nil
@@ -269,25 +166,25 @@ type txn struct {
 
 // apply checks r against what is stored (including earlier requests of the
 // group) and, if it holds, writes it. A refused request writes nothing.
-func (t *txn) apply(r *request) ([]events.Event, error) {
+func (t *txn) apply(r *groupcommit.Request) ([]events.Event, error) {
 	// Ids first: a batch whose ids are all stored with the same content is
 	// a no-op whatever expected says.
-	stored, err := t.storedIDs(r.evs)
+	stored, err := t.storedIDs(r.Events)
 	if err != nil {
 		return nil, err
 	}
 	if stored != nil {
 		return stored, nil
 	}
-	sb := t.streams.Bucket([]byte(r.stream))
+	sb := t.streams.Bucket([]byte(r.Stream))
 	var version uint64
 	if sb != nil {
-		if version, err = t.store.streamVersion(sb, r.stream); err != nil {
+		if version, err = t.store.streamVersion(sb, r.Stream); err != nil {
 			return nil, err
 		}
 	}
-	if !r.expected.Check(version) {
-		return nil, &events.VersionError{Stream: r.stream, Expected: r.expected, Actual: version}
+	if !r.Expected.Check(version) {
+		return nil, &events.VersionError{Stream: r.Stream, Expected: r.Expected, Actual: version}
 	}
 	// From here on every check has passed; a failure is bolt's, and fails
 	// the transaction.
@@ -296,13 +193,13 @@ func (t *txn) apply(r *request) ([]events.Event, error) {
 		if err := t.store.checkStreamNames(t.tx); err != nil {
 			return nil, err
 		}
-		if sb, err = t.streams.CreateBucket([]byte(r.stream)); err != nil {
-			return nil, fmt.Errorf("create stream bucket %s: %w", r.stream, err)
+		if sb, err = t.streams.CreateBucket([]byte(r.Stream)); err != nil {
+			return nil, fmt.Errorf("create stream bucket %s: %w", r.Stream, err)
 		}
 	}
 	sb.FillPercent = fillSequential
-	out := make([]events.Event, len(r.evs))
-	for i, e := range r.evs {
+	out := make([]events.Event, len(r.Events))
+	for i, e := range r.Events {
 		version++
 		t.head++
 		e.Version, e.Position = version, t.head
@@ -314,7 +211,7 @@ func (t *txn) apply(r *request) ([]events.Event, error) {
 			return nil, fmt.Errorf("write position %d: %w", t.head, err)
 		}
 		if err := sb.Put(t.key(version), pos); err != nil {
-			return nil, fmt.Errorf("index %s version %d: %w", r.stream, version, err)
+			return nil, fmt.Errorf("index %s version %d: %w", r.Stream, version, err)
 		}
 		id := t.bytes(e.ID[:])
 		if err := t.ids.Put(id, pos); err != nil {
@@ -324,7 +221,7 @@ func (t *txn) apply(r *request) ([]events.Event, error) {
 	}
 	// The stream's version, kept twice (see streamVersion).
 	if err := sb.SetSequence(version); err != nil {
-		return nil, fmt.Errorf("stream %s: set sequence %d: %w", r.stream, version, err)
+		return nil, fmt.Errorf("stream %s: set sequence %d: %w", r.Stream, version, err)
 	}
 	return out, nil
 }
@@ -350,22 +247,15 @@ func (t *txn) bytes(b []byte) []byte {
 	return t.arena[start:len(t.arena):len(t.arena)]
 }
 
-// storedIDs looks up the ids of evs. It returns (nil, nil) if none is
-// stored, the stored events if all are stored with the same content, and an
-// ErrIDConflict otherwise.
+// storedIDs looks up the ids of evs and decides them by events.Replayed.
+// It returns (nil, nil) if none is stored, the stored events if all are
+// stored with the same content, and an ErrIDConflict otherwise.
 func (t *txn) storedIDs(evs []events.Event) ([]events.Event, error) {
-	var stored []events.Event
+	var stored []events.Event // nil while no id is stored: the usual request
 	for i, e := range evs {
 		pos := t.ids.Get(e.ID[:])
 		if pos == nil {
-			if stored != nil {
-				return nil, fmt.Errorf("events[%d].id %s is new but events[0..%d] are stored: %w",
-					i, e.ID, i-1, events.ErrIDConflict)
-			}
 			continue
-		}
-		if i > 0 && stored == nil {
-			return nil, fmt.Errorf("events[%d].id %s is stored but events[0] is new: %w", i, e.ID, events.ErrIDConflict)
 		}
 		p, ok := u64val(pos)
 		if !ok {
@@ -382,11 +272,13 @@ func (t *txn) storedIDs(evs []events.Event) ([]events.Event, error) {
 		if old.ID != e.ID {
 			return nil, damagedf("id %s points at position %d, which holds id %s", e.ID, p, old.ID)
 		}
-		if !old.SameContent(e) {
-			return nil, fmt.Errorf("events[%d].id %s is stored at position %d (%s) with other content: %w",
-				i, e.ID, p, old, events.ErrIDConflict)
+		if stored == nil {
+			stored = make([]events.Event, len(evs))
 		}
-		stored = append(stored, old)
+		stored[i] = old
+	}
+	if done, err := events.Replayed(evs, stored); !done {
+		return nil, err
 	}
 	return stored, nil
 }

@@ -43,12 +43,9 @@
 //
 // $all is append-only and totally ordered, so every reader, in every
 // process, numbers the same events the same way, and a position never
-// changes. The store keeps the table p -> (commit, prepare) in memory, built
-// at Open by reading $all from the start and extended as it reads on; it
-// also keeps each event's id, for idempotence. That is about 60 bytes per
-// event: 60 MB for a million. An append learns its positions by reading
-// $all on from the table's end until its events are numbered (concurrent
-// appends share those reads), so it costs at least two round trips.
+// changes. The store keeps the table p -> (commit, prepare, event id): in
+// memory as it reads, and in KurrentDB, in a stream of its own, so that an
+// open need not count the whole log again.
 //
 // Reads and subscriptions go through the table: ReadAll(after) reads $all
 // from the (commit, prepare) of position after, Subscribe(after) opens a
@@ -66,7 +63,47 @@
 //
 // Deleting, truncating ($maxCount, $maxAge, $tb) or scavenging the store's
 // streams removes events from $all and renumbers every later position: do
-// not, for a meshplane store.
+// not, for a meshplane store (reads that find the count and the table
+// disagree fail, rather than hand out wrong positions).
+//
+// # The position table
+//
+// The table's stream is the prefix followed by TableStream
+// ("mesh-$positions"; Append and ReadStream refuse that name). Each of its
+// events is one chunk: the entries of 4096 consecutive positions, and a
+// directory of where every chunk before it begins, as binary data under a
+// $ event type, which no store counts among its events (an older build's
+// neither); the format is documented in table.go. Chunk k is revision k of
+// the stream, written with expected revision k-1, so chunks follow each
+// other with no gap or overlap whoever writes them.
+//
+// Open reads the last chunk (one event, read backwards from the end),
+// checks that $all still holds its last position's event where the chunk
+// says, and reads $all on from there: an open costs one chunk and what a
+// read of the events since it costs, not a read of the whole log. A store
+// written without a table (by an older build) is read from the start once,
+// and that open writes the table.
+//
+// Whichever store (of any process) has read a chunk's worth of positions
+// past the last chunk writes the next one, after its read of $all. If
+// another store wrote it first, KurrentDB refuses the write as a wrong
+// expected revision, and the store reads that chunk back and takes it, once
+// it has checked that the chunk agrees with what it read of $all itself.
+// The table is a cache of what $all says: a chunk that cannot be written
+// (the server refuses it, say: with the empty prefix the table stream is
+// a system stream, which a secured server lets only admins write) leaves
+// the store working as before, reading $all from the last chunk written.
+// A chunk that does not decode, or that disagrees with $all, is damage: the
+// call fails with an error wrapping events.ErrDamaged that names the chunk.
+//
+// Chunks before the last are read when a call needs them: ReadAll or
+// Subscribe from a position in one, ReadStream of events in one, and the
+// first append of a process, whose id check (see Idempotence) needs every
+// id of the store: 32 bytes a position, not the events. A process keeps
+// what it has read (about 60 bytes a position: 60 MB for a million) and
+// what it reads on. An append learns its positions by reading $all on from
+// the table's end until its events are numbered (concurrent appends share
+// those reads), so it costs at least two round trips.
 //
 // # Idempotence
 //
@@ -79,7 +116,8 @@
 //
 //   - Appends of this process that share an id run one after the other, and
 //     each looks its ids up in the table first: if they are stored, it reads
-//     the stored events back and compares them, and sends nothing.
+//     the stored events back and decides by events.Replayed, as every store
+//     does, and sends nothing.
 //   - Ids another process stored, not yet in the table, reach the server.
 //     If KurrentDB recognises the batch it writes nothing and reports no
 //     position of ours; Append then brings the table up to date, reads the

@@ -61,14 +61,22 @@ type Store struct {
 	calls  sync.WaitGroup // calls in flight, waited for by Close
 	client *esdb.Client   // replaced when the client gives up (see conn)
 
-	sync sync.Mutex // one reader extends the table at a time
-	tab  sync.Mutex // guards runs, ran, seen, pos, ids
-	runs uint64     // catch-up runs started
-	ran  uint64     // the last catch-up run completed (runs are serial)
-	seen esdb.AllPosition
-	pos  []esdb.Position      // pos[p-1]: $all position of the store's position p
-	ids  map[uuid.UUID]uint64 // id -> position (the first, were an id stored twice)
-	vers map[string]uint64    // stream -> the highest version this store has seen it at
+	chunk int // positions a chunk of the table holds (see table.go)
+
+	// The position table (see the package comment and table.go).
+	sync   sync.Mutex // one reader extends the table at a time
+	tab    sync.Mutex // guards what follows
+	runs   uint64     // catch-up runs started
+	ran    uint64     // the last catch-up run completed (runs are serial)
+	seen   esdb.AllPosition
+	dir    []chunkRef           // where each chunk of the table stream begins
+	chunks []*chunk             // chunks[k]: chunk k, nil until read
+	tail   chunk                // the positions after the last chunk, read from $all
+	check  *tableEntry          // the last chunk's last entry, which the first catch-up finds in $all
+	retry  int                  // the tail's length at which a failed chunk write is tried again
+	ids    map[uuid.UUID]uint64 // id -> position, of the tail and the chunks read (the first, were an id stored twice)
+	idsAll bool                 // every chunk has been read: ids holds every id
+	vers   map[string]uint64    // stream -> the highest version this store has seen it at
 
 	busy    sync.Mutex
 	pending map[uuid.UUID]chan struct{} // ids of appends in flight in this process
@@ -82,10 +90,11 @@ type turn struct {
 	users int
 }
 
-// Open connects to the KurrentDB server of the connection string url and
-// reads the store's events in $all to build its position table. The client
-// connects lazily, so it is this first read that fails (ErrUnavailable) when
-// the server cannot be reached.
+// Open connects to the KurrentDB server of the connection string url, reads
+// the last chunk of the store's position table and, from where it ends, the
+// store's events in $all that no chunk holds yet (see the package comment).
+// The client connects lazily, so it is this first read that fails
+// (ErrUnavailable) when the server cannot be reached.
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	cfg, err := esdb.ParseConnectionString(url)
 	if err != nil {
@@ -94,7 +103,8 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	cfg.Logger = esdb.NoopLogging()
 	s := &Store{
 		cfg: cfg, addr: cfg.Address, prefix: DefaultPrefix, now: time.Now,
-		seen: esdb.Start{}, ids: map[uuid.UUID]uint64{}, vers: map[string]uint64{}, pending: map[uuid.UUID]chan struct{}{},
+		chunk: defaultChunk, seen: esdb.Start{}, tail: chunk{first: 1},
+		ids: map[uuid.UUID]uint64{}, vers: map[string]uint64{}, pending: map[uuid.UUID]chan struct{}{},
 		writing: map[string]*turn{},
 	}
 	s.life, s.kill = context.WithCancel(context.Background())
@@ -109,7 +119,15 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if s.client, err = esdb.NewClient(cfg); err != nil {
 		return nil, fmt.Errorf("esdbstore: open %s: %w", s.addr, err)
 	}
-	if err := s.catchUp(ctx); err != nil {
+	if s.chunk < 1 {
+		s.Close()
+		return nil, fmt.Errorf("esdbstore: open: %w", &events.InvalidError{Field: "chunk", Reason: fmt.Sprint(s.chunk)})
+	}
+	err = s.loadLast(ctx)
+	if err == nil {
+		err = s.catchUp(ctx)
+	}
+	if err != nil {
 		err = s.fail(ctx, err)
 		s.Close()
 		return nil, fmt.Errorf("esdbstore: open %s: %w", s.addr, err)
@@ -269,8 +287,8 @@ func (s *Store) append(ctx context.Context, stream string, expected events.Expec
 		}
 		data[i] = esdb.EventData{EventID: e.ID, EventType: e.Type, ContentType: esdb.ContentTypeJson, Data: e.Data, Metadata: md}
 	}
-	if s.prefix == "" && strings.HasPrefix(stream, "$") {
-		return nil, &events.InvalidError{Field: "stream", Reason: "starts with $, which KurrentDB reserves"}
+	if err := s.checkStream(stream); err != nil {
+		return nil, err
 	}
 
 	release, err := s.reserve(ctx, out)
@@ -334,11 +352,12 @@ func (s *Store) append(ctx context.Context, stream string, expected events.Expec
 	var commit uint64 // of the events found under the batch's ids
 	for i := range out {
 		p, ok := s.ids[out[i].ID]
-		if !ok || (i > 0 && p != out[i-1].Position+1) {
+		at, inTable := s.atLocked(p)
+		if !ok || !inTable || (i > 0 && p != out[i-1].Position+1) {
 			s.tab.Unlock()
 			return nil, fmt.Errorf("esdbstore: appended event %s not found in $all where expected (position %d)", out[i].ID, p)
 		}
-		commit = s.pos[p-1].Commit
+		commit = at.Commit
 		out[i].Version = last - uint64(len(out)-1-i)
 		out[i].Position = p
 	}
@@ -380,6 +399,38 @@ func (s *Store) lockStream(ctx context.Context, stream string) (unlock func(), e
 		return nil, s.fail(ctx, ctx.Err())
 	}
 }
+
+// checkStream refuses the stream names KurrentDB or the store keep for
+// themselves: with the empty prefix a name starting with $ is a system
+// stream, and TableStream is the position table's.
+func (s *Store) checkStream(stream string) error {
+	switch {
+	case stream == TableStream:
+		return &events.InvalidError{Field: "stream", Reason: TableStream + " is the store's position table"}
+	case s.prefix == "" && strings.HasPrefix(stream, "$"):
+		return &events.InvalidError{Field: "stream", Reason: "starts with $, which KurrentDB reserves"}
+	}
+	return nil
+}
+
+// atLocked returns where in $all position p is, if the tail or a chunk in
+// memory holds it. The caller holds s.tab.
+func (s *Store) atLocked(p uint64) (esdb.Position, bool) {
+	if p >= s.tail.first {
+		if i := p - s.tail.first; i < uint64(len(s.tail.at)) {
+			return s.tail.at[i], true
+		}
+		return esdb.Position{}, false
+	}
+	k := s.chunkOf(p)
+	if k < 0 || s.chunks[k] == nil {
+		return esdb.Position{}, false
+	}
+	return s.chunks[k].at[p-s.chunks[k].first], true
+}
+
+// headLocked is the store's last position. The caller holds s.tab.
+func (s *Store) headLocked() uint64 { return s.tail.next() - 1 }
 
 // saw records that stream was at version v.
 func (s *Store) saw(stream string, v uint64) {
@@ -438,11 +489,13 @@ func (s *Store) reserve(ctx context.Context, evs []events.Event) (release func()
 }
 
 // replayed decides an append's ids against the table (brought up to date by
-// the caller). If every id is stored with the same content it fills evs with
-// the stored versions and positions and reports done; a stored id with other
-// content, or a mix of stored and new ids, is ErrIDConflict; no stored id is
-// (false, nil).
-func (s *Store) replayed(ctx context.Context, evs []events.Event) (bool, error) {
+// the caller): it reads back the events stored under them and decides by
+// events.Replayed. If the append replays them, evs become the stored events
+// and done is true.
+func (s *Store) replayed(ctx context.Context, evs []events.Event) (done bool, err error) {
+	if err := s.loadIDs(ctx); err != nil {
+		return false, s.fail(ctx, err)
+	}
 	s.tab.Lock()
 	at := make([]uint64, len(evs))
 	found := 0
@@ -453,27 +506,27 @@ func (s *Store) replayed(ctx context.Context, evs []events.Event) (bool, error) 
 		}
 	}
 	s.tab.Unlock()
-	switch found {
-	case 0:
+	if found == 0 {
 		return false, nil
-	case len(evs):
-	default:
-		return false, fmt.Errorf("%d of %d ids already stored: %w", found, len(evs), events.ErrIDConflict)
 	}
+	stored := make([]events.Event, len(evs))
 	for i, p := range at {
-		stored, err := s.readAll(ctx, p-1, 1)
+		if p == 0 {
+			continue
+		}
+		got, err := s.readAll(ctx, p-1, 1)
 		if err != nil {
 			return false, s.fail(ctx, err)
 		}
-		if len(stored) != 1 || stored[0].ID != evs[i].ID {
+		if len(got) != 1 || got[0].ID != evs[i].ID {
 			return false, fmt.Errorf("events[%d]: id %s not found at its position %d", i, evs[i].ID, p)
 		}
-		if !stored[0].SameContent(evs[i]) {
-			return false, fmt.Errorf("events[%d]: id %s stored at position %d: %w", i, evs[i].ID, p, events.ErrIDConflict)
-		}
-		evs[i] = stored[0]
+		stored[i] = got[0]
 	}
-	return true, nil
+	if done, err = events.Replayed(evs, stored); done {
+		copy(evs, stored)
+	}
+	return done, err
 }
 
 // currentVersion reads the stream's version from a wrong-expected-version
@@ -532,6 +585,9 @@ func (s *Store) ReadStream(ctx context.Context, stream string, after uint64, lim
 
 func (s *Store) readStream(ctx context.Context, stream string, after uint64, limit int) ([]events.Event, error) {
 	if err := events.ValidateStream(stream); err != nil {
+		return nil, err
+	}
+	if err := s.checkStream(stream); err != nil {
 		return nil, err
 	}
 	ctx, end, err := s.begin(ctx)
@@ -602,13 +658,16 @@ func (s *Store) ReadAll(ctx context.Context, after uint64, limit int) ([]events.
 // readAll reads the store's events after position after from $all, starting
 // at the (commit, prepare) of after in the table.
 func (s *Store) readAll(ctx context.Context, after uint64, limit int) ([]events.Event, error) {
-	from, ok := s.lookup(after)
+	from, ok, err := s.lookup(ctx, after)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
 		if err := s.catchUp(ctx); err != nil {
 			return nil, err
 		}
-		if from, ok = s.lookup(after); !ok {
-			return nil, nil // beyond the head
+		if from, ok, err = s.lookup(ctx, after); err != nil || !ok {
+			return nil, err // beyond the head, if no error
 		}
 	}
 	var out []events.Event
@@ -645,7 +704,7 @@ func (s *Store) readAll(ctx context.Context, after uint64, limit int) ([]events.
 				continue
 			}
 			p++
-			if err := s.agree(p, rec.Position); err != nil {
+			if err := s.agree(ctx, p, rec.Position); err != nil {
 				rs.Close()
 				return nil, err
 			}
@@ -672,12 +731,14 @@ func (s *Store) readAll(ctx context.Context, after uint64, limit int) ([]events.
 // table and the count are two derivations of one numbering, and a
 // disagreement (events deleted, truncated or scavenged away) would hand out
 // wrong positions.
-func (s *Store) agree(p uint64, at esdb.Position) error {
-	s.tab.Lock()
-	defer s.tab.Unlock()
-	if p <= uint64(len(s.pos)) && s.pos[p-1] != at {
+func (s *Store) agree(ctx context.Context, p uint64, at esdb.Position) error {
+	want, ok, err := s.entryAt(ctx, p)
+	if err != nil {
+		return err
+	}
+	if ok && want != at {
 		return fmt.Errorf("esdbstore: position %d: counted at $all %d/%d, the table has %d/%d: events were removed from $all",
-			p, at.Commit, at.Prepare, s.pos[p-1].Commit, s.pos[p-1].Prepare)
+			p, at.Commit, at.Prepare, want.Commit, want.Prepare)
 	}
 	return nil
 }
@@ -685,16 +746,15 @@ func (s *Store) agree(p uint64, at esdb.Position) error {
 // lookup returns where in $all the store's events after position after
 // begin: esdb.Start{} for 0, the (commit, prepare) of position after, or
 // false if after is beyond the table.
-func (s *Store) lookup(after uint64) (esdb.AllPosition, bool) {
+func (s *Store) lookup(ctx context.Context, after uint64) (esdb.AllPosition, bool, error) {
 	if after == 0 {
-		return esdb.Start{}, true
+		return esdb.Start{}, true, nil
 	}
-	s.tab.Lock()
-	defer s.tab.Unlock()
-	if after > uint64(len(s.pos)) {
-		return nil, false
+	at, ok, err := s.entryAt(ctx, after)
+	if err != nil || !ok {
+		return nil, false, err
 	}
-	return s.pos[after-1], true
+	return at, true, nil
 }
 
 // beyond reports whether the $all position at is past cursor (Start: any).
@@ -713,8 +773,9 @@ func (s *Store) ours(rec *esdb.RecordedEvent) bool {
 // catchUp extends the table with the store's events in $all past the last
 // one it has seen, up to the head of $all as it was when catchUp was called,
 // or until enough (if not nil; called with s.tab held) says the table has
-// what the caller wants. Concurrent callers share runs: a run that started
-// after a caller asked has read everything the caller needs.
+// what the caller wants; then it writes the tail's full chunks (see
+// writeChunks). Concurrent callers share runs: a run that started after a
+// caller asked has read everything the caller needs.
 func (s *Store) catchUp(ctx context.Context, enough ...func() bool) error {
 	s.tab.Lock()
 	ticket := s.runs
@@ -729,6 +790,7 @@ func (s *Store) catchUp(ctx context.Context, enough ...func() bool) error {
 	s.runs++
 	run := s.runs
 	cursor := s.seen
+	check := s.check
 	s.tab.Unlock()
 	for {
 		c := s.conn()
@@ -751,6 +813,18 @@ func (s *Store) catchUp(ctx context.Context, enough ...func() bool) error {
 			}
 			got++
 			rec := ev.OriginalEvent()
+			if check != nil {
+				// The first read after Open starts at the last chunk's last
+				// event, which must still be there.
+				if rec.Position != check.at || rec.EventID != check.id || !s.ours(rec) {
+					rs.Close()
+					return s.lost(check)
+				}
+				check = nil
+				s.tab.Lock()
+				s.check = nil
+				s.tab.Unlock()
+			}
 			if !beyond(rec.Position, cursor) {
 				continue
 			}
@@ -761,11 +835,15 @@ func (s *Store) catchUp(ctx context.Context, enough ...func() bool) error {
 			}
 		}
 		rs.Close()
+		if check != nil {
+			return s.lost(check)
+		}
 		s.tab.Lock()
-		for i, at := range add {
-			s.pos = append(s.pos, at)
-			if _, dup := s.ids[ids[i]]; !dup {
-				s.ids[ids[i]] = uint64(len(s.pos))
+		s.tail.at = append(s.tail.at, add...)
+		s.tail.ids = append(s.tail.ids, ids...)
+		for i, id := range ids {
+			if _, dup := s.ids[id]; !dup {
+				s.ids[id] = s.tail.next() - uint64(len(ids)-i)
 			}
 		}
 		s.seen = cursor
@@ -774,9 +852,17 @@ func (s *Store) catchUp(ctx context.Context, enough ...func() bool) error {
 		}
 		s.tab.Unlock()
 		if got < page {
-			return nil
+			return s.writeChunks(ctx)
 		}
 	}
+}
+
+// lost is the error of a table whose last chunk names an event $all does
+// not hold at that position (or not as one of the store's: a table copied
+// from another prefix).
+func (s *Store) lost(e *tableEntry) error {
+	return fmt.Errorf("esdbstore: position table %s: %w: its last chunk has position %d (id %s) at $all %d/%d, which $all does not hold: events were removed from $all",
+		s.tableName(), events.ErrDamaged, e.p, e.id, e.at.Commit, e.at.Prepare)
 }
 
 // position returns the store's position of an event read from a stream: by
@@ -786,23 +872,23 @@ func (s *Store) catchUp(ctx context.Context, enough ...func() bool) error {
 func (s *Store) position(ctx context.Context, rec *esdb.RecordedEvent) (uint64, error) {
 	at := rec.Position
 	for try := 0; ; try++ {
-		s.tab.Lock()
-		i, found := slices.BinarySearchFunc(s.pos, at, func(a, b esdb.Position) int {
-			switch {
-			case a.Commit != b.Commit:
-				return cmp(a.Commit, b.Commit)
-			default:
-				return cmp(a.Prepare, b.Prepare)
-			}
-		})
-		p, byID := s.ids[rec.EventID]
-		s.tab.Unlock()
-		switch {
-		case found:
-			return uint64(i) + 1, nil
-		case try > 0 && byID:
+		p, found, err := s.find(ctx, at)
+		if err != nil {
+			return 0, err
+		}
+		if found {
 			return p, nil
-		case try > 0:
+		}
+		if try > 0 {
+			if err := s.loadIDs(ctx); err != nil {
+				return 0, err
+			}
+			s.tab.Lock()
+			p, byID := s.ids[rec.EventID]
+			s.tab.Unlock()
+			if byID {
+				return p, nil
+			}
 			return 0, fmt.Errorf("esdbstore: %s@%d (id %s, $all %d/%d) is not in the position table",
 				rec.StreamID, rec.EventNumber, rec.EventID, at.Commit, at.Prepare)
 		}
@@ -858,17 +944,25 @@ func (s *Store) Subscribe(ctx context.Context, after uint64, fn func(events.Even
 	}
 	// from is where the subscription starts; p counts the store's events
 	// up to it. Beyond the table, start at its end and skip up to after.
-	from, ok := s.lookup(after)
+	from, ok, err := s.lookup(cctx, after)
+	if err != nil {
+		return fail(err)
+	}
 	p := after
 	if !ok {
 		if err := s.catchUp(cctx); err != nil {
 			return fail(err)
 		}
-		if from, ok = s.lookup(after); !ok {
+		if from, ok, err = s.lookup(cctx, after); err != nil {
+			return fail(err)
+		}
+		if !ok {
 			s.tab.Lock()
-			p = uint64(len(s.pos))
+			p = s.headLocked()
 			s.tab.Unlock()
-			from, _ = s.lookup(p)
+			if from, _, err = s.lookup(cctx, p); err != nil {
+				return fail(err)
+			}
 		}
 	}
 	c := s.conn()
@@ -889,8 +983,8 @@ func (s *Store) Subscribe(ctx context.Context, after uint64, fn func(events.Even
 				continue
 			}
 			p++
-			if err := s.agree(p, rec.Position); err != nil {
-				return fmt.Errorf("esdbstore: subscribe: %w", err)
+			if err := s.agree(cctx, p, rec.Position); err != nil {
+				return fail(err)
 			}
 			if p <= after {
 				continue
@@ -918,7 +1012,7 @@ func (s *Store) Head(ctx context.Context) (uint64, error) {
 	}
 	s.tab.Lock()
 	defer s.tab.Unlock()
-	return uint64(len(s.pos)), nil
+	return s.headLocked(), nil
 }
 
 // Close implements events.Store: it ends every call in flight (they return

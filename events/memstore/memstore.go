@@ -162,33 +162,25 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 	return out, nil
 }
 
-// replayed decides an append's ids, under the lock. If every id is stored
-// with the same content it fills evs with the stored versions and positions
-// and reports done; if some are stored and others are new, or one is stored
-// with other content, it returns ErrIDConflict; if none is stored it returns
-// (false, nil) and the append goes on.
+// replayed decides an append's ids, under the lock, by events.Replayed. If
+// the append replays stored events it fills evs with their versions and
+// positions and reports done.
 func (s *Store) replayed(evs []events.Event) (done bool, err error) {
-	found := 0
+	var stored []events.Event // nil while no id is stored: the usual append
 	for i, e := range evs {
-		pos, ok := s.ids[e.ID]
-		if !ok {
-			continue
+		if pos, ok := s.ids[e.ID]; ok {
+			if stored == nil {
+				stored = make([]events.Event, len(evs))
+			}
+			stored[i] = s.log[pos-1]
 		}
-		found++
-		old := s.log[pos-1]
-		if !old.SameContent(e) {
-			return false, fmt.Errorf("events[%d]: id %s stored at position %d: %w", i, e.ID, pos, events.ErrIDConflict)
+	}
+	if done, err = events.Replayed(evs, stored); done {
+		for i := range evs {
+			evs[i].Version, evs[i].Position = stored[i].Version, stored[i].Position
 		}
-		evs[i].Version, evs[i].Position = old.Version, old.Position
 	}
-	switch found {
-	case 0:
-		return false, nil
-	case len(evs):
-		return true, nil
-	default:
-		return false, fmt.Errorf("%d of %d ids already stored: %w", found, len(evs), events.ErrIDConflict)
-	}
+	return done, err
 }
 
 // ReadStream implements events.Store.

@@ -51,8 +51,9 @@
 //
 // The price is that appends to one database are serialised for the length
 // of a transaction, commit included. Within a process that is paid back by
-// group commit: one committer goroutine takes every Append queued while the
-// previous transaction ran and commits them in one transaction, each
+// group commit (events/internal/groupcommit's, which boltstore runs too):
+// one committer goroutine takes every Append queued while the previous
+// transaction ran and commits them in one transaction, each
 // request decided on its own, in queue order (ids, then the expected
 // version; a refused request writes nothing and does not affect the
 // others). When fewer requests are queued than the writers it knows to be

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"meshplane/events"
+	"meshplane/events/internal/groupcommit"
 	"meshplane/events/pgstore/pgtest"
 )
 
@@ -23,9 +24,9 @@ func TestLayers(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprint(tc.streams), func(t *testing.T) {
-			var group []*request
+			var group []*groupcommit.Request
 			for _, s := range tc.streams {
-				group = append(group, &request{stream: s})
+				group = append(group, &groupcommit.Request{Stream: s})
 			}
 			if got := layers(group); !slices.EqualFunc(got, tc.want, slices.Equal) {
 				t.Fatalf("layers = %v, want %v", got, tc.want)
@@ -56,7 +57,7 @@ func TestGroupDecidesEachRequest(t *testing.T) {
 		{"node-b", events.NoStream, 1, 1},
 		{"node-a", events.Any, 2, 4},
 	}
-	var group []*request
+	var group []*groupcommit.Request
 	for _, r := range reqs {
 		evs := make([]events.Event, r.n)
 		for i := range evs {
@@ -66,7 +67,7 @@ func TestGroupDecidesEachRequest(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		group = append(group, &request{stream: r.stream, expected: r.expected, evs: prepared})
+		group = append(group, &groupcommit.Request{Stream: r.stream, Expected: r.expected, Events: prepared})
 	}
 	if !pipelinable(group) {
 		t.Fatal("the group would not go by commitPipelined")
@@ -79,21 +80,21 @@ func TestGroupDecidesEachRequest(t *testing.T) {
 	for i, r := range reqs {
 		res := results[i]
 		if r.version == 0 {
-			if !errors.Is(res.err, events.ErrWrongExpectedVersion) {
-				t.Errorf("request %d (%s, %s): err %v, want a version error", i, r.stream, r.expected, res.err)
+			if !errors.Is(res.Err, events.ErrWrongExpectedVersion) {
+				t.Errorf("request %d (%s, %s): err %v, want a version error", i, r.stream, r.expected, res.Err)
 			}
 			continue
 		}
-		if res.err != nil {
-			t.Errorf("request %d (%s, %s): %v", i, r.stream, r.expected, res.err)
+		if res.Err != nil {
+			t.Errorf("request %d (%s, %s): %v", i, r.stream, r.expected, res.Err)
 			continue
 		}
-		for j, e := range res.evs {
+		for j, e := range res.Events {
 			if e.Version != r.version+uint64(j) {
 				t.Errorf("request %d event %d: version %d, want %d", i, j, e.Version, r.version+uint64(j))
 			}
-			if j > 0 && e.Position != res.evs[j-1].Position+1 {
-				t.Errorf("request %d event %d: position %d after %d", i, j, e.Position, res.evs[j-1].Position)
+			if j > 0 && e.Position != res.Events[j-1].Position+1 {
+				t.Errorf("request %d event %d: position %d after %d", i, j, e.Position, res.Events[j-1].Position)
 			}
 			positions = append(positions, e.Position)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"meshplane/events"
+	"meshplane/events/internal/groupcommit"
 )
 
 var _ events.Store = (*Store)(nil)
@@ -87,14 +88,13 @@ type Store struct {
 	connCf *pgx.ConnConfig // for dedicated connections (LISTEN, leader)
 	sig    *events.Signal
 
-	reqs       chan *request
-	quit       chan struct{} // closed by Close
-	bg         context.Context
-	stop       context.CancelFunc // cancels bg: the listener, poller and notifier
-	writerDone chan struct{}
-	wg         sync.WaitGroup // listener, poller and notifier
-	notifyReq  chan struct{}  // a commit to tell other processes of (notifyOthers)
-	closeOnce  sync.Once
+	commits   *groupcommit.Committer
+	quit      chan struct{} // closed by Close
+	bg        context.Context
+	stop      context.CancelFunc // cancels bg: the listener, poller and notifier
+	wg        sync.WaitGroup     // listener, poller and notifier
+	notifyReq chan struct{}      // a commit to tell other processes of (notifyOthers)
+	closeOnce sync.Once
 }
 
 // Open connects to the database at url (a libpq URL or key=value string;
@@ -121,10 +121,13 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	bg, stop := context.WithCancel(context.Background())
 	s := &Store{
 		cfg: cfg, url: url, pool: pool, connCf: pcfg.ConnConfig.Copy(), sig: events.NewSignal(),
-		reqs: make(chan *request, maxGroupRequests), quit: make(chan struct{}),
-		bg: bg, stop: stop, writerDone: make(chan struct{}), notifyReq: make(chan struct{}, 1),
+		quit: make(chan struct{}), bg: bg, stop: stop, notifyReq: make(chan struct{}, 1),
 	}
-	go s.writeLoop()
+	if err := s.startCommitter(); err != nil {
+		stop()
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: open %s: %w", pcfg.ConnConfig.Database, err)
+	}
 	s.wg.Go(s.listen)
 	s.wg.Go(s.poll)
 	s.wg.Go(s.notifier)
@@ -434,7 +437,7 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.quit)
 		s.sig.Close()
-		<-s.writerDone
+		s.commits.Close()
 		s.stop()
 		s.wg.Wait()
 		s.pool.Close()

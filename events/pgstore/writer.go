@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,31 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"meshplane/events"
+	"meshplane/events/internal/groupcommit"
 )
-
-// A request is one Append waiting for the committer. Its state moves from
-// pending to taken (by the committer, which then answers on done exactly
-// once) or to abandoned (by the caller, whose ctx ended first; the committer
-// then skips it). So an Append that returns its ctx's error wrote nothing.
-type request struct {
-	stream   string
-	expected events.ExpectedVersion
-	evs      []events.Event // prepared: validated, Version and Position zero
-	size     int
-	state    atomic.Int32
-	done     chan result // buffered 1
-}
-
-const (
-	pending int32 = iota
-	taken
-	abandoned
-)
-
-type result struct {
-	evs []events.Event
-	err error
-}
 
 // Group bounds: the committer stops gathering requests for one transaction
 // past either. A single request larger than both still commits, alone.
@@ -46,15 +22,29 @@ const (
 	maxGroupBytes    = 16 << 20
 )
 
+// queueSize bounds the requests waiting for the committer; Append blocks
+// (or honours its ctx) while it is full.
+const queueSize = maxGroupRequests
+
 // maxGatherWait bounds how long the committer waits for a group to fill
-// (see gather), whatever the last commit took: after an outage that one
-// may have taken seconds.
+// (see groupcommit's gather), whatever the last commit took: after an
+// outage that one may have taken seconds.
 const maxGatherWait = 5 * time.Millisecond
 
 // copyMin is the number of rows from which a group is written with COPY
 // rather than one INSERT of unnest()ed arrays: COPY costs a round trip more,
 // and less per row.
 const copyMin = 64
+
+// startCommitter starts the committer goroutine: events/internal/groupcommit's,
+// around commitGroup.
+func (s *Store) startCommitter() error {
+	c, err := groupcommit.Start(s.commitGroup, groupcommit.Config{
+		Queue: queueSize, MaxRequests: maxGroupRequests, MaxBytes: maxGroupBytes, MaxWait: maxGatherWait,
+	})
+	s.commits = c
+	return err
+}
 
 // Append implements events.Store. If it returns an error of its ctx,
 // nothing was written. Any other error after the request reached the
@@ -73,176 +63,42 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: append %q: %w", stream, err)
 	}
-	r := &request{stream: stream, expected: expected, evs: prepared, done: make(chan result, 1)}
+	r := &groupcommit.Request{Stream: stream, Expected: expected, Events: prepared}
 	for _, e := range prepared {
-		r.size += len(e.Data) + 128
+		r.Size += len(e.Data) + 128
 	}
-	select {
-	case s.reqs <- r:
-	case <-s.quit:
-		return nil, fmt.Errorf("pgstore: append %s: %w", stream, events.ErrClosed)
-	case <-ctx.Done():
-		return nil, fmt.Errorf("pgstore: append %s: %w", stream, ctx.Err())
+	out, err := s.commits.Submit(ctx, r)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: append %s: %w", stream, err)
 	}
-	var res result
-	select {
-	case res = <-r.done:
-	case <-s.writerDone:
-		res = lastWord(r)
-	case <-ctx.Done():
-		if r.state.CompareAndSwap(pending, abandoned) {
-			return nil, fmt.Errorf("pgstore: append %s: %w", stream, ctx.Err())
-		}
-		// The committer has it: its answer comes within one commit.
-		select {
-		case res = <-r.done:
-		case <-s.writerDone:
-			res = lastWord(r)
-		}
-	}
-	if res.err != nil {
-		return nil, fmt.Errorf("pgstore: append %s: %w", stream, res.err)
-	}
-	return res.evs, nil
+	return out, nil
 }
 
-// lastWord is r's answer once the committer has returned: the one it gave,
-// or ErrClosed if the request was queued too late to be seen.
-func lastWord(r *request) result {
-	select {
-	case res := <-r.done:
-		return res
-	default:
-		return result{err: events.ErrClosed}
-	}
-}
-
-// writeLoop is the committer goroutine: it commits groups of requests until
-// Close, then fails whatever is still queued with ErrClosed.
-func (s *Store) writeLoop() {
-	defer close(s.writerDone)
-	var (
-		expect  int           // requests the next group waits for: see gather
-		lastDur time.Duration // how long the last commit took
-	)
-	for {
-		var first *request
-		select {
-		case first = <-s.reqs:
-		case <-s.quit:
-			s.failQueued()
-			return
-		}
-		select {
-		case <-s.quit: // Close wins over a request that raced it
-			if first.state.CompareAndSwap(pending, taken) {
-				first.done <- result{err: events.ErrClosed}
-			}
-			s.failQueued()
-			return
-		default:
-		}
-		group := s.gather(first, expect, min(lastDur/4, maxGatherWait))
-		if len(group) == 0 {
-			continue
-		}
-		t0 := time.Now()
-		results, err := s.commit(group)
-		lastDur = time.Since(t0)
-		if isUnique(err) && len(group) > 1 {
-			// A writer outside this store's lock raced one of the group:
-			// commit each request alone, so that only its own fails.
-			results, err = make([]result, len(group)), nil
-			for i, r := range group {
-				if res, rerr := s.commit([]*request{r}); rerr != nil {
-					results[i] = result{err: s.uniqueErr(r, rerr)}
-				} else {
-					results[i] = res[0]
-				}
-			}
-		} else if err != nil && len(group) == 1 {
-			err = s.uniqueErr(group[0], err)
-		}
-		s.sig.Notify()
-		if err == nil {
-			s.notifyOthers()
-		}
-		// Whoever queued during the commit is a writer other than the
-		// group's, which will be back as soon as it is answered.
-		expect = len(group) + len(s.reqs)
+// commitGroup is the committer's commit: commit, and what only PostgreSQL
+// needs around it. A group that hit a unique violation (a writer outside
+// this store's lock raced it) commits again request by request, so that
+// only the request at fault fails, with the contract's error. Then the
+// store's subscribers are woken, and, after a commit, other processes'
+// (through the notifier), before any caller hears of its events.
+func (s *Store) commitGroup(group []*groupcommit.Request) ([]groupcommit.Result, error) {
+	results, err := s.commit(group)
+	if isUnique(err) && len(group) > 1 {
+		results, err = make([]groupcommit.Result, len(group)), nil
 		for i, r := range group {
-			if err != nil {
-				r.done <- result{err: err}
+			if res, rerr := s.commit([]*groupcommit.Request{r}); rerr != nil {
+				results[i] = groupcommit.Result{Err: s.uniqueErr(r, rerr)}
 			} else {
-				r.done <- results[i]
+				results[i] = res[0]
 			}
 		}
+	} else if err != nil && len(group) == 1 {
+		err = s.uniqueErr(group[0], err)
 	}
-}
-
-// gather takes first and every request already queued, within the group
-// bounds, skipping requests abandoned by their callers. If that makes fewer
-// than expect requests, it waits up to wait for more.
-//
-// Why wait: writers that each append and wait for the answer split into
-// two halves when nothing waits, one committing while the other queues
-// (with 8 writers, groups alternated k and 8-k requests, 4 on average), so
-// every append waited for two commits. expect is the writers of the last
-// group plus those that queued during its commit: the writers known to be
-// active, which all come back once answered. A wait of a quarter of the
-// last commit bounds what a writer that does not come back costs the
-// others (and maxGatherWait bounds it), while a commit of twice the
-// requests costs about what one did (the fsync and the round trip are most
-// of it).
-func (s *Store) gather(first *request, expect int, wait time.Duration) []*request {
-	var group []*request
-	size := 0
-	take := func(r *request) {
-		if r.state.CompareAndSwap(pending, taken) {
-			group = append(group, r)
-			size += r.size
-		}
+	s.sig.Notify()
+	if err == nil {
+		s.notifyOthers()
 	}
-	take(first)
-	full := func() bool { return len(group) >= maxGroupRequests || size >= maxGroupBytes }
-	for !full() {
-		select {
-		case r := <-s.reqs:
-			take(r)
-			continue
-		default:
-		}
-		break
-	}
-	if full() || len(group) >= expect || wait <= 0 {
-		return group
-	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	for !full() && len(group) < expect {
-		select {
-		case r := <-s.reqs:
-			take(r)
-		case <-timer.C:
-			return group
-		case <-s.quit:
-			return group // committed; the loop then sees quit
-		}
-	}
-	return group
-}
-
-func (s *Store) failQueued() {
-	for {
-		select {
-		case r := <-s.reqs:
-			if r.state.CompareAndSwap(pending, taken) {
-				r.done <- result{err: events.ErrClosed}
-			}
-		default:
-			return
-		}
-	}
+	return results, err
 }
 
 // pipelineRows bounds the rows of a group that commitPipelined takes:
@@ -265,7 +121,7 @@ const pipelineRows = 128
 // One statement a layer rather than one a request: the server's work for a
 // statement (bind, plan, executor start, the head's lookup) cost more than
 // its rows in a group of 8 one-event appends.
-func (s *Store) commitPipelined(group []*request) (results []result, refused []int, err error) {
+func (s *Store) commitPipelined(group []*groupcommit.Request) (results []groupcommit.Result, refused []int, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.commitTimeout)
 	defer cancel()
 	conn, err := s.pool.Acquire(ctx)
@@ -284,9 +140,9 @@ func (s *Store) commitPipelined(group []*request) (results []result, refused []i
 		byStream := make(map[string]int, len(layer)) // stream -> index in group
 		for k, i := range layer {
 			r := group[i]
-			streams[k], expected[k] = r.stream, int64(r.expected)
-			byStream[r.stream] = i
-			rows += len(r.evs)
+			streams[k], expected[k] = r.Stream, int64(r.Expected)
+			byStream[r.Stream] = i
+			rows += len(r.Events)
 		}
 		var (
 			req                       = make([]int64, 0, rows) // the row's request: its index in streams, from 1
@@ -297,7 +153,7 @@ func (s *Store) commitPipelined(group []*request) (results []result, refused []i
 			data                      = make([][]byte, 0, rows)
 		)
 		for k, i := range layer {
-			for _, e := range group[i].evs {
+			for _, e := range group[i].Events {
 				req, ids, typ, schema, at = append(req, int64(k+1)), append(ids, e.ID), append(typ, e.Type), append(schema, int32(e.Schema)), append(at, e.At.UnixNano())
 				actor, cause, correl, data = append(actor, e.Actor), append(cause, e.Causation), append(correl, e.Correlation), append(data, e.Data)
 			}
@@ -337,7 +193,7 @@ func (s *Store) commitPipelined(group []*request) (results []result, refused []i
 					coalesce((SELECT max(e.version) FROM events AS e WHERE e.stream = q.stream), 0) AS v
 				FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS q(stream, expected, k)),
 			r AS (SELECT k, stream, v FROM q WHERE expected < 0 OR v = expected),
-			u AS (SELECT r.stream, r.v + row_number() OVER (PARTITION BY u.k ORDER BY u.n) AS version,
+			u AS (SELECT r.Stream, r.v + row_number() OVER (PARTITION BY u.k ORDER BY u.n) AS version,
 					row_number() OVER (ORDER BY u.n) AS m,
 					u.id, u.type, u.schema, u.at_ns, u.actor, u.causation, u.correlation, u.data
 				FROM unnest($3::bigint[], $4::uuid[], $5::text[], $6::integer[], $7::bigint[], $8::text[], $9::text[], $10::text[], $11::bytea[])
@@ -354,23 +210,23 @@ func (s *Store) commitPipelined(group []*request) (results []result, refused []i
 	if err := conn.Conn().SendBatch(ctx, b).Close(); err != nil {
 		return nil, nil, fmt.Errorf("write and commit: %w", idTaken(err, false))
 	}
-	results = make([]result, len(group))
+	results = make([]groupcommit.Result, len(group))
 	for i, r := range group {
 		switch inserted[i] {
 		case 0:
 			refused = append(refused, i)
 			continue
-		case len(r.evs):
+		case len(r.Events):
 		default: // cannot happen: one statement
-			return nil, nil, fmt.Errorf("append %d events to %s: %d inserted", len(r.evs), r.stream, inserted[i])
+			return nil, nil, fmt.Errorf("append %d events to %s: %d inserted", len(r.Events), r.Stream, inserted[i])
 		}
 		// A request's rows are consecutive in position (row_number over the
 		// statement's rows, in request order) and in version: the smallest
 		// returned are its first event's.
-		for j := range r.evs {
-			r.evs[j].Position, r.evs[j].Version = uint64(first[i])+uint64(j), uint64(version[i])+uint64(j)
+		for j := range r.Events {
+			r.Events[j].Position, r.Events[j].Version = uint64(first[i])+uint64(j), uint64(version[i])+uint64(j)
 		}
-		results[i].evs = r.evs
+		results[i].Events = r.Events
 	}
 	return results, refused, nil
 }
@@ -381,12 +237,12 @@ func (s *Store) commitPipelined(group []*request) (results []result, refused []i
 // requests in queue order, which is all that orders them: requests to
 // other streams do not affect each other's version checks, and the group
 // commits as one.
-func layers(group []*request) [][]int {
+func layers(group []*groupcommit.Request) [][]int {
 	var out [][]int
 	seen := make(map[string]int, len(group))
 	for i, r := range group {
-		l := seen[r.stream]
-		seen[r.stream] = l + 1
+		l := seen[r.Stream]
+		seen[r.Stream] = l + 1
 		if l == len(out) {
 			out = append(out, nil)
 		}
@@ -396,10 +252,10 @@ func layers(group []*request) [][]int {
 }
 
 // pipelinable reports whether commitPipelined takes group.
-func pipelinable(group []*request) bool {
+func pipelinable(group []*groupcommit.Request) bool {
 	rows := 0
 	for _, r := range group {
-		rows += len(r.evs)
+		rows += len(r.Events)
 	}
 	return rows <= pipelineRows
 }
@@ -419,7 +275,7 @@ var errIDTaken = errors.New("an id of the group is stored")
 // COPY. Either way a stored id that was not looked up fails the transaction
 // with errIDTaken, and the group starts over by commitOnce with every id
 // looked up first.
-func (s *Store) commit(group []*request) ([]result, error) {
+func (s *Store) commit(group []*groupcommit.Request) ([]groupcommit.Result, error) {
 	if s.cfg.beforeWrite == nil && pipelinable(group) {
 		results, refused, err := s.commitPipelined(group)
 		if errors.Is(err, errIDTaken) {
@@ -428,14 +284,14 @@ func (s *Store) commit(group []*request) ([]result, error) {
 		if err != nil || len(refused) == 0 {
 			return results, err
 		}
-		again := make([]*request, len(refused))
+		again := make([]*groupcommit.Request, len(refused))
 		for k, i := range refused {
 			again[k] = group[i]
 		}
 		res, err := s.commitOnce(again, true)
 		for k, i := range refused {
 			if err != nil {
-				results[i].err = s.uniqueErr(group[i], err)
+				results[i].Err = s.uniqueErr(group[i], err)
 			} else {
 				results[i] = res[k]
 			}
@@ -457,7 +313,7 @@ func (s *Store) commit(group []*request) ([]result, error) {
 // and COMMIT. With lookUpIDs the group's stored ids are read with the
 // versions; without, only if some request fails its version check, in the
 // same transaction, before every request is decided again.
-func (s *Store) commitOnce(group []*request, lookUpIDs bool) ([]result, error) {
+func (s *Store) commitOnce(group []*groupcommit.Request, lookUpIDs bool) ([]groupcommit.Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.commitTimeout)
 	defer cancel()
 	conn, err := s.pool.Acquire(ctx)
@@ -473,9 +329,9 @@ func (s *Store) commitOnce(group []*request, lookUpIDs bool) ([]result, error) {
 	var streams []string
 	known := map[string]uint64{} // the streams' stored versions
 	for _, r := range group {
-		if _, ok := known[r.stream]; !ok {
-			known[r.stream] = 0
-			streams = append(streams, r.stream)
+		if _, ok := known[r.Stream]; !ok {
+			known[r.Stream] = 0
+			streams = append(streams, r.Stream)
 		}
 	}
 	var head int64
@@ -504,35 +360,35 @@ func (s *Store) commitOnce(group []*request, lookUpIDs bool) ([]result, error) {
 		return nil, fmt.Errorf("lock and read: %w", err)
 	}
 
-	var results []result
+	var results []groupcommit.Result
 	var rows []events.Event
 	var pos uint64
 	decide := func() (complete bool) {
-		results, rows, pos = make([]result, len(group)), nil, uint64(head)
+		results, rows, pos = make([]groupcommit.Result, len(group)), nil, uint64(head)
 		versions := maps.Clone(known)
 		accepted := maps.Clone(stored) // and what the group accepts, which a later request may replay
 		for i, r := range group {
-			if done, err := replayed(r.evs, accepted); done || err != nil {
-				results[i] = result{evs: r.evs, err: err}
+			if done, err := replayed(r.Events, accepted); done || err != nil {
+				results[i] = groupcommit.Result{Events: r.Events, Err: err}
 				continue
 			}
-			v := versions[r.stream]
-			if !r.expected.Check(v) {
+			v := versions[r.Stream]
+			if !r.Expected.Check(v) {
 				if !lookUpIDs {
 					return false
 				}
-				results[i].err = &events.VersionError{Stream: r.stream, Expected: r.expected, Actual: v}
+				results[i].Err = &events.VersionError{Stream: r.Stream, Expected: r.Expected, Actual: v}
 				continue
 			}
-			for j := range r.evs {
+			for j := range r.Events {
 				v++
 				pos++
-				r.evs[j].Version, r.evs[j].Position = v, pos
-				accepted[r.evs[j].ID] = r.evs[j]
-				rows = append(rows, r.evs[j])
+				r.Events[j].Version, r.Events[j].Position = v, pos
+				accepted[r.Events[j].ID] = r.Events[j]
+				rows = append(rows, r.Events[j])
 			}
-			versions[r.stream] = v
-			results[i].evs = r.evs
+			versions[r.Stream] = v
+			results[i].Events = r.Events
 		}
 		return true
 	}
@@ -589,10 +445,10 @@ func idTaken(err error, lookedUp bool) error {
 
 // queueIDs queues the read of whichever ids of group are stored, into
 // stored.
-func queueIDs(b *pgx.Batch, group []*request, stored map[uuid.UUID]events.Event) {
+func queueIDs(b *pgx.Batch, group []*groupcommit.Request, stored map[uuid.UUID]events.Event) {
 	var ids [][16]byte
 	for _, r := range group {
-		for _, e := range r.evs {
+		for _, e := range r.Events {
 			ids = append(ids, e.ID)
 		}
 	}
@@ -610,33 +466,25 @@ func queueIDs(b *pgx.Batch, group []*request, stored map[uuid.UUID]events.Event)
 	})
 }
 
-// replayed decides a request's ids against the stored events (and those
-// accepted earlier in the group). If every id is stored with the same
-// content it fills evs with the stored versions and positions and reports
-// done; if some are stored and others are new, or one is stored with other
-// content, it returns ErrIDConflict; if none is stored it returns
-// (false, nil) and the append goes on.
-func replayed(evs []events.Event, stored map[uuid.UUID]events.Event) (done bool, err error) {
-	found := 0
+// replayed decides a request's ids, by events.Replayed, against the stored
+// events (and those accepted earlier in the group). If the request replays
+// them it fills evs with their versions and positions and reports done.
+func replayed(evs []events.Event, known map[uuid.UUID]events.Event) (done bool, err error) {
+	var stored []events.Event // nil while no id is stored: the usual request
 	for i, e := range evs {
-		old, ok := stored[e.ID]
-		if !ok {
-			continue
+		if old, ok := known[e.ID]; ok {
+			if stored == nil {
+				stored = make([]events.Event, len(evs))
+			}
+			stored[i] = old
 		}
-		found++
-		if !old.SameContent(e) {
-			return false, fmt.Errorf("events[%d]: id %s stored at position %d: %w", i, e.ID, old.Position, events.ErrIDConflict)
+	}
+	if done, err = events.Replayed(evs, stored); done {
+		for i := range evs {
+			evs[i].Version, evs[i].Position = stored[i].Version, stored[i].Position
 		}
-		evs[i].Version, evs[i].Position = old.Version, old.Position
 	}
-	switch found {
-	case 0:
-		return false, nil
-	case len(evs):
-		return true, nil
-	default:
-		return false, fmt.Errorf("%d of %d ids already stored: %w", found, len(evs), events.ErrIDConflict)
-	}
+	return done, err
 }
 
 var rowColumns = []string{"position", "id", "stream", "version", "type", "schema", "at_ns", "actor", "causation", "correlation", "data"}
@@ -683,7 +531,7 @@ func isUnique(err error) bool {
 // a taken (stream, version) is a *VersionError with the stream's actual
 // version, a taken id is ErrIDConflict. Never a silent success. Other
 // errors are returned as they are.
-func (s *Store) uniqueErr(r *request, err error) error {
+func (s *Store) uniqueErr(r *groupcommit.Request, err error) error {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
 		return err
@@ -693,10 +541,10 @@ func (s *Store) uniqueErr(r *request, err error) error {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.commitTimeout)
 		defer cancel()
 		var v int64
-		if qerr := s.pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM events WHERE stream = $1", r.stream).Scan(&v); qerr != nil {
+		if qerr := s.pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM events WHERE stream = $1", r.Stream).Scan(&v); qerr != nil {
 			return fmt.Errorf("%w (%v), and reading the stream's version failed: %v", events.ErrWrongExpectedVersion, err, qerr)
 		}
-		return &events.VersionError{Stream: r.stream, Expected: r.expected, Actual: uint64(v)}
+		return &events.VersionError{Stream: r.Stream, Expected: r.Expected, Actual: uint64(v)}
 	case "events_id_key":
 		return fmt.Errorf("%v: %w", err, events.ErrIDConflict)
 	}

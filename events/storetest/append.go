@@ -259,8 +259,9 @@ func (s *suite) testAtomicity(t *testing.T) {
 }
 
 // testIdempotence: re-appending stored ids with the same content is a no-op
-// returning the stored events, whatever the expected version; other content,
-// or a mix of stored and new ids, is ErrIDConflict.
+// returning the stored events, whatever the expected version; other content
+// (any field of it: events.Replayed, which every store decides by, names
+// them), another stream, or a mix of stored and new ids, is ErrIDConflict.
 func (s *suite) testIdempotence(t *testing.T) {
 	t.Parallel()
 	st := s.open(t).st
@@ -308,7 +309,11 @@ func (s *suite) testIdempotence(t *testing.T) {
 		{"same data, other spacing", "node-a", []events.Event{changed(e1, func(e *events.Event) { e.Data = json.RawMessage(`{"n": 1}`) })}},
 		{"other type", "node-a", []events.Event{changed(e1, func(e *events.Event) { e.Type = "test.renamed" })}},
 		{"other time", "node-a", []events.Event{changed(e1, func(e *events.Event) { e.At = e.At.Add(time.Nanosecond) })}},
+		{"other schema", "node-a", []events.Event{changed(e1, func(e *events.Event) { e.Schema++ })}},
+		{"other actor", "node-a", []events.Event{changed(e1, func(e *events.Event) { e.Actor = "agent:other" })}},
+		{"other causation", "node-a", []events.Event{changed(e1, func(e *events.Event) { e.Causation = "cause-2" })}},
 		{"other correlation", "node-a", []events.Event{changed(e2, func(e *events.Event) { e.Correlation = "push-2" })}},
+		{"other stream, the whole batch", "node-b", []events.Event{e1, e2}},
 		{"other stream", "node-b", []events.Event{e1}},
 		{"stored then new", "node-a", []events.Event{e1, fresh}},
 		{"new then stored", "node-a", []events.Event{fresh, e2}},

@@ -22,6 +22,12 @@
 //
 // Everything else (filters, links, deletes, batch append, persistent
 // subscriptions, projections, ACLs, stream metadata) answers Unimplemented.
+// Event types and content types are stored as sent, $ types included (a
+// client may write them, as it writes "$>" links), and streams starting
+// with $ are written like any other (a server without access control).
+//
+// Traffic counts the events the double has sent, by kind of read, so that a
+// test can say how much of the log a client read.
 //
 // Positions: the k-th event written (from 0) gets the prepare position
 // First + k*Stride; every event of one append gets the commit position of
@@ -71,6 +77,21 @@ type Double struct {
 	written uint64           // events written so far
 	changed chan struct{}    // closed and replaced at every write
 	subs    int              // subscription ids handed out
+	traffic Traffic
+}
+
+// Traffic counts the events sent to clients, by kind of read.
+type Traffic struct {
+	All          uint64 // by reads of $all
+	Stream       uint64 // by reads of one stream
+	Subscription uint64 // by subscriptions to $all
+}
+
+// Traffic returns the events sent so far.
+func (d *Double) Traffic() Traffic {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.traffic
 }
 
 type record struct {
@@ -336,6 +357,7 @@ func (d *Double) readStream(o *api.ReadReq_Options, srv api.Streams_ReadServer) 
 	for ; r >= 0 && r < int64(len(revs)) && uint64(len(page)) < count; r = next(r, forwards) {
 		page = append(page, d.log[revs[r]])
 	}
+	d.traffic.Stream += uint64(len(page))
 	d.mu.Unlock()
 	return sendAll(srv, page)
 }
@@ -364,6 +386,7 @@ func (d *Double) readAll(o *api.ReadReq_Options, srv api.Streams_ReadServer) err
 		end = i + int(c)
 	}
 	page := append([]record(nil), d.log[i:end]...)
+	d.traffic.All += uint64(len(page))
 	d.mu.Unlock()
 	return sendAll(srv, page)
 }
@@ -412,6 +435,7 @@ func (d *Double) subscribeAll(o *api.ReadReq_Options, srv api.Streams_ReadServer
 		d.mu.Lock()
 		page := append([]record(nil), d.log[min(i, len(d.log)):]...)
 		changed := d.changed
+		d.traffic.Subscription += uint64(len(page))
 		d.mu.Unlock()
 		if err := sendAll(srv, page); err != nil {
 			return err

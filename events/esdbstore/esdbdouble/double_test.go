@@ -102,3 +102,64 @@ func count(t *testing.T, c *esdb.Client, stream string) int {
 		n++
 	}
 }
+
+// TestTraffic: Traffic counts the events each kind of read sent, $ types
+// and binary content among them.
+func TestTraffic(t *testing.T) {
+	d, err := Start(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Stop()
+	cfg, err := esdb.ParseConnectionString(d.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Logger = esdb.NoopLogging()
+	c, err := esdb.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = c.AppendToStream(ctx, "s", esdb.AppendToStreamOptions{},
+		esdb.EventData{EventID: uuid.New(), EventType: "test", ContentType: esdb.ContentTypeJson, Data: []byte(`{}`)},
+		esdb.EventData{EventID: uuid.New(), EventType: "$binary", ContentType: esdb.ContentTypeBinary, Data: []byte{0, 1, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, c, "s"); n != 2 {
+		t.Fatalf("%d events in the stream, want 2", n)
+	}
+	rs, err := c.ReadAll(ctx, esdb.ReadAllOptions{}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := rs.Recv(); err != nil {
+			break
+		}
+	}
+	rs.Close()
+	sub, err := c.SubscribeToAll(ctx, esdb.SubscribeToAllOptions{From: esdb.Start{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seen := 0; seen < 2; {
+		ev := sub.Recv()
+		if ev.SubscriptionDropped != nil {
+			t.Fatal(ev.SubscriptionDropped.Error)
+		}
+		if ev.EventAppeared != nil {
+			if r := ev.EventAppeared.OriginalEvent(); seen == 1 && (r.EventType != "$binary" || r.ContentType != "application/octet-stream" || string(r.Data) != "\x00\x01\x02") {
+				t.Errorf("second event read back as type %q, content type %q, data %q", r.EventType, r.ContentType, r.Data)
+			}
+			seen++
+		}
+	}
+	sub.Close()
+	if got, want := d.Traffic(), (Traffic{All: 1, Stream: 2, Subscription: 2}); got != want {
+		t.Errorf("Traffic() = %+v, want %+v", got, want)
+	}
+}
