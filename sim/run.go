@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"meshplane/commands"
-	"meshplane/declaration"
 	"meshplane/events"
+	"meshplane/projections"
 )
 
 // Config is a simulated run (mesh sim): a mesh of Nodes nodes and Modules
@@ -41,7 +41,7 @@ type PassStats struct {
 	Bytes         int           `json:"bytes"`  // their records and index entries, counted as RecordBytes
 	ComposeFailed int           `json:"compose_failed"`
 	PushFailed    int           `json:"push_failed"`
-	Heavy         int           `json:"heavy"` // applies that changed at least half of what they were sent
+	Heavy         int           `json:"heavy"` // heavy applies (rule 7, events.Heavy), as the timeline marks them
 	Operator      int           `json:"operator"`
 	Took          time.Duration `json:"took_ns"`
 }
@@ -409,9 +409,6 @@ func (r *Run) Pass(ctx context.Context, p int) error {
 		if err != nil {
 			return fmt.Errorf("sim: pass %d: %w", p, err)
 		}
-		if applied && rep.Outcome.Heavy(0) {
-			st.Heavy++
-		}
 		// A compose that failed returns no declaration; a send that failed
 		// (a cut bus) returns the one composed.
 		tp := truthPass{
@@ -421,9 +418,7 @@ func (r *Run) Pass(ctx context.Context, p int) error {
 			tp.outcome = rep.Outcome
 		}
 		for _, res := range pushed.Declaration.Resources {
-			if res.Kind == declaration.KindContainer {
-				tp.containers = append(tp.containers, res.Name)
-			}
+			tp.resources = append(tp.resources, events.ResourceRef{Name: res.Name, Kind: res.Kind})
 		}
 		r.truth.pass(node, p, tp)
 	}
@@ -586,9 +581,20 @@ func (r *Run) endPass(ctx context.Context, st PassStats, start time.Time) error 
 		}
 		r.read = page[len(page)-1].Position
 	}
+	var from uint64 // the store's head before the pass
+	if n := len(r.passEnd); n > 0 {
+		from = r.passEnd[n-1]
+	}
 	r.passEnd = append(r.passEnd, r.read)
 	if err := r.Mesh.CatchUp(ctx); err != nil {
 		return fmt.Errorf("sim: pass %d: projections: %w", st.Pass, err)
+	}
+	// The pass's heavy applies, as the timeline weighed them (rule 7's one
+	// function, events.Heavy).
+	for _, en := range r.Mesh.Views.Timeline.Query(projections.Filter{Type: events.TypeApplyReported, After: from, Before: r.read + 1}) {
+		if en.Heavy {
+			st.Heavy++
+		}
 	}
 	st.Took = r.cfg.Clock().Sub(start)
 	r.wall += st.Took

@@ -42,15 +42,14 @@ type truthPass struct {
 	removed bool   // containers were removed before it, and it applied
 	applied bool   // the node applied a declaration
 
-	outcome    events.ApplyReported // the apply's report, when applied
-	containers []string             // the names of the declaration's containers
+	outcome   events.ApplyReported // the apply's report, when applied
+	resources []events.ResourceRef // the declaration's resources
 }
 
 type truthNode struct {
-	streak, streakStart int             // heavy passes in a row (see TruthEpisode)
-	opPass              bool            // an operator command on the node since its last apply
-	containers          map[string]bool // every name the node's declarations gave a container
-	failedLast          map[string]bool // the containers the node's last apply failed
+	streak, streakStart int                // heavy passes in a row (see TruthEpisode)
+	opPass              bool               // an operator command on the node since its last apply
+	hist                events.PassHistory // what rule 7 weighs the node's applies with
 
 	cur, prev      string
 	curLossy       bool
@@ -95,17 +94,9 @@ func (t *truthKeeper) operator(node string, roster bool) {
 
 func (t *truthKeeper) pass(node string, p int, tp truthPass) {
 	n := t.node(node)
-	for _, c := range tp.containers {
-		if n.containers == nil {
-			n.containers = map[string]bool{}
-		}
-		n.containers[c] = true
-	}
-	if n.failedLast == nil {
-		n.failedLast = map[string]bool{}
-	}
+	containers := n.hist.Composed(tp.resources)
 	carries := n.opPass && tp.applied
-	heavy := tp.applied && n.heavy(tp) // marks what ran, every pass
+	heavy := tp.applied && n.hist.Applied(&tp.outcome, len(tp.resources), containers)
 	if tp.applied {
 		n.opPass = false
 	}
@@ -141,37 +132,6 @@ func (t *truthKeeper) pass(node string, p int, tp truthPass) {
 		n.curLossy = n.curLossy || tp.lossy
 	}
 	n.lastCompose = p
-}
-
-// heavy is rule 7's heavy pass, from the apply's report: it created,
-// replaced or removed at least half of the declaration's resources, or of
-// its containers (a container created after the last apply failed it is a
-// retry, not counted). It keeps the apply's failed containers.
-func (n *truthNode) heavy(tp truthPass) bool {
-	changed := 0
-	for _, name := range tp.outcome.Created {
-		if n.containers[name] && !n.failedLast[name] {
-			changed++
-		}
-	}
-	for _, r := range tp.outcome.Replaced {
-		if n.containers[r.Name] {
-			changed++
-		}
-	}
-	for _, name := range tp.outcome.Removed {
-		if n.containers[name] {
-			changed++
-		}
-	}
-	clear(n.failedLast)
-	for _, f := range tp.outcome.Failed {
-		n.failedLast[f.Name] = true
-	}
-	if tp.outcome.Heavy(0) {
-		return true
-	}
-	return len(tp.containers) > 0 && 2*changed >= len(tp.containers)
 }
 
 func (t *truthKeeper) symptom(n *truthNode, node string, p, start int, loop, flip bool) {
