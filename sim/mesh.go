@@ -224,7 +224,7 @@ func (m *Mesh) PushDetail(ctx context.Context, node string) (Pushed, error) {
 		reader = &lossyReader{r: reader, target: node, lossy: m.lossy, hit: &out.Lossy}
 	}
 	m.mu.Unlock()
-	d, err := m.Handler.Push(ctx, node, reader, func(ctx context.Context, d declaration.Declaration) error {
+	_, d, err := m.Handler.PushNode(ctx, node, reader, commands.LastPush{}, func(ctx context.Context, d declaration.Declaration) error {
 		n.mu.Lock()
 		defer n.mu.Unlock()
 		if n.cut {
