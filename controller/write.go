@@ -176,6 +176,22 @@ func (c *Controller) Push(ctx context.Context, req api.PushRequest) (api.PushRes
 	return api.PushResponse{Pushes: rs}, nil
 }
 
+// PushChanged is the pass the controller makes at start and every
+// interval, now: every registered node composed once, and pushed when its
+// digest differs from the last pushed, or its compose failure recorded
+// when it differs from the last recorded (commands.DecidePush). Each
+// node's failure is in its result; only nodes that were pushed or recorded
+// have one. The simulator's passes are this one.
+func (c *Controller) PushChanged(ctx context.Context) ([]api.PushResult, error) {
+	if c.standby.Load() {
+		return nil, errStandby()
+	}
+	if c.pub == nil {
+		return nil, errors.New("controller: push: no bus is attached (run 'mesh up', or point the CLI at the controller)")
+	}
+	return c.pushNodes(ctx, nil, false)
+}
+
 // pushWorkers bounds the nodes a push composes and hands to the bus at
 // once. Each node's push is a compose, an append, a put waiting for the
 // bus's acknowledgement and another append: with several in flight, the
@@ -224,7 +240,11 @@ func (c *Controller) pushNodes(ctx context.Context, nodes []string, force bool) 
 			break
 		}
 		g.Go(func() error {
-			outcomes[i] = c.pushNode(ctx, br.For(n), n, force, last[i])
+			var r commands.Reader = br.For(n)
+			if c.readers != nil {
+				r = c.readers(n, r)
+			}
+			outcomes[i] = c.pushNode(ctx, r, n, force, last[i])
 			return nil
 		})
 	}
