@@ -56,7 +56,8 @@ type NodePlan struct {
 	New      bool     `json:"new"`
 	Warnings []string `json:"warnings,omitempty"`
 	// Heavy: the plan creates, replaces or removes at least half of the
-	// declaration's resources (DESIGN.md rule 7); Headline says so first.
+	// declaration's resources, or of its containers (DESIGN.md rule 7,
+	// events.Heavy); Headline says so first.
 	Heavy bool `json:"heavy"`
 	// Headline is the plan's first line.
 	Headline string `json:"headline"`

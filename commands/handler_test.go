@@ -133,7 +133,7 @@ func TestPushRecordsComposePushAndFailure(t *testing.T) {
 	var sent []declaration.Declaration
 	send := func(ctx context.Context, d declaration.Declaration) error { sent = append(sent, d); return nil }
 
-	d, err := h.Push(context.Background(), "novox", nil, send)
+	d, err := pushNow(h, "novox", send)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestPushRecordsComposePushAndFailure(t *testing.T) {
 	}
 
 	failG14 = true
-	_, err = h.Push(context.Background(), "novox", nil, send)
+	_, err = pushNow(h, "novox", send)
 	if err == nil || !strings.Contains(err.Error(), "g14") {
 		t.Fatalf("push with g14 unreadable = %v, want an error naming g14", err)
 	}
@@ -151,7 +151,7 @@ func TestPushRecordsComposePushAndFailure(t *testing.T) {
 	}
 
 	failG14 = false
-	_, err = h.Push(context.Background(), "novox", nil, func(context.Context, declaration.Declaration) error { return errors.New("bus cut") })
+	_, err = pushNow(h, "novox", func(context.Context, declaration.Declaration) error { return errors.New("bus cut") })
 	if err == nil || !strings.Contains(err.Error(), "bus cut") {
 		t.Fatalf("push with the bus cut = %v", err)
 	}
@@ -233,7 +233,7 @@ func TestComposedCarriesOnlyNewSpecs(t *testing.T) {
 	send := func(context.Context, declaration.Declaration) error { return nil }
 	specs := func() map[string]json.RawMessage {
 		t.Helper()
-		if _, err := h.Push(context.Background(), "novox", nil, send); err != nil {
+		if _, err := pushNow(h, "novox", send); err != nil {
 			t.Fatal(err)
 		}
 		evs, _ := store.ReadStream(context.Background(), "node-novox", 0, 0)
@@ -253,7 +253,7 @@ func TestComposedCarriesOnlyNewSpecs(t *testing.T) {
 		t.Fatalf("first declaration carries %d specs, want 1", len(got))
 	}
 	before, _ := store.Head(context.Background())
-	if _, err := h.Push(context.Background(), "novox", nil, send); err != nil {
+	if _, err := pushNow(h, "novox", send); err != nil {
 		t.Fatal(err)
 	}
 	if after, _ := store.Head(context.Background()); after != before {
@@ -276,7 +276,7 @@ func TestPushToAnUnknownNodeIsRefusedAndRecordsNothing(t *testing.T) {
 	h, store := setup(t)
 	mesh(t, h)
 	before, _ := store.Head(context.Background())
-	_, err := h.Push(context.Background(), "ghost", nil, func(context.Context, declaration.Declaration) error {
+	_, err := pushNow(h, "ghost", func(context.Context, declaration.Declaration) error {
 		t.Fatal("sent a declaration for an unknown node")
 		return nil
 	})
@@ -411,7 +411,7 @@ func TestUnchangedPushRecordsOnlyWhatTheStreamDoesNotSay(t *testing.T) {
 			}
 			before, _ := store.Head(context.Background())
 			var sent declaration.Declaration
-			_, err := h.Push(context.Background(), "novox", nil, func(ctx context.Context, d declaration.Declaration) error {
+			_, err := pushNow(h, "novox", func(ctx context.Context, d declaration.Declaration) error {
 				sent = d
 				return st.send(ctx, d)
 			})
@@ -514,7 +514,7 @@ func TestUndecodableComposedIsNoCurrentDeclaration(t *testing.T) {
 	h, store := setup(t)
 	mesh(t, h)
 	send := func(context.Context, declaration.Declaration) error { return nil }
-	if _, err := h.Push(context.Background(), "novox", nil, send); err != nil {
+	if _, err := pushNow(h, "novox", send); err != nil {
 		t.Fatal(err)
 	}
 	bad := events.Event{ID: events.NewID(), Stream: "node-novox", Type: events.TypeDeclarationComposed, Schema: 1,
@@ -522,7 +522,7 @@ func TestUndecodableComposedIsNoCurrentDeclaration(t *testing.T) {
 	if _, err := store.Append(context.Background(), "node-novox", events.Any, bad); err != nil {
 		t.Fatal(err)
 	}
-	d, err := h.Push(context.Background(), "novox", nil, send)
+	d, err := pushNow(h, "novox", send)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -569,4 +569,11 @@ func TestHypotheticalAppendsNothing(t *testing.T) {
 	if _, err := h.Hypothetical(ctx, []commands.Command{commands.TakeModule{Module: "forge", Node: "novox"}}); !errors.Is(err, commands.ErrRejected) {
 		t.Fatalf("a refused command: %v, want a rejection", err)
 	}
+}
+
+// pushNow is a push now of node (changed or not), as mesh push makes it:
+// Handler.PushNode knowing no last push.
+func pushNow(h *commands.Handler, node string, send commands.SendFunc) (declaration.Declaration, error) {
+	_, d, err := h.PushNode(context.Background(), node, nil, commands.LastPush{}, send)
+	return d, err
 }

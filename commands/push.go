@@ -15,15 +15,113 @@ import (
 // SendFunc hands a declaration to the bus for its node.
 type SendFunc func(ctx context.Context, d declaration.Declaration) error
 
-// Push composes node's declaration and hands it to send, recording each step
-// as an event on the node's stream, all sharing one correlation:
+// LastPush is what a pass knows of a node's pushes: the digest of the
+// declaration last handed to the bus for it, and the error of its last
+// compose when that failed (and is the node's last compose attempt). The
+// zero value knows of none: a push now, changed or not.
+type LastPush struct {
+	Digest  string
+	Failure string
+}
+
+// PushAction is what one node's push in a pass does (DecidePush).
+type PushAction int
+
+const (
+	// PushSkip: nothing new. The composition is the declaration last
+	// handed to the bus, or the compose failed as the last one did (which
+	// is recorded already: recording it every pass says nothing new).
+	PushSkip PushAction = iota
+	// PushSend: record the composition (unless unchanged) and send it
+	// (Handler.Push).
+	PushSend
+	// PushRecordFailure: record the compose's failure
+	// (Handler.ComposeFailed).
+	PushRecordFailure
+	// PushRefused: the node is not registered (or was not when read):
+	// there is no stream to record on. A push asked for by name says so.
+	PushRefused
+)
+
+func (a PushAction) String() string {
+	switch a {
+	case PushSkip:
+		return "skip"
+	case PushSend:
+		return "send"
+	case PushRecordFailure:
+		return "record failure"
+	case PushRefused:
+		return "refused"
+	}
+	return fmt.Sprintf("PushAction(%d)", int(a))
+}
+
+// DecidePush decides one node's push from what Compose returned for it (c,
+// or the compose's error err) and what was last done (last): the
+// controller's pushed-digest and same-failure filters, as one pure
+// function. With last zero (a push now), whatever composes is sent and
+// every failure recorded.
+func DecidePush(c Composition, err error, last LastPush) PushAction {
+	switch {
+	case errors.Is(err, ErrRejected):
+		return PushRefused
+	case err != nil && last.Failure != "" && err.Error() == last.Failure:
+		return PushSkip
+	case err != nil:
+		return PushRecordFailure
+	case last.Digest != "" && c.Declaration.Digest == last.Digest:
+		return PushSkip
+	}
+	return PushSend
+}
+
+// PushNode is one node's push: it composes node through reader (nil: the
+// handler itself, the store), decides with DecidePush against last, and
+// does what it decided: Push the composition it decided on, or record the
+// compose's failure (ComposeFailed). A composition whose append finds the
+// node's stream moved on (a command on the node meanwhile) is composed and
+// decided again, up to the handler's retries. It returns what it decided,
+// the declaration composed (zero when the compose failed), and the error of
+// the compose, the send or the record; a refusal returns the compose's
+// rejection and records nothing.
+func (h *Handler) PushNode(ctx context.Context, node string, reader Reader, last LastPush, send SendFunc) (PushAction, declaration.Declaration, error) {
+	if reader == nil {
+		reader = h
+	}
+	var lastErr error
+	for attempt := 0; attempt <= h.retries; attempt++ {
+		c, err := Compose(ctx, reader, node, "")
+		switch act := DecidePush(c, err, last); act {
+		case PushRefused:
+			return act, declaration.Declaration{}, err
+		case PushSkip:
+			return act, c.Declaration, nil
+		case PushRecordFailure:
+			return act, declaration.Declaration{}, h.ComposeFailed(ctx, node, err)
+		}
+		d, err := h.Push(ctx, c, send)
+		if errors.Is(err, events.ErrWrongExpectedVersion) {
+			lastErr = err
+			continue
+		}
+		return PushSend, d, err
+	}
+	return PushSend, declaration.Declaration{}, fmt.Errorf("commands: push %s: gave up after %d attempts, the node kept changing: %w (last: %v)",
+		node, h.retries+1, ErrConflict, lastErr)
+}
+
+// Push records the composition c (as Compose returned it, for its node)
+// and hands its declaration to send, recording each step as an event on
+// the node's stream, all sharing one correlation:
 //
-//   - compose fails: declaration.compose-failed naming the read, nothing is
-//     sent, and the error is returned;
-//   - composed: declaration.composed (appended at the node version compose
-//     read, so no command on the node slips between; retried on conflict),
-//     then send; if send fails, declaration.push-failed and the error;
-//     otherwise declaration.pushed.
+//   - composed: declaration.composed, appended at the node version compose
+//     read (c.Version), so no command on the node slips between; then
+//     send; if send fails, declaration.push-failed and the error;
+//     otherwise declaration.pushed. If the node's stream moved on since
+//     compose read it, nothing is appended or sent and the error wraps
+//     events.ErrWrongExpectedVersion: c is stale, compose again
+//     (PushNode does).
 //   - composed unchanged (byte-identical to the node's current declaration,
 //     Composition.Unchanged): no declaration.composed; the stored
 //     declaration is sent again, under its id and its compose's correlation
@@ -33,43 +131,25 @@ type SendFunc func(ctx context.Context, d declaration.Declaration) error
 //     an idle pass records nothing on the controller's side, and the node's
 //     apply report is the pass's one event (events.DeclarationPushed).
 //
-// reader is where compose reads; nil means the handler itself (the store).
-func (h *Handler) Push(ctx context.Context, node string, reader Reader, send SendFunc) (declaration.Declaration, error) {
-	if reader == nil {
-		reader = h
+// A composition without a correlation (composed with "") gets a new one.
+func (h *Handler) Push(ctx context.Context, c Composition, send SendFunc) (declaration.Declaration, error) {
+	node := c.Declaration.Node
+	if c.Declaration.Correlation == "" {
+		c.Declaration.Correlation = h.newID().String()
 	}
-	corr := h.newID().String()
-	meta := events.Meta{Actor: "controller", Correlation: corr}
-	stream := events.NodeStream(node)
-	var lastErr error
-	for attempt := 0; attempt <= h.retries; attempt++ {
-		c, err := Compose(ctx, reader, node, corr)
-		if errors.Is(err, ErrRejected) {
-			return declaration.Declaration{}, err // no such node: nothing to record on its stream
-		}
-		if err != nil {
-			return declaration.Declaration{}, h.composeFailed(ctx, node, err, meta)
-		}
-		if c.Unchanged {
-			meta.Correlation = c.Declaration.Correlation
-			return h.send(ctx, c, send, meta)
-		}
-		evs, err := h.events(stream, []events.Payload{c.Composed()}, meta)
-		if err != nil {
-			return declaration.Declaration{}, err
-		}
-		_, err = h.store.Append(ctx, stream, events.Exactly(c.Version), evs...)
-		if errors.Is(err, events.ErrWrongExpectedVersion) {
-			lastErr = err
-			continue
-		}
-		if err != nil {
-			return declaration.Declaration{}, fmt.Errorf("commands: push %s: append composed: %w", node, err)
-		}
+	meta := events.Meta{Actor: "controller", Correlation: c.Declaration.Correlation}
+	if c.Unchanged {
 		return h.send(ctx, c, send, meta)
 	}
-	return declaration.Declaration{}, fmt.Errorf("commands: push %s: gave up after %d attempts, the node kept changing: %w (last: %v)",
-		node, h.retries+1, ErrConflict, lastErr)
+	stream := events.NodeStream(node)
+	evs, err := h.events(stream, []events.Payload{c.Composed()}, meta)
+	if err != nil {
+		return declaration.Declaration{}, err
+	}
+	if _, err := h.store.Append(ctx, stream, events.Exactly(c.Version), evs...); err != nil {
+		return declaration.Declaration{}, fmt.Errorf("commands: push %s: append composed: %w", node, err)
+	}
+	return h.send(ctx, c, send, meta)
 }
 
 // send hands c's declaration to send and records the outcome (see Push).
@@ -93,8 +173,11 @@ func (h *Handler) send(ctx context.Context, c Composition, send SendFunc, meta e
 	return d, nil
 }
 
-// composeFailed records a failed compose and returns the error to report.
-func (h *Handler) composeFailed(ctx context.Context, node string, cause error, meta events.Meta) error {
+// ComposeFailed records that node's compose failed with cause
+// (declaration.compose-failed, naming the read when cause is a *ReadError)
+// and returns the error to report, naming the node.
+func (h *Handler) ComposeFailed(ctx context.Context, node string, cause error) error {
+	meta := events.Meta{Actor: "controller", Correlation: h.newID().String()}
 	p := events.DeclarationComposeFailed{Node: node, Error: cause.Error()}
 	var re *ReadError
 	if errors.As(cause, &re) {

@@ -55,6 +55,13 @@ type Config struct {
 	// catch them up from there. Nil: empty projections, folded from 0.
 	Views  *projections.Set
 	Runner *projections.Runner
+	// ComposeReader, when set, is what each node's compose in a push reads
+	// through: it is given the node and the pass's reader (a
+	// commands.Batch's) and returns the reader to use. The simulator sets
+	// it to inject seed 000's swallowed read (sim.Mesh.SetLossy); nil reads
+	// the batch as it is.
+	ComposeReader func(node string, r commands.Reader) commands.Reader
+
 	// TimelineQuery, when set, answers the timeline's queries instead of
 	// Views.Timeline.Query: the entries before some position are on disk
 	// (snapstore.Local.Timeline). Why then refuses, since it needs every
@@ -97,8 +104,9 @@ type Controller struct {
 
 	cmdMu sync.Mutex
 
-	pushMu sync.Mutex
-	pushed map[string]string // node → digest last handed to the bus
+	pushMu  sync.Mutex
+	pushed  map[string]string                                    // node → digest last handed to the bus
+	readers func(node string, r commands.Reader) commands.Reader // Config.ComposeReader
 
 	preloaded bool                                                  // see Config.Views
 	tlQuery   func(projections.Filter) ([]projections.Entry, error) // see Config.TimelineQuery
@@ -115,7 +123,7 @@ func New(cfg Config) (*Controller, error) {
 	c := &Controller{
 		store: cfg.Store, reg: cfg.Registry, pub: cfg.Publisher, clock: cfg.Clock,
 		interval: cfg.Interval, ticks: cfg.Ticks, version: cfg.Version, log: cfg.Logger,
-		pushed: map[string]string{}, lead: make(chan struct{}, 1),
+		pushed: map[string]string{}, lead: make(chan struct{}, 1), readers: cfg.ComposeReader,
 	}
 	c.standby.Store(cfg.Standby)
 	if c.reg == nil {

@@ -14,6 +14,7 @@ import (
 	"meshplane/commands"
 	"meshplane/declaration"
 	"meshplane/events"
+	"meshplane/projections"
 )
 
 // DryRunner asks a node's agent what it would do with a declaration,
@@ -43,6 +44,10 @@ type Planning struct {
 	NoDryRun string
 	// Timeout bounds the node's answer; 0 means DefaultDryRunTimeout.
 	Timeout time.Duration
+	// Status, when set, gives the node's last apply, for rule 7's retry
+	// exception: a container that apply failed, created now, is not
+	// churn (events.Heavy). Nil: no apply is known.
+	Status *projections.Status
 }
 
 // PlanNode is what the next push would do on node, appending nothing. It
@@ -57,7 +62,7 @@ func PlanNode(ctx context.Context, p Planning, node string) (api.NodePlan, error
 	comp, err := commands.Compose(ctx, p.Reader, node, "")
 	if errors.Is(err, commands.ErrIncoherent) {
 		np := api.NodePlan{Preview: agent.Preview{Node: node}, Source: api.PlanNotComposed, ComposeError: err.Error()}
-		np.Headline = headline(np, 0)
+		np.Headline = headline(np, events.Weight{})
 		return np, nil
 	}
 	if err != nil {
@@ -93,21 +98,62 @@ func PlanNode(ctx context.Context, p Planning, node string) (api.NodePlan, error
 		np.Preview = agent.PreviewOf(node, d, agent.Diff(d, obs, st))
 		np.Source, np.NoAnswer = api.PlanByDeclarations, noAnswer
 	}
-	np.Heavy = np.Outcome.Heavy(len(d.Resources))
-	np.Headline = headline(np, len(d.Resources))
+	w := events.Weigh(&np.Outcome, planContext(d, np.Preview, lastFailed(p.Status, node)))
+	np.Heavy = w.Heavy()
+	np.Headline = headline(np, w)
 	return np, nil
+}
+
+// planContext is what rule 7 weighs a plan of d against (events.Heavy): d's
+// resources and containers, the names of containers in d or in the plan's
+// steps (a removal is of a container d no longer has), and what the node's
+// last apply failed.
+func planContext(d declaration.Declaration, pv agent.Preview, failed map[string]bool) events.PassContext {
+	c := events.PassContext{Resources: len(d.Resources), ContainerNames: map[string]bool{}, FailedBefore: failed}
+	for _, r := range d.Resources {
+		if r.Kind == declaration.KindContainer {
+			c.Containers++
+			c.ContainerNames[r.Name] = true
+		}
+	}
+	for _, s := range pv.Steps {
+		if s.Kind == declaration.KindContainer {
+			c.ContainerNames[s.Name] = true
+		}
+	}
+	return c
+}
+
+// lastFailed is what node's last apply failed, as st knows it (nil st, or
+// no apply: nothing).
+func lastFailed(st *projections.Status, node string) map[string]bool {
+	if st == nil {
+		return nil
+	}
+	ns, err := st.Of(node)
+	if err != nil || ns.Applied == nil || len(ns.Applied.Report.Failed) == 0 {
+		return nil
+	}
+	out := make(map[string]bool, len(ns.Applied.Report.Failed))
+	for _, f := range ns.Applied.Report.Failed {
+		out[f.Name] = true
+	}
+	return out
 }
 
 // headline is a plan's first line. A heavy plan says so first, in rule 7's
 // words, before anyone pushes it.
-func headline(np api.NodePlan, declared int) string {
+func headline(np api.NodePlan, w events.Weight) string {
 	node := np.Node
 	switch {
 	case np.Source == api.PlanNotComposed:
 		return fmt.Sprintf("%s: does not compose, a push would send nothing: %s", node, np.ComposeError)
-	case np.Heavy:
+	case np.Heavy && w.ByResources():
 		return fmt.Sprintf("%s: HEAVY: the push would create, replace or remove %d resource(s) of a declaration of %d, at least half of its resources: a heavy pass (rule 7)",
-			node, np.Outcome.Changes(), declared)
+			node, w.Changed, w.Resources)
+	case np.Heavy:
+		return fmt.Sprintf("%s: HEAVY: the push would create, replace or remove %d of the declaration's %d container(s), at least half of them: a heavy pass (rule 7)",
+			node, w.ContainersChanged, w.Containers)
 	}
 	var parts []string
 	count := map[string]int{}
@@ -264,6 +310,9 @@ func (c *Controller) Plan(ctx context.Context, req api.PlanRequest) (api.PlanRes
 	if err != nil {
 		return api.PlanResponse{}, err
 	}
+	if err := c.Sync(ctx); err != nil { // the status read for each node's last apply
+		return api.PlanResponse{}, err
+	}
 	var r commands.Reader = c.handler
 	if len(cs) > 0 {
 		if r, err = c.handler.Hypothetical(ctx, cs); err != nil {
@@ -276,7 +325,7 @@ func (c *Controller) Plan(ctx context.Context, req api.PlanRequest) (api.PlanRes
 			return api.PlanResponse{}, err
 		}
 	}
-	p := Planning{Reader: r, Store: c.store, Registry: c.reg}
+	p := Planning{Reader: r, Store: c.store, Registry: c.reg, Status: c.views.Status}
 	if dr, ok := c.pub.(DryRunner); ok {
 		p.DryRun = dr
 	} else {

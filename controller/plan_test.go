@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"meshplane/controller"
 	"meshplane/events"
 	"meshplane/events/memstore"
+	"meshplane/projections"
 	"meshplane/sim"
 )
 
@@ -138,8 +140,11 @@ func TestPlanIsWhatThePassDoes(t *testing.T) {
 			for step := 0; step < 6; step++ {
 				log = append(log, w.change())
 				for _, node := range []string{"a", "b"} {
+					if err := w.m.CatchUp(ctx); err != nil {
+						t.Fatal(err)
+					}
 					np, err := controller.PlanNode(ctx, controller.Planning{
-						Reader: w.m.Handler, Store: w.m.Store, Registry: w.m.Registry, DryRun: w.m,
+						Reader: w.m.Handler, Store: w.m.Store, Registry: w.m.Registry, DryRun: w.m, Status: w.m.Views.Status,
 					}, node)
 					if err != nil {
 						t.Fatal(err)
@@ -157,11 +162,84 @@ func TestPlanIsWhatThePassDoes(t *testing.T) {
 					if testing.Verbose() {
 						t.Logf("%s: %s: %s", log[len(log)-1], node, np.Headline)
 					}
-					if np.Heavy != rep.Outcome.Heavy(rep.Outcome.Sent) {
+					// The pass's heavy, as every surface weighs it (rule 7's one
+					// function, events.Heavy): the timeline's entry for its apply.
+					if err := w.m.CatchUp(ctx); err != nil {
+						t.Fatal(err)
+					}
+					last := w.m.Views.Timeline.Query(projections.Filter{Node: node, Type: events.TypeApplyReported, Limit: 1})
+					if len(last) != 1 {
+						t.Fatalf("step %d on %s: no apply in the timeline", step, node)
+					}
+					if np.Heavy != last[0].Heavy {
 						t.Fatalf("step %d on %s: the plan's heavy %v, the pass's %v", step, node, np.Heavy, !np.Heavy)
 					}
 				}
 			}
 		})
+	}
+}
+
+// TestPlanHeavyIsTheChurnRule: a plan is heavy by rule 7's one function
+// (events.Heavy), as the churn detector and the timeline weigh the pass
+// after it: every container of a node whose files outnumber them is heavy,
+// and a container its last apply failed to create, created now, is a
+// retry, not a heavy plan.
+func TestPlanHeavyIsTheChurnRule(t *testing.T) {
+	ctx := context.Background()
+	m := sim.New(memstore.New())
+	nd, err := m.AddNode(ctx, "novox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := func(image string) events.ModuleSpec {
+		s := events.ModuleSpec{}
+		for i := range 2 {
+			s.Containers = append(s.Containers, events.ContainerSpec{Name: fmt.Sprintf("forge-%d", i), Image: image})
+		}
+		for i := range 6 {
+			s.Files = append(s.Files, events.FileSpec{Path: fmt.Sprintf("/etc/forge/%d.conf", i), Content: "x"})
+		}
+		return s
+	}
+	do := func(c commands.Command) {
+		t.Helper()
+		if err := m.Do(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan := func() api.NodePlan {
+		t.Helper()
+		if err := m.CatchUp(ctx); err != nil {
+			t.Fatal(err)
+		}
+		np, err := controller.PlanNode(ctx, controller.Planning{
+			Reader: m.Handler, Store: m.Store, Registry: m.Registry, DryRun: m, Status: m.Views.Status,
+		}, "novox")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return np
+	}
+	pass := func() {
+		t.Helper()
+		if _, _, err := m.Pass(ctx, "novox"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	do(commands.DefineModule{Module: "forge", Spec: spec("registry.example/forge:1")})
+	do(commands.AssignModule{Module: "forge", Node: "novox"})
+	// The first apply cannot create one container (no image yet).
+	nd.Runtime.FailNext("create", 1, errors.New("image unavailable"))
+	pass()
+	if np := plan(); np.Heavy {
+		t.Errorf("the retry of a container the last apply failed is heavy: %s", np.Headline)
+	}
+	pass()
+	// A new image for both containers: 2 of 8 resources, 2 of 2 containers.
+	do(commands.DefineModule{Module: "forge", Spec: spec("registry.example/forge:2")})
+	np := plan()
+	if !np.Heavy || !strings.Contains(np.Headline, "HEAVY") || !strings.Contains(np.Headline, "2 of the declaration's 2 container(s)") {
+		t.Errorf("every container replaced, a quarter of the resources: heavy %v: %s", np.Heavy, np.Headline)
 	}
 }

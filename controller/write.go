@@ -176,6 +176,22 @@ func (c *Controller) Push(ctx context.Context, req api.PushRequest) (api.PushRes
 	return api.PushResponse{Pushes: rs}, nil
 }
 
+// PushChanged is the pass the controller makes at start and every
+// interval, now: every registered node composed once, and pushed when its
+// digest differs from the last pushed, or its compose failure recorded
+// when it differs from the last recorded (commands.DecidePush). Each
+// node's failure is in its result; only nodes that were pushed or recorded
+// have one. The simulator's passes are this one.
+func (c *Controller) PushChanged(ctx context.Context) ([]api.PushResult, error) {
+	if c.standby.Load() {
+		return nil, errStandby()
+	}
+	if c.pub == nil {
+		return nil, errors.New("controller: push: no bus is attached (run 'mesh up', or point the CLI at the controller)")
+	}
+	return c.pushNodes(ctx, nil, false)
+}
+
 // pushWorkers bounds the nodes a push composes and hands to the bus at
 // once. Each node's push is a compose, an append, a put waiting for the
 // bus's acknowledgement and another append: with several in flight, the
@@ -183,12 +199,14 @@ func (c *Controller) Push(ctx context.Context, req api.PushRequest) (api.PushRes
 // pgstore group concurrent appends into one commit).
 const pushWorkers = 32
 
-// pushNodes composes each of nodes (every registered node when nil) and
-// pushes the declarations whose digest differs from the last pushed, or
-// every one when force is set: up to pushWorkers nodes at once, each node's
-// push as commands.Handler.Push records it (its own stream, its expected
-// version, its failure recorded), so nodes pushed together are recorded
-// exactly as one after the other would be. The results are in the order of
+// pushNodes composes each of nodes (every registered node when nil) once
+// and pushes the declarations whose digest differs from the last pushed,
+// and records the compose failures that differ from the last recorded, or
+// every one of them when force is set (commands.DecidePush decides, on the
+// composition it then pushes): up to pushWorkers nodes at once, each node's
+// push as commands.Handler.PushNode records it (its own stream, its
+// expected version, its failure recorded), so nodes pushed together are
+// recorded exactly as one after the other would be. The results are in the order of
 // nodes. It fails only when the node list cannot be read, when ctx ends
 // before every node was pushed (with the results so far), or on a
 // rejection for a node named alone; each node's failure is in its result.
@@ -207,11 +225,11 @@ func (c *Controller) pushNodes(ctx context.Context, nodes []string, force bool) 
 	br := commands.NewBatch(c.handler)
 	br.Prepare(ctx)
 	// What was last pushed is read here, before the workers start: pushed
-	// is read and written by this goroutine alone.
-	last := make([]string, len(nodes))
+	// is read and written by this goroutine alone. A push now knows none.
+	last := make([]commands.LastPush, len(nodes))
 	if !force {
 		for i, n := range nodes {
-			last[i] = c.lastPushed(n)
+			last[i] = commands.LastPush{Digest: c.lastPushed(n), Failure: c.lastComposeFailure(n)}
 		}
 	}
 	outcomes := make([]pushOutcome, len(nodes))
@@ -222,7 +240,11 @@ func (c *Controller) pushNodes(ctx context.Context, nodes []string, force bool) 
 			break
 		}
 		g.Go(func() error {
-			outcomes[i] = c.pushNode(ctx, br.For(n), n, force, last[i])
+			var r commands.Reader = br.For(n)
+			if c.readers != nil {
+				r = c.readers(n, r)
+			}
+			outcomes[i] = c.pushNode(ctx, r, n, force, last[i])
 			return nil
 		})
 	}
@@ -262,29 +284,22 @@ type pushOutcome struct {
 	err    error // the push's failure (also recorded on the node's stream)
 }
 
-// pushNode pushes node's declaration through r when force is set or its
-// digest differs from last (what was last handed to the bus). It runs on a
-// push worker: it reads the projections and writes nothing of the
-// controller's own.
-func (c *Controller) pushNode(ctx context.Context, r commands.Reader, node string, force bool, last string) pushOutcome {
+// pushNode composes node through r once and does what commands.DecidePush
+// decides against last: pushes that composition, records its failure, or
+// nothing. An unregistered node is nothing to push to, unless it was
+// named (force): then its rejection is the push's error. It runs on a push
+// worker: it reads the projections and writes nothing of the controller's
+// own.
+func (c *Controller) pushNode(ctx context.Context, r commands.Reader, node string, force bool, last commands.LastPush) pushOutcome {
 	if ctx.Err() != nil {
 		return pushOutcome{}
 	}
-	if !force {
-		comp, err := commands.Compose(ctx, r, node, "")
-		switch {
-		case errors.Is(err, commands.ErrRejected):
-			return pushOutcome{ran: true} // registered meanwhile elsewhere, or not at all: nothing to push to
-		case err != nil:
-			if c.sameComposeFailure(node, err) {
-				return pushOutcome{ran: true} // recorded already; recording it every pass says nothing new
-			}
-		case comp.Declaration.Digest == last:
-			return pushOutcome{ran: true}
-		}
-	}
 	send := func(ctx context.Context, d declaration.Declaration) error { return c.pub.PutDeclaration(ctx, d) }
-	d, err := c.handler.Push(ctx, node, r, send)
+	act, d, err := c.handler.PushNode(ctx, node, r, last, send)
+	switch {
+	case act == commands.PushSkip, act == commands.PushRefused && !force:
+		return pushOutcome{ran: true}
+	}
 	return pushOutcome{ran: true, pushed: true, res: api.PushResult{Node: node, Declaration: d.ID, Digest: d.Digest}, err: err}
 }
 
@@ -303,12 +318,13 @@ func (c *Controller) lastPushed(node string) string {
 	return st.Pushed.Digest
 }
 
-// sameComposeFailure reports whether node's last compose already failed
-// with err's message (so an unforced pass need not record it again).
-func (c *Controller) sameComposeFailure(node string, err error) bool {
-	st, serr := c.views.Status.Of(node)
-	if serr != nil || st.ComposeFailed == nil {
-		return false
+// lastComposeFailure is the error of node's last compose, when it failed
+// and is the node's last compose attempt ("" otherwise): an unforced pass
+// need not record the same failure again. Called after Sync.
+func (c *Controller) lastComposeFailure(node string) string {
+	f, ok := c.views.Status.ComposeFailure(node)
+	if !ok {
+		return ""
 	}
-	return st.ComposeFailed.Error == err.Error()
+	return f.Error
 }

@@ -55,18 +55,6 @@ func HeldByModule(held []Held) []ModuleCount {
 	return out
 }
 
-// Changes counts the resources the apply created, replaced or removed: the
-// measure of a heavy pass (DESIGN.md rule 7).
+// Changes counts the resources the apply created, replaced or removed: what
+// a heavy pass measures (Heavy, DESIGN.md rule 7).
 func (r ApplyReported) Changes() int { return len(r.Created) + len(r.Replaced) + len(r.Removed) }
-
-// Heavy reports whether the apply created, replaced or removed at least half
-// of its declaration's resources: a heavy pass (DESIGN.md rule 7). declared
-// stands in for Sent when a report (one written by hand) does not say; a
-// declaration of no resources is never heavy.
-func (r ApplyReported) Heavy(declared int) bool {
-	sent := r.Sent
-	if sent == 0 {
-		sent = declared
-	}
-	return sent > 0 && 2*r.Changes() >= sent
-}

@@ -90,8 +90,83 @@ func TestHeavy(t *testing.T) {
 		{"a report without sent uses the declaration's size", events.ApplyReported{Created: three}, 6, true},
 		{"sent wins over the declaration's size", events.ApplyReported{Sent: 10, Created: three}, 6, false},
 	} {
-		if got := tc.r.Heavy(tc.declared); got != tc.want {
+		if got := events.Heavy(&tc.r, events.PassContext{Resources: tc.declared}); got != tc.want {
 			t.Errorf("%s: Heavy = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestHeavyByContainers: half of a declaration's containers is heavy
+// whatever its directories and files (seed 000 on a node of 110 containers
+// among 330 resources), a container created after the apply before failed
+// it is a retry, and a removed container counts by the names of earlier
+// declarations.
+func TestHeavyByContainers(t *testing.T) {
+	names := func(ns ...string) map[string]bool {
+		m := map[string]bool{}
+		for _, n := range ns {
+			m[n] = true
+		}
+		return m
+	}
+	cs := names("c1", "c2", "c3", "c4", "old")
+	for _, tc := range []struct {
+		name string
+		r    events.ApplyReported
+		c    events.PassContext
+		want bool
+	}{
+		{"half of the containers, a sixth of the resources",
+			events.ApplyReported{Sent: 12, Replaced: []events.Replaced{{Name: "c1"}, {Name: "c2"}}},
+			events.PassContext{Containers: 4, ContainerNames: cs}, true},
+		{"under half of the containers",
+			events.ApplyReported{Sent: 12, Created: []string{"c1"}},
+			events.PassContext{Containers: 4, ContainerNames: cs}, false},
+		{"directories do not count as containers",
+			events.ApplyReported{Sent: 12, Created: []string{"/d1", "/d2"}},
+			events.PassContext{Containers: 4, ContainerNames: cs}, false},
+		{"a removed container of an earlier declaration counts",
+			events.ApplyReported{Sent: 12, Created: []string{"c1"}, Removed: []string{"old"}},
+			events.PassContext{Containers: 4, ContainerNames: cs}, true},
+		{"a retry is not counted",
+			events.ApplyReported{Sent: 12, Created: []string{"c1", "c2"}},
+			events.PassContext{Containers: 4, ContainerNames: cs, FailedBefore: names("c2")}, false},
+		{"a retry still counts among the resources",
+			events.ApplyReported{Sent: 4, Created: []string{"c1", "c2"}},
+			events.PassContext{Containers: 4, ContainerNames: cs, FailedBefore: names("c1", "c2")}, true},
+		{"no containers, no container clause",
+			events.ApplyReported{Sent: 12, Created: []string{"c1"}},
+			events.PassContext{ContainerNames: cs}, false},
+	} {
+		if got := events.Heavy(&tc.r, tc.c); got != tc.want {
+			t.Errorf("%s: Heavy = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestPassHistory: the history learns container names from declarations and
+// the failures of each apply for the next, so that a retry after a failed
+// creation is quiet and a creation after the container ran is heavy.
+func TestPassHistory(t *testing.T) {
+	var h events.PassHistory
+	res := []events.ResourceRef{{Name: "m-0", Kind: "container"}, {Name: "/etc/m", Kind: "directory"}, {Name: "/etc/m/a", Kind: "file"}, {Name: "/var/lib/m", Kind: "directory"}}
+	if n := h.Composed(res); n != 1 {
+		t.Fatalf("Composed counted %d containers, want 1", n)
+	}
+	steps := []struct {
+		r    events.ApplyReported
+		want bool
+	}{
+		// the image is not there yet: the rest is created (heavy)
+		{events.ApplyReported{Sent: 4, Created: []string{"/etc/m", "/etc/m/a", "/var/lib/m"}, Failed: []events.Failed{{Name: "m-0"}}}, true},
+		// the retry creates it: quiet
+		{events.ApplyReported{Sent: 4, Unchanged: 3, Created: []string{"m-0"}}, false},
+		// created again after it ran: heavy
+		{events.ApplyReported{Sent: 4, Unchanged: 3, Created: []string{"m-0"}}, true},
+	}
+	for i, s := range steps {
+		if got := h.Applied(&s.r, len(res), 1); got != s.want {
+			t.Errorf("apply %d: heavy %v, want %v", i+1, got, s.want)
 		}
 	}
 }

@@ -13,16 +13,12 @@ import (
 // Churn detects churn loops and declaration flips per node (DESIGN.md rule
 // 7, seed 000), from the event stream alone.
 //
-//   - A pass (apply.reported) is heavy when it created, replaced or removed
-//     at least half of its declaration's resources (sent; a declaration of no
-//     resources is never heavy), or at least half of its declaration's
-//     containers. Seed 000's loop replaced every container of a node whose
-//     directories and files outnumbered them; by resources alone it was
-//     quiet (a node of 110 containers among 330 resources: issue 12's
-//     simulator found it). A name counts as a container's when some
-//     declaration of the node composed a container of that name; a
-//     container created after the node's last apply failed it is not
-//     counted (a retry), one created again after it ran is.
+//   - A pass (apply.reported) is heavy by rule 7's one function,
+//     events.Heavy: it created, replaced or removed at least half of its
+//     declaration's resources, or of its containers (a container created
+//     after the node's last apply failed it is a retry, not counted). The
+//     node's history it needs (which names are containers, what the last
+//     apply failed) is an events.PassHistory.
 //   - Two heavy passes in a row on a node with no operator command in between
 //     are a churn loop, detected at the second.
 //   - A declaration digest that alternates A→B→A on a node, with no operator
@@ -63,9 +59,8 @@ type churnNode struct {
 	changed             Mark // the last change of digest
 	opSinceChange       bool
 
-	decls      declIndex[declFacts] // declaration id → digest and size
-	containers map[string]bool      // every name a declaration of the node composed as a container
-	failedLast map[string]bool      // the containers the node's last apply failed
+	decls declIndex[declFacts] // declaration id → digest and size
+	hist  events.PassHistory   // the container names and last failures Heavy needs
 }
 
 type declFacts struct {
@@ -239,19 +234,7 @@ func (n *churnNode) evidence() *Evidence {
 }
 
 func (c *Churn) composed(n *churnNode, node string, ev *events.Event, v *events.DeclarationComposed) {
-	facts := declFacts{digest: v.Digest, resources: len(v.Resources)}
-	for _, r := range v.Resources {
-		if r.Kind != declarationKindContainer {
-			continue
-		}
-		facts.containers++
-		if _, ok := n.containers[r.Name]; !ok {
-			if n.containers == nil {
-				n.containers = map[string]bool{}
-			}
-			n.containers[r.Name] = true
-		}
-	}
+	facts := declFacts{digest: v.Digest, resources: len(v.Resources), containers: n.hist.Composed(v.Resources)}
 	n.decls.add(v.Declaration, facts)
 	if n.cur == "" {
 		n.cur, n.curDecl, n.curPos, n.curRoster = v.Digest, v.Declaration, ev.Position, v.Roster
@@ -309,9 +292,7 @@ func (c *Churn) applied(n *churnNode, node string, ev *events.Event, v *events.A
 		digest = facts.digest
 	}
 	here := Mark{ev.Position, ev.At}
-	byContainers := n.containersHeavy(v, facts.containers) // marks what ran, every pass
-	heavy := v.Heavy(facts.resources) || byContainers
-	if !heavy {
+	if !n.hist.Applied(v, facts.resources, facts.containers) {
 		n.streak = 0
 		if n.active < 0 {
 			n.pending = Evidence{}
@@ -358,45 +339,6 @@ func (c *Churn) applied(n *churnNode, node string, ev *events.Event, v *events.A
 	if n.streak >= 2 {
 		e.Loop = true
 	}
-}
-
-// declarationKindContainer is declaration.KindContainer, the kind of a
-// container in a composed declaration's resources.
-const declarationKindContainer = "container"
-
-// containersHeavy reports whether the apply recreated, replaced or removed
-// at least half of the declaration's containers (containers of them). A
-// container the node's last apply failed (its image was not there yet,
-// say) and this one created is not counted: that is a retry, not churn. One
-// created again after something removed it is. It keeps the apply's failed
-// containers for the next.
-func (n *churnNode) containersHeavy(v *events.ApplyReported, containers int) bool {
-	changed := 0
-	for _, name := range v.Created {
-		if n.containers[name] && !n.failedLast[name] {
-			changed++
-		}
-	}
-	for _, r := range v.Replaced {
-		if n.containers[r.Name] {
-			changed++
-		}
-	}
-	for _, name := range v.Removed {
-		if n.containers[name] {
-			changed++
-		}
-	}
-	clear(n.failedLast)
-	for _, f := range v.Failed {
-		if n.containers[f.Name] {
-			if n.failedLast == nil {
-				n.failedLast = map[string]bool{}
-			}
-			n.failedLast[f.Name] = true
-		}
-	}
-	return containers > 0 && 2*changed >= containers
 }
 
 func (e *Evidence) addDecl(d DeclRef) {

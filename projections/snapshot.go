@@ -46,7 +46,7 @@ var ErrSnapshot = errors.New("projections: snapshot unusable")
 // or meaning; a file of another version is ErrSnapshot.
 const (
 	snapshotMagic   = "MESHSNAP"
-	snapshotVersion = 3 // 3: the churn detector keeps each node's container names and each declaration's container count
+	snapshotVersion = 4 // 4: the timeline keeps each node's pass history (rule 7's one function weighs its applies); 3: the churn detector's
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -244,14 +244,32 @@ func (c *Churn) save(t *tables) *churnSnap {
 			Decls: saveDecls(&n.decls, func(d declFacts) declFactsSnap {
 				return declFactsSnap{Digest: d.digest, Resources: d.resources, Containers: d.containers}
 			}),
-			Containers: slices.Sorted(maps.Keys(n.containers)),
-			FailedLast: slices.Sorted(maps.Keys(n.failedLast)),
+			Containers: slices.Sorted(maps.Keys(n.hist.Containers)),
+			FailedLast: slices.Sorted(maps.Keys(n.hist.FailedLast)),
 		}
 	}
 	for m, nodes := range c.assigned {
 		out.Assigned[m] = slices.Sorted(maps.Keys(nodes))
 	}
 	return out
+}
+
+// loadPassHistory is the history of a node whose container names and last
+// failures a snapshot lists.
+func loadPassHistory(containers, failed []string) events.PassHistory {
+	var h events.PassHistory
+	set := func(names []string) map[string]bool {
+		if len(names) == 0 {
+			return nil
+		}
+		m := make(map[string]bool, len(names))
+		for _, n := range names {
+			m[n] = true
+		}
+		return m
+	}
+	h.Containers, h.FailedLast = set(containers), set(failed)
+	return h
 }
 
 func (c *Churn) load(s *churnSnap, st *snapState) {
@@ -269,18 +287,7 @@ func (c *Churn) load(s *churnSnap, st *snapState) {
 				return declFacts{digest: d.Digest, resources: d.Resources, containers: d.Containers}
 			}),
 		}
-		if len(sn.Containers) > 0 {
-			c.nodes[name].containers = make(map[string]bool, len(sn.Containers))
-			for _, cn := range sn.Containers {
-				c.nodes[name].containers[cn] = true
-			}
-		}
-		if len(sn.FailedLast) > 0 {
-			c.nodes[name].failedLast = make(map[string]bool, len(sn.FailedLast))
-			for _, cn := range sn.FailedLast {
-				c.nodes[name].failedLast[cn] = true
-			}
-		}
+		c.nodes[name].hist = loadPassHistory(sn.Containers, sn.FailedLast)
 	}
 	c.assigned = make(map[string]map[string]bool, len(s.Assigned))
 	for m, nodes := range s.Assigned {
@@ -443,6 +450,7 @@ func (h *Holds) load(s *holdsSnap) {
 type timelineSnap struct {
 	Decls   map[string]declSnap[tlDeclSnap]
 	Last    map[string]tlDeclSnap
+	Hist    map[string]passHistorySnap
 	Reports reportsSnap
 	// Len and Ordered are the timeline's entry count and time order, kept
 	// for a TimelineDB, whose entries are on disk.
@@ -450,6 +458,16 @@ type timelineSnap struct {
 	Ordered    bool
 	LastAt     time.Time
 	MaxAt, Lag int64
+}
+
+// passHistorySnap is an events.PassHistory: its names, sorted.
+type passHistorySnap struct {
+	Containers []string
+	FailedLast []string
+}
+
+func savePassHistory(h *events.PassHistory) passHistorySnap {
+	return passHistorySnap{Containers: slices.Sorted(maps.Keys(h.Containers)), FailedLast: slices.Sorted(maps.Keys(h.FailedLast))}
 }
 
 type tlDeclSnap struct {
@@ -466,6 +484,7 @@ func (t *Timeline) save(tb *tables) *timelineSnap {
 	}
 	out := &timelineSnap{
 		Decls: make(map[string]declSnap[tlDeclSnap], len(t.decls)), Last: make(map[string]tlDeclSnap, len(t.last)),
+		Hist:    make(map[string]passHistorySnap, len(t.hist)),
 		Reports: t.reports.save(), Len: t.n + t.flushed, Ordered: t.ordered, LastAt: t.lastAt, MaxAt: t.maxAt, Lag: t.lag,
 	}
 	for _, name := range slices.Sorted(maps.Keys(t.decls)) {
@@ -475,6 +494,9 @@ func (t *Timeline) save(tb *tables) *timelineSnap {
 	for _, name := range slices.Sorted(maps.Keys(t.last)) {
 		d := t.last[name]
 		out.Last[name] = conv(d)
+	}
+	for name, h := range t.hist {
+		out.Hist[name] = savePassHistory(h)
 	}
 	return out
 }
@@ -502,6 +524,10 @@ func (t *Timeline) load(s *timelineSnap, st *snapState) {
 	}
 	for name, d := range s.Last {
 		t.last[name] = conv(d)
+	}
+	for name, h := range s.Hist {
+		x := loadPassHistory(h.Containers, h.FailedLast)
+		t.hist[name] = &x
 	}
 	t.reports.load(s.Reports)
 	t.flushed, t.ordered, t.lastAt, t.maxAt, t.lag = s.Len, s.Ordered, s.LastAt, s.MaxAt, s.Lag

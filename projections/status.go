@@ -240,6 +240,30 @@ func (s *Status) Of(node string) (NodeStatus, error) {
 	return s.of(node, n), nil
 }
 
+// ComposeFailure is node's NodeStatus.ComposeFailed without the rest of its
+// status: its compose failure, when that is its last compose attempt
+// (after its last compose and its last apply). The controller's pass reads
+// it for every node, to record a failure once (commands.DecidePush).
+func (s *Status) ComposeFailure(node string) (ComposeFailure, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n, ok := s.nodes[node]
+	if !ok {
+		return ComposeFailure{}, false
+	}
+	return n.lastComposeFailure()
+}
+
+// lastComposeFailure is the node's compose failure when the last compose
+// attempt failed, after the last apply.
+func (n *statusNode) lastComposeFailure() (ComposeFailure, bool) {
+	f := n.composeFailed
+	if f.Position > 0 && f.Position > n.composed.Position && (n.applied == nil || f.Position > n.applied.Position) {
+		return f, true
+	}
+	return ComposeFailure{}, false
+}
+
 func (s *Status) of(name string, n *statusNode) NodeStatus {
 	st := NodeStatus{
 		Node: name, Adopted: n.adopted, Modules: map[string]ModuleStatus{}, Held: []events.ModuleCount{},
@@ -285,9 +309,7 @@ func (s *Status) of(name string, n *statusNode) NodeStatus {
 		st.Sync = SyncPending
 	}
 
-	// The last compose attempt failed, after the last apply.
-	if f := n.composeFailed; f.Position > 0 && f.Position > n.composed.Position &&
-		(n.applied == nil || f.Position > n.applied.Position) {
+	if f, ok := n.lastComposeFailure(); ok {
 		st.ComposeFailed = &f
 	}
 

@@ -185,6 +185,7 @@ func swapState(a, b Projection) {
 			x.lag, y.lag = y.lag, x.lag
 			x.decls, y.decls = y.decls, x.decls
 			x.last, y.last = y.last, x.last
+			x.hist, y.hist = y.hist, x.hist
 			x.reports, y.reports = y.reports, x.reports
 			x.composed, y.composed = y.composed, x.composed
 			x.applies, y.applies = y.applies, x.applies

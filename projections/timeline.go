@@ -48,6 +48,7 @@ type Timeline struct {
 	maxAt, lag int64
 	decls      map[string]*declIndex[*tlDecl] // per node
 	last       map[string]*tlDecl             // per node, the last composed declaration
+	hist       map[string]*events.PassHistory // per node, what rule 7 weighs an apply with (events.Heavy)
 	churn      *Churn                         // read when queried, to mark where loops were detected and cleared; may be nil
 	reports    *Reports                       // resolves compact apply reports; entries keep the resolved form
 	// The payloads of composed and apply entries, which are most of them,
@@ -124,25 +125,36 @@ func (t *Timeline) head(h tlHead) *tlHead {
 // ten reports created, updated, replaced, removed and failed nothing: those
 // keep their names, counts and held list here, some 120 bytes instead of
 // the report's 288 (a hundred megabytes of a million events' timeline,
-// which every collection marked). The others keep the whole report too.
+// which every collection marked). The others keep the whole report too,
+// and whether it was heavy (only they can be).
 type tlApply struct {
 	node, declaration, digest string // the entry's and its declaration's copies where equal
 	held                      []events.Held
 	sent, applied, unchanged  int
-	full                      *events.ApplyReported // when any list but held is not empty
+	full                      *tlFull // when any list but held is not empty
 }
 
-func compactApply(a *events.ApplyReported) tlApply {
+// tlFull is a whole apply report, and whether it was a heavy pass
+// (events.Heavy, weighed when it was folded: the retry exception depends on
+// the apply before it).
+type tlFull struct {
+	events.ApplyReported
+	heavy bool
+}
+
+func compactApply(a *events.ApplyReported, heavy bool) tlApply {
 	c := tlApply{
 		node: a.Node, declaration: a.Declaration, digest: a.Digest, held: a.Held,
 		sent: a.Sent, applied: a.Applied, unchanged: a.Unchanged,
 	}
 	if len(a.Created) > 0 || len(a.Updated) > 0 || len(a.Replaced) > 0 || len(a.Removed) > 0 || len(a.Failed) > 0 {
-		full := *a
-		c.full = &full
+		c.full = &tlFull{ApplyReported: *a, heavy: heavy}
 	}
 	return c
 }
+
+// heavy reports whether the apply was a heavy pass.
+func (a *tlApply) heavy() bool { return a.full != nil && a.full.heavy }
 
 // EventType makes a *tlApply an entry's payload, as the report was.
 func (*tlApply) EventType() string { return events.TypeApplyReported }
@@ -151,7 +163,7 @@ func (*tlApply) EventType() string { return events.TypeApplyReported }
 // apply id, which the timeline does not show).
 func (a *tlApply) report() *events.ApplyReported {
 	if a.full != nil {
-		return a.full
+		return &a.full.ApplyReported
 	}
 	return &events.ApplyReported{
 		Node: a.node, Declaration: a.declaration, Digest: a.digest, Held: a.held,
@@ -190,7 +202,7 @@ type Entry struct {
 	Resources   []string  `json:"resources,omitempty"` // the resources an apply touched (not unchanged)
 	Declaration string    `json:"declaration,omitempty"`
 	Digest      string    `json:"digest,omitempty"`
-	Heavy       bool      `json:"heavy,omitempty"` // an apply that created, replaced or removed half its declaration or more
+	Heavy       bool      `json:"heavy,omitempty"` // a heavy pass (rule 7, events.Heavy): half its declaration's resources, or containers, or more created, replaced or removed
 	Churn       string    `json:"churn,omitempty"` // "loop detected", "flip detected", "loop cleared", ... at this event
 	Summary     string    `json:"summary"`
 	// Run is set when the entry stands for a run of identical outcomes
@@ -324,6 +336,7 @@ func (t *Timeline) reset() {
 	t.heads = map[tlHead]*tlHead{}
 	t.decls = map[string]*declIndex[*tlDecl]{}
 	t.last = map[string]*tlDecl{}
+	t.hist = map[string]*events.PassHistory{}
 	t.reports = NewReports()
 	t.composed, t.applies = slab[events.DeclarationComposed]{}, slab[tlApply]{}
 }
@@ -376,6 +389,7 @@ func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 		}
 		x.add(v.Declaration, d)
 		t.last[e.node] = d
+		t.history(e.node).Composed(v.Resources)
 		e.decl, e.roster, e.resources = d, int32(len(v.Roster)), int32(len(v.Resources))
 		v.Roster, v.Resources, v.Specs = nil, nil, nil
 		e.p = t.composed.add(v)
@@ -389,7 +403,7 @@ func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 			return err
 		}
 		e.decl = t.decl(e.node, a.Declaration)
-		c := compactApply(&a)
+		c := compactApply(&a, t.weigh(e.node, &a, e.decl))
 		// The strings the timeline holds already, rather than the report's
 		// copies of them: most of what a quiet report would keep.
 		if c.node == e.node {
@@ -446,6 +460,40 @@ func nanos(t time.Time) int64 {
 	}
 	return t.UnixNano()
 }
+
+// history returns node's pass history ("" has none: a throwaway one).
+func (t *Timeline) history(node string) *events.PassHistory {
+	if node == "" {
+		return &events.PassHistory{}
+	}
+	h := t.hist[node]
+	if h == nil {
+		h = &events.PassHistory{}
+		t.hist[node] = h
+	}
+	return h
+}
+
+// weigh weighs apply a of declaration d (nil when unknown) on node by rule
+// 7 (events.Heavy), and keeps what it failed for the node's next apply.
+func (t *Timeline) weigh(node string, a *events.ApplyReported, d *tlDecl) bool {
+	resources, containers := 0, 0
+	if d != nil {
+		resources = len(d.resources)
+		if !quiet(a) { // a quiet apply changed nothing: never heavy, whatever it counts
+			for _, r := range d.resources {
+				if r.Kind == declarationKindContainer {
+					containers++
+				}
+			}
+		}
+	}
+	return t.history(node).Applied(a, resources, containers)
+}
+
+// declarationKindContainer is declaration.KindContainer, the kind of a
+// container among a composed declaration's resources.
+const declarationKindContainer = "container"
 
 // decl returns node's latest composed declaration of id, nil if none (while
 // folding).
@@ -753,11 +801,7 @@ func (t *Timeline) show(e *entry) Entry {
 			out.Digest = a.Digest
 		}
 		out.Resources = touched(a)
-		declared := 0
-		if e.decl != nil {
-			declared = len(e.decl.resources)
-		}
-		out.Heavy = a.Heavy(declared)
+		out.Heavy = v.heavy()
 		out.Idle = a.Changes() == 0 && len(a.Updated) == 0 && len(a.Failed) == 0
 	case events.ReportDeliveredLate:
 		out.Declaration = v.Declaration

@@ -153,3 +153,71 @@ func TestTimelineMarksChurn(t *testing.T) {
 		t.Fatalf("churn marks %q, want %q", marks, want)
 	}
 }
+
+// TestTimelineHeavyIsTheChurnRule: the timeline marks an apply heavy by
+// rule 7's one function (events.Heavy), as the churn detector counts it:
+// every container recreated on a node whose files outnumber them is heavy,
+// a retry after a failed creation is not, and a snapshot of the timeline's
+// fold state keeps what the retry exception needs.
+func TestTimelineHeavyIsTheChurnRule(t *testing.T) {
+	retry := func(g *gen) {
+		res := append(resources("m", 1, "A"),
+			events.ResourceRef{Name: "/etc/m", Kind: "directory", Module: "m", Digest: "sha256:d"},
+			events.ResourceRef{Name: "/etc/m/a", Kind: "file", Module: "m", Digest: "sha256:f"},
+			events.ResourceRef{Name: "/var/lib/m", Kind: "directory", Module: "m", Digest: "sha256:v"})
+		g.composed("novox", "novox/1", "A", nil, res).pushed("novox", "novox/1", "A", len(res)).
+			applied("novox", events.ApplyReported{Declaration: "novox/1", Sent: 4, Applied: 3, Digest: "A",
+				Created: []string{"/etc/m", "/etc/m/a", "/var/lib/m"}, Failed: []events.Failed{{Name: "m-0", Error: "image unavailable"}}}).
+			applied("novox", events.ApplyReported{Declaration: "novox/1", Sent: 4, Applied: 4, Unchanged: 3, Digest: "A", Created: []string{"m-0"}}).
+			applied("novox", events.ApplyReported{Declaration: "novox/1", Sent: 4, Applied: 4, Unchanged: 3, Digest: "A", Created: []string{"m-0"}})
+	}
+	tests := []struct {
+		name  string
+		build func(g *gen)
+		heavy []bool // of the node's applies, in order
+	}{
+		{"every container of a third of the resources", func(g *gen) {
+			g.mixedPass("novox", "novox/1", 3, 6, 3).mixedPass("novox", "novox/2", 3, 6, 1)
+		}, []bool{true, false}},
+		{"a retry after a failed creation, then the container created again", retry, []bool{true, false, true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newGen(t)
+			tc.build(g)
+			set := g.folded()
+			got := func(tl *Timeline) []bool {
+				var out []bool
+				for _, en := range tl.Query(Filter{Node: "novox", Type: events.TypeApplyReported}) {
+					out = append(out, en.Heavy)
+				}
+				return out
+			}
+			if h := got(set.Timeline); !slices.Equal(h, tc.heavy) {
+				t.Errorf("heavy %v, want %v", h, tc.heavy)
+			}
+			// The churn detector agrees: it opened a loop exactly where two
+			// heavy applies came in a row.
+			loop := false
+			for i := 1; i < len(tc.heavy); i++ {
+				loop = loop || tc.heavy[i-1] && tc.heavy[i]
+			}
+			if eps := set.Churn.Episodes("novox"); (len(eps) > 0) != loop {
+				t.Errorf("churn episodes %+v, want a loop: %v", eps, loop)
+			}
+			// Folded on from a snapshot of the fold state taken before the
+			// last apply, the timeline weighs it alike.
+			last := len(g.evs) - 1
+			before := New()
+			fold(t, g.reg, g.evs[:last], before.All()...)
+			st := &snapState{}
+			s := before.Timeline.save(&tables{st: st, strs: map[*string]int{}, res: map[*events.ResourceRef]int{}})
+			after := NewTimeline()
+			after.load(s, st)
+			fold(t, g.reg, g.evs[last:], after)
+			if h := got(after); len(h) != 1 || h[0] != tc.heavy[len(tc.heavy)-1] {
+				t.Errorf("after a snapshot, the last apply's heavy %v, want %v", h, tc.heavy[len(tc.heavy)-1])
+			}
+		})
+	}
+}

@@ -49,7 +49,8 @@ func (f *FaultyStore) Recover() {
 }
 
 // BeginPass tells the store a pass begins (for faults on every other pass);
-// the mesh calls it at every push.
+// Mesh.Push calls it at every push. A Run sets its faults pass by pass and
+// pushes with Mesh.PushChanged, which does not.
 func (f *FaultyStore) BeginPass() {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -1,7 +1,7 @@
 // Package sim is a whole meshplane in one process: the event store, the
-// controller's command handler and projections, and any number of simulated
-// nodes, each an agent applying to an in-memory runtime, reached through a
-// simulated bus. Faults are injected where the seeds say they happen: store
+// controller (its command handler, its projections, its push), and any
+// number of simulated nodes, each an agent applying to an in-memory
+// runtime, reached through a simulated bus. Faults are injected where the seeds say they happen: store
 // reads that fail, a bus that is cut, and a world that removes containers.
 //
 // The scenario steps (features/), `mesh up` on simulated nodes, and the
@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"sync"
@@ -24,6 +25,7 @@ import (
 	"meshplane/agent"
 	"meshplane/agent/simruntime"
 	"meshplane/commands"
+	"meshplane/controller"
 	"meshplane/declaration"
 	"meshplane/events"
 	"meshplane/projections"
@@ -40,15 +42,17 @@ const Actor = "operator:sim"
 type Mesh struct {
 	Store    *FaultyStore
 	Registry *events.Registry
-	Handler  *commands.Handler
-	Views    *projections.Set
+	Handler  *commands.Handler // the controller's
+	Views    *projections.Set  // the controller's
 	Runner   *projections.Runner
+	// Controller is the controller over Store, publishing to the simulated
+	// bus: PushChanged is its pass.
+	Controller *controller.Controller
 
 	now   func() time.Time // stamps every event the mesh makes
 	mu    sync.Mutex
 	nodes map[string]*Node
 	lossy map[string]bool // nodes whose reads compose answers as "no modules" (SetLossy)
-	batch *commands.Batch // the pushes' shared reading of the mesh (BeginBatch), or nil
 }
 
 // Node is a simulated node: its runtime, its agent, and its end of the bus.
@@ -108,18 +112,16 @@ func New(store events.Store, opts ...Option) *Mesh {
 	if o.now == nil {
 		o.now = NewClock(Epoch).Now
 	}
-	reg := events.NewRegistry()
-	fs := NewFaultyStore(store)
-	views := projections.New()
-	return &Mesh{
-		Store:    fs,
-		Registry: reg,
-		Handler:  commands.NewHandler(fs, reg, commands.WithClock(o.now)),
-		Views:    views,
-		Runner:   projections.NewRunner(fs, reg, views.All()...),
-		now:      o.now,
-		nodes:    map[string]*Node{},
+	m := &Mesh{Store: NewFaultyStore(store), Registry: events.NewRegistry(), now: o.now, nodes: map[string]*Node{}}
+	c, err := controller.New(controller.Config{
+		Store: m.Store, Registry: m.Registry, Publisher: m, Clock: o.now,
+		Logger: slog.New(slog.DiscardHandler), ComposeReader: m.composeReader,
+	})
+	if err != nil {
+		panic("sim: " + err.Error()) // a store is given: cannot happen
 	}
+	m.Controller, m.Handler, m.Views, m.Runner = c, c.Handler(), c.Views(), c.Runner()
+	return m
 }
 
 // Do runs an operator command.
@@ -190,72 +192,57 @@ func (m *Mesh) deliver(ctx context.Context, n *Node, r agent.Report) error {
 	return err
 }
 
-// Push composes node's declaration and sends it over the simulated bus. A
-// push begins a pass, for faults set on every other pass.
+// Push pushes node now, changed or not, as mesh push does
+// (commands.Handler.PushNode knowing no last push), over the simulated bus.
+// It goes around the controller's memory of what it last pushed
+// (PushChanged): a pass after it may send the same declaration again,
+// which records nothing. A push begins a pass, for faults set on every
+// other pass.
 func (m *Mesh) Push(ctx context.Context, node string) error {
-	_, err := m.PushDetail(ctx, node)
+	m.Store.BeginPass()
+	if _, err := m.node(node); err != nil {
+		return err
+	}
+	_, _, err := m.Handler.PushNode(ctx, node, m.composeReader(node, m.Handler), commands.LastPush{}, m.PutDeclaration)
 	return err
 }
 
-// Pushed is what one push did.
-type Pushed struct {
-	// Declaration is the one composed (or the current one, sent again);
-	// zero when the compose failed.
-	Declaration declaration.Declaration
-	// Lossy says a read of a node under SetLossy was answered as "no
-	// modules" while composing it: the declaration is not the mesh's.
-	Lossy bool
+// PushChanged is the controller's pass (controller.Controller.PushChanged,
+// the pass mesh up makes every interval): every registered node composed
+// once, from one reading of the mesh, and pushed when its digest differs
+// from the last pushed, or its compose failure recorded when it differs
+// from the last recorded. A node's failure (a failed compose, a cut bus)
+// is recorded on its stream, not returned; an error is the pass's own.
+func (m *Mesh) PushChanged(ctx context.Context) error {
+	_, err := m.Controller.PushChanged(ctx)
+	return err
 }
 
-// PushDetail is Push, saying what it composed.
-func (m *Mesh) PushDetail(ctx context.Context, node string) (Pushed, error) {
-	m.Store.BeginPass()
-	n, err := m.node(node)
+// PutDeclaration is the simulated bus to d's node (controller.Publisher):
+// the latest declaration it delivered is what the node applies next.
+func (m *Mesh) PutDeclaration(ctx context.Context, d declaration.Declaration) error {
+	n, err := m.node(d.Node)
 	if err != nil {
-		return Pushed{}, err
+		return err
 	}
-	var out Pushed
-	var reader commands.Reader = m.Handler
-	m.mu.Lock()
-	if m.batch != nil {
-		reader = m.batch.For(node)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cut {
+		return fmt.Errorf("bus to %s: %w", d.Node, ErrBusCut)
 	}
-	if len(m.lossy) > 0 {
-		reader = &lossyReader{r: reader, target: node, lossy: m.lossy, hit: &out.Lossy}
-	}
-	m.mu.Unlock()
-	d, err := m.Handler.Push(ctx, node, reader, func(ctx context.Context, d declaration.Declaration) error {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		if n.cut {
-			return fmt.Errorf("bus to %s: %w", node, ErrBusCut)
-		}
-		n.latest = &d
-		return nil
-	})
-	out.Declaration = d
-	return out, err
+	n.latest = &d
+	return nil
 }
 
-// BeginBatch makes the pushes until EndBatch compose from one reading of
-// the mesh (commands.Batch), as a controller's push of every node does:
-// each node and module read once and each node planned once, so a pass
-// over N nodes costs N reads, not N². Commands executed meanwhile may be
-// missed until the next batch. Read faults set before it hold: a node
-// whose read fails is read again by every compose, which fails naming it.
-func (m *Mesh) BeginBatch(ctx context.Context) {
-	b := commands.NewBatch(m.Handler)
-	b.Prepare(ctx)
+// composeReader is what node's compose reads through: r, with the reads of
+// lossy nodes answered as seed 000's swallowed error did (SetLossy).
+func (m *Mesh) composeReader(node string, r commands.Reader) commands.Reader {
 	m.mu.Lock()
-	m.batch = b
-	m.mu.Unlock()
-}
-
-// EndBatch ends BeginBatch's batch: pushes read the store again.
-func (m *Mesh) EndBatch() {
-	m.mu.Lock()
-	m.batch = nil
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	if len(m.lossy) == 0 {
+		return r
+	}
+	return &lossyReader{r: r, target: node, lossy: m.lossy}
 }
 
 // SetLossy makes every compose answer a read of the named nodes as "this
@@ -277,7 +264,6 @@ type lossyReader struct {
 	r      commands.Reader // the handler, or a batch's reader (whose snapshot it does not pass on)
 	target string
 	lossy  map[string]bool // not changed while a compose reads it: SetLossy replaces it
-	hit    *bool           // set when an answer was changed
 }
 
 var _ commands.Reader = (*lossyReader)(nil)
@@ -293,7 +279,6 @@ func (r *lossyReader) Node(ctx context.Context, name string) (commands.Node, err
 	if err != nil || name == r.target || !r.lossy[name] || len(n.Assigned) == 0 {
 		return n, err
 	}
-	*r.hit = true
 	n.Assigned, n.Taken = nil, nil // the handler's maps are shared: replaced, never changed
 	return n, nil
 }

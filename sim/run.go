@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"meshplane/commands"
-	"meshplane/declaration"
 	"meshplane/events"
+	"meshplane/projections"
 )
 
 // Config is a simulated run (mesh sim): a mesh of Nodes nodes and Modules
@@ -36,12 +36,12 @@ type Config struct {
 // PassStats is what one pass did.
 type PassStats struct {
 	Pass          int           `json:"pass"`
-	Nodes         int           `json:"nodes"`  // nodes that took the pass
-	Events        int           `json:"events"` // appended during it (operator commands included)
-	Bytes         int           `json:"bytes"`  // their records and index entries, counted as RecordBytes
-	ComposeFailed int           `json:"compose_failed"`
-	PushFailed    int           `json:"push_failed"`
-	Heavy         int           `json:"heavy"` // applies that changed at least half of what they were sent
+	Nodes         int           `json:"nodes"`          // nodes that took the pass
+	Events        int           `json:"events"`         // appended during it (operator commands included)
+	Bytes         int           `json:"bytes"`          // their records and index entries, counted as RecordBytes
+	ComposeFailed int           `json:"compose_failed"` // compose failures recorded (the controller records one once)
+	PushFailed    int           `json:"push_failed"`    // sends that failed, recorded
+	Heavy         int           `json:"heavy"`          // heavy applies (rule 7, events.Heavy), as the timeline marks them
 	Operator      int           `json:"operator"`
 	Took          time.Duration `json:"took_ns"`
 }
@@ -338,7 +338,9 @@ func (r *Run) Passes(ctx context.Context) error {
 }
 
 // Pass runs pass p (from 1): the operators' commands and faults it calls
-// for, then a push and an apply on every active node.
+// for, then the controller's pass (Mesh.PushChanged: every node composed,
+// what changed pushed, as mesh up pushes every interval), then an apply on
+// every active node of what it last received.
 func (r *Run) Pass(ctx context.Context, p int) error {
 	start := r.cfg.Clock()
 	st := PassStats{Pass: p}
@@ -348,6 +350,7 @@ func (r *Run) Pass(ctx context.Context, p int) error {
 	// Faults of this pass.
 	var lossy []string
 	removes := map[string]bool{}
+	reads := false // a store read fails: every compose of the pass fails
 	r.Mesh.Store.Recover()
 	for k, f := range r.cfg.Faults {
 		switch f.Kind {
@@ -355,6 +358,7 @@ func (r *Run) Pass(ctx context.Context, p int) error {
 			if f.Hits(p, r.cfg.Passes) {
 				for _, n := range r.chosen[k] {
 					r.Mesh.Store.FailReads(n, false)
+					reads = true
 				}
 			}
 		case FaultLossy:
@@ -378,54 +382,35 @@ func (r *Run) Pass(ctx context.Context, p int) error {
 		}
 	}
 	r.Mesh.SetLossy(lossy...)
-	// The pushes of the pass share one reading of the mesh, as a
-	// controller's push of every node does: linear in the nodes.
-	r.Mesh.BeginBatch(ctx)
-	defer r.Mesh.EndBatch()
+	// Something outside removes the containers of the chosen nodes.
+	removed := map[string]bool{}
+	for _, node := range r.nodes {
+		if r.active[node] && removes[node] {
+			n, err := r.Mesh.Node(node)
+			if err != nil {
+				return err
+			}
+			removed[node] = n.Runtime.RemoveAllContainers() > 0
+		}
+	}
+	// The controller's pass. A node's failed compose or send is recorded on
+	// its stream (and counted by endPass).
+	if err := r.Mesh.PushChanged(ctx); err != nil {
+		return fmt.Errorf("sim: pass %d: push: %w", p, err)
+	}
+	if !reads {
+		r.composedTruth(p, lossy)
+	}
 	for _, node := range r.nodes {
 		if !r.active[node] {
 			continue
 		}
 		st.Nodes++
-		removed := 0
-		if removes[node] {
-			n, err := r.Mesh.Node(node)
-			if err != nil {
-				return err
-			}
-			removed = n.Runtime.RemoveAllContainers()
-		}
-		pushed, err := r.Mesh.PushDetail(ctx, node)
-		var re *commands.ReadError
-		switch {
-		case errors.As(err, &re), errors.Is(err, commands.ErrIncoherent):
-			st.ComposeFailed++
-		case errors.Is(err, ErrBusCut):
-			st.PushFailed++
-		case err != nil:
-			return fmt.Errorf("sim: pass %d: push %s: %w", p, node, err)
-		}
-		rep, applied, err := r.Mesh.Apply(ctx, node)
+		_, applied, err := r.Mesh.Apply(ctx, node)
 		if err != nil {
 			return fmt.Errorf("sim: pass %d: %w", p, err)
 		}
-		if applied && rep.Outcome.Heavy(0) {
-			st.Heavy++
-		}
-		// A compose that failed returns no declaration; a send that failed
-		// (a cut bus) returns the one composed.
-		tp := truthPass{
-			digest: pushed.Declaration.Digest, lossy: pushed.Lossy, removed: applied && removed > 0, applied: applied,
-		}
-		if applied {
-			tp.outcome = rep.Outcome
-		}
-		for _, res := range pushed.Declaration.Resources {
-			if res.Kind == declaration.KindContainer {
-				tp.containers = append(tp.containers, res.Name)
-			}
-		}
-		r.truth.pass(node, p, tp)
+		r.truth.pass(node, p, applied && removed[node])
 	}
 	// Reads recover between passes: the operators' commands of the next
 	// pass go through.
@@ -446,6 +431,23 @@ func (r *Run) Pass(ctx context.Context, p int) error {
 	}
 	r.truth.endPass(p)
 	return r.endPass(ctx, st, start)
+}
+
+// composedTruth tells the truth what every registered node's compose of
+// pass p was composed from (the controller composes every node, those that
+// left too): which other nodes with a module were read lossily.
+func (r *Run) composedTruth(p int, lossy []string) {
+	var feeding []string // lossy nodes whose modules route names
+	for _, n := range lossy {
+		if len(r.assigned[n]) > 0 {
+			feeding = append(feeding, n)
+		}
+	}
+	slices.Sort(feeding)
+	feeding = slices.Compact(feeding)
+	for _, node := range r.nodes {
+		r.truth.composed(node, p, slices.DeleteFunc(slices.Clone(feeding), func(n string) bool { return n == node }))
+	}
 }
 
 // operators runs pass p's operator commands: joins, leaves, bursts, moves,
@@ -583,12 +585,29 @@ func (r *Run) endPass(ctx context.Context, st PassStats, start time.Time) error 
 		for _, ev := range page {
 			st.Events++
 			st.Bytes += RecordBytes(ev)
+			switch ev.Type {
+			case events.TypeDeclarationComposeFailed:
+				st.ComposeFailed++
+			case events.TypeDeclarationPushFailed:
+				st.PushFailed++
+			}
 		}
 		r.read = page[len(page)-1].Position
+	}
+	var from uint64 // the store's head before the pass
+	if n := len(r.passEnd); n > 0 {
+		from = r.passEnd[n-1]
 	}
 	r.passEnd = append(r.passEnd, r.read)
 	if err := r.Mesh.CatchUp(ctx); err != nil {
 		return fmt.Errorf("sim: pass %d: projections: %w", st.Pass, err)
+	}
+	// The pass's heavy applies, as the timeline weighed them (rule 7's one
+	// function, events.Heavy).
+	for _, en := range r.Mesh.Views.Timeline.Query(projections.Filter{Type: events.TypeApplyReported, After: from, Before: r.read + 1}) {
+		if en.Heavy {
+			st.Heavy++
+		}
 	}
 	st.Took = r.cfg.Clock().Sub(start)
 	r.wall += st.Took

@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"meshplane/events/memstore"
@@ -93,5 +94,24 @@ func TestRunIsReproducible(t *testing.T) {
 	}
 	if ta, tb := a.Truth(), b.Truth(); len(ta) != len(tb) {
 		t.Errorf("truth %+v, then %+v", ta, tb)
+	}
+}
+
+// TestPassesAreTheControllersPush: the simulator's passes are the
+// controller's pass (the pushed-digest and same-failure filters), not a
+// push now of every node: a node whose bus is cut is sent nothing while
+// its declaration does not change, and a roll-out during the cut fails to
+// reach it on each pass until the bus is back.
+func TestPassesAreTheControllersPush(t *testing.T) {
+	r, _ := runSim(t, sim.Config{Nodes: 4, Modules: 4, Passes: 7, Seed: 7, Faults: mustFaults(t, "cut:count=1,passes=2-5;rollout:passes=4")})
+	var got []int
+	for _, st := range r.Stats()[1:] {
+		got = append(got, st.PushFailed)
+	}
+	// Pass 1 pushes the first declarations; 2 and 3 have nothing new for
+	// the cut node; 4 and 5 fail to send it the roll-out; 6, the bus back,
+	// sends it.
+	if want := []int{0, 0, 0, 1, 1, 0, 0}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("push failures per pass %v, want %v", got, want)
 	}
 }

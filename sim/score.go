@@ -15,10 +15,16 @@ type Detected struct {
 	Start    int    `json:"start"`
 	Detected int    `json:"detected"`
 	End      int    `json:"end"` // -1 while open
-	// True says it overlaps an injected episode; Legit, for a false one,
-	// that it began at or just after an operator command on the node.
-	True  bool `json:"true"`
-	Legit bool `json:"legit,omitempty"`
+	// True says it overlaps an injected episode, or is a loop of two
+	// passes, an operator's (at or just after an operator command on the
+	// node) and an injected removal's right after it: rule 7 counts the
+	// operator's pass when it is heavy (a first creation, a roll-out), and
+	// the truth, which weighs no pass, cannot say it was not (Operator).
+	// Legit, for a false one, says it began at or just after an operator
+	// command on the node.
+	True     bool `json:"true"`
+	Operator bool `json:"operator,omitempty"`
+	Legit    bool `json:"legit,omitempty"`
 }
 
 // Score is the churn projection scored against the truth a run injected.
@@ -29,13 +35,17 @@ type Score struct {
 	Found         int `json:"found"` // injected episodes the projection detected
 	Detections    int `json:"detections"`
 	TrueDetected  int `json:"true_detections"`
+	// OperatorLoops counts the true detections that are an operator's pass
+	// and the injected removal after it (Detected.Operator).
+	OperatorLoops int `json:"operator_loops"`
 	// Precision is TrueDetected / Detections (1 with no detection); Recall
 	// Found / Injected (1 with nothing injected).
 	Precision float64 `json:"precision"`
 	Recall    float64 `json:"recall"`
 	// Delay is, over the episodes found, the passes from an episode's start
 	// to its detection (the rule's best is 1: the second heavy pass, or the
-	// return of a flip).
+	// return of a flip; 0 for a loop whose first removal came right after
+	// an operator's heavy pass, which the rule counts as the first).
 	DelayMean float64 `json:"delay_mean"`
 	DelayMax  int     `json:"delay_max"`
 	// LegitPasses counts node-passes with an operator command on the node
@@ -70,7 +80,7 @@ func (r *Run) Detections(c *projections.Churn) []Detected {
 
 // Score scores detections against r's truth.
 func (r *Run) Score(detected []Detected) Score {
-	return score(r.Truth(), detected, r.legit)
+	return score(r.Truth(), detected, r.legit, r.truth.removals())
 }
 
 func overlaps(d Detected, t TruthEpisode) bool {
@@ -81,7 +91,19 @@ func overlaps(d Detected, t TruthEpisode) bool {
 	return d.Node == t.Node && d.Detected <= t.End+2 && end >= t.Start
 }
 
-func score(truth []TruthEpisode, detected []Detected, legit map[string][]int) Score {
+// afterOperator reports whether d is a loop of an operator's pass and the
+// injected removal right after it (Detected.Operator): detected at a pass
+// the node applied after a removal, begun the pass before, at or just after
+// an operator command on the node (legit: its passes with one).
+func afterOperator(d Detected, legit, removals []int) bool {
+	return d.Loop && d.Start == d.Detected-1 && slices.Contains(removals, d.Detected) &&
+		(slices.Contains(legit, d.Start) || slices.Contains(legit, d.Start-1))
+}
+
+// score scores detected against truth; legit and removals are, per node,
+// the passes with an operator command on it and those it applied after a
+// removal.
+func score(truth []TruthEpisode, detected []Detected, legit, removals map[string][]int) Score {
 	s := Score{Injected: len(truth), Detections: len(detected)}
 	for _, ps := range legit {
 		s.LegitPasses += len(ps)
@@ -117,6 +139,10 @@ func score(truth []TruthEpisode, detected []Detected, legit map[string][]int) Sc
 				d.True = true
 				break
 			}
+		}
+		if !d.True && afterOperator(d, legit[d.Node], removals[d.Node]) {
+			d.True, d.Operator = true, true
+			s.OperatorLoops++
 		}
 		if d.True {
 			s.TrueDetected++

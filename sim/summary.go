@@ -161,8 +161,12 @@ func (s Summary) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "churn detector against the injected truth: targets %s (recall 1, no false loop on a legitimate pass, delay <= 2)\n", met)
 	fmt.Fprintf(&b, "  injected    %d episode(s): %d loop(s), %d flip(s)\n", sc.Injected, sc.InjectedLoops, sc.InjectedFlips)
 	fmt.Fprintf(&b, "  recall      %.2f (%d of %d found)\n", sc.Recall, sc.Found, sc.Injected)
-	fmt.Fprintf(&b, "  precision   %.2f (%d of %d detections true)\n", sc.Precision, sc.TrueDetected, sc.Detections)
-	fmt.Fprintf(&b, "  delay       mean %.2f, max %d pass(es) from an episode's start to its detection (best 1)\n", sc.DelayMean, sc.DelayMax)
+	operator := ""
+	if sc.OperatorLoops > 0 {
+		operator = fmt.Sprintf("; %d of them an operator's pass and the injected removal after it", sc.OperatorLoops)
+	}
+	fmt.Fprintf(&b, "  precision   %.2f (%d of %d detections true%s)\n", sc.Precision, sc.TrueDetected, sc.Detections, operator)
+	fmt.Fprintf(&b, "  delay       mean %.2f, max %d pass(es) from an episode's start to its detection (best 1; 0 after an operator's heavy pass)\n", sc.DelayMean, sc.DelayMax)
 	fmt.Fprintf(&b, "  legitimate  %d node-pass(es) with an operator command; false loops at them: %d; other false detections: %d\n",
 		sc.LegitPasses, sc.FalseLoopsLegit, sc.FalseOther)
 	for _, t := range sc.Missed {

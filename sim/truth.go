@@ -3,28 +3,32 @@ package sim
 import (
 	"cmp"
 	"slices"
-
-	"meshplane/events"
+	"strings"
 )
 
 // TruthEpisode is churn the run injected on a node: what the churn
-// projection should find. Passes count from 1.
+// projection should find. Passes count from 1. The truth is worked out from
+// what the run did (which node, which passes, which fault, which operator
+// commands), never from the events the detector reads: a detector, a rule
+// (events.Heavy) or a push that went wrong shows as a miss or a false
+// detection, not as agreement.
 //
-//   - A loop: two passes in a row or more, each of which the node applied,
-//     with no operator command on the node between them, each either after
-//     something outside removed the node's containers, or (the first only)
-//     the pass that carries an operator command and is heavy by rule 7 (a
-//     first creation, a roll-out, a moved module: it changed at least half
-//     of the declaration's resources or of its containers). Rule 7 counts
-//     the operator's heavy pass: a disturbance right after it makes a loop.
-//     Start is the first of them: the rule detects it at the second,
-//     Start+1.
-//   - A flip: the node's declaration went A→B→A with B or A composed from
-//     a lossy read (seed 000), and no operator command that could change
-//     the declaration (one on the node, or one that changes the mesh's
-//     roster: an assign, a release, a registration, a setting) between the
-//     two changes. Start is the node's compose before the return: the rule
-//     detects it at the return, the next compose.
+//   - A loop: two passes in a row or more on a node, with no operator
+//     command on the node between them, before each of which something
+//     outside removed the node's containers (a remove fault removed at
+//     least one) and in each of which the node applied what it holds. Such
+//     a pass recreates every container the node runs: seed 000's churn,
+//     whatever the rule's arithmetic. Start is the first of them: the rule
+//     detects it at the second, Start+1.
+//   - A flip: the node's declaration, as the run composed it, went A→B→A,
+//     where a declaration is what the run gave it to compose from: the
+//     operator commands on the node so far, the roster-changing commands
+//     anywhere so far (an assign, a release, a registration, a setting),
+//     and which other nodes with a module were read lossily (seed 000's
+//     swallowed error). Only a lossy read comes and goes, so only it can
+//     make A return with no command between. Passes whose composes all
+//     fail (a store in recovery) compose nothing. Start is the node's
+//     compose before the return: the rule detects it at the return.
 //
 // An episode ends at its last such pass; two passes without one close it.
 type TruthEpisode struct {
@@ -35,31 +39,28 @@ type TruthEpisode struct {
 	End   int    `json:"end"`
 }
 
-// truthPass is what the run saw of one node's pass.
-type truthPass struct {
-	digest  string // the declaration composed ("" when the compose failed)
-	lossy   bool   // composed from a lossy read
-	removed bool   // containers were removed before it, and it applied
-	applied bool   // the node applied a declaration
-
-	outcome    events.ApplyReported // the apply's report, when applied
-	containers []string             // the names of the declaration's containers
+// composedState is what a node's declaration is composed from, as far as
+// the run can tell (see TruthEpisode): equal states compose equal
+// declarations.
+type composedState struct {
+	own   int    // operator commands on the node so far
+	epoch int    // roster-changing operator commands anywhere so far
+	lossy string // the other nodes with a module read lossily, sorted, joined
 }
 
 type truthNode struct {
-	streak, streakStart int             // heavy passes in a row (see TruthEpisode)
-	opPass              bool            // an operator command on the node since its last apply
-	containers          map[string]bool // every name the node's declarations gave a container
-	failedLast          map[string]bool // the containers the node's last apply failed
+	streak, streakStart int   // passes in a row after a removal (see TruthEpisode)
+	removals            []int // every pass the node applied after a removal
+	own                 int   // operator commands on the node so far
 
-	cur, prev      string
-	curLossy       bool
-	opSince        bool // an operator command on the node since the last change
-	epoch          int  // the mesh's roster epoch at the last change
-	lastCompose    int  // the pass of the last successful compose
-	open           *TruthEpisode
-	lastSymptom    int
-	episodesClosed []TruthEpisode
+	cur, prev   composedState // the last two distinct states composed
+	composed    int           // composes so far: cur is set from 1, prev from the first change
+	hasPrev     bool
+	lastCompose int // the pass of the last compose
+
+	open        *TruthEpisode
+	lastSymptom int
+	closed      []TruthEpisode
 }
 
 type truthKeeper struct {
@@ -89,89 +90,43 @@ func (t *truthKeeper) operator(node string, roster bool) {
 	}
 	n := t.node(node)
 	n.streak = 0
-	n.opSince = true
-	n.opPass = true
+	n.own++
 }
 
-func (t *truthKeeper) pass(node string, p int, tp truthPass) {
+// pass records node's pass p; removed says a remove fault removed
+// containers of the node before it and the node applied.
+func (t *truthKeeper) pass(node string, p int, removed bool) {
 	n := t.node(node)
-	for _, c := range tp.containers {
-		if n.containers == nil {
-			n.containers = map[string]bool{}
-		}
-		n.containers[c] = true
-	}
-	if n.failedLast == nil {
-		n.failedLast = map[string]bool{}
-	}
-	carries := n.opPass && tp.applied
-	heavy := tp.applied && n.heavy(tp) // marks what ran, every pass
-	if tp.applied {
-		n.opPass = false
-	}
-	switch {
-	case tp.removed:
-		if n.streak == 0 {
-			n.streakStart = p
-		}
-		n.streak++
-		if n.streak >= 2 {
-			t.symptom(n, node, p, n.streakStart, true, false)
-		}
-	case carries && heavy:
-		// The operator's own heavy pass: a first in a row, never a second
-		// (the command stands between it and the pass before).
-		n.streak, n.streakStart = 1, p
-	default:
+	if !removed {
 		n.streak = 0
-	}
-	if tp.digest == "" {
 		return
 	}
-	switch {
-	case n.cur == "":
-		n.cur, n.curLossy, n.epoch, n.opSince = tp.digest, tp.lossy, t.epoch, false
-	case tp.digest != n.cur:
-		flip := n.prev != "" && tp.digest == n.prev && !n.opSince && n.epoch == t.epoch && (tp.lossy || n.curLossy)
-		if flip {
-			t.symptom(n, node, p, n.lastCompose, false, true)
-		}
-		n.prev, n.cur, n.curLossy, n.epoch, n.opSince = n.cur, tp.digest, tp.lossy, t.epoch, false
-	default:
-		n.curLossy = n.curLossy || tp.lossy
+	n.removals = append(n.removals, p)
+	if n.streak == 0 {
+		n.streakStart = p
 	}
-	n.lastCompose = p
+	n.streak++
+	if n.streak >= 2 {
+		t.symptom(n, node, p, n.streakStart, true, false)
+	}
 }
 
-// heavy is rule 7's heavy pass, from the apply's report: it created,
-// replaced or removed at least half of the declaration's resources, or of
-// its containers (a container created after the last apply failed it is a
-// retry, not counted). It keeps the apply's failed containers.
-func (n *truthNode) heavy(tp truthPass) bool {
-	changed := 0
-	for _, name := range tp.outcome.Created {
-		if n.containers[name] && !n.failedLast[name] {
-			changed++
+// composed records that node's declaration was composed at pass p with the
+// other nodes in lossy (sorted; those with a module) read lossily.
+func (t *truthKeeper) composed(node string, p int, lossy []string) {
+	n := t.node(node)
+	s := composedState{own: n.own, epoch: t.epoch, lossy: strings.Join(lossy, ",")}
+	switch {
+	case n.composed == 0:
+		n.cur = s
+	case s != n.cur:
+		if n.hasPrev && s == n.prev {
+			t.symptom(n, node, p, n.lastCompose, false, true)
 		}
+		n.prev, n.hasPrev, n.cur = n.cur, true, s
 	}
-	for _, r := range tp.outcome.Replaced {
-		if n.containers[r.Name] {
-			changed++
-		}
-	}
-	for _, name := range tp.outcome.Removed {
-		if n.containers[name] {
-			changed++
-		}
-	}
-	clear(n.failedLast)
-	for _, f := range tp.outcome.Failed {
-		n.failedLast[f.Name] = true
-	}
-	if tp.outcome.Heavy(0) {
-		return true
-	}
-	return len(tp.containers) > 0 && 2*changed >= len(tp.containers)
+	n.composed++
+	n.lastCompose = p
 }
 
 func (t *truthKeeper) symptom(n *truthNode, node string, p, start int, loop, flip bool) {
@@ -188,7 +143,7 @@ func (t *truthKeeper) symptom(n *truthNode, node string, p, start int, loop, fli
 func (t *truthKeeper) endPass(p int) {
 	for _, n := range t.nodes {
 		if n.open != nil && n.lastSymptom <= p-2 {
-			n.episodesClosed = append(n.episodesClosed, *n.open)
+			n.closed = append(n.closed, *n.open)
 			n.open = nil
 		}
 	}
@@ -197,7 +152,7 @@ func (t *truthKeeper) endPass(p int) {
 func (t *truthKeeper) all() []TruthEpisode {
 	var out []TruthEpisode
 	for _, n := range t.nodes {
-		out = append(out, n.episodesClosed...)
+		out = append(out, n.closed...)
 		if n.open != nil {
 			out = append(out, *n.open)
 		}
@@ -205,5 +160,16 @@ func (t *truthKeeper) all() []TruthEpisode {
 	slices.SortFunc(out, func(a, b TruthEpisode) int {
 		return cmp.Or(cmp.Compare(a.Node, b.Node), cmp.Compare(a.Start, b.Start))
 	})
+	return out
+}
+
+// removals returns, per node, the passes it applied after a removal.
+func (t *truthKeeper) removals() map[string][]int {
+	out := map[string][]int{}
+	for name, n := range t.nodes {
+		if len(n.removals) > 0 {
+			out[name] = slices.Clone(n.removals)
+		}
+	}
 	return out
 }

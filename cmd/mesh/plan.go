@@ -11,8 +11,9 @@ import (
 )
 
 // exitHeavy is mesh plan's exit code when a node's plan is heavy: it would
-// create, replace or remove at least half of that node's resources (rule
-// 7), so a script or a CI gate stops before the push.
+// create, replace or remove at least half of that node's resources, or of
+// its containers (rule 7, events.Heavy), so a script or a CI gate stops
+// before the push.
 const exitHeavy = 4
 
 // planCmd is mesh plan: what the next push would do, before it is done
@@ -31,8 +32,9 @@ does not answer is planned from the declaration last pushed to it, and says so: 
 found and holds is not known then. --after plans as if commands had run first (repeatable):
 --after "deploy forge", --after "assign route-proxy novox". Nothing is stored.
 
-A plan that would create, replace or remove at least half of a node's resources is heavy
-(a heavy pass, rule 7): its first line says so, and mesh plan exits 4.`,
+A plan that would create, replace or remove at least half of a node's resources, or of its
+containers (a container its last apply failed, created now, is a retry and not counted), is
+heavy (a heavy pass, rule 7): its first line says so, and mesh plan exits 4.`,
 		ValidArgsFunction: completeNodes,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out, err := outputOf(cmd)
@@ -71,7 +73,7 @@ func writePlan(w io.Writer, resp api.PlanResponse) {
 		}
 	}
 	if len(heavy) > 0 && len(resp.Nodes) > 1 {
-		fmt.Fprintf(w, "HEAVY: the plan for %s would create, replace or remove at least half of the node's resources (rule 7)\n\n", strings.Join(heavy, ", "))
+		fmt.Fprintf(w, "HEAVY: the plan for %s would create, replace or remove at least half of the node's resources or containers (rule 7)\n\n", strings.Join(heavy, ", "))
 	}
 	if len(resp.After) > 0 {
 		fmt.Fprintf(w, "as if first: %s\n\n", strings.Join(resp.After, "; "))

@@ -37,15 +37,18 @@ func (e *env) simCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sim",
 		Short: "run a whole mesh in this process with faults on purpose, and score the churn detector against them",
-		Long: `Run a whole mesh in this process: the real commands, compose, store and
-projections, simulated nodes (the in-memory runtime) and bus. --nodes nodes
-and --modules modules are set up, then --passes passes push to and apply on
-every node, while the faults of --faults are injected. The event stream stays
+		Long: `Run a whole mesh in this process: the real controller (its commands, compose,
+store, projections and pass), simulated nodes (the in-memory runtime) and bus.
+--nodes nodes and --modules modules are set up, then --passes passes run:
+each is the controller's pass, the one mesh up makes every interval (every
+node composed, what changed pushed, a compose failure recorded once), then an
+apply on every node, while the faults of --faults are injected. The event stream stays
 in the store (--store bolt: the bolt file in --data, which must hold no
 events yet), so status, timeline, churn and why work on it afterwards.
 
-The run knows the churn it injected (loops and flips, on which nodes, when)
-and scores the churn projection against it: recall, precision, the delay from
+The run knows the churn it injected (loops and flips, on which nodes, when),
+from the faults and the operator commands, never from the events the
+detector reads, and scores the churn projection against it: recall, precision, the delay from
 an episode's start to its detection in passes, and the false loops on
 legitimate passes (a roll-out, a moved module, a burst of assigns). Targets:
 recall 1, no false loop on a legitimate pass, a delay of at most 2 passes.

@@ -176,7 +176,7 @@ func TestComposeDuringOutage(t *testing.T) {
 	if err := own.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	_, err = h.Push(ctx, "novox", nil, send)
+	_, _, err = h.PushNode(ctx, "novox", nil, commands.LastPush{}, send)
 	var re *commands.ReadError
 	if !errors.As(err, &re) {
 		t.Fatalf("push while the server is down: %v, want a *commands.ReadError", err)
@@ -199,7 +199,7 @@ func TestComposeDuringOutage(t *testing.T) {
 	}
 	var d declaration.Declaration
 	deadline := time.Now().Add(time.Minute)
-	for d, err = h.Push(ctx, "novox", nil, send); err != nil; d, err = h.Push(ctx, "novox", nil, send) {
+	for _, d, err = h.PushNode(ctx, "novox", nil, commands.LastPush{}, send); err != nil; _, d, err = h.PushNode(ctx, "novox", nil, commands.LastPush{}, send) {
 		if time.Now().After(deadline) {
 			t.Fatalf("push after the restart: %v", err)
 		}
