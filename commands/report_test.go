@@ -144,7 +144,10 @@ func TestRecordApplyDoor(t *testing.T) {
 			func(d *commands.Delivery) { d.Report.Declaration = "n2/999" },
 			func(d *commands.Delivery) { d.AppliedAt = time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC) },
 			func(d *commands.Delivery) { d.AppliedAt = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC) },
-			func(d *commands.Delivery) { d.Report.Created = []string{strings.Repeat("x", events.MaxDataSize)}; d.Report.Applied = 3 },
+			func(d *commands.Delivery) {
+				d.Report.Created = []string{strings.Repeat("x", events.MaxDataSize)}
+				d.Report.Applied = 3
+			},
 		} {
 			d := goodDelivery()
 			edit(&d)
