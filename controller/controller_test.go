@@ -292,7 +292,7 @@ func TestRecordReport(t *testing.T) {
 	}
 	d := h.bus.latest("a")
 	del := commands.Delivery{
-		Report:  events.ApplyReported{Node: "a", Declaration: d.ID, Digest: d.Digest},
+		Report: events.ApplyReported{Node: "a", Declaration: d.ID, Digest: d.Digest},
 		// Applied after its push, by the controller's (wall) clock: the door
 		// refuses a report dated before its declaration was composed.
 		ApplyID: uuid.Must(uuid.NewV7()), AppliedAt: time.Now(), Correlation: d.Correlation,
