@@ -333,7 +333,7 @@ func (c *Controller) ConsumeReports(ctx context.Context, h Handler, opts ...Cons
 		}
 	}
 	deliver := func(m jetstream.Msg) {
-		if k.defer_(m) {
+		if k.holdBack(m) {
 			return
 		}
 		dispatch(m)
@@ -353,10 +353,10 @@ func (c *Controller) ConsumeReports(ctx context.Context, h Handler, opts ...Cons
 	return k, nil
 }
 
-// defer_ gives m back to the bus, with a delay, if its node is over its
+// holdBack gives m back to the bus, with a delay, if its node is over its
 // rate limit, and says so. It runs on the consumer's delivery goroutine,
 // before m is decoded or queued: O(1).
-func (k *Consumer) defer_(m jetstream.Msg) bool {
+func (k *Consumer) holdBack(m jetstream.Msg) bool {
 	md, err := m.Metadata()
 	if err != nil {
 		return false

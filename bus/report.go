@@ -137,6 +137,9 @@ func DecodeReport(subject string, data []byte) (Report, error) {
 	if err := json.Unmarshal(data, &r); err != nil {
 		return Report{}, badReport(events.RefusedMalformed, "on %s: %v", subject, err)
 	}
+	if r.Version != reportVersion {
+		return Report{}, badReport(events.RefusedMalformed, "on %s: version %d, want %d", subject, r.Version, reportVersion)
+	}
 	if r.Node != node {
 		return Report{}, badReport(events.RefusedWrongNode, "on %s: the report is node %s's", subject, quote(r.Node))
 	}

@@ -56,6 +56,9 @@ type Refusal struct {
 
 func (r *Refusal) Error() string { return r.Msg }
 
+// RefusalReason is r's reason (what the bus consumer logs: bus.ReasonOf).
+func (r *Refusal) RefusalReason() string { return r.Reason }
+
 // Is makes errors.Is(err, ErrRefused) and errors.Is(err, ErrRejected) true.
 func (r *Refusal) Is(target error) bool { return target == ErrRefused || target == ErrRejected }
 
