@@ -124,8 +124,9 @@ type Delivery struct {
 	Correlation string
 	Attempts    int    // failed delivery attempts before this one
 	LastError   string // the last of them
-	// ReceivedAt is when the controller received it, by its clock: stored
-	// as the report's received_at (zero: none, as a simulation records).
+	// ReceivedAt is when the controller received it, by its clock: the
+	// door's now, stored as the report's received_at (zero: none, as a
+	// simulation records; the door then reads no clock).
 	ReceivedAt time.Time
 	// Size and Digest ("sha256:<hex>") are those of the message's bytes, for
 	// the record of a refusal (RecordRefusal); empty when not known.
@@ -162,7 +163,7 @@ func (h *Handler) RecordApply(ctx context.Context, d Delivery) ([]events.Event, 
 		}
 		decl = &f
 	}
-	if err := CheckReport(d, decl, h.now()); err != nil {
+	if err := CheckReport(d, decl, d.ReceivedAt); err != nil {
 		return nil, err
 	}
 	stream := events.NodeStream(node)

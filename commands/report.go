@@ -15,8 +15,10 @@ package commands
 //   - its counts agree (events.ApplyReported.Check): bad-counts;
 //   - its attempts are not below zero, its correlation fits an envelope:
 //     malformed;
-//   - its apply time is no later than the controller's clock plus
-//     events.MaxReportSkew: bad-time;
+//   - its apply time is no later than the controller's clock when it
+//     received it (Delivery.ReceivedAt) plus events.MaxReportSkew: bad-time
+//     (a delivery with no receive time, a simulation's, in process, is not
+//     compared with a clock, and its clock is not read);
 //   - its declaration was composed for this node and pushed to it (a push
 //     recorded, or the node's latest, whose push may not be recorded yet):
 //     unknown-declaration; and the apply time is no earlier than that
@@ -88,8 +90,9 @@ type ReportFacts interface {
 func WithReportFacts(f ReportFacts) Option { return func(h *Handler) { h.facts = f } }
 
 // CheckReport is the door's pure check of one delivery, against now (the
-// controller's clock) and the facts about its declaration (nil: unknown,
-// those checks are passed over). It returns a *Refusal, or nil.
+// controller's clock when it received the report; zero: not compared with
+// a clock) and the facts about its declaration (nil: unknown, those checks
+// are passed over). It returns a *Refusal, or nil.
 func CheckReport(d Delivery, decl *DeclarationFacts, now time.Time) error {
 	r := d.Report
 	id := d.ApplyID
@@ -106,7 +109,7 @@ func CheckReport(d Delivery, decl *DeclarationFacts, now time.Time) error {
 	if err := r.Check(); err != nil {
 		return refuse(events.RefusedCounts, "apply report %s from %s: %v", id, short(r.Node), err)
 	}
-	if latest := now.Add(events.MaxReportSkew); d.AppliedAt.After(latest) {
+	if latest := now.Add(events.MaxReportSkew); !now.IsZero() && d.AppliedAt.After(latest) {
 		return refuse(events.RefusedTime, "apply report %s from %s: applied at %s, later than the controller's clock (%s) allows, by more than %v",
 			id, short(r.Node), stamp(d.AppliedAt), stamp(now), events.MaxReportSkew)
 	}

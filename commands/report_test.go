@@ -20,6 +20,7 @@ func goodDelivery() commands.Delivery {
 	return commands.Delivery{
 		Report:  events.ApplyReported{Node: "n1", Declaration: "n1/3", Sent: 3, Applied: 3, Created: []string{"web"}, Unchanged: 2},
 		ApplyID: uuid.Must(uuid.NewV7()), AppliedAt: doorNow.Add(-time.Minute), Correlation: "c1",
+		ReceivedAt: doorNow,
 	}
 }
 
@@ -57,6 +58,7 @@ func TestCheckReport(t *testing.T) {
 		}, &pushed, events.RefusedCounts},
 		{"dated 9999", func(d *commands.Delivery) { d.AppliedAt = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC) }, &pushed, events.RefusedTime},
 		{"dated 9999, facts unknown", func(d *commands.Delivery) { d.AppliedAt = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC) }, nil, events.RefusedTime},
+		{"dated 9999, no clock to compare with (a simulation's)", func(d *commands.Delivery) { d.AppliedAt = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC) }, nil, ""},
 		{"six minutes ahead", func(d *commands.Delivery) { d.AppliedAt = doorNow.Add(6 * time.Minute) }, &pushed, events.RefusedTime},
 		{"dated 1900", func(d *commands.Delivery) { d.AppliedAt = time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC) }, &pushed, events.RefusedTime},
 		{"before its declaration was composed", func(d *commands.Delivery) { d.AppliedAt = doorNow.Add(-66 * time.Minute) }, &pushed, events.RefusedTime},
@@ -68,7 +70,11 @@ func TestCheckReport(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := goodDelivery()
 			tc.edit(&d)
-			err := commands.CheckReport(d, tc.decl, doorNow)
+			now := doorNow
+			if strings.Contains(tc.name, "no clock") {
+				now = time.Time{}
+			}
+			err := commands.CheckReport(d, tc.decl, now)
 			if tc.reason == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -196,7 +202,15 @@ func TestRecordApplyDoor(t *testing.T) {
 			t.Fatal(err)
 		}
 		a, _ := events.DecodeAs[events.ApplyReported](events.NewRegistry(), stored[0])
-		if !a.ReceivedAt.IsZero() {
+		if !a.ReceivedAt.Equal(doorNow) {
+			t.Fatalf("received_at %s, want the controller's %s", a.ReceivedAt, doorNow)
+		}
+		d = goodDelivery()
+		d.ReceivedAt, d.Report.ReceivedAt = time.Time{}, time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+		if stored, err = h.RecordApply(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		if a, _ = events.DecodeAs[events.ApplyReported](events.NewRegistry(), stored[0]); !a.ReceivedAt.IsZero() {
 			t.Fatalf("received_at %s, the agent's", a.ReceivedAt)
 		}
 	})
