@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"meshplane/declaration"
+	"meshplane/events"
 )
 
 // ErrRejected is what a report Handler wraps to say a report can never be
@@ -26,6 +28,19 @@ var ErrRejected = errors.New("bus: report rejected")
 // Reject wraps err so that the consumer terminates the report (ErrRejected).
 func Reject(err error) error { return fmt.Errorf("%w: %w", ErrRejected, err) }
 
+// RejectFor is Reject naming the refusal reason (events.Refused*), which
+// the consumer logs with the report (ReasonOf).
+func RejectFor(reason string, err error) error { return &rejection{reason: reason, err: err} }
+
+type rejection struct {
+	reason string
+	err    error
+}
+
+func (r *rejection) Error() string         { return ErrRejected.Error() + ": " + r.err.Error() }
+func (r *rejection) Unwrap() []error       { return []error{ErrRejected, r.err} }
+func (r *rejection) RefusalReason() string { return r.reason }
+
 // Stream and bucket settings.
 const (
 	// duplicateWindow is how long the stream remembers an apply id. A report
@@ -36,6 +51,19 @@ const (
 	// is reached the stream refuses new reports, and the agents keep them in
 	// their outboxes (rule 8) rather than the stream dropping old ones.
 	reportsMaxBytes = 1 << 30
+	// reportsPerNode bounds one node's reports waiting in the stream
+	// (MaxMsgsPerSubject with DiscardNewPerSubject): beyond it the stream
+	// refuses the node's new reports, which its agent keeps in its outbox
+	// and sends again (rule 8). So one node cannot fill the stream for all
+	// (with maxReportMsg, it holds at most 128 MiB of the 1 GiB), nor hold
+	// more than this many of the consumer's maxAckPending with reports its
+	// rate limit defers. A stream that already holds more of one node (made
+	// before this limit) keeps that many until it drains (reportsPerSubject).
+	reportsPerNode = 64
+	// maxReportMsg bounds one message on the reports stream (MaxMsgSize):
+	// the controller refuses, and records, a report above MaxReportSize;
+	// above this the stream refuses it at publish (the agent keeps it).
+	maxReportMsg = 2 * MaxReportSize
 	// ackWait is how long a handler has before a report is redelivered.
 	ackWait = 30 * time.Second
 	// maxAckPending bounds the reports handed out and not yet acknowledged.
@@ -109,20 +137,55 @@ func setup(ctx context.Context, nc *nats.Conn, cfg ControllerConfig, log *slog.L
 	if err != nil {
 		return nil, fmt.Errorf("bus: controller: bucket %s: %w", DeclarationsBucket, err)
 	}
+	perNode, err := reportsPerSubject(ctx, js)
+	if err != nil {
+		return nil, fmt.Errorf("bus: controller: stream %s: %w", ReportsStream, err)
+	}
 	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        ReportsStream,
-		Description: "meshplane: apply reports, mesh.report.<node>, deduplicated by apply id",
-		Subjects:    []string{ReportSubjectPrefix + ">"},
-		Retention:   jetstream.WorkQueuePolicy,
-		Storage:     jetstream.FileStorage,
-		Discard:     jetstream.DiscardNew,
-		MaxBytes:    reportsMaxBytes,
-		Duplicates:  duplicateWindow,
-		Replicas:    replicas,
+		Name:                 ReportsStream,
+		Description:          "meshplane: apply reports, mesh.report.<node>, deduplicated by apply id",
+		Subjects:             []string{ReportSubjectPrefix + ">"},
+		Retention:            jetstream.WorkQueuePolicy,
+		Storage:              jetstream.FileStorage,
+		Discard:              jetstream.DiscardNew,
+		MaxBytes:             reportsMaxBytes,
+		MaxMsgsPerSubject:    perNode,
+		DiscardNewPerSubject: true,
+		MaxMsgSize:           maxReportMsg,
+		Duplicates:           duplicateWindow,
+		Replicas:             replicas,
 	}); err != nil {
 		return nil, fmt.Errorf("bus: controller: stream %s: %w", ReportsStream, err)
 	}
 	return &Controller{nc: nc, js: js, kv: kv, log: log, workers: max(cfg.ReportWorkers, 1)}, nil
+}
+
+// reportsPerSubject is the per-node limit to give the reports stream:
+// reportsPerNode, or more if the stream already holds more reports of one
+// node (it was made before the limit): a stream lowers its per-subject
+// limit by deleting the oldest messages, which would lose reports. The
+// next start, once they are recorded, lowers it to reportsPerNode.
+func reportsPerSubject(ctx context.Context, js jetstream.JetStream) (int64, error) {
+	st, err := js.Stream(ctx, ReportsStream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return reportsPerNode, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	cfg := st.CachedInfo().Config
+	if cfg.MaxMsgsPerSubject > 0 && cfg.MaxMsgsPerSubject <= reportsPerNode {
+		return reportsPerNode, nil // set before: no subject holds more
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(ReportSubjectPrefix+">"))
+	if err != nil {
+		return 0, err
+	}
+	most := uint64(reportsPerNode)
+	for _, n := range info.State.Subjects {
+		most = max(most, n)
+	}
+	return int64(most), nil
 }
 
 // Close closes the connection.
@@ -155,8 +218,42 @@ type Handler func(ctx context.Context, r Report) error
 type ConsumerStats struct {
 	Recorded uint64 // acknowledged after the handler recorded them
 	Retried  uint64 // the handler failed; redelivered later
-	Refused  uint64 // did not decode, or came on another node's subject
-	Rejected uint64 // the handler rejected them (ErrRejected)
+	Refused  uint64 // did not decode, too large, or came on another node's subject: terminated
+	Rejected uint64 // the handler rejected them (ErrRejected): terminated
+	Deferred uint64 // over their node's rate limit: given back to the bus until their turn
+}
+
+// Refused is a report message the consumer refused as it decoded it.
+type Refused struct {
+	Node   string // the subject's node
+	Reason string // events.RefusedTooLarge, RefusedMalformed or RefusedWrongNode
+	Err    error  // what was wrong (a *BadReportError)
+	Size   int    // of the message's bytes
+	Digest string // of the message's bytes (Digest)
+}
+
+// ConsumeOption configures ConsumeReports.
+type ConsumeOption func(*Consumer)
+
+// WithRefused has fn told of each message the consumer refuses as it
+// decodes it, before the message is terminated (the controller records it
+// as report.refused). An error from fn means "not now": the message is
+// redelivered, and refused again then.
+func WithRefused(fn func(ctx context.Context, r Refused) error) ConsumeOption {
+	return func(k *Consumer) { k.onRefused = fn }
+}
+
+// WithRateLimit sets each node's rate limit (see RateLimit; the defaults
+// otherwise). Rate rate.Inf turns it off.
+func WithRateLimit(l RateLimit) ConsumeOption {
+	return func(k *Consumer) { k.limit = newThrottle(l) }
+}
+
+// WithThrottled has fn told, once every RateLimit.Every per node, of the
+// reports deferred by the node's rate limit (they are logged too). It runs
+// on the consumer's summary goroutine.
+func WithThrottled(fn func(ctx context.Context, t Throttled)) ConsumeOption {
+	return func(k *Consumer) { k.onThrottled = fn }
 }
 
 // Consumer is the controller's consumption of reports.
@@ -168,7 +265,14 @@ type Consumer struct {
 	queues  []chan jetstream.Msg
 	workers sync.WaitGroup
 
-	recorded, retried, refused, rejected atomic.Uint64
+	limit       *throttle
+	onRefused   func(context.Context, Refused) error
+	onThrottled func(context.Context, Throttled)
+	stopSay     chan struct{}
+	sayOnce     sync.Once
+	said        sync.WaitGroup
+
+	recorded, retried, refused, rejected, deferred atomic.Uint64
 }
 
 // ConsumeReports hands every report to h, one at a time in stream order (a
@@ -177,9 +281,18 @@ type Consumer struct {
 // through the durable consumer ReportsConsumer: a report is acknowledged
 // only after h recorded it, so a controller that stops in between gets it
 // again. A message that is not a report of the node whose subject it came on
-// is refused: logged with the reason, counted, terminated; the consumer goes
-// on. It runs until Stop (or the connection closes); ctx is what h gets.
-func (c *Controller) ConsumeReports(ctx context.Context, h Handler) (*Consumer, error) {
+// (too large, not decoding, another node's) is refused: told to the
+// WithRefused callback, logged once with the node and the reason, counted,
+// terminated (never redelivered); the consumer goes on. So is a report h
+// rejects (ErrRejected).
+//
+// Each node's reports are rate-limited (WithRateLimit; DefaultReportRate,
+// DefaultReportBurst): one over its node's limit is not decoded nor queued,
+// but given back to the bus until its turn (see throttle), and what was
+// deferred is logged once a minute per node and told to the WithThrottled
+// callback. It runs until Stop (or the connection closes); ctx is what h
+// and the callbacks get.
+func (c *Controller) ConsumeReports(ctx context.Context, h Handler, opts ...ConsumeOption) (*Consumer, error) {
 	cons, err := c.js.CreateOrUpdateConsumer(ctx, ReportsStream, jetstream.ConsumerConfig{
 		Durable:       ReportsConsumer,
 		Description:   "meshplane controller: records apply reports",
@@ -193,8 +306,14 @@ func (c *Controller) ConsumeReports(ctx context.Context, h Handler) (*Consumer, 
 	if err != nil {
 		return nil, fmt.Errorf("bus: consumer %s: %w", ReportsConsumer, err)
 	}
-	k := &Consumer{log: c.log}
-	deliver := func(m jetstream.Msg) { k.handle(ctx, h, m) }
+	k := &Consumer{log: c.log, stopSay: make(chan struct{})}
+	for _, o := range opts {
+		o(k)
+	}
+	if k.limit == nil {
+		k.limit = newThrottle(RateLimit{})
+	}
+	dispatch := func(m jetstream.Msg) { k.handle(ctx, h, m) }
 	if c.workers > 1 {
 		k.queues = make([]chan jetstream.Msg, c.workers)
 		for i := range k.queues {
@@ -207,22 +326,70 @@ func (c *Controller) ConsumeReports(ctx context.Context, h Handler) (*Consumer, 
 			})
 		}
 		queues := k.queues
-		deliver = func(m jetstream.Msg) {
+		dispatch = func(m jetstream.Msg) {
 			f := fnv.New32a()
 			f.Write([]byte(m.Subject()))
 			queues[f.Sum32()%uint32(len(queues))] <- m
 		}
 	}
+	deliver := func(m jetstream.Msg) {
+		if k.holdBack(m) {
+			return
+		}
+		dispatch(m)
+	}
+	k.said.Go(func() { k.sayThrottled(ctx) })
 	cc, err := cons.Consume(deliver,
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			c.log.Warn("bus: report consumer", "err", err)
 		}))
 	if err != nil {
 		k.closeQueues()
+		k.stopSaying()
+		k.said.Wait()
 		return nil, fmt.Errorf("bus: consume %s: %w", ReportsStream, err)
 	}
 	k.cc = cc
 	return k, nil
+}
+
+// holdBack gives m back to the bus, with a delay, if its node is over its
+// rate limit, and says so. It runs on the consumer's delivery goroutine,
+// before m is decoded or queued: O(1).
+func (k *Consumer) holdBack(m jetstream.Msg) bool {
+	md, err := m.Metadata()
+	if err != nil {
+		return false
+	}
+	wait, fresh := k.limit.admit(m.Subject(), md.Sequence.Stream, time.Now())
+	if wait <= 0 {
+		return false
+	}
+	if fresh {
+		k.deferred.Add(1)
+	}
+	k.settle(m.NakWithDelay(wait), md.Sequence.Stream)
+	return true
+}
+
+// sayThrottled says, every RateLimit.Every, what each node had deferred.
+func (k *Consumer) sayThrottled(ctx context.Context) {
+	t := time.NewTicker(k.limit.every)
+	defer t.Stop()
+	say := func(th Throttled) {
+		if k.onThrottled != nil {
+			k.onThrottled(ctx, th)
+		}
+	}
+	for {
+		select {
+		case <-k.stopSay:
+			k.limit.say(k.log, time.Now(), say) // what the last window deferred
+			return
+		case now := <-t.C:
+			k.limit.say(k.log, now, say)
+		}
+	}
 }
 
 func (k *Consumer) handle(ctx context.Context, h Handler, m jetstream.Msg) {
@@ -233,8 +400,22 @@ func (k *Consumer) handle(ctx context.Context, h Handler, m jetstream.Msg) {
 	}
 	r, err := DecodeReport(m.Subject(), m.Data())
 	if err != nil {
+		node, _ := strings.CutPrefix(m.Subject(), ReportSubjectPrefix)
+		ref := Refused{Node: node, Reason: ReasonOf(err), Err: err, Size: len(m.Data()), Digest: Digest(m.Data())}
+		if ref.Reason == "" {
+			ref.Reason = events.RefusedMalformed
+		}
+		if k.onRefused != nil {
+			if rerr := k.onRefused(ctx, ref); rerr != nil {
+				k.retried.Add(1)
+				delay := retryDelay(delivered)
+				k.log.Warn("bus: report refused, and its refusal not recorded; redelivering", "node", node, "seq", seq, "in", delay, "reason", ref.Reason, "err", rerr)
+				k.settle(m.NakWithDelay(delay), seq)
+				return
+			}
+		}
 		k.refused.Add(1)
-		k.log.Error("bus: report refused", "subject", m.Subject(), "seq", seq, "reason", err)
+		k.log.Error("bus: report refused", "node", node, "seq", seq, "reason", ref.Reason, "size", ref.Size, "digest", ref.Digest, "err", err)
 		k.settle(m.TermWithReason(truncate(err.Error(), 200)), seq)
 		return
 	}
@@ -245,7 +426,7 @@ func (k *Consumer) handle(ctx context.Context, h Handler, m jetstream.Msg) {
 		k.settle(m.Ack(), seq)
 	case errors.Is(err, ErrRejected):
 		k.rejected.Add(1)
-		k.log.Error("bus: report rejected", "node", r.Node, "apply", r.ApplyID, "seq", seq, "reason", err)
+		k.log.Error("bus: report refused", "node", r.Node, "apply", r.ApplyID, "seq", seq, "reason", ReasonOf(err), "size", r.Size, "digest", r.Digest, "err", err)
 		k.settle(m.TermWithReason(truncate(err.Error(), 200)), seq)
 	default:
 		k.retried.Add(1)
@@ -282,27 +463,29 @@ func truncate(s string, n int) string {
 func (k *Consumer) Stats() ConsumerStats {
 	return ConsumerStats{
 		Recorded: k.recorded.Load(), Retried: k.retried.Load(),
-		Refused: k.refused.Load(), Rejected: k.rejected.Load(),
+		Refused: k.refused.Load(), Rejected: k.rejected.Load(), Deferred: k.deferred.Load(),
 	}
 }
 
-// Refused counts the messages refused so far (did not decode, or came on
-// another node's subject).
+// Refused counts the messages refused so far as they were decoded (too
+// large, did not decode, or came on another node's subject).
 func (k *Consumer) Refused() uint64 { return k.refused.Load() }
 
 // Stop stops taking reports: the ones already handed out are handled first,
-// then it returns (or when ctx is done).
+// then what the rate limit deferred since its last summary is said, then it
+// returns (or when ctx is done).
 func (k *Consumer) Stop(ctx context.Context) error {
 	k.cc.Drain()
 	select {
 	case <-k.cc.Closed():
 	case <-ctx.Done():
 		k.cc.Stop()
+		k.stopSaying()
 		return fmt.Errorf("bus: stop consumer: %w", ctx.Err())
 	}
 	k.closeQueues()
 	done := make(chan struct{})
-	go func() { k.workers.Wait(); close(done) }()
+	go func() { k.workers.Wait(); k.stopSaying(); k.said.Wait(); close(done) }()
 	select {
 	case <-done:
 		return nil
@@ -311,12 +494,30 @@ func (k *Consumer) Stop(ctx context.Context) error {
 	}
 }
 
+// stopSaying ends the summaries of deferred reports (once).
+func (k *Consumer) stopSaying() { k.sayOnce.Do(func() { close(k.stopSay) }) }
+
 // closeQueues ends the workers once they have handled what is queued.
 func (k *Consumer) closeQueues() {
 	for _, q := range k.queues {
 		close(q)
 	}
 	k.queues = nil
+}
+
+// ConsumerInfo returns the state of the reports consumer (ReportsConsumer):
+// the reports not yet handed out, those handed out and not acknowledged,
+// those redelivered and not yet acknowledged.
+func (c *Controller) ConsumerInfo(ctx context.Context) (*jetstream.ConsumerInfo, error) {
+	cons, err := c.js.Consumer(ctx, ReportsStream, ReportsConsumer)
+	if err != nil {
+		return nil, fmt.Errorf("bus: consumer %s: %w", ReportsConsumer, err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("bus: consumer %s: %w", ReportsConsumer, err)
+	}
+	return info, nil
 }
 
 // Declaration returns node's latest declaration in the bucket and its

@@ -11,7 +11,10 @@
 //	        key = node name       value = JSON of declaration.Declaration
 //	stream  MESH_REPORTS          subjects mesh.report.<node>, file storage, work-queue
 //	                              retention, duplicate window 1 h, at most 1 GiB and
-//	                              then new reports are refused (the agents keep them)
+//	                              then new reports are refused (the agents keep them);
+//	                              at most 64 reports of one node (then that node's new
+//	                              ones are refused: its agent keeps them) and 2 MiB a
+//	                              message
 //	consumer "controller"         durable, on MESH_REPORTS, explicit ack
 //
 // A node name may hold '.', so a node's key and subjects may be several
@@ -52,11 +55,27 @@
 // (or one at a time per worker, ControllerConfig.ReportWorkers, each node's
 // reports always to the same worker so that they stay in order), and
 // acknowledges it only after the handler returned nil (recorded). An
-// error wrapping ErrRejected terminates the message and counts it; any other
-// error redelivers it after a backoff (1 s doubling to a minute). A message
-// that does not decode, or whose node differs from its subject's, is refused:
-// logged with the reason (log/slog), counted (Consumer.Stats, Refused),
-// terminated; the consumer goes on. The reports' stream retention is a work
+// error wrapping ErrRejected (a report the controller's door refused)
+// terminates the message, logs it once with the node and the reason, and
+// counts it; any other error redelivers it after a backoff (1 s doubling to
+// a minute). A message over MaxReportSize, that does not decode, or whose
+// node differs from its subject's, is refused before the handler sees it:
+// told to the WithRefused callback (the controller records report.refused;
+// if it cannot, the message is redelivered and refused again), logged once
+// with the node and the reason (a *BadReportError's: too-large, malformed,
+// wrong-node), counted (Consumer.Stats, Refused), terminated; the consumer
+// goes on. So no message is redelivered for ever for what it is.
+//
+// Each node's reports are rate-limited (WithRateLimit: 1 a second, bursts
+// of 64, by default; golang.org/x/time/rate): a report over its node's limit
+// is neither decoded nor queued but given back to the bus (a nak with the
+// delay its limiter reserved for it), so it costs the controller O(1),
+// waits in the stream in order, and is recorded in its turn (rule 8: never
+// lost). Other nodes' reports pass it. What each node had deferred is
+// logged once a minute and told to the WithThrottled callback (the
+// controller records report.throttled). A node cannot hold more than 64 of
+// the consumer's 4,096 unacknowledged reports that way: the stream's
+// per-node limit. The reports' stream retention is a work
 // queue: an acknowledged report leaves the stream; one not yet recorded
 // survives a restart of the bus and of the controller. A work queue takes
 // no second consumer overlapping the controller's; a tool that wants to see

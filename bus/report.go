@@ -1,6 +1,8 @@
 package bus
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,12 +15,59 @@ import (
 )
 
 // ErrBadReport means a message on a report subject is not a report the
-// controller can take: it does not decode, or it is for another node than
-// the subject it came on. Such a message is refused, never retried.
+// controller can take: it is too large, it does not decode, or it is for
+// another node than the subject it came on. Such a message is refused,
+// never retried. The concrete error of DecodeReport is a *BadReportError.
 var ErrBadReport = errors.New("bus: bad report")
+
+// BadReportError says why a message is not a report: the reason (one of
+// events.Refused*: too-large, malformed, wrong-node) and a sentence.
+type BadReportError struct {
+	Reason string
+	Msg    string
+}
+
+func (e *BadReportError) Error() string { return ErrBadReport.Error() + ": " + e.Msg }
+
+// Is makes errors.Is(err, ErrBadReport) true.
+func (e *BadReportError) Is(target error) bool { return target == ErrBadReport }
+
+func badReport(reason, format string, args ...any) error {
+	return &BadReportError{Reason: reason, Msg: fmt.Sprintf(format, args...)}
+}
+
+// ReasonOf is the refusal reason (events.Refused*) err names: a
+// *BadReportError's, a RejectFor's, or any error's in its chain with a
+// RefusalReason method (commands.Refusal); "" when none does.
+func ReasonOf(err error) string {
+	var b *BadReportError
+	if errors.As(err, &b) {
+		return b.Reason
+	}
+	var r interface{ RefusalReason() string }
+	if errors.As(err, &r) {
+		return r.RefusalReason()
+	}
+	return ""
+}
 
 // reportVersion is the version of the report wire format written here.
 const reportVersion = 1
+
+// MaxReportSize is the most bytes a report message may have: what the event
+// store takes of one event's payload (events.MaxDataSize), since the
+// report's outcome becomes the apply.reported event. The controller refuses
+// a larger one before decoding it (too-large, recorded as report.refused);
+// the reports stream refuses at publish one larger than twice this
+// (maxReportMsg), so that a node cannot fill the stream with a few.
+const MaxReportSize = events.MaxDataSize
+
+// Digest is the digest a refusal records of a message's bytes:
+// "sha256:<hex>".
+func Digest(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
 
 // Report is one apply's outcome as it travels from an agent to the
 // controller, on subject mesh.report.<node>, with ApplyID as the message's
@@ -48,6 +97,12 @@ type Report struct {
 	Attempts    int                  `json:"attempts"`
 	LastError   string               `json:"last_error,omitempty"`
 	Outcome     events.ApplyReported `json:"outcome"`
+
+	// Size and Digest are those of the message the report came in, filled
+	// by DecodeReport (never on the wire): what the controller records of
+	// a report it refuses (events.ReportRefused).
+	Size   int    `json:"-"`
+	Digest string `json:"-"`
 }
 
 // EncodeReport returns r's wire form, with the current version.
@@ -63,46 +118,68 @@ func EncodeReport(r Report) ([]byte, error) {
 	return b, nil
 }
 
-// DecodeReport decodes a report that came on subject, and checks it: a
-// known version, a valid node equal to the subject's and to the outcome's,
-// an apply id (equal to the outcome's when that names one), an apply time.
-// Every failure wraps ErrBadReport and says what was wrong.
+// DecodeReport decodes a report that came on subject, and checks it: at
+// most MaxReportSize bytes, a known version, a valid node equal to the
+// subject's and to the outcome's, an apply id (equal to the outcome's when
+// that names one), an apply time. Every failure is a *BadReportError
+// (ErrBadReport) saying what was wrong, with its reason. What the report
+// says beyond that is the controller's door to check
+// (commands.Handler.RecordApply).
 func DecodeReport(subject string, data []byte) (Report, error) {
 	node, ok := strings.CutPrefix(subject, ReportSubjectPrefix)
 	if !ok {
-		return Report{}, fmt.Errorf("%w: subject %q is not a report subject", ErrBadReport, subject)
+		return Report{}, badReport(events.RefusedMalformed, "subject %q is not a report subject", subject)
+	}
+	if len(data) > MaxReportSize {
+		return Report{}, badReport(events.RefusedTooLarge, "on %s: %d bytes, over the limit of %d", subject, len(data), MaxReportSize)
 	}
 	var r Report
 	if err := json.Unmarshal(data, &r); err != nil {
-		return Report{}, fmt.Errorf("%w: on %s: %v", ErrBadReport, subject, err)
+		return Report{}, badReport(events.RefusedMalformed, "on %s: %v", subject, err)
+	}
+	if r.Version != reportVersion {
+		return Report{}, badReport(events.RefusedMalformed, "on %s: version %d, want %d", subject, r.Version, reportVersion)
 	}
 	if r.Node != node {
-		return Report{}, fmt.Errorf("%w: on %s: the report is node %q's", ErrBadReport, subject, r.Node)
+		return Report{}, badReport(events.RefusedWrongNode, "on %s: the report is node %s's", subject, quote(r.Node))
 	}
 	if err := r.check(); err != nil {
-		return Report{}, fmt.Errorf("%w (on %s)", err, subject)
+		var b *BadReportError
+		if errors.As(err, &b) {
+			return Report{}, badReport(b.Reason, "%s (on %s)", b.Msg, subject)
+		}
+		return Report{}, badReport(events.RefusedMalformed, "%v (on %s)", err, subject)
 	}
+	r.Size, r.Digest = len(data), Digest(data)
 	return r, nil
+}
+
+// quote quotes a name from a message, cut to a readable length.
+func quote(s string) string {
+	if len(s) > 64 {
+		return fmt.Sprintf("%q… (%d bytes)", s[:64], len(s))
+	}
+	return fmt.Sprintf("%q", s)
 }
 
 // check says what is wrong with r.
 func (r Report) check() error {
 	switch {
 	case r.Version != reportVersion:
-		return fmt.Errorf("%w: version %d, want %d", ErrBadReport, r.Version, reportVersion)
+		return badReport(events.RefusedMalformed, "version %d, want %d", r.Version, reportVersion)
 	case r.ApplyID == uuid.Nil:
-		return fmt.Errorf("%w: no apply id", ErrBadReport)
+		return badReport(events.RefusedMalformed, "no apply id")
 	case r.AppliedAt.IsZero():
-		return fmt.Errorf("%w: apply %s: no applied_at", ErrBadReport, r.ApplyID)
+		return badReport(events.RefusedMalformed, "apply %s: no applied_at", r.ApplyID)
 	case r.Outcome.Node != r.Node:
-		return fmt.Errorf("%w: apply %s: the outcome is node %q's, the report %q's", ErrBadReport, r.ApplyID, r.Outcome.Node, r.Node)
+		return badReport(events.RefusedWrongNode, "apply %s: the outcome is node %s's, the report %s's", r.ApplyID, quote(r.Outcome.Node), quote(r.Node))
 	case r.Outcome.ApplyID != "" && r.Outcome.ApplyID != r.ApplyID.String():
-		return fmt.Errorf("%w: apply %s: the outcome names apply %s", ErrBadReport, r.ApplyID, r.Outcome.ApplyID)
+		return badReport(events.RefusedMalformed, "apply %s: the outcome names apply %s", r.ApplyID, quote(r.Outcome.ApplyID))
 	case r.Attempts < 0:
-		return fmt.Errorf("%w: apply %s: %d attempts", ErrBadReport, r.ApplyID, r.Attempts)
+		return badReport(events.RefusedMalformed, "apply %s: %d attempts", r.ApplyID, r.Attempts)
 	}
 	if err := ValidNode(r.Node); err != nil {
-		return fmt.Errorf("%w: %w", ErrBadReport, err)
+		return badReport(events.RefusedMalformed, "%v", err)
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,6 +37,8 @@ type recorder struct {
 	fail    map[uuid.UUID]int // fail this many times first
 	reject  map[uuid.UUID]bool
 	arrived chan bus.Report
+	refused []bus.Refused // told by the consumer (WithRefused)
+	refuse  int           // fail the refusal callback this many times first
 }
 
 func newRecorder() *recorder {
@@ -54,6 +58,23 @@ func (r *recorder) handle(_ context.Context, rep bus.Report) error {
 	r.got = append(r.got, rep)
 	r.arrived <- rep
 	return nil
+}
+
+func (r *recorder) refusal(_ context.Context, f bus.Refused) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.refuse > 0 {
+		r.refuse--
+		return errors.New("store unreachable")
+	}
+	r.refused = append(r.refused, f)
+	return nil
+}
+
+func (r *recorder) refusals() []bus.Refused {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.refused)
 }
 
 func (r *recorder) wait(t *testing.T) bus.Report {
@@ -90,9 +111,9 @@ func (r *recorder) none(t *testing.T, d time.Duration) {
 	}
 }
 
-func consume(t *testing.T, ctl *bus.Controller, r *recorder) *bus.Consumer {
+func consume(t *testing.T, ctl *bus.Controller, r *recorder, opts ...bus.ConsumeOption) *bus.Consumer {
 	t.Helper()
-	k, err := ctl.ConsumeReports(context.Background(), r.handle)
+	k, err := ctl.ConsumeReports(context.Background(), r.handle, append([]bus.ConsumeOption{bus.WithRefused(r.refusal)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +140,15 @@ func TestReports(t *testing.T) {
 			t.Fatalf("publish: duplicate %v, %v", dup, err)
 		}
 		got := rec.wait(t)
-		if fmt.Sprint(got) != fmt.Sprint(func() bus.Report { w := want; w.Version = 1; return w }()) {
+		b, err := bus.EncodeReport(want) // the bytes published
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(func() bus.Report {
+			w := want
+			w.Version, w.Size, w.Digest = 1, len(b), bus.Digest(b)
+			return w
+		}()) {
 			t.Fatalf("recorded %+v\nwant %+v", got, want)
 		}
 		rec.none(t, 300*time.Millisecond)
@@ -219,19 +248,24 @@ func TestReportsRefused(t *testing.T) {
 	other := report("n2", "n2/1")
 	lying := report("n1", "n1/1")
 	lying.Outcome.Node = "n2"
+	big := report("n1", "n1/1")
+	big.Outcome.Created = []string{strings.Repeat("x", bus.MaxReportSize)}
 	for _, tc := range []struct {
 		name, subject string
 		data          []byte
+		reason        string
 	}{
-		{"garbage", bus.ReportSubject("n1"), []byte("\x00not json")},
-		{"empty", bus.ReportSubject("n1"), nil},
-		{"another node's report on n1's subject", bus.ReportSubject("n1"), enc(other)},
-		{"an outcome for another node", bus.ReportSubject("n1"), enc(lying)},
-		{"no apply id", bus.ReportSubject("n1"), []byte(`{"version":1,"node":"n1","applied_at":"2026-11-30T09:00:00Z","outcome":{"node":"n1"}}`)},
-		{"an unknown version", bus.ReportSubject("n1"), []byte(`{"version":99,"node":"n1"}`)},
+		{"garbage", bus.ReportSubject("n1"), []byte("\x00not json"), events.RefusedMalformed},
+		{"empty", bus.ReportSubject("n1"), nil, events.RefusedMalformed},
+		{"another node's report on n1's subject", bus.ReportSubject("n1"), enc(other), events.RefusedWrongNode},
+		{"an outcome for another node", bus.ReportSubject("n1"), enc(lying), events.RefusedWrongNode},
+		{"no apply id", bus.ReportSubject("n1"), []byte(`{"version":1,"node":"n1","applied_at":"2026-11-30T09:00:00Z","outcome":{"node":"n1"}}`), events.RefusedMalformed},
+		{"an unknown version", bus.ReportSubject("n1"), []byte(`{"version":99,"node":"n1"}`), events.RefusedMalformed},
+		{"over MaxReportSize", bus.ReportSubject("n1"), enc(big), events.RefusedTooLarge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := k.Refused()
+			told := len(rec.refusals())
 			good := report("n1", "n1/2")
 			if _, err := raw.Request(tc.subject, tc.data, 5*time.Second); err != nil { // the stream's ack
 				t.Fatal(err)
@@ -245,10 +279,56 @@ func TestReportsRefused(t *testing.T) {
 			if got := k.Refused(); got != before+1 {
 				t.Fatalf("refused %d, want %d", got, before+1)
 			}
+			fs := rec.refusals()
+			if len(fs) != told+1 {
+				t.Fatalf("told of %d refusals, want %d", len(fs), told+1)
+			}
+			f := fs[len(fs)-1]
+			if f.Node != "n1" || f.Reason != tc.reason || f.Size != len(tc.data) || f.Digest != bus.Digest(tc.data) || !errors.Is(f.Err, bus.ErrBadReport) {
+				t.Fatalf("told %+v, want n1's, for %s, %d bytes", f, tc.reason, len(tc.data))
+			}
 		})
 	}
-	if st, ok := settle(k, func(st bus.ConsumerStats) bool { return st.Recorded == 6 && st.Refused == 6 }); !ok {
-		t.Fatalf("stats %+v: want 6 recorded and 6 refused", st)
+	if st, ok := settle(k, func(st bus.ConsumerStats) bool { return st.Recorded == 7 && st.Refused == 7 }); !ok {
+		t.Fatalf("stats %+v: want 7 recorded and 7 refused", st)
+	}
+	noneOutstanding(t, ctl)
+
+	t.Run("a refusal not recorded is redelivered, then recorded", func(t *testing.T) {
+		rec.mu.Lock()
+		rec.refuse = 1
+		rec.mu.Unlock()
+		told := len(rec.refusals())
+		if _, err := raw.Request(bus.ReportSubject("n1"), []byte("not json again"), 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if st, ok := settle(k, func(st bus.ConsumerStats) bool { return st.Refused == 8 && st.Retried == 1 }); !ok {
+			t.Fatalf("stats %+v: want it retried once, then refused", st)
+		}
+		if n := len(rec.refusals()); n != told+1 {
+			t.Fatalf("told of %d refusals, want %d", n, told+1)
+		}
+		noneOutstanding(t, ctl)
+	})
+}
+
+// noneOutstanding checks that the reports consumer holds nothing: no
+// message pending, none waiting for an acknowledgement or a redelivery.
+func noneOutstanding(t *testing.T, ctl *bus.Controller) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ci, err := ctl.ConsumerInfo(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ci.NumPending == 0 && ci.NumAckPending == 0 && ci.NumRedelivered == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the consumer holds %d pending, %d unacknowledged, %d redelivered", ci.NumPending, ci.NumAckPending, ci.NumRedelivered)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"meshplane/events"
 )
 
@@ -23,6 +25,46 @@ type Node struct {
 	Declared   map[string]string // resource name → digest, of the last composed declaration
 	Current    Current           // the last composed declaration
 	Version    uint64            // the stream version this state reflects
+	// Applies are the node's last apply reports, by apply id and version:
+	// what RecordApply reads back to tell a report delivered again from
+	// another one under a used apply id.
+	Applies RecentApplies
+}
+
+// recentApplies is how many of a node's last apply reports RecentApplies
+// keeps. A report comes again (its acknowledgement lost, the controller
+// stopped between append and acknowledgement) while at most a few of the
+// node's later reports were recorded: an agent delivers its reports in
+// order and stops at the first that fails.
+const recentApplies = 16
+
+// RecentApplies keeps a node's last recentApplies apply.reported events,
+// each by id and stream version. It is an array, not a slice, so that a
+// Node stays a value: EvolveNode returns a copy, and the state it was given
+// is unchanged.
+type RecentApplies struct {
+	ids      [recentApplies]uuid.UUID
+	versions [recentApplies]uint64
+	next     int // where the next one goes
+}
+
+// with returns r with the apply id recorded at version added, the oldest
+// forgotten when it is full.
+func (r RecentApplies) with(id uuid.UUID, version uint64) RecentApplies {
+	r.ids[r.next], r.versions[r.next] = id, version
+	r.next = (r.next + 1) % recentApplies
+	return r
+}
+
+// Version returns the stream version of the recent apply.reported whose
+// id is id, or 0 when none of the recent ones is.
+func (r RecentApplies) Version(id uuid.UUID) uint64 {
+	for i, x := range r.ids {
+		if x == id && id != uuid.Nil {
+			return r.versions[i]
+		}
+	}
+	return 0
 }
 
 // Current is what a node's state keeps of its last composed declaration, so
@@ -142,6 +184,8 @@ func EvolveNode(s Node, ev events.Event, p events.Payload) Node {
 		s.Current.Pushed = true
 	case events.TypeDeclarationPushFailed:
 		s.Current.Pushed = false
+	case events.TypeApplyReported:
+		s.Applies = s.Applies.with(ev.ID, ev.Version) // the envelope's: no payload decoded
 	}
 	return s
 }

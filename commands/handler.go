@@ -33,6 +33,7 @@ type Handler struct {
 	now     func() time.Time
 	newID   func() uuid.UUID
 	retries int
+	facts   ReportFacts // nil: RecordApply passes over the checks that need them
 
 	mu      sync.Mutex
 	nodes   map[string]Node

@@ -207,39 +207,71 @@ type Delivery struct {
 	Correlation string
 	Attempts    int    // failed delivery attempts before this one
 	LastError   string // the last of them
+	// ReceivedAt is when the controller received it, by its clock: the
+	// door's now, stored as the report's received_at (zero: none, as a
+	// simulation records; the door then reads no clock).
+	ReceivedAt time.Time
+	// Size and Digest ("sha256:<hex>") are those of the message's bytes, for
+	// the record of a refusal (RecordRefusal); empty when not known.
+	Size   int
+	Digest string
 }
 
 // RecordApply appends an agent's apply report as apply.reported, as the
 // agent sent it (compact or full), under the agent's apply id, so delivering
-// it again appends nothing; and, when
-// earlier attempts failed, report.delivered-late beside it.
+// it again appends nothing; and, when earlier attempts failed,
+// report.delivered-late beside it. It is the report door: a report is
+// checked before anything is appended (see the door at the top of
+// report.go); one that fails is a *Refusal (ErrRefused, ErrRejected), and
+// nothing is appended. A report of a node that is not registered is a
+// *Rejection with CodeNodeUnknown. Any other error (the store) means "not
+// now": the report may be delivered again.
 func (h *Handler) RecordApply(ctx context.Context, d Delivery) ([]events.Event, error) {
 	node := d.Report.Node
 	if d.ApplyID == uuid.Nil {
-		return nil, reject(CodeInvalid, "apply report from %s has no apply id", node)
+		return nil, refuse(events.RefusedMalformed, "apply report from %s has no apply id", short(node))
 	}
 	n, err := h.Node(ctx, node)
 	if err != nil {
 		return nil, fmt.Errorf("commands: record apply %s: %w", d.ApplyID, err)
 	}
 	if !n.Registered {
-		return nil, reject(CodeNodeUnknown, "apply report from %s: node %s is not registered", node, node)
+		return nil, reject(CodeNodeUnknown, "apply report from %s: node %s is not registered", short(node), short(node))
+	}
+	var decl *DeclarationFacts
+	if h.facts != nil {
+		f, err := h.facts.Declaration(ctx, node, d.Report.Declaration)
+		if err != nil {
+			return nil, fmt.Errorf("commands: record apply %s: declaration %s: %w", d.ApplyID, short(d.Report.Declaration), err)
+		}
+		decl = &f
+	}
+	if err := CheckReport(d, decl, d.ReceivedAt); err != nil {
+		return nil, err
 	}
 	stream := events.NodeStream(node)
 	// The apply id is the event's id: the stored payload leaves it out
-	// (events.ApplyReported), and readers take it from the envelope.
+	// (events.ApplyReported), and readers take it from the envelope. The
+	// time received is the controller's, whatever the agent said.
 	d.Report.ApplyID = ""
+	d.Report.ReceivedAt = time.Time{}
+	if !d.ReceivedAt.IsZero() {
+		d.Report.ReceivedAt = d.ReceivedAt.UTC()
+	}
 	apply, err := h.reg.New(stream, d.Report, events.Meta{
 		ID: d.ApplyID, At: d.AppliedAt, Actor: "agent:" + node, Correlation: d.Correlation,
 	})
 	if err != nil {
-		return nil, err
+		return nil, refuse(events.RefusedMalformed, "apply report %s from %s: %v", d.ApplyID, node, err)
+	}
+	if len(apply.Data) > events.MaxDataSize {
+		return nil, refuse(events.RefusedTooLarge, "apply report %s from %s: its outcome is %d bytes, over the store's %d", d.ApplyID, node, len(apply.Data), events.MaxDataSize)
 	}
 	batch := []events.Event{apply}
 	if d.Attempts > 0 {
 		late, err := h.reg.New(stream, events.ReportDeliveredLate{
 			Node: node, Declaration: d.Report.Declaration, ApplyID: d.ApplyID.String(),
-			Attempts: d.Attempts, LastError: d.LastError,
+			Attempts: d.Attempts, LastError: bounded(d.LastError, maxLastError),
 		}, events.Meta{ID: lateID(d.ApplyID), At: h.now(), Actor: "agent:" + node, Correlation: d.Correlation, Causation: d.ApplyID.String()})
 		if err != nil {
 			return nil, err
@@ -252,10 +284,62 @@ func (h *Handler) RecordApply(ctx context.Context, d Delivery) ([]events.Event, 
 		// then differs (its time, its attempts). The report itself decides.
 		stored, err = h.store.Append(ctx, stream, events.Any, apply)
 	}
+	if errors.Is(err, events.ErrIDConflict) {
+		return h.recordedBefore(ctx, node, apply)
+	}
+	if errors.Is(err, events.ErrInvalid) {
+		return nil, refuse(events.RefusedMalformed, "apply report %s from %s: the store refuses it: %v", d.ApplyID, node, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("commands: record apply %s of %s: %w", d.ApplyID, d.Report.Declaration, err)
 	}
 	return stored, nil
+}
+
+// maxLastError bounds the delivery error a report.delivered-late keeps.
+const maxLastError = 1024
+
+// recordedBefore answers an append of apply that the store refused with
+// ErrIDConflict: the same report recorded before (received at another
+// time, which is all that may differ) is a no-op that returns the stored
+// event; anything else under that id is refused (apply-id-conflict). The
+// stored report is found among the node's recent ones (Node.Applies): an
+// agent delivers again only a report it just sent.
+func (h *Handler) recordedBefore(ctx context.Context, node string, apply events.Event) ([]events.Event, error) {
+	n, err := h.Node(ctx, node)
+	if err != nil {
+		return nil, fmt.Errorf("commands: record apply %s: %w", apply.ID, err)
+	}
+	conflict := refuse(events.RefusedApplyID, "apply report %s from %s: apply id %s is already stored with other content, or is the id of another event",
+		apply.ID, node, apply.ID)
+	v := n.Applies.Version(apply.ID)
+	if v == 0 {
+		return nil, conflict
+	}
+	evs, err := h.store.ReadStream(ctx, apply.Stream, v-1, 1)
+	if err != nil {
+		return nil, fmt.Errorf("commands: record apply %s: read it back: %w", apply.ID, err)
+	}
+	if len(evs) != 1 || evs[0].ID != apply.ID {
+		return nil, conflict
+	}
+	stored := evs[0]
+	was, err := events.DecodeAs[events.ApplyReported](h.reg, stored)
+	if err != nil {
+		return nil, conflict
+	}
+	now, err := events.DecodeAs[events.ApplyReported](h.reg, apply)
+	if err != nil {
+		return nil, err
+	}
+	now.ReceivedAt = was.ReceivedAt
+	again, err := h.reg.New(apply.Stream, now, events.Meta{
+		ID: apply.ID, At: apply.At, Actor: apply.Actor, Causation: apply.Causation, Correlation: apply.Correlation,
+	})
+	if err != nil || !again.SameContent(stored) {
+		return nil, conflict
+	}
+	return evs, nil
 }
 
 // lateID derives the id of a report's report.delivered-late event from the

@@ -141,7 +141,7 @@ func New(cfg Config) (*Controller, error) {
 	if c.version == "" {
 		c.version = "dev"
 	}
-	c.handler = commands.NewHandler(c.store, c.reg, commands.WithClock(c.clock))
+	c.handler = commands.NewHandler(c.store, c.reg, commands.WithClock(c.clock), commands.WithReportFacts(reportFacts{c}))
 	if err := c.preload(cfg); err != nil {
 		return nil, err
 	}
@@ -292,13 +292,33 @@ func (c *Controller) Info(ctx context.Context) (api.Info, error) {
 	return info, nil
 }
 
-// RecordReport records an agent's apply report (the bus consumer calls it).
-// Delivering the same report again appends nothing.
+// RecordReport records an agent's apply report (the bus consumer calls it)
+// through the report door (commands.Handler.RecordApply), received at the
+// controller's clock. Delivering the same report again appends nothing. A
+// report the door refuses is recorded as report.refused on its node's
+// stream (RecordRefusal) and returned as the *commands.Refusal
+// (ErrRejected: never to be retried); one of a node that is not registered
+// is a *commands.Rejection with CodeNodeUnknown, and nothing is appended.
+// Any other error (the store) means "not now", the refusal's record
+// included: the report is to be delivered again.
 func (c *Controller) RecordReport(ctx context.Context, d commands.Delivery) ([]events.Event, error) {
 	if c.standby.Load() {
 		return nil, errStandby()
 	}
+	if d.ReceivedAt.IsZero() {
+		d.ReceivedAt = c.clock()
+	}
 	evs, err := c.handler.RecordApply(ctx, d)
+	var ref *commands.Refusal
+	if errors.As(err, &ref) {
+		if _, rerr := c.RecordRefusal(ctx, commands.RefusedReport{
+			Node: d.Report.Node, Reason: ref.Reason, Detail: ref.Msg, Size: d.Size, Digest: d.Digest,
+			ApplyID: d.ApplyID, Declaration: d.Report.Declaration, Correlation: d.Correlation,
+		}); rerr != nil && !errors.Is(rerr, commands.ErrRejected) {
+			return nil, fmt.Errorf("controller: report %s refused (%v), and recording the refusal failed: %w", d.ApplyID, err, rerr)
+		}
+		return nil, err
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -308,4 +328,53 @@ func (c *Controller) RecordReport(ctx context.Context, d commands.Delivery) ([]e
 		}
 	}
 	return evs, nil
+}
+
+// RecordRefusal records a report message refused at the door (by the bus,
+// which could not decode it, or by RecordReport) as report.refused on its
+// node's stream, once per message (commands.Handler.RecordRefusal), and
+// waits for the projections to fold it. A node that is not registered has
+// nothing recorded: a *commands.Rejection with CodeNodeUnknown.
+func (c *Controller) RecordRefusal(ctx context.Context, r commands.RefusedReport) ([]events.Event, error) {
+	if c.standby.Load() {
+		return nil, errStandby()
+	}
+	evs, err := c.handler.RecordRefusal(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if len(evs) > 0 {
+		if err := c.syncTo(ctx, evs[len(evs)-1].Position); err != nil {
+			return evs, err
+		}
+	}
+	return evs, nil
+}
+
+// RecordThrottled records the summary of a node's reports deferred by its
+// rate limit (report.throttled). A node that is not registered has nothing
+// recorded: a *commands.Rejection with CodeNodeUnknown.
+func (c *Controller) RecordThrottled(ctx context.Context, t commands.Throttled) ([]events.Event, error) {
+	if c.standby.Load() {
+		return nil, errStandby()
+	}
+	return c.handler.RecordThrottled(ctx, t)
+}
+
+// reportFacts answers the report door from the controller's projections:
+// what a node's stream holds of the declaration a report names. What the
+// projections do not know yet (a report that overtook the fold of its
+// declaration's compose) is asked again once they have folded the store's
+// head.
+type reportFacts struct{ c *Controller }
+
+func (f reportFacts) Declaration(ctx context.Context, node, id string) (commands.DeclarationFacts, error) {
+	d := f.c.views.Status.Declaration(node, id)
+	if !d.Composed || (!d.Pushed && !d.Latest) {
+		if err := f.c.Sync(ctx); err != nil {
+			return commands.DeclarationFacts{}, err
+		}
+		d = f.c.views.Status.Declaration(node, id)
+	}
+	return commands.DeclarationFacts{Composed: d.Composed, ComposedAt: d.ComposedAt, Pushed: d.Pushed, Latest: d.Latest}, nil
 }

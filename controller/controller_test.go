@@ -292,8 +292,10 @@ func TestRecordReport(t *testing.T) {
 	}
 	d := h.bus.latest("a")
 	del := commands.Delivery{
-		Report:  events.ApplyReported{Node: "a", Declaration: d.ID, Digest: d.Digest},
-		ApplyID: uuid.Must(uuid.NewV7()), AppliedAt: time.Date(2026, 9, 29, 23, 0, 0, 0, time.UTC), Correlation: d.Correlation,
+		Report: events.ApplyReported{Node: "a", Declaration: d.ID, Digest: d.Digest},
+		// Applied after its push, by the controller's (wall) clock: the door
+		// refuses a report dated before its declaration was composed.
+		ApplyID: uuid.Must(uuid.NewV7()), AppliedAt: time.Now(), Correlation: d.Correlation,
 	}
 	first, err := h.ctrl.RecordReport(h.ctx, del)
 	if err != nil || len(first) != 1 {
@@ -312,6 +314,60 @@ func TestRecordReport(t *testing.T) {
 	var rej *commands.Rejection
 	if _, err := h.ctrl.RecordReport(h.ctx, del); !errors.As(err, &rej) || rej.Code != commands.CodeNodeUnknown {
 		t.Errorf("a report from an unregistered node: %v", err)
+	}
+}
+
+// TestRecordReportRefused: a report the door refuses is recorded as
+// report.refused on its node's stream, once, and the node's status then
+// says so (failing, the refusal shown); a good report after it is recorded.
+func TestRecordReportRefused(t *testing.T) {
+	h := start(t)
+	if _, err := h.ctrl.RegisterNodes(h.ctx, api.RegisterNodesRequest{Operator: "x", Nodes: []string{"a", "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	d := h.bus.latest("a")
+	bad := commands.Delivery{
+		Report:  events.ApplyReported{Node: "a", Declaration: "b/1", Unchanged: 0},
+		ApplyID: uuid.Must(uuid.NewV7()), AppliedAt: time.Now(), Size: 80, Digest: "sha256:bad1",
+	}
+	head := h.head(t)
+	_, err := h.ctrl.RecordReport(h.ctx, bad)
+	var ref *commands.Refusal
+	if !errors.As(err, &ref) || ref.Reason != events.RefusedDecl || !errors.Is(err, commands.ErrRejected) {
+		t.Fatalf("a report of b's declaration from a: %v, want refused as %s", err, events.RefusedDecl)
+	}
+	if _, err := h.ctrl.RecordReport(h.ctx, bad); !errors.As(err, &ref) {
+		t.Fatalf("the same report again: %v", err)
+	}
+	evs, err := h.store.ReadAll(h.ctx, head, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || evs[0].Type != events.TypeReportRefused || evs[0].Stream != "node-a" || evs[0].ID != commands.RefusalID("a", "sha256:bad1") {
+		t.Fatalf("appended %v, want one report.refused on node-a", evs)
+	}
+	st, err := h.ctrl.NodeShow(h.ctx, "a")
+	if err != nil || st.Status.Health != "failing" || st.Status.ReportRefused == nil || st.Status.ReportRefused.Reason != events.RefusedDecl {
+		t.Fatalf("a's status after the refusal: %+v, %v", st.Status, err)
+	}
+
+	good := commands.Delivery{
+		Report:  events.ApplyReported{Node: "a", Declaration: d.ID, Digest: d.Digest},
+		ApplyID: uuid.Must(uuid.NewV7()), AppliedAt: time.Now(), Correlation: d.Correlation,
+	}
+	if _, err := h.ctrl.RecordReport(h.ctx, good); err != nil {
+		t.Fatalf("a good report after the refusal: %v", err)
+	}
+	st, err = h.ctrl.NodeShow(h.ctx, "a")
+	if err != nil || st.Status.ReportRefused != nil || st.Status.Applied == nil {
+		t.Fatalf("a's status after a good report: %+v, %v", st.Status, err)
+	}
+
+	ghost := bad
+	ghost.Report.Node = "ghost"
+	var rej *commands.Rejection
+	if _, err := h.ctrl.RecordReport(h.ctx, ghost); !errors.As(err, &rej) || rej.Code != commands.CodeNodeUnknown {
+		t.Fatalf("a report from an unregistered node: %v", err)
 	}
 }
 

@@ -25,7 +25,12 @@
 // route, every roster lists them all: N² routes copied, no more plans).
 //
 // Reports: the bus consumer hands each agent report to RecordReport, which
-// records it exactly once (its apply id).
+// records it exactly once (its apply id), through the report door
+// (commands.Handler.RecordApply, the facts about the report's declaration
+// read from the projections): a report it refuses is recorded as
+// report.refused (RecordRefusal, once per message) and never retried. The
+// bus's own refusals (a message that does not decode) go to RecordRefusal,
+// and the rate limit's summaries to RecordThrottled.
 //
 // controller.json (WriteInfo, ReadInfo) tells a CLI that finds the store
 // locked where the controller listens.

@@ -52,6 +52,8 @@ func NewRegistry() *Registry {
 	registerTyped[ApplyReported](r)
 	registerTyped[ReportDeliveredLate](r)
 	registerTyped[ModuleDeployed](r)
+	registerTyped[ReportRefused](r)
+	registerTyped[ReportThrottled](r)
 	return r
 }
 

@@ -1,6 +1,9 @@
 package events
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Event types. They are a persisted API: add, never rename or reorder.
 // Streams: node events on "node-<name>" (NodeStream), module and artifact
@@ -21,6 +24,8 @@ const (
 	TypeApplyReported            = "apply.reported"
 	TypeReportDeliveredLate      = "report.delivered-late"
 	TypeModuleDeployed           = "module.deployed"
+	TypeReportRefused            = "report.refused"
+	TypeReportThrottled          = "report.throttled"
 )
 
 // NodeStream is the stream of a node's events.
@@ -275,6 +280,15 @@ type DeclarationPushFailed struct {
 //     (commands.RecordApply appends the report under the apply id). Reports
 //     recorded before carry it too.
 //
+// ReceivedAt (an added field, "received_at") is when the controller took the
+// report, by the controller's clock, beside the agent's own time of the apply
+// (the envelope's at): the controller's door accepts an apply time from the
+// time its declaration was composed, less MaxReportSkew, to the controller's
+// clock plus MaxReportSkew, so a report delivered days late from an outbox
+// is recorded with both. It is the controller's, never the agent's: the door
+// overwrites whatever the agent sent. Reports recorded before it, and those
+// recorded by a simulation, have none.
+//
 // projections.Reports resolves a compact report back to the full one (Held
 // from the named report, Digest, ApplyID from the envelope); every
 // projection folds the resolved form, so compact and full records answer
@@ -298,7 +312,16 @@ type ApplyReported struct {
 	// node whose held list this apply held again, unchanged; Held is then
 	// empty in the stored form.
 	HeldSince string `json:"held_since,omitempty"`
+	// ReceivedAt is when the controller received the report (see above).
+	ReceivedAt time.Time `json:"received_at,omitzero"`
 }
+
+// MaxReportSkew is how far an apply report's time (by the agent's clock)
+// may be from what the controller's clock allows: at most this much after
+// the controller's now, at least this much before the compose of the
+// declaration it applied. It bounds a clock off by minutes, not a report
+// delivered days late (which is after its compose all the same).
+const MaxReportSkew = 5 * time.Minute
 
 // Replaced names a resource and the spec fields that changed.
 type Replaced struct {
@@ -329,6 +352,69 @@ type ReportDeliveredLate struct {
 	LastError   string `json:"last_error,omitempty"`
 }
 
+// ReportRefused (on stream "node-<name>"): the controller refused, for good,
+// a message that came on the node's report subject (mesh.report.<name>): it
+// is not a report the controller can record. The message is acknowledged
+// and terminated on the bus, never redelivered; this event keeps what it
+// was, never its bytes:
+//
+//	{"node": "n1", "reason": "bad-counts", "detail": "unchanged: -1 is below zero: invalid input",
+//	 "digest": "sha256:…", "size": 52, "apply_id": "0190…", "declaration": "n1/3"}
+//
+// Reason is one of the Refused* values (a fixed set: metrics label them);
+// Detail is the door's sentence, at most MaxRefusalDetail bytes; Digest and
+// Size are the SHA-256 and the length of the message's bytes; ApplyID and
+// Declaration are what the message named, when it decoded that far (each
+// at most MaxRefusalDetail bytes, else left out). The event's id derives
+// from the node and the digest (commands.RefusalID), so the same bytes
+// refused again append nothing.
+type ReportRefused struct {
+	Node        string `json:"node"`
+	Reason      string `json:"reason"`
+	Detail      string `json:"detail"`
+	Digest      string `json:"digest"`
+	Size        int    `json:"size"`
+	ApplyID     string `json:"apply_id,omitempty"`
+	Declaration string `json:"declaration,omitempty"`
+}
+
+// Reasons a report is refused (ReportRefused.Reason). The set is fixed; a
+// reason is never renamed.
+const (
+	RefusedTooLarge    = "too-large"           // more bytes than the door takes (bus.MaxReportSize)
+	RefusedMalformed   = "malformed"           // does not decode, unknown version, no apply id or time, or the store refuses its form
+	RefusedWrongNode   = "wrong-node"          // the report or its outcome names another node than its subject's
+	RefusedCounts      = "bad-counts"          // the counts disagree (ApplyReported.Check)
+	RefusedDecl        = "unknown-declaration" // not a declaration composed for the node, or one never pushed to it
+	RefusedTime        = "bad-time"            // the apply time is outside the bound (MaxReportSkew)
+	RefusedApplyID     = "apply-id-conflict"   // the apply id is stored with other content, or is another event's id
+	RefusedUnknownNode = "unknown-node"        // the node is not registered (nothing is appended: it has no stream)
+)
+
+// RefusedReasons lists every refusal reason, in a new slice.
+func RefusedReasons() []string {
+	return []string{
+		RefusedTooLarge, RefusedMalformed, RefusedWrongNode, RefusedCounts,
+		RefusedDecl, RefusedTime, RefusedApplyID, RefusedUnknownNode,
+	}
+}
+
+// MaxRefusalDetail bounds the text a ReportRefused keeps of a message.
+const MaxRefusalDetail = 256
+
+// ReportThrottled (on stream "node-<name>"): the node sent reports faster
+// than the controller's per-node limit (Rate a second, bursts of Burst), and
+// Deferred of them, from From to To, waited on the bus for their turn. None
+// is lost: each is recorded in its turn. At most one a minute per node.
+type ReportThrottled struct {
+	Node     string    `json:"node"`
+	Deferred uint64    `json:"deferred"`
+	From     time.Time `json:"from"`
+	To       time.Time `json:"to"`
+	Rate     float64   `json:"rate"`
+	Burst    int       `json:"burst"`
+}
+
 func (NodeRegistered) EventType() string           { return TypeNodeRegistered }
 func (NodeAdopted) EventType() string              { return TypeNodeAdopted }
 func (NodeSettingSet) EventType() string           { return TypeNodeSettingSet }
@@ -344,3 +430,5 @@ func (DeclarationPushFailed) EventType() string    { return TypeDeclarationPushF
 func (ApplyReported) EventType() string            { return TypeApplyReported }
 func (ReportDeliveredLate) EventType() string      { return TypeReportDeliveredLate }
 func (ModuleDeployed) EventType() string           { return TypeModuleDeployed }
+func (ReportRefused) EventType() string            { return TypeReportRefused }
+func (ReportThrottled) EventType() string          { return TypeReportThrottled }

@@ -74,7 +74,7 @@ func (m *Agent) Applied(next func(agent.Report)) func(agent.Report) {
 	return func(r agent.Report) {
 		m.applies.Inc()
 		for kind, n := range Outcomes(r.Outcome) {
-			m.outcomes.WithLabelValues(kind).Add(float64(n))
+			add(m.outcomes.WithLabelValues(kind), n)
 		}
 		if next != nil {
 			next(r)

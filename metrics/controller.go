@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -51,6 +52,8 @@ type Controller struct {
 	appendErrors  prometheus.Counter
 	pushes        *prometheus.CounterVec
 	outcomes      *prometheus.CounterVec
+	refused       *prometheus.CounterVec
+	deferred      prometheus.Counter
 
 	mu      sync.Mutex // guards what follows
 	watched Watched
@@ -90,6 +93,14 @@ func NewController(clock func() time.Time) *Controller {
 			Namespace: namespace, Name: "apply_outcomes_total",
 			Help: "Resources per outcome in the apply reports recorded.",
 		}, []string{"kind"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "reports_refused_total",
+			Help: "Report messages the controller refused for good (terminated on the bus), by reason.",
+		}, []string{"reason"}),
+		deferred: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "reports_deferred_total",
+			Help: "Reports deferred on the bus because their node sent faster than its rate limit (each is recorded in its turn).",
+		}),
 		lagEvents: prometheus.NewDesc(namespace+"_projection_lag_events",
 			"Events in the store the projections have not folded yet.", nil, nil),
 		lagSeconds: prometheus.NewDesc(namespace+"_projection_lag_seconds",
@@ -107,12 +118,42 @@ func NewController(clock func() time.Time) *Controller {
 	for _, k := range kinds {
 		m.outcomes.WithLabelValues(k)
 	}
-	m.reg.MustRegister(m.appended, m.appendSeconds, m.appendErrors, m.pushes, m.outcomes, (*gauges)(m),
+	for _, r := range append(events.RefusedReasons(), ReasonOther) {
+		m.refused.WithLabelValues(r)
+	}
+	m.reg.MustRegister(m.appended, m.appendSeconds, m.appendErrors, m.pushes, m.outcomes, m.refused, m.deferred, (*gauges)(m),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
 var kinds = []string{KindCreated, KindUpdated, KindReplaced, KindRemoved, KindHeld, KindFailed, KindUnchanged}
+
+// ReasonOther is the reason label of a refusal whose reason is not one of
+// events.RefusedReasons (the label set stays fixed whatever a caller says).
+const ReasonOther = "other"
+
+// ReportRefused counts one report message refused for good, by reason (the
+// report door: the bus consumer's wiring calls it, for every refusal,
+// including a node's that is not registered and so has no report.refused
+// event to count from).
+func (m *Controller) ReportRefused(reason string) {
+	if !slices.Contains(events.RefusedReasons(), reason) {
+		reason = ReasonOther
+	}
+	m.refused.WithLabelValues(reason).Inc()
+}
+
+// ReportsDeferred counts n reports deferred by the per-node rate limit.
+func (m *Controller) ReportsDeferred(n uint64) { add(m.deferred, n) }
+
+// add adds n to c if it is positive: a counter never decreases, and a
+// Prometheus counter panics if told to. Every count of a value that came
+// from outside (a report's counts) goes through here.
+func add[N int | uint64](c prometheus.Counter, n N) {
+	if n > 0 {
+		c.Add(float64(n))
+	}
+}
 
 // Registry is the registry every metric of m is on.
 func (m *Controller) Registry() *prometheus.Registry { return m.reg }
@@ -198,7 +239,7 @@ func (f *fold) Fold(ev events.Event, p events.Payload) error {
 		f.pushes.WithLabelValues(ResultComposeFailed).Inc()
 	case events.ApplyReported:
 		for kind, n := range Outcomes(v) {
-			f.outcomes.WithLabelValues(kind).Add(float64(n))
+			add(f.outcomes.WithLabelValues(kind), n)
 		}
 	}
 	return nil
@@ -206,12 +247,14 @@ func (f *fold) Fold(ev events.Event, p events.Payload) error {
 
 // Outcomes counts a's resources per outcome kind. Held is counted from the
 // totals (sent, neither applied nor failed), so a compact report (its held
-// list in an earlier one) counts the same as a full one.
+// list in an earlier one) counts the same as a full one. No count is below
+// zero, whatever a says: the door refuses a report whose counts disagree,
+// but history may hold one (an import), and a counter is never decreased.
 func Outcomes(a events.ApplyReported) map[string]int {
-	held := max(0, a.Sent-a.Applied-len(a.Failed))
+	held := max(0, max(0, a.Sent)-max(0, a.Applied)-len(a.Failed))
 	return map[string]int{
 		KindCreated: len(a.Created), KindUpdated: len(a.Updated), KindReplaced: len(a.Replaced),
-		KindRemoved: len(a.Removed), KindHeld: held, KindFailed: len(a.Failed), KindUnchanged: a.Unchanged,
+		KindRemoved: len(a.Removed), KindHeld: held, KindFailed: len(a.Failed), KindUnchanged: max(0, a.Unchanged),
 	}
 }
 

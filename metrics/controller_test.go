@@ -257,3 +257,72 @@ var smallWorkload = sim.Workload{
 	Nodes: 6, Modules: 8, Containers: 2, ModulesPerNode: 2,
 	ChurnEvery: 3, FlakyEvery: 5, ReassignEvery: 3, BusCutEvery: 4, AdoptedEvery: 2,
 }
+
+// TestControllerNeverPanicsOnOutsideValues: a report whose counts are
+// below zero (history may hold one, by import, though the door refuses
+// it) is folded without a panic and adds nothing where it is negative; a
+// refusal with a reason outside the fixed set counts as other.
+func TestControllerNeverPanicsOnOutsideValues(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := metrics.NewController(nil)
+	store := memstore.New()
+	defer store.Close()
+	followed := make(chan error, 1)
+	go func() { followed <- m.Follow(ctx, store, events.NewRegistry(), 0) }()
+
+	reg := events.NewRegistry()
+	for i, a := range []events.ApplyReported{
+		{Node: "n1", Declaration: "n1/1", Unchanged: -1, Sent: 0, Applied: 0, Created: []string{}},
+		{Node: "n1", Declaration: "n1/1", Unchanged: -5, Sent: -3, Applied: -9},
+		{Node: "n1", Declaration: "n1/1", Unchanged: 2, Sent: 3, Applied: 3, Created: []string{"web"}},
+	} {
+		ev, err := reg.New("node-n1", a, events.Meta{ID: events.NewID(), At: time.Date(2026, 11, 30, 9, i, 0, 0, time.UTC), Actor: "agent:n1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.Append(ctx, "node-n1", events.Any, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.ReportRefused(events.RefusedCounts)
+	m.ReportRefused(events.RefusedCounts)
+	m.ReportRefused("made-up")
+	m.ReportsDeferred(0)
+	m.ReportsDeferred(7)
+
+	want := `# HELP meshplane_apply_outcomes_total Resources per outcome in the apply reports recorded.
+# TYPE meshplane_apply_outcomes_total counter
+meshplane_apply_outcomes_total{kind="created"} 1
+meshplane_apply_outcomes_total{kind="failed"} 0
+meshplane_apply_outcomes_total{kind="held"} 0
+meshplane_apply_outcomes_total{kind="removed"} 0
+meshplane_apply_outcomes_total{kind="replaced"} 0
+meshplane_apply_outcomes_total{kind="unchanged"} 2
+meshplane_apply_outcomes_total{kind="updated"} 0
+`
+	eventually(t, "outcomes", func() error {
+		return testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "meshplane_apply_outcomes_total")
+	})
+	var b strings.Builder
+	b.WriteString("# HELP meshplane_reports_refused_total Report messages the controller refused for good (terminated on the bus), by reason.\n# TYPE meshplane_reports_refused_total counter\n")
+	for _, r := range slices.Sorted(slices.Values(append(events.RefusedReasons(), metrics.ReasonOther))) {
+		n := 0
+		switch r {
+		case events.RefusedCounts:
+			n = 2
+		case metrics.ReasonOther:
+			n = 1
+		}
+		fmt.Fprintf(&b, "meshplane_reports_refused_total{reason=%q} %d\n", r, n)
+	}
+	b.WriteString("# HELP meshplane_reports_deferred_total Reports deferred on the bus because their node sent faster than its rate limit (each is recorded in its turn).\n# TYPE meshplane_reports_deferred_total counter\nmeshplane_reports_deferred_total 7\n")
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(b.String()),
+		"meshplane_reports_refused_total", "meshplane_reports_deferred_total"); err != nil {
+		t.Error(err)
+	}
+	cancel()
+	if err := <-followed; err != nil {
+		t.Fatalf("the fold stopped: %v", err)
+	}
+}

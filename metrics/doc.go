@@ -13,7 +13,14 @@
 //     events, so the counters say what the store holds, whichever
 //     controller appended it;
 //   - the live projections, read at scrape time (Controller.Watch): the
-//     projection lag, holds by module, and the churn loops active.
+//     projection lag, holds by module, and the churn loops active;
+//   - the report door, told by the bus consumer's wiring: every report
+//     refused for good, by reason (Controller.ReportRefused), and every
+//     report deferred by its node's rate limit (Controller.ReportsDeferred).
+//
+// No value from outside reaches a counter unchecked: a count below zero
+// (history may hold a report the door would refuse) adds nothing, never
+// panics (a Prometheus counter panics on a negative Add).
 //
 // An agent's metrics (Agent) count its applies by outcome and its bus
 // errors (Agent.Reporter wraps its Reporter), and read its outbox's depth at
@@ -33,6 +40,10 @@
 //	meshplane_apply_outcomes_total{kind}           counter   resources per outcome in apply reports: created, updated, replaced, removed, held, failed, unchanged
 //	meshplane_holds{module}                        gauge     resources held now (latest apply of each node), per module
 //	meshplane_churn_loops_active                   gauge     nodes in a churn loop now
+//	meshplane_reports_refused_total{reason}        counter   report messages refused for good: too-large, malformed, wrong-node,
+//	                                                         bad-counts, unknown-declaration, bad-time, apply-id-conflict,
+//	                                                         unknown-node (other: never, unless a caller names another)
+//	meshplane_reports_deferred_total               counter   reports deferred on the bus by their node's rate limit (recorded in their turn)
 //
 // Agent (mesh agent --metrics ADDR, at /metrics):
 //

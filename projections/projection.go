@@ -183,6 +183,10 @@ func nodeOf(ev events.Event, p events.Payload) string {
 		n = v.Node
 	case events.ReportDeliveredLate:
 		n = v.Node
+	case events.ReportRefused:
+		n = v.Node
+	case events.ReportThrottled:
+		n = v.Node
 	}
 	if n == "" {
 		n = streamNode(ev.Stream)

@@ -46,7 +46,7 @@ var ErrSnapshot = errors.New("projections: snapshot unusable")
 // or meaning; a file of another version is ErrSnapshot.
 const (
 	snapshotMagic   = "MESHSNAP"
-	snapshotVersion = 4 // 4: the timeline keeps each node's pass history (rule 7's one function weighs its applies); 3: the churn detector's
+	snapshotVersion = 5 // 5: status keeps each declaration's compose time and whether it was pushed, and each node's last refused report; 4: the timeline keeps each node's pass history (rule 7's one function weighs its applies); 3: the churn detector's
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -364,6 +364,7 @@ type statusNodeSnap struct {
 	ComposeFailed  ComposeFailure
 	Pushed         DeclMark
 	PushFailed     PushFailure
+	Refused        ReportRefusal
 	Applied        *ApplyRecord
 	Decls          declSnap[declSnapVal]
 }
@@ -371,6 +372,8 @@ type statusNodeSnap struct {
 type declSnapVal struct {
 	Digest    string
 	Resources int
+	At        time.Time
+	Pushed    bool `json:",omitempty"`
 }
 
 func (s *Status) save(t *tables) *statusSnap {
@@ -386,9 +389,9 @@ func (s *Status) save(t *tables) *statusSnap {
 		}
 		out.Nodes[name] = statusNodeSnap{
 			Modules: n.modules, Taken: n.taken, Adopted: n.adopted, Composed: n.composed,
-			ComposeFailed: n.composeFailed, Pushed: n.pushed, PushFailed: n.pushFailed, Applied: applied,
+			ComposeFailed: n.composeFailed, Pushed: n.pushed, PushFailed: n.pushFailed, Refused: n.refused, Applied: applied,
 			Decls: saveDecls(&n.decls, func(d *decl) declSnapVal {
-				return declSnapVal{Digest: d.digest, Resources: t.resources(d.resources)}
+				return declSnapVal{Digest: d.digest, Resources: t.resources(d.resources), At: d.at, Pushed: d.pushed}
 			}, appliedDecl(n), n.pushed.Declaration),
 		}
 	}
@@ -402,9 +405,9 @@ func (s *Status) load(sn *statusSnap, st *snapState) {
 	for name, n := range sn.Nodes {
 		s.nodes[name] = &statusNode{
 			modules: n.Modules, taken: n.Taken, adopted: n.Adopted, composed: n.Composed,
-			composeFailed: n.ComposeFailed, pushed: n.Pushed, pushFailed: n.PushFailed, applied: n.Applied,
+			composeFailed: n.ComposeFailed, pushed: n.Pushed, pushFailed: n.PushFailed, refused: n.Refused, applied: n.Applied,
 			decls: loadDecls(n.Decls, func(d declSnapVal) *decl {
-				return &decl{digest: d.Digest, resources: st.res(d.Resources)}
+				return &decl{digest: d.Digest, resources: st.res(d.Resources), at: d.At, pushed: d.Pushed}
 			}),
 		}
 	}

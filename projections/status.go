@@ -22,7 +22,7 @@ const (
 // waiting-on-take over converged.
 const (
 	HealthChurning      = "churning"        // a churn episode is open (Churn.Active)
-	HealthFailing       = "failing"         // the last apply failed resources, or the last compose after it failed
+	HealthFailing       = "failing"         // the last apply failed resources, the last compose after it failed, or the latest report was refused
 	HealthWaitingOnTake = "waiting-on-take" // the last apply held resources for untaken modules
 	HealthConverged     = "converged"
 )
@@ -51,6 +51,7 @@ type statusNode struct {
 	composeFailed ComposeFailure
 	pushed        DeclMark
 	pushFailed    PushFailure
+	refused       ReportRefusal    // the last report.refused
 	applied       *ApplyRecord     // overwritten in place by each apply: never handed out, only copies of it
 	decls         declIndex[*decl] // declaration id → what was composed
 }
@@ -59,6 +60,8 @@ type statusNode struct {
 type decl struct {
 	digest    string
 	resources []events.ResourceRef
+	at        time.Time // when it was composed
+	pushed    bool      // a push of it is recorded (declaration.pushed or declaration.push-failed)
 }
 
 // DeclMark is a declaration at a point of the stream.
@@ -84,6 +87,17 @@ type PushFailure struct {
 	Error       string    `json:"error"`
 	Position    uint64    `json:"position"`
 	At          time.Time `json:"at"`
+}
+
+// ReportRefusal is the last report.refused of a node: the controller
+// refused a message on its report subject (see events.ReportRefused).
+type ReportRefusal struct {
+	Reason   string    `json:"reason"`
+	Detail   string    `json:"detail"`
+	Digest   string    `json:"digest"`
+	Size     int       `json:"size"`
+	Position uint64    `json:"position"`
+	At       time.Time `json:"at"`
 }
 
 // ApplyRecord is the last apply of a node: the report as received, with the
@@ -115,6 +129,10 @@ type NodeStatus struct {
 	Pushed        *DeclMark            `json:"pushed,omitempty"`
 	PushFailed    *PushFailure         `json:"push_failed,omitempty"`
 	Applied       *ApplyRecord         `json:"applied,omitempty"`
+	// ReportRefused is set when the node's latest report was refused (a
+	// report.refused after its last recorded apply): the node is sending
+	// what the controller cannot accept, and its health is failing.
+	ReportRefused *ReportRefusal `json:"report_refused,omitempty"`
 }
 
 // ModuleStatus is one module's state on a node.
@@ -167,7 +185,7 @@ func (s *Status) fold(ev *events.Event, p events.Payload, node string) error {
 	switch p.(type) {
 	case events.NodeRegistered, events.NodeAdopted, events.ModuleAssigned, events.ModuleReleased,
 		events.ModuleTaken, events.DeclarationComposed, events.DeclarationComposeFailed,
-		events.DeclarationPushed, events.DeclarationPushFailed, events.ApplyReported:
+		events.DeclarationPushed, events.DeclarationPushFailed, events.ApplyReported, events.ReportRefused:
 	default:
 		return nil
 	}
@@ -194,18 +212,29 @@ func (s *Status) fold(ev *events.Event, p events.Payload, node string) error {
 	case events.ModuleTaken:
 		n.taken = insertSorted(n.taken, v.Module)
 	case events.DeclarationComposed:
-		n.decls.add(v.Declaration, &decl{digest: v.Digest, resources: v.Resources})
+		n.decls.add(v.Declaration, &decl{digest: v.Digest, resources: v.Resources, at: ev.At})
 		n.composed = DeclMark{Declaration: v.Declaration, Digest: v.Digest, Position: ev.Position, At: ev.At, Correlation: ev.Correlation}
 	case events.DeclarationComposeFailed:
 		n.composeFailed = ComposeFailure{Read: v.Read, Error: v.Error, Position: ev.Position, At: ev.At}
 	case events.DeclarationPushed:
 		digest := v.Digest
-		if d, _ := n.decls.get(v.Declaration); digest == "" && d != nil {
-			digest = d.digest
+		d, _ := n.decls.get(v.Declaration)
+		if d != nil {
+			d.pushed = true
+			if digest == "" {
+				digest = d.digest
+			}
 		}
 		n.pushed = DeclMark{Declaration: v.Declaration, Digest: digest, Position: ev.Position, At: ev.At, Correlation: ev.Correlation}
 	case events.DeclarationPushFailed:
+		// A put whose acknowledgement was lost may have reached the bus:
+		// the node may apply it, and report so.
+		if d, _ := n.decls.get(v.Declaration); d != nil {
+			d.pushed = true
+		}
 		n.pushFailed = PushFailure{Declaration: v.Declaration, Error: v.Error, Position: ev.Position, At: ev.At}
+	case events.ReportRefused:
+		n.refused = ReportRefusal{Reason: v.Reason, Detail: v.Detail, Digest: v.Digest, Size: v.Size, Position: ev.Position, At: ev.At}
 	case events.ApplyReported:
 		digest := v.Digest
 		if d, _ := n.decls.get(v.Declaration); digest == "" && d != nil {
@@ -309,6 +338,12 @@ func (s *Status) of(name string, n *statusNode) NodeStatus {
 		st.Sync = SyncPending
 	}
 
+	// The latest report was refused.
+	if r := n.refused; r.Position > 0 && (n.applied == nil || r.Position > n.applied.Position) {
+		st.ReportRefused = &r
+	}
+
+	// The last compose attempt failed, after the last apply.
 	if f, ok := n.lastComposeFailure(); ok {
 		st.ComposeFailed = &f
 	}
@@ -354,7 +389,7 @@ func (s *Status) of(name string, n *statusNode) NodeStatus {
 	switch {
 	case st.Churn:
 		st.Health = HealthChurning
-	case failed > 0 || st.ComposeFailed != nil:
+	case failed > 0 || st.ComposeFailed != nil || st.ReportRefused != nil:
 		st.Health = HealthFailing
 	case held > 0:
 		st.Health = HealthWaitingOnTake
@@ -362,6 +397,32 @@ func (s *Status) of(name string, n *statusNode) NodeStatus {
 		st.Health = HealthConverged
 	}
 	return st
+}
+
+// DeclarationFacts is what status knows of one of a node's declarations:
+// what the report door checks a report against (commands.DeclarationFacts).
+type DeclarationFacts struct {
+	Composed   bool      // composed for the node
+	ComposedAt time.Time // when (its last compose)
+	Pushed     bool      // a push of it is recorded (declaration.pushed or declaration.push-failed)
+	Latest     bool      // the node's last composed declaration
+}
+
+// Declaration says what node's stream holds of declaration id, as folded
+// so far. A declaration a snapshot left out (Set.Incomplete) reads as not
+// composed; the controller folds from position 0.
+func (s *Status) Declaration(node, id string) DeclarationFacts {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n, ok := s.nodes[node]
+	if !ok {
+		return DeclarationFacts{}
+	}
+	d, ok := n.decls.peek(id)
+	if !ok || d == nil {
+		return DeclarationFacts{}
+	}
+	return DeclarationFacts{Composed: true, ComposedAt: d.at, Pushed: d.pushed, Latest: n.composed.Declaration == id}
 }
 
 // Converged reports whether node is converged and in sync: what the step

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"meshplane/events"
 )
@@ -25,6 +26,7 @@ func TestStatus(t *testing.T) {
 		converged bool
 		waiting   map[string]int // module → held count, waiting on take
 		compose   string         // the compose error shown
+		refused   string         // the reason of the refusal shown
 	}{
 		{
 			name: "applied the last push: in sync, converged",
@@ -103,6 +105,32 @@ func TestStatus(t *testing.T) {
 			sync: SyncInSync, health: HealthChurning,
 		},
 		{
+			name: "a refused report after the last apply is failing",
+			build: func(g *gen) {
+				g.composed("novox", "novox/1", "A", nil, res).pushed("novox", "novox/1", "A", 5).
+					applied("novox", events.ApplyReported{Declaration: "novox/1", Sent: 5, Applied: 5, Unchanged: 5}).
+					add("node-novox", "controller", "", events.ReportRefused{Node: "novox", Reason: events.RefusedCounts, Detail: "unchanged: -1", Digest: "sha256:ab", Size: 52})
+			},
+			sync: SyncInSync, health: HealthFailing, refused: events.RefusedCounts,
+		},
+		{
+			name: "a refused report and never a good one: failing, unreported",
+			build: func(g *gen) {
+				g.composed("novox", "novox/1", "A", nil, res).pushed("novox", "novox/1", "A", 5).
+					add("node-novox", "controller", "", events.ReportRefused{Node: "novox", Reason: events.RefusedTime, Digest: "sha256:ab", Size: 52})
+			},
+			sync: SyncUnreported, health: HealthFailing, refused: events.RefusedTime,
+		},
+		{
+			name: "a good report after a refused one clears it",
+			build: func(g *gen) {
+				g.composed("novox", "novox/1", "A", nil, res).pushed("novox", "novox/1", "A", 5).
+					add("node-novox", "controller", "", events.ReportRefused{Node: "novox", Reason: events.RefusedCounts, Digest: "sha256:ab", Size: 52}).
+					applied("novox", events.ApplyReported{Declaration: "novox/1", Sent: 5, Applied: 5, Unchanged: 5})
+			},
+			sync: SyncInSync, health: HealthConverged, converged: true,
+		},
+		{
 			name: "hand-written: composed and applied with no push, no digest, no actor",
 			build: func(g *gen) {
 				g.raw("node-novox", events.TypeDeclarationComposed,
@@ -154,6 +182,12 @@ func TestStatus(t *testing.T) {
 			if tc.compose != "" && (st.ComposeFailed == nil || st.ComposeFailed.Error != tc.compose) {
 				t.Errorf("compose failure %+v, want %q", st.ComposeFailed, tc.compose)
 			}
+			if tc.refused == "" && st.ReportRefused != nil {
+				t.Errorf("refusal shown: %+v", st.ReportRefused)
+			}
+			if tc.refused != "" && (st.ReportRefused == nil || st.ReportRefused.Reason != tc.refused || st.ReportRefused.Digest != "sha256:ab") {
+				t.Errorf("refusal %+v, want one for %s", st.ReportRefused, tc.refused)
+			}
 		})
 	}
 }
@@ -204,5 +238,34 @@ func TestStatusUnknownNode(t *testing.T) {
 	}
 	if _, err := s.Status.Converged("ghost"); !errors.Is(err, ErrUnknownNode) {
 		t.Errorf("Converged = %v, want ErrUnknownNode", err)
+	}
+}
+
+// TestStatusDeclaration: what the report door reads of a node's
+// declarations: composed (when), pushed or not, the latest.
+func TestStatusDeclaration(t *testing.T) {
+	res := resources("m", 1, "A")
+	g := newGen(t).composed("novox", "novox/1", "A", nil, res).pushed("novox", "novox/1", "A", 1).
+		composed("novox", "novox/2", "B", nil, res).
+		add("node-novox", "controller", "", events.DeclarationPushFailed{Node: "novox", Declaration: "novox/2", Error: "timeout"}).
+		composed("novox", "novox/3", "C", nil, res).
+		composed("novox", "novox/4", "D", nil, res).
+		composed("g14", "g14/1", "A", nil, res).pushed("g14", "g14/1", "A", 1)
+	s := g.folded().Status
+	for _, tc := range []struct {
+		node, decl string
+		want       DeclarationFacts
+	}{
+		{"novox", "novox/1", DeclarationFacts{Composed: true, ComposedAt: t0.Add(time.Minute), Pushed: true}},
+		{"novox", "novox/2", DeclarationFacts{Composed: true, ComposedAt: t0.Add(3 * time.Minute), Pushed: true}},
+		{"novox", "novox/3", DeclarationFacts{Composed: true, ComposedAt: t0.Add(5 * time.Minute)}},
+		{"novox", "novox/4", DeclarationFacts{Composed: true, ComposedAt: t0.Add(6 * time.Minute), Latest: true}},
+		{"novox", "g14/1", DeclarationFacts{}},
+		{"novox", "novox/999", DeclarationFacts{}},
+		{"ghost", "ghost/1", DeclarationFacts{}},
+	} {
+		if got := s.Declaration(tc.node, tc.decl); got != tc.want {
+			t.Errorf("Declaration(%s, %s) = %+v, want %+v", tc.node, tc.decl, got, tc.want)
+		}
 	}
 }

@@ -805,6 +805,8 @@ func (t *Timeline) show(e *entry) Entry {
 		out.Idle = a.Changes() == 0 && len(a.Updated) == 0 && len(a.Failed) == 0
 	case events.ReportDeliveredLate:
 		out.Declaration = v.Declaration
+	case events.ReportRefused:
+		out.Declaration = v.Declaration
 	}
 	out.Summary = summarize(e)
 	return out
@@ -903,8 +905,26 @@ func summarize(e *entry) string {
 			s += ": " + v.LastError
 		}
 		return s
+	case events.ReportRefused:
+		return refusedLine(e.node, v)
+	case events.ReportThrottled:
+		return fmt.Sprintf("%s sent reports faster than its limit (%g a second, bursts of %d): %d deferred from %s to %s, each recorded in its turn",
+			e.node, v.Rate, v.Burst, v.Deferred, v.From.UTC().Format(time.TimeOnly), v.To.UTC().Format(time.TimeOnly))
 	}
 	return e.typ
+}
+
+// refusedLine is a report.refused's summary: "report from n1 refused
+// (bad-counts): …; 52 bytes, sha256:ab12…".
+func refusedLine(node string, v events.ReportRefused) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "report from %s refused (%s)", node, v.Reason)
+	if v.Detail != "" {
+		b.WriteString(": ")
+		b.WriteString(v.Detail)
+	}
+	fmt.Fprintf(&b, "; %d bytes, %s", v.Size, v.Digest)
+	return b.String()
 }
 
 // deployedLine is a module.deployed's summary: "forge deployed: forge/web at

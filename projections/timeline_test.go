@@ -221,3 +221,24 @@ func TestTimelineHeavyIsTheChurnRule(t *testing.T) {
 		})
 	}
 }
+
+// TestTimelineRefusedAndThrottled: a refused report and the rate limit's
+// summary read as sentences, under their node.
+func TestTimelineRefusedAndThrottled(t *testing.T) {
+	from := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	tl := newGen(t).
+		add("node-n1", "controller", "", events.ReportRefused{Node: "n1", Reason: events.RefusedCounts,
+			Detail: "unchanged: -1 is below zero", Digest: "sha256:ab12", Size: 52, Declaration: "n1/3"}).
+		add("node-n1", "controller", "", events.ReportThrottled{Node: "n1", Deferred: 240, From: from, To: from.Add(time.Minute), Rate: 1, Burst: 64}).
+		folded().Timeline
+	es := tl.Query(Filter{Node: "n1"})
+	if len(es) != 2 {
+		t.Fatalf("%d entries for n1, want 2: %+v", len(es), es)
+	}
+	if want := "report from n1 refused (bad-counts): unchanged: -1 is below zero; 52 bytes, sha256:ab12"; es[0].Summary != want || es[0].Declaration != "n1/3" {
+		t.Errorf("refused: %+v, want summary %q", es[0], want)
+	}
+	if want := "n1 sent reports faster than its limit (1 a second, bursts of 64): 240 deferred from 10:00:00 to 10:01:00, each recorded in its turn"; es[1].Summary != want {
+		t.Errorf("throttled: %q, want %q", es[1].Summary, want)
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"meshplane/events"
 	"meshplane/events/boltstore"
 	"meshplane/events/pgstore"
+	"meshplane/metrics"
 	"meshplane/web"
 )
 
@@ -98,6 +99,10 @@ type controllerConfig struct {
 	// Pushed, if set, is called after each declaration is put on the bus.
 	// Benchmarks use it.
 	Pushed func(declaration.Declaration)
+	// ReportLimit is each node's report rate limit on the bus
+	// (bus.RateLimit); zero: the bus's defaults (1 a second, bursts of 64,
+	// said once a minute). Tests lower it.
+	ReportLimit bus.RateLimit
 }
 
 // controllerReady says where a running controller can be reached.
@@ -121,10 +126,14 @@ var errStoreHeld = errors.New("the event store is held by another process (a con
 // rest is then stopped the same way).
 //
 // Reports: each report the bus hands over is recorded once through
-// controller.RecordReport (its apply id is the event's id); a report of an
-// unregistered node is rejected (terminated, counted); one that does not
-// decode, or came on another node's subject, is refused by the bus consumer
-// (logged, counted); neither stops the controller.
+// controller.RecordReport (its apply id is the event's id), the report
+// door; one it refuses, and one the bus consumer refuses as it decodes it
+// (too large, not decoding, another node's), is recorded as report.refused
+// on its node's stream (nothing for a node that is not registered),
+// counted (meshplane_reports_refused_total), logged once and terminated;
+// each node's reports are rate-limited on the bus, what is deferred counted
+// and said once a minute (report.throttled); nothing a node sends stops the
+// controller (reportDoor).
 func runController(ctx context.Context, cfg controllerConfig) (err error) {
 	if cfg.Data == "" {
 		return errors.New("controller: no data directory")
@@ -218,8 +227,9 @@ func runController(ctx context.Context, cfg controllerConfig) (err error) {
 	// consumer has finished the one in hand. Under a leader lock, only
 	// once it is held (leadOnLock).
 	leadLost := make(chan error, 1)
+	door := reportDoor{ctl: ctl, recorded: cfg.Recorded, metrics: cm.m, limit: cfg.ReportLimit, log: log}
 	if lock == nil {
-		stopConsumer, err := consumeReports(ctx, bc, ctl, cfg.Recorded, log)
+		stopConsumer, err := consumeReports(ctx, bc, door)
 		if err != nil {
 			return err
 		}
@@ -237,7 +247,7 @@ func runController(ctx context.Context, cfg controllerConfig) (err error) {
 		leading := make(chan struct{})
 		go func() {
 			defer close(leadDone)
-			if lerr := leadOnLock(leadCtx, lock, held, leading, bc, ctl, cfg.Recorded, log); lerr != nil {
+			if lerr := leadOnLock(leadCtx, lock, held, leading, bc, door); lerr != nil {
 				leadLost <- lerr
 			}
 		}()
@@ -348,11 +358,12 @@ func openControllerStore(ctx context.Context, cfg controllerConfig) (events.Stor
 	return s, nil, nil
 }
 
-// consumeReports starts recording the bus's reports through ctl, and
+// consumeReports starts recording the bus's reports through door, and
 // returns the function that stops it (after the report in hand).
-func consumeReports(ctx context.Context, bc *bus.Controller, ctl *controller.Controller, recorded func(bus.Report), log *slog.Logger) (func(context.Context) error, error) {
+func consumeReports(ctx context.Context, bc *bus.Controller, door reportDoor) (func(context.Context) error, error) {
+	log := door.log
 	recCtx, stopRec := context.WithCancel(context.WithoutCancel(ctx))
-	consumer, err := bc.ConsumeReports(recCtx, reportHandler(ctl, recorded))
+	consumer, err := bc.ConsumeReports(recCtx, door.handler(), door.options()...)
 	if err != nil {
 		stopRec()
 		return nil, fmt.Errorf("controller: %w", err)
@@ -361,7 +372,7 @@ func consumeReports(ctx context.Context, bc *bus.Controller, ctl *controller.Con
 		defer stopRec()
 		serr := consumer.Stop(sctx)
 		st := consumer.Stats()
-		log.Info("controller: reports", "recorded", st.Recorded, "retried", st.Retried, "refused", st.Refused, "rejected", st.Rejected)
+		log.Info("controller: reports", "recorded", st.Recorded, "retried", st.Retried, "refused", st.Refused, "rejected", st.Rejected, "deferred", st.Deferred)
 		return serr
 	}, nil
 }
@@ -379,7 +390,8 @@ func consumeReports(ctx context.Context, bc *bus.Controller, ctl *controller.Con
 //
 // A lock already held (taken by TryLeader) is passed as l: the wait is
 // skipped. leading is closed once the controller leads.
-func leadOnLock(ctx context.Context, lock leaderLock, l *pgstore.Leader, leading chan<- struct{}, bc *bus.Controller, ctl *controller.Controller, recorded func(bus.Report), log *slog.Logger) error {
+func leadOnLock(ctx context.Context, lock leaderLock, l *pgstore.Leader, leading chan<- struct{}, bc *bus.Controller, door reportDoor) error {
+	ctl, log := door.ctl, door.log
 	if l == nil {
 		log.Info("controller: standby: waiting for the store's leader lock")
 		var err error
@@ -391,7 +403,7 @@ func leadOnLock(ctx context.Context, lock leaderLock, l *pgstore.Leader, leading
 		}
 	}
 	defer l.Release()
-	stopConsumer, err := consumeReports(ctx, bc, ctl, recorded, log)
+	stopConsumer, err := consumeReports(ctx, bc, door)
 	if err != nil {
 		return err
 	}
@@ -490,21 +502,87 @@ func waitRunning(ctx context.Context, ctl *controller.Controller, runDone chan e
 	}
 }
 
-// reportHandler records each report through the controller: once per apply
-// id, with report.delivered-late when it carries failed attempts. A report
-// the mesh refuses (its node is not registered, it is invalid) is rejected,
-// never retried; any other failure (the store) has it redelivered.
-func reportHandler(ctl *controller.Controller, recorded func(bus.Report)) bus.Handler {
+// reportDoor wires the bus's report consumer to the controller (the door
+// itself is commands.Handler.RecordApply, behind controller.RecordReport)
+// and to the metrics.
+type reportDoor struct {
+	ctl      *controller.Controller
+	recorded func(bus.Report)    // nil: not told
+	metrics  *metrics.Controller // nil: not counted
+	limit    bus.RateLimit
+	log      *slog.Logger
+}
+
+// handler records each report through the controller: once per apply id,
+// with report.delivered-late when it carries failed attempts. A report the
+// door refuses (recorded as report.refused) or of a node that is not
+// registered is rejected with its reason, counted, never retried; any
+// other failure (the store) has it redelivered.
+func (d reportDoor) handler() bus.Handler {
 	return func(ctx context.Context, r bus.Report) error {
-		_, err := ctl.RecordReport(ctx, deliveryOf(r))
-		if errors.Is(err, commands.ErrRejected) {
-			return bus.Reject(err)
+		_, err := d.ctl.RecordReport(ctx, deliveryOf(r))
+		var rej *commands.Rejection
+		if errors.As(err, &rej) && rej.Code == api.CodeStandby {
+			return err // not this controller's to record: again later
 		}
-		if err == nil && recorded != nil {
-			recorded(r)
+		if errors.Is(err, commands.ErrRejected) {
+			reason := refusalReason(err)
+			d.refused(reason)
+			return bus.RejectFor(reason, err)
+		}
+		if err == nil && d.recorded != nil {
+			d.recorded(r)
 		}
 		return err
 	}
+}
+
+// options are the consumer's refusal and rate-limit callbacks.
+func (d reportDoor) options() []bus.ConsumeOption {
+	return []bus.ConsumeOption{
+		bus.WithRateLimit(d.limit),
+		bus.WithRefused(func(ctx context.Context, f bus.Refused) error {
+			_, err := d.ctl.RecordRefusal(ctx, commands.RefusedReport{
+				Node: f.Node, Reason: f.Reason, Detail: f.Err.Error(), Size: f.Size, Digest: f.Digest,
+			})
+			var rej *commands.Rejection
+			if err != nil && (!errors.Is(err, commands.ErrRejected) || errors.As(err, &rej) && rej.Code == api.CodeStandby) {
+				return err // the store, or not this controller's to record: the message comes again
+			}
+			d.refused(f.Reason) // recorded, or a node with no stream: counted all the same
+			return nil
+		}),
+		bus.WithThrottled(func(ctx context.Context, t bus.Throttled) {
+			if d.metrics != nil {
+				d.metrics.ReportsDeferred(t.Deferred)
+			}
+			if _, err := d.ctl.RecordThrottled(ctx, commands.Throttled{
+				Node: t.Node, Deferred: t.Deferred, From: t.From, To: t.To, Rate: t.Rate, Burst: t.Burst,
+			}); err != nil && !errors.Is(err, commands.ErrRejected) {
+				d.log.Warn("controller: throttled reports not recorded", "node", t.Node, "err", err)
+			}
+		}),
+	}
+}
+
+func (d reportDoor) refused(reason string) {
+	if d.metrics != nil {
+		d.metrics.ReportRefused(reason)
+	}
+}
+
+// refusalReason is the reason a rejected report is refused for: the door's
+// (a *commands.Refusal), or unknown-node.
+func refusalReason(err error) string {
+	var ref *commands.Refusal
+	if errors.As(err, &ref) {
+		return ref.Reason
+	}
+	var rej *commands.Rejection
+	if errors.As(err, &rej) && rej.Code == commands.CodeNodeUnknown {
+		return events.RefusedUnknownNode
+	}
+	return events.RefusedMalformed
 }
 
 // deliveryOf is a report off the bus as the write side takes it.
@@ -512,6 +590,7 @@ func deliveryOf(r bus.Report) commands.Delivery {
 	return commands.Delivery{
 		Report: r.Outcome, ApplyID: r.ApplyID, AppliedAt: r.AppliedAt,
 		Correlation: r.Correlation, Attempts: r.Attempts, LastError: r.LastError,
+		Size: r.Size, Digest: r.Digest,
 	}
 }
 

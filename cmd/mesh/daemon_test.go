@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -389,7 +390,22 @@ func TestDaemonOtherNodesCreds(t *testing.T) {
 		}
 	})
 	time.Sleep(200 * time.Millisecond) // what was published would be recorded by now
-	checkStoreStill(t, ctx, d.client, before)
+	// Nothing reached n1's stream; the undecodable report is recorded as
+	// refused on n2's own stream (issue 17: refused for good, and kept
+	// visible), once: the store grew by that one event.
+	eventually(t, 10*time.Second, func() error {
+		if after := storeHead(t, ctx, d.client); after != before+1 {
+			return fmt.Errorf("the store grew from %d to %d events, want the one refusal", before, after)
+		}
+		return nil
+	})
+	page, err := d.client.Timeline(ctx, api.TimelineRequest{After: before, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Entries) != 1 || page.Entries[0].Stream != "node-n2" || page.Entries[0].Type != events.TypeReportRefused {
+		t.Fatalf("appended %+v, want one report.refused on node-n2", page.Entries)
+	}
 	// The controller still records: n2's own agent gets in sync.
 	startNode(t, credsPath, t.TempDir())
 	inSync(t, d.client, "n2")

@@ -48,6 +48,9 @@ func (e *env) nodeShowCmd() *cobra.Command {
 				if st.ComposeFailed != nil {
 					fmt.Fprintf(w, "compose  failed at %s: %s\n", stamp(st.ComposeFailed.At), st.ComposeFailed.Error)
 				}
+				if r := st.ReportRefused; r != nil {
+					fmt.Fprintf(w, "report   refused at %s (%s): %s\n", stamp(r.At), r.Reason, r.Detail)
+				}
 				fmt.Fprintln(w, "\nmodules:")
 				tw := table(w)
 				fmt.Fprintln(tw, "  MODULE\tASSIGNED\tTAKEN\tSTATE\tHELD\tFAILED")

@@ -52,6 +52,9 @@ func (e *env) statusCmd() *cobra.Command {
 					if st.PushFailed != nil {
 						fmt.Fprintf(e.stdout, "\n%s: last push of %s failed at %s: %s\n", st.Node, st.PushFailed.Declaration, stamp(st.PushFailed.At), st.PushFailed.Error)
 					}
+					if r := st.ReportRefused; r != nil {
+						fmt.Fprintf(e.stdout, "\n%s: latest report refused at %s (%s): %s\n", st.Node, stamp(r.At), r.Reason, r.Detail)
+					}
 				}
 				noteSkipped(e.stdout, sk)
 				return partial(sk, true)
