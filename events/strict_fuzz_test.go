@@ -1,0 +1,92 @@
+package events_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+
+	"meshplane/events"
+)
+
+// hasDuplicateKey is the oracle: encoding/json's own tokenizer, walked
+// recursively, each object keeping the keys it gave. data is valid JSON.
+func hasDuplicateKey(t *testing.T, data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // 1e700 is valid JSON, and no float64
+	var walk func() bool
+	walk = func() bool {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatalf("oracle: %v", err)
+		}
+		switch tok {
+		case json.Delim('{'):
+			keys := map[string]bool{}
+			dup := false
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					t.Fatalf("oracle: %v", err)
+				}
+				if keys[k.(string)] {
+					dup = true
+				}
+				keys[k.(string)] = true
+				dup = walk() || dup
+			}
+			dec.Token() // }
+			return dup
+		case json.Delim('['):
+			dup := false
+			for dec.More() {
+				dup = walk() || dup
+			}
+			dec.Token() // ]
+			return dup
+		}
+		return false
+	}
+	return walk()
+}
+
+// FuzzCheckKeys: on any bytes CheckKeys answers (never panics); it accepts
+// only valid JSON, and any JSON in which encoding/json's tokenizer finds no
+// key given twice in one object, and only that; with a type, what it
+// accepts decodes.
+func FuzzCheckKeys(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `[]`, `"x"`, `1`, `null`, `{"a":1,"b":[1,{"a":1}],"c":{"a":{"a":1}}}`,
+		`{"a":1,"a":2}`, `{"a":{"b":1,"b":1}}`, `[{"a":1},{"a":1,"a":1}]`, `{"a\u0062":1,"ab":2}`,
+		`{"node":"a","declaration":"a/1","held":[{"name":"x"}]}`, `{"Node":"a"}`, `{"a":"\"}"}`, `{"a":1}x`,
+		`{"module":"forge","spec":{"containers":[{"name":"web","env":{"A":"b"}}]}}`, "{\"\xff\":1,\"\xfe\":2}",
+	} {
+		f.Add([]byte(s))
+	}
+	typ := reflect.TypeFor[events.ModuleDefined]()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		err := events.CheckKeys(data, nil, true)
+		switch {
+		case !json.Valid(data):
+			if err == nil {
+				t.Fatalf("accepted invalid JSON %q", data)
+			}
+			return
+		case err != nil && !errors.Is(err, events.ErrInvalid):
+			t.Fatalf("a refusal that is not ErrInvalid: %v", err)
+		}
+		if dup := hasDuplicateKey(t, data); dup != (err != nil) {
+			t.Fatalf("%q: duplicate key %v, CheckKeys said %v", data, dup, err)
+		}
+		var v events.ModuleDefined
+		if events.CheckKeys(data, typ, false) == nil && bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
+			if err := events.UnmarshalStrict(data, &v); err != nil {
+				var ute *json.UnmarshalTypeError
+				if !errors.As(err, &ute) && !errors.Is(err, events.ErrInvalid) {
+					t.Fatalf("%q: keys accepted, decode failed oddly: %v", data, err)
+				}
+			}
+		}
+	})
+}
