@@ -8,48 +8,8 @@ import (
 	"testing"
 
 	"meshplane/events"
+	"meshplane/internal/jsontest"
 )
-
-// hasDuplicateKey is the oracle: encoding/json's own tokenizer, walked
-// recursively, each object keeping the keys it gave. data is valid JSON.
-func hasDuplicateKey(t *testing.T, data []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber() // 1e700 is valid JSON, and no float64
-	var walk func() bool
-	walk = func() bool {
-		tok, err := dec.Token()
-		if err != nil {
-			t.Fatalf("oracle: %v", err)
-		}
-		switch tok {
-		case json.Delim('{'):
-			keys := map[string]bool{}
-			dup := false
-			for dec.More() {
-				k, err := dec.Token()
-				if err != nil {
-					t.Fatalf("oracle: %v", err)
-				}
-				if keys[k.(string)] {
-					dup = true
-				}
-				keys[k.(string)] = true
-				dup = walk() || dup
-			}
-			dec.Token() // }
-			return dup
-		case json.Delim('['):
-			dup := false
-			for dec.More() {
-				dup = walk() || dup
-			}
-			dec.Token() // ]
-			return dup
-		}
-		return false
-	}
-	return walk()
-}
 
 // FuzzCheckKeys: on any bytes CheckKeys answers (never panics); it accepts
 // only valid JSON, and any JSON in which encoding/json's tokenizer finds no
@@ -76,8 +36,20 @@ func FuzzCheckKeys(f *testing.F) {
 		case err != nil && !errors.Is(err, events.ErrInvalid):
 			t.Fatalf("a refusal that is not ErrInvalid: %v", err)
 		}
-		if dup := hasDuplicateKey(t, data); dup != (err != nil) {
+		dup, oerr := jsontest.HasDuplicateKey(data)
+		if oerr != nil {
+			t.Fatalf("oracle: %v", oerr)
+		}
+		if dup != (err != nil) {
 			t.Fatalf("%q: duplicate key %v, CheckKeys said %v", data, dup, err)
+		}
+		// As an event's data, it is passed over by the envelope's check.
+		line := append(append([]byte(`{"stream":"s","data":`), data...), '}')
+		if _, err := events.UnmarshalJSONLineStrict(line); err != nil {
+			var ie *events.InvalidError
+			if errors.As(err, &ie) {
+				t.Fatalf("%s: the envelope's check looked into the data: %v", line, err)
+			}
 		}
 		var v events.ModuleDefined
 		if events.CheckKeys(data, typ, false) == nil && bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {

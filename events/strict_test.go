@@ -145,3 +145,36 @@ func TestDecodeStrict(t *testing.T) {
 		})
 	}
 }
+
+// UnmarshalJSONLineStrict holds the envelope to the strict rules and
+// leaves the data to its payload's check.
+func TestUnmarshalJSONLineStrict(t *testing.T) {
+	const line = `{"id":"0192f1d2-3a4b-7c5d-8e6f-0123456789ab","stream":"node-a","type":"node.registered","at":"2026-09-29T22:46:00Z","data":%s}`
+	good := strings.Replace(line, "%s", `{"node":"a"}`, 1)
+	for _, tc := range []struct {
+		name, in, want string // want "" when accepted
+	}{
+		{"plain", good, ""},
+		{"data keeps its own keys", strings.Replace(line, "%s", `{"node":"a","node":"b","x":[{"y":1,"y":2}]}`, 1), ""},
+		{"a scalar data", strings.Replace(line, "%s", `7`, 1), ""},
+		{"type twice", strings.Replace(good, `"type"`, `"type":"x","type"`, 1), "type: given twice"},
+		{"type in another case", strings.Replace(good, `"type"`, `"TYPE"`, 1), `TYPE: not a field: the field is "type"`},
+		{"unknown", strings.Replace(good, `"stream"`, `"strem"`, 1), "strem: unknown field"},
+		{"not JSON", `{"id":`, "event line"},
+		{"two values", strings.Replace(line, "%s", `{}`, 1) + " {}", "event line"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev, err := events.UnmarshalJSONLineStrict([]byte(tc.in))
+			if tc.want == "" {
+				plain, perr := events.UnmarshalJSONLine([]byte(tc.in))
+				if err != nil || perr != nil || !plain.SameContent(ev) {
+					t.Fatalf("strict %v, plain %v: they differ", err, perr)
+				}
+				return
+			}
+			if !errors.Is(err, events.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want ErrInvalid saying %q", err, tc.want)
+			}
+		})
+	}
+}
