@@ -228,10 +228,10 @@ func badName(what, name string) string {
 	return err.Error()
 }
 
-// checkArtifact checks an artifact's name: segments joined by '/', each a
+// CheckArtifact checks an artifact's name: segments joined by '/', each a
 // name (events.CheckName), as the image reference composed from it needs
 // ("forge/web").
-func checkArtifact(s string) error {
+func CheckArtifact(s string) error {
 	if s == "" {
 		return errors.New("artifact name is empty")
 	}

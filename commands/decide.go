@@ -203,7 +203,7 @@ func Decide(s State, c Command) ([]events.Payload, error) {
 		if !s.Module.Defined {
 			return nil, reject(CodeModuleUnknown, "cannot record artifact %s: module %s is not defined", short(c.Name), short(c.Module))
 		}
-		if err := checkArtifact(c.Name); err != nil {
+		if err := CheckArtifact(c.Name); err != nil {
 			return nil, reject(CodeInvalid, "%v", err)
 		}
 		if err := CheckDigest(c.Digest); err != nil {
@@ -451,7 +451,7 @@ func ValidateSpec(s events.ModuleSpec) error {
 		case c.Image != "" && c.Artifact != "":
 			return specErr(f, "container %s names both an image and an artifact", c.Name)
 		case c.Artifact != "":
-			if err := checkArtifact(c.Artifact); err != nil {
+			if err := CheckArtifact(c.Artifact); err != nil {
 				return specErr(f+".artifact", "%v", err)
 			}
 		}

@@ -368,7 +368,7 @@ func checkPayload(ev events.Event, p events.Payload, node string) error {
 			return fmt.Errorf("spec: %w", err)
 		}
 	case events.ArtifactRecorded:
-		if err := checkArtifact(p.Name); err != nil {
+		if err := CheckArtifact(p.Name); err != nil {
 			return err
 		}
 		if err := CheckDigest(p.Digest); err != nil {
@@ -384,7 +384,7 @@ func checkPayload(ev events.Event, p events.Payload, node string) error {
 			return errors.New("deploys no build")
 		}
 		for i, b := range p.Builds {
-			if err := checkArtifact(b.Name); err != nil {
+			if err := CheckArtifact(b.Name); err != nil {
 				return fmt.Errorf("builds[%d]: %w", i, err)
 			}
 			if err := CheckDigest(b.Digest); err != nil {

@@ -278,7 +278,7 @@ func (p *mfParser) container(n *yaml.Node, f string) events.ContainerSpec {
 		case "artifact":
 			c.Artifact = p.str(v, f+".artifact")
 			if p.err == nil {
-				if err := checkArtifact(c.Artifact); err != nil {
+				if err := CheckArtifact(c.Artifact); err != nil {
 					p.fail(v, f+".artifact", "%v", err)
 				}
 			}
