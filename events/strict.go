@@ -25,7 +25,8 @@ import (
 // and refuses, with an error wrapping ErrInvalid, what plain decoding lets
 // by: a key given twice in one object (at any depth), a key that is not
 // exactly the name of a field of the struct it fills (another case of it
-// included), a key no field has, and anything after the value.
+// included), a key no field has, a string whose bytes are not UTF-8
+// (which plain decoding replaces), and anything after the value.
 func UnmarshalStrict(data []byte, v any) error {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
@@ -47,8 +48,9 @@ func UnmarshalStrict(data []byte, v any) error {
 // type), name its fields exactly: a key that differs from a field's name
 // only in case is refused. A key that names no field is refused too unless
 // allowUnknown is set. Keys are compared as encoding/json decodes them
-// (escapes resolved). The error is an *InvalidError whose Field is the
-// key's path ("spec.containers[0].name"), wrapping ErrInvalid.
+// (escapes resolved). A string (a key or a value) whose bytes are not
+// UTF-8 is refused. The error is an *InvalidError whose Field is the key's
+// path ("spec.containers[0].name"), wrapping ErrInvalid.
 func CheckKeys(data []byte, t reflect.Type, allowUnknown bool) error {
 	if !json.Valid(data) {
 		var raw json.RawMessage // the decoder's own words for what is wrong
@@ -159,7 +161,9 @@ func (s *keyScanner) value(t reflect.Type, at string) error {
 			}
 		}
 	case '"':
-		s.str()
+		if raw, plain := s.str(); !plain && !utf8.Valid(raw) {
+			return invalid(orTop(at), "not valid UTF-8")
+		}
 		return nil
 	default:
 		s.scalar()
@@ -190,10 +194,13 @@ func (s *keyScanner) object(t reflect.Type, at string) error {
 			s.i++
 			return nil
 		}
-		key := s.key()
+		key, ok := s.key()
 		path := key
 		if at != "" {
 			path = at + "." + key
+		}
+		if !ok {
+			return invalid(orTop(at), "a key that is not valid UTF-8")
 		}
 		s.ws()
 		s.i++ // :
@@ -293,15 +300,24 @@ func (s *keyScanner) str() (raw []byte, plain bool) {
 	return s.b[start:s.i], plain
 }
 
-// key reads an object's key as encoding/json decodes it.
-func (s *keyScanner) key() string {
+// key reads an object's key as encoding/json decodes it, and whether its
+// bytes are UTF-8.
+func (s *keyScanner) key() (string, bool) {
 	raw, plain := s.str()
 	if plain {
-		return string(raw[1 : len(raw)-1])
+		return string(raw[1 : len(raw)-1]), true
 	}
 	var k string
 	_ = json.Unmarshal(raw, &k) // valid JSON: a string decodes
-	return k
+	return k, utf8.Valid(raw)
+}
+
+// orTop names the top of a value for an error: its path, or "value".
+func orTop(at string) string {
+	if at == "" {
+		return "value"
+	}
+	return at
 }
 
 // fieldCache holds each struct type's fields once computed: a memo of a

@@ -6,15 +6,16 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"unicode/utf8"
 
 	"meshplane/events"
 	"meshplane/internal/jsontest"
 )
 
 // FuzzCheckKeys: on any bytes CheckKeys answers (never panics); it accepts
-// only valid JSON, and any JSON in which encoding/json's tokenizer finds no
-// key given twice in one object, and only that; with a type, what it
-// accepts decodes.
+// only valid JSON of UTF-8 strings, and any such JSON in which
+// encoding/json's tokenizer finds no key given twice in one object, and
+// only that; with a type, what it accepts decodes.
 func FuzzCheckKeys(f *testing.F) {
 	for _, s := range []string{
 		`{}`, `[]`, `"x"`, `1`, `null`, `{"a":1,"b":[1,{"a":1}],"c":{"a":{"a":1}}}`,
@@ -35,6 +36,12 @@ func FuzzCheckKeys(f *testing.F) {
 			return
 		case err != nil && !errors.Is(err, events.ErrInvalid):
 			t.Fatalf("a refusal that is not ErrInvalid: %v", err)
+		}
+		if !utf8.Valid(data) { // a string of it is not UTF-8
+			if err == nil {
+				t.Fatalf("accepted %q, not UTF-8", data)
+			}
+			return
 		}
 		dup, oerr := jsontest.HasDuplicateKey(data)
 		if oerr != nil {
