@@ -577,8 +577,9 @@ func itoa(n int) string { return strconv.Itoa(n) }
 
 // TestTheDoor: every request body is decoded strictly (a key given twice,
 // or in another case, is 400 invalid, naming the key), and every field a
-// request names is checked before the service sees it (422 invalid, naming
-// the field): nothing is appended, nothing is a 500.
+// request names is checked before anything is appended (422 invalid,
+// naming the field or the rule, in the words the CLI's refusal has):
+// nothing is appended, nothing is a 500.
 func TestTheDoor(t *testing.T) {
 	e := newEnv(t)
 	setup(t, e.ctx, e.client)
@@ -606,14 +607,14 @@ func TestTheDoor(t *testing.T) {
 		{"a 5,000-byte operator of a push", "POST", "/v1/push", `{"operator":"` + long + `"}`, 422, "(5000 bytes): 5000 bytes, over the limit of 128"},
 		{"no operator", "POST", "/v1/nodes/a/modules/forge/release", `{}`, 422, "names no operator"},
 		// Names, by the one rule.
-		{"a node x..y", "POST", "/v1/nodes", `{"operator":"x","nodes":["a1","x..y"]}`, 422, `nodes[1]: node name "x..y": byte 1 is '.'`},
-		{"a 5,000-byte node", "POST", "/v1/nodes", `{"operator":"x","nodes":["` + long + `"]}`, 422, "nodes[0]: node name"},
+		{"a node x..y", "POST", "/v1/nodes", `{"operator":"x","nodes":["a1","x..y"]}`, 422, `node name "x..y": byte 1 is '.'`},
+		{"a 5,000-byte node", "POST", "/v1/nodes", `{"operator":"x","nodes":["` + long + `"]}`, 422, `node name "oooooooooooooooooooooooooooooooooooooooo"… (5000 bytes)`},
 		{"too many nodes", "POST", "/v1/nodes", `{"operator":"x","nodes":` + many + `}`, 422, "nodes: 10001 items, over the limit of 10000"},
-		{"a module Bad Name/../x", "POST", "/v1/modules", `{"operator":"x","modules":[{"module":"Bad Name/../x","spec":{}}]}`, 422, `modules[0].module: module name "Bad Name/../x"`},
-		{"an artifact name", "POST", "/v1/modules/forge/artifacts", `{"operator":"x","name":"forge/../w","digest":"sha256:` + strings.Repeat("a", 64) + `"}`, 422, `name: artifact name "forge/../w"`},
-		{"a digest", "POST", "/v1/modules/forge/deploy", `{"operator":"x","digest":"md5:x"}`, 422, "digest: digest"},
-		{"a setting key of 5,000 bytes", "PUT", "/v1/nodes/a/settings/" + long, `{"operator":"x","value":"1"}`, 422, "key: 5000 bytes, over the limit of 512"},
-		{"a node of 5,000 bytes, assigned", "POST", "/v1/nodes/" + long + "/modules/forge/assign", `{"operator":"x"}`, 422, "node: node name"},
+		{"a module Bad Name/../x", "POST", "/v1/modules", `{"operator":"x","modules":[{"module":"Bad Name/../x","spec":{}}]}`, 422, `module name "Bad Name/../x": byte 0 is 'B'`},
+		{"an artifact name", "POST", "/v1/modules/forge/artifacts", `{"operator":"x","name":"forge/../w","digest":"sha256:` + strings.Repeat("a", 64) + `"}`, 422, `artifact name "forge/../w": segment "..": byte 0 is '.'`},
+		{"a digest", "POST", "/v1/modules/forge/artifacts", `{"operator":"x","name":"forge/web","digest":"md5:x"}`, 422, `artifact forge/web: digest "md5:x" is not sha256:`},
+		{"a setting key of 5,000 bytes", "PUT", "/v1/nodes/a/settings/" + long, `{"operator":"x","value":"1"}`, 422, `unknown node setting "oooooooooooooooooooooooooooooooooooooooo"… (5000 bytes)`},
+		{"a node of 5,000 bytes, assigned", "POST", "/v1/nodes/" + long + "/modules/forge/assign", `{"operator":"x"}`, 422, `node name "oooo`},
 		// Reads: bounded names (history may hold names older builds took).
 		{"a node of 5,000 bytes, read", "GET", "/v1/nodes/" + long, "", 422, "node: 5000 bytes, over the limit of 512"},
 		{"a timeline filter of 5,000 bytes", "GET", "/v1/timeline?correlation=" + long, "", 422, "correlation: 5000 bytes"},

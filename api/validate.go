@@ -11,13 +11,16 @@ import (
 
 // The door of the API. A request body is decoded strictly
 // (events.UnmarshalStrict: no key given twice, none in another case, no
-// unknown field, one value; 400 invalid, naming the key), then every field
-// it names is checked before the service sees it (422 invalid, naming the
-// field), as the CLI's arguments are: an operator by commands.CheckOperator,
-// the node and module names of a command by events.CheckName, artifact
-// names and digests as commands check them, every other name (of a read, a
-// push, a plan: such a name may be one an older build took, and history
-// keeps) bounded, and every list bounded.
+// unknown field, one value; 400 invalid, naming the key). Then every field
+// it names is checked before anything is read or appended, as the CLI's
+// arguments are, and with the same words, so that a refusal reads alike
+// on a local store and over HTTP: what a command names (nodes, modules,
+// settings, specs, artifacts, digests) the commands check at their door
+// (422 invalid, naming the rule); what only a request can name is checked
+// here (422 invalid, naming the field): the operator, by
+// commands.CheckOperator as the controller does; the names of reads,
+// pushes and plans, bounded (history may hold names an older build took,
+// so they are not held to the name rule); every list, bounded.
 
 // Bounds of a request's fields.
 const (
@@ -38,14 +41,6 @@ type validator interface{ validate() error }
 // invalidField is a request refused for one of its fields.
 func invalidField(field, format string, args ...any) error {
 	return &commands.Rejection{Code: commands.CodeInvalid, Msg: field + ": " + fmt.Sprintf(format, args...)}
-}
-
-// checkName checks a name a command creates or acts on, by the one rule.
-func checkName(field, what, name string) error {
-	if err := events.CheckName(what, name); err != nil {
-		return invalidField(field, "%v", err)
-	}
-	return nil
 }
 
 // checkRef checks a name a request reads or pushes by: bounded, UTF-8,
@@ -94,91 +89,29 @@ func each(field string, items []string, check func(field, v string) error) error
 	return nil
 }
 
-func nodeName(field, v string) error   { return checkName(field, "node", v) }
-func moduleName(field, v string) error { return checkName(field, "module", v) }
-
 func (r RegisterNodesRequest) validate() error {
 	if err := checkOperator(r.Operator); err != nil {
 		return err
 	}
-	return each("nodes", r.Nodes, nodeName)
+	return checkItems("nodes", len(r.Nodes)) // each name: commands.CheckName
 }
 
-func (r NodeRequest) validate() error {
-	if err := checkOperator(r.Operator); err != nil {
-		return err
-	}
-	return nodeName("node", r.Node)
-}
+func (r NodeRequest) validate() error { return checkOperator(r.Operator) }
 
-func (r SetSettingRequest) validate() error {
-	if err := checkOperator(r.Operator); err != nil {
-		return err
-	}
-	if err := nodeName("node", r.Node); err != nil {
-		return err
-	}
-	if err := checkRef("key", r.Key); err != nil {
-		return err
-	}
-	return checkRef("value", r.Value)
-}
+func (r SetSettingRequest) validate() error { return checkOperator(r.Operator) }
 
 func (r DefineModulesRequest) validate() error {
 	if err := checkOperator(r.Operator); err != nil {
 		return err
 	}
-	if err := checkItems("modules", len(r.Modules)); err != nil {
-		return err
-	}
-	for i, m := range r.Modules {
-		if err := moduleName(fmt.Sprintf("modules[%d].module", i), m.Module); err != nil {
-			return err
-		}
-	}
-	return nil // the specs: commands.ValidateSpec, as for a module file
+	return checkItems("modules", len(r.Modules)) // names and specs: the commands
 }
 
-func (r ModuleNodeRequest) validate() error {
-	if err := checkOperator(r.Operator); err != nil {
-		return err
-	}
-	if err := moduleName("module", r.Module); err != nil {
-		return err
-	}
-	return nodeName("node", r.Node)
-}
+func (r ModuleNodeRequest) validate() error { return checkOperator(r.Operator) }
 
-func (r RecordArtifactRequest) validate() error {
-	if err := checkOperator(r.Operator); err != nil {
-		return err
-	}
-	if err := moduleName("module", r.Module); err != nil {
-		return err
-	}
-	if err := commands.CheckArtifact(r.Name); err != nil {
-		return invalidField("name", "%v", err)
-	}
-	if err := commands.CheckDigest(r.Digest); err != nil {
-		return invalidField("digest", "%v", err)
-	}
-	return nil
-}
+func (r RecordArtifactRequest) validate() error { return checkOperator(r.Operator) }
 
-func (r DeployRequest) validate() error {
-	if err := checkOperator(r.Operator); err != nil {
-		return err
-	}
-	if err := moduleName("module", r.Module); err != nil {
-		return err
-	}
-	if r.Digest != "" {
-		if err := commands.CheckDigest(r.Digest); err != nil {
-			return invalidField("digest", "%v", err)
-		}
-	}
-	return nil
-}
+func (r DeployRequest) validate() error { return checkOperator(r.Operator) }
 
 func (r PushRequest) validate() error {
 	if err := checkOperator(r.Operator); err != nil {
