@@ -17,6 +17,7 @@ import (
 	"meshplane/api"
 	"meshplane/commands"
 	"meshplane/events"
+	"meshplane/internal/jsontest"
 	"meshplane/projections"
 )
 
@@ -575,3 +576,127 @@ func TestTimelinePaging(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestTheDoor: every request body is decoded strictly (a key given twice,
+// or in another case, is 400 invalid, naming the key), and every field a
+// request names is checked before anything is appended (422 invalid,
+// naming the field or the rule, in the words the CLI's refusal has):
+// nothing is appended, nothing is a 500.
+func TestTheDoor(t *testing.T) {
+	e := newEnv(t)
+	setup(t, e.ctx, e.client)
+	bearer := "Bearer " + token
+	long := strings.Repeat("o", 5000)
+	many := `["n0"` + strings.Repeat(`,"n"`, api.MaxRequestItems) + `]`
+	cases := []struct {
+		name, method, path, body string
+		status                   int
+		want                     string // in the message
+	}{
+		// The body, strictly.
+		{"operator twice", "POST", "/v1/nodes", `{"operator":"alice","operator":"mallory","nodes":["z"]}`, 400, "operator: given twice"},
+		{"operator in another case", "POST", "/v1/nodes", `{"Operator":"mallory","nodes":["z"]}`, 400, `Operator: not a field: the field is "operator"`},
+		{"operator twice, escaped", "POST", "/v1/nodes", `{"operator":"alice","\u006fperator":"mallory","nodes":["z"]}`, 400, "operator: given twice"},
+		{"a key twice in a spec", "POST", "/v1/modules", `{"operator":"x","modules":[{"module":"m","spec":{"containers":[{"name":"a","name":"b","image":"i"}]}}]}`, 400,
+			"modules[0].spec.containers[0].name: given twice"},
+		{"an env key twice", "POST", "/v1/modules", `{"operator":"x","modules":[{"module":"m","spec":{"containers":[{"name":"a","image":"i","env":{"A":"1","A":"2"}}]}}]}`, 400,
+			"env.A: given twice"},
+		{"a body not UTF-8", "POST", "/v1/nodes", "{\"operator\":\"a\xffb\",\"nodes\":[\"z\"]}", 400, "operator: not valid UTF-8"},
+		// The operator.
+		{"a NUL in the operator", "POST", "/v1/nodes", `{"operator":"a\u0000b","nodes":["z"]}`, 422, `operator "a\x00b": byte 1 is U+0000`},
+		{"a newline in the operator", "POST", "/v1/nodes/a/adopt", `{"operator":"alice\nroot"}`, 422, "byte 5 is U+000A"},
+		{"a 5,000-byte operator", "POST", "/v1/nodes", `{"operator":"` + long + `","nodes":["z"]}`, 422, "5000 bytes, over the limit of 128"},
+		{"a 5,000-byte operator of a push", "POST", "/v1/push", `{"operator":"` + long + `"}`, 422, "(5000 bytes): 5000 bytes, over the limit of 128"},
+		{"no operator", "POST", "/v1/nodes/a/modules/forge/release", `{}`, 422, "names no operator"},
+		// Names, by the one rule.
+		{"a node x..y", "POST", "/v1/nodes", `{"operator":"x","nodes":["a1","x..y"]}`, 422, `node name "x..y": byte 1 is '.'`},
+		{"a 5,000-byte node", "POST", "/v1/nodes", `{"operator":"x","nodes":["` + long + `"]}`, 422, `node name "oooooooooooooooooooooooooooooooooooooooo"… (5000 bytes)`},
+		{"too many nodes", "POST", "/v1/nodes", `{"operator":"x","nodes":` + many + `}`, 422, "nodes: 10001 items, over the limit of 10000"},
+		{"a module Bad Name/../x", "POST", "/v1/modules", `{"operator":"x","modules":[{"module":"Bad Name/../x","spec":{}}]}`, 422, `module name "Bad Name/../x": byte 0 is 'B'`},
+		{"an artifact name", "POST", "/v1/modules/forge/artifacts", `{"operator":"x","name":"forge/../w","digest":"sha256:` + strings.Repeat("a", 64) + `"}`, 422, `artifact name "forge/../w": segment "..": byte 0 is '.'`},
+		{"a digest", "POST", "/v1/modules/forge/artifacts", `{"operator":"x","name":"forge/web","digest":"md5:x"}`, 422, `artifact forge/web: digest "md5:x" is not sha256:`},
+		{"a setting key of 5,000 bytes", "PUT", "/v1/nodes/a/settings/" + long, `{"operator":"x","value":"1"}`, 422, `unknown node setting "oooooooooooooooooooooooooooooooooooooooo"… (5000 bytes)`},
+		{"a node of 5,000 bytes, assigned", "POST", "/v1/nodes/" + long + "/modules/forge/assign", `{"operator":"x"}`, 422, `node name "oooo`},
+		// Reads: bounded names (history may hold names older builds took).
+		{"a node of 5,000 bytes, read", "GET", "/v1/nodes/" + long, "", 422, "node: 5000 bytes, over the limit of 512"},
+		{"a timeline filter of 5,000 bytes", "GET", "/v1/timeline?correlation=" + long, "", 422, "correlation: 5000 bytes"},
+		{"a NUL in a status node", "GET", "/v1/nodes?node=a%00b", "", 422, "node[0]: byte 1 is U+0000"},
+		{"a plan command of 5,000 bytes", "POST", "/v1/plan", `{"after":["` + long + `"]}`, 422, "after[0]: 5000 bytes, over the limit of 1024"},
+		{"a plan of too many nodes", "POST", "/v1/plan", `{"nodes":` + many + `}`, 422, "nodes: 10001 items"},
+		{"a projection name of 5,000 bytes", "POST", "/v1/rebuild", `{"projections":["` + long + `"]}`, 422, "projections[0]: 5000 bytes"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := e.head(t)
+			status, body := raw(t, e, tc.method, tc.path, bearer, tc.body)
+			var eb struct {
+				Error struct{ Code, Message string }
+			}
+			if err := json.Unmarshal([]byte(body), &eb); err != nil {
+				t.Fatalf("body %.300s: %v", body, err)
+			}
+			if status != tc.status || eb.Error.Code != commands.CodeInvalid || !strings.Contains(eb.Error.Message, tc.want) {
+				t.Fatalf("%d %s %.300q, want %d invalid saying %q", status, eb.Error.Code, eb.Error.Message, tc.status, tc.want)
+			}
+			if len(body) > 2000 {
+				t.Errorf("the answer is %d bytes: the input is not shortened", len(body))
+			}
+			if e.head(t) != before {
+				t.Error("a refused request appended events")
+			}
+		})
+	}
+	// The controller, asked by the CLI (not over HTTP), refuses the same
+	// operators.
+	for _, op := range []string{"a\x00b", long, "alice\n"} {
+		before := e.head(t)
+		_, err := e.ctrl.AdoptNode(e.ctx, api.NodeRequest{Operator: op, Node: "a"})
+		var rej *commands.Rejection
+		if !errors.As(err, &rej) || rej.Code != commands.CodeInvalid || e.head(t) != before {
+			t.Errorf("operator %.20q: %v", op, err)
+		}
+	}
+}
+
+// FuzzRequestBody: whatever a body holds, a command is answered with no
+// 500, and one the controller takes gave no key twice and named a valid
+// operator.
+func FuzzRequestBody(f *testing.F) {
+	for _, s := range []string{
+		`{"operator":"x","nodes":["z"]}`, `{"operator":"x","operator":"y","nodes":["z"]}`, `{"Operator":"x","nodes":["z"]}`,
+		`{"operator":"a\u0000b","nodes":["z"]}`, `{"operator":"x","nodes":["x..y"]}`, `{"operator":"x","nodes":[]}`, `{}`, ``, `[]`, `null`,
+		`{"operator":"x","modules":[{"module":"m","spec":{"containers":[{"name":"a","image":"i","env":{"A":"1","a":"2"}}]}}]}`,
+	} {
+		f.Add(s)
+	}
+	e := newEnv(f)
+	setup(f, e.ctx, e.client)
+	f.Fuzz(func(t *testing.T, body string) {
+		for _, path := range []string{"/v1/nodes", "/v1/modules"} {
+			req, err := http.NewRequestWithContext(e.ctx, "POST", e.srv.URL+path, strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode >= 500 {
+				t.Fatalf("POST %s %q: %d %s", path, body, resp.StatusCode, b)
+			}
+			if resp.StatusCode == http.StatusOK {
+				if dup, err := jsontest.HasDuplicateKey([]byte(body)); err != nil || dup {
+					t.Fatalf("POST %s %q taken, with a key twice (%v)", path, body, err)
+				}
+				var v struct{ Operator string }
+				_ = json.Unmarshal([]byte(body), &v)
+				if err := commands.CheckOperator(v.Operator); err != nil {
+					t.Fatalf("POST %s %q taken, for operator %q: %v", path, body, v.Operator, err)
+				}
+			}
+		}
+	})
+}

@@ -38,8 +38,18 @@
 //	POST   /v1/modules/{module}/deploy                     Deploy           {"operator","digest"} ("" deploys the latest builds)
 //
 // A body naming a node, module or key names the same one as the path, or
-// may leave it out. Bodies are one JSON object, no unknown fields, at most
-// DefaultMaxBody bytes (413 beyond).
+// may leave it out. Bodies are one JSON object, at most DefaultMaxBody
+// bytes (413 beyond), decoded strictly (events.UnmarshalStrict): a key given
+// twice at any depth, a key in another case than its field's ("Operator"),
+// an unknown field or a string that is not UTF-8 is 400 invalid, naming the
+// key. Then every field the request names is checked before the service
+// sees it, as the CLI's arguments are (validate.go): the operator by
+// commands.CheckOperator (1 to 128 printable bytes of UTF-8: no NUL, no
+// newline), the nodes and modules of a command by events.CheckName (a DNS
+// label), artifact names and digests as commands check them, the names of
+// reads, pushes and plans (which may be names an older build took)
+// bounded to MaxRefLen printable bytes, and every list to MaxRequestItems:
+// a field refused is 422 invalid, naming it.
 //
 // # The timeline, paged by position
 //

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"meshplane/commands"
+	"meshplane/events"
 )
 
 // DefaultMaxBody bounds a request body (module specs are the largest).
@@ -120,19 +121,28 @@ func (h *handler) info(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) status(w http.ResponseWriter, r *http.Request) {
-	h.reply(w, r)(h.svc.Status(r.Context(), StatusRequest{Nodes: r.URL.Query()["node"]}))
+	req := StatusRequest{Nodes: r.URL.Query()["node"]}
+	if h.valid(w, r, req) {
+		h.reply(w, r)(h.svc.Status(r.Context(), req))
+	}
 }
 
 func (h *handler) nodeShow(w http.ResponseWriter, r *http.Request) {
-	h.reply(w, r)(h.svc.NodeShow(r.Context(), r.PathValue("node")))
+	if node := r.PathValue("node"); h.valid(w, r, nodeRef(node)) {
+		h.reply(w, r)(h.svc.NodeShow(r.Context(), node))
+	}
 }
 
 func (h *handler) roster(w http.ResponseWriter, r *http.Request) {
-	h.reply(w, r)(h.svc.Roster(r.Context(), r.PathValue("node")))
+	if node := r.PathValue("node"); h.valid(w, r, nodeRef(node)) {
+		h.reply(w, r)(h.svc.Roster(r.Context(), node))
+	}
 }
 
 func (h *handler) rosterHistory(w http.ResponseWriter, r *http.Request) {
-	h.reply(w, r)(h.svc.RosterHistory(r.Context(), r.PathValue("node")))
+	if node := r.PathValue("node"); h.valid(w, r, nodeRef(node)) {
+		h.reply(w, r)(h.svc.RosterHistory(r.Context(), node))
+	}
 }
 
 func (h *handler) rosterDiff(w http.ResponseWriter, r *http.Request) {
@@ -141,7 +151,10 @@ func (h *handler) rosterDiff(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, badRequestf("roster diff wants from and to (declaration ids)"))
 		return
 	}
-	h.reply(w, r)(h.svc.RosterDiff(r.Context(), RosterDiffRequest{Node: r.PathValue("node"), From: q.Get("from"), To: q.Get("to")}))
+	req := RosterDiffRequest{Node: r.PathValue("node"), From: q.Get("from"), To: q.Get("to")}
+	if h.valid(w, r, req) {
+		h.reply(w, r)(h.svc.RosterDiff(r.Context(), req))
+	}
 }
 
 func (h *handler) why(w http.ResponseWriter, r *http.Request) {
@@ -150,11 +163,17 @@ func (h *handler) why(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, badRequestf("why wants a resource"))
 		return
 	}
-	h.reply(w, r)(h.svc.Why(r.Context(), WhyRequest{Node: r.PathValue("node"), Resource: res}))
+	req := WhyRequest{Node: r.PathValue("node"), Resource: res}
+	if h.valid(w, r, req) {
+		h.reply(w, r)(h.svc.Why(r.Context(), req))
+	}
 }
 
 func (h *handler) churn(w http.ResponseWriter, r *http.Request) {
-	h.reply(w, r)(h.svc.Churn(r.Context(), ChurnRequest{Nodes: r.URL.Query()["node"]}))
+	req := ChurnRequest{Nodes: r.URL.Query()["node"]}
+	if h.valid(w, r, req) {
+		h.reply(w, r)(h.svc.Churn(r.Context(), req))
+	}
 }
 
 func (h *handler) timeline(w http.ResponseWriter, r *http.Request) {
@@ -163,26 +182,28 @@ func (h *handler) timeline(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	h.reply(w, r)(h.svc.Timeline(r.Context(), req))
+	if h.valid(w, r, req) {
+		h.reply(w, r)(h.svc.Timeline(r.Context(), req))
+	}
 }
 
 func (h *handler) registerNodes(w http.ResponseWriter, r *http.Request) {
 	var req RegisterNodesRequest
-	if h.decode(w, r, &req) {
+	if h.decode(w, r, &req) && h.valid(w, r, req) {
 		h.reply(w, r)(h.svc.RegisterNodes(r.Context(), req))
 	}
 }
 
 func (h *handler) adopt(w http.ResponseWriter, r *http.Request) {
 	var req NodeRequest
-	if h.decode(w, r, &req) && h.samePath(w, r, "node", &req.Node) {
+	if h.decode(w, r, &req) && h.samePath(w, r, "node", &req.Node) && h.valid(w, r, req) {
 		h.reply(w, r)(h.svc.AdoptNode(r.Context(), req))
 	}
 }
 
 func (h *handler) setSetting(w http.ResponseWriter, r *http.Request) {
 	var req SetSettingRequest
-	if h.decode(w, r, &req) && h.samePath(w, r, "node", &req.Node) && h.samePath(w, r, "key", &req.Key) {
+	if h.decode(w, r, &req) && h.samePath(w, r, "node", &req.Node) && h.samePath(w, r, "key", &req.Key) && h.valid(w, r, req) {
 		h.reply(w, r)(h.svc.SetSetting(r.Context(), req))
 	}
 }
@@ -190,7 +211,7 @@ func (h *handler) setSetting(w http.ResponseWriter, r *http.Request) {
 func (h *handler) moduleNode(fn func(context.Context, ModuleNodeRequest) (CommandResult, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req ModuleNodeRequest
-		if h.decode(w, r, &req) && h.samePath(w, r, "node", &req.Node) && h.samePath(w, r, "module", &req.Module) {
+		if h.decode(w, r, &req) && h.samePath(w, r, "node", &req.Node) && h.samePath(w, r, "module", &req.Module) && h.valid(w, r, req) {
 			h.reply(w, r)(fn(r.Context(), req))
 		}
 	}
@@ -205,36 +226,38 @@ func (h *handler) push(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.PathValue("node") == "" && req.Node != "" {
-		h.fail(w, r, badRequestf("POST /v1/push pushes to every node; to push to %s use POST /v1/nodes/%s/push", req.Node, req.Node))
+		h.fail(w, r, badRequestf("POST /v1/push pushes to every node; to push to one use POST /v1/nodes/NODE/push"))
 		return
 	}
-	h.reply(w, r)(h.svc.Push(r.Context(), req))
+	if h.valid(w, r, req) {
+		h.reply(w, r)(h.svc.Push(r.Context(), req))
+	}
 }
 
 func (h *handler) defineModules(w http.ResponseWriter, r *http.Request) {
 	var req DefineModulesRequest
-	if h.decode(w, r, &req) {
+	if h.decode(w, r, &req) && h.valid(w, r, req) {
 		h.reply(w, r)(h.svc.DefineModules(r.Context(), req))
 	}
 }
 
 func (h *handler) recordArtifact(w http.ResponseWriter, r *http.Request) {
 	var req RecordArtifactRequest
-	if h.decode(w, r, &req) && h.samePath(w, r, "module", &req.Module) {
+	if h.decode(w, r, &req) && h.samePath(w, r, "module", &req.Module) && h.valid(w, r, req) {
 		h.reply(w, r)(h.svc.RecordArtifact(r.Context(), req))
 	}
 }
 
 func (h *handler) plan(w http.ResponseWriter, r *http.Request) {
 	var req PlanRequest
-	if h.decode(w, r, &req) {
+	if h.decode(w, r, &req) && h.valid(w, r, req) {
 		h.reply(w, r)(h.svc.Plan(r.Context(), req))
 	}
 }
 
 func (h *handler) deploy(w http.ResponseWriter, r *http.Request) {
 	var req DeployRequest
-	if h.decode(w, r, &req) && h.samePath(w, r, "module", &req.Module) {
+	if h.decode(w, r, &req) && h.samePath(w, r, "module", &req.Module) && h.valid(w, r, req) {
 		h.reply(w, r)(h.svc.Deploy(r.Context(), req))
 	}
 }
@@ -244,15 +267,27 @@ func (h *handler) deploy(w http.ResponseWriter, r *http.Request) {
 func (h *handler) samePath(w http.ResponseWriter, r *http.Request, name string, field *string) bool {
 	v := r.PathValue(name)
 	if *field != "" && *field != v {
-		h.fail(w, r, badRequestf("the body names %s %q, the path %q", name, *field, v))
+		h.fail(w, r, badRequestf("the body names %s %.40q, the path %.40q", name, *field, v))
 		return false
 	}
 	*field = v
 	return true
 }
 
-// decode reads a JSON body into v: one object, no unknown fields, within
-// the size limit. An empty body is an empty object.
+// valid checks every field of req (validate.go), refusing it as invalid
+// (422), naming the field, before the service sees it.
+func (h *handler) valid(w http.ResponseWriter, r *http.Request, req validator) bool {
+	if err := req.validate(); err != nil {
+		h.fail(w, r, err)
+		return false
+	}
+	return true
+}
+
+// decode reads a JSON body into v strictly (events.UnmarshalStrict): one
+// value, no key given twice at any depth, none in another case than its
+// field's, no unknown field, within the size limit. An empty body is an
+// empty object.
 func (h *handler) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	b, err := io.ReadAll(r.Body)
 	var tooLarge *http.MaxBytesError
@@ -267,14 +302,8 @@ func (h *handler) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return true
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := events.UnmarshalStrict(b, v); err != nil {
 		h.fail(w, r, badRequestf("the request body: %v", err))
-		return false
-	}
-	if dec.More() {
-		h.fail(w, r, badRequestf("the request body holds more than one JSON value"))
 		return false
 	}
 	return true

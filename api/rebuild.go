@@ -61,7 +61,7 @@ func (h *handler) rebuild(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req RebuildRequest
-	if h.decode(w, r, &req) {
+	if h.decode(w, r, &req) && h.valid(w, r, req) {
 		h.reply(w, r)(rb.Rebuild(r.Context(), req))
 	}
 }

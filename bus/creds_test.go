@@ -9,6 +9,7 @@ import (
 
 	"meshplane/bus"
 	"meshplane/bus/natstest"
+	"meshplane/events"
 	"meshplane/internal/testtls"
 )
 
@@ -105,6 +106,33 @@ func TestValidNode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzValidNodeAcceptsEveryName: the bus accepts every name the door
+// accepts (events.CheckName), so no node the mesh registers is refused on
+// the bus after it was recorded; and whatever ValidNode accepts is one
+// subject token or more, never an empty one or a wildcard.
+func FuzzValidNodeAcceptsEveryName(f *testing.F) {
+	for _, s := range []string{"novox", "g14", "0", "route-proxy", strings.Repeat("a", 63), "x..y", "web.a", "a_b", "a-", "-a", "Web", "a*", "a>", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, node string) {
+		err := bus.ValidNode(node)
+		if events.CheckName("node", node) == nil && err != nil {
+			t.Fatalf("CheckName accepts %q, ValidNode refuses it: %v", node, err)
+		}
+		if err != nil {
+			if !errors.Is(err, bus.ErrBadNode) {
+				t.Fatalf("ValidNode(%q) = %v, not ErrBadNode", node, err)
+			}
+			return
+		}
+		for _, tok := range strings.Split(node, ".") {
+			if tok == "" || strings.ContainsAny(tok, "*> \t\r\n") {
+				t.Fatalf("ValidNode accepts %q, which makes the subject token %q", node, tok)
+			}
+		}
+	})
 }
 
 func TestNodeInboxIsOneToken(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/jwt/v2"
+
+	"meshplane/events"
 )
 
 // The names the bus uses. They are part of the wire contract between the
@@ -42,13 +44,20 @@ const (
 // ErrBadNode means a node name cannot be used on the bus.
 var ErrBadNode = errors.New("bus: bad node name")
 
-// ValidNode checks that node is usable as a KV key and in subjects: the
-// node names meshplane accepts (lower-case letters, digits, '-', '_' and
-// '.', starting with a letter or digit, at most 63 bytes), and no '.' at the
-// end or twice in a row (an empty subject token).
+// ValidNode checks that node is usable as a KV key and in subjects. It is
+// the bus's own defence, behind the door: every name the mesh accepts
+// (events.CheckName, an RFC 1123 label: lower-case letters, digits and
+// '-') is valid here, and so is every name the mesh accepted before that
+// rule and may still hold in its history (also '_' and '.', starting with
+// a letter or digit, at most 63 bytes), so the bus goes on serving those
+// nodes; a '.' at the end or twice in a row (an empty subject token) never
+// is.
 func ValidNode(node string) error {
-	if node == "" || len(node) > 63 {
-		return fmt.Errorf("%w: %q: 1 to 63 bytes", ErrBadNode, node)
+	if events.CheckName("node", node) == nil {
+		return nil
+	}
+	if node == "" || len(node) > events.MaxNameLen {
+		return fmt.Errorf("%w: %q: 1 to %d bytes", ErrBadNode, node, events.MaxNameLen)
 	}
 	for i, r := range node {
 		switch {

@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -255,34 +257,34 @@ func withBool(m map[string]bool, k string, v bool) map[string]bool {
 	return out
 }
 
-// maxName is the longest node, module or container name: a DNS label's 63
-// bytes.
-const maxName = 63
-
-// validName reports whether s is usable as a node, module or container name:
-// up to maxName lower-case letters, digits, '-', '_' and '.', starting with a
-// letter or digit.
-func validName(s string) bool {
-	if s == "" || len(s) > maxName {
-		return false
+// badName is what events.CheckName, the one rule for names, finds wrong
+// with name: the name, quoted short, and the rule it breaks; "" when
+// nothing. It is for messages that say already what the name is of.
+func badName(what, name string) string {
+	err := events.CheckName(what, name)
+	if err == nil {
+		return ""
 	}
-	for i, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
-		case (r == '-' || r == '_' || r == '.') && i > 0:
-		default:
-			return false
-		}
+	var ne *events.NameError
+	if errors.As(err, &ne) {
+		return quote(name) + ": " + ne.Rule
 	}
-	return true
+	return err.Error()
 }
 
-// validArtifact reports whether s names an artifact: name segments joined by '/'.
-func validArtifact(s string) bool {
+// CheckArtifact checks an artifact's name: segments joined by '/', each a
+// name (events.CheckName), as the image reference composed from it needs
+// ("forge/web").
+func CheckArtifact(s string) error {
 	if s == "" {
-		return false
+		return errors.New("artifact name is empty")
 	}
-	return !slices.ContainsFunc(strings.Split(s, "/"), func(seg string) bool { return !validName(seg) })
+	for _, seg := range strings.Split(s, "/") {
+		if bad := badName("artifact", seg); bad != "" {
+			return fmt.Errorf("artifact name %s: segment %s", quote(s), bad)
+		}
+	}
+	return nil
 }
 
 // notes is the form in which compose compares a declaration's warnings and

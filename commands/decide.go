@@ -203,8 +203,8 @@ func Decide(s State, c Command) ([]events.Payload, error) {
 		if !s.Module.Defined {
 			return nil, reject(CodeModuleUnknown, "cannot record artifact %s: module %s is not defined", short(c.Name), short(c.Module))
 		}
-		if !validArtifact(c.Name) {
-			return nil, reject(CodeInvalid, "artifact name %s: segments of lower-case letters, digits, '-', '_' and '.', joined by '/'", quote(c.Name))
+		if err := CheckArtifact(c.Name); err != nil {
+			return nil, reject(CodeInvalid, "%v", err)
 		}
 		if err := CheckDigest(c.Digest); err != nil {
 			return nil, reject(CodeInvalid, "artifact %s: %v", c.Name, err)
@@ -327,11 +327,12 @@ func isModuleCommand(c Command) bool {
 	return false
 }
 
-// checkName refuses a node or module name that is not a valid name,
-// quoting it shortened.
+// checkName refuses a node or module name that is not a name
+// (events.CheckName: the one rule, for every place a name goes), naming
+// the rule it broke.
 func checkName(what, name string) error {
-	if !validName(name) {
-		return reject(CodeInvalid, "%s name %s: use up to %d lower-case letters, digits, '-', '_' and '.', starting with a letter or digit", what, quote(name), maxName)
+	if bad := badName(what, name); bad != "" {
+		return reject(CodeInvalid, "%s name %s", what, bad)
 	}
 	return nil
 }
@@ -361,8 +362,10 @@ func validSetting(key, value string) error {
 			return reject(CodeInvalid, "private address %s is not an IP address", quote(value))
 		}
 	case key == events.SettingArtifactStore, strings.HasPrefix(key, events.SettingPortPrefix):
-		if key != events.SettingArtifactStore && !validName(strings.TrimPrefix(key, events.SettingPortPrefix)) {
-			return reject(CodeInvalid, "setting %s: port names use lower-case letters, digits, '-', '_' and '.'", quote(key))
+		if key != events.SettingArtifactStore {
+			if bad := badName("port", strings.TrimPrefix(key, events.SettingPortPrefix)); bad != "" {
+				return reject(CodeInvalid, "setting %s: port name %s", quote(key), bad)
+			}
 		}
 		if value == "" {
 			return nil
@@ -439,16 +442,18 @@ func ValidateSpec(s events.ModuleSpec) error {
 	}
 	for i, c := range s.Containers {
 		f := fmt.Sprintf("containers[%d]", i)
-		if !validName(c.Name) {
-			return specErr(f+".name", "%s: use up to %d lower-case letters, digits, '-', '_' and '.'", quote(c.Name), maxName)
+		if bad := badName("container", c.Name); bad != "" {
+			return specErr(f+".name", "%s", bad)
 		}
 		switch {
 		case c.Image == "" && c.Artifact == "":
 			return specErr(f, "container %s names neither an image nor an artifact", c.Name)
 		case c.Image != "" && c.Artifact != "":
 			return specErr(f, "container %s names both an image and an artifact", c.Name)
-		case c.Artifact != "" && !validArtifact(c.Artifact):
-			return specErr(f+".artifact", "%s is not an artifact name", quote(c.Artifact))
+		case c.Artifact != "":
+			if err := CheckArtifact(c.Artifact); err != nil {
+				return specErr(f+".artifact", "%v", err)
+			}
 		}
 		for k := range c.Env {
 			if k == "" || strings.ContainsAny(k, "= \t\n") {
@@ -481,8 +486,8 @@ func ValidateSpec(s events.ModuleSpec) error {
 			}
 		}
 		for j, p := range c.Ports {
-			if !validName(p.Port) {
-				return specErr(fmt.Sprintf("%s.ports[%d].port", f, j), "%s is not a port name", quote(p.Port))
+			if bad := badName("port", p.Port); bad != "" {
+				return specErr(fmt.Sprintf("%s.ports[%d].port", f, j), "%s", bad)
 			}
 			if p.Env == "" || strings.ContainsAny(p.Env, "= \t\n") {
 				return specErr(fmt.Sprintf("%s.ports[%d].env", f, j), "%s is not a variable name", quote(p.Env))

@@ -70,6 +70,17 @@ func TestDecide(t *testing.T) {
 		{name: "register a bad name", when: RegisterNode{Node: "No Vox"}, code: CodeInvalid},
 		{name: "register a name of 64 bytes", when: RegisterNode{Node: strings.Repeat("n", 64)}, code: CodeInvalid},
 		{name: "register a long name, shortened in the message", when: RegisterNode{Node: long}, code: CodeInvalid, msg: `"nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn"… (100000 bytes)`},
+		// The one name rule (events.CheckName), the rule broken named.
+		{name: "register x..y", when: RegisterNode{Node: "x..y"}, code: CodeInvalid, msg: `node name "x..y": byte 1 is '.'`},
+		{name: "register a name with '_'", when: RegisterNode{Node: "web_a"}, code: CodeInvalid, msg: `node name "web_a": byte 3 is '_'`},
+		{name: "register a name with '.'", when: RegisterNode{Node: "web.a"}, code: CodeInvalid, msg: `byte 3 is '.'`},
+		{name: "register a name ending in '-'", when: RegisterNode{Node: "web-"}, code: CodeInvalid, msg: `a '-' at the start or the end`},
+		{name: "register a name with a NUL", when: RegisterNode{Node: "a\x00b"}, code: CodeInvalid, msg: `byte 1 is '\x00'`},
+		{name: "register an empty name", when: RegisterNode{Node: ""}, code: CodeInvalid, msg: `node name "": empty`},
+		{name: "define Bad Name/../x", when: DefineModule{Module: "Bad Name/../x", Spec: webSpec}, code: CodeInvalid, msg: `module name "Bad Name/../x": byte 0 is 'B'`},
+		{name: "assign a module named with '.'", given: []events.Payload{reg}, when: AssignModule{Module: "forge.v2", Node: "novox"}, code: CodeInvalid, msg: `module name "forge.v2"`},
+		{name: "a port name with '_'", given: []events.Payload{reg}, when: SetNodeSetting{Node: "novox", Key: "port.st_ore", Value: "1"}, code: CodeInvalid, msg: `setting "port.st_ore": port name "st_ore": byte 2 is '_'`},
+		{name: "a container name with '.'", when: DefineModule{Module: "forge", Spec: events.ModuleSpec{Containers: []events.ContainerSpec{{Name: "web.a", Image: "i"}}}}, code: CodeInvalid, msg: `containers[0].name: "web.a": byte 3 is '.'`},
 		{name: "adopt", given: []events.Payload{reg}, when: AdoptNode{Node: "novox"}, then: []events.Payload{adopted}},
 		{name: "adopt again: already done", given: []events.Payload{reg, adopted}, when: AdoptNode{Node: "novox"}},
 		{name: "adopt unknown node", when: AdoptNode{Node: "novox"}, code: CodeNodeUnknown},
@@ -153,6 +164,7 @@ func TestDecide(t *testing.T) {
 		{name: "record a digest with no algorithm", given: []events.Payload{defined}, when: RecordArtifact{Module: "forge", Name: "forge/web", Digest: "ab12"}, code: CodeInvalid},
 		{name: "record an upper-case digest", given: []events.Payload{defined}, when: RecordArtifact{Module: "forge", Name: "forge/web", Digest: strings.ToUpper(fullDigest)}, code: CodeInvalid},
 		{name: "record a sha512 digest", given: []events.Payload{defined}, when: RecordArtifact{Module: "forge", Name: "forge/web", Digest: "sha512:" + strings.Repeat("ab", 64)}, code: CodeInvalid, msg: "sha512"},
+		{name: "record an artifact named with '_'", given: []events.Payload{defined}, when: RecordArtifact{Module: "forge", Name: "forge/my_web", Digest: fullDigest}, code: CodeInvalid, msg: `artifact name "forge/my_web": segment "my_web": byte 2 is '_'`},
 		{name: "record an artifact of an undefined module", when: RecordArtifact{Module: "forge", Name: "forge/web", Digest: fullDigest}, code: CodeModuleUnknown},
 	}
 	for _, tt := range tests {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -52,6 +54,36 @@ func (r *Rejection) Is(target error) bool { return target == ErrRejected }
 
 func reject(code, format string, args ...any) error {
 	return &Rejection{Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// MaxOperatorLen bounds an operator's name, recorded in every event an
+// operator's command appends ("operator:NAME").
+const MaxOperatorLen = 128
+
+// CheckOperator checks the name of an operator who asks for a command: 1
+// to MaxOperatorLen bytes of UTF-8, printable (no control or format
+// character: a NUL, a newline, a bidirectional override), no space at
+// either end. The refusal is a *Rejection (invalid) naming the rule.
+func CheckOperator(name string) error {
+	bad := func(format string, args ...any) error {
+		return reject(CodeInvalid, "operator %s: %s", quote(name), fmt.Sprintf(format, args...))
+	}
+	switch {
+	case strings.TrimSpace(name) == "":
+		return reject(CodeInvalid, "the request names no operator (who asks is recorded with every event)")
+	case len(name) > MaxOperatorLen:
+		return bad("%d bytes, over the limit of %d", len(name), MaxOperatorLen)
+	case !utf8.ValidString(name):
+		return bad("not valid UTF-8")
+	case strings.TrimSpace(name) != name:
+		return bad("a space at the start or the end")
+	}
+	for i, r := range name {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
+			return bad("byte %d is %U: no control or format characters", i, r)
+		}
+	}
+	return nil
 }
 
 // maxQuoted is how much of a name or other input a message quotes: enough

@@ -74,7 +74,9 @@ func (e *ModuleFileError) Is(target error) bool { return target == ErrModuleFile
 //	files:
 //	  - {path: /etc/forge.conf, mode: "0644", content: "..."}
 //
-// Every mounted path is also a directory resource of the module. upgrade
+// A file holds one YAML document: a second one (after "---") is refused,
+// never dropped. Every mounted path is also a directory resource of the
+// module. upgrade
 // says what recording a build of one of its artifacts does: with manual (the
 // default) nothing until `mesh deploy` (the artifact's first build excepted,
 // which deploys itself); with roll-out, the build is deployed as it is
@@ -91,12 +93,36 @@ func ParseModuleFile(file string, data []byte) (string, events.ModuleSpec, error
 	if err := dec.Decode(&doc); err != nil {
 		return "", events.ModuleSpec{}, &ModuleFileError{File: file, Line: yamlErrLine(err), Msg: err.Error()}
 	}
+	if err := oneDocument(file, dec); err != nil {
+		return "", events.ModuleSpec{}, err
+	}
 	p := &mfParser{file: file, lines: map[string]int{}}
 	name, spec := p.module(&doc)
 	if p.err != nil {
 		return "", events.ModuleSpec{}, p.err
 	}
 	return name, spec, nil
+}
+
+// oneDocument refuses a module file holding a second YAML document (after
+// a "---"): a file defines one module, and a second document would be
+// dropped unread. An empty document after the first (a trailing "---",
+// comments) defines nothing and is let by.
+func oneDocument(file string, dec *yaml.Decoder) error {
+	for {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return &ModuleFileError{File: file, Line: yamlErrLine(err), Msg: err.Error()}
+		}
+		if len(doc.Content) == 1 && doc.Content[0].Kind == yaml.ScalarNode && doc.Content[0].Tag == "!!null" && doc.Content[0].Value == "" {
+			continue // empty
+		}
+		return &ModuleFileError{File: file, Line: doc.Line, Msg: "a second YAML document: a module file defines one module (put each module in a file of its own)"}
+	}
 }
 
 type mfParser struct {
@@ -142,8 +168,10 @@ func (p *mfParser) module(doc *yaml.Node) (string, events.ModuleSpec) {
 		switch key {
 		case "module":
 			name, nameSeen = p.str(v, "module"), true
-			if p.err == nil && !validName(name) {
-				p.fail(v, "module", "%s: use up to %d lower-case letters, digits, '-', '_' and '.', starting with a letter or digit", quote(name), maxName)
+			if p.err == nil {
+				if bad := badName("module", name); bad != "" {
+					p.fail(v, "module", "%s", bad)
+				}
 			}
 		case "routes":
 			spec.Routes = p.strs(v, "routes")
@@ -240,15 +268,19 @@ func (p *mfParser) container(n *yaml.Node, f string) events.ContainerSpec {
 		switch key {
 		case "name":
 			c.Name = p.str(v, f+".name")
-			if p.err == nil && !validName(c.Name) {
-				p.fail(v, f+".name", "%q: use lower-case letters, digits, '-', '_' and '.'", c.Name)
+			if p.err == nil {
+				if bad := badName("container", c.Name); bad != "" {
+					p.fail(v, f+".name", "%s", bad)
+				}
 			}
 		case "image":
 			c.Image = p.str(v, f+".image")
 		case "artifact":
 			c.Artifact = p.str(v, f+".artifact")
-			if p.err == nil && !validArtifact(c.Artifact) {
-				p.fail(v, f+".artifact", "%q is not an artifact name", c.Artifact)
+			if p.err == nil {
+				if err := CheckArtifact(c.Artifact); err != nil {
+					p.fail(v, f+".artifact", "%v", err)
+				}
 			}
 		case "command":
 			c.Command = p.strs(v, f+".command")

@@ -95,6 +95,14 @@ func TestParseModuleFileRefusesNamingFileLineAndField(t *testing.T) {
 		{"two mounts at one target", "module: forge\ncontainers:\n  - name: web\n    image: a\n    mounts:\n      - {source: /srv/a, target: /data}\n      - {source: /srv/b, target: /data}\n", "f.yaml:7: containers[0].mounts[1]: mounts at /data, as mounts[0] does"},
 		{"a long module name", "module: " + strings.Repeat("f", 5000) + "\n", `f.yaml:1: module: "ffffffffffffffffffffffffffffffffffffffff"… (5000 bytes)`},
 		{"too big", "module: forge\n" + strings.Repeat("#", MaxModuleFileSize), "f.yaml: larger than 1048576 bytes"},
+		{"two documents", "module: forge\n---\nmodule: photos\n", "f.yaml:2: a second YAML document: a module file defines one module"},
+		{"a second document that does not parse", "module: forge\n---\n: :\n  x\n", "f.yaml:2: yaml:"},
+		{"a module name with '_'", "module: my_forge\n", `f.yaml:1: module: "my_forge": byte 2 is '_'`},
+		{"a module name with '.'", "module: forge.v2\n", `f.yaml:1: module: "forge.v2": byte 5 is '.'`},
+		{"a container name with '.'", "module: forge\ncontainers:\n  - {name: web.a, image: a}\n", `f.yaml:3: containers[0].name: "web.a": byte 3 is '.'`},
+		{"a container name ending in '-'", "module: forge\ncontainers:\n  - {name: web-, image: a}\n", `containers[0].name: "web-": a '-' at the start or the end`},
+		{"a port name with '_'", "module: forge\ncontainers:\n  - name: web\n    image: a\n    ports: [{port: st_ore, env: P}]\n", `f.yaml:5: containers[0].ports[0].port: "st_ore": byte 2 is '_'`},
+		{"an artifact segment with '_'", "module: forge\ncontainers:\n  - {name: web, artifact: forge/my_web}\n", `f.yaml:3: containers[0].artifact: artifact name "forge/my_web": segment "my_web": byte 2 is '_'`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,6 +114,16 @@ func TestParseModuleFileRefusesNamingFileLineAndField(t *testing.T) {
 				t.Fatalf("err = %q\nwant it to contain %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// An empty document after the module's (a trailing "---", a comment)
+// defines nothing and is let by.
+func TestParseModuleFileTrailingEmptyDocument(t *testing.T) {
+	for _, file := range []string{"module: forge\n---\n", "module: forge\n---\n# nothing\n", "---\nmodule: forge\n...\n"} {
+		if name, _, err := ParseModuleFile("f.yaml", []byte(file)); err != nil || name != "forge" {
+			t.Errorf("%q: %q, %v", file, name, err)
+		}
 	}
 }
 

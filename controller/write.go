@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"golang.org/x/sync/errgroup"
 
@@ -18,10 +17,11 @@ func reject(code, format string, args ...any) error {
 	return &commands.Rejection{Code: code, Msg: fmt.Sprintf(format, args...)}
 }
 
-// actor is the events' actor for an operator's request.
+// actor is the events' actor for an operator's request, whose name
+// commands.CheckOperator checks (the API's and the CLI's alike).
 func actor(operator string) (string, error) {
-	if strings.TrimSpace(operator) == "" {
-		return "", reject(commands.CodeInvalid, "the request names no operator (who asks is recorded with every event)")
+	if err := commands.CheckOperator(operator); err != nil {
+		return "", err
 	}
 	return "operator:" + operator, nil
 }

@@ -167,27 +167,34 @@ func (r *Registry) Decode(ev Event) (Payload, error) {
 	if !ok {
 		return nil, fmt.Errorf("events: decode %s at position %d: %q: %w", ev.Stream, ev.Position, ev.Type, ErrUnknownType)
 	}
-	data := ev.Data
 	if ev.Schema > e.schema {
 		return nil, fmt.Errorf("events: decode %s at position %d: %s schema %d is newer than this build's %d: %w",
 			ev.Stream, ev.Position, ev.Type, ev.Schema, e.schema, ErrInvalid)
 	}
-	for s := max(ev.Schema, 1); s < e.schema; s++ {
-		up, ok := e.up[s]
-		if !ok {
-			return nil, fmt.Errorf("events: decode %s at position %d: no upcaster for %s schema %d: %w",
-				ev.Stream, ev.Position, ev.Type, s, ErrInvalid)
-		}
-		var err error
-		if data, err = up(data); err != nil {
-			return nil, fmt.Errorf("events: upcast %s schema %d at position %d: %w", ev.Type, s, ev.Position, err)
-		}
+	data, err := e.upcast(ev.Type, ev.Schema, ev.Data)
+	if err != nil {
+		return nil, fmt.Errorf("events: decode %s at position %d: %w", ev.Stream, ev.Position, err)
 	}
 	p, err := e.decode(data)
 	if err != nil {
 		return nil, fmt.Errorf("events: decode %s at position %d: %s: %v: %w", ev.Stream, ev.Position, ev.Type, err, ErrInvalid)
 	}
 	return p, nil
+}
+
+// upcast brings data, a payload of typ at schema, up to e's schema.
+func (e *entry) upcast(typ string, schema int, data json.RawMessage) (json.RawMessage, error) {
+	for s := max(schema, 1); s < e.schema; s++ {
+		up, ok := e.up[s]
+		if !ok {
+			return nil, fmt.Errorf("no upcaster for %s schema %d: %w", typ, s, ErrInvalid)
+		}
+		var err error
+		if data, err = up(data); err != nil {
+			return nil, fmt.Errorf("upcast %s schema %d: %w", typ, s, err)
+		}
+	}
+	return data, nil
 }
 
 // DecodeAs decodes ev's payload as T, failing if ev is of another type.

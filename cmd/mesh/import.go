@@ -3,15 +3,20 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
+	"slices"
 
-	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"meshplane/commands"
 	"meshplane/events"
+	"meshplane/events/memstore"
 )
 
 // Batches of an import: consecutive events of one stream, appended in one
@@ -26,12 +31,12 @@ const (
 // event may carry, and room for its envelope.
 const maxImportLine = events.MaxDataSize + 64<<10
 
-// errImportLine marks a line of an import file that is not an event to
-// import; the error names the line.
-var errImportLine = errors.New("not an event to import")
+// maxListed bounds the refused lines an import lists on stderr.
+const maxListed = 100
 
 func (e *env) importCmd() *cobra.Command {
-	return &cobra.Command{
+	var skipInvalid bool
+	cmd := &cobra.Command{
 		Use:   "import FILE",
 		Short: "append the events of a mesh export file to the store (any backend, --store), keeping their ids: importing twice appends nothing",
 		Long: `Import reads FILE, written by mesh export (JSON lines, one event a line),
@@ -42,10 +47,22 @@ the same content, is not appended again, so importing a file twice (or
 after an import that stopped midway) appends only what is missing. An id
 the store holds with other content is refused.
 
-The whole file is checked before anything is appended: a line that is not
-an event (bad JSON, no id, no time, an invalid field, an id seen twice)
-is refused, naming its line, and nothing is written. Consecutive events of
-one stream are appended together, in batches.
+The whole file is checked before anything is appended, as the live path
+checks what it appends: each line is one event, decoded strictly (no key
+given twice, none in another case, no unknown envelope field), with an id
+on no earlier line and a time; its type is known and its
+schema no newer than this build's; its payload decodes to its type (a
+field this build does not know is let by); its node is its stream's
+(node-NAME; a module's on module-NAME) and an agent's event is that node's;
+every node and module name is a valid name (a DNS label); a setting, a
+module's spec, an artifact or a deploy is valid as its command would check
+it; an apply report's counts add up and it names one of its node's
+declarations; and an event of a node or a module comes after the node's
+registration or the module's definition, earlier in the file or in the
+store. A file with a bad line appends nothing: every bad line is listed on
+stderr with its number and why, and import exits 3 (refused).
+--skip-invalid appends the others instead, listing what it skipped.
+Consecutive events of one stream are appended together, in batches.
 
 A progress bar (events/s, time left) is shown on stderr when it is a
 terminal.`,
@@ -57,103 +74,186 @@ terminal.`,
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			total, err := checkImportFile(args[0])
-			if err != nil {
-				return err
-			}
-			s, err := t.open(ctx, true, nil)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			store, ok := s.store.(events.Store)
-			if s.remote() || !ok {
-				return fmt.Errorf("the store in %s is held by a running controller: import appends to the store itself; stop the controller first", t.data)
-			}
-			p := newProgress(e.stderr, int64(total), "importing")
-			res, err := importFile(ctx, store, args[0], p.add)
-			p.done()
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(e.stdout, "imported %d event(s) from %s: %d appended, %d already in the store\n", res.read, args[0], res.appended, res.read-res.appended)
-			return nil
+			return e.importRun(cmd.Context(), t, args[0], skipInvalid)
 		},
 	}
+	cmd.Flags().BoolVar(&skipInvalid, "skip-invalid", false, "append the lines that pass the checks and list the others on stderr, instead of refusing the whole file")
+	return cmd
 }
 
-// decodeImportLine decodes one line of an export file: an event with an id
-// and a time (so that importing it again is a no-op), valid as every store
-// validates it. n is the line's number, for the error.
-func decodeImportLine(line []byte, n int) (events.Event, error) {
-	ev, err := events.UnmarshalJSONLine(line)
+// importRun is mesh import: check the file, settle what it needs of the
+// store, refuse it or skip its bad lines, append the rest.
+func (e *env) importRun(ctx context.Context, t target, path string, skipInvalid bool) error {
+	reg := events.NewRegistry()
+	im := commands.NewImport(reg)
+	accepted, bad, err := checkImportFile(path, im)
 	if err != nil {
-		return events.Event{}, fmt.Errorf("line %d: %w: %w", n, errImportLine, err)
+		return err
 	}
-	switch {
-	case ev.ID == uuid.Nil:
-		return events.Event{}, fmt.Errorf("line %d: %w: no id (an import keeps each event's id, so that importing again appends nothing)", n, errImportLine)
-	case ev.At.IsZero():
-		return events.Event{}, fmt.Errorf("line %d: %w: no time (at)", n, errImportLine)
+	var s *session
+	defer func() {
+		if s != nil {
+			s.Close()
+		}
+	}()
+	openStore := func() (events.Store, error) {
+		if s == nil {
+			if s, err = t.open(ctx, true, nil); err != nil {
+				return nil, err
+			}
+		}
+		store, ok := s.store.(events.Store)
+		if s.remote() || !ok {
+			return nil, fmt.Errorf("the store in %s is held by a running controller: import appends to the store itself; stop the controller first", t.data)
+		}
+		return store, nil
 	}
-	ev.At = ev.At.UTC()
-	ev.Version, ev.Position = 0, 0
-	if len(ev.Data) == 0 {
-		ev.Data = []byte("{}") // as a store keeps an event without data
+	if len(im.Pending()) > 0 {
+		// What the file needs of the store: read it there, or, on a data
+		// directory with no store yet, know it holds nothing (and create
+		// nothing for a file that may be refused).
+		empty := memstore.New()
+		defer empty.Close()
+		var r commands.Reader = commands.NewHandler(empty, reg)
+		if t.store != "" && t.store != storeBolt || fileExists(filepath.Join(t.data, "events.db")) {
+			store, err := openStore()
+			if err != nil {
+				return err
+			}
+			r = commands.NewHandler(store, reg)
+		}
+		refused, err := im.Settle(ctx, r)
+		if err != nil {
+			return err
+		}
+		accepted -= len(refused)
+		bad = mergeLines(bad, refused)
 	}
-	if err := ev.Validate(fmt.Sprintf("line %d", n)); err != nil {
-		return events.Event{}, fmt.Errorf("%w: %w", errImportLine, err)
+	if len(bad) > 0 {
+		listBadLines(e.stderr, path, bad, skipInvalid)
+		if !skipInvalid {
+			return &commands.Rejection{Code: commands.CodeInvalid, Msg: fmt.Sprintf(
+				"import %s: %d of %d line(s) are not events to import (listed above): nothing was appended (--skip-invalid appends the others)",
+				path, len(bad), accepted+len(bad))}
+		}
 	}
-	return ev, nil
+	store, err := openStore()
+	if err != nil {
+		return err
+	}
+	p := newProgress(e.stderr, int64(accepted), "importing")
+	res, err := importFile(ctx, store, path, im, p.add)
+	p.done()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "imported %d event(s) from %s: %d appended, %d already in the store", res.read, path, res.appended, res.read-res.appended)
+	if len(bad) > 0 {
+		fmt.Fprintf(e.stdout, "; %d invalid line(s) skipped", len(bad))
+	}
+	fmt.Fprintln(e.stdout)
+	return nil
 }
 
-// eachImportLine calls fn with every non-blank line of the file at path,
-// decoded, and its number.
-func eachImportLine(path string, fn func(ev events.Event, n int) error) error {
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// mergeLines merges two lists of refused lines, each in line order.
+func mergeLines(a, b []*commands.ImportLineError) []*commands.ImportLineError {
+	out := append(slices.Clip(a), b...)
+	slices.SortStableFunc(out, func(x, y *commands.ImportLineError) int { return cmp.Compare(x.Line, y.Line) })
+	return out
+}
+
+// listBadLines writes each refused line to w, at most maxListed of them.
+func listBadLines(w io.Writer, path string, bad []*commands.ImportLineError, skipped bool) {
+	what := ""
+	if skipped {
+		what = " (skipped)"
+	}
+	for i, b := range bad {
+		if i == maxListed {
+			fmt.Fprintf(w, "mesh import: %s: and %d more line(s)%s\n", path, len(bad)-maxListed, what)
+			return
+		}
+		fmt.Fprintf(w, "mesh import: %s: %v%s\n", path, b, what)
+	}
+}
+
+// eachImportLine calls fn with the number of every non-blank line of the
+// file at path and the line, trimmed, or the refusal of a line longer than
+// maxImportLine (whose bytes are passed over).
+func eachImportLine(path string, fn func(n int, line []byte, tooLong error) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), maxImportLine)
-	n := 0
-	for sc.Scan() {
-		n++
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
+	r := bufio.NewReaderSize(f, 64<<10)
+	var buf []byte
+	for n := 1; ; n++ {
+		buf = buf[:0]
+		long := false
+		var rerr error
+		for {
+			chunk, err := r.ReadSlice('\n')
+			if !long {
+				if len(buf)+len(chunk) > maxImportLine+1 { // +1: the newline
+					long, buf = true, buf[:0]
+				} else {
+					buf = append(buf, chunk...)
+				}
+			}
+			if err == bufio.ErrBufferFull {
+				continue
+			}
+			rerr = err
+			break
 		}
-		ev, err := decodeImportLine(line, n)
+		switch {
+		case long:
+			err = fn(n, nil, &commands.ImportLineError{Line: n, Err: fmt.Errorf("longer than %d bytes", maxImportLine)})
+		case len(bytes.TrimSpace(buf)) > 0:
+			err = fn(n, bytes.TrimSpace(buf), nil)
+		default:
+			err = nil
+		}
 		if err != nil {
-			return fmt.Errorf("import %s: %w", path, err)
-		}
-		if err := fn(ev, n); err != nil {
 			return err
 		}
-	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return fmt.Errorf("import %s: line %d: %w: longer than %d bytes", path, n+1, errImportLine, maxImportLine)
+		if rerr == io.EOF {
+			return nil
 		}
-		return fmt.Errorf("import %s: %w", path, err)
+		if rerr != nil {
+			return fmt.Errorf("import %s: %w", path, rerr)
+		}
 	}
-	return nil
 }
 
-// checkImportFile reads the whole file once and checks every line, and
-// that no id appears twice; it returns how many events it holds.
-func checkImportFile(path string) (int, error) {
-	seen := map[uuid.UUID]int{}
-	err := eachImportLine(path, func(ev events.Event, n int) error {
-		if first, dup := seen[ev.ID]; dup {
-			return fmt.Errorf("import %s: line %d: %w: id %s is also on line %d", path, n, errImportLine, ev.ID, first)
+// checkImportFile is an import's first pass: every line of the file at
+// path checked by im, nothing else opened. It returns how many lines im
+// accepted and the ones it refused, in line order.
+func checkImportFile(path string, im *commands.Import) (int, []*commands.ImportLineError, error) {
+	accepted := 0
+	var bad []*commands.ImportLineError
+	err := eachImportLine(path, func(n int, line []byte, tooLong error) error {
+		var le *commands.ImportLineError
+		if tooLong == nil {
+			_, tooLong = im.Line(line, n)
 		}
-		seen[ev.ID] = n
+		switch {
+		case tooLong == nil:
+			accepted++
+		case errors.As(tooLong, &le):
+			bad = append(bad, le)
+		default:
+			return tooLong
+		}
 		return nil
 	})
-	return len(seen), err
+	return accepted, bad, err
 }
 
 // importResult counts what an import read and appended.
@@ -161,11 +261,13 @@ type importResult struct {
 	read, appended int
 }
 
-// importFile appends the events of the file at path to store, in batches
-// of consecutive events of one stream (see importBatch), calling done
-// after each batch with how many it took. Call checkImportFile first: a
-// line that does not decode here stops the import midway.
-func importFile(ctx context.Context, store events.Store, path string, done func(int)) (importResult, error) {
+// importFile is an import's second pass: it appends the events of the file
+// at path that im accepted on the first pass (im.Replay) to store, in
+// batches of consecutive events of one stream (see importBatch), and calls
+// done after each batch with how many it took. A line that is not the one
+// checked (the file changed since) stops the import, having appended the
+// batches before it.
+func importFile(ctx context.Context, store events.Store, path string, im *commands.Import, done func(int)) (importResult, error) {
 	var res importResult
 	var batch []events.Event
 	size := 0
@@ -184,7 +286,20 @@ func importFile(ctx context.Context, store events.Store, path string, done func(
 		batch, size = batch[:0], 0
 		return nil
 	}
-	err := eachImportLine(path, func(ev events.Event, _ int) error {
+	changed := func(err error) error {
+		return fmt.Errorf("import %s: %w: nothing more was appended", path, err)
+	}
+	err := eachImportLine(path, func(n int, line []byte, tooLong error) error {
+		if tooLong != nil {
+			return nil // refused on the first pass, and never replayed
+		}
+		ev, ok, err := im.Replay(line, n)
+		switch {
+		case err != nil:
+			return changed(err)
+		case !ok:
+			return nil // refused on the first pass: --skip-invalid
+		}
 		res.read++
 		if len(batch) > 0 && (batch[0].Stream != ev.Stream || len(batch) == importBatch || size+len(ev.Data) > importBatchBytes) {
 			if err := flush(); err != nil {
@@ -195,6 +310,9 @@ func importFile(ctx context.Context, store events.Store, path string, done func(
 		size += len(ev.Data)
 		return nil
 	})
+	if err == nil && im.Unreplayed() > 0 {
+		err = changed(fmt.Errorf("%d line(s) at its end are gone: %w", im.Unreplayed(), commands.ErrImportChanged))
+	}
 	if err == nil {
 		err = flush()
 	}

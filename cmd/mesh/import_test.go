@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"meshplane/commands"
 	"meshplane/events"
 	"meshplane/events/boltstore"
 	"meshplane/events/memstore"
@@ -94,7 +96,7 @@ func TestExportImportAcrossStores(t *testing.T) {
 			st := memstore.New()
 			var outs [2]string
 			for i := range outs {
-				res, err := importFile(ctx, st, file, nil)
+				res, err := importInto(ctx, st, file)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -169,21 +171,25 @@ func TestImportResumes(t *testing.T) {
 	lines := strings.SplitAfter(string(b), "\n")
 	lines = lines[:len(lines)-1] // after the last newline
 	half := filepath.Join(dir, "half.jsonl")
-	// Every other line of the first half: batches of one stream are cut.
+	// Every other line of the first half, and every registration and
+	// definition (an event follows what it needs, or import refuses it):
+	// batches of one stream are cut.
 	var part []string
-	for i := 0; i < len(lines)/2; i += 2 {
-		part = append(part, lines[i])
+	for i := 0; i < len(lines)/2; i++ {
+		if i%2 == 0 || strings.Contains(lines[i], `"type":"node.registered"`) || strings.Contains(lines[i], `"type":"module.defined"`) {
+			part = append(part, lines[i])
+		}
 	}
 	if err := os.WriteFile(half, []byte(strings.Join(part, "")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	st := memstore.New()
 	defer st.Close()
-	first, err := importFile(ctx, st, half, nil)
+	first, err := importInto(ctx, st, half)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := importFile(ctx, st, full, nil)
+	second, err := importInto(ctx, st, full)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,8 +198,26 @@ func TestImportResumes(t *testing.T) {
 	}
 }
 
-// A file with a line that is not an event is refused, naming the line,
-// before anything is written: no store is created.
+// importInto is mesh import of path into store, refusing a file with a
+// bad line: both passes, what the file needs settled against store.
+func importInto(ctx context.Context, store events.Store, path string) (importResult, error) {
+	im := commands.NewImport(events.NewRegistry())
+	_, bad, err := checkImportFile(path, im)
+	if err != nil {
+		return importResult{}, err
+	}
+	refused, err := im.Settle(ctx, commands.NewHandler(store, events.NewRegistry()))
+	if err != nil {
+		return importResult{}, err
+	}
+	if bad = mergeLines(bad, refused); len(bad) > 0 {
+		return importResult{}, bad[0]
+	}
+	return importFile(ctx, store, path, im, nil)
+}
+
+// A file with a line that is not an event is refused (exit 3), naming the
+// line, before anything is written: no store is created.
 func TestImportRefusesBadFiles(t *testing.T) {
 	src := upExample(t)
 	good := strings.SplitAfter(mustMesh(t, "export", "--data", src), "\n")
@@ -217,11 +241,184 @@ func TestImportRefusesBadFiles(t *testing.T) {
 			}
 			data := filepath.Join(dir, "data")
 			code, out, errOut := mesh(t, "import", file, "--data", data)
-			if code != exitFailed || !strings.Contains(errOut, tc.want) {
-				t.Fatalf("exit %d, want 1 with %q\n%s%s", code, tc.want, out, errOut)
+			if code != exitRejected || !strings.Contains(errOut, tc.want) {
+				t.Fatalf("exit %d, want 3 with %q\n%s%s", code, tc.want, out, errOut)
 			}
 			if _, err := os.Stat(filepath.Join(data, "events.db")); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("a refused import left a store behind (%v)", err)
+			}
+		})
+	}
+}
+
+// firstLine is the first line of lines holding every one of want.
+func firstLine(t *testing.T, lines []string, want ...string) string {
+	t.Helper()
+	for _, l := range lines {
+		all := true
+		for _, w := range want {
+			all = all && strings.Contains(l, w)
+		}
+		if all {
+			return l
+		}
+	}
+	t.Fatalf("no line holds %q", want)
+	return ""
+}
+
+// withID is line (an exported event) under a fresh id, so that it is not
+// the event it was made from.
+func withID(t *testing.T, line string) string {
+	t.Helper()
+	var ev events.Event
+	if err := json.Unmarshal([]byte(line), &ev); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Replace(line, ev.ID.String(), events.NewID().String(), 1)
+}
+
+// TestImportRefusesBadLines: a good export with one bad line appended is
+// refused whole (exit 3), naming the line and the reason, and the store it
+// was imported into is unchanged: what the issue found appended is not.
+func TestImportRefusesBadLines(t *testing.T) {
+	src := upExample(t)
+	export := mustMesh(t, "export", "--data", src)
+	lines := strings.SplitAfter(strings.TrimSuffix(export, "\n"), "\n")
+	n := len(lines) + 1 // the bad line's number
+	apply := withID(t, strings.TrimSpace(firstLine(t, lines, `"type":"apply.reported"`, `"actor":"agent:novox"`)))
+	defined := withID(t, strings.TrimSpace(firstLine(t, lines, `"type":"module.defined"`)))
+	for _, tc := range []struct {
+		name, line, want string
+	}{
+		{"schema 999", strings.Replace(defined, `"schema":1`, `"schema":999`, 1), "module.defined schema 999 is newer than this build's 1"},
+		{"a payload of the wrong type", strings.Replace(apply, `"data":{"node":"novox"`, `"data":{"node":7`, 1), "apply.reported: json: cannot unmarshal number"},
+		{"type twice", strings.Replace(apply, `"type":"apply.reported"`, `"type":"apply.reported","type":"module.defined"`, 1), "type: given twice"},
+		{"an apply naming another node than its stream", strings.Replace(apply, `"stream":"node-novox"`, `"stream":"node-g14"`, 1),
+			"apply.reported of node novox on stream node-g14: a node's events are on its own stream"},
+		{"an apply for a node never registered", strings.NewReplacer(`"stream":"node-novox"`, `"stream":"node-ghost"`, `"node":"novox"`, `"node":"ghost"`,
+			`"declaration":"novox/`, `"declaration":"ghost/`, `"actor":"agent:novox"`, `"actor":"agent:ghost"`).Replace(apply),
+			"apply.reported on node-ghost: node ghost is not registered, in the store or earlier in the file"},
+		{"negative counts", strings.Replace(apply, `"unchanged":`, `"unchanged":-1,"x":`, 1), "unchanged: -1 is below zero"},
+		{"a module named Bad Name/../x", strings.NewReplacer(`"stream":"module-forge"`, `"stream":"module-Bad Name/../x"`, `"module":"forge"`, `"module":"Bad Name/../x"`).Replace(defined),
+			`module name "Bad Name/../x": byte 0 is 'B'`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			file := filepath.Join(dir, "in.jsonl")
+			if err := os.WriteFile(file, []byte(export+tc.line+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			// Into a data directory with no store, and into one holding the
+			// export already: both refused, neither changed.
+			fresh, held := filepath.Join(dir, "fresh"), filepath.Join(dir, "held")
+			good := filepath.Join(dir, "good.jsonl")
+			if err := os.WriteFile(good, []byte(export), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			mustMesh(t, "import", good, "--data", held)
+			for _, data := range []string{fresh, held} {
+				code, out, errOut := mesh(t, "import", file, "--data", data)
+				want := fmt.Sprintf("line %d: not an event to import: ", n)
+				if code != exitRejected || !strings.Contains(errOut, want) || !strings.Contains(errOut, tc.want) ||
+					!strings.Contains(errOut, "refused (invalid)") || !strings.Contains(errOut, "nothing was appended") {
+					t.Fatalf("%s: exit %d, want 3 naming %q and %q\n%s%s", data, code, want, tc.want, out, errOut)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(fresh, "events.db")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("a refused import left a store behind (%v)", err)
+			}
+			if got := mustMesh(t, "export", "--data", held); got != export {
+				t.Errorf("a refused import changed the store")
+			}
+		})
+	}
+}
+
+// TestImportSkipInvalid: --skip-invalid appends every good line, lists the
+// bad ones on stderr with their number and reason, and says how many it
+// skipped; a bad line that names a node the store holds is no longer bad.
+func TestImportSkipInvalid(t *testing.T) {
+	src := upExample(t)
+	export := mustMesh(t, "export", "--data", src)
+	lines := strings.SplitAfter(export, "\n")
+	lines = lines[:len(lines)-1] // after the last newline
+	apply := strings.TrimSpace(firstLine(t, lines, `"type":"apply.reported"`, `"actor":"agent:novox"`))
+	schema := strings.Replace(withID(t, apply), `"schema":1`, `"schema":999`, 1)
+	ghost := strings.NewReplacer(`"stream":"node-novox"`, `"stream":"node-ghost"`, `"node":"novox"`, `"node":"ghost"`,
+		`"declaration":"novox/`, `"declaration":"ghost/`, `"actor":"agent:novox"`, `"actor":"agent:ghost"`).Replace(withID(t, apply))
+	// The export with a bad line after its second and a ghost's apply at
+	// the end: lines 3 and len+2.
+	body := lines[0] + lines[1] + schema + "\n" + strings.Join(lines[2:], "") + ghost + "\n"
+	dir := t.TempDir()
+	file := filepath.Join(dir, "in.jsonl")
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	code, out, errOut := mesh(t, "import", file, "--data", data, "--skip-invalid")
+	wantOut := fmt.Sprintf("imported %d event(s) from %s: %d appended, 0 already in the store; 2 invalid line(s) skipped\n", len(lines), file, len(lines))
+	if code != exitOK || out != wantOut {
+		t.Fatalf("exit %d, stdout %q; want 0 and %q\n%s", code, out, wantOut, errOut)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("mesh import: %s: line 3: not an event to import: events: apply.reported schema 999 is newer than this build's 1: invalid input (skipped)\n", file),
+		fmt.Sprintf("mesh import: %s: line %d: not an event to import: apply.reported on node-ghost: node ghost is not registered, in the store or earlier in the file (skipped)\n", file, len(lines)+2),
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr %q\nwant it to hold %q", errOut, want)
+		}
+	}
+	if got := mustMesh(t, "export", "--data", data); got != export {
+		t.Errorf("the good lines, exported, differ from the source's export")
+	}
+
+	// The ghost registered in the store: its apply is good, alone in a
+	// file (and appended), while without --skip-invalid the file with the
+	// bad schema still is refused whole.
+	if _, err := os.Stat(filepath.Join(data, "events.db")); err != nil {
+		t.Fatal(err)
+	}
+	mustMesh(t, "node", "register", "ghost", "--data", data)
+	only := filepath.Join(dir, "ghost.jsonl")
+	if err := os.WriteFile(only, []byte(ghost+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := mustMesh(t, "import", only, "--data", data); !strings.Contains(out, "1 appended") {
+		t.Errorf("the ghost's apply, once ghost is registered: %q", out)
+	}
+	if code, _, errOut := mesh(t, "import", file, "--data", data); code != exitRejected || !strings.Contains(errOut, "line 3: not an event to import") {
+		t.Errorf("without --skip-invalid: exit %d\n%s", code, errOut)
+	}
+}
+
+// A file that changes between the pass that checks and the pass that
+// appends stops the import at the first line that is not the one checked.
+func TestImportRefusesAFileChangedBetweenPasses(t *testing.T) {
+	ctx := context.Background()
+	src := upExample(t)
+	export := mustMesh(t, "export", "--data", src)
+	file := filepath.Join(t.TempDir(), "in.jsonl")
+	for _, tc := range []struct{ name, now string }{
+		{"a line changed", strings.Replace(export, `"node":"g14"`, `"node":"g15"`, 1)},
+		{"lines gone", export[:len(export)/2]},
+		{"a line added", export + export[:strings.Index(export, "\n")+1]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(file, []byte(export), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			im := commands.NewImport(events.NewRegistry())
+			if _, bad, err := checkImportFile(file, im); err != nil || len(bad) > 0 {
+				t.Fatalf("check: %v %v", bad, err)
+			}
+			if err := os.WriteFile(file, []byte(tc.now), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			st := memstore.New()
+			defer st.Close()
+			if _, err := importFile(ctx, st, file, im, nil); !errors.Is(err, commands.ErrImportChanged) {
+				t.Fatalf("import of a changed file: %v, want ErrImportChanged", err)
 			}
 		})
 	}

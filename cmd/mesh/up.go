@@ -127,6 +127,9 @@ func parseMeshFile(path string, b []byte) (meshFile, error) {
 	if err := dec.Decode(&m); err != nil && !errors.Is(err, io.EOF) {
 		return meshFile{}, &meshFileError{file: path, msg: err.Error()}
 	}
+	if err := checkMeshNames(path, m); err != nil {
+		return m, err
+	}
 	seen := map[string]int{}
 	for i, n := range m.Nodes {
 		if j, dup := seen[n.Name]; dup {
@@ -153,6 +156,54 @@ func parseMeshFile(path string, b []byte) (meshFile, error) {
 		}
 	}
 	return m, nil
+}
+
+// checkMeshNames checks every name of a mesh file by the one rule
+// (events.CheckName), before anything is built or written: node names
+// (each also a directory of the data directory), the modules each node
+// runs and takes, its port names, and the modules and artifact names of
+// artifacts and builds.
+func checkMeshNames(path string, m meshFile) error {
+	bad := func(field string, err error) error {
+		return &meshFileError{file: path, field: field, msg: err.Error() + " (nothing was written)"}
+	}
+	for i, n := range m.Nodes {
+		if err := events.CheckName("node", n.Name); err != nil {
+			return bad(fmt.Sprintf("nodes[%d].name", i), err)
+		}
+		for _, list := range []struct {
+			key  string
+			mods []string
+		}{{"modules", n.Modules}, {"take", n.Take}} {
+			for j, mod := range list.mods {
+				if err := events.CheckName("module", mod); err != nil {
+					return bad(fmt.Sprintf("nodes[%d].%s[%d]", i, list.key, j), err)
+				}
+			}
+		}
+		for _, port := range slices.Sorted(maps.Keys(n.Ports)) {
+			if err := events.CheckName("port", port); err != nil {
+				return bad(fmt.Sprintf("nodes[%d].ports.%s", i, port), err)
+			}
+		}
+	}
+	for i, a := range m.Artifacts {
+		if err := events.CheckName("module", a.Module); err != nil {
+			return bad(fmt.Sprintf("artifacts[%d].module", i), err)
+		}
+		if err := commands.CheckArtifact(a.Name); err != nil {
+			return bad(fmt.Sprintf("artifacts[%d].name", i), err)
+		}
+	}
+	for i, b := range m.Builds {
+		if err := events.CheckName("module", b.Module); err != nil {
+			return bad(fmt.Sprintf("builds[%d].module", i), err)
+		}
+		if err := commands.CheckArtifact(b.Name); err != nil {
+			return bad(fmt.Sprintf("builds[%d].name", i), err)
+		}
+	}
+	return nil
 }
 
 // upOptions are mesh up's flags. Without --passes, up is the controller

@@ -58,7 +58,61 @@ func FuzzParseMeshFile(f *testing.F) {
 				t.Fatalf("accepted a build of no program: %+v", b)
 			}
 		}
+		// And only names by the one rule.
+		for _, n := range m.Nodes {
+			for _, mod := range append(append([]string{}, n.Modules...), n.Take...) {
+				if events.CheckName("module", mod) != nil {
+					t.Fatalf("accepted module %q", mod)
+				}
+			}
+			if events.CheckName("node", n.Name) != nil {
+				t.Fatalf("accepted node %q", n.Name)
+			}
+		}
 	})
+}
+
+// TestParseMeshFileNames: every name of a mesh file is held to the one
+// rule (events.CheckName), naming the field and the rule broken.
+func TestParseMeshFileNames(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"x..y", "nodes:\n  - {name: x..y}\n", `m.yaml: nodes[0].name: node name "x..y": byte 1 is '.'`},
+		{"a node with '_'", "nodes:\n  - {name: a}\n  - {name: web_a}\n", `nodes[1].name: node name "web_a": byte 3 is '_'`},
+		{"an empty node name", "nodes:\n  - {runtime: sim}\n", `nodes[0].name: node name "": empty`},
+		{"a module", "nodes:\n  - {name: a, modules: [forge, Forge]}\n", `nodes[0].modules[1]: module name "Forge": byte 0 is 'F'`},
+		{"a take", "nodes:\n  - {name: a, modules: [forge], take: [forge.v2]}\n", `nodes[0].take[0]: module name "forge.v2"`},
+		{"a port", "nodes:\n  - {name: a, ports: {store: 1, my_port: 2}}\n", `nodes[0].ports.my_port: port name "my_port"`},
+		{"an artifact's module", "nodes: []\nartifacts:\n  - {module: Bad Name/../x, name: x/w, digest: d}\n", `artifacts[0].module: module name "Bad Name/../x"`},
+		{"an artifact's name", "nodes: []\nartifacts:\n  - {module: m, name: m/../w, digest: d}\n", `artifacts[0].name: artifact name "m/../w": segment ".."`},
+		{"a build's name", "nodes: []\nbuilds:\n  - {module: m, name: m/W, program: p}\n", `builds[0].name: artifact name "m/W": segment "W"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseMeshFile("m.yaml", []byte(tc.yaml))
+			if !errors.Is(err, errMeshFile) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want errMeshFile saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A mesh file naming a node x..y is refused before anything is written:
+// exit 3, and no store in the data directory.
+func TestUpRefusesABadNameBeforeWriting(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "mesh.yaml")
+	if err := os.WriteFile(file, []byte("nodes:\n  - {name: x..y, modules: [forge]}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data")
+	code, out, errOut := mesh(t, "up", "--data", data, "--passes", "1", "--modules", "../../examples/modules", "--mesh", file)
+	if code != exitRejected || !strings.Contains(errOut, `nodes[0].name: node name "x..y": byte 1 is '.'`) {
+		t.Fatalf("exit %d, want 3 naming the rule\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(data, "events.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused mesh file left a store behind (%v)", err)
+	}
 }
 
 // Running up again over the same data appends no operator events, and the

@@ -224,3 +224,48 @@ func TestRefusedOnAFreshDirectoryMakesNoStore(t *testing.T) {
 		}
 	}
 }
+
+// mesh node register x..y --creds f appended node.registered and then
+// failed on the bus's name check; without --creds it registered a node
+// every push to failed. The name is refused at the door now, naming the
+// rule: nothing registered, no credentials written, no store made.
+func TestNodeRegisterRefusesBadNames(t *testing.T) {
+	dir := upExample(t)
+	for _, tc := range []struct{ node, rule string }{
+		{"x..y", `node name "x..y": byte 1 is '.'`},
+		{"web_a", `node name "web_a": byte 3 is '_'`},
+		{"web.a", `node name "web.a": byte 3 is '.'`},
+		{"a-", `node name "a-": a '-' at the start or the end`},
+	} {
+		t.Run(tc.node, func(t *testing.T) {
+			for _, withCreds := range []bool{true, false} {
+				creds := filepath.Join(t.TempDir(), "n.creds")
+				fresh := filepath.Join(t.TempDir(), "data")
+				for _, data := range []string{dir, fresh} {
+					before := 0
+					if data == dir {
+						before = len(readAll(t, dir))
+					}
+					args := []string{"node", "register", tc.node, "--data", data}
+					if withCreds {
+						args = append(args, "--creds", creds)
+					}
+					code, out, errOut := mesh(t, args...)
+					if code != exitRejected || !strings.Contains(errOut, "refused (invalid): "+tc.rule) {
+						t.Fatalf("mesh %v: exit %d, want 3 naming %q\n%s%s", args, code, tc.rule, out, errOut)
+					}
+					if _, err := os.Stat(creds); !errors.Is(err, os.ErrNotExist) {
+						t.Errorf("mesh %v wrote credentials (%v)", args, err)
+					}
+					if data == dir {
+						if after := len(readAll(t, dir)); after != before {
+							t.Errorf("mesh %v appended %d event(s)", args, after-before)
+						}
+					} else if _, err := os.Stat(fresh); !errors.Is(err, os.ErrNotExist) {
+						t.Errorf("mesh %v made %s (%v)", args, fresh, err)
+					}
+				}
+			}
+		})
+	}
+}

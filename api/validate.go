@@ -1,0 +1,171 @@
+package api
+
+import (
+	"fmt"
+	"unicode"
+	"unicode/utf8"
+
+	"meshplane/commands"
+	"meshplane/events"
+)
+
+// The door of the API. A request body is decoded strictly
+// (events.UnmarshalStrict: no key given twice, none in another case, no
+// unknown field, one value; 400 invalid, naming the key). Then every field
+// it names is checked before anything is read or appended, as the CLI's
+// arguments are, and with the same words, so that a refusal reads alike
+// on a local store and over HTTP: what a command names (nodes, modules,
+// settings, specs, artifacts, digests) the commands check at their door
+// (422 invalid, naming the rule); what only a request can name is checked
+// here (422 invalid, naming the field): the operator, by
+// commands.CheckOperator as the controller does; the names of reads,
+// pushes and plans, bounded (history may hold names an older build took,
+// so they are not held to the name rule); every list, bounded.
+
+// Bounds of a request's fields.
+const (
+	// MaxRequestItems bounds each list a request names: nodes, modules,
+	// plan commands, projections.
+	MaxRequestItems = 10000
+	// MaxRefLen bounds a name a request reads by (a node, a resource, a
+	// declaration, a timeline filter): events.MaxNameSize, the longest a
+	// stream name, a type or a correlation may be.
+	MaxRefLen = events.MaxNameSize
+	// MaxPlanCommandLen bounds one command of a plan request's After.
+	MaxPlanCommandLen = 1024
+)
+
+// validator is a request that checks its own fields.
+type validator interface{ validate() error }
+
+// invalidField is a request refused for one of its fields.
+func invalidField(field, format string, args ...any) error {
+	return &commands.Rejection{Code: commands.CodeInvalid, Msg: field + ": " + fmt.Sprintf(format, args...)}
+}
+
+// checkRef checks a name a request reads or pushes by: bounded, UTF-8,
+// printable.
+func checkRef(field, v string) error {
+	return checkText(field, v, MaxRefLen)
+}
+
+// checkText checks a string field: at most max bytes of UTF-8, no control
+// character.
+func checkText(field, v string, max int) error {
+	switch {
+	case len(v) > max:
+		return invalidField(field, "%d bytes, over the limit of %d", len(v), max)
+	case !utf8.ValidString(v):
+		return invalidField(field, "not valid UTF-8")
+	}
+	for i, r := range v {
+		if unicode.IsControl(r) {
+			return invalidField(field, "byte %d is %U: no control characters", i, r)
+		}
+	}
+	return nil
+}
+
+// checkOperator checks who asks; the refusal names the operator field.
+func checkOperator(op string) error { return commands.CheckOperator(op) }
+
+func checkItems(field string, n int) error {
+	if n > MaxRequestItems {
+		return invalidField(field, "%d items, over the limit of %d", n, MaxRequestItems)
+	}
+	return nil
+}
+
+// each checks every item of a list field with check.
+func each(field string, items []string, check func(field, v string) error) error {
+	if err := checkItems(field, len(items)); err != nil {
+		return err
+	}
+	for i, v := range items {
+		if err := check(fmt.Sprintf("%s[%d]", field, i), v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r RegisterNodesRequest) validate() error {
+	if err := checkOperator(r.Operator); err != nil {
+		return err
+	}
+	return checkItems("nodes", len(r.Nodes)) // each name: commands.CheckName
+}
+
+func (r NodeRequest) validate() error { return checkOperator(r.Operator) }
+
+func (r SetSettingRequest) validate() error { return checkOperator(r.Operator) }
+
+func (r DefineModulesRequest) validate() error {
+	if err := checkOperator(r.Operator); err != nil {
+		return err
+	}
+	return checkItems("modules", len(r.Modules)) // names and specs: the commands
+}
+
+func (r ModuleNodeRequest) validate() error { return checkOperator(r.Operator) }
+
+func (r RecordArtifactRequest) validate() error { return checkOperator(r.Operator) }
+
+func (r DeployRequest) validate() error { return checkOperator(r.Operator) }
+
+func (r PushRequest) validate() error {
+	if err := checkOperator(r.Operator); err != nil {
+		return err
+	}
+	if r.Node != "" {
+		return checkRef("node", r.Node)
+	}
+	return nil
+}
+
+func (r PlanRequest) validate() error {
+	if err := each("nodes", r.Nodes, checkRef); err != nil {
+		return err
+	}
+	return each("after", r.After, func(field, v string) error { return checkText(field, v, MaxPlanCommandLen) })
+}
+
+func (r RebuildRequest) validate() error {
+	return each("projections", r.Projections, checkRef)
+}
+
+func (r StatusRequest) validate() error { return each("node", r.Nodes, checkRef) }
+
+func (r ChurnRequest) validate() error { return each("node", r.Nodes, checkRef) }
+
+func (r TimelineRequest) validate() error {
+	for _, f := range []struct{ name, v string }{
+		{"node", r.Node}, {"module", r.Module}, {"resource", r.Resource}, {"type", r.Type}, {"correlation", r.Correlation},
+	} {
+		if err := checkRef(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r WhyRequest) validate() error {
+	if err := checkRef("node", r.Node); err != nil {
+		return err
+	}
+	return checkRef("resource", r.Resource)
+}
+
+func (r RosterDiffRequest) validate() error {
+	for _, f := range []struct{ name, v string }{{"node", r.Node}, {"from", r.From}, {"to", r.To}} {
+		if err := checkRef(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nodeRef is a read of one node by name (GET /v1/nodes/{node}, its roster).
+type nodeRef string
+
+func (n nodeRef) validate() error { return checkRef("node", string(n)) }
