@@ -109,6 +109,7 @@ func NewController(clock func() time.Time) *Controller {
 	}
 	m.reg.MustRegister(m.appended, m.appendSeconds, m.appendErrors, m.pushes, m.outcomes, (*gauges)(m),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(controllerPanics())
 	return m
 }
 

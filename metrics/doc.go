@@ -33,6 +33,7 @@
 //	meshplane_apply_outcomes_total{kind}           counter   resources per outcome in apply reports: created, updated, replaced, removed, held, failed, unchanged
 //	meshplane_holds{module}                        gauge     resources held now (latest apply of each node), per module
 //	meshplane_churn_loops_active                   gauge     nodes in a churn loop now
+//	meshplane_panics_total{where}                  counter   panics recovered, by the goroutine boundary that recovered them (package safego)
 //
 // Agent (mesh agent --metrics ADDR, at /metrics):
 //
@@ -40,6 +41,7 @@
 //	meshplane_agent_applies_total{node}            counter   applies made
 //	meshplane_agent_apply_outcomes_total{node,kind} counter  resources per outcome, as above
 //	meshplane_agent_bus_errors_total{node}         counter   report deliveries the bus refused or that failed
+//	meshplane_agent_panics_total{node,where}       counter   panics recovered, as above
 //
 // The controller does not see an agent's outbox: its depth is the agent's
 // own gauge, scraped from each agent.
