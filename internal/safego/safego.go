@@ -36,7 +36,10 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -54,7 +57,39 @@ type PanicError struct {
 	reported atomic.Bool // logged and counted (Report)
 }
 
-func (e *PanicError) Error() string { return fmt.Sprintf("%s: panic: %v", e.Where, e.Value) }
+func (e *PanicError) Error() string {
+	if at := e.Origin(); at != "" {
+		return fmt.Sprintf("%s: panic: %v (in %s)", e.Where, e.Value, at)
+	}
+	return fmt.Sprintf("%s: panic: %v", e.Where, e.Value)
+}
+
+// Origin is where the panic was raised, from the stack: the first function
+// below the runtime's panic that is not the runtime's own, with its file's
+// base name and line ("meshplane/projections.(*Status).fold status.go:212");
+// "" when the stack does not say.
+func (e *PanicError) Origin() string {
+	lines := strings.Split(string(e.Stack), "\n")
+	i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "panic(") })
+	if i < 0 {
+		return ""
+	}
+	for i += 2; i+1 < len(lines); i += 2 {
+		fn := lines[i]
+		if strings.HasPrefix(fn, "runtime.") {
+			continue
+		}
+		if k := strings.LastIndexByte(fn, '('); k > 0 {
+			fn = fn[:k]
+		}
+		file := strings.TrimSpace(lines[i+1])
+		if k := strings.LastIndexByte(file, ' '); k > 0 {
+			file = file[:k]
+		}
+		return fn + " " + path.Base(file)
+	}
+	return ""
+}
 
 // Is reports whether target is ErrPanic. The panic's value is not
 // unwrapped: a panic of context.Canceled is a bug, not a cancellation.
@@ -67,13 +102,20 @@ func As(err error) (*PanicError, bool) {
 	return pe, ok
 }
 
+// Recovered is the *PanicError of v, what recover returned, with the
+// stack as it is now: call it in the deferred function that recovered, for
+// a boundary in a hot loop that cannot afford Do's closure.
+func Recovered(where string, v any) *PanicError {
+	return &PanicError{Where: where, Value: v, Stack: debug.Stack()}
+}
+
 // Do runs fn and returns what it returns, or, if it panics, the panic as a
 // *PanicError, neither logged nor counted: for the pure core, whose caller
 // reports it. where names the boundary.
 func Do(where string, fn func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = &PanicError{Where: where, Value: r, Stack: debug.Stack()}
+			err = Recovered(where, r)
 		}
 	}()
 	inject(where)

@@ -254,3 +254,28 @@ func TestTrackingWriterFlushes(t *testing.T) {
 		t.Errorf("flushed %v, wrote %v", rec.Flushed, tw.wrote)
 	}
 }
+
+func TestOrigin(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fn   func() error
+		want string
+	}{
+		{"panic", func() error { panic("x") }, "meshplane/internal/safego.TestOrigin.func1 safego_test.go:"},
+		// A runtime error: the runtime's frames are passed over.
+		{"nil map", deepPanic, "meshplane/internal/safego.deepPanic safego_test.go:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pe, _ := As(Do("test.origin", tc.fn))
+			if got := pe.Origin(); !strings.HasPrefix(got, tc.want) {
+				t.Errorf("Origin = %q, want %q...\n%s", got, tc.want, pe.Stack)
+			}
+			if !strings.Contains(pe.Error(), "(in "+pe.Origin()+")") {
+				t.Errorf("Error = %q, lacks the origin", pe.Error())
+			}
+		})
+	}
+	if got := (&PanicError{Where: "w", Value: 1, Stack: []byte("no frames")}).Error(); got != "w: panic: 1" {
+		t.Errorf("without a stack: %q", got)
+	}
+}
