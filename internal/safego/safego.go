@@ -155,6 +155,22 @@ func Go(where string, log *slog.Logger, fn func() error) {
 	}()
 }
 
+// Catch is Go's recover for a loop started with a plain go statement. It
+// is deferred in the loop's function after the function's other defers,
+// so that it runs first of them: a panic is reported and the process set
+// stopping (Fatal) before the loop's own deferred calls (closing its
+// output, say) tell anyone the loop ended, and they see a process stopping
+// for a panic rather than a loop that ended on its own. It must be
+// deferred directly (defer safego.Catch("bus.watch", log)): recover works
+// only there.
+func Catch(where string, log *slog.Logger) {
+	if r := recover(); r != nil {
+		err := Recovered(where, r)
+		Report(log, err)
+		Fatal(err)
+	}
+}
+
 // Report logs err's panic with its stack to log (nil: slog.Default) and
 // counts it under its Where, if err wraps a *PanicError not yet reported;
 // attrs are added to the log line. It returns err.

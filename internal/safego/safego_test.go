@@ -279,3 +279,29 @@ func TestOrigin(t *testing.T) {
 		t.Errorf("without a stack: %q", got)
 	}
 }
+
+// TestCatchStopsBeforeTheLoopsDefers: a loop with Catch deferred last has
+// the process stopping before its own deferred calls say it ended.
+func TestCatchStopsBeforeTheLoopsDefers(t *testing.T) {
+	var order []string
+	var mu sync.Mutex
+	note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	stopped := make(chan struct{})
+	prev := SetFatal(func(error) { note("fatal") })
+	defer SetFatal(prev)
+	go func() {
+		defer close(stopped)
+		defer note("the loop's output closed")
+		defer Catch("test.catch", slog.New(slog.DiscardHandler))
+		panic("loop bug")
+	}()
+	<-stopped
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(order, ", ") != "fatal, the loop's output closed" {
+		t.Errorf("order: %v", order)
+	}
+	if n := Panics()["test.catch"]; n != 1 {
+		t.Errorf("counted %d", n)
+	}
+}
