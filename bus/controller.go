@@ -194,7 +194,7 @@ func (c *Controller) ConsumeReports(ctx context.Context, h Handler) (*Consumer, 
 		return nil, fmt.Errorf("bus: consumer %s: %w", ReportsConsumer, err)
 	}
 	k := &Consumer{log: c.log}
-	deliver := func(m jetstream.Msg) { k.handle(ctx, h, m) }
+	deliver := func(m jetstream.Msg) { k.handleSafely(ctx, h, m) }
 	if c.workers > 1 {
 		k.queues = make([]chan jetstream.Msg, c.workers)
 		for i := range k.queues {
@@ -202,7 +202,7 @@ func (c *Controller) ConsumeReports(ctx context.Context, h Handler) (*Consumer, 
 			k.queues[i] = q
 			k.workers.Go(func() {
 				for m := range q {
-					k.handle(ctx, h, m)
+					k.handleSafely(ctx, h, m)
 				}
 			})
 		}
