@@ -11,6 +11,7 @@ import (
 	"meshplane/api"
 	"meshplane/commands"
 	"meshplane/declaration"
+	"meshplane/internal/safego"
 )
 
 // reject is a rejection with the given code.
@@ -222,7 +223,15 @@ func (c *Controller) pushNodes(ctx context.Context, nodes []string, force bool) 
 			break
 		}
 		g.Go(func() error {
-			outcomes[i] = c.pushNode(ctx, br.For(n), n, force, last[i])
+			// A node whose push panics (its compose, the bus) fails
+			// alone: its result says so, the others are pushed.
+			err := safego.Call("controller.push", c.log, func() error {
+				outcomes[i] = c.pushNode(ctx, br.For(n), n, force, last[i])
+				return nil
+			})
+			if err != nil {
+				outcomes[i] = pushOutcome{ran: true, pushed: true, res: api.PushResult{Node: n}, err: err}
+			}
 			return nil
 		})
 	}
