@@ -138,10 +138,14 @@ func Call(where string, log *slog.Logger, fn func() error) error {
 // Go runs fn on a goroutine of its own, as a loop that cannot carry on:
 // if it panics (or returns a *PanicError), the panic is reported (Report)
 // and the process is stopped (Fatal). An error fn returns that is not a
-// panic is logged to log; Go does not stop the process for it.
-func Go(where string, log *slog.Logger, fn func() error) {
+// panic is logged to log; Go does not stop the process for it. The channel
+// returned is closed when the goroutine ends (after Fatal, for a panic):
+// what a caller stopping the loop waits on.
+func Go(where string, log *slog.Logger, fn func() error) <-chan struct{} {
 	site(where)
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		err := Do(where, fn)
 		if err == nil {
 			return
@@ -153,6 +157,7 @@ func Go(where string, log *slog.Logger, fn func() error) {
 		Report(log, err)
 		Fatal(err)
 	}()
+	return done
 }
 
 // Catch is Go's recover for a loop started with a plain go statement. It

@@ -126,7 +126,7 @@ func TestGoStopsTheProcess(t *testing.T) {
 	prev := SetFatal(func(err error) { got <- err })
 	defer SetFatal(prev)
 
-	Go("test.loop", logTo(&logs), func() error { panic("loop bug") })
+	ended := Go("test.loop", logTo(&logs), func() error { panic("loop bug") })
 	select {
 	case err := <-got:
 		pe, ok := As(err)
@@ -135,6 +135,11 @@ func TestGoStopsTheProcess(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("a loop that panicked did not stop the process")
+	}
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loop's done channel was not closed")
 	}
 	if n := Panics()["test.loop"]; n != 1 {
 		t.Errorf("counted %d, want 1", n)
