@@ -26,6 +26,7 @@ import (
 	"meshplane/controller"
 	"meshplane/events"
 	"meshplane/events/boltstore"
+	"meshplane/internal/safego"
 	"meshplane/sim"
 )
 
@@ -477,7 +478,9 @@ func (e *env) upDaemon(cmd *cobra.Command, o upOptions) error {
 	ctlCtx, stopCtl := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopCtl()
 	done := make(chan error, 1)
-	go func() { done <- runController(ctlCtx, cfg) }()
+	go func() {
+		done <- safego.Call("up.controller", log, func() error { return runController(ctlCtx, cfg) })
+	}()
 	var r controllerReady
 	select {
 	case r = <-ready:
