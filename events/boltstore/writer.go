@@ -9,6 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"meshplane/events"
+	"meshplane/internal/safego"
 )
 
 // A request is one Append waiting for the writer. Its state moves from
@@ -110,6 +111,10 @@ func (s *Store) lastWord(r *request) result {
 // Close, then fails whatever is still queued with ErrClosed.
 func (s *Store) writeLoop() {
 	defer close(s.writerDone)
+	// A panic outside bbolt's own (guarded in commit) stops the process
+	// (safego.Catch) before writerDone tells the waiting appends the
+	// writer is gone (ErrClosed).
+	defer safego.Catch("boltstore.write", nil)
 	w := writer{db: s.db, store: s}
 	for {
 		var first *request

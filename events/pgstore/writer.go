@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"meshplane/events"
+	"meshplane/internal/safego"
 )
 
 // A request is one Append waiting for the committer. Its state moves from
@@ -121,6 +122,9 @@ func lastWord(r *request) result {
 // Close, then fails whatever is still queued with ErrClosed.
 func (s *Store) writeLoop() {
 	defer close(s.writerDone)
+	// A panic stops the process (safego.Catch) before writerDone tells
+	// the waiting appends the committer is gone (ErrClosed).
+	defer safego.Catch("pgstore.write", nil)
 	var (
 		expect  int           // requests the next group waits for: see gather
 		lastDur time.Duration // how long the last commit took
