@@ -55,6 +55,7 @@ func (e *env) agentCmd() *cobra.Command {
 	fs.StringVar(&o.artifactStore, "artifact-store", "", "serve the artifact store on this `address` (host:port; the node holds it), its files in DATA/artifacts")
 	fs.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics (outbox depth, applies, bus errors) at http://`ADDR`/metrics, no token: a private or loopback host:port")
 	_ = fs.MarkHidden("sim-found") // for the simulated nodes `mesh up` starts
+	checkFlags(fs, map[string]flagCheck{"interval": positive, "artifact-store": optional(dialAddr), "metrics": optional(listenAddr)})
 	return cmd
 }
 

@@ -57,6 +57,7 @@ A plan that would create, replace or remove at least half of a node's resources 
 		},
 	}
 	cmd.Flags().StringArrayVar(&after, "after", nil, "plan as if this `command` had run first (\"deploy forge\", \"assign route-proxy novox\"); repeatable")
+	checkFlags(cmd.Flags(), map[string]flagCheck{"after": planAfter})
 	addOutput(cmd)
 	return cmd
 }

@@ -240,6 +240,11 @@ bus, no API): N passes of push and apply, then exit.`,
 	fs.BoolVar(&o.insecure, "insecure", false, "controller: serve beyond loopback without TLS")
 	fs.DurationVar(&o.interval, "interval", 5*time.Minute, "controller: compose every node and push what changed every `duration`")
 	fs.BoolVar(&o.once, "once", false, "controller: set up, run one pass, and exit")
+	checkFlags(fs, map[string]flagCheck{
+		"passes": atLeast(1), "interval": positive,
+		"listen": optional(listenAddr), "bus-listen": optional(listenAddr),
+		"nats": optional(listOf(urlOf("nats", "tls", "ws", "wss"))),
+	})
 	return cmd
 }
 
