@@ -95,6 +95,10 @@ type agentConfig struct {
 	// several nodes can share one engine (`mesh up` runs its local nodes
 	// so); the labels keep the declared names.
 	DockerPrefix string
+	// DockerLabels, for runtime "docker", are put on every container,
+	// network and volume it makes (--docker-label; docker.Options.Labels):
+	// `mesh up` gives its data directory's id (agent.LabelData).
+	DockerLabels map[string]string
 	// ArtifactStore, when set, is the address ("127.0.0.1:7481") on which
 	// the agent serves the artifact store (--artifact-store): the agent of
 	// the node that holds it (`node set NODE artifact-store PORT`), its
@@ -163,11 +167,11 @@ func runAgent(ctx context.Context, cfg agentConfig) error {
 		log.Info("agent: runtime sim: the node is simulated in memory; a restarted agent starts from an empty node")
 		rt = sim
 	case runtimeDocker:
-		d, err := docker.New(docker.Options{Node: creds.Node, Root: cfg.DockerRoot, Prefix: cfg.DockerPrefix})
+		d, err := docker.New(docker.Options{Node: creds.Node, Root: cfg.DockerRoot, Prefix: cfg.DockerPrefix, Labels: cfg.DockerLabels})
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
-		log.Info("agent: runtime docker", "root", cfg.DockerRoot, "prefix", cfg.DockerPrefix)
+		log.Info("agent: runtime docker", "root", cfg.DockerRoot, "prefix", cfg.DockerPrefix, "labels", cfg.DockerLabels)
 		rt = d
 	default:
 		return fmt.Errorf("agent: --runtime %q: want %s or %s", cfg.Runtime, runtimeSim, runtimeDocker)

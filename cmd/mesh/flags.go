@@ -26,6 +26,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"meshplane/agent"
 	"meshplane/controller"
 )
 
@@ -224,6 +225,20 @@ func oneOf(values ...string) flagCheck {
 func rfc3339(s string) error {
 	if _, err := time.Parse(time.RFC3339, s); err != nil {
 		return errors.New("not an RFC 3339 time (2026-09-29T23:02:00Z)")
+	}
+	return nil
+}
+
+// label is a Docker label the agent adds, KEY=VALUE: KEY not empty, no
+// space in it, and none of the labels the runtime sets itself.
+func label(s string) error {
+	k, _, ok := strings.Cut(s, "=")
+	if !ok || k == "" || strings.ContainsAny(k, " \t\n") {
+		return errors.New("want KEY=VALUE (meshplane.data=ID)")
+	}
+	switch k {
+	case agent.LabelManaged, agent.LabelNode, agent.LabelResource, agent.LabelModule, agent.LabelDigest, agent.LabelSpec:
+		return fmt.Errorf("%s is the runtime's own label", k)
 	}
 	return nil
 }
