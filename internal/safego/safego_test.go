@@ -32,6 +32,7 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+//lint:ignore SA5000 the panic is the point: a runtime error
 func deepPanic() error { var m map[string]int; m["x"]++; return nil }
 
 func TestDo(t *testing.T) {
@@ -124,7 +125,7 @@ func TestGoStopsTheProcess(t *testing.T) {
 	var logs lockedBuffer
 	got := make(chan error, 1)
 	prev := SetFatal(func(err error) { got <- err })
-	defer SetFatal(prev)
+	defer func() { SetFatal(prev) }()
 
 	ended := Go("test.loop", logTo(&logs), func() error { panic("loop bug") })
 	select {
@@ -160,7 +161,7 @@ func TestGoStopsTheProcess(t *testing.T) {
 
 func TestFatalWithoutHookPanics(t *testing.T) {
 	prev := SetFatal(nil)
-	defer SetFatal(prev)
+	defer func() { SetFatal(prev) }()
 	err := Do("test.fatal", func() error { panic("x") })
 	defer func() {
 		if r := recover(); r != err {
@@ -293,7 +294,7 @@ func TestCatchStopsBeforeTheLoopsDefers(t *testing.T) {
 	note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
 	stopped := make(chan struct{})
 	prev := SetFatal(func(error) { note("fatal") })
-	defer SetFatal(prev)
+	defer func() { SetFatal(prev) }()
 	go func() {
 		defer close(stopped)
 		defer note("the loop's output closed")
