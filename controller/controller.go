@@ -142,8 +142,13 @@ func New(cfg Config) (*Controller, error) {
 		c.views = projections.New()
 		c.runner = projections.NewRunner(c.store, c.reg, c.views.All()...)
 	}
+	c.runner.OnPanic(c.reportPanic)
 	return c, nil
 }
+
+// reportPanic logs and counts a projection's panic (safego.Report): the
+// event is one of the runner's failures, and the controller carries on.
+func (c *Controller) reportPanic(err error) { safego.Report(c.log, err) }
 
 // Views are the controller's projections (read them after Sync).
 func (c *Controller) Views() *projections.Set { return c.views }

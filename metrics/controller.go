@@ -169,6 +169,7 @@ func (m *Controller) Follow(ctx context.Context, store events.Store, reg *events
 		return err
 	}
 	r := projections.NewRunnerWithCheckpoints(store, reg, cp, foldName, (*fold)(m))
+	r.OnPanic(reportPanic)
 	if err := r.Run(ctx); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}

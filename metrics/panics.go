@@ -34,3 +34,7 @@ func agentPanics(node string) panics {
 		"Panics recovered in this agent, by the goroutine's boundary that recovered them (a handler carried on; a loop stopped the process).",
 		prometheus.Labels{"node": node})
 }
+
+// reportPanic logs and counts a fold of the counters that panicked
+// (safego.Report; the event is counted no further): the follower carries on.
+func reportPanic(err error) { safego.Report(nil, err) }

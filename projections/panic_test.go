@@ -105,14 +105,26 @@ func TestRunnerFoldPanicIsARefusal(t *testing.T) {
 	t.Run("catch up", func(t *testing.T) {
 		set, p := New(), &panicky{}
 		r := NewRunner(store, reg, append(set.All(), p)...)
+		var heard atomic.Int64 // the adapter's hook: every panic, as a PanicError
+		r.OnPanic(func(err error) {
+			if _, ok := safego.As(err); ok {
+				heard.Add(1)
+			}
+		})
 		if err := r.CatchUp(ctx); err != nil {
 			t.Fatalf("catch up: %v", err)
 		}
 		check(t, r, set, p)
+		if got, want := heard.Load(), int64(applies+1); got != want {
+			t.Errorf("OnPanic heard %d panics, want %d (each apply's fold, the decode)", got, want)
+		}
 		if err := r.Rebuild(ctx); err != nil {
 			t.Fatalf("rebuild: %v", err)
 		}
 		check(t, r, set, p)
+		if got, want := heard.Load(), int64(2*(applies+1)); got != want {
+			t.Errorf("after the rebuild OnPanic heard %d panics, want %d", got, want)
+		}
 	})
 	t.Run("run", func(t *testing.T) {
 		// Live, one event at a time: a store with its events appended

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"meshplane/events"
 	"meshplane/internal/gcboost"
@@ -100,7 +101,15 @@ type Runner struct {
 	failures []Failure
 	failed   int
 	moved    *events.Signal // notified whenever pos changes
+
+	onPanic atomic.Pointer[func(error)] // OnPanic's hook
 }
+
+// OnPanic makes fn hear of every fold or decode that panicked (each also
+// one of Failures), with the *safego.PanicError: the adapter that runs the
+// runner logs and counts it (the core does neither). fn is called on the
+// folding goroutine, outside the runner's locks; it must not fold.
+func (r *Runner) OnPanic(fn func(err error)) { r.onPanic.Store(&fn) }
 
 // NewRunner returns a runner feeding ps from store, checkpointed in memory
 // under DefaultCheckpoint.
@@ -668,6 +677,9 @@ func foldOneAs(proj Projection, f nodeFolder, ok bool, ev *events.Event, p event
 }
 
 func (r *Runner) fail(ev events.Event, proj string, err error) {
+	if fn := r.onPanic.Load(); fn != nil && errors.Is(err, safego.ErrPanic) {
+		(*fn)(err)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.failed++
