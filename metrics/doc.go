@@ -33,7 +33,7 @@
 //	meshplane_apply_outcomes_total{kind}           counter   resources per outcome in apply reports: created, updated, replaced, removed, held, failed, unchanged
 //	meshplane_holds{module}                        gauge     resources held now (latest apply of each node), per module
 //	meshplane_churn_loops_active                   gauge     nodes in a churn loop now
-//	meshplane_panics_total{where}                  counter   panics recovered, by the goroutine boundary that recovered them (package safego)
+//	meshplane_panics_total{where}                  counter   panics recovered, by the goroutine boundary that recovered them (package safego lists them)
 //
 // Agent (mesh agent --metrics ADDR, at /metrics):
 //

@@ -29,6 +29,34 @@
 //
 // http.ErrAbortHandler, the panic net/http documents for aborting a
 // response, is not a bug: Handler lets it through, uncounted.
+//
+// # The boundaries
+//
+// The where of each, as meshplane_panics_total labels it, and what its
+// panic does:
+//
+//	controller.pass        an interval pass                    logged, counted; the next tick comes
+//	controller.push        one node's push                     that node's push fails, the others go
+//	bus.report             one report off the bus              redelivered with the handler's backoff
+//	api.request            one HTTP request (API, page, /metrics) 500, code internal
+//	web.feed               one page's event stream             that stream ends
+//	projections.fold       one event in one projection         a refusal (Failures), the fold goes on
+//	projections.decode     one event's payload                 a decode failure, the fold goes on
+//	projections.plan/read  a catch-up's goroutines             the catch-up's error
+//	controller.run         the core's loop                     mesh up stops, exit 70
+//	controller.projections the projections' loop               mesh up stops, exit 70
+//	controller.lead        a standby's wait to lead            mesh up stops, exit 70
+//	controller.metrics     the metrics follower                mesh up stops, exit 70 (Fatal)
+//	api.serve              the API's server                    mesh up stops, exit 70
+//	up.controller          mesh up's controller                mesh up stops, exit 70
+//	boltstore.write        the bolt store's writer             the process stops, exit 70 (Fatal)
+//	pgstore.write/listen/poll/notify/leader  PostgreSQL's loops the process stops, exit 70 (Fatal)
+//	agent.apply            one apply (or drift check)          logged, counted; kept reports sent later
+//	agent.flush            one round of kept reports           sent again after the backoff
+//	agent.dryrun           one dry run (mesh plan)             answered with the panic
+//	agent.metrics          one scrape of an agent              500
+//	agent.artifacts        one request to the artifact store   500
+//	bus.watch              an agent's declaration watch        the agent stops, exit 70 (Fatal)
 package safego
 
 import (
