@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"meshplane/declaration"
+	"meshplane/internal/safego"
 )
 
 // DefaultInterval is how often a running agent applies its latest
@@ -102,7 +103,10 @@ type RunConfig struct {
 // delivered late (DESIGN.md rule 8).
 //
 // A declaration that cannot be applied (invalid, for another node, a node
-// that cannot be observed) is logged and skipped; the loop goes on. Run
+// that cannot be observed) is logged and skipped; the loop goes on. So is
+// an apply, or a round of kept reports, that panics: logged with its stack
+// and counted (package safego, where agent.apply and agent.flush), the
+// kept reports sent again after the backoff. Run
 // returns nil when ctx ends, and an error if it cannot start (a bad
 // configuration, an outbox that does not load, a source that cannot be
 // watched) or the Source ends (ErrSourceEnded).
@@ -185,7 +189,7 @@ func (r *runner) loop(ctx context.Context, decls <-chan declaration.Declaration)
 			r.retry.Stop()
 		}
 	}()
-	r.flush(ctx) // what a previous run kept
+	r.safely(ctx, "agent.flush", func() { r.flush(ctx) }) // what a previous run kept
 	for {
 		var retry <-chan time.Time
 		if r.retry != nil {
@@ -202,17 +206,29 @@ func (r *runner) loop(ctx context.Context, decls <-chan declaration.Declaration)
 				return fmt.Errorf("agent: run %s: %w", r.cfg.Node, ErrSourceEnded)
 			}
 			r.latest = &d
-			r.apply(ctx, d, "declaration")
+			r.safely(ctx, "agent.apply", func() { r.apply(ctx, d, "declaration") })
 			drift.Reset(r.cfg.Interval)
 		case <-drift.C:
 			if r.latest != nil {
-				r.apply(ctx, *r.latest, "drift check")
+				r.safely(ctx, "agent.apply", func() { r.apply(ctx, *r.latest, "drift check") })
 			}
 			drift.Reset(r.cfg.Interval)
 		case <-retry:
 			r.retry = nil
-			r.flush(ctx)
+			r.safely(ctx, "agent.flush", func() { r.flush(ctx) })
 		}
+	}
+}
+
+// safely runs one apply or one round of kept reports (fn) as a handler: a
+// panic in it (the runtime, the outbox, a callback) is logged with the
+// stack and counted (safego), and the loop goes on. Whatever the outbox
+// holds is sent again after the backoff, so a report kept before the panic
+// is delivered; the declaration is applied again at the next drift check,
+// or when a new one comes.
+func (r *runner) safely(ctx context.Context, where string, fn func()) {
+	if err := safego.Call(where, r.log, func() error { fn(); return nil }); err != nil {
+		r.settle(ctx, true)
 	}
 }
 

@@ -159,6 +159,12 @@ const (
 	LabelResource = "meshplane.resource"
 )
 
+// LabelData is the label `mesh up` puts on what it makes on an engine (the
+// images it builds, and, through its agents, every container, network and
+// volume) with its data directory's id, so that two data directories
+// sharing an engine each list and clean up only their own.
+const LabelData = "meshplane.data"
+
 // MaxMode is the largest mode a Runtime accepts.
 const MaxMode = 0o7777
 

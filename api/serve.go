@@ -5,11 +5,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
 
 	"meshplane/internal/httpstop"
+	"meshplane/internal/safego"
 )
 
 // ServeOptions are how Serve serves.
@@ -23,6 +25,8 @@ type ServeOptions struct {
 	// ShutdownTimeout bounds the wait for requests in flight when ctx ends
 	// (5s when zero).
 	ShutdownTimeout time.Duration
+	// Logger gets the panics of requests (nil: slog.Default).
+	Logger *slog.Logger
 }
 
 // CheckListen refuses to serve addr without TLS unless it is a loopback
@@ -48,6 +52,11 @@ func CheckListen(addr string, tls, insecure bool) error {
 // Serve serves h on ln until ctx ends, then stops accepting and waits for
 // requests in flight (bounded by ShutdownTimeout). It checks ln's address
 // with CheckListen first. It returns nil after a clean stop.
+//
+// A request whose handler panics is answered 500, code "internal", the
+// panic logged with its stack and counted (safego.Handler, where
+// api.request); the server goes on. (net/http alone would log it and drop
+// the connection.) A response already begun is cut short instead.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ServeOptions) error {
 	withTLS := opts.TLSCert != "" || opts.TLSKey != ""
 	if withTLS && (opts.TLSCert == "" || opts.TLSKey == "") {
@@ -57,7 +66,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ServeOptio
 		return err
 	}
 	srv := &http.Server{
-		Handler:           h,
+		Handler:           safego.Handler("api.request", opts.Logger, h, panicked),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		IdleTimeout:       120 * time.Second,
@@ -91,4 +100,12 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ServeOptio
 		return fmt.Errorf("api: stop: %w", err)
 	}
 	return nil
+}
+
+// panicked answers a request whose handler panicked: 500, in the API's
+// error form.
+// The panic itself is in the controller's log, not in the answer.
+func panicked(w http.ResponseWriter, _ *http.Request, _ *safego.PanicError) {
+	writeError(w, http.StatusInternalServerError, CodeInternal,
+		"the controller panicked serving this request (a bug in meshplane; the controller's log has the stack)")
 }

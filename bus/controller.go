@@ -313,7 +313,7 @@ func (c *Controller) ConsumeReports(ctx context.Context, h Handler, opts ...Cons
 	if k.limit == nil {
 		k.limit = newThrottle(RateLimit{})
 	}
-	dispatch := func(m jetstream.Msg) { k.handle(ctx, h, m) }
+	dispatch := func(m jetstream.Msg) { k.handleSafely(ctx, h, m) }
 	if c.workers > 1 {
 		k.queues = make([]chan jetstream.Msg, c.workers)
 		for i := range k.queues {
@@ -321,7 +321,7 @@ func (c *Controller) ConsumeReports(ctx context.Context, h Handler, opts ...Cons
 			k.queues[i] = q
 			k.workers.Go(func() {
 				for m := range q {
-					k.handle(ctx, h, m)
+					k.handleSafely(ctx, h, m)
 				}
 			})
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"meshplane/declaration"
+	"meshplane/internal/safego"
 )
 
 // ErrNoDeclaration means no declaration was ever put for the node.
@@ -225,6 +226,9 @@ func (w *Watch) run(ctx context.Context, kw jetstream.KeyWatcher) {
 		}
 	}
 	defer func() { drop() }()
+	// Last deferred, first run: a panic stops the process before the
+	// closed Updates tell the agent its source ended.
+	defer safego.Catch("bus.watch", log)
 	updates := kw.Updates()
 	var retry <-chan time.Time
 	// rewatch watches anew; false means the connection is closed: the end.

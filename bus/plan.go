@@ -11,6 +11,7 @@ import (
 
 	"meshplane/agent"
 	"meshplane/declaration"
+	"meshplane/internal/safego"
 )
 
 // Dry runs (mesh plan). The controller asks a node's agent what it would do
@@ -115,7 +116,12 @@ func (n *Node) ServeDryRuns(ctx context.Context, answer func(context.Context, de
 		if err == nil {
 			actx, cancel := context.WithTimeout(ctx, DefaultDryRunAnswer)
 			var pv agent.Preview
-			pv, err = answer(actx, d)
+			// A dry run that panics is answered with the panic, logged
+			// and counted; the agent goes on answering.
+			err = safego.Call("agent.dryrun", n.log, func() (aerr error) {
+				pv, aerr = answer(actx, d)
+				return aerr
+			})
 			cancel()
 			r.Preview = &pv
 		}

@@ -13,6 +13,7 @@ import (
 	"meshplane/commands"
 	"meshplane/declaration"
 	"meshplane/events"
+	"meshplane/internal/safego"
 	"meshplane/projections"
 )
 
@@ -149,8 +150,13 @@ func New(cfg Config) (*Controller, error) {
 		c.views = projections.New()
 		c.runner = projections.NewRunner(c.store, c.reg, c.views.All()...)
 	}
+	c.runner.OnPanic(c.reportPanic)
 	return c, nil
 }
+
+// reportPanic logs and counts a projection's panic (safego.Report): the
+// event is one of the runner's failures, and the controller carries on.
+func (c *Controller) reportPanic(err error) { safego.Report(c.log, err) }
 
 // Views are the controller's projections (read them after Sync).
 func (c *Controller) Views() *projections.Set { return c.views }
@@ -176,7 +182,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	folded := make(chan error, 1)
-	go func() { folded <- c.runner.Run(ctx) }()
+	// The projections are a loop the controller cannot run without: a
+	// panic there ends Run with it (and the process, which exits 70).
+	go func() {
+		folded <- safego.Call("controller.projections", c.log, func() error { return c.runner.Run(ctx) })
+	}()
 
 	ticks := c.ticks
 	if ticks == nil {
@@ -235,11 +245,17 @@ func errStandby() error {
 }
 
 // pass pushes every node's declaration that changed since its last push.
+// A pass that panics is logged with its stack and counted
+// (controller.pass); the next pass comes at the next tick.
 func (c *Controller) pass(ctx context.Context) {
 	if c.pub == nil || c.standby.Load() {
 		return
 	}
-	if _, err := c.pushNodes(ctx, nil, false); err != nil && ctx.Err() == nil {
+	err := safego.Call("controller.pass", c.log, func() error {
+		_, err := c.pushNodes(ctx, nil, false)
+		return err
+	})
+	if err != nil && ctx.Err() == nil && !errors.Is(err, safego.ErrPanic) {
 		c.log.Error("controller: interval pass", "error", err)
 	}
 }

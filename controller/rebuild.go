@@ -52,6 +52,7 @@ func (c *Controller) RebuildProgress(ctx context.Context, req api.RebuildRequest
 	start := time.Now()
 	fresh := projections.New()
 	shadow := projections.NewRunner(c.store, c.reg, fresh.Feed(names...)...)
+	shadow.OnPanic(c.reportPanic)
 	head, err := c.store.Head(ctx)
 	if err != nil {
 		return api.RebuildResult{}, fmt.Errorf("controller: rebuild: head: %w", err)

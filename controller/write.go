@@ -10,6 +10,7 @@ import (
 	"meshplane/api"
 	"meshplane/commands"
 	"meshplane/declaration"
+	"meshplane/internal/safego"
 )
 
 // reject is a rejection with the given code.
@@ -240,11 +241,19 @@ func (c *Controller) pushNodes(ctx context.Context, nodes []string, force bool) 
 			break
 		}
 		g.Go(func() error {
-			var r commands.Reader = br.For(n)
-			if c.readers != nil {
-				r = c.readers(n, r)
+			// A node whose push panics (its compose, the bus) fails
+			// alone: its result says so, the others are pushed.
+			err := safego.Call("controller.push", c.log, func() error {
+				var r commands.Reader = br.For(n)
+				if c.readers != nil {
+					r = c.readers(n, r)
+				}
+				outcomes[i] = c.pushNode(ctx, r, n, force, last[i])
+				return nil
+			})
+			if err != nil {
+				outcomes[i] = pushOutcome{ran: true, pushed: true, res: api.PushResult{Node: n}, err: err}
 			}
-			outcomes[i] = c.pushNode(ctx, r, n, force, last[i])
 			return nil
 		})
 	}

@@ -62,6 +62,7 @@ func NewAgent(node string, box Pending) *Agent {
 	})
 	m.reg.MustRegister(m.applies, m.outcomes, m.busErrors, depth,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(agentPanics(node))
 	return m
 }
 

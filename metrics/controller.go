@@ -123,6 +123,7 @@ func NewController(clock func() time.Time) *Controller {
 	}
 	m.reg.MustRegister(m.appended, m.appendSeconds, m.appendErrors, m.pushes, m.outcomes, m.refused, m.deferred, (*gauges)(m),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(controllerPanics())
 	return m
 }
 
@@ -209,6 +210,7 @@ func (m *Controller) Follow(ctx context.Context, store events.Store, reg *events
 		return err
 	}
 	r := projections.NewRunnerWithCheckpoints(store, reg, cp, foldName, (*fold)(m))
+	r.OnPanic(reportPanic)
 	if err := r.Run(ctx); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}

@@ -44,6 +44,7 @@
 //	                                                         bad-counts, unknown-declaration, bad-time, apply-id-conflict,
 //	                                                         unknown-node (other: never, unless a caller names another)
 //	meshplane_reports_deferred_total               counter   reports deferred on the bus by their node's rate limit (recorded in their turn)
+//	meshplane_panics_total{where}                  counter   panics recovered, by the goroutine boundary that recovered them (package safego lists them)
 //
 // Agent (mesh agent --metrics ADDR, at /metrics):
 //
@@ -51,6 +52,7 @@
 //	meshplane_agent_applies_total{node}            counter   applies made
 //	meshplane_agent_apply_outcomes_total{node,kind} counter  resources per outcome, as above
 //	meshplane_agent_bus_errors_total{node}         counter   report deliveries the bus refused or that failed
+//	meshplane_agent_panics_total{node,where}       counter   panics recovered, as above
 //
 // The controller does not see an agent's outbox: its depth is the agent's
 // own gauge, scraped from each agent.

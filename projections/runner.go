@@ -8,9 +8,11 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"meshplane/events"
 	"meshplane/internal/gcboost"
+	"meshplane/internal/safego"
 )
 
 // Checkpoints keeps the last position a named consumer has folded.
@@ -99,7 +101,15 @@ type Runner struct {
 	failures []Failure
 	failed   int
 	moved    *events.Signal // notified whenever pos changes
+
+	onPanic atomic.Pointer[func(error)] // OnPanic's hook
 }
+
+// OnPanic makes fn hear of every fold or decode that panicked (each also
+// one of Failures), with the *safego.PanicError: the adapter that runs the
+// runner logs and counts it (the core does neither). fn is called on the
+// folding goroutine, outside the runner's locks; it must not fold.
+func (r *Runner) OnPanic(fn func(err error)) { r.onPanic.Store(&fn) }
 
 // NewRunner returns a runner feeding ps from store, checkpointed in memory
 // under DefaultCheckpoint.
@@ -234,15 +244,19 @@ func (r *Runner) catchUp(ctx context.Context, limit uint64) error {
 	spare := make(chan decodedPage, 2*workers+2)
 	order := make(chan chan decodedPage, 2*workers)
 	planErr := make(chan error, 1)
+	// A panic on one of these goroutines fails the catch-up with it
+	// (safego.Do), as a store that failed does: never the process.
 	go func() {
 		defer close(jobs)
 		defer close(order)
-		planErr <- planPages(ctx, pos, head, jobs, order, spare)
+		planErr <- safego.Do("projections.plan", func() error {
+			return planPages(ctx, pos, head, jobs, order, spare)
+		})
 	}()
 	for w := 0; w < workers; w++ {
 		go func() {
 			for j := range jobs {
-				j.out <- r.readPage(ctx, j)
+				j.out <- r.readPageOrPanic(ctx, j)
 			}
 		}()
 	}
@@ -308,13 +322,7 @@ func (r *Runner) foldPage(dp decodedPage) {
 				if dp.errs[i] != nil {
 					continue
 				}
-				var err error
-				if ok {
-					err = f.fold(&dp.events[i], dp.payloads[i], dp.nodes[i])
-				} else {
-					err = proj.Fold(dp.events[i], dp.payloads[i])
-				}
-				if err != nil {
+				if err := foldOneAs(proj, f, ok, &dp.events[i], dp.payloads[i], dp.nodes[i]); err != nil {
 					refused[k] = append(refused[k], refusal{i, k, err})
 				}
 			}
@@ -438,6 +446,19 @@ func planPages(ctx context.Context, pos, head uint64, jobs chan<- decodeJob, ord
 		pos = end
 	}
 	return nil
+}
+
+// readPageOrPanic is readPage on a decode worker: a panic (in the store's
+// read) is the page's error.
+func (r *Runner) readPageOrPanic(ctx context.Context, j decodeJob) (dp decodedPage) {
+	err := safego.Do("projections.read", func() error {
+		dp = r.readPage(ctx, j)
+		return nil
+	})
+	if err != nil {
+		return decodedPage{err: fmt.Errorf("projections: catch up: read after %d: %w", j.after, err)}
+	}
+	return dp
 }
 
 // readPage reads the events of j from the store and decodes them. It
@@ -578,9 +599,16 @@ func (r *Runner) apply(ev events.Event) {
 }
 
 // decode decodes ev's payload; errUnknown for a type the registry does not
-// know.
-func (r *Runner) decode(ev events.Event) (events.Payload, error) {
-	p, err := r.reg.Decode(ev)
+// know. A decoder that panics on what history holds is that event's
+// decode error (a *safego.PanicError): the event is passed over and
+// counted, as one that does not decode.
+func (r *Runner) decode(ev events.Event) (p events.Payload, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			p, err = nil, safego.Recovered("projections.decode", v)
+		}
+	}()
+	p, err = r.reg.Decode(ev)
 	if err != nil && !r.reg.Known(ev.Type) {
 		// Asked only on failure: a lookup of the type per event was a
 		// third of a second of a rebuild.
@@ -627,13 +655,31 @@ var (
 
 // foldOne folds ev, which concerns node, into proj.
 func foldOne(proj Projection, ev *events.Event, p events.Payload, node string) error {
-	if f, ok := proj.(nodeFolder); ok {
+	f, ok := proj.(nodeFolder)
+	return foldOneAs(proj, f, ok, ev, p, node)
+}
+
+// foldOneAs is foldOne with proj's nodeFolder looked up (f, when ok). A
+// fold that panics is that projection's refusal of the event (a
+// *safego.PanicError), counted as any refusal: history that one
+// projection cannot fold never stops the others, nor the process. (Each
+// projection unlocks its state with defer, so a panic leaves it usable.)
+func foldOneAs(proj Projection, f nodeFolder, ok bool, ev *events.Event, p events.Payload, node string) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = safego.Recovered("projections.fold", v)
+		}
+	}()
+	if ok {
 		return f.fold(ev, p, node)
 	}
 	return proj.Fold(*ev, p)
 }
 
 func (r *Runner) fail(ev events.Event, proj string, err error) {
+	if fn := r.onPanic.Load(); fn != nil && errors.Is(err, safego.ErrPanic) {
+		(*fn)(err)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.failed++

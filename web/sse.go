@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"meshplane/internal/safego"
 )
 
 // events streams the projections' position (the format is in the package
@@ -35,21 +37,24 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	// writes them, and keep-alives while none comes.
 	moved := make(chan uint64, 1)
 	waitErr := make(chan error, 1)
+	// A feed that panics ends this stream alone (logged, counted as
+	// web.feed); the browser's EventSource comes back.
 	go func() {
-		var pos uint64
-		for {
-			p, err := h.opts.Feed.WaitPast(ctx, pos)
-			if err != nil {
-				waitErr <- err
-				return
+		waitErr <- safego.Call("web.feed", h.log, func() error {
+			var pos uint64
+			for {
+				p, err := h.opts.Feed.WaitPast(ctx, pos)
+				if err != nil {
+					return err
+				}
+				pos = p
+				select { // keep only the latest position
+				case <-moved:
+				default:
+				}
+				moved <- p
 			}
-			pos = p
-			select { // keep only the latest position
-			case <-moved:
-			default:
-			}
-			moved <- p
-		}
+		})
 	}()
 	send := func(format string, args ...any) bool {
 		// A write that cannot finish within the keep-alive is a browser

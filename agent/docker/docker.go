@@ -19,6 +19,13 @@
 //	meshplane.digest    the resource digest (declaration.Digest of the spec)
 //	meshplane.spec      the spec, as JSON
 //
+// Options.Labels are put beside them on every container, network and
+// volume it makes (`mesh up` gives its data directory's id,
+// meshplane.data, so that meshes sharing an engine clean up only their
+// own), and a container that carries one of their keys with another value
+// is another mesh's: never listed, changed or removed. One without the key
+// (made before it was given) is still taken as this node's.
+//
 // The digest covers only what cannot change on a running container (DESIGN.md
 // rule 2): the declaration's container spec. The roster reaches containers
 // as the hosts file (declaration.HostsPath), which compose mounts read-only
@@ -133,6 +140,11 @@ type Options struct {
 	StopTimeout time.Duration
 	// RestartPolicy of the containers it creates (default "unless-stopped").
 	RestartPolicy container.RestartPolicyMode
+	// Labels are put on every container, network and volume it makes,
+	// beside the runtime's own (which they may not name); a container with
+	// one of these keys at another value is not this runtime's (see the
+	// package comment).
+	Labels map[string]string
 }
 
 // Runtime is the agent's Runtime on a Docker engine. It is safe for
@@ -164,6 +176,11 @@ func New(opt Options) (*Runtime, error) {
 	}
 	if opt.RestartPolicy == "" {
 		opt.RestartPolicy = container.RestartPolicyUnlessStopped
+	}
+	for k := range opt.Labels {
+		if k == "" || ownLabels[k] {
+			return nil, fmt.Errorf("docker: new: label %q is the runtime's own: %w", k, agent.ErrInvalid)
+		}
 	}
 	eng := opt.Engine
 	if eng == nil {
@@ -235,9 +252,24 @@ func done(ctx context.Context, op, subject string) error {
 	return nil
 }
 
-// ours reports whether labels mark a container this runtime manages.
+// ours reports whether labels mark a container this runtime manages: its
+// node's, and no other mesh's (Options.Labels).
 func (r *Runtime) ours(labels map[string]string) bool {
-	return labels[agent.LabelManaged] == "true" && labels[agent.LabelNode] == r.opt.Node
+	if labels[agent.LabelManaged] != "true" || labels[agent.LabelNode] != r.opt.Node {
+		return false
+	}
+	for k, v := range r.opt.Labels {
+		if got, ok := labels[k]; ok && got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// ownLabels are the labels the runtime sets itself.
+var ownLabels = map[string]bool{
+	agent.LabelManaged: true, agent.LabelNode: true, agent.LabelResource: true,
+	agent.LabelModule: true, agent.LabelDigest: true, agent.LabelSpec: true,
 }
 
 // ListContainers implements agent.Runtime: one ContainerList call.
@@ -401,14 +433,12 @@ func (r *Runtime) CreateContainer(ctx context.Context, c agent.Container) error 
 	cfg := &container.Config{
 		Image: img,
 		Env:   c.Spec.Env,
-		Labels: map[string]string{
-			agent.LabelManaged:  "true",
-			agent.LabelNode:     r.opt.Node,
+		Labels: r.labelsWith(map[string]string{
 			agent.LabelResource: c.Name,
 			agent.LabelModule:   c.Module,
 			agent.LabelDigest:   c.Digest,
 			agent.LabelSpec:     string(spec),
-		},
+		}),
 	}
 	if len(c.Spec.Command) > 0 {
 		cfg.Cmd = c.Spec.Command
@@ -506,8 +536,20 @@ func (r *Runtime) pull(ctx context.Context, ref string) error {
 	return nil
 }
 
-func (r *Runtime) labels() map[string]string {
-	return map[string]string{agent.LabelManaged: "true", agent.LabelNode: r.opt.Node}
+// labels are what every thing the runtime makes carries: managed, the
+// node, and Options.Labels.
+func (r *Runtime) labels() map[string]string { return r.labelsWith(nil) }
+
+// labelsWith is labels with more (a container's own).
+func (r *Runtime) labelsWith(more map[string]string) map[string]string {
+	out := make(map[string]string, 2+len(r.opt.Labels)+len(more))
+	for _, m := range []map[string]string{r.opt.Labels, more} {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	out[agent.LabelManaged], out[agent.LabelNode] = "true", r.opt.Node
+	return out
 }
 
 // ensureNetwork makes the network name when the engine has none of that

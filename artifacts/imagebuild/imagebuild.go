@@ -11,12 +11,12 @@
 //
 //	/NAME             the program, mode 0755, owned by root (NAME: the package's last element)
 //	config            os linux, architecture Options.GOARCH, entrypoint ["/NAME"],
-//	                  labels {LabelProgram: the package path}
+//	                  labels {LabelProgram: the package path} and Options.Labels
 //
 // The layer's tar entry has a zero modification time, the config no
 // creation time, and the binary no version-control stamp (-buildvcs=false),
-// so one program built twice from one checkout by one toolchain is one
-// digest: recording the build again finds it recorded, and a change of its
+// so one program built twice from one checkout by one toolchain, with the
+// same labels, is one digest: recording the build again finds it recorded, and a change of its
 // source is a new build. It is not built with -trimpath, which would
 // recompile the whole standard library into a cold build cache (measured
 // 59 s of CPU, BENCHMARKS.md): without it the standard library already
@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -63,6 +64,11 @@ type Options struct {
 	GOARCH string
 	// Go is the go command; empty: "go" from PATH.
 	Go string
+	// Labels are put in the image's config beside LabelProgram (which
+	// they cannot replace), so they are part of its digest: `mesh up`
+	// labels what it builds with its data directory's id
+	// (agent.LabelData), and cleans up by it. Containers inherit them.
+	Labels map[string]string
 }
 
 // Program builds the Go main package pkg (an import path, or a relative
@@ -100,11 +106,11 @@ func Program(ctx context.Context, pkg string, opt Options) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("imagebuild: %w", err)
 	}
-	return image(name, pkg, arch, b)
+	return image(name, pkg, arch, b, opt.Labels)
 }
 
 // image makes the one-layer image of the program bytes b.
-func image(name, pkg, arch string, b []byte) (v1.Image, error) {
+func image(name, pkg, arch string, b []byte, labels map[string]string) (v1.Image, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	hdr := &tar.Header{Name: name, Mode: 0o755, Size: int64(len(b)), Typeflag: tar.TypeReg, Format: tar.FormatPAX}
@@ -135,7 +141,9 @@ func image(name, pkg, arch string, b []byte) (v1.Image, error) {
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture = "linux", arch
 	cf.Config.Entrypoint = []string{"/" + name}
-	cf.Config.Labels = map[string]string{LabelProgram: pkg}
+	cf.Config.Labels = map[string]string{}
+	maps.Copy(cf.Config.Labels, labels)
+	cf.Config.Labels[LabelProgram] = pkg
 	if im, err = mutate.ConfigFile(im, cf); err != nil {
 		return nil, fmt.Errorf("imagebuild: %w", err)
 	}

@@ -89,3 +89,41 @@ func TestProgramRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestImageLabels: Options.Labels are in the config beside LabelProgram,
+// which they cannot replace, and in the digest: one program with the same
+// labels is one digest, with another data directory's another.
+func TestImageLabels(t *testing.T) {
+	prog := []byte("#!/not/really/a/program\n")
+	digest := func(labels map[string]string) string {
+		t.Helper()
+		im, err := image("prog", "meshplane/cmd/prog", "amd64", prog, labels)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cf, err := im.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cf.Config.Labels[LabelProgram] != "meshplane/cmd/prog" {
+			t.Errorf("labels %v: %s replaced", cf.Config.Labels, LabelProgram)
+		}
+		for k, v := range labels {
+			if k != LabelProgram && cf.Config.Labels[k] != v {
+				t.Errorf("labels %v lack %s=%s", cf.Config.Labels, k, v)
+			}
+		}
+		d, err := im.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.String()
+	}
+	a1, a2 := digest(map[string]string{"meshplane.data": "aaaa"}), digest(map[string]string{"meshplane.data": "aaaa"})
+	b := digest(map[string]string{"meshplane.data": "bbbb"})
+	none := digest(nil)
+	if a1 != a2 || a1 == b || a1 == none {
+		t.Errorf("digests: a %s and %s, b %s, none %s; want a's equal, the others distinct", a1, a2, b, none)
+	}
+	digest(map[string]string{LabelProgram: "elsewhere"})
+}

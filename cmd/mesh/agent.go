@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,6 +25,8 @@ type agentOptions struct {
 	artifactStore string
 	// metrics is --metrics: where to serve /metrics.
 	metrics string
+	// dockerLabels is --docker-label KEY=VALUE, repeatable.
+	dockerLabels []string
 }
 
 func (e *env) agentCmd() *cobra.Command {
@@ -55,6 +58,8 @@ func (e *env) agentCmd() *cobra.Command {
 	fs.StringVar(&o.artifactStore, "artifact-store", "", "serve the artifact store on this `address` (host:port; the node holds it), its files in DATA/artifacts")
 	fs.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics (outbox depth, applies, bus errors) at http://`ADDR`/metrics, no token: a private or loopback host:port")
 	_ = fs.MarkHidden("sim-found") // for the simulated nodes `mesh up` starts
+	fs.StringArrayVar(&o.dockerLabels, "docker-label", nil, "runtime docker: put this label (`KEY=VALUE`) on every container, network and volume, and leave alone any container with KEY at another value (another mesh's, on a shared engine); repeatable")
+	checkFlags(fs, map[string]flagCheck{"interval": positive, "artifact-store": optional(dialAddr), "metrics": optional(listenAddr), "docker-label": label})
 	return cmd
 }
 
@@ -69,9 +74,20 @@ func runAgentCmd(cmd *cobra.Command, o agentOptions) error {
 	if o.dockerPrefix != "" && o.runtime != runtimeDocker {
 		return usagef("--docker-prefix is for --runtime docker")
 	}
+	if len(o.dockerLabels) > 0 && o.runtime != runtimeDocker {
+		return usagef("--docker-label is for --runtime docker")
+	}
+	labels := map[string]string{}
+	for _, l := range o.dockerLabels {
+		k, v, _ := strings.Cut(l, "=")
+		if old, ok := labels[k]; ok && old != v {
+			return usagef("--docker-label %s given twice (%q, %q)", k, old, v)
+		}
+		labels[k] = v
+	}
 	return runAgent(cmd.Context(), agentConfig{
 		Creds: o.creds, Data: o.data, Runtime: o.runtime, Interval: o.interval,
-		SimFound: o.simFound, DockerRoot: o.dockerRoot, DockerPrefix: o.dockerPrefix,
+		SimFound: o.simFound, DockerRoot: o.dockerRoot, DockerPrefix: o.dockerPrefix, DockerLabels: labels,
 		ArtifactStore: o.artifactStore, Metrics: o.metrics,
 	})
 }

@@ -19,6 +19,7 @@ import (
 	"meshplane/agent/simruntime"
 	"meshplane/artifacts"
 	"meshplane/bus"
+	"meshplane/internal/safego"
 )
 
 // Runtimes `mesh agent --runtime` names.
@@ -94,6 +95,10 @@ type agentConfig struct {
 	// several nodes can share one engine (`mesh up` runs its local nodes
 	// so); the labels keep the declared names.
 	DockerPrefix string
+	// DockerLabels, for runtime "docker", are put on every container,
+	// network and volume it makes (--docker-label; docker.Options.Labels):
+	// `mesh up` gives its data directory's id (agent.LabelData).
+	DockerLabels map[string]string
 	// ArtifactStore, when set, is the address ("127.0.0.1:7481") on which
 	// the agent serves the artifact store (--artifact-store): the agent of
 	// the node that holds it (`node set NODE artifact-store PORT`), its
@@ -162,11 +167,11 @@ func runAgent(ctx context.Context, cfg agentConfig) error {
 		log.Info("agent: runtime sim: the node is simulated in memory; a restarted agent starts from an empty node")
 		rt = sim
 	case runtimeDocker:
-		d, err := docker.New(docker.Options{Node: creds.Node, Root: cfg.DockerRoot, Prefix: cfg.DockerPrefix})
+		d, err := docker.New(docker.Options{Node: creds.Node, Root: cfg.DockerRoot, Prefix: cfg.DockerPrefix, Labels: cfg.DockerLabels})
 		if err != nil {
 			return fmt.Errorf("agent: %w", err)
 		}
-		log.Info("agent: runtime docker", "root", cfg.DockerRoot, "prefix", cfg.DockerPrefix)
+		log.Info("agent: runtime docker", "root", cfg.DockerRoot, "prefix", cfg.DockerPrefix, "labels", cfg.DockerLabels)
 		rt = d
 	default:
 		return fmt.Errorf("agent: --runtime %q: want %s or %s", cfg.Runtime, runtimeSim, runtimeDocker)
@@ -234,6 +239,7 @@ func serveArtifactStore(ctx context.Context, addr, dir string, log *slog.Logger)
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
+	h = safego.Handler("agent.artifacts", log, h, nil)
 	go func() {
 		defer close(done)
 		if err := artifacts.ServeOn(sctx, ln, h); err != nil {

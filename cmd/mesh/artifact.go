@@ -64,6 +64,7 @@ func (e *env) artifactPushCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&registry, "registry", "", "push to the artifact store at `host:port`, not the one the mesh's node holds")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "give up the upload after this `duration`")
+	checkFlags(cmd.Flags(), map[string]flagCheck{"registry": optional(dialAddr), "timeout": positive})
 	return cmd
 }
 

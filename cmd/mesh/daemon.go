@@ -27,6 +27,7 @@ import (
 	"meshplane/events/boltstore"
 	"meshplane/events/pgstore"
 	"meshplane/metrics"
+	"meshplane/internal/safego"
 	"meshplane/web"
 )
 
@@ -134,6 +135,13 @@ var errStoreHeld = errors.New("the event store is held by another process (a con
 // each node's reports are rate-limited on the bus, what is deferred counted
 // and said once a minute (report.throttled); nothing a node sends stops the
 // controller (reportDoor).
+//
+// Panics (package safego): a handler's (a report, a request, a node's push,
+// an interval pass) is logged with its stack and counted, and the
+// controller carries on. A loop's (the core's run, the projections, the
+// API's server, the leader's wait) is its error: the controller stops as
+// for any failure and runController returns it (mesh: exit 70). The
+// metrics follower's stops the process through safego.Fatal.
 func runController(ctx context.Context, cfg controllerConfig) (err error) {
 	if cfg.Data == "" {
 		return errors.New("controller: no data directory")
@@ -216,7 +224,9 @@ func runController(ctx context.Context, cfg controllerConfig) (err error) {
 	// The core runs (projections live, interval passes) until runCtx ends.
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	runDone := make(chan error, 1)
-	go func() { runDone <- ctl.Run(runCtx) }()
+	go func() {
+		runDone <- safego.Call("controller.run", log, func() error { return ctl.Run(runCtx) })
+	}()
 	stops = append(stops, func(context.Context) error { stopRun(); return <-runDone })
 	if err := waitRunning(ctx, ctl, runDone); err != nil {
 		return err
@@ -247,7 +257,10 @@ func runController(ctx context.Context, cfg controllerConfig) (err error) {
 		leading := make(chan struct{})
 		go func() {
 			defer close(leadDone)
-			if lerr := leadOnLock(leadCtx, lock, held, leading, bc, door); lerr != nil {
+			lerr := safego.Call("controller.lead", log, func() error {
+				return leadOnLock(leadCtx, lock, held, leading, bc, door)
+			})
+			if lerr != nil {
 				leadLost <- lerr
 			}
 		}()
@@ -280,8 +293,10 @@ func runController(ctx context.Context, cfg controllerConfig) (err error) {
 	mux.Handle("/v1/", api.Handler(ctl, token, api.WithLogger(log)))
 	mux.Handle("/", web.Handler(ctl, token, web.Options{Feed: ctl, Logger: log, Done: serveCtx.Done()}))
 	go func() {
-		served <- api.Serve(serveCtx, ln, cm.handler(mux, token),
-			api.ServeOptions{TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey, Insecure: cfg.Insecure})
+		served <- safego.Call("api.serve", log, func() error {
+			return api.Serve(serveCtx, ln, cm.handler(mux, token),
+				api.ServeOptions{TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey, Insecure: cfg.Insecure, Logger: log})
+		})
 	}()
 	stops = append(stops, func(context.Context) error { stopServe(); return <-served })
 

@@ -23,5 +23,6 @@ func (e *env) deployCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&digest, "digest", "", "deploy the recorded build with this `digest` (sha256:...), of whichever artifact it is; a roll-back too")
+	checkFlags(cmd.Flags(), map[string]flagCheck{"digest": optional(commands.CheckDigest)})
 	return cmd
 }

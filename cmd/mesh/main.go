@@ -31,6 +31,7 @@ import (
 	"meshplane/api"
 	"meshplane/commands"
 	"meshplane/events"
+	"meshplane/internal/safego"
 )
 
 // Exit codes.
@@ -65,10 +66,26 @@ type exitError struct{ code int }
 func (e *exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// A loop that panicked (safego.Fatal) stops the process as a signal
+	// would, its panic the cause: every part stops in order, mesh up's
+	// agents too, and runRoot exits exitPanic. One that does not stop
+	// within fatalGrace is ended.
+	ctx, crash := context.WithCancelCause(sigCtx)
+	safego.SetFatal(func(err error) {
+		crash(err)
+		time.AfterFunc(fatalGrace, func() {
+			fmt.Fprintf(os.Stderr, "mesh: %v\n\nmesh: did not stop within %s of the panic above; exiting %d\n", err, fatalGrace, exitPanic)
+			os.Exit(exitPanic)
+		})
+	})
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
+
+// fatalGrace bounds the clean stop after a loop's panic: the controller's
+// parts get 30 s, mesh up's agents 10 s each after their SIGTERM.
+const fatalGrace = 90 * time.Second
 
 // run runs the CLI and returns its exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -86,7 +103,8 @@ func (e *env) run(ctx context.Context, args []string) int {
 
 // runRoot runs root with args and maps what it returns to an exit code. A
 // panic in the command is printed with its stack and exits exitPanic,
-// never exitUsage.
+// never exitUsage; so does a panic a goroutine's boundary recovered
+// (package safego) that stopped the command: its error, or ctx's cause.
 func (e *env) runRoot(ctx context.Context, root *cobra.Command, args []string) (code int) {
 	stderr := e.stderr
 	defer func() {
@@ -103,6 +121,16 @@ func (e *env) runRoot(ctx context.Context, root *cobra.Command, args []string) (
 	name := "mesh"
 	if cmd != nil {
 		name = cmd.CommandPath()
+	}
+	// A panic recovered at a goroutine's boundary that stopped the
+	// command: the process's cause (safego.Fatal), or the command's error.
+	pe, panicked := safego.As(context.Cause(ctx))
+	if !panicked {
+		pe, panicked = safego.As(err)
+	}
+	if panicked {
+		fmt.Fprintf(stderr, "%s: %v\n\n%s\nThis is a bug in mesh; it stopped cleanly; the exit code is %d.\n", name, pe, pe.Stack, exitPanic)
+		return exitPanic
 	}
 	var ue *usageError
 	var xe *exitError

@@ -14,6 +14,7 @@ import (
 	"meshplane/agent"
 	"meshplane/events"
 	"meshplane/internal/httpstop"
+	"meshplane/internal/safego"
 	"meshplane/metrics"
 )
 
@@ -36,13 +37,14 @@ func (cm *controllerMetrics) store(s events.Store) events.Store { return cm.m.St
 func (cm *controllerMetrics) start(ctx context.Context, ctl metrics.Watched, store events.Store, log *slog.Logger) func(context.Context) error {
 	cm.m.Watch(ctl, store)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	// A loop: its panic stops the process (safego.Go), an error only
+	// the counters.
+	done := safego.Go("controller.metrics", log, func() error {
 		if err := cm.m.Run(ctx, store, events.NewRegistry()); err != nil && ctx.Err() == nil {
 			log.Error("controller: metrics stopped following the store; counters stay where they are", "err", err)
 		}
-	}()
+		return nil
+	})
 	return func(context.Context) error { cancel(); <-done; return nil }
 }
 
@@ -65,7 +67,7 @@ func serveAgentMetrics(addr string, node string, box *agent.Outbox, log *slog.Lo
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET "+metrics.Path, metrics.Handler(m.Registry(), ""))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: safego.Handler("agent.metrics", log, mux, nil), ReadHeaderTimeout: 10 * time.Second}
 	stopper := httpstop.Track(srv)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -56,6 +56,7 @@ nats://127.0.0.1:4222.`,
 	}
 	cmd.Flags().StringVar(&creds, "creds", "", "write the node's bus credential `file` (mode 0600) for 'mesh agent --creds'")
 	cmd.Flags().StringSliceVar(&busURLs, "bus-url", nil, "with --creds: the bus `URLs` the agent dials (default: DATA/bus-urls of the running controller, else nats://127.0.0.1:4222)")
+	checkFlags(cmd.Flags(), map[string]flagCheck{"bus-url": listOf(urlOf("nats", "tls", "ws", "wss"))})
 	return cmd
 }
 

@@ -59,6 +59,7 @@ heavy (a heavy pass, rule 7): its first line says so, and mesh plan exits 4.`,
 		},
 	}
 	cmd.Flags().StringArrayVar(&after, "after", nil, "plan as if this `command` had run first (\"deploy forge\", \"assign route-proxy novox\"); repeatable")
+	checkFlags(cmd.Flags(), map[string]flagCheck{"after": planAfter})
 	addOutput(cmd)
 	return cmd
 }

@@ -75,12 +75,14 @@ func TestPlanGolden(t *testing.T) {
 }
 
 // TestPlanRefusesAnUnknownAfter: --after takes the commands plan knows, and
-// refuses the rest with exit 3 (nothing is written: nothing ever is).
+// refuses the rest as bad usage, exit 2, naming the flag (a malformed flag
+// value); a command it knows that the mesh refuses is exit 3 (nothing is
+// written: nothing ever is).
 func TestPlanRefusesAnUnknownAfter(t *testing.T) {
 	dir := upExample(t)
 	for _, after := range []string{"destroy forge", "deploy", "take route-proxy"} {
 		code, out, errOut := mesh(t, "plan", "--after", after, "--data", dir)
-		if code != exitRejected || !strings.Contains(errOut, "--after") {
+		if code != exitUsage || !strings.Contains(errOut, `for "--after" flag`) {
 			t.Errorf("--after %q: exit %d\n%s%s", after, code, out, errOut)
 		}
 	}

@@ -60,10 +60,13 @@ func binary(t testing.TB) string {
 	return meshBinary.path
 }
 
-// removeBinary removes what binary built.
+// removeBinary removes what binary and panicBinary built.
 func removeBinary() {
 	if meshBinary.dir != "" {
 		os.RemoveAll(meshBinary.dir)
+	}
+	if panicBin.dir != "" {
+		os.RemoveAll(panicBin.dir)
 	}
 }
 
@@ -96,7 +99,13 @@ type proc struct {
 
 func startProc(t testing.TB, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(binary(t), args...), out: &lockedBuffer{}, done: make(chan struct{})}
+	return startBinary(t, binary(t), env, args...)
+}
+
+// startBinary is startProc of the binary at bin.
+func startBinary(t testing.TB, bin string, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(bin, args...), out: &lockedBuffer{}, done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {

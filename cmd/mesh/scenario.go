@@ -64,6 +64,7 @@ func (e *env) scenarioRunCmd() *cobra.Command {
 	fs.StringVar(&o.format, "format", "pretty", "report format: pretty, progress, junit or cucumber")
 	fs.Int64Var(&o.seed, "seed", -1, "scenario order: -1 random (the seed is printed), or a seed to repeat an order")
 	fs.StringVar(&o.tags, "tags", "", "run only scenarios matching this tag `expression` (\"@rule1 && ~@slow\")")
+	checkFlags(fs, map[string]flagCheck{"format": oneOf("pretty", "progress", "junit", "cucumber"), "seed": atLeast(-1)})
 	return cmd
 }
 

@@ -21,11 +21,13 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"meshplane/agent"
 	"meshplane/api"
 	"meshplane/commands"
 	"meshplane/controller"
 	"meshplane/events"
 	"meshplane/events/boltstore"
+	"meshplane/internal/safego"
 	"meshplane/sim"
 )
 
@@ -221,6 +223,10 @@ type upOptions struct {
 	tlsCert, tlsKey, tlsCA  string
 	insecure, once          bool
 	interval                time.Duration
+
+	// dataID is the data directory's id (dataID): the label of what up
+	// makes on an engine.
+	dataID string
 }
 
 // daemonFlags are the controller's flags, refused with --passes.
@@ -244,7 +250,10 @@ then starts one agent process per node of the mesh file (DATA/agents/NODE:
 credentials, outbox, agent.log), stopped with the controller. A node that
 says runtime: docker runs on the Docker engine (DOCKER_HOST, else the default
 socket) when one answers: its paths under DATA/agents/NODE/root, its engine
-names prefixed NODE-, and, if it holds the artifact store, its agent serves
+names prefixed NODE-, everything it makes there (and every image up builds)
+labelled meshplane.data=ID, the data directory's id in DATA/data-id, so that
+the clean-up up prints touches only this data directory's on a shared
+engine, and, if it holds the artifact store, its agent serves
 it and up pushes the builds there first. With no engine up says so and
 simulates it; every other node is simulated.
 
@@ -290,6 +299,11 @@ bus, no API): N passes of push and apply, then exit.`,
 	fs.BoolVar(&o.insecure, "insecure", false, "controller: serve beyond loopback without TLS")
 	fs.DurationVar(&o.interval, "interval", 5*time.Minute, "controller: compose every node and push what changed every `duration`")
 	fs.BoolVar(&o.once, "once", false, "controller: set up, run one pass, and exit")
+	checkFlags(fs, map[string]flagCheck{
+		"passes": atLeast(1), "interval": positive,
+		"listen": optional(listenAddr), "bus-listen": optional(listenAddr),
+		"nats": optional(listOf(urlOf("nats", "tls", "ws", "wss"))),
+	})
 	return cmd
 }
 
@@ -308,7 +322,11 @@ func (e *env) up(ctx context.Context, o upOptions) error {
 	if err != nil {
 		return err
 	}
-	builds, err := e.buildImages(ctx, mf)
+	id, saveID, err := dataID(*data)
+	if err != nil {
+		return err
+	}
+	builds, err := e.buildImages(ctx, mf, id)
 	if err != nil {
 		return err
 	}
@@ -326,6 +344,9 @@ func (e *env) up(ctx context.Context, o upOptions) error {
 		return err
 	}
 	defer store.Close()
+	if _, err := saveID(); err != nil {
+		return err
+	}
 	m := sim.New(store, sim.WithClock(e.now))
 	w := e.stdout
 	fmt.Fprintf(w, "meshplane: event store %s\n", filepath.Join(*data, "events.db"))
@@ -493,8 +514,15 @@ func (e *env) upDaemon(cmd *cobra.Command, o upOptions) error {
 	var mf meshFile
 	var builds []builtImage
 	if setup {
-		var err error
+		id, saveID, err := dataID(o.data)
+		if err != nil {
+			return err
+		}
+		o.dataID = id
 		if mf, builds, err = e.setUpStore(ctx, o); err != nil {
+			return err
+		}
+		if o.dataID, err = saveID(); err != nil { // the set-up made the directory
 			return err
 		}
 	}
@@ -528,7 +556,9 @@ func (e *env) upDaemon(cmd *cobra.Command, o upOptions) error {
 	ctlCtx, stopCtl := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopCtl()
 	done := make(chan error, 1)
-	go func() { done <- runController(ctlCtx, cfg) }()
+	go func() {
+		done <- safego.Call("up.controller", log, func() error { return runController(ctlCtx, cfg) })
+	}()
 	var r controllerReady
 	select {
 	case r = <-ready:
@@ -555,7 +585,7 @@ func (e *env) upDaemon(cmd *cobra.Command, o upOptions) error {
 			return errors.Join(err, <-done)
 		}
 	}
-	agents, err := startAgents(o.data, mf, rts, storeNode, storeAt, r.BusURLs, w)
+	agents, err := startAgents(o.data, o.dataID, mf, rts, storeNode, storeAt, r.BusURLs, w)
 	stop := func() error {
 		aerr := agents.stop()
 		stopCtl()
@@ -596,7 +626,7 @@ func (e *env) setUpStore(ctx context.Context, o upOptions) (meshFile, []builtIma
 	if err != nil {
 		return mf, nil, err
 	}
-	builds, err := e.buildImages(ctx, mf)
+	builds, err := e.buildImages(ctx, mf, o.dataID)
 	if err != nil {
 		return mf, nil, err
 	}
@@ -658,11 +688,12 @@ type agentProcs []*exec.Cmd
 // startAgents starts one agent process per node of mf, on the runtime rts
 // gives it: sim (the mesh file's found: directories passed as --sim-found),
 // or docker (the engine the environment names; the node's paths under
-// DATA/agents/NODE/root, its engine names prefixed "NODE-"). Each has its
+// DATA/agents/NODE/root, its engine names prefixed "NODE-", everything it
+// makes there labelled with the data directory's id, dataID). Each has its
 // credentials written into DATA/agents/NODE and its output appended to
 // agent.log there; the agent of storeNode serves the artifact store on
 // storeAt. On an error the ones started are stopped by the caller (stop).
-func startAgents(data string, mf meshFile, rts map[string]string, storeNode, storeAt string, busURLs []string, w io.Writer) (agentProcs, error) {
+func startAgents(data, dataID string, mf meshFile, rts map[string]string, storeNode, storeAt string, busURLs []string, w io.Writer) (agentProcs, error) {
 	if len(mf.Nodes) == 0 {
 		return nil, nil
 	}
@@ -695,7 +726,8 @@ func startAgents(data string, mf meshFile, rts map[string]string, storeNode, sto
 			if err != nil {
 				return procs, fmt.Errorf("start agent %s: %w", n.Name, err)
 			}
-			args = append(args, "--docker-root", root, "--docker-prefix", n.Name+"-")
+			args = append(args, "--docker-root", root, "--docker-prefix", n.Name+"-",
+				"--docker-label", agent.LabelData+"="+dataID)
 		default:
 			if len(n.Found) > 0 {
 				args = append(args, "--sim-found", strings.Join(n.Found, ","))
@@ -861,7 +893,7 @@ where to look (the controller has stopped; every answer comes from the store's e
 		}
 	}
 	if len(onEngine) > 0 {
-		fmt.Fprintf(w, "on the Docker engine (containers keep running after up exits; run up again to reconcile them):\n%s", dockerCleanup(onEngine))
+		fmt.Fprintf(w, "on the Docker engine (containers keep running after up exits; run up again to reconcile them):\n%s", dockerCleanup(onEngine, o.dataID))
 	}
 	if missing := unreported(st, pushed, since); len(missing) > 0 {
 		fmt.Fprintf(e.stderr, "mesh: no report recorded within %s from: %s\n", onceTimeout, strings.Join(missing, ", "))

@@ -122,11 +122,13 @@ func TestProcessUpOnceDocker(t *testing.T) {
 	t.Cleanup(func() { removeNode(t, eng, byNode, storeAt) })
 	data := t.TempDir()
 
+	var last string
 	for _, run := range []string{"first", "again"} {
 		code, out, errOut := upLocal(t, nil, data, path)
 		if code != exitOK {
 			t.Fatalf("%s: exit %d\n%s%s", run, code, out, errOut)
 		}
+		last = out
 		for _, want := range []string{
 			"Docker engine reachable: node " + node + " on it",
 			"agent " + node + " ", "runtime docker",
@@ -206,6 +208,9 @@ func TestProcessUpOnceDocker(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), "greeting") {
 		t.Errorf("the module's file under the node's root: %q, %v", b, err)
 	}
+	// What up made carries the data directory's id; its clean-up removes
+	// that and nothing of another data directory's.
+	checkCleanup(t, eng, node, data, last)
 }
 
 // removeNode removes what the test's node made on the engine, as the

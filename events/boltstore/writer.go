@@ -32,6 +32,7 @@ const maxGatherWait = 5 * time.Millisecond
 func (s *Store) startWriter() error {
 	c, err := groupcommit.Start(s.commitGroup, groupcommit.Config{
 		Queue: queueSize, MaxRequests: maxGroupRequests, MaxBytes: maxGroupBytes, MaxWait: maxGatherWait,
+		Name: "boltstore",
 	})
 	s.commits = c
 	return err

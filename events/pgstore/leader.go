@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"meshplane/events"
+	"meshplane/internal/safego"
 )
 
 // ErrLeaderLost is the cause of a Leader's Lost channel closing: the
@@ -96,6 +97,7 @@ func (s *Store) leader(ctx context.Context, wait bool) (*Leader, bool, error) {
 // failure.
 func (l *Leader) watch(every time.Duration) {
 	defer close(l.done)
+	defer safego.Catch("pgstore.leader", nil)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"meshplane/events"
+	"meshplane/internal/safego"
 )
 
 // Subscribe implements events.Store with events.Follow: it reads pages of
@@ -62,6 +63,7 @@ func (s *Store) retrying(op string, err error) {
 
 // poll raises the signal every poll interval, until Close.
 func (s *Store) poll() {
+	defer safego.Catch("pgstore.poll", nil)
 	t := time.NewTicker(s.cfg.poll)
 	defer t.Stop()
 	for {
@@ -99,6 +101,7 @@ func (s *Store) notifyOthers() {
 // server is away) delays another process's subscriber by one poll
 // interval at most, as before.
 func (s *Store) notifier() {
+	defer safego.Catch("pgstore.notify", nil)
 	for {
 		select {
 		case <-s.bg.Done():
@@ -124,6 +127,7 @@ func (s *Store) notifier() {
 // since notifications sent while it was away are lost. Connection failures
 // are retried at the poll interval until Close.
 func (s *Store) listen() {
+	defer safego.Catch("pgstore.listen", nil)
 	for {
 		err := s.listenOnce()
 		if s.bg.Err() != nil {

@@ -41,6 +41,7 @@ const copyMin = 64
 func (s *Store) startCommitter() error {
 	c, err := groupcommit.Start(s.commitGroup, groupcommit.Config{
 		Queue: queueSize, MaxRequests: maxGroupRequests, MaxBytes: maxGroupBytes, MaxWait: maxGatherWait,
+		Name: "pgstore",
 	})
 	s.commits = c
 	return err

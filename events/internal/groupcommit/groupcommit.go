@@ -39,6 +39,7 @@
 package groupcommit
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -46,6 +47,7 @@ import (
 	"time"
 
 	"meshplane/events"
+	"meshplane/internal/safego"
 )
 
 // A Request is one append waiting for the committer. The store fills the
@@ -99,6 +101,9 @@ type Config struct {
 	// MaxWait bounds how long a group waits to fill (see gather); 0 never
 	// waits.
 	MaxWait time.Duration
+	// Name is the store's, for the committer goroutine's recover: a panic
+	// in it (a commit's) stops the process as "NAME.write" (package safego).
+	Name string
 }
 
 // Committer runs the committer goroutine of one store.
@@ -184,6 +189,7 @@ func (c *Committer) Close() {
 // Close, then fails whatever is still queued with ErrClosed.
 func (c *Committer) loop() {
 	defer close(c.done)
+	defer safego.Catch(cmp.Or(c.cfg.Name, "groupcommit")+".write", nil)
 	var (
 		expect  int           // requests the next group waits for: see gather
 		lastDur time.Duration // how long the last commit took
