@@ -12,6 +12,7 @@ import (
 
 	"meshplane/internal/httpstop"
 	"meshplane/internal/safego"
+	"meshplane/internal/safego/safehttp"
 )
 
 // ServeOptions are how Serve serves.
@@ -66,7 +67,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ServeOptio
 		return err
 	}
 	srv := &http.Server{
-		Handler:           safego.Handler("api.request", opts.Logger, h, panicked),
+		Handler:           safehttp.Handler("api.request", opts.Logger, h, panicked),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		IdleTimeout:       120 * time.Second,

@@ -19,7 +19,7 @@ import (
 	"meshplane/agent/simruntime"
 	"meshplane/artifacts"
 	"meshplane/bus"
-	"meshplane/internal/safego"
+	"meshplane/internal/safego/safehttp"
 )
 
 // Runtimes `mesh agent --runtime` names.
@@ -239,7 +239,7 @@ func serveArtifactStore(ctx context.Context, addr, dir string, log *slog.Logger)
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	h = safego.Handler("agent.artifacts", log, h, nil)
+	h = safehttp.Handler("agent.artifacts", log, h, nil)
 	go func() {
 		defer close(done)
 		if err := artifacts.ServeOn(sctx, ln, h); err != nil {

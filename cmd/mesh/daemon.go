@@ -26,8 +26,8 @@ import (
 	"meshplane/events"
 	"meshplane/events/boltstore"
 	"meshplane/events/pgstore"
-	"meshplane/metrics"
 	"meshplane/internal/safego"
+	"meshplane/metrics"
 	"meshplane/web"
 )
 

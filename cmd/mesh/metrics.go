@@ -15,6 +15,7 @@ import (
 	"meshplane/events"
 	"meshplane/internal/httpstop"
 	"meshplane/internal/safego"
+	"meshplane/internal/safego/safehttp"
 	"meshplane/metrics"
 )
 
@@ -67,7 +68,7 @@ func serveAgentMetrics(addr string, node string, box *agent.Outbox, log *slog.Lo
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET "+metrics.Path, metrics.Handler(m.Registry(), ""))
-	srv := &http.Server{Handler: safego.Handler("agent.metrics", log, mux, nil), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: safehttp.Handler("agent.metrics", log, mux, nil), ReadHeaderTimeout: 10 * time.Second}
 	stopper := httpstop.Track(srv)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

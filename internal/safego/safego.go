@@ -9,8 +9,8 @@
 //   - A handler (one report off the bus, one HTTP request, one apply, one
 //     node's push) carries on: Call returns the panic as an error, which
 //     the caller treats as that item's failure, and the next item is
-//     handled as if nothing happened. Handler does it for an http.Handler:
-//     a request that panics is a logged, counted 500.
+//     handled as if nothing happened. safehttp.Handler does it for an
+//     http.Handler: a request that panics is a logged, counted 500.
 //   - A loop that cannot carry on (the projections, the interval passes,
 //     the API's server, the declaration watch) stops the process: Go
 //     recovers, logs, counts and calls Fatal, whose hook (SetFatal, set
@@ -28,7 +28,7 @@
 // "api.request"): the label of its count and a field of its log line.
 //
 // http.ErrAbortHandler, the panic net/http documents for aborting a
-// response, is not a bug: Handler lets it through, uncounted.
+// response, is not a bug: safehttp.Handler lets it through, uncounted.
 //
 // # The boundaries
 //
@@ -230,6 +230,11 @@ func logger(l *slog.Logger) *slog.Logger {
 // is listed from its first use, so its count is served as 0 before any
 // panic.
 var sites sync.Map
+
+// Register lists the boundary where (its count served as 0 before any
+// panic): for a boundary whose recover is not in this package
+// (safehttp.Handler's).
+func Register(where string) { site(where) }
 
 func site(where string) *atomic.Uint64 {
 	if c, ok := sites.Load(where); ok {

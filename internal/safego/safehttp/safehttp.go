@@ -1,9 +1,16 @@
-package safego
+// Package safehttp is package safego's boundary for an HTTP server: a
+// request whose handler panics is a logged, counted 500 (where
+// "api.request", "agent.metrics", ...), never a dropped connection. It is
+// apart from safego so that the core, which recovers through safego.Do,
+// links no net/http.
+package safehttp
 
 import (
 	"errors"
 	"log/slog"
 	"net/http"
+
+	"meshplane/internal/safego"
 )
 
 // Handler is h with a panic in a request recovered: reported (logged with
@@ -13,24 +20,24 @@ import (
 // cut short (http.ErrAbortHandler, as net/http does), the panic reported
 // all the same. A handler's own panic(http.ErrAbortHandler) passes
 // through.
-func Handler(where string, log *slog.Logger, h http.Handler, fail func(http.ResponseWriter, *http.Request, *PanicError)) http.Handler {
-	site(where)
+func Handler(where string, log *slog.Logger, h http.Handler, fail func(http.ResponseWriter, *http.Request, *safego.PanicError)) http.Handler {
+	safego.Register(where)
 	if fail == nil {
-		fail = func(w http.ResponseWriter, _ *http.Request, _ *PanicError) {
+		fail = func(w http.ResponseWriter, _ *http.Request, _ *safego.PanicError) {
 			http.Error(w, "internal error: the server panicked serving this request (a bug; it is logged)", http.StatusInternalServerError)
 		}
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tw := &trackingWriter{ResponseWriter: w}
-		err := Do(where, func() error { h.ServeHTTP(tw, r); return nil })
-		pe, ok := As(err)
+		err := safego.Do(where, func() error { h.ServeHTTP(tw, r); return nil })
+		pe, ok := safego.As(err)
 		if !ok {
 			return
 		}
 		if v, isErr := pe.Value.(error); isErr && errors.Is(v, http.ErrAbortHandler) {
 			panic(http.ErrAbortHandler)
 		}
-		Report(log, pe, "method", r.Method, "path", r.URL.Path)
+		safego.Report(log, pe, "method", r.Method, "path", r.URL.Path)
 		if tw.wrote {
 			panic(http.ErrAbortHandler)
 		}
