@@ -55,7 +55,7 @@ func CheckListen(addr string, tls, insecure bool) error {
 // with CheckListen first. It returns nil after a clean stop.
 //
 // A request whose handler panics is answered 500, code "internal", the
-// panic logged with its stack and counted (safego.Handler, where
+// panic logged with its stack and counted (safehttp.Handler, where
 // api.request); the server goes on. (net/http alone would log it and drop
 // the connection.) A response already begun is cut short instead.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ServeOptions) error {
