@@ -54,6 +54,9 @@ func CheckFile(f *os.File, walk bool) (FileCheck, error) {
 	if c.Size == 0 {
 		return c, damagedf("the file is empty (0 bytes)")
 	}
+	if c.Size < 2*1024 {
+		return c, damagedf("the file is %d bytes, too short for bbolt's two meta pages", c.Size)
+	}
 	m0, err := readMeta(f, 0)
 	if err != nil {
 		return c, damagedf("%v (the page size is read from it)", err)
