@@ -617,3 +617,65 @@ func (m *memFiles) list() ([]string, error) {
 	defer m.mu.Unlock()
 	return slices.Sorted(maps.Keys(m.m)), nil
 }
+
+// OutboxCheck is what CheckOutbox found in an outbox directory.
+type OutboxCheck struct {
+	Reports int      // kept reports read and sound
+	Legacy  int      // of which are version 1 (no checksum to check)
+	State   string   // "absent", "sound" or "sound, version 1 (no checksum to check)"
+	Damaged []string // "NAME: why", a line each: the agent passes them over when it next reads them
+	Aside   []string // files passed over before (NAME.damaged), never read
+}
+
+// CheckOutbox reads every file of the outbox directory dir as the agent
+// does, checksums included, and says what is damaged, without moving or
+// changing anything (the agent may be running). A missing directory is an
+// error wrapping fs.ErrNotExist.
+func CheckOutbox(dir string) (OutboxCheck, error) {
+	c := OutboxCheck{State: "absent"}
+	if _, err := os.Stat(dir); err != nil {
+		return c, fmt.Errorf("agent: check outbox: %w", err)
+	}
+	d := &dirFiles{dir: dir}
+	names, err := d.list()
+	if err != nil {
+		return c, fmt.Errorf("agent: check outbox %s: %w", dir, err)
+	}
+	for _, n := range names {
+		switch {
+		case strings.Contains(n, damagedSuffix):
+			c.Aside = append(c.Aside, n)
+		case n == statePrefix:
+			b, err := d.get(n)
+			if err == nil {
+				_, err = decodeState(b)
+			}
+			switch _, sealed, _ := unseal(b); {
+			case err != nil:
+				c.Damaged = append(c.Damaged, fmt.Sprintf("%s: %v", n, err))
+			case sealed:
+				c.State = "sound"
+			default:
+				c.State = "sound, version 1 (no checksum to check)"
+			}
+		case strings.HasPrefix(n, entryPrefix) && strings.HasSuffix(n, entrySuffix):
+			b, err := d.get(n)
+			var e entry
+			if err == nil {
+				e, err = decodeEntry(b)
+			}
+			if err == nil && n != entryName(e.Seq) {
+				err = fmt.Errorf("holds seq %d: %w", e.Seq, ErrCorrupt)
+			}
+			if err != nil {
+				c.Damaged = append(c.Damaged, fmt.Sprintf("%s: %v", n, err))
+				continue
+			}
+			c.Reports++
+			if e.Version == legacyVersion {
+				c.Legacy++
+			}
+		}
+	}
+	return c, nil
+}

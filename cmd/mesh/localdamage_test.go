@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"meshplane/agent"
+	"meshplane/events"
 	"meshplane/events/boltstore"
 	"meshplane/projections/snapstore"
 )
@@ -305,5 +307,48 @@ func TestStoreVerifyCaches(t *testing.T) {
 	code, out, errOut = mesh(t, "store", "verify", "--data", dir)
 	if code != exitOK || !strings.Contains(out, "another history") || !strings.Contains(out, "the next query rebuilds it") {
 		t.Errorf("caches of another history: exit %d, want 0, saying the next query rebuilds them\n%s%s", code, out, errOut)
+	}
+}
+
+// store verify --agent-data checks an agent's outbox, changing nothing: a
+// sound one exits 0; a damaged report is named, exit 1, and left where it
+// is (the agent moves it aside itself).
+func TestStoreVerifyAgentData(t *testing.T) {
+	dir := t.TempDir()
+	box, err := agent.OpenOutbox(filepath.Join(dir, outboxDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		r := agent.Report{Outcome: events.ApplyReported{Node: "n1", Declaration: fmt.Sprintf("n1/%d", i+1), ApplyID: events.NewID().String()}}
+		if err := box.Put(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := box.SaveState(agent.State{Made: []string{"/srv/a"}}); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := mesh(t, "store", "verify", "--agent-data", dir)
+	if code != exitOK || !strings.Contains(out, "reports kept: 2, each with a matching checksum") || !strings.Contains(out, "state: sound") {
+		t.Fatalf("a sound outbox: exit %d\n%s%s", code, out, errOut)
+	}
+	path := filepath.Join(dir, outboxDir, "report-00000000000000000002.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 4
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = mesh(t, "store", "verify", "--agent-data", dir)
+	if code != exitFailed || !strings.Contains(out, "report-00000000000000000002.json: ") || !strings.Contains(errOut, errAgentDataDamaged.Error()) {
+		t.Errorf("a damaged report: exit %d, want 1 naming it\n%s%s", code, out, errOut)
+	}
+	if after, err := os.ReadFile(path); err != nil || !bytes.Equal(after, b) {
+		t.Errorf("store verify changed the damaged report: %v", err)
+	}
+	if code, _, errOut := mesh(t, "store", "verify", "--agent-data", t.TempDir()); code != exitFailed || !strings.Contains(errOut, "no agent outbox at") {
+		t.Errorf("no outbox: exit %d, %q", code, errOut)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"meshplane/agent"
 	"meshplane/events"
 	"meshplane/events/boltstore"
 	"meshplane/projections/snapstore"
@@ -28,7 +29,8 @@ var errCacheDamaged = errors.New("a cache file beside the store is damaged")
 var errVerifyUnsupported = errors.New("store verify works on the bolt store only")
 
 func (e *env) storeVerifyCmd() *cobra.Command {
-	return &cobra.Command{
+	var agentData string
+	cmd := &cobra.Command{
 		Use:   "verify",
 		Short: "check every record and index of the event store, and the cache files beside it; exit 1 on any damage (local store only)",
 		Long: `Verify checks the bolt event store (DATA/events.db) read-only: bbolt's pages,
@@ -47,7 +49,13 @@ what is lost), or of a cache file (nothing is lost: the next query, or mesh
 rebuild now, rebuilds it; damage there still says the disk or something on
 the machine scribbles on the data directory). A cache file that is only
 stale (another format version, another history, missing) is reported and is
-no failure.`,
+no failure.
+
+With --agent-data DIR it checks an agent's data directory instead (on the
+node: mesh agent --data DIR): every report kept in DIR/outbox and the agent's
+state, checksums included, without changing anything. A damaged file is named
+(exit 1); the agent moves it aside (NAME.damaged) and logs it when it next
+reads its outbox.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usagef("unexpected argument %q", args[0])
@@ -55,6 +63,9 @@ no failure.`,
 			t, err := targetOf(cmd, true)
 			if err != nil {
 				return err
+			}
+			if agentData != "" {
+				return e.verifyAgentData(agentData)
 			}
 			if kind, _ := storeKindOf(t.store); kind != storeBolt {
 				return fmt.Errorf("%w: mesh store verify checks the bolt file's pages, records and indexes; "+
@@ -64,6 +75,44 @@ no failure.`,
 			return e.storeVerify(cmd.Context(), t.data)
 		},
 	}
+	cmd.Flags().StringVar(&agentData, "agent-data", "", "check an agent's data directory (its outbox's reports and state) instead of the event store")
+	return cmd
+}
+
+// errAgentDataDamaged is store verify's failure on a damaged file of an
+// agent's data directory.
+var errAgentDataDamaged = errors.New("a file of the agent's outbox is damaged")
+
+// verifyAgentData checks the outbox of the agent data directory dir (see
+// agent.CheckOutbox) and prints what it found.
+func (e *env) verifyAgentData(dir string) error {
+	path := filepath.Join(dir, outboxDir)
+	c, err := agent.CheckOutbox(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("no agent outbox at %s (give the agent's --data)", path)
+	}
+	if err != nil {
+		return err
+	}
+	w := e.stdout
+	fmt.Fprintf(w, "agent outbox %s\n", path)
+	fmt.Fprintf(w, "  reports kept: %d, each with a matching checksum", c.Reports)
+	if c.Legacy > 0 {
+		fmt.Fprintf(w, " (%d of version 1, without one to check)", c.Legacy)
+	}
+	fmt.Fprintf(w, "\n  state: %s\n", c.State)
+	for _, a := range c.Aside {
+		fmt.Fprintf(w, "  passed over before: %s (moved aside, never read)\n", a)
+	}
+	if len(c.Damaged) == 0 {
+		fmt.Fprintln(w, "no damage found")
+		return nil
+	}
+	fmt.Fprintf(w, "\ndamaged (%d): the agent moves each aside and logs it when it next reads its outbox\n", len(c.Damaged))
+	for _, d := range c.Damaged {
+		fmt.Fprintf(w, "  %s\n", d)
+	}
+	return fmt.Errorf("%w: %d file(s), listed above", errAgentDataDamaged, len(c.Damaged))
 }
 
 // storeVerify checks every record and index of the store, read-only (it
