@@ -9,12 +9,12 @@ import (
 	"meshplane/projections"
 )
 
-// FuzzDecodeRecord: whatever bytes entries holds under a key,
+// FuzzDecodeTimelineRecord: whatever bytes entries holds under a key,
 // decodeRecord never panics, and refuses (ErrTimelineDB and
 // events.ErrDamaged) anything but a record encodeRecord made for that
 // key; what it accepts is the entry at that key, and decodes again from
 // its own encoding.
-func FuzzDecodeRecord(f *testing.F) {
+func FuzzDecodeTimelineRecord(f *testing.F) {
 	en := projections.Entry{Position: 7, At: time.Date(2026, 9, 29, 22, 46, 0, 0, time.UTC), Stream: "node-novox",
 		Type: "apply.reported", Node: "novox", Modules: []string{"route-proxy"}, Resources: []string{"ca"}, Summary: "applied 2 resource(s)"}
 	good, err := encodeRecord(be64(7), projections.EntryRecord{Entry: en})
