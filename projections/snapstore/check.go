@@ -16,26 +16,29 @@ import (
 // it whole (checkWhole) reads all of it: hundreds of milliseconds for the
 // 849 MB of a million events, against a call of under a hundred. So the
 // call that saves the snapshot records in it, as its extra, the file's
-// stamp: its size, modification and change times, inode, and bbolt's last
-// transaction. A later call that finds the file so uses it as it is, with
-// the checks every read makes (each entry's checksum, an index's entries
-// of its name, and every call into bbolt under the guard); one that finds
-// it otherwise (written by something else, copied, restored, truncated, or
-// a snapshot of an older build, which has no stamp) checks it whole before
-// use, and a sound one is stamped again.
+// stamp: its size, its modification time (to the nanosecond) and bbolt's
+// last transaction (from the meta pages, read before bbolt maps the file).
+// A later call that finds the file so uses it as it is, with the checks
+// every read makes (each entry's checksum, each key read, an index's
+// entries of its name and time, and every call into bbolt under the
+// guard); one that finds it otherwise (written by anything, truncated,
+// restored from an older copy, or with a snapshot of an older build, which
+// has no stamp) checks it whole before use, and a sound one is stamped
+// again. A copy that keeps the modification time (cp -p) is the same bytes,
+// and is trusted as the original.
 //
 // What the stamp does not catch: a file changed in place with its size
-// and modification time restored, on a system without change times, or
-// bits flipped by the disk with no write at all. Reads still check each
-// entry they read, and nothing the guard sees can crash the call; but the
-// structure of such a file is not proven before bbolt walks it.
+// and modification time set back, or bits the disk flips with no write at
+// all. Reads still check what they read, and nothing the guard sees can
+// crash the call; but the structure of such a file is not proven before
+// bbolt walks it, and a subtree bbolt no longer reaches is not missed.
+// (Anyone who can write the data directory can write the snapshot's stamp
+// too: the stamp is a cache's bookkeeping, not a seal.)
 
 // stamp is what a call records of timeline.db beside the snapshot.
 type stamp struct {
 	Size    int64  `json:"size"`
 	ModTime int64  `json:"mtime_ns"`
-	Change  int64  `json:"ctime_ns,omitempty"` // the inode's change time: no program sets it back
-	Inode   uint64 `json:"inode,omitempty"`
 	TxID    uint64 `json:"txid"` // bbolt's last transaction
 }
 
@@ -50,8 +53,7 @@ func (d *TimelineDB) stampOf(txid uint64) (stamp, error) {
 	if err != nil {
 		return stamp{}, unusable(fmt.Errorf("snapstore: stat %s: %w", d.f.Path(), err))
 	}
-	change, ino := changeOf(fi)
-	return stamp{Size: fi.Size(), ModTime: fi.ModTime().UnixNano(), Change: change, Inode: ino, TxID: txid}, nil
+	return stamp{Size: fi.Size(), ModTime: fi.ModTime().UnixNano(), TxID: txid}, nil
 }
 
 // openedStamp is d's stamp as it was opened: bbolt's last transaction is

@@ -46,8 +46,7 @@ func Restamp(ctx context.Context, store events.Store, dir string) error {
 	if err != nil {
 		return err
 	}
-	change, ino := changeOf(fi)
-	extra, err := json.Marshal(snapExtra{Timeline: &stamp{Size: fi.Size(), ModTime: fi.ModTime().UnixNano(), Change: change, Inode: ino, TxID: c.TxID}})
+	extra, err := json.Marshal(snapExtra{Timeline: &stamp{Size: fi.Size(), ModTime: fi.ModTime().UnixNano(), TxID: c.TxID}})
 	if err != nil {
 		return err
 	}
