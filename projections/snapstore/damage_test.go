@@ -104,7 +104,7 @@ func openSafe(t *testing.T, store events.Store, dir string) (l *snapstore.Local)
 func TestOpenDamagedFiles(t *testing.T) {
 	defer snapstore.SetFlush(5000, 100)() // one flush per fold from 0: fewer fsyncs
 	ctx := context.Background()
-	evs := history(t, 800)
+	evs := history(t, 500)
 	store := storeOf(t, evs, len(evs))
 	want, pos := replay(t, store)
 	orig := t.TempDir()
@@ -177,14 +177,14 @@ func TestOpenDamagedFiles(t *testing.T) {
 				quiet++
 			}
 			if c.stamped {
-				if d := differs(want, pos, l, 6, true); d != "" {
+				if d := differs(want, pos, l, 4, true); d != "" {
 					hiddenWrong++
 					l.Close()
 					t.Logf("a wrong answer from damage the stamp hid: %s; the whole check says: %v", d, snapstore.CheckWhole(ctx, dir))
 					return // the damage stays hidden: the next call answers the same
 				}
 			} else {
-				sameAs(t, want, pos, l, 6)
+				sameAs(t, want, pos, l, 4)
 			}
 			passedOver := strings.Contains(strings.Join(l.Notes, "\n"), "passed over")
 			if err := l.Close(); err != nil {
