@@ -229,7 +229,7 @@ func OpenWith(ctx context.Context, store events.Store, reg *events.Registry, dir
 // why is a note's account of err, timeline.db's trouble.
 func why(err error) string {
 	if errors.Is(err, events.ErrDamaged) {
-		return fmt.Sprintf("is damaged (%v)", err)
+		return fmt.Sprintf("is damaged (%s)", trimDamaged(err))
 	}
 	return fmt.Sprintf("could not be used (%v)", err)
 }

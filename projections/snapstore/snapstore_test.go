@@ -237,7 +237,7 @@ func TestOpenIgnoresABadCache(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, snapstore.TimelineFile), []byte("not bbolt"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-		}, "timeline.db is damaged (stored data damaged: the file is 9 bytes, too short for bbolt's two meta pages): removed it"},
+		}, "timeline.db is damaged (the file is 9 bytes, too short for bbolt's two meta pages): removed it"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
