@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -22,19 +24,37 @@ import (
 // outbox and Flush will try again.
 var ErrUndelivered = errors.New("report not delivered")
 
-// ErrCorrupt means an outbox entry or the state file on disk does not decode.
-// The outbox refuses to open rather than drop a report it cannot read.
+// ErrCorrupt means an outbox entry or the state file on disk is damaged:
+// its checksum fails, or it does not decode. The outbox passes it over:
+// it moves the file aside (NAME.damaged), says so in its log, and goes
+// on without it (see the format).
 var ErrCorrupt = errors.New("corrupt outbox entry")
 
 // The on-disk format of an outbox directory:
 //
-//	DIR/state.json             the agent's State: {"version":1,"made":[paths],
+//	DIR/state.json             the agent's State: {"version":2,"made":[paths],
 //	                           "last":{"declaration","held_in","held":[...]}}
 //	                           ("last" added; a file without it refers to nothing)
 //	DIR/report-SSSSSSSSSSSSSSSSSSSS.json
-//	                           one kept report: {"version":1,"seq":S,"report":{...}}
+//	                           one kept report: {"version":2,"seq":S,"report":{...}}
 //	                           where S (20 digits, from 1) is its place in apply order
+//	DIR/NAME.damaged           a file the outbox passed over (below); never read
 //	DIR/.tmp-*                 a write in progress; removed when the outbox opens
+//
+// Each file is its JSON (indented), then a last line "crc32c XXXXXXXX": the
+// CRC-32C (Castagnoli) of every byte before that line, in hex. Version 1
+// files (written before the checksum) have no such line and are read as
+// they are; a version-2 file without it, or whose checksum fails, or that
+// does not decode, is damaged.
+//
+// A damaged report is passed over: renamed NAME.damaged (NAME.damaged-2, ...
+// if taken), so nothing is deleted, and logged with its name and why; its
+// report is not delivered (the next apply of that declaration reports
+// anew). A damaged state.json is moved aside the same way and read as if
+// absent: what is lost is the directories this agent made (on an adopted
+// node they are then found: held and never touched, until their module is
+// taken; nothing is ever removed because the state was unreadable) and
+// what compact reports may name (the next report is in full).
 //
 // Every file is written whole to a temporary file in DIR, fsynced, renamed
 // over its name, and DIR is fsynced: a crash leaves the old file or the new
@@ -49,12 +69,58 @@ var ErrCorrupt = errors.New("corrupt outbox entry")
 // reading state.json by hand). One file per report also keeps a corrupt
 // entry from costing the others.
 const (
-	entryVersion = 1
-	statePrefix  = "state.json"
-	entryPrefix  = "report-"
-	entrySuffix  = ".json"
-	tmpPrefix    = ".tmp-"
+	entryVersion  = 2 // with the checksum line
+	legacyVersion = 1 // without it
+	statePrefix   = "state.json"
+	entryPrefix   = "report-"
+	entrySuffix   = ".json"
+	damagedSuffix = ".damaged"
+	tmpPrefix     = ".tmp-"
+	sumPrefix     = "crc32c "
 )
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// seal appends to body (ending in a newline) its checksum line.
+func seal(body []byte) []byte {
+	return fmt.Appendf(body, "%s%08x\n", sumPrefix, crc32.Checksum(body, castagnoli))
+}
+
+// unseal splits b into its body and checksum line and checks it. A file
+// without a checksum line is returned whole, sealed false (version 1).
+func unseal(b []byte) (body []byte, sealed bool, err error) {
+	i := bytes.LastIndexByte(bytes.TrimSuffix(b, []byte("\n")), '\n')
+	last := b[i+1:]
+	if !bytes.HasPrefix(last, []byte(sumPrefix)) {
+		return b, false, nil
+	}
+	var sum uint32
+	if len(last) != len(sumPrefix)+9 || last[len(last)-1] != '\n' {
+		return nil, true, fmt.Errorf("checksum line %q: %w", last, ErrCorrupt)
+	}
+	if _, err := fmt.Sscanf(string(last[len(sumPrefix):len(last)-1]), "%08x", &sum); err != nil {
+		return nil, true, fmt.Errorf("checksum line %q: %w", last, ErrCorrupt)
+	}
+	body = b[:i+1]
+	if crc32.Checksum(body, castagnoli) != sum {
+		return nil, true, fmt.Errorf("checksum mismatch: %w", ErrCorrupt)
+	}
+	return body, true, nil
+}
+
+// checkVersion checks a decoded file's version against whether it was
+// sealed: version 2 files carry their checksum, version 1 files do not.
+func checkVersion(v int, sealed bool) error {
+	switch {
+	case sealed && v != entryVersion:
+		return fmt.Errorf("version %d with a checksum, want %d: %w", v, entryVersion, ErrCorrupt)
+	case !sealed && v == entryVersion:
+		return fmt.Errorf("version %d without its checksum line (cut short?): %w", v, ErrCorrupt)
+	case !sealed && v != legacyVersion:
+		return fmt.Errorf("version %d, want %d: %w", v, entryVersion, ErrCorrupt)
+	}
+	return nil
+}
 
 // entry is one kept report as stored.
 type entry struct {
@@ -78,24 +144,30 @@ func encodeEntry(e entry) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode report %s: %w", e.Report.Outcome.ApplyID, err)
 	}
-	return append(b, '\n'), nil
+	return seal(append(b, '\n')), nil
 }
 
-// decodeEntry decodes and checks one stored entry. Fields added by a later
-// build are ignored; a missing or malformed required field is ErrCorrupt.
+// decodeEntry decodes and checks one stored entry: its checksum (version
+// 2), its JSON, its required fields. Fields added by a later build are
+// ignored; anything else is ErrCorrupt.
 func decodeEntry(b []byte) (entry, error) {
+	body, sealed, err := unseal(b)
+	if err != nil {
+		return entry{}, err
+	}
 	var e entry
-	dec := json.NewDecoder(bytes.NewReader(b))
+	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&e); err != nil {
 		return entry{}, fmt.Errorf("%v: %w", err, ErrCorrupt)
 	}
 	if dec.More() {
 		return entry{}, fmt.Errorf("more than one JSON value: %w", ErrCorrupt)
 	}
+	if err := checkVersion(e.Version, sealed); err != nil {
+		return entry{}, err
+	}
 	r := e.Report.Outcome
 	switch {
-	case e.Version != entryVersion:
-		return entry{}, fmt.Errorf("version %d, want %d: %w", e.Version, entryVersion, ErrCorrupt)
 	case e.Seq == 0:
 		return entry{}, fmt.Errorf("seq missing: %w", ErrCorrupt)
 	case r.Node == "":
@@ -112,12 +184,16 @@ func decodeEntry(b []byte) (entry, error) {
 }
 
 func decodeState(b []byte) (State, error) {
+	body, sealed, err := unseal(b)
+	if err != nil {
+		return State{}, err
+	}
 	var s storedState
-	if err := json.Unmarshal(b, &s); err != nil {
+	if err := json.Unmarshal(body, &s); err != nil {
 		return State{}, fmt.Errorf("%v: %w", err, ErrCorrupt)
 	}
-	if s.Version != entryVersion {
-		return State{}, fmt.Errorf("version %d, want %d: %w", s.Version, entryVersion, ErrCorrupt)
+	if err := checkVersion(s.Version, sealed); err != nil {
+		return State{}, err
 	}
 	made := append([]string(nil), s.Made...)
 	sort.Strings(made)
@@ -141,6 +217,7 @@ type files interface {
 	put(name string, b []byte) error
 	get(name string) ([]byte, error) // fs.ErrNotExist when absent
 	remove(name string) error
+	rename(from, to string) error // to must not exist
 	list() ([]string, error)
 }
 
@@ -154,12 +231,29 @@ type Outbox struct {
 	mu    sync.Mutex
 	files files
 	next  uint64 // the seq the next Put takes
+	log   *slog.Logger
+	where string
+	// passed counts the files passed over (moved aside).
+	passed int
+}
+
+// OutboxOption configures OpenOutbox and NewMemOutbox.
+type OutboxOption func(*Outbox)
+
+// OutboxLogger sets where the outbox says what it passed over (default
+// slog.Default()).
+func OutboxLogger(l *slog.Logger) OutboxOption {
+	return func(o *Outbox) {
+		if l != nil {
+			o.log = l
+		}
+	}
 }
 
 // OpenOutbox opens (creating it if need be) the outbox directory dir. It
-// removes writes a crash interrupted and refuses to open if a kept report
-// does not decode (ErrCorrupt, naming the file).
-func OpenOutbox(dir string) (*Outbox, error) {
+// removes writes a crash interrupted, and passes over a kept report or a
+// state file that is damaged (moved aside, logged: see the format).
+func OpenOutbox(dir string, opts ...OutboxOption) (*Outbox, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("agent: open outbox %s: %w", dir, err)
 	}
@@ -167,15 +261,15 @@ func OpenOutbox(dir string) (*Outbox, error) {
 	if err := d.cleanTemps(); err != nil {
 		return nil, fmt.Errorf("agent: open outbox %s: %w", dir, err)
 	}
-	return openOutbox(d, dir)
+	return openOutbox(d, dir, opts)
 }
 
 // NewMemOutbox returns an outbox kept in memory (for tests and scenario
 // runs). It shares every code path with a directory outbox but the bytes'
 // home; Reopen gives a second outbox over the same memory, as a restart
 // would.
-func NewMemOutbox() *Outbox {
-	o, err := openOutbox(&memFiles{m: map[string][]byte{}}, "memory")
+func NewMemOutbox(opts ...OutboxOption) *Outbox {
+	o, err := openOutbox(&memFiles{m: map[string][]byte{}}, "memory", opts)
 	if err != nil {
 		panic("agent: empty memory outbox: " + err.Error()) // cannot happen: nothing to decode
 	}
@@ -186,11 +280,21 @@ func NewMemOutbox() *Outbox {
 func (o *Outbox) Reopen() (*Outbox, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return openOutbox(o.files, "reopen")
+	return openOutbox(o.files, o.where, []OutboxOption{OutboxLogger(o.log)})
 }
 
-func openOutbox(f files, where string) (*Outbox, error) {
-	o := &Outbox{files: f, next: 1}
+// PassedOver is how many damaged files this outbox moved aside.
+func (o *Outbox) PassedOver() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.passed
+}
+
+func openOutbox(f files, where string, opts []OutboxOption) (*Outbox, error) {
+	o := &Outbox{files: f, next: 1, log: slog.Default(), where: where}
+	for _, opt := range opts {
+		opt(o)
+	}
 	es, err := o.entries()
 	if err != nil {
 		return nil, fmt.Errorf("agent: open outbox %s: %w", where, err)
@@ -201,7 +305,8 @@ func openOutbox(f files, where string) (*Outbox, error) {
 	return o, nil
 }
 
-// entries reads every kept entry, in seq order.
+// entries reads every kept entry, in seq order. A damaged one is passed
+// over (passOver): it is not among them.
 func (o *Outbox) entries() ([]entry, error) {
 	names, err := o.files.list()
 	if err != nil {
@@ -217,16 +322,39 @@ func (o *Outbox) entries() ([]entry, error) {
 			return nil, fmt.Errorf("read %s: %w", n, err)
 		}
 		e, err := decodeEntry(b)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", n, err)
+		if err == nil && n != entryName(e.Seq) {
+			err = fmt.Errorf("holds seq %d: %w", e.Seq, ErrCorrupt)
 		}
-		if n != entryName(e.Seq) {
-			return nil, fmt.Errorf("%s holds seq %d: %w", n, e.Seq, ErrCorrupt)
+		if err != nil {
+			if err := o.passOver(n, err, "its report is not delivered; the next apply reports anew"); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		out = append(out, e)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Seq < out[j].Seq })
 	return out, nil
+}
+
+// passOver moves the damaged file name aside (NAME.damaged, or
+// NAME.damaged-N when taken), so that nothing is deleted and it is never
+// read again, and logs it with why and what follows (lost). It fails
+// only if the file cannot be moved: then it is not passed over.
+func (o *Outbox) passOver(name string, why error, lost string) error {
+	to := name + damagedSuffix
+	for i := 2; ; i++ {
+		if _, err := o.files.get(to); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		to = fmt.Sprintf("%s%s-%d", name, damagedSuffix, i)
+	}
+	if err := o.files.rename(name, to); err != nil {
+		return fmt.Errorf("%s is damaged (%v), and moving it aside failed: %w", name, why, err)
+	}
+	o.passed++
+	o.log.Error("agent: outbox: passed over a damaged file", "outbox", o.where, "file", name, "reason", why.Error(), "moved_to", to, "lost", lost)
+	return nil
 }
 
 // Put keeps r, after every report already kept.
@@ -316,6 +444,8 @@ func (o *Outbox) Flush(ctx context.Context, deliver Deliver) (int, error) {
 }
 
 // LoadState returns the agent's State (the zero State if none was saved).
+// A damaged state file is passed over as if absent: moved aside and
+// logged (see the format for what is lost).
 func (o *Outbox) LoadState() (State, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -328,7 +458,11 @@ func (o *Outbox) LoadState() (State, error) {
 	}
 	s, err := decodeState(b)
 	if err != nil {
-		return State{}, fmt.Errorf("agent: load state: %s: %w", statePrefix, err)
+		if err := o.passOver(statePrefix, err, "read as if absent: the directories this agent made are found again on an adopted node "+
+			"(held, never touched, until their module is taken; nothing is removed), and the next report is in full"); err != nil {
+			return State{}, fmt.Errorf("agent: load state: %w", err)
+		}
+		return State{}, nil
 	}
 	return s, nil
 }
@@ -341,7 +475,7 @@ func (o *Outbox) SaveState(s State) error {
 	if err != nil {
 		return fmt.Errorf("agent: save state: %w", err)
 	}
-	if err := o.files.put(statePrefix, append(b, '\n')); err != nil {
+	if err := o.files.put(statePrefix, seal(append(b, '\n'))); err != nil {
 		return fmt.Errorf("agent: save state: %w", err)
 	}
 	return nil
@@ -377,6 +511,16 @@ func (d *dirFiles) get(name string) ([]byte, error) { return os.ReadFile(filepat
 
 func (d *dirFiles) remove(name string) error {
 	if err := os.Remove(filepath.Join(d.dir, name)); err != nil {
+		return err
+	}
+	return d.syncDir()
+}
+
+func (d *dirFiles) rename(from, to string) error {
+	if _, err := os.Lstat(filepath.Join(d.dir, to)); !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s: %w", to, fs.ErrExist)
+	}
+	if err := os.Rename(filepath.Join(d.dir, from), filepath.Join(d.dir, to)); err != nil {
 		return err
 	}
 	return d.syncDir()
@@ -453,8 +597,85 @@ func (m *memFiles) remove(name string) error {
 	return nil
 }
 
+func (m *memFiles) rename(from, to string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, ok := m.m[from]
+	if !ok {
+		return fmt.Errorf("%s: %w", from, fs.ErrNotExist)
+	}
+	if _, ok := m.m[to]; ok {
+		return fmt.Errorf("%s: %w", to, fs.ErrExist)
+	}
+	m.m[to] = b
+	delete(m.m, from)
+	return nil
+}
+
 func (m *memFiles) list() ([]string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return slices.Sorted(maps.Keys(m.m)), nil
+}
+
+// OutboxCheck is what CheckOutbox found in an outbox directory.
+type OutboxCheck struct {
+	Reports int      // kept reports read and sound
+	Legacy  int      // of which are version 1 (no checksum to check)
+	State   string   // "absent", "sound" or "sound, version 1 (no checksum to check)"
+	Damaged []string // "NAME: why", a line each: the agent passes them over when it next reads them
+	Aside   []string // files passed over before (NAME.damaged), never read
+}
+
+// CheckOutbox reads every file of the outbox directory dir as the agent
+// does, checksums included, and says what is damaged, without moving or
+// changing anything (the agent may be running). A missing directory is an
+// error wrapping fs.ErrNotExist.
+func CheckOutbox(dir string) (OutboxCheck, error) {
+	c := OutboxCheck{State: "absent"}
+	if _, err := os.Stat(dir); err != nil {
+		return c, fmt.Errorf("agent: check outbox: %w", err)
+	}
+	d := &dirFiles{dir: dir}
+	names, err := d.list()
+	if err != nil {
+		return c, fmt.Errorf("agent: check outbox %s: %w", dir, err)
+	}
+	for _, n := range names {
+		switch {
+		case strings.Contains(n, damagedSuffix):
+			c.Aside = append(c.Aside, n)
+		case n == statePrefix:
+			b, err := d.get(n)
+			if err == nil {
+				_, err = decodeState(b)
+			}
+			switch _, sealed, _ := unseal(b); {
+			case err != nil:
+				c.Damaged = append(c.Damaged, fmt.Sprintf("%s: %v", n, err))
+			case sealed:
+				c.State = "sound"
+			default:
+				c.State = "sound, version 1 (no checksum to check)"
+			}
+		case strings.HasPrefix(n, entryPrefix) && strings.HasSuffix(n, entrySuffix):
+			b, err := d.get(n)
+			var e entry
+			if err == nil {
+				e, err = decodeEntry(b)
+			}
+			if err == nil && n != entryName(e.Seq) {
+				err = fmt.Errorf("holds seq %d: %w", e.Seq, ErrCorrupt)
+			}
+			if err != nil {
+				c.Damaged = append(c.Damaged, fmt.Sprintf("%s: %v", n, err))
+				continue
+			}
+			c.Reports++
+			if e.Version == legacyVersion {
+				c.Legacy++
+			}
+		}
+	}
+	return c, nil
 }

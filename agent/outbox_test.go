@@ -1,8 +1,10 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -142,12 +144,25 @@ func TestOutboxDirectoryFormat(t *testing.T) {
 	if !slices.Equal(base, want) {
 		t.Fatalf("outbox holds %v, want %v", base, want)
 	}
-	// A corrupt report refuses the open, naming the file.
+	// A corrupt report is passed over: moved aside, named in the log; the
+	// others are kept.
 	if err := os.WriteFile(filepath.Join(dir, "report-00000000000000000002.json"), []byte(`{"version":1}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := agent.OpenOutbox(dir); !errors.Is(err, agent.ErrCorrupt) || !strings.Contains(err.Error(), "report-00000000000000000002.json") {
+	var log bytes.Buffer
+	again, err := agent.OpenOutbox(dir, agent.OutboxLogger(slog.New(slog.NewTextHandler(&log, nil))))
+	if err != nil {
 		t.Fatalf("open with a corrupt entry: %v", err)
+	}
+	if p, err := again.Pending(); err != nil || len(p) != 1 || again.PassedOver() != 1 {
+		t.Fatalf("pending beside a corrupt entry: %d reports (%v), %d passed over; want 1 and 1", len(p), err, again.PassedOver())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "report-00000000000000000002.json.damaged")); err != nil {
+		t.Errorf("the corrupt entry was not moved aside: %v", err)
+	}
+	if l := log.String(); !strings.Contains(l, "file=report-00000000000000000002.json") || !strings.Contains(l, "moved_to=report-00000000000000000002.json.damaged") ||
+		!strings.Contains(l, "seq missing") {
+		t.Errorf("the log does not say what was passed over and why: %s", l)
 	}
 }
 

@@ -43,7 +43,13 @@ var ErrSnapshot = errors.New("projections: snapshot unusable")
 // TimelineDB can keep folding from the snapshot's position.
 //
 // The version changes whenever snapState or any state in it changes shape
-// or meaning; a file of another version is ErrSnapshot.
+// or meaning; a file of another version is ErrSnapshot. Extra, which the
+// caller gives (SaveSnapshotWith), is opaque here: an older file has none.
+//
+// A file that is not whole (cut short, bits flipped: the magic, the length
+// or the checksum disagree), or whose body does not decode to a consistent
+// state, is damaged: its error wraps events.ErrDamaged too. One of another
+// version or another history is not: it is only stale.
 const (
 	snapshotMagic   = "MESHSNAP"
 	snapshotVersion = 5 // 5: status keeps each declaration's compose time and whether it was pushed, and each node's last refused report; 4: the timeline keeps each node's pass history (rule 7's one function weighs its applies); 3: the churn detector's
@@ -66,6 +72,8 @@ type snapState struct {
 	Status   *statusSnap
 	Holds    *holdsSnap
 	Timeline *timelineSnap
+
+	Extra json.RawMessage `json:",omitempty"` // the caller's (SaveSnapshotWith)
 }
 
 // tables dedupes the slices a snapshot writes: by identity while saving
@@ -542,7 +550,18 @@ func (t *Timeline) load(s *timelineSnap, st *snapState) {
 // are left out (only its fold state is written; see TimelineDB). It folds
 // nothing meanwhile: r's fold lock is held while the state is copied.
 func SaveSnapshot(ctx context.Context, path string, r *Runner, set *Set) error {
-	body, err := r.snapshot(ctx, set)
+	return SaveSnapshotWith(ctx, path, r, set, nil)
+}
+
+// SaveSnapshotWith is SaveSnapshot, keeping extra (JSON, or nil) in the
+// file beside the projections, for LoadSnapshotWith to return: what the
+// caller wants to know of the snapshot's surroundings when it was saved
+// (snapstore: the timeline.db it agrees with).
+func SaveSnapshotWith(ctx context.Context, path string, r *Runner, set *Set, extra json.RawMessage) error {
+	if extra != nil && !json.Valid(extra) {
+		return fmt.Errorf("projections: save snapshot %s: extra is not JSON", path)
+	}
+	body, err := r.snapshot(ctx, set, extra)
 	if err != nil {
 		return fmt.Errorf("projections: save snapshot %s: %w", path, err)
 	}
@@ -559,13 +578,13 @@ func SaveSnapshot(ctx context.Context, path string, r *Runner, set *Set) error {
 }
 
 // snapshot encodes set's state at r's position, under r's fold lock.
-func (r *Runner) snapshot(ctx context.Context, set *Set) ([]byte, error) {
+func (r *Runner) snapshot(ctx context.Context, set *Set, extra json.RawMessage) ([]byte, error) {
 	r.fold.Lock()
 	defer r.fold.Unlock()
 	if err := r.load(ctx); err != nil {
 		return nil, err
 	}
-	st := &snapState{Position: r.Position()}
+	st := &snapState{Position: r.Position(), Extra: extra}
 	if st.Position > 0 {
 		id, err := r.idAt(ctx, st.Position)
 		if err != nil {
@@ -613,50 +632,81 @@ func (r *Runner) idAt(ctx context.Context, pos uint64) ([16]byte, error) {
 // next CatchUp or Run folds from there. The snapshot must hold every
 // projection r feeds and be of r's store (the event at its position has
 // the id it recorded). Any other case is an error wrapping ErrSnapshot
-// (os.ErrNotExist when there is no file), and leaves set and r as they
-// were; the caller then folds from 0. Call it before r folds anything.
+// (os.ErrNotExist when there is no file), and also events.ErrDamaged when
+// the file is damaged (see the format), and leaves set and r as they were;
+// the caller then folds from 0. Call it before r folds anything.
 func LoadSnapshot(ctx context.Context, path string, r *Runner, set *Set) (uint64, error) {
+	pos, _, err := LoadSnapshotWith(ctx, path, r, set)
+	return pos, err
+}
+
+// LoadSnapshotWith is LoadSnapshot, returning also the extra the snapshot
+// was saved with (SaveSnapshotWith; nil if none).
+func LoadSnapshotWith(ctx context.Context, path string, r *Runner, set *Set) (uint64, json.RawMessage, error) {
+	st, err := readSnapshot(ctx, path, r)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := st.restore(r, set, path); err != nil {
+		return 0, nil, err
+	}
+	return st.Position, st.Extra, nil
+}
+
+func badSnapshot(path, format string, args ...any) error {
+	return fmt.Errorf("projections: load snapshot %s: %s: %w", path, fmt.Sprintf(format, args...), ErrSnapshot)
+}
+
+func damagedSnapshot(path, format string, args ...any) error {
+	return fmt.Errorf("projections: load snapshot %s: %s: %w: %w", path, fmt.Sprintf(format, args...), ErrSnapshot, events.ErrDamaged)
+}
+
+// readSnapshot reads, checks and decodes the snapshot at path, and checks
+// it is of r's store.
+func readSnapshot(ctx context.Context, path string, r *Runner) (*snapState, error) {
 	buf, err := os.ReadFile(path)
 	if err != nil {
-		return 0, fmt.Errorf("projections: load snapshot: %w", err)
-	}
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("projections: load snapshot %s: %s: %w", path, fmt.Sprintf(format, args...), ErrSnapshot)
+		return nil, fmt.Errorf("projections: load snapshot: %w", err)
 	}
 	if len(buf) < 24 || string(buf[:8]) != snapshotMagic {
-		return 0, bad("not a snapshot file")
+		return nil, damagedSnapshot(path, "not a snapshot file (%d bytes)", len(buf))
 	}
 	if v := binary.BigEndian.Uint32(buf[8:]); v != snapshotVersion {
-		return 0, bad("format version %d, this build reads %d", v, snapshotVersion)
+		return nil, badSnapshot(path, "format version %d, this build reads %d", v, snapshotVersion)
 	}
 	n := binary.BigEndian.Uint64(buf[12:])
 	if n != uint64(len(buf)-24) {
-		return 0, bad("body of %d bytes in a file of %d", n, len(buf))
+		return nil, damagedSnapshot(path, "body of %d bytes in a file of %d: cut short or grown", n, len(buf))
 	}
 	body := buf[20 : 20+n]
 	if sum := binary.BigEndian.Uint32(buf[20+n:]); sum != crc32.Checksum(body, castagnoli) {
-		return 0, bad("checksum mismatch")
+		return nil, damagedSnapshot(path, "checksum mismatch")
 	}
 	var st snapState
 	if err := json.Unmarshal(body, &st); err != nil {
-		return 0, bad("decode: %v", err)
+		return nil, damagedSnapshot(path, "decode: %v", err)
 	}
-	r.fold.Lock()
-	defer r.fold.Unlock()
 	if head, err := r.store.Head(ctx); err != nil {
-		return 0, fmt.Errorf("projections: load snapshot: head: %w", err)
+		return nil, fmt.Errorf("projections: load snapshot: head: %w", err)
 	} else if st.Position > head {
-		return 0, bad("at position %d, past the store's head %d", st.Position, head)
+		return nil, badSnapshot(path, "at position %d, past the store's head %d", st.Position, head)
 	}
 	if st.Position > 0 {
 		id, err := r.idAt(ctx, st.Position)
 		if err != nil {
-			return 0, bad("%v", err)
+			return nil, badSnapshot(path, "%v", err)
 		}
 		if id != st.EventID {
-			return 0, bad("the event at position %d is not the one the snapshot folded: another history", st.Position)
+			return nil, badSnapshot(path, "the event at position %d is not the one the snapshot folded: another history", st.Position)
 		}
 	}
+	return &st, nil
+}
+
+// restore loads st into set's projections that r feeds, and r.
+func (st *snapState) restore(r *Runner, set *Set, path string) error {
+	r.fold.Lock()
+	defer r.fold.Unlock()
 	for _, p := range r.ps {
 		var missing bool
 		switch p {
@@ -671,27 +721,27 @@ func LoadSnapshot(ctx context.Context, path string, r *Runner, set *Set) (uint64
 		case set.Timeline:
 			missing = st.Timeline == nil
 		default:
-			return 0, fmt.Errorf("projections: load snapshot: projection %s is not of the set", p.Name())
+			return fmt.Errorf("projections: load snapshot: projection %s is not of the set", p.Name())
 		}
 		if missing {
-			return 0, bad("no state for %s", p.Name())
+			return damagedSnapshot(path, "no state for %s", p.Name())
 		}
 	}
-	if err := checkTables(&st); err != nil {
-		return 0, bad("%v", err)
+	if err := checkTables(st); err != nil {
+		return damagedSnapshot(path, "%v", err)
 	}
 	for _, p := range r.ps {
 		switch p {
 		case set.Churn:
-			set.Churn.load(st.Churn, &st)
+			set.Churn.load(st.Churn, st)
 		case set.Roster:
-			set.Roster.load(st.Roster, &st)
+			set.Roster.load(st.Roster, st)
 		case set.Status:
-			set.Status.load(st.Status, &st)
+			set.Status.load(st.Status, st)
 		case set.Holds:
 			set.Holds.load(st.Holds)
 		case set.Timeline:
-			set.Timeline.load(st.Timeline, &st)
+			set.Timeline.load(st.Timeline, st)
 		}
 	}
 	r.mu.Lock()
@@ -703,7 +753,7 @@ func LoadSnapshot(ctx context.Context, path string, r *Runner, set *Set) (uint64
 	r.mu.Unlock()
 	r.loaded = true
 	r.setPos(st.Position)
-	return st.Position, nil
+	return nil
 }
 
 // checkTables checks that every table index in st is in range, so that a

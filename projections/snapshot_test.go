@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -181,18 +182,20 @@ func TestSnapshotUnusableIsRefused(t *testing.T) {
 		}
 	}
 	tests := []struct {
-		name  string
-		file  []byte
-		store events.Store
+		name    string
+		file    []byte
+		store   events.Store
+		damaged bool // the error wraps events.ErrDamaged too
 	}{
-		{"a flipped bit in the body", flip(len(b) / 2), store},
-		{"a flipped bit in the checksum", flip(len(b) - 1), store},
-		{"truncated", b[:len(b)-10], store},
-		{"empty", nil, store},
-		{"not a snapshot", []byte("{\"status\": {}}"), store},
-		{"another format version", version, store},
-		{"a store behind the snapshot", b, prefix(t, evs, 10)},
-		{"a store of another history", b, other},
+		{"a flipped bit in the body", flip(len(b) / 2), store, true},
+		{"a flipped bit in the checksum", flip(len(b) - 1), store, true},
+		{"a flipped bit in the length", flip(19), store, true},
+		{"truncated", b[:len(b)-10], store, true},
+		{"empty", nil, store, true},
+		{"not a snapshot", []byte("{\"status\": {}}"), store, true},
+		{"another format version", version, store, false},
+		{"a store behind the snapshot", b, prefix(t, evs, 10), false},
+		{"a store of another history", b, other, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -205,6 +208,9 @@ func TestSnapshotUnusableIsRefused(t *testing.T) {
 			pos, err := projections.LoadSnapshot(context.Background(), path, r, set)
 			if !errors.Is(err, projections.ErrSnapshot) {
 				t.Fatalf("load: %v, want ErrSnapshot", err)
+			}
+			if errors.Is(err, events.ErrDamaged) != tc.damaged {
+				t.Errorf("load: %v: wraps ErrDamaged %v, want %v", err, !tc.damaged, tc.damaged)
 			}
 			if pos != 0 || r.Position() != 0 || len(set.Status.Nodes()) != 0 {
 				t.Errorf("a refused snapshot left position %d/%d and %d nodes", pos, r.Position(), len(set.Status.Nodes()))
@@ -228,6 +234,28 @@ func TestSnapshotUnusableIsRefused(t *testing.T) {
 			t.Errorf("load: %v, want os.ErrNotExist", err)
 		}
 	})
+}
+
+// The extra a snapshot is saved with comes back with it; one saved without
+// has none, and extra that is not JSON is refused.
+func TestSnapshotExtra(t *testing.T) {
+	ctx := context.Background()
+	store, _ := simHistory(t, 300)
+	path := filepath.Join(t.TempDir(), "projections.snap")
+	set, r, _ := small(t, store, path, false)
+	for _, extra := range []json.RawMessage{nil, json.RawMessage(`{"timeline.db":{"size":12}}`)} {
+		if err := projections.SaveSnapshotWith(ctx, path, r, set, extra); err != nil {
+			t.Fatal(err)
+		}
+		got := projections.New()
+		pos, back, err := projections.LoadSnapshotWith(ctx, path, projections.NewRunner(store, events.NewRegistry(), got.Small()...), got)
+		if err != nil || pos != r.Position() || !bytes.Equal(back, extra) {
+			t.Errorf("saved with %s: loaded %s at %d (%v)", extra, back, pos, err)
+		}
+	}
+	if err := projections.SaveSnapshotWith(ctx, path, r, set, json.RawMessage(`{half`)); err == nil {
+		t.Error("extra that is not JSON was saved")
+	}
 }
 
 // TestSnapshotTrimmedDeclarationNamedLater: a snapshot keeps each node's

@@ -190,7 +190,7 @@ func runAgent(ctx context.Context, cfg agentConfig) error {
 	}
 	box := cfg.Outbox
 	if box == nil {
-		if box, err = agent.OpenOutbox(filepath.Join(cfg.Data, outboxDir)); err != nil {
+		if box, err = agent.OpenOutbox(filepath.Join(cfg.Data, outboxDir), agent.OutboxLogger(log)); err != nil {
 			return err
 		}
 	}

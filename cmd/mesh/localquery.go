@@ -31,11 +31,12 @@ data directory keeps. A controller (--server) answers it from memory.`
 // directory (DATA/projections.snap, and the timeline's index DATA/timeline.db)
 // with the position they were saved at, and fold the events appended since
 // (projections/snapstore). The files are caches, kept by these calls: a call
-// that finds more than 1,024 new events saves them caught up. A snapshot
-// that is missing, damaged or of another history is passed over with a
-// note on stderr, and the call folds every event from 0: the answer is the
-// same, only slower. why and roster keep folding every event (they need
-// every declaration and timeline entry in memory).
+// that finds more than 1,024 new events saves them caught up. A file that
+// is missing, damaged (it is removed) or of another history is passed over
+// with a note on stderr, and the call folds every event from 0: the answer
+// is the same, only slower (snapstore's package doc says what is checked).
+// why and roster keep folding every event (they need every declaration and
+// timeline entry in memory).
 func withQuery(cmd *cobra.Command, fn func(*session) error) error {
 	t, err := targetOf(cmd, false)
 	if err != nil {
@@ -54,15 +55,16 @@ func withQuery(cmd *cobra.Command, fn func(*session) error) error {
 // t.data, resuming from the snapshot there (see withQuery). It takes store.
 func (t target) resumed(ctx context.Context, store *boltstore.Store) (*session, error) {
 	reg := events.NewRegistry()
-	l, err := snapstore.OpenWith(ctx, store, reg, t.data, snapshotOptions)
+	opts := snapshotOptions
+	if t.notes != nil {
+		// As they are made: a query that finds timeline.db damaged
+		// says so when it does.
+		opts.OnNote = func(n string) { fmt.Fprintf(t.notes, "mesh: note: %s\n", n) }
+	}
+	l, err := snapstore.OpenWith(ctx, store, reg, t.data, opts)
 	if err != nil {
 		store.Close()
 		return nil, err
-	}
-	if t.notes != nil {
-		for _, n := range l.Notes {
-			fmt.Fprintf(t.notes, "mesh: note: %s\n", n)
-		}
 	}
 	c, err := controller.New(controller.Config{
 		Store: store, Registry: reg, Clock: wallClock,

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -141,7 +139,7 @@ func (e *env) rebuildLocal(ctx context.Context, t target, s *session, names []st
 	fmt.Fprintf(e.stdout, "rebuilt %s from %d events in %s; a second rebuild is byte-identical (%d bytes)\n",
 		what(names), r.Position(), took.Round(time.Millisecond), len(first))
 	if kind, _ := storeKindOf(t.store); kind == storeBolt && len(names) == 0 {
-		if err := saveSnapshot(ctx, t.data, r, fresh); err != nil {
+		if err := snapstore.Save(ctx, t.data, r, fresh); err != nil {
 			return fmt.Errorf("save the snapshot in %s: %w", t.data, err)
 		}
 		fmt.Fprintf(e.stdout, "saved the snapshot of every projection at position %d (%s, %s)\n", r.Position(), snapstore.SnapshotFile, snapstore.TimelineFile)
@@ -162,23 +160,3 @@ func snapshotOf(set *projections.Set, names []string) ([]byte, error) {
 	}
 	return projections.Snapshot(ps...)
 }
-
-// saveSnapshot writes set, folded by r (every projection), as dir's
-// snapshot: the timeline's entries into timeline.db, then the snapshot at
-// the same position (the order snapstore.Open writes them in, and checks).
-func saveSnapshot(ctx context.Context, dir string, r *projections.Runner, set *projections.Set) (err error) {
-	tl, err := snapstore.OpenTimelineDB(filepath.Join(dir, snapstore.TimelineFile))
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, closeErr(tl)) }()
-	if err := tl.Reset(); err != nil {
-		return err
-	}
-	if err := tl.Flush(set.Timeline.TakeRecords(), r.Position(), set.Timeline.Ordered()); err != nil {
-		return err
-	}
-	return projections.SaveSnapshot(ctx, filepath.Join(dir, snapstore.SnapshotFile), r, set)
-}
-
-func closeErr(c io.Closer) error { return c.Close() }

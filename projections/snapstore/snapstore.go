@@ -20,10 +20,22 @@
 // what it loaded and writes nothing; one that finds more writes the
 // timeline's entries and the snapshot up to 1,024 before the head.
 //
-// Both are caches, never the truth: a snapshot that is damaged, of another
-// format version or of another history, or that disagrees with timeline.db
-// about the position, is ignored with a note (Local.Notes), both are
-// rebuilt from position 0, and the answer is the same. Open writes them
+// # Damage
+//
+// Both are caches, never the truth: what cannot be used is passed over
+// with a note (Local.Notes), rebuilt from the event store, and the answer
+// is the same. A snapshot that is damaged (its checksum or length fails,
+// it does not decode) is removed; one of another format version or another
+// history, or that disagrees with timeline.db about the position, is
+// ignored and written again. timeline.db is checked before bbolt reads it
+// (its meta pages, its length, its freelist: boltstore.OpenFile); one that
+// fails, or is of another format version, is removed under its lock and
+// made anew, empty. One that is not the file the snapshot recorded
+// (stamps, check.go) is checked whole before use. Every call into bbolt
+// runs under boltstore's guard (a panic, or a fault in its memory map, is an
+// error), every entry read is checked, and any damage found later, while
+// folding or answering, makes the call fold every event in memory instead
+// and remove the file, which the next call rebuilds. Open writes the files
 // only inside the data directory, atomically (the snapshot by rename,
 // timeline.db by bbolt transactions), and never writes the event store; a
 // data directory it cannot write makes it fold every event in memory, as
@@ -34,10 +46,11 @@
 // Buckets (positions and times are 8 bytes big-endian; a time is its Unix
 // nanoseconds with the sign bit flipped, so that keys sort by time):
 //
-//	meta      "version" → "1"; "position" → the last position flushed;
+//	meta      "version" → "2"; "position" → the last position flushed;
 //	          "ordered" → "1" while every entry's time is at or after the one
 //	          before it
-//	entries   position → JSON of projections.EntryRecord
+//	entries   position → JSON of projections.EntryRecord, then the CRC-32C
+//	          (Castagnoli) of the key and the JSON, 4 bytes big-endian
 //	node, type, module, resource
 //	          name 0x00 position → time: one key per entry and name (an
 //	          entry with two modules is under both)
@@ -48,23 +61,19 @@
 // or entries when the filter names none, from the cursor, and reads only
 // the entries it returns (and those the other fields of the filter reject).
 // While entries are ordered, a time range becomes a range of positions by
-// two seeks in time.
+// two seeks in time. Version 1 (entries without their checksum) is
+// replaced.
 package snapstore
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
+	"sync"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 
 	"meshplane/events"
 	"meshplane/projections"
@@ -91,284 +100,10 @@ var (
 // timeline.db before it folds in memory instead.
 const lockTimeout = 5 * time.Second
 
-const dbVersion = "1"
-
-var (
-	bMeta    = []byte("meta")
-	bEntries = []byte("entries")
-	bCounts  = []byte("counts")
-	bTime    = []byte("time")
-	indexes  = [][]byte{[]byte("node"), []byte("type"), []byte("module"), []byte("resource")}
-	kVersion = []byte("version")
-	kPos     = []byte("position")
-	kOrdered = []byte("ordered")
-)
-
-// ErrTimelineDB means timeline.db is not one this build reads (another
-// version, or damaged); Open rebuilds it.
-var ErrTimelineDB = errors.New("snapstore: timeline.db unusable")
-
-// TimelineDB is the timeline kept in a bbolt file (see the package doc).
-// It is safe for concurrent use (bbolt's transactions).
-type TimelineDB struct {
-	db *bolt.DB
-}
-
-// OpenTimelineDB opens (creating) the timeline index at path, holding its
-// lock until Close.
-func OpenTimelineDB(path string) (*TimelineDB, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
-	if err != nil {
-		return nil, fmt.Errorf("snapstore: open %s: %w", path, err)
-	}
-	d := &TimelineDB{db: db}
-	var ok bool
-	err = db.View(func(tx *bolt.Tx) error {
-		m := tx.Bucket(bMeta)
-		ok = m != nil && string(m.Get(kVersion)) == dbVersion
-		return nil
-	})
-	if err == nil && !ok {
-		err = db.Update(d.reset)
-	}
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("snapstore: open %s: %w", path, err)
-	}
-	return d, nil
-}
-
-// Close releases the file.
-func (d *TimelineDB) Close() error { return d.db.Close() }
-
-// Reset empties the index.
-func (d *TimelineDB) Reset() error {
-	return d.db.Update(d.reset)
-}
-
-func (d *TimelineDB) reset(tx *bolt.Tx) error {
-	for _, b := range append([][]byte{bMeta, bEntries, bCounts, bTime}, indexes...) {
-		if tx.Bucket(b) != nil {
-			if err := tx.DeleteBucket(b); err != nil {
-				return err
-			}
-		}
-		if _, err := tx.CreateBucket(b); err != nil {
-			return err
-		}
-	}
-	m := tx.Bucket(bMeta)
-	if err := m.Put(kVersion, []byte(dbVersion)); err != nil {
-		return err
-	}
-	if err := m.Put(kOrdered, []byte("1")); err != nil {
-		return err
-	}
-	return m.Put(kPos, be64(0))
-}
-
-// Position is the last position flushed.
-func (d *TimelineDB) Position() (uint64, error) {
-	var pos uint64
-	err := d.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bMeta).Get(kPos)
-		if len(v) != 8 {
-			return fmt.Errorf("position of %d bytes: %w", len(v), ErrTimelineDB)
-		}
-		pos = binary.BigEndian.Uint64(v)
-		return nil
-	})
-	return pos, err
-}
-
-// Flush writes recs, the entries folded up to pos, in one transaction.
-// ordered is the timeline's Ordered after folding them.
-func (d *TimelineDB) Flush(recs []projections.EntryRecord, pos uint64, ordered bool) error {
-	err := d.db.Update(func(tx *bolt.Tx) error {
-		ents, tm, counts := tx.Bucket(bEntries), tx.Bucket(bTime), tx.Bucket(bCounts)
-		ents.FillPercent, tm.FillPercent = 1, 1 // appended in key order
-		idx := make([]*bolt.Bucket, len(indexes))
-		for i, name := range indexes {
-			idx[i] = tx.Bucket(name)
-		}
-		added := map[string]uint64{}
-		var key []byte
-		for _, r := range recs {
-			b, err := json.Marshal(r)
-			if err != nil {
-				return err
-			}
-			en := r.Entry
-			p, at := be64(en.Position), timeKey(en.At)
-			if err := ents.Put(p, b); err != nil {
-				return err
-			}
-			if err := tm.Put(append(slices.Clip(at), p...), nil); err != nil {
-				return err
-			}
-			for i, names := range [][]string{{en.Node}, {en.Type}, en.Modules, en.Resources} {
-				for _, n := range names {
-					if n == "" {
-						continue
-					}
-					key = append(append(append(key[:0], n...), 0), p...)
-					if err := idx[i].Put(key, at); err != nil {
-						return err
-					}
-					added[string(indexes[i])+"\x00"+n]++
-				}
-			}
-		}
-		for k, n := range added {
-			var was uint64
-			if v := counts.Get([]byte(k)); len(v) == 8 {
-				was = binary.BigEndian.Uint64(v)
-			}
-			if err := counts.Put([]byte(k), be64(was+n)); err != nil {
-				return err
-			}
-		}
-		m := tx.Bucket(bMeta)
-		o := []byte("0")
-		if ordered {
-			o = []byte("1")
-		}
-		if err := m.Put(kOrdered, o); err != nil {
-			return err
-		}
-		return m.Put(kPos, be64(pos))
-	})
-	if err != nil {
-		return fmt.Errorf("snapstore: flush timeline to %d: %w", pos, err)
-	}
-	return nil
-}
-
-// Query returns the entries f selects, in position order, without churn
-// marks (Local.Timeline adds them): Timeline.Query's answer.
-func (d *TimelineDB) Query(f projections.Filter) ([]projections.Entry, error) {
-	var out []projections.Entry
-	err := d.db.View(func(tx *bolt.Tx) error {
-		ents := tx.Bucket(bEntries)
-		ordered := string(tx.Bucket(bMeta).Get(kOrdered)) == "1"
-		lo, hi := f.After, f.Before // exclusive; hi 0 is open
-		if ordered {
-			c := tx.Bucket(bTime).Cursor()
-			if !f.From.IsZero() {
-				k, _ := c.Seek(timeKey(f.From))
-				if k == nil {
-					return nil // nothing at or after From
-				}
-				lo = max(lo, binary.BigEndian.Uint64(k[8:])-1)
-			}
-			if !f.To.IsZero() {
-				if k, _ := c.Seek(timeKey(f.To)); k != nil {
-					p := binary.BigEndian.Uint64(k[8:])
-					if hi == 0 || p < hi {
-						hi = p
-					}
-				}
-			}
-		}
-		// The index to walk: that of the filter's least frequent name.
-		var walk *bolt.Bucket
-		var prefix []byte
-		best := ^uint64(0)
-		counts := tx.Bucket(bCounts)
-		for i, name := range []string{f.Node, f.Type, f.Module, f.Resource} {
-			if name == "" {
-				continue
-			}
-			var n uint64
-			if v := counts.Get([]byte(string(indexes[i]) + "\x00" + name)); len(v) == 8 {
-				n = binary.BigEndian.Uint64(v)
-			}
-			if n < best {
-				best, walk, prefix = n, tx.Bucket(indexes[i]), append([]byte(name), 0)
-			}
-		}
-		if best == 0 {
-			return nil
-		}
-		if walk == nil {
-			walk = ents
-		}
-		keep := func(k, v []byte) (bool, error) {
-			if len(k) != len(prefix)+8 || !bytes.HasPrefix(k, prefix) {
-				return false, nil
-			}
-			pos := binary.BigEndian.Uint64(k[len(prefix):])
-			if walk != ents {
-				if !ordered && len(v) == 8 && !inTime(v, f) {
-					return true, nil
-				}
-				v = ents.Get(k[len(prefix):])
-			}
-			var r projections.EntryRecord
-			if err := json.Unmarshal(v, &r); err != nil {
-				return false, fmt.Errorf("entry at %d: %v: %w", pos, err, ErrTimelineDB)
-			}
-			if en := r.Restore(); f.Selects(en) {
-				out = append(out, en)
-			}
-			return f.Limit <= 0 || len(out) < f.Limit, nil
-		}
-		c := walk.Cursor()
-		if f.Forward {
-			for k, v := c.Seek(append(slices.Clip(prefix), be64(lo+1)...)); k != nil; k, v = c.Next() {
-				if len(k) == len(prefix)+8 && hi > 0 && binary.BigEndian.Uint64(k[len(prefix):]) >= hi {
-					break
-				}
-				if more, err := keep(k, v); err != nil || !more {
-					return err
-				}
-			}
-			return nil
-		}
-		end := ^uint64(0)
-		if hi > 0 {
-			end = hi
-		}
-		k, _ := c.Seek(append(slices.Clip(prefix), be64(end)...))
-		var v []byte
-		if k == nil {
-			k, v = c.Last()
-		} else {
-			k, v = c.Prev()
-		}
-		for ; k != nil; k, v = c.Prev() {
-			if len(k) == len(prefix)+8 && binary.BigEndian.Uint64(k[len(prefix):]) <= lo {
-				break
-			}
-			if more, err := keep(k, v); err != nil || !more {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("snapstore: timeline query: %w", err)
-	}
-	if !f.Forward {
-		slices.Reverse(out)
-	}
-	return out, nil
-}
-
-func inTime(v []byte, f projections.Filter) bool {
-	if !f.From.IsZero() && bytes.Compare(v, timeKey(f.From)) < 0 {
-		return false
-	}
-	if !f.To.IsZero() && bytes.Compare(v, timeKey(f.To)) >= 0 {
-		return false
-	}
-	return true
-}
-
-func be64(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
-
-// timeKey is t as 8 bytes that sort as times do.
-func timeKey(t time.Time) []byte { return be64(uint64(t.UnixNano()) ^ 1<<63) }
+// smallFile is the size of a timeline.db checked whole, rather than
+// replaced, when there is no snapshot to say what it holds: an empty index
+// is a few pages.
+const smallFile = 1 << 20
 
 // Local is the projections of a local data directory, brought up to the
 // store's head from the cache on disk (see the package doc).
@@ -385,12 +120,24 @@ type Local struct {
 	store    events.Store
 	reg      *events.Registry
 	tl       *TimelineDB // nil: the timeline is in memory, in Views.Timeline
+	dir      string
 	snapPath string
 	flushed  uint64 // timeline.db holds the entries to here; Views.Timeline those after
 	saved    bool
 	missing  bool // there was no snapshot file
+	restamp  bool // timeline.db was checked whole: save the snapshot, with its stamp
 	every    uint64
 	after    uint64
+	onNote   func(string)
+
+	mu   sync.Mutex
+	full *fold // the whole history folded in memory, after timeline.db failed a query
+}
+
+// fold is a set of projections folded from position 0.
+type fold struct {
+	set *projections.Set
+	r   *projections.Runner
 }
 
 // Options tune Open (OpenWith); a zero field is the default.
@@ -402,6 +149,9 @@ type Options struct {
 	// that finds no more new events than that writes nothing (default
 	// 1,024).
 	FlushAfter uint64
+	// OnNote, if set, is called with each note as it is made (Local.Notes
+	// keeps them all): a note made after Open, by Timeline, is seen too.
+	OnNote func(string)
 }
 
 // Open brings the projections of the data directory dir up to store's
@@ -411,7 +161,8 @@ type Options struct {
 // and saves the snapshot at the last position written; the last events (or
 // all, when fewer) stay in memory, so a call soon after another writes
 // nothing.
-// Errors reading the store are returned; trouble with the cache is a note.
+// Errors reading the store are returned; trouble with the cache, damage
+// included, is a note.
 // Close releases timeline.db (it stays locked while the Local is open, so
 // two calls do not fold into it at once).
 func Open(ctx context.Context, store events.Store, reg *events.Registry, dir string) (*Local, error) {
@@ -420,8 +171,8 @@ func Open(ctx context.Context, store events.Store, reg *events.Registry, dir str
 
 // OpenWith is Open with opts.
 func OpenWith(ctx context.Context, store events.Store, reg *events.Registry, dir string, opts Options) (*Local, error) {
-	l := &Local{store: store, reg: reg, snapPath: filepath.Join(dir, SnapshotFile),
-		every: cmp.Or(opts.FlushEvery, flushEvery), after: cmp.Or(opts.FlushAfter, flushAfter)}
+	l := &Local{store: store, reg: reg, dir: dir, snapPath: filepath.Join(dir, SnapshotFile),
+		every: cmp.Or(opts.FlushEvery, flushEvery), after: cmp.Or(opts.FlushAfter, flushAfter), onNote: opts.OnNote}
 	l.fresh()
 	tl, err := OpenTimelineDB(filepath.Join(dir, TimelineFile))
 	if err != nil {
@@ -431,39 +182,79 @@ func OpenWith(ctx context.Context, store events.Store, reg *events.Registry, dir
 		}
 		return l, nil
 	}
-	l.tl = tl
-	if err := l.load(ctx, l.snapPath); err != nil {
-		tl.Close()
-		return nil, err
+	if tl.Replaced != nil {
+		l.note("%s %s: removed it, and made it again from the event store", TimelineFile, why(tl.Replaced))
 	}
-	l.From = l.Runner.Position()
+	l.tl = tl
 	head, err := store.Head(ctx)
 	if err != nil {
 		tl.Close()
 		return nil, fmt.Errorf("snapstore: head: %w", err)
 	}
-	if err := l.catchUp(ctx, head); err != nil {
-		tl.Close()
-		return nil, err
+	err = l.load(ctx)
+	if err == nil {
+		l.From = l.Runner.Position()
+		err = l.catchUp(ctx, head)
 	}
-	if l.missing && l.saved {
+	if err == nil && l.missing && l.saved {
 		l.note("no snapshot in %s: folded every event from position 0 and saved one at position %d (later calls resume from it)", dir, l.flushed)
 	}
-	if l.Views.Incomplete() {
+	if err == nil && l.Views.Incomplete() {
 		// An event named a declaration older than the snapshot kept.
 		l.note("an event after position %d names a declaration older than the snapshot keeps: folding from position 0", l.From)
 		l.fresh()
 		l.From = 0
-		if err := tl.Reset(); err != nil {
-			tl.Close()
-			return nil, err
-		}
-		if err := l.catchUp(ctx, head); err != nil {
-			tl.Close()
-			return nil, err
+		if l.tl, err = l.tl.Replace(); err == nil {
+			err = l.catchUp(ctx, head)
 		}
 	}
-	return l, nil
+	switch {
+	case err == nil:
+		return l, nil
+	case errors.Is(err, ErrTimelineDB):
+		// timeline.db failed while folding: pass it over.
+		l.passOver(err)
+		l.fresh()
+		l.From = 0
+		if err := l.Runner.CatchUpTo(ctx, head); err != nil {
+			return nil, err
+		}
+		return l, nil
+	default:
+		l.Close()
+		return nil, err
+	}
+}
+
+// why is a note's account of err, timeline.db's trouble.
+func why(err error) string {
+	if errors.Is(err, events.ErrDamaged) {
+		return fmt.Sprintf("is damaged (%s)", trimDamaged(err))
+	}
+	return fmt.Sprintf("could not be used (%v)", err)
+}
+
+// passOver gives up timeline.db after err, with a note: a damaged file is
+// removed (the next call makes it again), the timeline is then in memory.
+func (l *Local) passOver(err error) {
+	if l.tl == nil { // lost while it was being replaced
+		l.note("%s %s: passed over, answering from every event folded in memory", TimelineFile, why(err))
+		return
+	}
+	path := filepath.Join(l.dir, TimelineFile)
+	if errors.Is(err, events.ErrDamaged) {
+		rerr := os.Remove(path) // while its lock is held
+		l.tl.Close()
+		if rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			l.note("%s %s: passed over, answering from every event folded in memory; removing it failed: %v", TimelineFile, why(err), rerr)
+		} else {
+			l.note("%s %s: passed over, answering from every event folded in memory; removed it (the next call makes it again)", TimelineFile, why(err))
+		}
+	} else {
+		l.tl.Close()
+		l.note("%s %s: passed over, answering from every event folded in memory", TimelineFile, why(err))
+	}
+	l.tl = nil
 }
 
 // catchUp folds to head, writing the timeline out every flushEvery events
@@ -481,11 +272,15 @@ func (l *Local) catchUp(ctx context.Context, head uint64) error {
 		}
 		l.flushed = l.Runner.Position()
 	}
-	if l.flushed != l.From {
-		if err := projections.SaveSnapshot(ctx, l.snapPath, l.Runner, l.Views); err != nil {
+	if l.flushed != l.From || l.restamp {
+		extra, err := l.tl.extra()
+		if err == nil {
+			err = projections.SaveSnapshotWith(ctx, l.snapPath, l.Runner, l.Views, extra)
+		}
+		if err != nil {
 			l.note("snapshot not saved (%v): the next call folds from position %d", err, l.From)
 		}
-		l.saved = true
+		l.saved, l.restamp = true, false
 	}
 	return l.Runner.CatchUpTo(ctx, head)
 }
@@ -496,44 +291,134 @@ func (l *Local) fresh() {
 }
 
 func (l *Local) note(format string, args ...any) {
-	l.Notes = append(l.Notes, fmt.Sprintf(format, args...))
+	n := fmt.Sprintf(format, args...)
+	l.Notes = append(l.Notes, n)
+	if l.onNote != nil {
+		l.onNote(n)
+	}
 }
 
-// load resumes from the snapshot at path if it agrees with timeline.db,
-// and otherwise empties timeline.db to fold from 0.
-func (l *Local) load(ctx context.Context, path string) error {
-	at, err := l.tl.Position()
-	if err != nil {
-		l.note("%v: rebuilding it", err)
-		at = ^uint64(0) // agrees with no snapshot, and is reset
-	}
-	pos, err := projections.LoadSnapshot(ctx, path, l.Runner, l.Views)
+// load resumes from the snapshot if it agrees with timeline.db, and
+// otherwise empties timeline.db to fold from 0. timeline.db's errors wrap
+// ErrTimelineDB.
+func (l *Local) load(ctx context.Context) error {
+	pos, extra, err := projections.LoadSnapshotWith(ctx, l.snapPath, l.Runner, l.Views)
 	switch {
-	case err == nil && pos == at:
-		return nil
 	case err == nil:
-		l.note("snapshot at position %d and timeline index at %d disagree: rebuilding both", pos, at)
+		at, err := l.trusted(ctx, extra)
+		switch {
+		case err != nil:
+			return err
+		case at == pos:
+			return nil
+		case l.tl.Replaced != nil:
+			// Replaced, and said so: at 0.
+		case l.tl.Made:
+			l.note("no timeline index in %s beside the snapshot at position %d: rebuilding both from position 0", l.dir, pos)
+		default:
+			l.note("snapshot at position %d and timeline index at %d disagree: rebuilding both", pos, at)
+		}
 		l.fresh()
 	case errors.Is(err, os.ErrNotExist):
 		l.missing = true
+	case errors.Is(err, events.ErrDamaged):
+		if rerr := os.Remove(l.snapPath); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			l.note("%v: ignored, folding from position 0 (removing it failed: %v)", err, rerr)
+		} else {
+			l.note("%v: removed it, folding from position 0", err)
+		}
+		l.fresh()
 	case errors.Is(err, projections.ErrSnapshot):
 		l.note("%v: ignored, folding from position 0", err)
 		l.fresh()
 	default:
 		return err
 	}
-	if at == 0 {
+	return l.emptyTimeline(ctx)
+}
+
+// trusted is the position of timeline.db, which the snapshot that extra
+// came with agrees with unless it was changed since: a file stamped as
+// extra says is used as it is, any other is checked whole first (see
+// check.go), and one that fails is replaced (at position 0).
+func (l *Local) trusted(ctx context.Context, extra []byte) (uint64, error) {
+	if l.tl.Made || l.tl.stamped(extra) {
+		return l.tl.Position()
+	}
+	w, err := l.tl.checkWhole(ctx)
+	switch {
+	case errors.Is(err, events.ErrDamaged):
+		if l.tl, err = l.tl.replace(err); err != nil {
+			return 0, err
+		}
+		l.note("%s %s: removed it, and made it again from the event store", TimelineFile, why(l.tl.Replaced))
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
+	l.restamp = true // sound: stamp it, so the next call need not check it
+	return w.Position, nil
+}
+
+// emptyTimeline makes timeline.db empty, for a fold from 0 with no
+// snapshot to say what it holds: one this call made is; a small one is
+// checked whole and kept if it holds nothing; any other is replaced.
+func (l *Local) emptyTimeline(ctx context.Context) error {
+	if l.tl.Made {
 		return nil
 	}
-	return l.tl.Reset()
+	if l.tl.f.Check.InUse <= smallFile {
+		w, err := l.tl.checkWhole(ctx)
+		if err == nil && w.Position == 0 {
+			return nil
+		}
+		if err != nil && !errors.Is(err, events.ErrDamaged) {
+			return err
+		}
+		if err != nil {
+			l.note("%s %s: removed it, and made it again from the event store", TimelineFile, why(err))
+		}
+	}
+	var err error
+	l.tl, err = l.tl.Replace()
+	return err
 }
 
 // Timeline is Timeline.Query's answer, churn marks included: the entries
-// to the position timeline.db holds from it, those after from memory.
+// to the position timeline.db holds from it, those after from memory. If
+// timeline.db fails (damage found while reading it), it is passed over with
+// a note, and this and every later answer come from the whole history
+// folded in memory.
 func (l *Local) Timeline(f projections.Filter) ([]projections.Entry, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.full != nil {
+		return l.fromFull(f)
+	}
 	if l.tl == nil {
 		return l.Views.Timeline.Query(f), nil
 	}
+	es, err := l.fromDisk(f)
+	if err == nil {
+		return es, nil
+	}
+	l.passOver(err)
+	l.full = &fold{set: projections.New()}
+	l.full.r = projections.NewRunner(l.store, l.reg, l.full.set.All()...)
+	return l.fromFull(f)
+}
+
+// fromFull answers f from the whole history, folded to where the Local's
+// own runner is.
+func (l *Local) fromFull(f projections.Filter) ([]projections.Entry, error) {
+	if err := l.full.r.CatchUpTo(context.Background(), l.Runner.Position()); err != nil {
+		return nil, err
+	}
+	return l.full.set.Timeline.Query(f), nil
+}
+
+// fromDisk is Timeline's answer from timeline.db and memory.
+func (l *Local) fromDisk(f projections.Filter) ([]projections.Entry, error) {
 	mem := l.Views.Timeline // the entries after l.flushed
 	// The part of f below l.flushed+1, with what is left of the limit.
 	onDisk := func(got int) ([]projections.Entry, error) {
@@ -583,5 +468,34 @@ func (l *Local) Close() error {
 	if l.tl == nil {
 		return nil
 	}
-	return l.tl.Close()
+	err := l.tl.Close()
+	l.tl = nil
+	return err
+}
+
+// Save writes set, folded by r from position 0 to its position (every
+// projection), as dir's cache: timeline.db made anew (the old one removed
+// under its lock, whatever state it was in) with the timeline's entries,
+// then the snapshot at the same position, stamped with it (the order Open
+// writes them in, and checks). mesh rebuild saves its rebuild so.
+func Save(ctx context.Context, dir string, r *projections.Runner, set *projections.Set) (err error) {
+	path := filepath.Join(dir, TimelineFile)
+	tl, err := OpenTimelineDB(path)
+	if err != nil {
+		return err
+	}
+	if !tl.Made {
+		if tl, err = tl.Replace(); err != nil {
+			return err
+		}
+	}
+	defer func() { err = errors.Join(err, tl.Close()) }()
+	if err := tl.Flush(set.Timeline.TakeRecords(), r.Position(), set.Timeline.Ordered()); err != nil {
+		return err
+	}
+	extra, err := tl.extra()
+	if err != nil {
+		return err
+	}
+	return projections.SaveSnapshotWith(ctx, filepath.Join(dir, SnapshotFile), r, set, extra)
 }

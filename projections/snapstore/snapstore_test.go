@@ -3,6 +3,7 @@ package snapstore_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -67,42 +68,68 @@ func positions(es []projections.Entry) []uint64 {
 // small projections' JSON, and timeline pages for random filters.
 func sameAsReplay(t *testing.T, store events.Store, l *snapstore.Local) {
 	t.Helper()
+	want, pos := replay(t, store)
+	sameAs(t, want, pos, l, 200)
+}
+
+// replay is every projection folded from 0 over store, and the position.
+func replay(t *testing.T, store events.Store) (*projections.Set, uint64) {
+	t.Helper()
 	want := projections.New()
 	r := projections.NewRunner(store, events.NewRegistry(), want.All()...)
 	if err := r.CatchUp(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if l.Runner.Position() != r.Position() {
-		t.Fatalf("at position %d, want %d", l.Runner.Position(), r.Position())
+	return want, r.Position()
+}
+
+// sameAs fails unless l answers as want (a replay to pos) does: the small
+// projections' JSON, and timeline pages for that many random filters.
+func sameAs(t *testing.T, want *projections.Set, pos uint64, l *snapstore.Local, filters int) {
+	t.Helper()
+	if d := differs(want, pos, l, filters, true); d != "" {
+		t.Fatal(d)
+	}
+}
+
+// differs says how l's answers differ from want's (a replay to pos): ""
+// when they do not (see sameAs); without whole, the whole timeline is not
+// compared (only the pages of the filters).
+func differs(want *projections.Set, pos uint64, l *snapstore.Local, filters int, whole bool) string {
+	if l.Runner.Position() != pos {
+		return fmt.Sprintf("at position %d, want %d", l.Runner.Position(), pos)
 	}
 	a, err := projections.Snapshot(want.Churn, want.Status, want.Holds)
 	if err != nil {
-		t.Fatal(err)
+		return err.Error()
 	}
 	b, err := projections.Snapshot(l.Views.Churn, l.Views.Status, l.Views.Holds)
 	if err != nil {
-		t.Fatal(err)
+		return err.Error()
 	}
 	if !bytes.Equal(a, b) {
-		t.Errorf("small projections differ from a replay")
+		return "small projections differ from a replay"
 	}
 	for _, n := range want.Roster.Nodes() {
 		a, _ := want.Roster.Current(n)
 		b, err := l.Views.Roster.Current(n)
 		if err != nil || a.Declaration != b.Declaration || a.Position != b.Position {
-			t.Errorf("current declaration of %s: %s at %d (%v), want %s at %d", n, b.Declaration, b.Position, err, a.Declaration, a.Position)
+			return fmt.Sprintf("current declaration of %s: %s at %d (%v), want %s at %d", n, b.Declaration, b.Position, err, a.Declaration, a.Position)
 		}
 	}
 	all := want.Timeline.Query(projections.Filter{})
-	got, err := l.Timeline(projections.Filter{})
+	got, err := all, error(nil)
+	if whole {
+		got, err = l.Timeline(projections.Filter{})
+	}
 	if err != nil {
-		t.Fatal(err)
+		return err.Error()
 	}
 	if !slices.EqualFunc(got, all, func(x, y projections.Entry) bool {
 		return x.Position == y.Position && x.Summary == y.Summary && x.Idle == y.Idle && x.Churn == y.Churn &&
 			slices.Equal(x.Modules, y.Modules) && slices.Equal(x.Resources, y.Resources) && x.At.Equal(y.At)
 	}) {
-		t.Fatalf("the whole timeline differs from a replay's (%d entries, want %d)", len(got), len(all))
+		return fmt.Sprintf("the whole timeline differs from a replay's (%d entries, want %d)", len(got), len(all))
 	}
 	rnd := rand.New(rand.NewPCG(1, 2))
 	pick := func(f func(projections.Entry) []string) string {
@@ -114,7 +141,7 @@ func sameAsReplay(t *testing.T, store events.Store, l *snapstore.Local) {
 		}
 		return ""
 	}
-	for range 200 {
+	for range filters {
 		f := projections.Filter{
 			Node:     pick(func(e projections.Entry) []string { return []string{e.Node} }),
 			Type:     pick(func(e projections.Entry) []string { return []string{e.Type} }),
@@ -137,12 +164,13 @@ func sameAsReplay(t *testing.T, store events.Store, l *snapstore.Local) {
 		}
 		got, err := l.Timeline(f)
 		if err != nil {
-			t.Fatal(err)
+			return err.Error()
 		}
 		if w := want.Timeline.Query(f); !slices.Equal(positions(got), positions(w)) {
-			t.Fatalf("filter %+v: %v, want %v", f, positions(got), positions(w))
+			return fmt.Sprintf("filter %+v: %v, want %v", f, positions(got), positions(w))
 		}
 	}
+	return ""
 }
 
 func TestOpenEqualsReplay(t *testing.T) {
@@ -209,7 +237,7 @@ func TestOpenIgnoresABadCache(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, snapstore.TimelineFile), []byte("not bbolt"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-		}, "timeline index not usable"},
+		}, "timeline.db is damaged (the file is 9 bytes, too short for bbolt's two meta pages): removed it"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
