@@ -40,6 +40,9 @@ type Config struct {
 	Interval time.Duration    // between pushes of what changed; 0: DefaultInterval
 	// Ticks, when set, replaces the interval's ticker (tests drive it).
 	Ticks <-chan time.Time
+	// Passed, when set, is called after each pass of Run (the first, and
+	// one per tick): a test that drives Ticks knows when its pass is over.
+	Passed func()
 
 	Version string       // reported by Info
 	Logger  *slog.Logger // nil: slog.Default()
@@ -94,6 +97,7 @@ type Controller struct {
 	clock    func() time.Time
 	interval time.Duration
 	ticks    <-chan time.Time
+	passed   func()
 	version  string
 	log      *slog.Logger
 
@@ -123,7 +127,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c := &Controller{
 		store: cfg.Store, reg: cfg.Registry, pub: cfg.Publisher, clock: cfg.Clock,
-		interval: cfg.Interval, ticks: cfg.Ticks, version: cfg.Version, log: cfg.Logger,
+		interval: cfg.Interval, ticks: cfg.Ticks, passed: cfg.Passed, version: cfg.Version, log: cfg.Logger,
 		pushed: map[string]string{}, lead: make(chan struct{}, 1), readers: cfg.ComposeReader,
 	}
 	c.standby.Store(cfg.Standby)
@@ -248,6 +252,9 @@ func errStandby() error {
 // A pass that panics is logged with its stack and counted
 // (controller.pass); the next pass comes at the next tick.
 func (c *Controller) pass(ctx context.Context) {
+	if c.passed != nil {
+		defer c.passed()
+	}
 	if c.pub == nil || c.standby.Load() {
 		return
 	}

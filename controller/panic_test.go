@@ -42,13 +42,16 @@ func TestPushPanicFailsItsNodeAlone(t *testing.T) {
 	defer store.Close()
 	pb := &panicBus{bus: newBus()}
 	ticks := make(chan time.Time)
-	ctrl, err := controller.New(controller.Config{Store: store, Publisher: pb, Ticks: ticks, Logger: quiet})
+	passed := make(chan struct{})
+	ctrl, err := controller.New(controller.Config{Store: store, Publisher: pb, Ticks: ticks, Logger: quiet,
+		Passed: func() { passed <- struct{}{} }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- ctrl.Run(runCtx) }()
+	<-passed // Run's first pass, before there is anything to push
 	defer func() {
 		stop()
 		if err := <-done; err != nil {
@@ -81,7 +84,7 @@ func TestPushPanicFailsItsNodeAlone(t *testing.T) {
 	if byNode["b"].Error != "" || byNode["b"].Declaration == "" {
 		t.Errorf("b's result %+v, want pushed", byNode["b"])
 	}
-	tick := func() { ticks <- time.Now(); ticks <- time.Now() }
+	tick := func() { ticks <- time.Now(); <-passed }
 	tick() // a's changed declaration, never handed over, panics again
 	if d := safego.Panics()["controller.push"] - before; d != 3 {
 		t.Errorf("controller.push panics counted %d, want 3 (the assign's push, the push, the pass)", d)
