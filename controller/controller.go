@@ -291,6 +291,15 @@ func (c *Controller) syncTo(ctx context.Context, pos uint64) error {
 	return c.runner.CatchUp(ctx)
 }
 
+// folded waits until the projections have folded evs, just appended (none:
+// nothing to wait for).
+func (c *Controller) folded(ctx context.Context, evs []events.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	return c.syncTo(ctx, evs[len(evs)-1].Position)
+}
+
 // Info says what the controller is and how far its projections are.
 func (c *Controller) Info(ctx context.Context) (api.Info, error) {
 	head, err := c.store.Head(ctx)
@@ -345,12 +354,7 @@ func (c *Controller) RecordReport(ctx context.Context, d commands.Delivery) ([]e
 	if err != nil {
 		return nil, err
 	}
-	if len(evs) > 0 {
-		if err := c.syncTo(ctx, evs[len(evs)-1].Position); err != nil {
-			return evs, err
-		}
-	}
-	return evs, nil
+	return evs, c.folded(ctx, evs)
 }
 
 // RecordRefusal records a report message refused at the door (by the bus,
@@ -366,12 +370,7 @@ func (c *Controller) RecordRefusal(ctx context.Context, r commands.RefusedReport
 	if err != nil {
 		return nil, err
 	}
-	if len(evs) > 0 {
-		if err := c.syncTo(ctx, evs[len(evs)-1].Position); err != nil {
-			return evs, err
-		}
-	}
-	return evs, nil
+	return evs, c.folded(ctx, evs)
 }
 
 // RecordThrottled records the summary of a node's reports deferred by its

@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,36 +16,8 @@ import (
 	"meshplane/controller"
 )
 
-// panicBin is the mesh binary built with -tags meshplane_panictest, in
-// which MESH_TEST_PANIC=WHERE@FILE makes the goroutine boundary WHERE
-// panic once FILE exists (package safego's inject_panictest.go): the only
-// build that reads it.
-var panicBin struct {
-	once      sync.Once
-	dir, path string
-	err       error
-}
-
-func panicBinary(t testing.TB) string {
-	t.Helper()
-	panicBin.once.Do(func() {
-		dir, err := os.MkdirTemp("", "mesh-panic-bin-")
-		if err != nil {
-			panicBin.err = err
-			return
-		}
-		panicBin.dir = dir
-		panicBin.path = filepath.Join(dir, "mesh")
-		out, err := exec.Command("go", "build", "-tags", "meshplane_panictest", "-o", panicBin.path, ".").CombinedOutput()
-		if err != nil {
-			panicBin.err = fmt.Errorf("go build -tags meshplane_panictest: %v\n%s", err, out)
-		}
-	})
-	if panicBin.err != nil {
-		t.Fatal(panicBin.err)
-	}
-	return panicBin.path
-}
+// panicBinary builds the mesh binary with the panic hook once (panicBin).
+func panicBinary(t testing.TB) string { return panicBin.get(t) }
 
 // alive reports whether process pid exists (a zombie counts: up waits for
 // the agents it stops, so one of its own left a zombie only if it did not).

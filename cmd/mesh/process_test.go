@@ -30,43 +30,60 @@ import (
 	"meshplane/projections"
 )
 
-// meshBinary is the binary the process tests run, built on first use;
-// TestMain removes its directory.
-var meshBinary struct {
+// builtBinary is a mesh binary the process tests run, built on first use
+// with its build tags; TestMain removes its directory (removeBinary).
+type builtBinary struct {
+	tags      string
 	once      sync.Once
 	dir, path string
 	err       error
 }
 
-// binary builds the mesh binary once.
-func binary(t testing.TB) string {
+var (
+	// meshBinary is the binary as it ships.
+	meshBinary = &builtBinary{}
+	// panicBin is built with -tags meshplane_panictest, in which
+	// MESH_TEST_PANIC=WHERE@FILE makes the goroutine boundary WHERE panic
+	// once FILE exists (package safego's inject_panictest.go): the only
+	// build that reads it.
+	panicBin = &builtBinary{tags: "meshplane_panictest"}
+)
+
+// get builds b once and returns its path.
+func (b *builtBinary) get(t testing.TB) string {
 	t.Helper()
-	meshBinary.once.Do(func() {
+	b.once.Do(func() {
 		dir, err := os.MkdirTemp("", "mesh-bin-")
 		if err != nil {
-			meshBinary.err = err
+			b.err = err
 			return
 		}
-		meshBinary.dir = dir
-		meshBinary.path = filepath.Join(dir, "mesh")
-		out, err := exec.Command("go", "build", "-o", meshBinary.path, ".").CombinedOutput()
+		b.dir = dir
+		b.path = filepath.Join(dir, "mesh")
+		args := []string{"build", "-o", b.path}
+		if b.tags != "" {
+			args = append(args, "-tags", b.tags)
+		}
+		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
 		if err != nil {
-			meshBinary.err = fmt.Errorf("go build: %v\n%s", err, out)
+			b.err = fmt.Errorf("go build (tags %q): %v\n%s", b.tags, err, out)
 		}
 	})
-	if meshBinary.err != nil {
-		t.Fatal(meshBinary.err)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return meshBinary.path
+	return b.path
 }
+
+// binary builds the mesh binary once.
+func binary(t testing.TB) string { return meshBinary.get(t) }
 
 // removeBinary removes what binary and panicBinary built.
 func removeBinary() {
-	if meshBinary.dir != "" {
-		os.RemoveAll(meshBinary.dir)
-	}
-	if panicBin.dir != "" {
-		os.RemoveAll(panicBin.dir)
+	for _, b := range []*builtBinary{meshBinary, panicBin} {
+		if b.dir != "" {
+			os.RemoveAll(b.dir)
+		}
 	}
 }
 
