@@ -18,6 +18,8 @@ import (
 	"sync"
 
 	"github.com/google/uuid"
+
+	"meshplane/internal/atomicfile"
 )
 
 // ErrUndelivered means a report could not be delivered; it is kept in the
@@ -75,7 +77,7 @@ const (
 	entryPrefix   = "report-"
 	entrySuffix   = ".json"
 	damagedSuffix = ".damaged"
-	tmpPrefix     = ".tmp-"
+	tmpPrefix     = atomicfile.TempPrefix
 	sumPrefix     = "crc32c "
 )
 
@@ -485,26 +487,7 @@ func (o *Outbox) SaveState(s State) error {
 type dirFiles struct{ dir string }
 
 func (d *dirFiles) put(name string, b []byte) error {
-	tmp, err := os.CreateTemp(d.dir, tmpPrefix+name+"-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // a no-op once renamed
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(d.dir, name)); err != nil {
-		return err
-	}
-	return d.syncDir()
+	return atomicfile.WriteFile(filepath.Join(d.dir, name), b, 0o600)
 }
 
 func (d *dirFiles) get(name string) ([]byte, error) { return os.ReadFile(filepath.Join(d.dir, name)) }
@@ -540,14 +523,7 @@ func (d *dirFiles) list() ([]string, error) {
 	return out, nil
 }
 
-func (d *dirFiles) syncDir() error {
-	f, err := os.Open(d.dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return f.Sync()
-}
+func (d *dirFiles) syncDir() error { return atomicfile.SyncDir(d.dir) }
 
 func (d *dirFiles) cleanTemps() error {
 	names, err := d.list()

@@ -46,6 +46,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"meshplane/internal/atomicfile"
 	"meshplane/internal/httpstop"
 )
 
@@ -206,16 +207,7 @@ func (s *store) keep(m storedManifest) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(s.dir, ".manifest-*")
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(b)
-	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return os.Rename(f.Name(), s.file(m.Repository, m.Reference))
+	return atomicfile.WriteFile(s.file(m.Repository, m.Reference), b, 0o600)
 }
 
 // replay pushes every stored manifest back into reg: image manifests first,

@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
+
+	"meshplane/internal/atomicfile"
 )
 
 // The on-disk form of the embedded bus's trust root, in the bus directory
@@ -69,7 +71,7 @@ func loadOrMakeSeed(path string, prefix nkeys.PrefixByte) (nkeys.KeyPair, error)
 		if err != nil {
 			return nil, fmt.Errorf("bus: make %s: %w", path, err)
 		}
-		if err := writeFileAtomic(path, append(seed, '\n'), 0o600); err != nil {
+		if err := atomicfile.WriteFile(path, append(seed, '\n'), 0o600); err != nil {
 			return nil, fmt.Errorf("bus: make %s: %w", path, err)
 		}
 		return kp, nil
@@ -194,42 +196,6 @@ func mustPub(kp nkeys.KeyPair) string {
 		panic("bus: public key of a key pair made here: " + err.Error())
 	}
 	return pub
-}
-
-// writeFileAtomic writes b to path through a temporary file in its
-// directory, synced and renamed over path, so a crash leaves the old file or
-// the new one.
-func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // a no-op once renamed
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
 }
 
 // ParseNATSCreds reads a user from the NATS .creds format (what nsc writes):

@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"github.com/nats-io/jwt/v2"
+
+	"meshplane/internal/atomicfile"
 )
 
 // ErrBadCreds means a credentials file does not decode or lacks a field.
@@ -106,7 +108,7 @@ func WriteCreds(path string, c Creds) error {
 	if err != nil {
 		return fmt.Errorf("bus: write %s: %w", path, err)
 	}
-	if err := writeFileAtomic(path, append(b, '\n'), 0o600); err != nil {
+	if err := atomicfile.WriteFile(path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("bus: write %s: %w", path, err)
 	}
 	return nil

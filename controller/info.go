@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"meshplane/internal/atomicfile"
 )
 
 // InfoFile is the name, in the data directory, of the file a running
@@ -53,22 +55,7 @@ func WriteInfo(dataDir string, info Info) (remove func() error, err error) {
 		return nil, fmt.Errorf("controller: %s: %w", InfoFile, err)
 	}
 	path := filepath.Join(dataDir, InfoFile)
-	tmp, err := os.CreateTemp(dataDir, InfoFile+".*")
-	if err != nil {
-		return nil, fmt.Errorf("controller: %s: %w", InfoFile, err)
-	}
-	_, werr := tmp.Write(append(b, '\n'))
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr); err != nil {
-		os.Remove(tmp.Name())
-		return nil, fmt.Errorf("controller: write %s: %w", path, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		os.Remove(tmp.Name())
-		return nil, fmt.Errorf("controller: write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
+	if err := atomicfile.WriteFile(path, append(b, '\n'), 0o644); err != nil {
 		return nil, fmt.Errorf("controller: write %s: %w", path, err)
 	}
 	return func() error {

@@ -9,12 +9,12 @@ import (
 	"hash/crc32"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 	"unsafe"
 
 	"meshplane/events"
+	"meshplane/internal/atomicfile"
 )
 
 // ErrSnapshot means a snapshot file could not be used: it is damaged, of
@@ -571,7 +571,7 @@ func SaveSnapshotWith(ctx context.Context, path string, r *Runner, set *Set, ext
 	buf = binary.BigEndian.AppendUint64(buf, uint64(len(body)))
 	buf = append(buf, body...)
 	buf = binary.BigEndian.AppendUint32(buf, crc32.Checksum(body, castagnoli))
-	if err := writeAtomic(path, buf); err != nil {
+	if err := atomicfile.WriteFile(path, buf, 0o600); err != nil {
 		return fmt.Errorf("projections: save snapshot %s: %w", path, err)
 	}
 	return nil
@@ -837,35 +837,6 @@ func reportsOf(v any) map[string]reportsNodeSnap {
 		if s != nil {
 			return s.Reports.Nodes
 		}
-	}
-	return nil
-}
-
-// writeAtomic writes b to path through a synced temporary file renamed
-// over it, so a reader sees the old file or the new one, never a part.
-func writeAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // after a successful rename, removes nothing
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

@@ -5,12 +5,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"meshplane/events"
+	"meshplane/internal/atomicfile"
 )
 
 // The export format (mesh export writes it, mesh import reads it): JSON
@@ -61,30 +60,21 @@ terminal.`,
 			if s.remote() || !ok {
 				return fmt.Errorf("the store in %s is held by a running controller: export reads the store itself; stop the controller, or export from its database with --store", t.data)
 			}
-			w := e.stdout
-			var f *os.File
-			if output != "" && output != "-" {
+			var n int
+			if output == "" || output == "-" {
+				n, err = exportEvents(cmd.Context(), store, since, e.stdout, e.stderr)
+			} else {
 				// Written beside the file and renamed over it once whole: a
 				// failed export leaves no partial file under its name.
-				if f, err = os.CreateTemp(filepath.Dir(output), filepath.Base(output)+".*"); err != nil {
+				err = atomicfile.Write(output, 0o600, func(w io.Writer) (err error) {
+					n, err = exportEvents(cmd.Context(), store, since, w, e.stderr)
 					return err
-				}
-				defer os.Remove(f.Name()) // after the rename, a no-op
-				w = f
-			}
-			n, err := exportEvents(cmd.Context(), store, since, w, e.stderr)
-			if f != nil {
-				if cerr := f.Close(); err == nil {
-					err = cerr
-				}
-				if err == nil {
-					err = os.Rename(f.Name(), output)
-				}
+				})
 			}
 			if err != nil {
 				return err
 			}
-			if f != nil {
+			if output != "" && output != "-" {
 				fmt.Fprintf(e.stdout, "exported %d event(s) after position %d to %s\n", n, since, output)
 			}
 			return nil
