@@ -469,3 +469,88 @@ func (c *Churn) MarshalJSON() ([]byte, error) {
 	}
 	return marshal(st)
 }
+
+// Churn in a snapshot (snapshot.go has the file format, its version and
+// the shared tables): a change to what follows, in shape or meaning, needs
+// a new snapshotVersion.
+
+type churnSnap struct {
+	Nodes    map[string]churnNodeSnap
+	Assigned map[string][]string
+}
+
+type churnNodeSnap struct {
+	Episodes            []Episode
+	Active              int
+	Streak              int
+	StreakStart         Mark
+	Quiet               int
+	Pending             Evidence
+	Cur, Prev           string
+	CurDecl, PrevDecl   string
+	CurPos, PrevPos     uint64
+	CurRoster, PrevRost int
+	Changed             Mark
+	OpSinceChange       bool
+	Decls               declSnap[declFactsSnap]
+	Containers          []string // sorted
+	FailedLast          []string // sorted: the containers the node's last apply failed
+}
+
+type declFactsSnap struct {
+	Digest     string
+	Resources  int
+	Containers int
+}
+
+func (c *Churn) save(t *tables) *churnSnap {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := &churnSnap{Nodes: make(map[string]churnNodeSnap, len(c.nodes)), Assigned: map[string][]string{}}
+	for _, name := range slices.Sorted(maps.Keys(c.nodes)) {
+		n := c.nodes[name]
+		out.Nodes[name] = churnNodeSnap{
+			Episodes: n.Episodes, Active: n.active, Streak: n.streak, StreakStart: n.streakStart,
+			Quiet: n.quiet, Pending: n.pending, Cur: n.cur, Prev: n.prev, CurDecl: n.curDecl,
+			PrevDecl: n.prevDecl, CurPos: n.curPos, PrevPos: n.prevPos,
+			CurRoster: t.strings(n.curRoster), PrevRost: t.strings(n.prevRost),
+			Changed: n.changed, OpSinceChange: n.opSinceChange,
+			Decls: saveDecls(&n.decls, func(d declFacts) declFactsSnap {
+				return declFactsSnap{Digest: d.digest, Resources: d.resources, Containers: d.containers}
+			}),
+			Containers: slices.Sorted(maps.Keys(n.hist.Containers)),
+			FailedLast: slices.Sorted(maps.Keys(n.hist.FailedLast)),
+		}
+	}
+	for m, nodes := range c.assigned {
+		out.Assigned[m] = slices.Sorted(maps.Keys(nodes))
+	}
+	return out
+}
+
+func (c *Churn) load(s *churnSnap, st *snapState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nodes = make(map[string]*churnNode, len(s.Nodes))
+	for name, sn := range s.Nodes {
+		c.nodes[name] = &churnNode{
+			Episodes: sn.Episodes, active: sn.Active, streak: sn.Streak, streakStart: sn.StreakStart,
+			quiet: sn.Quiet, pending: sn.Pending, cur: sn.Cur, prev: sn.Prev, curDecl: sn.CurDecl,
+			prevDecl: sn.PrevDecl, curPos: sn.CurPos, prevPos: sn.PrevPos,
+			curRoster: st.strs(sn.CurRoster), prevRost: st.strs(sn.PrevRost),
+			changed: sn.Changed, opSinceChange: sn.OpSinceChange,
+			decls: loadDecls(sn.Decls, func(d declFactsSnap) declFacts {
+				return declFacts{digest: d.Digest, resources: d.Resources, containers: d.Containers}
+			}),
+		}
+		c.nodes[name].hist = loadPassHistory(sn.Containers, sn.FailedLast)
+	}
+	c.assigned = make(map[string]map[string]bool, len(s.Assigned))
+	for m, nodes := range s.Assigned {
+		set := make(map[string]bool, len(nodes))
+		for _, n := range nodes {
+			set[n] = true
+		}
+		c.assigned[m] = set
+	}
+}

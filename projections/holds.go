@@ -160,3 +160,36 @@ func (h *Holds) MarshalJSON() ([]byte, error) {
 	defer h.mu.RUnlock()
 	return marshal(h.nodes)
 }
+
+// Holds in a snapshot (snapshot.go has the file format, its version and
+// the shared tables): a change to what follows, in shape or meaning, needs
+// a new snapshotVersion.
+
+type holdsSnap struct {
+	Nodes   map[string]holdsNode
+	Reports reportsSnap
+}
+
+func (h *Holds) save() *holdsSnap {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	out := &holdsSnap{Nodes: make(map[string]holdsNode, len(h.nodes)), Reports: h.reports.save()}
+	for name, n := range h.nodes {
+		out.Nodes[name] = *n
+	}
+	return out
+}
+
+func (h *Holds) load(s *holdsSnap) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.nodes = make(map[string]*holdsNode, len(s.Nodes))
+	for name, n := range s.Nodes {
+		n := n
+		if n.Held == nil {
+			n.Held = []Hold{}
+		}
+		h.nodes[name] = &n
+	}
+	h.reports.load(s.Reports)
+}

@@ -3,6 +3,7 @@ package projections
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"meshplane/events"
@@ -107,4 +108,43 @@ func (r *Reports) resolve(ev *events.Event, a events.ApplyReported, withID bool)
 		n.held = append(n.held, heldList{apply: a.ApplyID, held: a.Held})
 	}
 	return a, err
+}
+
+// Reports in a snapshot (snapshot.go has the file format, its version and
+// the shared tables): a change to what follows, in shape or meaning, needs
+// a new snapshotVersion.
+
+type reportsSnap struct {
+	Nodes map[string]reportsNodeSnap
+}
+
+type reportsNodeSnap struct {
+	Decl, Digest string
+	Applies      []string
+	Held         [][]events.Held
+}
+
+func (r *Reports) save() reportsSnap {
+	out := reportsSnap{Nodes: make(map[string]reportsNodeSnap, len(r.nodes))}
+	for _, name := range slices.Sorted(maps.Keys(r.nodes)) {
+		n := r.nodes[name]
+		s := reportsNodeSnap{Decl: n.decl, Digest: n.digest}
+		for _, h := range n.held {
+			s.Applies = append(s.Applies, h.apply)
+			s.Held = append(s.Held, h.held)
+		}
+		out.Nodes[name] = s
+	}
+	return out
+}
+
+func (r *Reports) load(s reportsSnap) {
+	r.nodes = make(map[string]*reportsNode, len(s.Nodes))
+	for name, sn := range s.Nodes {
+		n := &reportsNode{decl: sn.Decl, digest: sn.Digest}
+		for i, a := range sn.Applies {
+			n.held = append(n.held, heldList{apply: a, held: sn.Held[i]})
+		}
+		r.nodes[name] = n
+	}
 }

@@ -250,3 +250,60 @@ func (r *Roster) MarshalJSON() ([]byte, error) {
 	defer r.mu.RUnlock()
 	return marshal(r.nodes)
 }
+
+// Roster in a snapshot (snapshot.go has the file format, its version and
+// the shared tables): a change to what follows, in shape or meaning, needs
+// a new snapshotVersion.
+
+type rosterSnap struct {
+	Nodes   map[string][]composedSnap
+	Trimmed map[string]bool `json:",omitempty"`
+}
+
+type composedSnap struct {
+	Declaration, Digest string
+	Position            uint64
+	At                  time.Time
+	Correlation         string
+	Roster, Resources   int
+}
+
+func (r *Roster) save(t *tables) *rosterSnap {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := &rosterSnap{Nodes: make(map[string][]composedSnap, len(r.nodes)), Trimmed: map[string]bool{}}
+	for _, name := range slices.Sorted(maps.Keys(r.nodes)) {
+		n := r.nodes[name]
+		kept := n.History[max(0, len(n.History)-snapKeep):]
+		if n.trimmed || len(kept) < len(n.History) {
+			out.Trimmed[name] = true
+		}
+		h := make([]composedSnap, len(kept))
+		for i, d := range kept {
+			h[i] = composedSnap{
+				Declaration: d.Declaration, Digest: d.Digest, Position: d.Position, At: d.At,
+				Correlation: d.Correlation, Roster: t.strings(d.Roster), Resources: t.resources(d.Resources),
+			}
+		}
+		out.Nodes[name] = h
+	}
+	return out
+}
+
+func (r *Roster) load(s *rosterSnap, st *snapState) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.nodes = make(map[string]*rosterNode, len(s.Nodes))
+	for name, h := range s.Nodes {
+		n := &rosterNode{History: make([]ComposedDecl, len(h)), trimmed: s.Trimmed[name]}
+		for i, d := range h {
+			c := ComposedDecl{
+				Declaration: d.Declaration, Digest: d.Digest, Position: d.Position, At: d.At,
+				Correlation: d.Correlation, Roster: st.strs(d.Roster), Resources: st.res(d.Resources),
+			}
+			n.History[i] = c
+			n.index.add(c.Declaration, i)
+		}
+		r.nodes[name] = n
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"time"
 	"unsafe"
 
 	"meshplane/events"
@@ -41,6 +40,11 @@ var ErrSnapshot = errors.New("projections: snapshot unusable")
 // are written once, in tables, and shared again on load. The timeline's
 // entries are not in it (see TimelineDB); its fold state is, so a
 // TimelineDB can keep folding from the snapshot's position.
+//
+// Each projection's part of snapState (its *Snap type, save and load)
+// sits beside the projection: status.go, churn.go, roster.go, holds.go,
+// reports.go, timeline.go. This file keeps the format, the tables they share
+// and the checks across them (checkTables).
 //
 // The version changes whenever snapState or any state in it changes shape
 // or meaning; a file of another version is ErrSnapshot. Extra, which the
@@ -173,95 +177,6 @@ func loadDecls[V, W any](s declSnap[W], conv func(W) V) declIndex[V] {
 	return x
 }
 
-type reportsSnap struct {
-	Nodes map[string]reportsNodeSnap
-}
-
-type reportsNodeSnap struct {
-	Decl, Digest string
-	Applies      []string
-	Held         [][]events.Held
-}
-
-func (r *Reports) save() reportsSnap {
-	out := reportsSnap{Nodes: make(map[string]reportsNodeSnap, len(r.nodes))}
-	for _, name := range slices.Sorted(maps.Keys(r.nodes)) {
-		n := r.nodes[name]
-		s := reportsNodeSnap{Decl: n.decl, Digest: n.digest}
-		for _, h := range n.held {
-			s.Applies = append(s.Applies, h.apply)
-			s.Held = append(s.Held, h.held)
-		}
-		out.Nodes[name] = s
-	}
-	return out
-}
-
-func (r *Reports) load(s reportsSnap) {
-	r.nodes = make(map[string]*reportsNode, len(s.Nodes))
-	for name, sn := range s.Nodes {
-		n := &reportsNode{decl: sn.Decl, digest: sn.Digest}
-		for i, a := range sn.Applies {
-			n.held = append(n.held, heldList{apply: a, held: sn.Held[i]})
-		}
-		r.nodes[name] = n
-	}
-}
-
-type churnSnap struct {
-	Nodes    map[string]churnNodeSnap
-	Assigned map[string][]string
-}
-
-type churnNodeSnap struct {
-	Episodes            []Episode
-	Active              int
-	Streak              int
-	StreakStart         Mark
-	Quiet               int
-	Pending             Evidence
-	Cur, Prev           string
-	CurDecl, PrevDecl   string
-	CurPos, PrevPos     uint64
-	CurRoster, PrevRost int
-	Changed             Mark
-	OpSinceChange       bool
-	Decls               declSnap[declFactsSnap]
-	Containers          []string // sorted
-	FailedLast          []string // sorted: the containers the node's last apply failed
-}
-
-type declFactsSnap struct {
-	Digest     string
-	Resources  int
-	Containers int
-}
-
-func (c *Churn) save(t *tables) *churnSnap {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	out := &churnSnap{Nodes: make(map[string]churnNodeSnap, len(c.nodes)), Assigned: map[string][]string{}}
-	for _, name := range slices.Sorted(maps.Keys(c.nodes)) {
-		n := c.nodes[name]
-		out.Nodes[name] = churnNodeSnap{
-			Episodes: n.Episodes, Active: n.active, Streak: n.streak, StreakStart: n.streakStart,
-			Quiet: n.quiet, Pending: n.pending, Cur: n.cur, Prev: n.prev, CurDecl: n.curDecl,
-			PrevDecl: n.prevDecl, CurPos: n.curPos, PrevPos: n.prevPos,
-			CurRoster: t.strings(n.curRoster), PrevRost: t.strings(n.prevRost),
-			Changed: n.changed, OpSinceChange: n.opSinceChange,
-			Decls: saveDecls(&n.decls, func(d declFacts) declFactsSnap {
-				return declFactsSnap{Digest: d.digest, Resources: d.resources, Containers: d.containers}
-			}),
-			Containers: slices.Sorted(maps.Keys(n.hist.Containers)),
-			FailedLast: slices.Sorted(maps.Keys(n.hist.FailedLast)),
-		}
-	}
-	for m, nodes := range c.assigned {
-		out.Assigned[m] = slices.Sorted(maps.Keys(nodes))
-	}
-	return out
-}
-
 // loadPassHistory is the history of a node whose container names and last
 // failures a snapshot lists.
 func loadPassHistory(containers, failed []string) events.PassHistory {
@@ -280,197 +195,6 @@ func loadPassHistory(containers, failed []string) events.PassHistory {
 	return h
 }
 
-func (c *Churn) load(s *churnSnap, st *snapState) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.nodes = make(map[string]*churnNode, len(s.Nodes))
-	for name, sn := range s.Nodes {
-		c.nodes[name] = &churnNode{
-			Episodes: sn.Episodes, active: sn.Active, streak: sn.Streak, streakStart: sn.StreakStart,
-			quiet: sn.Quiet, pending: sn.Pending, cur: sn.Cur, prev: sn.Prev, curDecl: sn.CurDecl,
-			prevDecl: sn.PrevDecl, curPos: sn.CurPos, prevPos: sn.PrevPos,
-			curRoster: st.strs(sn.CurRoster), prevRost: st.strs(sn.PrevRost),
-			changed: sn.Changed, opSinceChange: sn.OpSinceChange,
-			decls: loadDecls(sn.Decls, func(d declFactsSnap) declFacts {
-				return declFacts{digest: d.Digest, resources: d.Resources, containers: d.Containers}
-			}),
-		}
-		c.nodes[name].hist = loadPassHistory(sn.Containers, sn.FailedLast)
-	}
-	c.assigned = make(map[string]map[string]bool, len(s.Assigned))
-	for m, nodes := range s.Assigned {
-		set := make(map[string]bool, len(nodes))
-		for _, n := range nodes {
-			set[n] = true
-		}
-		c.assigned[m] = set
-	}
-}
-
-type rosterSnap struct {
-	Nodes   map[string][]composedSnap
-	Trimmed map[string]bool `json:",omitempty"`
-}
-
-type composedSnap struct {
-	Declaration, Digest string
-	Position            uint64
-	At                  time.Time
-	Correlation         string
-	Roster, Resources   int
-}
-
-func (r *Roster) save(t *tables) *rosterSnap {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	out := &rosterSnap{Nodes: make(map[string][]composedSnap, len(r.nodes)), Trimmed: map[string]bool{}}
-	for _, name := range slices.Sorted(maps.Keys(r.nodes)) {
-		n := r.nodes[name]
-		kept := n.History[max(0, len(n.History)-snapKeep):]
-		if n.trimmed || len(kept) < len(n.History) {
-			out.Trimmed[name] = true
-		}
-		h := make([]composedSnap, len(kept))
-		for i, d := range kept {
-			h[i] = composedSnap{
-				Declaration: d.Declaration, Digest: d.Digest, Position: d.Position, At: d.At,
-				Correlation: d.Correlation, Roster: t.strings(d.Roster), Resources: t.resources(d.Resources),
-			}
-		}
-		out.Nodes[name] = h
-	}
-	return out
-}
-
-func (r *Roster) load(s *rosterSnap, st *snapState) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.nodes = make(map[string]*rosterNode, len(s.Nodes))
-	for name, h := range s.Nodes {
-		n := &rosterNode{History: make([]ComposedDecl, len(h)), trimmed: s.Trimmed[name]}
-		for i, d := range h {
-			c := ComposedDecl{
-				Declaration: d.Declaration, Digest: d.Digest, Position: d.Position, At: d.At,
-				Correlation: d.Correlation, Roster: st.strs(d.Roster), Resources: st.res(d.Resources),
-			}
-			n.History[i] = c
-			n.index.add(c.Declaration, i)
-		}
-		r.nodes[name] = n
-	}
-}
-
-type statusSnap struct {
-	Nodes   map[string]statusNodeSnap
-	Reports reportsSnap
-}
-
-type statusNodeSnap struct {
-	Modules, Taken []string
-	Adopted        bool
-	Composed       DeclMark
-	ComposeFailed  ComposeFailure
-	Pushed         DeclMark
-	PushFailed     PushFailure
-	Refused        ReportRefusal
-	Applied        *ApplyRecord
-	Decls          declSnap[declSnapVal]
-}
-
-type declSnapVal struct {
-	Digest    string
-	Resources int
-	At        time.Time
-	Pushed    bool `json:",omitempty"`
-}
-
-func (s *Status) save(t *tables) *statusSnap {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := &statusSnap{Nodes: make(map[string]statusNodeSnap, len(s.nodes)), Reports: s.reports.save()}
-	for _, name := range slices.Sorted(maps.Keys(s.nodes)) {
-		n := s.nodes[name]
-		var applied *ApplyRecord
-		if n.applied != nil {
-			a := *n.applied // a copy: the next apply overwrites the node's
-			applied = &a
-		}
-		out.Nodes[name] = statusNodeSnap{
-			Modules: n.modules, Taken: n.taken, Adopted: n.adopted, Composed: n.composed,
-			ComposeFailed: n.composeFailed, Pushed: n.pushed, PushFailed: n.pushFailed, Refused: n.refused, Applied: applied,
-			Decls: saveDecls(&n.decls, func(d *decl) declSnapVal {
-				return declSnapVal{Digest: d.digest, Resources: t.resources(d.resources), At: d.at, Pushed: d.pushed}
-			}, appliedDecl(n), n.pushed.Declaration),
-		}
-	}
-	return out
-}
-
-func (s *Status) load(sn *statusSnap, st *snapState) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.nodes = make(map[string]*statusNode, len(sn.Nodes))
-	for name, n := range sn.Nodes {
-		s.nodes[name] = &statusNode{
-			modules: n.Modules, taken: n.Taken, adopted: n.Adopted, composed: n.Composed,
-			composeFailed: n.ComposeFailed, pushed: n.Pushed, pushFailed: n.PushFailed, refused: n.Refused, applied: n.Applied,
-			decls: loadDecls(n.Decls, func(d declSnapVal) *decl {
-				return &decl{digest: d.Digest, resources: st.res(d.Resources), at: d.At, pushed: d.Pushed}
-			}),
-		}
-	}
-	s.reports.load(sn.Reports)
-}
-
-func appliedDecl(n *statusNode) string {
-	if n.applied == nil {
-		return ""
-	}
-	return n.applied.Report.Declaration
-}
-
-type holdsSnap struct {
-	Nodes   map[string]holdsNode
-	Reports reportsSnap
-}
-
-func (h *Holds) save() *holdsSnap {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	out := &holdsSnap{Nodes: make(map[string]holdsNode, len(h.nodes)), Reports: h.reports.save()}
-	for name, n := range h.nodes {
-		out.Nodes[name] = *n
-	}
-	return out
-}
-
-func (h *Holds) load(s *holdsSnap) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.nodes = make(map[string]*holdsNode, len(s.Nodes))
-	for name, n := range s.Nodes {
-		n := n
-		if n.Held == nil {
-			n.Held = []Hold{}
-		}
-		h.nodes[name] = &n
-	}
-	h.reports.load(s.Reports)
-}
-
-type timelineSnap struct {
-	Decls   map[string]declSnap[tlDeclSnap]
-	Last    map[string]tlDeclSnap
-	Hist    map[string]passHistorySnap
-	Reports reportsSnap
-	// Len and Ordered are the timeline's entry count and time order, kept
-	// for a TimelineDB, whose entries are on disk.
-	Len        int
-	Ordered    bool
-	LastAt     time.Time
-	MaxAt, Lag int64
-}
-
 // passHistorySnap is an events.PassHistory: its names, sorted.
 type passHistorySnap struct {
 	Containers []string
@@ -479,69 +203,6 @@ type passHistorySnap struct {
 
 func savePassHistory(h *events.PassHistory) passHistorySnap {
 	return passHistorySnap{Containers: slices.Sorted(maps.Keys(h.Containers)), FailedLast: slices.Sorted(maps.Keys(h.FailedLast))}
-}
-
-type tlDeclSnap struct {
-	Digest    string
-	Resources int
-	Modules   int
-}
-
-func (t *Timeline) save(tb *tables) *timelineSnap {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	conv := func(d *tlDecl) tlDeclSnap {
-		return tlDeclSnap{Digest: d.digest, Resources: tb.resources(d.resources), Modules: tb.strings(d.modules)}
-	}
-	out := &timelineSnap{
-		Decls: make(map[string]declSnap[tlDeclSnap], len(t.decls)), Last: make(map[string]tlDeclSnap, len(t.last)),
-		Hist:    make(map[string]passHistorySnap, len(t.hist)),
-		Reports: t.reports.save(), Len: t.n + t.flushed, Ordered: t.ordered, LastAt: t.lastAt, MaxAt: t.maxAt, Lag: t.lag,
-	}
-	for _, name := range slices.Sorted(maps.Keys(t.decls)) {
-		x := t.decls[name]
-		out.Decls[name] = saveDecls(x, conv)
-	}
-	for _, name := range slices.Sorted(maps.Keys(t.last)) {
-		d := t.last[name]
-		out.Last[name] = conv(d)
-	}
-	for name, h := range t.hist {
-		out.Hist[name] = savePassHistory(h)
-	}
-	return out
-}
-
-// load restores the fold state of a timeline whose entries are elsewhere
-// (a TimelineDB's file): it holds no entries, and counts s.Len as flushed.
-func (t *Timeline) load(s *timelineSnap, st *snapState) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.reset()
-	// A declaration shared by decls and last stays shared: it is found by
-	// its tables' indexes.
-	made := map[tlDeclSnap]*tlDecl{}
-	conv := func(d tlDeclSnap) *tlDecl {
-		if x, ok := made[d]; ok {
-			return x
-		}
-		x := &tlDecl{digest: d.Digest, resources: st.res(d.Resources), modules: st.strs(d.Modules)}
-		made[d] = x
-		return x
-	}
-	for name, ds := range s.Decls {
-		x := loadDecls(ds, conv)
-		t.decls[name] = &x
-	}
-	for name, d := range s.Last {
-		t.last[name] = conv(d)
-	}
-	for name, h := range s.Hist {
-		x := loadPassHistory(h.Containers, h.FailedLast)
-		t.hist[name] = &x
-	}
-	t.reports.load(s.Reports)
-	t.flushed, t.ordered, t.lastAt, t.maxAt, t.lag = s.Len, s.Ordered, s.LastAt, s.MaxAt, s.Lag
 }
 
 // SaveSnapshot writes the state of set's projections that r feeds, with

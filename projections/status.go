@@ -474,3 +474,76 @@ func removeSorted(s []string, v string) []string {
 	}
 	return slices.Delete(slices.Clone(s), i, i+1)
 }
+
+// Status in a snapshot (snapshot.go has the file format, its version and
+// the shared tables): a change to what follows, in shape or meaning, needs
+// a new snapshotVersion.
+
+type statusSnap struct {
+	Nodes   map[string]statusNodeSnap
+	Reports reportsSnap
+}
+
+type statusNodeSnap struct {
+	Modules, Taken []string
+	Adopted        bool
+	Composed       DeclMark
+	ComposeFailed  ComposeFailure
+	Pushed         DeclMark
+	PushFailed     PushFailure
+	Refused        ReportRefusal
+	Applied        *ApplyRecord
+	Decls          declSnap[declSnapVal]
+}
+
+type declSnapVal struct {
+	Digest    string
+	Resources int
+	At        time.Time
+	Pushed    bool `json:",omitempty"`
+}
+
+func (s *Status) save(t *tables) *statusSnap {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := &statusSnap{Nodes: make(map[string]statusNodeSnap, len(s.nodes)), Reports: s.reports.save()}
+	for _, name := range slices.Sorted(maps.Keys(s.nodes)) {
+		n := s.nodes[name]
+		var applied *ApplyRecord
+		if n.applied != nil {
+			a := *n.applied // a copy: the next apply overwrites the node's
+			applied = &a
+		}
+		out.Nodes[name] = statusNodeSnap{
+			Modules: n.modules, Taken: n.taken, Adopted: n.adopted, Composed: n.composed,
+			ComposeFailed: n.composeFailed, Pushed: n.pushed, PushFailed: n.pushFailed, Refused: n.refused, Applied: applied,
+			Decls: saveDecls(&n.decls, func(d *decl) declSnapVal {
+				return declSnapVal{Digest: d.digest, Resources: t.resources(d.resources), At: d.at, Pushed: d.pushed}
+			}, appliedDecl(n), n.pushed.Declaration),
+		}
+	}
+	return out
+}
+
+func (s *Status) load(sn *statusSnap, st *snapState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nodes = make(map[string]*statusNode, len(sn.Nodes))
+	for name, n := range sn.Nodes {
+		s.nodes[name] = &statusNode{
+			modules: n.Modules, taken: n.Taken, adopted: n.Adopted, composed: n.Composed,
+			composeFailed: n.ComposeFailed, pushed: n.Pushed, pushFailed: n.PushFailed, refused: n.Refused, applied: n.Applied,
+			decls: loadDecls(n.Decls, func(d declSnapVal) *decl {
+				return &decl{digest: d.Digest, resources: st.res(d.Resources), at: d.At, pushed: d.Pushed}
+			}),
+		}
+	}
+	s.reports.load(sn.Reports)
+}
+
+func appliedDecl(n *statusNode) string {
+	if n.applied == nil {
+		return ""
+	}
+	return n.applied.Report.Declaration
+}

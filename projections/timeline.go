@@ -6,6 +6,7 @@
 package projections
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -272,4 +273,84 @@ func (t *Timeline) decl(node, id string) *tlDecl {
 		return d
 	}
 	return nil
+}
+
+// Timeline in a snapshot (snapshot.go has the file format, its version and
+// the shared tables): a change to what follows, in shape or meaning, needs
+// a new snapshotVersion.
+
+type timelineSnap struct {
+	Decls   map[string]declSnap[tlDeclSnap]
+	Last    map[string]tlDeclSnap
+	Hist    map[string]passHistorySnap
+	Reports reportsSnap
+	// Len and Ordered are the timeline's entry count and time order, kept
+	// for a TimelineDB, whose entries are on disk.
+	Len        int
+	Ordered    bool
+	LastAt     time.Time
+	MaxAt, Lag int64
+}
+
+type tlDeclSnap struct {
+	Digest    string
+	Resources int
+	Modules   int
+}
+
+func (t *Timeline) save(tb *tables) *timelineSnap {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	conv := func(d *tlDecl) tlDeclSnap {
+		return tlDeclSnap{Digest: d.digest, Resources: tb.resources(d.resources), Modules: tb.strings(d.modules)}
+	}
+	out := &timelineSnap{
+		Decls: make(map[string]declSnap[tlDeclSnap], len(t.decls)), Last: make(map[string]tlDeclSnap, len(t.last)),
+		Hist:    make(map[string]passHistorySnap, len(t.hist)),
+		Reports: t.reports.save(), Len: t.n + t.flushed, Ordered: t.ordered, LastAt: t.lastAt, MaxAt: t.maxAt, Lag: t.lag,
+	}
+	for _, name := range slices.Sorted(maps.Keys(t.decls)) {
+		x := t.decls[name]
+		out.Decls[name] = saveDecls(x, conv)
+	}
+	for _, name := range slices.Sorted(maps.Keys(t.last)) {
+		d := t.last[name]
+		out.Last[name] = conv(d)
+	}
+	for name, h := range t.hist {
+		out.Hist[name] = savePassHistory(h)
+	}
+	return out
+}
+
+// load restores the fold state of a timeline whose entries are elsewhere
+// (a TimelineDB's file): it holds no entries, and counts s.Len as flushed.
+func (t *Timeline) load(s *timelineSnap, st *snapState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.reset()
+	// A declaration shared by decls and last stays shared: it is found by
+	// its tables' indexes.
+	made := map[tlDeclSnap]*tlDecl{}
+	conv := func(d tlDeclSnap) *tlDecl {
+		if x, ok := made[d]; ok {
+			return x
+		}
+		x := &tlDecl{digest: d.Digest, resources: st.res(d.Resources), modules: st.strs(d.Modules)}
+		made[d] = x
+		return x
+	}
+	for name, ds := range s.Decls {
+		x := loadDecls(ds, conv)
+		t.decls[name] = &x
+	}
+	for name, d := range s.Last {
+		t.last[name] = conv(d)
+	}
+	for name, h := range s.Hist {
+		x := loadPassHistory(h.Containers, h.FailedLast)
+		t.hist[name] = &x
+	}
+	t.reports.load(s.Reports)
+	t.flushed, t.ordered, t.lastAt, t.maxAt, t.lag = s.Len, s.Ordered, s.LastAt, s.MaxAt, s.Lag
 }
