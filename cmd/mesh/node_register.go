@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/commands"
+	"meshplane/internal/atomicfile"
 )
 
 // busURLsFile, in a controller's data directory, names the URLs of its
@@ -95,7 +96,9 @@ func readBusURLs(data string) ([]string, error) {
 	return urls, nil
 }
 
-// writeBusURLs writes DATA/bus-urls (see busURLsFile).
+// writeBusURLs replaces DATA/bus-urls (see busURLsFile) whole: a
+// `mesh node register` run meanwhile reads the old list or the new one,
+// never a part.
 func writeBusURLs(data string, urls []string) error {
-	return os.WriteFile(filepath.Join(data, busURLsFile), []byte(strings.Join(urls, "\n")+"\n"), 0o644)
+	return atomicfile.WriteFile(filepath.Join(data, busURLsFile), []byte(strings.Join(urls, "\n")+"\n"), 0o644)
 }
