@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"meshplane/api"
+	"meshplane/api/httpapi"
 	"meshplane/bus"
 	"meshplane/controller"
 	"meshplane/events"
@@ -158,7 +159,7 @@ func (p *proc) kill() {
 type ctlProc struct {
 	*proc
 	data, url, token string
-	client           *api.Client
+	client           *httpapi.Client
 }
 
 // startCtl starts a controller on data and waits until it serves (its
@@ -183,12 +184,12 @@ func startCtl(t testing.TB, data, apiAt, busAt string) *ctlProc {
 		c.url = info.URL
 		return nil
 	})
-	tok, err := api.ReadToken(filepath.Join(data, api.TokenFile))
+	tok, err := httpapi.ReadToken(filepath.Join(data, httpapi.TokenFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.token = tok
-	if c.client, err = api.NewClient(c.url, tok); err != nil {
+	if c.client, err = httpapi.NewClient(c.url, tok); err != nil {
 		t.Fatal(err)
 	}
 	return c
