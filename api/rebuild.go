@@ -2,8 +2,6 @@ package api
 
 import (
 	"context"
-
-	"meshplane/projections"
 )
 
 // CodeUnsupported is the rejection of a call the service behind the API
@@ -22,7 +20,7 @@ type Rebuilder interface {
 }
 
 // RebuildRequest names the projections to rebuild; none means every one
-// (projections.Names).
+// (Names).
 type RebuildRequest struct {
 	Projections []string `json:"projections,omitempty"`
 }
@@ -32,9 +30,9 @@ type RebuildRequest struct {
 // in how long, and for each projection whether the rebuilt state equals
 // the one it replaced.
 type RebuildResult struct {
-	Position    uint64                 `json:"position"`
-	Events      uint64                 `json:"events"`
-	Millis      int64                  `json:"millis"`
-	Projections []projections.Compared `json:"projections"`
-	Skipped     Skipped                `json:"skipped"`
+	Position    uint64     `json:"position"`
+	Events      uint64     `json:"events"`
+	Millis      int64      `json:"millis"`
+	Projections []Compared `json:"projections"`
+	Skipped     Skipped    `json:"skipped"`
 }

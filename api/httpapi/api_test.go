@@ -116,7 +116,7 @@ func TestQueriesRoundTrip(t *testing.T) {
 			}
 		}},
 		{"roster", func(s api.Service) (any, error) { return s.Roster(e.ctx, "a") }, func(t *testing.T, v any) {
-			if r := v.(projections.ComposedDecl); !slices.Contains(r.Roster, "forge.mesh.example") {
+			if r := v.(api.ComposedDecl); !slices.Contains(r.Roster, "forge.mesh.example") {
 				t.Errorf("roster = %v", r.Roster)
 			}
 		}},
@@ -544,7 +544,7 @@ func TestTimelinePaging(t *testing.T) {
 			name := strings.Trim(strings.ReplaceAll(string(must(json.Marshal(f))(t)), `"`, ""), "{}")
 			t.Run(name+"/limit "+itoa(limit), func(t *testing.T) {
 				for _, dir := range []string{"back", "forward"} {
-					var got []projections.Entry
+					var got []api.Entry
 					req := f
 					req.Limit = limit
 					req.Forward = dir == "forward"
@@ -567,7 +567,7 @@ func TestTimelinePaging(t *testing.T) {
 							break
 						}
 					}
-					if !slices.EqualFunc(got, want, func(a, b projections.Entry) bool { return a.Position == b.Position }) {
+					if !slices.EqualFunc(got, want, func(a, b api.Entry) bool { return a.Position == b.Position }) {
 						t.Errorf("%s: paged %d entries, want %d exactly once in order", dir, len(got), len(want))
 					}
 				}

@@ -16,7 +16,6 @@ import (
 
 	"meshplane/api"
 	"meshplane/commands"
-	"meshplane/projections"
 )
 
 // Client is a Service over HTTP: every call is one request to a controller.
@@ -194,8 +193,8 @@ func (c *Client) Why(ctx context.Context, req api.WhyRequest) (api.WhyResponse, 
 }
 
 // Roster asks GET /v1/nodes/{node}/roster.
-func (c *Client) Roster(ctx context.Context, name string) (projections.ComposedDecl, error) {
-	var out projections.ComposedDecl
+func (c *Client) Roster(ctx context.Context, name string) (api.ComposedDecl, error) {
+	var out api.ComposedDecl
 	return out, c.do(ctx, http.MethodGet, node(name)+"/roster", nil, nil, &out)
 }
 

@@ -230,9 +230,9 @@ func mustCLI(t testing.TB, env []string, args ...string) string {
 }
 
 // statusJSON is `mesh status -o json NODE` through the controller.
-func statusJSON(t testing.TB, env []string, node string) projections.NodeStatus {
+func statusJSON(t testing.TB, env []string, node string) api.NodeStatus {
 	t.Helper()
-	var st []projections.NodeStatus
+	var st []api.NodeStatus
 	if err := json.Unmarshal([]byte(mustCLI(t, env, "status", "-o", "json", node)), &st); err != nil {
 		t.Fatal(err)
 	}
@@ -474,7 +474,7 @@ func TestProcessKilledMidPass(t *testing.T) {
 	}
 
 	mustCLI(t, nil, "rebuild", "--data", data)
-	var local []projections.NodeStatus
+	var local []api.NodeStatus
 	if err := json.Unmarshal([]byte(mustCLI(t, nil, "status", "-o", "json", "--data", data)), &local); err != nil {
 		t.Fatal(err)
 	}
@@ -572,7 +572,7 @@ func TestProcessUpOnce(t *testing.T) {
 	}
 	// The found directory reached novox's simulated runtime: its apply
 	// holds route-proxy's resources for take.
-	var st []projections.NodeStatus
+	var st []api.NodeStatus
 	if err := json.Unmarshal([]byte(mustCLI(t, nil, "status", "-o", "json", "--data", data, "novox")), &st); err != nil {
 		t.Fatal(err)
 	}

@@ -132,16 +132,7 @@ func (s *session) skipped(from api.Skipped) api.Skipped {
 	if s.ctrl == nil {
 		return from
 	}
-	r := s.ctrl.Runner()
-	kept, total := r.Failures()
-	sk := api.Skipped{FailuresTotal: total}
-	if total > 0 {
-		sk.Failures = kept
-	}
-	if u := r.Unknown(); len(u) > 0 {
-		sk.UnknownTypes = u
-	}
-	return sk
+	return s.ctrl.Skipped()
 }
 
 // open opens t for a command: a client of t.server, or the local store,

@@ -406,7 +406,7 @@ func (e *env) up(ctx context.Context, o upOptions) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "%-8s sync %-10s health %s\n", n.Name, st.Sync, health(st))
+		fmt.Fprintf(w, "%-8s sync %-10s health %s\n", n.Name, st.Sync, health(st.Health, st.Held))
 		if st.ComposeFailed != nil {
 			fmt.Fprintf(w, "         last compose failed: %s\n", st.ComposeFailed.Error)
 		}
@@ -857,7 +857,7 @@ func (e *env) onePass(ctx context.Context, o upOptions, r controllerReady, mf me
 	}
 	fmt.Fprintln(w)
 	for _, s := range st.Nodes {
-		fmt.Fprintf(w, "%-8s sync %-10s health %s\n", s.Node, s.Sync, health(s))
+		fmt.Fprintf(w, "%-8s sync %-10s health %s\n", s.Node, s.Sync, health(s.Health, s.Held))
 		if s.Applied != nil {
 			fmt.Fprintf(w, "         applied %s: %s\n", s.Applied.Declaration, s.Applied.Summary)
 		}
