@@ -8,7 +8,7 @@ import "slices"
 // a few lines: what mesh timeline and the web console show. Entries stay
 // in position order, a run at the place of its first entry. es is not
 // modified. It is projections.Collapse on the API's entries
-// (TestCollapseAsProjections holds the two to the same answers).
+// (controller's TestCollapseAsProjections holds the two to the same answers).
 func Collapse(es []Entry) []Entry {
 	out := make([]Entry, 0, len(es))
 	open := map[string]int{} // node → index in out of its last entry
