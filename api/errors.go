@@ -1,94 +1,15 @@
 package api
 
-import (
-	"errors"
-	"fmt"
-	"net/http"
-
-	"meshplane/commands"
-)
-
-// Sentinel errors.
-var (
-	// ErrUnauthorized means the controller refused the request's token
-	// (HTTP 401): none was sent, or not the controller's.
-	ErrUnauthorized = errors.New("api: unauthorized: the token is missing or wrong")
-
-	// ErrInsecureListen means an address beyond loopback was to be served
-	// without TLS, and Insecure was not set.
-	ErrInsecureListen = errors.New("api: refusing to listen beyond loopback without TLS")
-)
-
-// Error is a failure the controller reported that is not a rejection: its
-// HTTP status and, when the body was the API's error form, its code.
-type Error struct {
-	Status  int
-	Code    string
-	Message string
-}
-
-func (e *Error) Error() string {
-	if e.Code == "" {
-		return fmt.Sprintf("api: %s: %s", http.StatusText(e.Status), e.Message)
-	}
-	return fmt.Sprintf("api: %s (%s): %s", http.StatusText(e.Status), e.Code, e.Message)
-}
-
-// Codes of errors that are not rejections.
+// Codes of errors that are not rejections. They travel in the API's error
+// form ({"error": {"code": ..., "message": ...}}); package httpapi maps
+// each to its HTTP status.
 const (
-	CodeInternal     = "internal"     // the controller failed (500)
-	CodeUnauthorized = "unauthorized" // 401
-	CodeTooLarge     = "too-large"    // the request body exceeded the limit (413)
-	CodeUnavailable  = "unavailable"  // the controller is stopping (503)
+	CodeInternal     = "internal"     // the controller failed
+	CodeUnauthorized = "unauthorized" // the token is missing or wrong
+	CodeTooLarge     = "too-large"    // the request body exceeded the limit
+	CodeUnavailable  = "unavailable"  // the controller is stopping
 )
 
-// CodeStandby is the rejection of a write sent to a standby controller
-// (409): another controller holds the store's leader lock; send it there.
+// CodeStandby is the rejection of a write sent to a standby controller:
+// another controller holds the store's leader lock; send it there.
 const CodeStandby = "standby"
-
-// errorBody is the wire form of every error the API returns:
-//
-//	{"error": {"code": "node-unknown", "message": "node novox is not registered"}}
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// StatusOf is the HTTP status a rejection code travels with: 404 for what
-// names something unknown, 409 for what conflicts with the state, 422 for
-// the rest (invalid, and codes this build does not know). A request the
-// handler cannot parse is 400, still with code "invalid".
-func StatusOf(code string) int {
-	switch code {
-	case commands.CodeNodeUnknown, commands.CodeModuleUnknown, CodeDeclarationUnknown:
-		return http.StatusNotFound
-	case commands.CodeNotAssigned, commands.CodeNotAdopted, commands.CodeRouteClaimed, commands.CodeNoBuild, CodeStandby:
-		return http.StatusConflict
-	default:
-		return http.StatusUnprocessableEntity
-	}
-}
-
-// rejectionStatus reports whether a status carries a rejection back to the
-// client.
-func rejectionStatus(status int) bool {
-	switch status {
-	case http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusUnprocessableEntity:
-		return true
-	}
-	return false
-}
-
-// badRequest is a request the handler could not parse: a rejection
-// (invalid), sent with status 400.
-type badRequest struct{ msg string }
-
-func (e *badRequest) Error() string { return e.msg }
-
-func badRequestf(format string, args ...any) error {
-	return &badRequest{fmt.Sprintf(format, args...)}
-}

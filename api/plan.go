@@ -1,9 +1,5 @@
 package api
 
-import (
-	"meshplane/agent"
-)
-
 // PlanRequest asks what the next push would do (mesh plan), appending
 // nothing: on Nodes (every registered node when empty), as if the commands
 // of After had run first, in order. Each is a mesh command line without
@@ -42,7 +38,7 @@ const (
 // become; the report it would make), and where it was diffed. Its JSON
 // field names are a public API.
 type NodePlan struct {
-	agent.Preview
+	Preview
 	// Source is PlanByAgent, PlanByDeclarations or PlanNotComposed.
 	Source string `json:"source"`
 	// NoAnswer is why the node's agent did not answer (Source

@@ -2,10 +2,6 @@ package api
 
 import (
 	"context"
-	"net/http"
-
-	"meshplane/commands"
-	"meshplane/projections"
 )
 
 // CodeUnsupported is the rejection of a call the service behind the API
@@ -14,7 +10,7 @@ const CodeUnsupported = "unsupported"
 
 // Rebuilder is what a running controller offers beyond Service: rebuilding
 // projections in the shadow, while queries answer from the live ones
-// (POST /v1/rebuild). controller.Controller and Client implement it.
+// (POST /v1/rebuild). controller.Controller and httpapi.Client implement it.
 type Rebuilder interface {
 	// Rebuild folds the named projections (every one when none is named)
 	// from position 0 into a fresh set, compares each with the live one at
@@ -23,10 +19,8 @@ type Rebuilder interface {
 	Rebuild(ctx context.Context, req RebuildRequest) (RebuildResult, error)
 }
 
-var _ Rebuilder = (*Client)(nil)
-
 // RebuildRequest names the projections to rebuild; none means every one
-// (projections.Names).
+// (Names).
 type RebuildRequest struct {
 	Projections []string `json:"projections,omitempty"`
 }
@@ -36,32 +30,9 @@ type RebuildRequest struct {
 // in how long, and for each projection whether the rebuilt state equals
 // the one it replaced.
 type RebuildResult struct {
-	Position    uint64                 `json:"position"`
-	Events      uint64                 `json:"events"`
-	Millis      int64                  `json:"millis"`
-	Projections []projections.Compared `json:"projections"`
-	Skipped     Skipped                `json:"skipped"`
-}
-
-// Rebuild asks POST /v1/rebuild. A rebuild may outlast the client's
-// request timeout: this call is bounded by ctx alone.
-func (c *Client) Rebuild(ctx context.Context, req RebuildRequest) (RebuildResult, error) {
-	var out RebuildResult
-	long := *c
-	hc := *c.http
-	hc.Timeout = 0
-	long.http = &hc
-	return out, long.do(ctx, http.MethodPost, "/v1/rebuild", nil, req, &out)
-}
-
-func (h *handler) rebuild(w http.ResponseWriter, r *http.Request) {
-	rb, ok := h.svc.(Rebuilder)
-	if !ok {
-		h.fail(w, r, &commands.Rejection{Code: CodeUnsupported, Msg: "this service does not rebuild projections"})
-		return
-	}
-	var req RebuildRequest
-	if h.decode(w, r, &req) && h.valid(w, r, req) {
-		h.reply(w, r)(rb.Rebuild(r.Context(), req))
-	}
+	Position    uint64     `json:"position"`
+	Events      uint64     `json:"events"`
+	Millis      int64      `json:"millis"`
+	Projections []Compared `json:"projections"`
+	Skipped     Skipped    `json:"skipped"`
 }

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"meshplane/events"
-	"meshplane/projections"
 )
 
 // Service is everything the CLI does, commands and queries. Two types
@@ -31,7 +30,7 @@ type Service interface {
 	// behind each.
 	Why(ctx context.Context, req WhyRequest) (WhyResponse, error)
 	// Roster is a node's current declaration: its routed names.
-	Roster(ctx context.Context, node string) (projections.ComposedDecl, error)
+	Roster(ctx context.Context, node string) (ComposedDecl, error)
 	// RosterHistory is every declaration composed for a node, oldest first,
 	// each with what changed since the one before.
 	RosterHistory(ctx context.Context, node string) (RosterHistory, error)
@@ -104,9 +103,9 @@ const (
 // build does not know (kept in the store, counted by type) and events that
 // did not decode or that a projection refused (the first 100 kept).
 type Skipped struct {
-	UnknownTypes  map[string]int        `json:"unknown_types,omitempty"`
-	Failures      []projections.Failure `json:"failures,omitempty"`
-	FailuresTotal int                   `json:"failures_total,omitempty"`
+	UnknownTypes  map[string]int `json:"unknown_types,omitempty"`
+	Failures      []Failure      `json:"failures,omitempty"`
+	FailuresTotal int            `json:"failures_total,omitempty"`
 }
 
 // StatusRequest names the nodes to show; none means every node.
@@ -116,14 +115,14 @@ type StatusRequest struct {
 
 // StatusResponse is each node's status, in the order asked (or sorted).
 type StatusResponse struct {
-	Nodes   []projections.NodeStatus `json:"nodes"`
-	Skipped Skipped                  `json:"skipped,omitzero"`
+	Nodes   []NodeStatus `json:"nodes"`
+	Skipped Skipped      `json:"skipped,omitzero"`
 }
 
 // NodeShow is one node's status and its own holds.
 type NodeShow struct {
-	Status projections.NodeStatus `json:"status"`
-	Holds  []projections.Hold     `json:"holds"`
+	Status NodeStatus `json:"status"`
+	Holds  []Hold     `json:"holds"`
 }
 
 // TimelineRequest filters the timeline and picks a page by position.
@@ -150,21 +149,13 @@ type TimelineRequest struct {
 // Forwards reports whether r pages forward (After or Forward set).
 func (r TimelineRequest) Forwards() bool { return r.Forward || r.After > 0 }
 
-// Filter is the projections filter of r (without its limit).
-func (r TimelineRequest) Filter() projections.Filter {
-	return projections.Filter{
-		Node: r.Node, Module: r.Module, Resource: r.Resource, Type: r.Type,
-		Correlation: r.Correlation, From: r.Since, To: r.Until,
-	}
-}
-
 // TimelinePage is one page of matches. Next is the cursor of the next page
 // in the same direction (pass it as Before when paging back, as After when
 // paging forward); 0 when there were no more matches.
 type TimelinePage struct {
-	Entries []projections.Entry `json:"entries"`
-	Next    uint64              `json:"next,omitempty"`
-	Skipped Skipped             `json:"skipped,omitzero"`
+	Entries []Entry `json:"entries"`
+	Next    uint64  `json:"next,omitempty"`
+	Skipped Skipped `json:"skipped,omitzero"`
 }
 
 // WhyRequest names a resource on a node.
@@ -183,13 +174,13 @@ type WhyResponse struct {
 // WhyTouch is one touch and the rest of the push behind it: the node's
 // other entries sharing its correlation (compose, push), in order.
 type WhyTouch struct {
-	projections.Touch
-	Push []projections.Entry `json:"push,omitempty"`
+	Touch
+	Push []Entry `json:"push,omitempty"`
 	// Deploy is what deployed the build a replaced container runs, when
 	// its image changed: the build's artifact.recorded and the
 	// module.deployed (an operator's, a roll-out policy's, or a first
 	// build's), in order (projections.Timeline.DeployBehind).
-	Deploy []projections.Entry `json:"deploy,omitempty"`
+	Deploy []Entry `json:"deploy,omitempty"`
 }
 
 // RosterHistory is every declaration composed for a node, oldest first.
@@ -201,7 +192,7 @@ type RosterHistory struct {
 // RosterHistoryEntry is one composed declaration and what changed since the
 // previous one (nil for the first).
 type RosterHistoryEntry struct {
-	projections.ComposedDecl
+	ComposedDecl
 	Changed *RosterDiff `json:"changed,omitempty"`
 }
 
@@ -223,14 +214,6 @@ type RosterDiff struct {
 	ResourcesChanged []string `json:"resources_changed"` // in both, with another digest
 }
 
-// DiffOf converts a projections diff to its wire form.
-func DiffOf(d projections.Diff) RosterDiff {
-	return RosterDiff{
-		From: d.From, To: d.To, Added: d.Added, Removed: d.Removed,
-		ResourcesAdded: d.ResourcesAdded, ResourcesRemoved: d.ResourcesRemoved, ResourcesChanged: d.ResourcesChanged,
-	}
-}
-
 // ChurnRequest names the nodes; none means every node.
 type ChurnRequest struct {
 	Nodes []string `json:"nodes,omitempty"`
@@ -243,8 +226,8 @@ type ChurnResponse struct {
 
 // NodeChurn is one node's episodes, oldest first.
 type NodeChurn struct {
-	Node     string                `json:"node"`
-	Episodes []projections.Episode `json:"episodes"`
+	Node     string    `json:"node"`
+	Episodes []Episode `json:"episodes"`
 }
 
 // Command requests. Operator is who asks (recorded as the events' actor,
@@ -333,11 +316,6 @@ type EventRef struct {
 	Position uint64    `json:"position"`
 	Type     string    `json:"type"`
 	At       time.Time `json:"at"`
-}
-
-// RefOf is the reference of a stored event.
-func RefOf(ev events.Event) EventRef {
-	return EventRef{ID: ev.ID.String(), Stream: ev.Stream, Version: ev.Version, Position: ev.Position, Type: ev.Type, At: ev.At}
 }
 
 // PushResponse is one result per node pushed to, in node order.

@@ -35,9 +35,6 @@ const (
 	MaxPlanCommandLen = 1024
 )
 
-// validator is a request that checks its own fields.
-type validator interface{ validate() error }
-
 // invalidField is a request refused for one of its fields.
 func invalidField(field, format string, args ...any) error {
 	return &commands.Rejection{Code: commands.CodeInvalid, Msg: field + ": " + fmt.Sprintf(format, args...)}
@@ -89,31 +86,39 @@ func each(field string, items []string, check func(field, v string) error) error
 	return nil
 }
 
-func (r RegisterNodesRequest) validate() error {
+// Validate checks the fields of a RegisterNodesRequest, as the door above says.
+func (r RegisterNodesRequest) Validate() error {
 	if err := checkOperator(r.Operator); err != nil {
 		return err
 	}
 	return checkItems("nodes", len(r.Nodes)) // each name: commands.CheckName
 }
 
-func (r NodeRequest) validate() error { return checkOperator(r.Operator) }
+// Validate checks the fields of a NodeRequest, as the door above says.
+func (r NodeRequest) Validate() error { return checkOperator(r.Operator) }
 
-func (r SetSettingRequest) validate() error { return checkOperator(r.Operator) }
+// Validate checks the fields of a SetSettingRequest, as the door above says.
+func (r SetSettingRequest) Validate() error { return checkOperator(r.Operator) }
 
-func (r DefineModulesRequest) validate() error {
+// Validate checks the fields of a DefineModulesRequest, as the door above says.
+func (r DefineModulesRequest) Validate() error {
 	if err := checkOperator(r.Operator); err != nil {
 		return err
 	}
 	return checkItems("modules", len(r.Modules)) // names and specs: the commands
 }
 
-func (r ModuleNodeRequest) validate() error { return checkOperator(r.Operator) }
+// Validate checks the fields of a ModuleNodeRequest, as the door above says.
+func (r ModuleNodeRequest) Validate() error { return checkOperator(r.Operator) }
 
-func (r RecordArtifactRequest) validate() error { return checkOperator(r.Operator) }
+// Validate checks the fields of a RecordArtifactRequest, as the door above says.
+func (r RecordArtifactRequest) Validate() error { return checkOperator(r.Operator) }
 
-func (r DeployRequest) validate() error { return checkOperator(r.Operator) }
+// Validate checks the fields of a DeployRequest, as the door above says.
+func (r DeployRequest) Validate() error { return checkOperator(r.Operator) }
 
-func (r PushRequest) validate() error {
+// Validate checks the fields of a PushRequest, as the door above says.
+func (r PushRequest) Validate() error {
 	if err := checkOperator(r.Operator); err != nil {
 		return err
 	}
@@ -123,22 +128,27 @@ func (r PushRequest) validate() error {
 	return nil
 }
 
-func (r PlanRequest) validate() error {
+// Validate checks the fields of a PlanRequest, as the door above says.
+func (r PlanRequest) Validate() error {
 	if err := each("nodes", r.Nodes, checkRef); err != nil {
 		return err
 	}
 	return each("after", r.After, func(field, v string) error { return checkText(field, v, MaxPlanCommandLen) })
 }
 
-func (r RebuildRequest) validate() error {
+// Validate checks the fields of a RebuildRequest, as the door above says.
+func (r RebuildRequest) Validate() error {
 	return each("projections", r.Projections, checkRef)
 }
 
-func (r StatusRequest) validate() error { return each("node", r.Nodes, checkRef) }
+// Validate checks the fields of a StatusRequest, as the door above says.
+func (r StatusRequest) Validate() error { return each("node", r.Nodes, checkRef) }
 
-func (r ChurnRequest) validate() error { return each("node", r.Nodes, checkRef) }
+// Validate checks the fields of a ChurnRequest, as the door above says.
+func (r ChurnRequest) Validate() error { return each("node", r.Nodes, checkRef) }
 
-func (r TimelineRequest) validate() error {
+// Validate checks the fields of a TimelineRequest, as the door above says.
+func (r TimelineRequest) Validate() error {
 	for _, f := range []struct{ name, v string }{
 		{"node", r.Node}, {"module", r.Module}, {"resource", r.Resource}, {"type", r.Type}, {"correlation", r.Correlation},
 	} {
@@ -149,14 +159,16 @@ func (r TimelineRequest) validate() error {
 	return nil
 }
 
-func (r WhyRequest) validate() error {
+// Validate checks the fields of a WhyRequest, as the door above says.
+func (r WhyRequest) Validate() error {
 	if err := checkRef("node", r.Node); err != nil {
 		return err
 	}
 	return checkRef("resource", r.Resource)
 }
 
-func (r RosterDiffRequest) validate() error {
+// Validate checks the fields of a RosterDiffRequest, as the door above says.
+func (r RosterDiffRequest) Validate() error {
 	for _, f := range []struct{ name, v string }{{"node", r.Node}, {"from", r.From}, {"to", r.To}} {
 		if err := checkRef(f.name, f.v); err != nil {
 			return err
@@ -165,7 +177,8 @@ func (r RosterDiffRequest) validate() error {
 	return nil
 }
 
-// nodeRef is a read of one node by name (GET /v1/nodes/{node}, its roster).
-type nodeRef string
+// NodeRef is a read of one node by name (NodeShow, Roster, RosterHistory).
+type NodeRef string
 
-func (n nodeRef) validate() error { return checkRef("node", string(n)) }
+// Validate checks the name: bounded, UTF-8, printable.
+func (n NodeRef) Validate() error { return checkRef("node", string(n)) }

@@ -1,9 +1,11 @@
-// Package controller is the core of meshplane's daemon, free of adapters:
+// Package controller is the core of meshplane's daemon, free of adapters
+// (it links no HTTP, driver or bus; deps_test.go holds it to that):
 // it owns an event store (any events.Store), the write side over it
 // (commands.Handler with the wall clock), the projections kept live by a
 // runner following the store, and a Publisher the bus implements. It
-// implements api.Service, so the HTTP API and a CLI on a local store answer
-// from the same code.
+// implements api.Service, so the HTTP API (api/httpapi) and a CLI on a
+// local store answer from the same code; wire.go is the one place the
+// projections' and the agent's structs become the API's own.
 //
 // Reads are read-your-writes: a command returns once the projections have
 // folded what it appended, and a query first waits for the projections to

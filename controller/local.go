@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"meshplane/api"
 	"meshplane/projections"
 )
 
@@ -58,14 +59,20 @@ func (c *Controller) queryTimeline(f projections.Filter) ([]projections.Entry, e
 	return c.views.Timeline.Query(f), nil
 }
 
-// QueryTimeline is every entry f selects, after a Sync (the CLI's
-// timeline without a limit, in one query instead of pages).
-func (c *Controller) QueryTimeline(ctx context.Context, f projections.Filter) ([]projections.Entry, error) {
+// QueryTimeline is every entry req's filter selects (its cursors and limit
+// aside), after a Sync: the CLI's timeline without a limit, in one query
+// instead of pages.
+func (c *Controller) QueryTimeline(ctx context.Context, req api.TimelineRequest) ([]api.Entry, error) {
 	if err := c.Sync(ctx); err != nil {
 		return nil, err
 	}
-	return c.queryTimeline(f)
+	es, err := c.queryTimeline(filterOf(req))
+	return entriesOf(es), err
 }
+
+// Skipped is what the projections could not fold so far (what a Status or
+// a Timeline answer carries), for the queries whose answer carries none.
+func (c *Controller) Skipped() api.Skipped { return c.skipped() }
 
 // errTimelineOnDisk is the refusal of a query that needs every timeline
 // entry in memory, by a controller whose entries are mostly on disk.

@@ -61,7 +61,7 @@ type Planning struct {
 func PlanNode(ctx context.Context, p Planning, node string) (api.NodePlan, error) {
 	comp, err := commands.Compose(ctx, p.Reader, node, "")
 	if errors.Is(err, commands.ErrIncoherent) {
-		np := api.NodePlan{Preview: agent.Preview{Node: node}, Source: api.PlanNotComposed, ComposeError: err.Error()}
+		np := api.NodePlan{Preview: api.Preview{Node: node}, Source: api.PlanNotComposed, ComposeError: err.Error()}
 		np.Headline = headline(np, events.Weight{})
 		return np, nil
 	}
@@ -70,6 +70,7 @@ func PlanNode(ctx context.Context, p Planning, node string) (api.NodePlan, error
 	}
 	d := comp.Declaration
 	np := api.NodePlan{Source: api.PlanByAgent, New: !comp.Unchanged, Warnings: d.Warnings}
+	var pv agent.Preview
 	noAnswer := p.NoDryRun
 	if p.DryRun != nil {
 		timeout := p.Timeout
@@ -77,7 +78,7 @@ func PlanNode(ctx context.Context, p Planning, node string) (api.NodePlan, error
 			timeout = DefaultDryRunTimeout
 		}
 		dctx, cancel := context.WithTimeout(ctx, timeout)
-		np.Preview, err = p.DryRun.DryRun(dctx, d)
+		pv, err = p.DryRun.DryRun(dctx, d)
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -95,10 +96,11 @@ func PlanNode(ctx context.Context, p Planning, node string) (api.NodePlan, error
 			return api.NodePlan{}, fmt.Errorf("plan %s: %w", node, err)
 		}
 		obs, st := agent.Declared(prev)
-		np.Preview = agent.PreviewOf(node, d, agent.Diff(d, obs, st))
+		pv = agent.PreviewOf(node, d, agent.Diff(d, obs, st))
 		np.Source, np.NoAnswer = api.PlanByDeclarations, noAnswer
 	}
-	w := events.Weigh(&np.Outcome, planContext(d, np.Preview, lastFailed(p.Status, node)))
+	np.Preview = previewOf(pv)
+	w := events.Weigh(&np.Outcome, planContext(d, pv, lastFailed(p.Status, node)))
 	np.Heavy = w.Heavy()
 	np.Headline = headline(np, w)
 	return np, nil

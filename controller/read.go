@@ -28,7 +28,7 @@ func queryErr(err error) error {
 // skipped is what the projections could not fold.
 func (c *Controller) skipped() api.Skipped {
 	kept, total := c.runner.Failures()
-	s := api.Skipped{Failures: kept, FailuresTotal: total}
+	s := api.Skipped{Failures: mapSlice(kept, failureOf), FailuresTotal: total}
 	if u := c.runner.Unknown(); len(u) > 0 {
 		s.UnknownTypes = u
 	}
@@ -51,13 +51,13 @@ func (c *Controller) Status(ctx context.Context, req api.StatusRequest) (api.Sta
 	if err := c.Sync(ctx); err != nil {
 		return api.StatusResponse{}, err
 	}
-	out := api.StatusResponse{Nodes: []projections.NodeStatus{}}
+	out := api.StatusResponse{Nodes: []api.NodeStatus{}}
 	for _, n := range c.nodesOr(req.Nodes) {
 		st, err := c.views.Status.Of(n)
 		if err != nil {
 			return api.StatusResponse{}, queryErr(err)
 		}
-		out.Nodes = append(out.Nodes, st)
+		out.Nodes = append(out.Nodes, statusOf(st))
 	}
 	out.Skipped = c.skipped()
 	return out, nil
@@ -79,7 +79,7 @@ func (c *Controller) NodeShow(ctx context.Context, node string) (api.NodeShow, e
 	if holds == nil { // no apply reported yet: no holds
 		holds = []projections.Hold{}
 	}
-	return api.NodeShow{Status: st, Holds: holds}, nil
+	return api.NodeShow{Status: statusOf(st), Holds: mapSlice(holds, holdOf)}, nil
 }
 
 // Timeline is one page of the filtered timeline (see api.TimelineRequest).
@@ -108,7 +108,7 @@ func (c *Controller) Timeline(ctx context.Context, req api.TimelineRequest) (api
 	if entries == nil {
 		entries = []projections.Entry{}
 	}
-	return api.TimelinePage{Entries: entries, Next: next, Skipped: c.skipped()}, nil
+	return api.TimelinePage{Entries: entriesOf(entries), Next: next, Skipped: c.skipped()}, nil
 }
 
 // page picks req's page with one bounded query: Limit+1 matches from the
@@ -116,7 +116,7 @@ func (c *Controller) Timeline(ctx context.Context, req api.TimelineRequest) (api
 // timeline walks its narrowest index from the cursor (Timeline.Query), so a
 // page costs the same wherever it lies in the history.
 func page(query func(projections.Filter) []projections.Entry, req api.TimelineRequest) ([]projections.Entry, uint64) {
-	f := req.Filter()
+	f := filterOf(req)
 	f.After, f.Before, f.Forward, f.Limit = req.After, req.Before, req.Forwards(), req.Limit+1
 	got := query(f)
 	if len(got) <= req.Limit {
@@ -144,14 +144,14 @@ func (c *Controller) Why(ctx context.Context, req api.WhyRequest) (api.WhyRespon
 	}
 	out := api.WhyResponse{Node: req.Node, Resource: req.Resource, Touches: make([]api.WhyTouch, len(touches))}
 	for i, t := range touches {
-		out.Touches[i].Touch = t
-		out.Touches[i].Deploy = deployBehind(c.views.Timeline, req.Node, req.Resource, t)
+		out.Touches[i].Touch = touchOf(t)
+		out.Touches[i].Deploy = entriesOf(deployBehind(c.views.Timeline, req.Node, req.Resource, t))
 		if t.Entry.Correlation == "" {
 			continue
 		}
 		for _, en := range c.views.Timeline.Query(projections.Filter{Node: req.Node, Correlation: t.Entry.Correlation}) {
 			if en.Position != t.Entry.Position {
-				out.Touches[i].Push = append(out.Touches[i].Push, en)
+				out.Touches[i].Push = append(out.Touches[i].Push, entryOf(en))
 			}
 		}
 	}
@@ -159,12 +159,12 @@ func (c *Controller) Why(ctx context.Context, req api.WhyRequest) (api.WhyRespon
 }
 
 // Roster is node's current declaration.
-func (c *Controller) Roster(ctx context.Context, node string) (projections.ComposedDecl, error) {
+func (c *Controller) Roster(ctx context.Context, node string) (api.ComposedDecl, error) {
 	if err := c.Sync(ctx); err != nil {
-		return projections.ComposedDecl{}, err
+		return api.ComposedDecl{}, err
 	}
 	d, err := c.views.Roster.Current(node)
-	return d, queryErr(err)
+	return composedOf(d), queryErr(err)
 }
 
 // RosterHistory is every declaration composed for node, each with what
@@ -179,7 +179,7 @@ func (c *Controller) RosterHistory(ctx context.Context, node string) (api.Roster
 	}
 	out := api.RosterHistory{Node: node, Declarations: make([]api.RosterHistoryEntry, len(h))}
 	for i, d := range h {
-		out.Declarations[i].ComposedDecl = d
+		out.Declarations[i].ComposedDecl = composedOf(d)
 		if i == 0 {
 			continue
 		}
@@ -187,7 +187,7 @@ func (c *Controller) RosterHistory(ctx context.Context, node string) (api.Roster
 		if err != nil {
 			return api.RosterHistory{}, queryErr(fmt.Errorf("controller: roster history of %s: %w", node, err))
 		}
-		wire := api.DiffOf(df)
+		wire := diffOf(df)
 		out.Declarations[i].Changed = &wire
 	}
 	return out, nil
@@ -202,7 +202,7 @@ func (c *Controller) RosterDiff(ctx context.Context, req api.RosterDiffRequest) 
 	if err != nil {
 		return api.RosterDiff{}, queryErr(err)
 	}
-	return api.DiffOf(d), nil
+	return diffOf(d), nil
 }
 
 // Churn is each node's churn episodes.
@@ -217,7 +217,7 @@ func (c *Controller) Churn(ctx context.Context, req api.ChurnRequest) (api.Churn
 		if eps == nil {
 			eps = []projections.Episode{}
 		}
-		out.Nodes[i] = api.NodeChurn{Node: n, Episodes: eps}
+		out.Nodes[i] = api.NodeChurn{Node: n, Episodes: mapSlice(eps, episodeOf)}
 	}
 	return out, nil
 }

@@ -77,6 +77,6 @@ func (c *Controller) RebuildProgress(ctx context.Context, req api.RebuildRequest
 	}
 	return api.RebuildResult{
 		Position: pos, Events: folded, Millis: time.Since(start).Milliseconds(),
-		Projections: cmp, Skipped: c.skipped(),
+		Projections: mapSlice(cmp, comparedOf), Skipped: c.skipped(),
 	}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"meshplane/api"
+	"meshplane/api/httpapi"
 	"meshplane/commands"
 	"meshplane/controller"
 	"meshplane/events/memstore"
@@ -147,9 +148,9 @@ func fmtNames(names []string) string {
 func TestRebuildOverAPI(t *testing.T) {
 	store := generated(t)
 	ctx, ctrl := running(t, store)
-	srv := httptest.NewServer(api.Handler(ctrl, "tok"))
+	srv := httptest.NewServer(httpapi.Handler(ctrl, "tok"))
 	defer srv.Close()
-	c, err := api.NewClient(srv.URL, "tok")
+	c, err := httpapi.NewClient(srv.URL, "tok")
 	if err != nil {
 		t.Fatal(err)
 	}

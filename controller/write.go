@@ -80,7 +80,7 @@ func (c *Controller) append(ctx context.Context, who string, cs []commands.Comma
 	for i, evs := range results {
 		a := api.Appended{Stream: cs[i].Stream(), Events: make([]api.EventRef, len(evs))}
 		for j, ev := range evs {
-			a.Events[j] = api.RefOf(ev)
+			a.Events[j] = refOf(ev)
 			last = max(last, ev.Position)
 		}
 		res.Results = append(res.Results, a)

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"meshplane/agent"
 	"meshplane/api"
 	"meshplane/controller"
 	"meshplane/declaration"
@@ -447,13 +446,13 @@ func (w *World) plan(node string) (api.NodePlan, error) {
 }
 
 // planStep returns the plan's step for resource name, if it has one.
-func planStep(np api.NodePlan, name string) (agent.PreviewStep, bool) {
+func planStep(np api.NodePlan, name string) (api.PreviewStep, bool) {
 	for _, s := range np.Steps {
 		if s.Name == name {
 			return s, true
 		}
 	}
-	return agent.PreviewStep{}, false
+	return api.PreviewStep{}, false
 }
 
 func planSteps(np api.NodePlan) string {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"meshplane/api"
+	"meshplane/api/httpapi"
 	"meshplane/controller"
 	"meshplane/events"
 	"meshplane/events/memstore"
@@ -94,7 +94,7 @@ func BenchmarkFragments(b *testing.B) {
 	head, _ := store.Head(ctx)
 	b.Logf("folded %d events in %s", head, time.Since(start).Round(time.Second))
 	mux := http.NewServeMux()
-	mux.Handle("/v1/", api.Handler(ctl, testToken))
+	mux.Handle("/v1/", httpapi.Handler(ctl, testToken))
 	mux.Handle("/", web.Handler(ctl, testToken, web.Options{}))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()

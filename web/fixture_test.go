@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"meshplane/api"
+	"meshplane/api/httpapi"
 	"meshplane/commands"
 	"meshplane/controller"
 	"meshplane/events"
@@ -149,7 +149,7 @@ func newFixture(t *testing.T) *fixture {
 
 	streams := make(chan struct{})
 	mux := http.NewServeMux()
-	mux.Handle("/v1/", api.Handler(ctl, testToken))
+	mux.Handle("/v1/", httpapi.Handler(ctl, testToken))
 	mux.Handle("/", web.Handler(ctl, testToken, web.Options{Feed: ctl, Done: streams, MinInterval: 20 * time.Millisecond}))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)

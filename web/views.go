@@ -13,7 +13,6 @@ import (
 
 	"meshplane/api"
 	"meshplane/events"
-	"meshplane/projections"
 )
 
 // funcs are the templates' helpers.
@@ -67,7 +66,7 @@ type statusView struct {
 }
 
 type nodeRow struct {
-	projections.NodeStatus
+	api.NodeStatus
 	Held      string // "route-proxy: 2, photos: 1"
 	HeldTotal int
 }
@@ -131,12 +130,12 @@ type nodeView struct {
 	Latest             bool
 	Limit              int
 	First, Last        uint64 // positions of the page's first and last entries
-	Decls              []projections.Entry
+	Decls              []api.Entry
 	DiffFrom, DiffTo   string
 }
 
 type column struct {
-	Entry  projections.Entry
+	Entry  api.Entry
 	Label  string // the time, where the minute changes
 	Band   int    // index in Episodes of the episode it falls in, -1 if none
 	Marker marker
@@ -175,7 +174,7 @@ type bandCell struct {
 }
 
 type episodeView struct {
-	projections.Episode
+	api.Episode
 	ID    string // element id of its evidence
 	Kind  string // "loop", "flip", "loop and flip"
 	On    bool   // some of it is on this page
@@ -229,7 +228,7 @@ func (h *handler) node(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	var eps []projections.Episode
+	var eps []api.Episode
 	if len(churn.Nodes) == 1 {
 		eps = churn.Nodes[0].Episodes
 	}
@@ -250,7 +249,7 @@ func (h *handler) node(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, "node.html", v)
 }
 
-func statusRow(ns projections.NodeStatus) nodeRow {
+func statusRow(ns api.NodeStatus) nodeRow {
 	row := nodeRow{NodeStatus: ns}
 	parts := make([]string, len(ns.Held))
 	for i, mc := range ns.Held {
@@ -262,11 +261,11 @@ func statusRow(ns projections.NodeStatus) nodeRow {
 }
 
 // buildNode lays a page of a node's timeline out in lanes: one column per
-// entry, a run of identical outcomes (projections.Collapse) one column, and
+// entry, a run of identical outcomes (api.Collapse) one column, and
 // the node's churn episodes as bands over the columns they cover.
-func buildNode(node string, page api.TimelinePage, forward, back bool, eps []projections.Episode, limit int) nodeView {
+func buildNode(node string, page api.TimelinePage, forward, back bool, eps []api.Episode, limit int) nodeView {
 	v := nodeView{Node: node, Limit: limit}
-	entries := projections.Collapse(page.Entries)
+	entries := api.Collapse(page.Entries)
 	v.Episodes = make([]episodeView, len(eps))
 	for i, ep := range eps {
 		ev := episodeView{Episode: ep, ID: fmt.Sprintf("ep-%d", i), Kind: "loop"}
@@ -380,7 +379,7 @@ func buildNode(node string, page api.TimelinePage, forward, back bool, eps []pro
 }
 
 // markerOf is how an entry is drawn in its lane.
-func markerOf(en projections.Entry) marker {
+func markerOf(en api.Entry) marker {
 	m := marker{Kind: kindOf(en.Type)}
 	switch en.Type {
 	case events.TypeDeclarationComposed, events.TypeDeclarationPushed:
@@ -498,17 +497,17 @@ func (h *handler) why(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, "why.html", v)
 }
 
-// collapseWhy collapses runs of the same touch (projections.CollapseTouches)
+// collapseWhy collapses runs of the same touch (api.CollapseTouches)
 // and keeps, for each, the push behind its first.
 func collapseWhy(ts []api.WhyTouch) []api.WhyTouch {
-	plain := make([]projections.Touch, len(ts))
-	push := make(map[uint64][]projections.Entry, len(ts))
+	plain := make([]api.Touch, len(ts))
+	push := make(map[uint64][]api.Entry, len(ts))
 	for i, t := range ts {
 		plain[i] = t.Touch
 		push[t.Entry.Position] = t.Push
 	}
 	out := make([]api.WhyTouch, 0, len(ts))
-	for _, t := range projections.CollapseTouches(plain) {
+	for _, t := range api.CollapseTouches(plain) {
 		out = append(out, api.WhyTouch{Touch: t, Push: push[t.Entry.Position]})
 	}
 	return out

@@ -7,7 +7,6 @@ import (
 
 	"meshplane/api"
 	"meshplane/events"
-	"meshplane/projections"
 )
 
 // TestBuildNodeBounds: what a node's page renders is bounded by the page,
@@ -16,22 +15,22 @@ import (
 // column falls in the episode that covers it (or none).
 func TestBuildNodeBounds(t *testing.T) {
 	at := time.Date(2026, 9, 29, 22, 0, 0, 0, time.UTC)
-	mark := func(p uint64) projections.Mark { return projections.Mark{Position: p, At: at} }
+	mark := func(p uint64) api.Mark { return api.Mark{Position: p, At: at} }
 	// 40 closed episodes over positions 10k..10k+5, then an open one from 1000.
-	var eps []projections.Episode
+	var eps []api.Episode
 	for i := range 40 {
 		end := mark(uint64(i*10 + 5))
-		eps = append(eps, projections.Episode{Node: "n", Loop: true, Start: mark(uint64(i * 10)), Detected: mark(uint64(i*10 + 2)), End: &end})
+		eps = append(eps, api.Episode{Node: "n", Loop: true, Start: mark(uint64(i * 10)), Detected: mark(uint64(i*10 + 2)), End: &end})
 	}
-	eps = append(eps, projections.Episode{Node: "n", Flip: true, Start: mark(1000), Detected: mark(1001)})
+	eps = append(eps, api.Episode{Node: "n", Flip: true, Start: mark(1000), Detected: mark(1001)})
 	var res []string
 	for i := range 100 {
 		res = append(res, fmt.Sprintf("r%03d", i))
 	}
-	entry := func(p uint64) projections.Entry {
-		return projections.Entry{Position: p, At: at, Node: "n", Type: events.TypeApplyReported, Summary: "applied 100 resource(s); created a", Resources: res, Declaration: fmt.Sprintf("n/%d", p)}
+	entry := func(p uint64) api.Entry {
+		return api.Entry{Position: p, At: at, Node: "n", Type: events.TypeApplyReported, Summary: "applied 100 resource(s); created a", Resources: res, Declaration: fmt.Sprintf("n/%d", p)}
 	}
-	page := api.TimelinePage{Entries: []projections.Entry{entry(3), entry(8), entry(12), entry(999), entry(1002)}}
+	page := api.TimelinePage{Entries: []api.Entry{entry(3), entry(8), entry(12), entry(999), entry(1002)}}
 	v := buildNode("n", page, false, false, eps, 5)
 
 	wantBand := []int{0, -1, 1, -1, 40}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"meshplane/api"
+	"meshplane/api/httpapi"
 	"meshplane/commands"
 )
 
@@ -125,7 +126,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// authed wants the API's token, as api.Handler does: a bearer token
+// authed wants the API's token, as httpapi.Handler does: a bearer token
 // compared in constant time, over digests so not even its length leaks.
 func (h *handler) authed(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -166,7 +167,7 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var bad *badRequest
 	switch {
 	case errors.As(err, &rej):
-		status = api.StatusOf(rej.Code)
+		status = httpapi.StatusOf(rej.Code)
 	case errors.As(err, &bad):
 		status = http.StatusBadRequest
 	case r.Context().Err() != nil:

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
-	"meshplane/projections"
 )
 
 func (e *env) churnCmd() *cobra.Command {
@@ -29,7 +28,7 @@ func (e *env) churnCmd() *cobra.Command {
 				}
 				sk := s.skipped(api.Skipped{}) // the answer carries none: known locally only
 				if out == outJSON {
-					all := map[string][]projections.Episode{}
+					all := map[string][]api.Episode{}
 					for _, nc := range resp.Nodes {
 						all[nc.Node] = nc.Episodes
 					}

@@ -19,6 +19,7 @@ import (
 
 	"meshplane/agent"
 	"meshplane/api"
+	"meshplane/api/httpapi"
 	"meshplane/bus"
 	"meshplane/commands"
 	"meshplane/controller"
@@ -158,7 +159,7 @@ func runController(ctx context.Context, cfg controllerConfig) (err error) {
 	if withTLS && (cfg.TLSCert == "" || cfg.TLSKey == "") {
 		return errors.New("controller: give both --tls-cert and --tls-key")
 	}
-	if err := api.CheckListen(listen, withTLS, cfg.Insecure); err != nil {
+	if err := httpapi.CheckListen(listen, withTLS, cfg.Insecure); err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
 	if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
@@ -188,7 +189,7 @@ func runController(ctx context.Context, cfg controllerConfig) (err error) {
 	stops = append(stops, func(context.Context) error { return store.Close() })
 	cm := newControllerMetrics()
 
-	token, err := api.LoadOrCreateToken(cfg.Data)
+	token, err := httpapi.LoadOrCreateToken(cfg.Data)
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
@@ -290,12 +291,12 @@ func runController(ctx context.Context, cfg controllerConfig) (err error) {
 	// The page's event streams end with serveCtx, so that stopping does not
 	// wait for them.
 	mux := http.NewServeMux()
-	mux.Handle("/v1/", api.Handler(ctl, token, api.WithLogger(log)))
+	mux.Handle("/v1/", httpapi.Handler(ctl, token, httpapi.WithLogger(log)))
 	mux.Handle("/", web.Handler(ctl, token, web.Options{Feed: ctl, Logger: log, Done: serveCtx.Done()}))
 	go func() {
 		served <- safego.Call("api.serve", log, func() error {
-			return api.Serve(serveCtx, ln, cm.handler(mux, token),
-				api.ServeOptions{TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey, Insecure: cfg.Insecure, Logger: log})
+			return httpapi.Serve(serveCtx, ln, cm.handler(mux, token),
+				httpapi.ServeOptions{TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey, Insecure: cfg.Insecure, Logger: log})
 		})
 	}()
 	stops = append(stops, func(context.Context) error { stopServe(); return <-served })

@@ -22,6 +22,7 @@ import (
 	"meshplane/agent"
 	"meshplane/agent/simruntime"
 	"meshplane/api"
+	"meshplane/api/httpapi"
 	"meshplane/bus"
 	"meshplane/controller"
 	"meshplane/events"
@@ -45,7 +46,7 @@ func daemonLogger() *slog.Logger {
 type daemon struct {
 	cfg    controllerConfig
 	ready  controllerReady
-	client *api.Client
+	client *httpapi.Client
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -76,7 +77,7 @@ func startDaemon(t testing.TB, data, busListen string, edit ...func(*controllerC
 	case <-time.After(30 * time.Second):
 		t.Fatal("the controller did not serve within 30s")
 	}
-	c, err := api.NewClient(d.ready.APIURL, d.ready.Token)
+	c, err := httpapi.NewClient(d.ready.APIURL, d.ready.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func eventually(t testing.TB, limit time.Duration, cond func() error) {
 }
 
 // inSync waits until every node's status reads in-sync.
-func inSync(t testing.TB, c *api.Client, nodes ...string) api.StatusResponse {
+func inSync(t testing.TB, c *httpapi.Client, nodes ...string) api.StatusResponse {
 	t.Helper()
 	var st api.StatusResponse
 	eventually(t, 30*time.Second, func() error {
@@ -214,7 +215,7 @@ var searxng = events.ModuleSpec{
 
 // daemonSetUp registers nodes and assigns searxng to each (adopting and taking
 // it on the ones in adopt).
-func daemonSetUp(t testing.TB, c *api.Client, nodes []string, adopt ...string) {
+func daemonSetUp(t testing.TB, c *httpapi.Client, nodes []string, adopt ...string) {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := c.RegisterNodes(ctx, api.RegisterNodesRequest{Operator: testOperator, Nodes: nodes}); err != nil {
@@ -444,11 +445,11 @@ func TestDaemonAPIToken(t *testing.T) {
 			}
 		})
 	}
-	bad, err := api.NewClient(d.ready.APIURL, "wrong")
+	bad, err := httpapi.NewClient(d.ready.APIURL, "wrong")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bad.Status(ctx, api.StatusRequest{}); !errors.Is(err, api.ErrUnauthorized) {
+	if _, err := bad.Status(ctx, api.StatusRequest{}); !errors.Is(err, httpapi.ErrUnauthorized) {
 		t.Errorf("a read with a wrong token: %v, want ErrUnauthorized", err)
 	}
 	checkStoreStill(t, ctx, d.client, before)

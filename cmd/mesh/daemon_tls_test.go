@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"meshplane/api"
+	"meshplane/api/httpapi"
 	"meshplane/internal/testtls"
 )
 
@@ -27,7 +27,7 @@ func TestDaemonTLS(t *testing.T) {
 			t.Fatalf("Info: %v, want a certificate error", err)
 		}
 	})
-	c, err := api.NewClient(d.ready.APIURL, d.ready.Token, api.WithCA(ca))
+	c, err := httpapi.NewClient(d.ready.APIURL, d.ready.Token, httpapi.WithCA(ca))
 	if err != nil {
 		t.Fatal(err)
 	}

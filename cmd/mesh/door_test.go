@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"meshplane/api"
+	"meshplane/api/httpapi"
 	"meshplane/bus"
 	"meshplane/events"
 	"meshplane/projections"
@@ -254,7 +255,7 @@ func must[T any](v T, err error) func(*testing.T) T {
 }
 
 // timeline is node's entries of type typ, oldest first.
-func timeline(t *testing.T, c *api.Client, node, typ string) []projections.Entry {
+func timeline(t *testing.T, c *httpapi.Client, node, typ string) []api.Entry {
 	t.Helper()
 	page, err := c.Timeline(context.Background(), api.TimelineRequest{Node: node, Type: typ, Limit: api.MaxTimelineLimit})
 	if err != nil {
@@ -265,9 +266,9 @@ func timeline(t *testing.T, c *api.Client, node, typ string) []projections.Entry
 
 // waitTimeline waits until node has n entries of type typ, and fails if it
 // has more; it returns them, oldest first.
-func waitTimeline(t *testing.T, c *api.Client, node, typ string, n int) []projections.Entry {
+func waitTimeline(t *testing.T, c *httpapi.Client, node, typ string, n int) []api.Entry {
 	t.Helper()
-	var es []projections.Entry
+	var es []api.Entry
 	eventually(t, 30*time.Second, func() error {
 		es = timeline(t, c, node, typ)
 		if len(es) > n {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"meshplane/api"
+	"meshplane/api/httpapi"
 	"meshplane/commands"
 	"meshplane/events"
 	"meshplane/events/pgstore"
@@ -47,7 +48,7 @@ func testController() int {
 // controllerProc is one controller process of a test.
 type controllerProc struct {
 	cmd    *exec.Cmd
-	client *api.Client
+	client *httpapi.Client
 	url    string
 	log    string
 
@@ -100,12 +101,12 @@ func startControllerProc(t *testing.T, store string) *controllerProc {
 		b, _ := os.ReadFile(p.log)
 		t.Fatalf("controller did not start in 60s:\n%s", b)
 	}
-	p.tokenFile = filepath.Join(data, api.TokenFile)
-	token, err := api.ReadToken(p.tokenFile)
+	p.tokenFile = filepath.Join(data, httpapi.TokenFile)
+	token, err := httpapi.ReadToken(p.tokenFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.client, err = api.NewClient(p.url, token); err != nil {
+	if p.client, err = httpapi.NewClient(p.url, token); err != nil {
 		t.Fatal(err)
 	}
 	return p

@@ -7,7 +7,7 @@
 // HTTP API). Either way the verb calls an api.Service: locally a
 // controller.Controller over the store, not running (status, node show,
 // timeline and churn start it from the snapshot the data directory keeps:
-// localquery.go); remotely an api.Client. When the local store is locked and DATA/controller.json names
+// localquery.go); remotely an httpapi.Client. When the local store is locked and DATA/controller.json names
 // a live controller, the verb asks that controller.
 //
 // The CLI is built on cobra, one file per verb (status.go, timeline.go,
@@ -28,7 +28,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"meshplane/api"
+	"meshplane/api/httpapi"
 	"meshplane/commands"
 	"meshplane/events"
 	"meshplane/internal/safego"
@@ -158,7 +158,7 @@ func (e *env) runRoot(ctx context.Context, root *cobra.Command, args []string) (
 	case errors.Is(err, events.ErrDamaged):
 		fmt.Fprintf(stderr, "%s: store file damaged: %v; run mesh store verify\n", name, err)
 		return exitFailed
-	case errors.Is(err, api.ErrUnauthorized):
+	case errors.Is(err, httpapi.ErrUnauthorized):
 		fmt.Fprintf(stderr, "%s: %v (give the controller's DATA/api-token with --token-file or MESH_TOKEN)\n", name, err)
 		return exitFailed
 	default:

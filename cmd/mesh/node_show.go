@@ -38,7 +38,7 @@ func (e *env) nodeShowCmd() *cobra.Command {
 				fmt.Fprintf(w, "node     %s\n", st.Node)
 				fmt.Fprintf(w, "adopted  %v\n", st.Adopted)
 				fmt.Fprintf(w, "sync     %s\n", st.Sync)
-				fmt.Fprintf(w, "health   %s\n", health(st))
+				fmt.Fprintf(w, "health   %s\n", health(st.Health, st.Held))
 				if st.Pushed != nil {
 					fmt.Fprintf(w, "pushed   %s at %s\n", st.Pushed.Declaration, stamp(st.Pushed.At))
 				}

@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"meshplane/api"
+	"meshplane/api/httpapi"
 	"meshplane/bus"
 )
 
@@ -66,7 +66,7 @@ func checkOtherNodeRefused(t *testing.T, ctx context.Context, js jetstream.JetSt
 }
 
 // storeHead is the position of the last event in c's controller's store.
-func storeHead(t *testing.T, ctx context.Context, c *api.Client) uint64 {
+func storeHead(t *testing.T, ctx context.Context, c *httpapi.Client) uint64 {
 	t.Helper()
 	i, err := c.Info(ctx)
 	if err != nil {
@@ -77,7 +77,7 @@ func storeHead(t *testing.T, ctx context.Context, c *api.Client) uint64 {
 
 // checkStoreStill fails t if c's controller's store has grown past before
 // (a storeHead taken earlier).
-func checkStoreStill(t *testing.T, ctx context.Context, c *api.Client, before uint64) {
+func checkStoreStill(t *testing.T, ctx context.Context, c *httpapi.Client, before uint64) {
 	t.Helper()
 	if after := storeHead(t, ctx, c); after != before {
 		t.Errorf("the store grew from %d to %d events", before, after)

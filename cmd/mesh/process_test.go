@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"meshplane/api"
+	"meshplane/api/httpapi"
 	"meshplane/bus"
 	"meshplane/controller"
 	"meshplane/events"
@@ -158,7 +159,7 @@ func (p *proc) kill() {
 type ctlProc struct {
 	*proc
 	data, url, token string
-	client           *api.Client
+	client           *httpapi.Client
 }
 
 // startCtl starts a controller on data and waits until it serves (its
@@ -183,12 +184,12 @@ func startCtl(t testing.TB, data, apiAt, busAt string) *ctlProc {
 		c.url = info.URL
 		return nil
 	})
-	tok, err := api.ReadToken(filepath.Join(data, api.TokenFile))
+	tok, err := httpapi.ReadToken(filepath.Join(data, httpapi.TokenFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.token = tok
-	if c.client, err = api.NewClient(c.url, tok); err != nil {
+	if c.client, err = httpapi.NewClient(c.url, tok); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -229,9 +230,9 @@ func mustCLI(t testing.TB, env []string, args ...string) string {
 }
 
 // statusJSON is `mesh status -o json NODE` through the controller.
-func statusJSON(t testing.TB, env []string, node string) projections.NodeStatus {
+func statusJSON(t testing.TB, env []string, node string) api.NodeStatus {
 	t.Helper()
-	var st []projections.NodeStatus
+	var st []api.NodeStatus
 	if err := json.Unmarshal([]byte(mustCLI(t, env, "status", "-o", "json", node)), &st); err != nil {
 		t.Fatal(err)
 	}
@@ -473,7 +474,7 @@ func TestProcessKilledMidPass(t *testing.T) {
 	}
 
 	mustCLI(t, nil, "rebuild", "--data", data)
-	var local []projections.NodeStatus
+	var local []api.NodeStatus
 	if err := json.Unmarshal([]byte(mustCLI(t, nil, "status", "-o", "json", "--data", data)), &local); err != nil {
 		t.Fatal(err)
 	}
@@ -571,7 +572,7 @@ func TestProcessUpOnce(t *testing.T) {
 	}
 	// The found directory reached novox's simulated runtime: its apply
 	// holds route-proxy's resources for take.
-	var st []projections.NodeStatus
+	var st []api.NodeStatus
 	if err := json.Unmarshal([]byte(mustCLI(t, nil, "status", "-o", "json", "--data", data, "novox")), &st); err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"meshplane/api"
+	"meshplane/api/httpapi"
 	"meshplane/controller"
 	"meshplane/events/boltstore"
 )
@@ -18,7 +18,7 @@ import (
 const testToken = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 // server is a controller over the store in a data directory, running, served
-// by api.Handler on an httptest server: what the CLI's --server reaches.
+// by httpapi.Handler on an httptest server: what the CLI's --server reaches.
 // It holds the store's lock until stopped.
 type server struct {
 	url, tokenFile string
@@ -50,7 +50,7 @@ func startServerWith(t *testing.T, dir string, pub controller.Publisher) *server
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
-	hs := httptest.NewServer(api.Handler(c, testToken))
+	hs := httptest.NewServer(httpapi.Handler(c, testToken))
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte(testToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -144,7 +144,7 @@ func TestLockedStoreFindsTheController(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer remove()
-	if err := os.WriteFile(filepath.Join(dir, api.TokenFile), []byte(testToken+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, httpapi.TokenFile), []byte(testToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errOut := mesh(t, "status", "--data", dir)
@@ -226,7 +226,7 @@ func TestTLSCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewTLSServer(api.Handler(c, testToken))
+	hs := httptest.NewTLSServer(httpapi.Handler(c, testToken))
 	defer hs.Close()
 	ca := filepath.Join(t.TempDir(), "ca.pem")
 	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hs.Certificate().Raw}), 0o644); err != nil {

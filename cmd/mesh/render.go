@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"meshplane/api"
+	"meshplane/events"
 	"meshplane/projections"
 )
 
@@ -53,15 +54,15 @@ func orDash(s string) string {
 
 // health is a node's health with its held counts ("waiting-on-take
 // (route-proxy: 13, photos: 3)").
-func health(st projections.NodeStatus) string {
-	if len(st.Held) == 0 || st.Health != projections.HealthWaitingOnTake {
-		return st.Health
+func health(state string, held []events.ModuleCount) string {
+	if len(held) == 0 || state != projections.HealthWaitingOnTake {
+		return state
 	}
 	var parts []string
-	for _, h := range st.Held {
+	for _, h := range held {
 		parts = append(parts, fmt.Sprintf("%s: %d", h.Module, h.Count))
 	}
-	return fmt.Sprintf("%s (%s)", st.Health, strings.Join(parts, ", "))
+	return fmt.Sprintf("%s (%s)", state, strings.Join(parts, ", "))
 }
 
 // describeDiff says in a few words what changed between two declarations.

@@ -89,7 +89,7 @@ func (e *env) rosterHistory(cmd *cobra.Command, s *session, out, node string) er
 	}
 	w := e.stdout
 	if out == outJSON {
-		decls := make([]projections.ComposedDecl, len(h.Declarations))
+		decls := make([]api.ComposedDecl, len(h.Declarations))
 		for i, d := range h.Declarations {
 			decls[i] = d.ComposedDecl
 		}

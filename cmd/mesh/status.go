@@ -40,7 +40,7 @@ func (e *env) statusCmd() *cobra.Command {
 					if st.Applied != nil {
 						apply = st.Applied.Summary
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", st.Node, st.Sync, health(st), decl, apply)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", st.Node, st.Sync, health(st.Health, st.Held), decl, apply)
 				}
 				if err := tw.Flush(); err != nil {
 					return err

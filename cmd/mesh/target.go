@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
+	"meshplane/api/httpapi"
 	"meshplane/commands"
 	"meshplane/controller"
 	"meshplane/events"
@@ -131,16 +132,7 @@ func (s *session) skipped(from api.Skipped) api.Skipped {
 	if s.ctrl == nil {
 		return from
 	}
-	r := s.ctrl.Runner()
-	kept, total := r.Failures()
-	sk := api.Skipped{FailuresTotal: total}
-	if total > 0 {
-		sk.Failures = kept
-	}
-	if u := r.Unknown(); len(u) > 0 {
-		sk.UnknownTypes = u
-	}
-	return sk
+	return s.ctrl.Skipped()
 }
 
 // open opens t for a command: a client of t.server, or the local store,
@@ -187,7 +179,7 @@ func (t target) open(ctx context.Context, write bool, fresh []commands.Command) 
 		}
 		tokenFile := t.tokenFile
 		if tokenFile == "" {
-			tokenFile = filepath.Join(t.data, api.TokenFile)
+			tokenFile = filepath.Join(t.data, httpapi.TokenFile)
 		}
 		return t.client(info.URL, tokenFile)
 	case err != nil:
@@ -285,7 +277,7 @@ func (t target) client(url, tokenFile string) (*session, error) {
 	var token string
 	switch {
 	case tokenFile != "":
-		tok, err := api.ReadToken(tokenFile)
+		tok, err := httpapi.ReadToken(tokenFile)
 		if err != nil {
 			return nil, err
 		}
@@ -295,15 +287,15 @@ func (t target) client(url, tokenFile string) (*session, error) {
 	default:
 		return nil, fmt.Errorf("no API token for %s: give --token-file FILE (the controller's DATA/api-token) or set MESH_TOKEN", url)
 	}
-	var opts []api.ClientOption
+	var opts []httpapi.ClientOption
 	if t.tlsCA != "" {
 		pem, err := os.ReadFile(t.tlsCA)
 		if err != nil {
 			return nil, fmt.Errorf("--tls-ca: %w", err)
 		}
-		opts = append(opts, api.WithCA(pem))
+		opts = append(opts, httpapi.WithCA(pem))
 	}
-	c, err := api.NewClient(url, token, opts...)
+	c, err := httpapi.NewClient(url, token, opts...)
 	if err != nil {
 		return nil, err
 	}

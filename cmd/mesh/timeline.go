@@ -9,7 +9,6 @@ import (
 
 	"meshplane/api"
 	"meshplane/events"
-	"meshplane/projections"
 )
 
 // timelinePage is the page size the timeline asks for while it follows the
@@ -49,7 +48,7 @@ printed (from a controller, page after page).`,
 				}
 			}
 			return withQuery(cmd, func(s *session) error {
-				var raw []projections.Entry
+				var raw []api.Entry
 				var sk api.Skipped
 				if s.ctrl != nil && limit == 0 {
 					// Every match of a local store: one query of the
@@ -57,14 +56,14 @@ printed (from a controller, page after page).`,
 					// Service's cursors reads the timeline once a page:
 					// each page widens its window from the newest match
 					// back to its cursor.)
-					if raw, err = s.ctrl.QueryTimeline(cmd.Context(), req.Filter()); err != nil {
+					if raw, err = s.ctrl.QueryTimeline(cmd.Context(), req); err != nil {
 						return err
 					}
 				} else if raw, sk, err = fetchTimeline(cmd.Context(), s.svc, req, limit); err != nil {
 					return err
 				}
 				sk = s.skipped(sk)
-				entries := projections.Collapse(raw)
+				entries := api.Collapse(raw)
 				if out == outJSON {
 					if err := writeJSON(e.stdout, entries); err != nil {
 						return err
@@ -116,8 +115,8 @@ printed (from a controller, page after page).`,
 // the last limit of them, paging back from the newest, or, with no limit,
 // every one, paging forward from the oldest. It returns them in position
 // order, and what the last page said was skipped.
-func fetchTimeline(ctx context.Context, svc api.Service, req api.TimelineRequest, limit int) ([]projections.Entry, api.Skipped, error) {
-	var all []projections.Entry
+func fetchTimeline(ctx context.Context, svc api.Service, req api.TimelineRequest, limit int) ([]api.Entry, api.Skipped, error) {
+	var all []api.Entry
 	var sk api.Skipped
 	if limit == 0 {
 		req.Forward = true
@@ -134,7 +133,7 @@ func fetchTimeline(ctx context.Context, svc api.Service, req api.TimelineRequest
 			req.After = page.Next
 		}
 	}
-	var pages [][]projections.Entry
+	var pages [][]api.Entry
 	for n := 0; n < limit; {
 		req.Limit = min(limit-n, timelinePage)
 		page, err := svc.Timeline(ctx, req)

@@ -23,6 +23,7 @@ import (
 
 	"meshplane/agent"
 	"meshplane/api"
+	"meshplane/api/httpapi"
 	"meshplane/commands"
 	"meshplane/controller"
 	"meshplane/events"
@@ -405,7 +406,7 @@ func (e *env) up(ctx context.Context, o upOptions) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "%-8s sync %-10s health %s\n", n.Name, st.Sync, health(st))
+		fmt.Fprintf(w, "%-8s sync %-10s health %s\n", n.Name, st.Sync, health(st.Health, st.Held))
 		if st.ComposeFailed != nil {
 			fmt.Fprintf(w, "         last compose failed: %s\n", st.ComposeFailed.Error)
 		}
@@ -574,9 +575,9 @@ func (e *env) upDaemon(cmd *cobra.Command, o upOptions) error {
 	}
 	w := e.stdout
 	fmt.Fprintf(w, "controller: API %s (token in %s), bus %s, data %s\n",
-		r.APIURL, filepath.Join(o.data, api.TokenFile), strings.Join(r.BusURLs, ","), o.data)
+		r.APIURL, filepath.Join(o.data, httpapi.TokenFile), strings.Join(r.BusURLs, ","), o.data)
 	if !o.once {
-		fmt.Fprintf(w, "the CLI against it: export MESH_SERVER=%s MESH_TOKEN=$(cat %s)\n", r.APIURL, filepath.Join(o.data, api.TokenFile))
+		fmt.Fprintf(w, "the CLI against it: export MESH_SERVER=%s MESH_TOKEN=$(cat %s)\n", r.APIURL, filepath.Join(o.data, httpapi.TokenFile))
 	}
 
 	if storeAt != "" {
@@ -796,15 +797,15 @@ func terminated(err error) bool {
 // until each node's report of the declaration pushed is recorded (or
 // onceTimeout), and print each node's status and where to look.
 func (e *env) onePass(ctx context.Context, o upOptions, r controllerReady, mf meshFile, rts map[string]string) error {
-	var opts []api.ClientOption
+	var opts []httpapi.ClientOption
 	if o.tlsCA != "" {
 		pem, err := os.ReadFile(o.tlsCA)
 		if err != nil {
 			return fmt.Errorf("--tls-ca: %w", err)
 		}
-		opts = append(opts, api.WithCA(pem))
+		opts = append(opts, httpapi.WithCA(pem))
 	}
-	c, err := api.NewClient(r.APIURL, r.Token, opts...)
+	c, err := httpapi.NewClient(r.APIURL, r.Token, opts...)
 	if err != nil {
 		return err
 	}
@@ -856,7 +857,7 @@ func (e *env) onePass(ctx context.Context, o upOptions, r controllerReady, mf me
 	}
 	fmt.Fprintln(w)
 	for _, s := range st.Nodes {
-		fmt.Fprintf(w, "%-8s sync %-10s health %s\n", s.Node, s.Sync, health(s))
+		fmt.Fprintf(w, "%-8s sync %-10s health %s\n", s.Node, s.Sync, health(s.Health, s.Held))
 		if s.Applied != nil {
 			fmt.Fprintf(w, "         applied %s: %s\n", s.Applied.Declaration, s.Applied.Summary)
 		}

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"meshplane/api"
-	"meshplane/projections"
 )
 
 // TestDaemonVerbsRefuseFlags: flag combinations the daemon's verbs refuse
@@ -39,23 +38,23 @@ func TestDaemonVerbsRefuseFlags(t *testing.T) {
 // TestUnreported: up --once waits for a report of the declaration pushed,
 // recorded after the push; a node with none is named.
 func TestUnreported(t *testing.T) {
-	applied := func(node, decl string, pos uint64) projections.NodeStatus {
-		return projections.NodeStatus{Node: node, Applied: &projections.ApplyRecord{DeclMark: projections.DeclMark{Declaration: decl, Position: pos}}}
+	applied := func(node, decl string, pos uint64) api.NodeStatus {
+		return api.NodeStatus{Node: node, Applied: &api.ApplyRecord{DeclMark: api.DeclMark{Declaration: decl, Position: pos}}}
 	}
 	for _, tc := range []struct {
 		name   string
-		nodes  []projections.NodeStatus
+		nodes  []api.NodeStatus
 		pushed map[string]string
 		since  map[string]uint64
 		want   []string
 	}{
-		{"reported", []projections.NodeStatus{applied("a", "a/1", 5)}, map[string]string{"a": "a/1"}, nil, nil},
-		{"never applied", []projections.NodeStatus{{Node: "a"}}, map[string]string{"a": "a/1"}, nil, []string{"a"}},
-		{"an older declaration", []projections.NodeStatus{applied("a", "a/1", 5)}, map[string]string{"a": "a/2"}, nil, []string{"a"}},
-		{"the apply before the push", []projections.NodeStatus{applied("a", "a/1", 5)}, map[string]string{"a": "a/1"}, map[string]uint64{"a": 5}, []string{"a"}},
-		{"applied again after the push", []projections.NodeStatus{applied("a", "a/1", 9)}, map[string]string{"a": "a/1"}, map[string]uint64{"a": 5}, nil},
-		{"not pushed is not waited for", []projections.NodeStatus{{Node: "b"}}, map[string]string{}, nil, nil},
-		{"sorted", []projections.NodeStatus{{Node: "b"}, {Node: "a"}}, map[string]string{"b": "b/1", "a": "a/1"}, nil, []string{"a", "b"}},
+		{"reported", []api.NodeStatus{applied("a", "a/1", 5)}, map[string]string{"a": "a/1"}, nil, nil},
+		{"never applied", []api.NodeStatus{{Node: "a"}}, map[string]string{"a": "a/1"}, nil, []string{"a"}},
+		{"an older declaration", []api.NodeStatus{applied("a", "a/1", 5)}, map[string]string{"a": "a/2"}, nil, []string{"a"}},
+		{"the apply before the push", []api.NodeStatus{applied("a", "a/1", 5)}, map[string]string{"a": "a/1"}, map[string]uint64{"a": 5}, []string{"a"}},
+		{"applied again after the push", []api.NodeStatus{applied("a", "a/1", 9)}, map[string]string{"a": "a/1"}, map[string]uint64{"a": 5}, nil},
+		{"not pushed is not waited for", []api.NodeStatus{{Node: "b"}}, map[string]string{}, nil, nil},
+		{"sorted", []api.NodeStatus{{Node: "b"}, {Node: "a"}}, map[string]string{"b": "b/1", "a": "a/1"}, nil, []string{"a", "b"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := unreported(api.StatusResponse{Nodes: tc.nodes}, tc.pushed, tc.since)

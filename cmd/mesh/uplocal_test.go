@@ -27,6 +27,7 @@ import (
 
 	"meshplane/agent"
 	"meshplane/agent/docker"
+	"meshplane/api"
 	"meshplane/artifacts"
 	"meshplane/artifacts/imagebuild"
 	"meshplane/commands"
@@ -145,7 +146,7 @@ func TestProcessUpOnceDocker(t *testing.T) {
 		}
 	}
 
-	var st []projections.NodeStatus
+	var st []api.NodeStatus
 	if err := json.Unmarshal([]byte(mustCLI(t, nil, "status", "-o", "json", "--data", data, node)), &st); err != nil {
 		t.Fatal(err)
 	}

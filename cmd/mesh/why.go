@@ -8,7 +8,6 @@ import (
 
 	"meshplane/api"
 	"meshplane/events"
-	"meshplane/projections"
 )
 
 func (e *env) whyCmd() *cobra.Command {
@@ -35,15 +34,15 @@ behind each.` + slowLocal,
 				sk := s.skipped(api.Skipped{}) // the answer carries none: known locally only
 				// Quiet passes collapse into one touch, which keeps the
 				// first's entry (and so its push).
-				push := map[uint64][]projections.Entry{}
-				deploy := map[uint64][]projections.Entry{}
-				touches := make([]projections.Touch, len(resp.Touches))
+				push := map[uint64][]api.Entry{}
+				deploy := map[uint64][]api.Entry{}
+				touches := make([]api.Touch, len(resp.Touches))
 				for i, t := range resp.Touches {
 					touches[i] = t.Touch
 					push[t.Entry.Position] = t.Push
 					deploy[t.Entry.Position] = t.Deploy
 				}
-				touches = projections.CollapseTouches(touches)
+				touches = api.CollapseTouches(touches)
 				if out == outJSON {
 					if err := writeJSON(e.stdout, touches); err != nil {
 						return err

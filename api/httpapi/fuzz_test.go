@@ -1,4 +1,4 @@
-package api
+package httpapi
 
 import (
 	"encoding/json"
@@ -26,7 +26,7 @@ func FuzzTimelineQuery(f *testing.F) {
 		if err != nil {
 			return
 		}
-		r, err := TimelineRequestFromQuery(q)
+		r, err := timelineRequestFromQuery(q)
 		if err != nil {
 			var bad *badRequest
 			if !errors.As(err, &bad) {
@@ -34,7 +34,7 @@ func FuzzTimelineQuery(f *testing.F) {
 			}
 			return
 		}
-		back, err := TimelineRequestFromQuery(url.Values(r.Query()))
+		back, err := timelineRequestFromQuery(url.Values(timelineQuery(r)))
 		if err != nil {
 			t.Fatalf("the query form of %+v does not parse: %v", r, err)
 		}

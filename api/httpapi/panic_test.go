@@ -1,4 +1,4 @@
-package api_test
+package httpapi_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"meshplane/api"
+	"meshplane/api/httpapi"
 	"meshplane/internal/safego"
 )
 
@@ -36,7 +37,7 @@ func TestServePanicIsA500(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- api.Serve(ctx, ln, mux, api.ServeOptions{Logger: log}) }()
+	go func() { served <- httpapi.Serve(ctx, ln, mux, httpapi.ServeOptions{Logger: log}) }()
 	defer func() {
 		cancel()
 		if err := <-served; err != nil {

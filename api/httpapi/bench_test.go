@@ -1,4 +1,4 @@
-package api_test
+package httpapi_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"meshplane/api"
+	"meshplane/api/httpapi"
 	"meshplane/controller"
 	"meshplane/events/memstore"
 	"meshplane/projections"
@@ -53,9 +54,9 @@ func BenchmarkTimelinePageHTTP(b *testing.B) {
 	if err := ctrl.Sync(ctx); err != nil {
 		b.Fatal(err)
 	}
-	srv := httptest.NewServer(api.Handler(ctrl, token))
+	srv := httptest.NewServer(httpapi.Handler(ctrl, token))
 	defer srv.Close()
-	client, err := api.NewClient(srv.URL, token)
+	client, err := httpapi.NewClient(srv.URL, token)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package api_test
+package httpapi_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"meshplane/api"
+	"meshplane/api/httpapi"
 	"meshplane/internal/testtls"
 )
 
@@ -35,13 +35,13 @@ func TestCheckListen(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.addr, func(t *testing.T) {
-			err := api.CheckListen(tc.addr, tc.tls, tc.insecure)
-			if got := errors.Is(err, api.ErrInsecureListen); got != tc.refused {
+			err := httpapi.CheckListen(tc.addr, tc.tls, tc.insecure)
+			if got := errors.Is(err, httpapi.ErrInsecureListen); got != tc.refused {
 				t.Errorf("CheckListen(%q, tls %v, insecure %v) = %v, refused want %v", tc.addr, tc.tls, tc.insecure, err, tc.refused)
 			}
 		})
 	}
-	if err := api.CheckListen("no-port", false, false); err == nil || errors.Is(err, api.ErrInsecureListen) {
+	if err := httpapi.CheckListen("no-port", false, false); err == nil || errors.Is(err, httpapi.ErrInsecureListen) {
 		t.Errorf("an address without a port: %v", err)
 	}
 }
@@ -59,23 +59,23 @@ func TestServeTLS(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		served <- api.Serve(ctx, ln, api.Handler(e.ctrl, token), api.ServeOptions{TLSCert: p.CertFile, TLSKey: p.KeyFile})
+		served <- httpapi.Serve(ctx, ln, httpapi.Handler(e.ctrl, token), httpapi.ServeOptions{TLSCert: p.CertFile, TLSKey: p.KeyFile})
 	}()
 	addr := ln.Addr().String()
 
 	cases := []struct {
 		name string
 		url  string
-		opts []api.ClientOption
+		opts []httpapi.ClientOption
 		ok   bool
 	}{
-		{"client trusting the CA", "https://" + addr, []api.ClientOption{api.WithCA(p.CAPEM)}, true},
+		{"client trusting the CA", "https://" + addr, []httpapi.ClientOption{httpapi.WithCA(p.CAPEM)}, true},
 		{"client trusting the system roots", "https://" + addr, nil, false},
 		{"plain HTTP", "http://" + addr, nil, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := api.NewClient(tc.url, token, tc.opts...)
+			c, err := httpapi.NewClient(tc.url, token, tc.opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +92,7 @@ func TestServeTLS(t *testing.T) {
 	if err := <-served; err != nil {
 		t.Errorf("Serve after a clean stop: %v", err)
 	}
-	if _, err := api.NewClient("https://"+addr, token, api.WithCA([]byte("not pem"))); err == nil {
+	if _, err := httpapi.NewClient("https://"+addr, token, httpapi.WithCA([]byte("not pem"))); err == nil {
 		t.Error("a CA file without PEM was accepted")
 	}
 }
@@ -108,11 +108,11 @@ func TestServeRefusesPlainBeyondLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	err = api.Serve(context.Background(), fakeListener{ln}, http.NotFoundHandler(), api.ServeOptions{})
-	if !errors.Is(err, api.ErrInsecureListen) {
+	err = httpapi.Serve(context.Background(), fakeListener{ln}, http.NotFoundHandler(), httpapi.ServeOptions{})
+	if !errors.Is(err, httpapi.ErrInsecureListen) {
 		t.Errorf("Serve on 10.0.0.5 without TLS: %v, want ErrInsecureListen", err)
 	}
-	err = api.Serve(context.Background(), fakeListener{ln}, http.NotFoundHandler(), api.ServeOptions{TLSCert: "only-a-cert.pem"})
+	err = httpapi.Serve(context.Background(), fakeListener{ln}, http.NotFoundHandler(), httpapi.ServeOptions{TLSCert: "only-a-cert.pem"})
 	if err == nil || !strings.Contains(err.Error(), "both") {
 		t.Errorf("a certificate without its key: %v", err)
 	}
@@ -120,14 +120,14 @@ func TestServeRefusesPlainBeyondLoopback(t *testing.T) {
 
 func TestLoadOrCreateToken(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	tok, err := api.LoadOrCreateToken(dir)
+	tok, err := httpapi.LoadOrCreateToken(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(tok) != 64 {
 		t.Errorf("token %q: want 64 hex digits", tok)
 	}
-	path := filepath.Join(dir, api.TokenFile)
+	path := filepath.Join(dir, httpapi.TokenFile)
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
@@ -135,11 +135,11 @@ func TestLoadOrCreateToken(t *testing.T) {
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("mode %#o, want 0600", fi.Mode().Perm())
 	}
-	again, err := api.LoadOrCreateToken(dir)
+	again, err := httpapi.LoadOrCreateToken(dir)
 	if err != nil || again != tok {
 		t.Errorf("second start: %q, %v; want the same token", again, err)
 	}
-	other, err := api.LoadOrCreateToken(t.TempDir())
+	other, err := httpapi.LoadOrCreateToken(t.TempDir())
 	if err != nil || other == tok {
 		t.Errorf("another data directory: %q, %v; want another token", other, err)
 	}
@@ -156,14 +156,14 @@ func TestLoadOrCreateToken(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			d := t.TempDir()
-			p := filepath.Join(d, api.TokenFile)
+			p := filepath.Join(d, httpapi.TokenFile)
 			if err := os.WriteFile(p, []byte(tc.content), tc.mode); err != nil {
 				t.Fatal(err)
 			}
 			if err := os.Chmod(p, tc.mode); err != nil {
 				t.Fatal(err)
 			}
-			if tok, err := api.LoadOrCreateToken(d); err == nil {
+			if tok, err := httpapi.LoadOrCreateToken(d); err == nil {
 				t.Errorf("accepted %q", tok)
 			}
 		})

@@ -1,4 +1,4 @@
-package api_test
+package httpapi_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"meshplane/api"
+	"meshplane/api/httpapi"
 	"meshplane/controller"
 	"meshplane/declaration"
 	"meshplane/events"
@@ -51,7 +52,7 @@ type env struct {
 	bus    *fakeBus
 	ctrl   *controller.Controller
 	srv    *httptest.Server
-	client *api.Client
+	client *httpapi.Client
 }
 
 // clock is a deterministic clock: a second per reading.
@@ -80,8 +81,8 @@ func newEnv(t testing.TB) *env {
 	}
 	done := make(chan error, 1)
 	go func() { done <- ctrl.Run(ctx) }()
-	srv := httptest.NewServer(api.Handler(ctrl, token))
-	client, err := api.NewClient(srv.URL, token)
+	srv := httptest.NewServer(httpapi.Handler(ctrl, token))
+	client, err := httpapi.NewClient(srv.URL, token)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package api_test
+package httpapi_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 
 	"meshplane/api"
+	"meshplane/api/httpapi"
 	"meshplane/commands"
 	"meshplane/controller"
 	"meshplane/events/memstore"
@@ -20,9 +21,9 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	srv := httptest.NewServer(api.Handler(ctrl, "token"))
+	srv := httptest.NewServer(httpapi.Handler(ctrl, "token"))
 	defer srv.Close()
-	client, err := api.NewClient(srv.URL, "token")
+	client, err := httpapi.NewClient(srv.URL, "token")
 	if err != nil {
 		panic(err)
 	}

@@ -1,4 +1,4 @@
-package api
+package httpapi
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"meshplane/api"
 	"meshplane/commands"
 	"meshplane/events"
 )
@@ -32,7 +33,7 @@ func WithMaxBody(n int64) HandlerOption { return func(h *handler) { h.maxBody = 
 func WithLogger(l *slog.Logger) HandlerOption { return func(h *handler) { h.log = l } }
 
 type handler struct {
-	svc     Service
+	svc     api.Service
 	token   [sha256.Size]byte
 	empty   bool // no token: every request is refused
 	maxBody int64
@@ -59,7 +60,7 @@ func (r registrar) HandleFunc(pattern string, fn http.HandlerFunc) {
 // "Authorization: Bearer <token>"; the token is compared in constant time,
 // and a request without it is answered 401 before anything else is read.
 // An empty token refuses every request.
-func Handler(svc Service, token string, opts ...HandlerOption) http.Handler {
+func Handler(svc api.Service, token string, opts ...HandlerOption) http.Handler {
 	h := &handler{
 		svc: svc, token: sha256.Sum256([]byte(token)), empty: token == "",
 		maxBody: DefaultMaxBody, log: slog.Default(), mux: http.NewServeMux(),
@@ -96,7 +97,7 @@ func Handler(svc Service, token string, opts ...HandlerOption) http.Handler {
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="meshplane"`)
-		writeError(w, http.StatusUnauthorized, CodeUnauthorized, "a valid token is required (Authorization: Bearer TOKEN; the controller keeps it in DATA/api-token)")
+		writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "a valid token is required (Authorization: Bearer TOKEN; the controller keeps it in DATA/api-token)")
 		return
 	}
 	if r.Body != nil {
@@ -121,26 +122,26 @@ func (h *handler) info(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) status(w http.ResponseWriter, r *http.Request) {
-	req := StatusRequest{Nodes: r.URL.Query()["node"]}
+	req := api.StatusRequest{Nodes: r.URL.Query()["node"]}
 	if h.valid(w, r, req) {
 		h.reply(w, r)(h.svc.Status(r.Context(), req))
 	}
 }
 
 func (h *handler) nodeShow(w http.ResponseWriter, r *http.Request) {
-	if node := r.PathValue("node"); h.valid(w, r, nodeRef(node)) {
+	if node := r.PathValue("node"); h.valid(w, r, api.NodeRef(node)) {
 		h.reply(w, r)(h.svc.NodeShow(r.Context(), node))
 	}
 }
 
 func (h *handler) roster(w http.ResponseWriter, r *http.Request) {
-	if node := r.PathValue("node"); h.valid(w, r, nodeRef(node)) {
+	if node := r.PathValue("node"); h.valid(w, r, api.NodeRef(node)) {
 		h.reply(w, r)(h.svc.Roster(r.Context(), node))
 	}
 }
 
 func (h *handler) rosterHistory(w http.ResponseWriter, r *http.Request) {
-	if node := r.PathValue("node"); h.valid(w, r, nodeRef(node)) {
+	if node := r.PathValue("node"); h.valid(w, r, api.NodeRef(node)) {
 		h.reply(w, r)(h.svc.RosterHistory(r.Context(), node))
 	}
 }
@@ -151,7 +152,7 @@ func (h *handler) rosterDiff(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, badRequestf("roster diff wants from and to (declaration ids)"))
 		return
 	}
-	req := RosterDiffRequest{Node: r.PathValue("node"), From: q.Get("from"), To: q.Get("to")}
+	req := api.RosterDiffRequest{Node: r.PathValue("node"), From: q.Get("from"), To: q.Get("to")}
 	if h.valid(w, r, req) {
 		h.reply(w, r)(h.svc.RosterDiff(r.Context(), req))
 	}
@@ -163,21 +164,21 @@ func (h *handler) why(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, badRequestf("why wants a resource"))
 		return
 	}
-	req := WhyRequest{Node: r.PathValue("node"), Resource: res}
+	req := api.WhyRequest{Node: r.PathValue("node"), Resource: res}
 	if h.valid(w, r, req) {
 		h.reply(w, r)(h.svc.Why(r.Context(), req))
 	}
 }
 
 func (h *handler) churn(w http.ResponseWriter, r *http.Request) {
-	req := ChurnRequest{Nodes: r.URL.Query()["node"]}
+	req := api.ChurnRequest{Nodes: r.URL.Query()["node"]}
 	if h.valid(w, r, req) {
 		h.reply(w, r)(h.svc.Churn(r.Context(), req))
 	}
 }
 
 func (h *handler) timeline(w http.ResponseWriter, r *http.Request) {
-	req, err := TimelineRequestFromQuery(r.URL.Query())
+	req, err := timelineRequestFromQuery(r.URL.Query())
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -188,29 +189,29 @@ func (h *handler) timeline(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) registerNodes(w http.ResponseWriter, r *http.Request) {
-	var req RegisterNodesRequest
+	var req api.RegisterNodesRequest
 	if h.decode(w, r, &req) && h.valid(w, r, req) {
 		h.reply(w, r)(h.svc.RegisterNodes(r.Context(), req))
 	}
 }
 
 func (h *handler) adopt(w http.ResponseWriter, r *http.Request) {
-	var req NodeRequest
+	var req api.NodeRequest
 	if h.decode(w, r, &req) && h.samePath(w, r, "node", &req.Node) && h.valid(w, r, req) {
 		h.reply(w, r)(h.svc.AdoptNode(r.Context(), req))
 	}
 }
 
 func (h *handler) setSetting(w http.ResponseWriter, r *http.Request) {
-	var req SetSettingRequest
+	var req api.SetSettingRequest
 	if h.decode(w, r, &req) && h.samePath(w, r, "node", &req.Node) && h.samePath(w, r, "key", &req.Key) && h.valid(w, r, req) {
 		h.reply(w, r)(h.svc.SetSetting(r.Context(), req))
 	}
 }
 
-func (h *handler) moduleNode(fn func(context.Context, ModuleNodeRequest) (CommandResult, error)) http.HandlerFunc {
+func (h *handler) moduleNode(fn func(context.Context, api.ModuleNodeRequest) (api.CommandResult, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var req ModuleNodeRequest
+		var req api.ModuleNodeRequest
 		if h.decode(w, r, &req) && h.samePath(w, r, "node", &req.Node) && h.samePath(w, r, "module", &req.Module) && h.valid(w, r, req) {
 			h.reply(w, r)(fn(r.Context(), req))
 		}
@@ -218,7 +219,7 @@ func (h *handler) moduleNode(fn func(context.Context, ModuleNodeRequest) (Comman
 }
 
 func (h *handler) push(w http.ResponseWriter, r *http.Request) {
-	var req PushRequest
+	var req api.PushRequest
 	if !h.decode(w, r, &req) {
 		return
 	}
@@ -235,28 +236,28 @@ func (h *handler) push(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) defineModules(w http.ResponseWriter, r *http.Request) {
-	var req DefineModulesRequest
+	var req api.DefineModulesRequest
 	if h.decode(w, r, &req) && h.valid(w, r, req) {
 		h.reply(w, r)(h.svc.DefineModules(r.Context(), req))
 	}
 }
 
 func (h *handler) recordArtifact(w http.ResponseWriter, r *http.Request) {
-	var req RecordArtifactRequest
+	var req api.RecordArtifactRequest
 	if h.decode(w, r, &req) && h.samePath(w, r, "module", &req.Module) && h.valid(w, r, req) {
 		h.reply(w, r)(h.svc.RecordArtifact(r.Context(), req))
 	}
 }
 
 func (h *handler) plan(w http.ResponseWriter, r *http.Request) {
-	var req PlanRequest
+	var req api.PlanRequest
 	if h.decode(w, r, &req) && h.valid(w, r, req) {
 		h.reply(w, r)(h.svc.Plan(r.Context(), req))
 	}
 }
 
 func (h *handler) deploy(w http.ResponseWriter, r *http.Request) {
-	var req DeployRequest
+	var req api.DeployRequest
 	if h.decode(w, r, &req) && h.samePath(w, r, "module", &req.Module) && h.valid(w, r, req) {
 		h.reply(w, r)(h.svc.Deploy(r.Context(), req))
 	}
@@ -276,8 +277,8 @@ func (h *handler) samePath(w http.ResponseWriter, r *http.Request, name string, 
 
 // valid checks every field of req (validate.go), refusing it as invalid
 // (422), naming the field, before the service sees it.
-func (h *handler) valid(w http.ResponseWriter, r *http.Request, req validator) bool {
-	if err := req.validate(); err != nil {
+func (h *handler) valid(w http.ResponseWriter, r *http.Request, req interface{ Validate() error }) bool {
+	if err := req.Validate(); err != nil {
 		h.fail(w, r, err)
 		return false
 	}
@@ -293,7 +294,7 @@ func (h *handler) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, fmt.Sprintf("the request body exceeds %d bytes", tooLarge.Limit))
+		writeError(w, http.StatusRequestEntityTooLarge, api.CodeTooLarge, fmt.Sprintf("the request body exceeds %d bytes", tooLarge.Limit))
 		return false
 	case err != nil:
 		h.fail(w, r, badRequestf("read the request body: %v", err))
@@ -334,10 +335,10 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusBadRequest, commands.CodeInvalid, bad.msg)
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		// The client went away; nobody reads the answer.
-		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, err.Error())
+		writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, err.Error())
 	default:
 		h.log.Error("api: request failed", "method", r.Method, "path", r.URL.Path, "error", err)
-		writeError(w, http.StatusInternalServerError, CodeInternal, err.Error())
+		writeError(w, http.StatusInternalServerError, api.CodeInternal, err.Error())
 	}
 }
 
@@ -352,7 +353,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	if err := enc.Encode(v); err != nil {
 		status = http.StatusInternalServerError
 		buf.Reset()
-		fmt.Fprintf(&buf, `{"error":{"code":%q,"message":%q}}`+"\n", CodeInternal, "encode the response: "+err.Error())
+		fmt.Fprintf(&buf, `{"error":{"code":%q,"message":%q}}`+"\n", api.CodeInternal, "encode the response: "+err.Error())
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
@@ -369,7 +370,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 //	after, before                              position cursors
 //	forward                                    page forward from after (or the oldest)
 //	limit                                      page size
-func (r TimelineRequest) Query() map[string][]string {
+func timelineQuery(r api.TimelineRequest) map[string][]string {
 	q := map[string][]string{}
 	set := func(k, v string) {
 		if v != "" {
@@ -402,15 +403,15 @@ func (r TimelineRequest) Query() map[string][]string {
 	return q
 }
 
-// TimelineRequestFromQuery parses the timeline's query parameters.
-func TimelineRequestFromQuery(q map[string][]string) (TimelineRequest, error) {
+// timelineRequestFromQuery parses the timeline's query parameters.
+func timelineRequestFromQuery(q map[string][]string) (api.TimelineRequest, error) {
 	get := func(k string) string {
 		if v := q[k]; len(v) > 0 {
 			return v[0]
 		}
 		return ""
 	}
-	r := TimelineRequest{
+	r := api.TimelineRequest{
 		Node: get("node"), Module: get("module"), Resource: get("resource"),
 		Type: get("type"), Correlation: get("correlation"),
 	}

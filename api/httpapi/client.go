@@ -1,4 +1,4 @@
-package api
+package httpapi
 
 import (
 	"bytes"
@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"meshplane/api"
 	"meshplane/commands"
-	"meshplane/projections"
 )
 
 // Client is a Service over HTTP: every call is one request to a controller.
@@ -28,7 +28,7 @@ type Client struct {
 	http  *http.Client
 }
 
-var _ Service = (*Client)(nil)
+var _ api.Service = (*Client)(nil)
 
 // ClientOption configures a Client.
 type ClientOption func(*clientConfig) error
@@ -163,124 +163,124 @@ func decodeError(status int, b []byte) error {
 func node(name string) string { return "/v1/nodes/" + url.PathEscape(name) }
 
 // Info asks GET /v1/info.
-func (c *Client) Info(ctx context.Context) (Info, error) {
-	var out Info
+func (c *Client) Info(ctx context.Context) (api.Info, error) {
+	var out api.Info
 	return out, c.do(ctx, http.MethodGet, "/v1/info", nil, nil, &out)
 }
 
 // Status asks GET /v1/nodes.
-func (c *Client) Status(ctx context.Context, req StatusRequest) (StatusResponse, error) {
-	var out StatusResponse
+func (c *Client) Status(ctx context.Context, req api.StatusRequest) (api.StatusResponse, error) {
+	var out api.StatusResponse
 	return out, c.do(ctx, http.MethodGet, "/v1/nodes", url.Values{"node": req.Nodes}, nil, &out)
 }
 
 // NodeShow asks GET /v1/nodes/{node}.
-func (c *Client) NodeShow(ctx context.Context, name string) (NodeShow, error) {
-	var out NodeShow
+func (c *Client) NodeShow(ctx context.Context, name string) (api.NodeShow, error) {
+	var out api.NodeShow
 	return out, c.do(ctx, http.MethodGet, node(name), nil, nil, &out)
 }
 
 // Timeline asks GET /v1/timeline.
-func (c *Client) Timeline(ctx context.Context, req TimelineRequest) (TimelinePage, error) {
-	var out TimelinePage
-	return out, c.do(ctx, http.MethodGet, "/v1/timeline", req.Query(), nil, &out)
+func (c *Client) Timeline(ctx context.Context, req api.TimelineRequest) (api.TimelinePage, error) {
+	var out api.TimelinePage
+	return out, c.do(ctx, http.MethodGet, "/v1/timeline", timelineQuery(req), nil, &out)
 }
 
 // Why asks GET /v1/nodes/{node}/why.
-func (c *Client) Why(ctx context.Context, req WhyRequest) (WhyResponse, error) {
-	var out WhyResponse
+func (c *Client) Why(ctx context.Context, req api.WhyRequest) (api.WhyResponse, error) {
+	var out api.WhyResponse
 	return out, c.do(ctx, http.MethodGet, node(req.Node)+"/why", url.Values{"resource": {req.Resource}}, nil, &out)
 }
 
 // Roster asks GET /v1/nodes/{node}/roster.
-func (c *Client) Roster(ctx context.Context, name string) (projections.ComposedDecl, error) {
-	var out projections.ComposedDecl
+func (c *Client) Roster(ctx context.Context, name string) (api.ComposedDecl, error) {
+	var out api.ComposedDecl
 	return out, c.do(ctx, http.MethodGet, node(name)+"/roster", nil, nil, &out)
 }
 
 // RosterHistory asks GET /v1/nodes/{node}/roster/history.
-func (c *Client) RosterHistory(ctx context.Context, name string) (RosterHistory, error) {
-	var out RosterHistory
+func (c *Client) RosterHistory(ctx context.Context, name string) (api.RosterHistory, error) {
+	var out api.RosterHistory
 	return out, c.do(ctx, http.MethodGet, node(name)+"/roster/history", nil, nil, &out)
 }
 
 // RosterDiff asks GET /v1/nodes/{node}/roster/diff.
-func (c *Client) RosterDiff(ctx context.Context, req RosterDiffRequest) (RosterDiff, error) {
-	var out RosterDiff
+func (c *Client) RosterDiff(ctx context.Context, req api.RosterDiffRequest) (api.RosterDiff, error) {
+	var out api.RosterDiff
 	return out, c.do(ctx, http.MethodGet, node(req.Node)+"/roster/diff", url.Values{"from": {req.From}, "to": {req.To}}, nil, &out)
 }
 
 // Churn asks GET /v1/churn.
-func (c *Client) Churn(ctx context.Context, req ChurnRequest) (ChurnResponse, error) {
-	var out ChurnResponse
+func (c *Client) Churn(ctx context.Context, req api.ChurnRequest) (api.ChurnResponse, error) {
+	var out api.ChurnResponse
 	return out, c.do(ctx, http.MethodGet, "/v1/churn", url.Values{"node": req.Nodes}, nil, &out)
 }
 
 // RegisterNodes sends POST /v1/nodes.
-func (c *Client) RegisterNodes(ctx context.Context, req RegisterNodesRequest) (CommandResult, error) {
-	var out CommandResult
+func (c *Client) RegisterNodes(ctx context.Context, req api.RegisterNodesRequest) (api.CommandResult, error) {
+	var out api.CommandResult
 	return out, c.do(ctx, http.MethodPost, "/v1/nodes", nil, req, &out)
 }
 
 // AdoptNode sends POST /v1/nodes/{node}/adopt.
-func (c *Client) AdoptNode(ctx context.Context, req NodeRequest) (CommandResult, error) {
-	var out CommandResult
+func (c *Client) AdoptNode(ctx context.Context, req api.NodeRequest) (api.CommandResult, error) {
+	var out api.CommandResult
 	return out, c.do(ctx, http.MethodPost, node(req.Node)+"/adopt", nil, req, &out)
 }
 
 // SetSetting sends PUT /v1/nodes/{node}/settings/{key}.
-func (c *Client) SetSetting(ctx context.Context, req SetSettingRequest) (CommandResult, error) {
-	var out CommandResult
+func (c *Client) SetSetting(ctx context.Context, req api.SetSettingRequest) (api.CommandResult, error) {
+	var out api.CommandResult
 	return out, c.do(ctx, http.MethodPut, node(req.Node)+"/settings/"+url.PathEscape(req.Key), nil, req, &out)
 }
 
 // DefineModules sends POST /v1/modules.
-func (c *Client) DefineModules(ctx context.Context, req DefineModulesRequest) (CommandResult, error) {
-	var out CommandResult
+func (c *Client) DefineModules(ctx context.Context, req api.DefineModulesRequest) (api.CommandResult, error) {
+	var out api.CommandResult
 	return out, c.do(ctx, http.MethodPost, "/v1/modules", nil, req, &out)
 }
 
-func (c *Client) moduleNode(ctx context.Context, verb string, req ModuleNodeRequest) (CommandResult, error) {
-	var out CommandResult
+func (c *Client) moduleNode(ctx context.Context, verb string, req api.ModuleNodeRequest) (api.CommandResult, error) {
+	var out api.CommandResult
 	return out, c.do(ctx, http.MethodPost, node(req.Node)+"/modules/"+url.PathEscape(req.Module)+"/"+verb, nil, req, &out)
 }
 
 // Assign sends POST /v1/nodes/{node}/modules/{module}/assign.
-func (c *Client) Assign(ctx context.Context, req ModuleNodeRequest) (CommandResult, error) {
+func (c *Client) Assign(ctx context.Context, req api.ModuleNodeRequest) (api.CommandResult, error) {
 	return c.moduleNode(ctx, "assign", req)
 }
 
 // Take sends POST /v1/nodes/{node}/modules/{module}/take.
-func (c *Client) Take(ctx context.Context, req ModuleNodeRequest) (CommandResult, error) {
+func (c *Client) Take(ctx context.Context, req api.ModuleNodeRequest) (api.CommandResult, error) {
 	return c.moduleNode(ctx, "take", req)
 }
 
 // Release sends POST /v1/nodes/{node}/modules/{module}/release.
-func (c *Client) Release(ctx context.Context, req ModuleNodeRequest) (CommandResult, error) {
+func (c *Client) Release(ctx context.Context, req api.ModuleNodeRequest) (api.CommandResult, error) {
 	return c.moduleNode(ctx, "release", req)
 }
 
 // RecordArtifact sends POST /v1/modules/{module}/artifacts.
-func (c *Client) RecordArtifact(ctx context.Context, req RecordArtifactRequest) (CommandResult, error) {
-	var out CommandResult
+func (c *Client) RecordArtifact(ctx context.Context, req api.RecordArtifactRequest) (api.CommandResult, error) {
+	var out api.CommandResult
 	return out, c.do(ctx, http.MethodPost, "/v1/modules/"+url.PathEscape(req.Module)+"/artifacts", nil, req, &out)
 }
 
 // Plan sends POST /v1/plan.
-func (c *Client) Plan(ctx context.Context, req PlanRequest) (PlanResponse, error) {
-	var out PlanResponse
+func (c *Client) Plan(ctx context.Context, req api.PlanRequest) (api.PlanResponse, error) {
+	var out api.PlanResponse
 	return out, c.do(ctx, http.MethodPost, "/v1/plan", nil, req, &out)
 }
 
 // Deploy sends POST /v1/modules/{module}/deploy.
-func (c *Client) Deploy(ctx context.Context, req DeployRequest) (CommandResult, error) {
-	var out CommandResult
+func (c *Client) Deploy(ctx context.Context, req api.DeployRequest) (api.CommandResult, error) {
+	var out api.CommandResult
 	return out, c.do(ctx, http.MethodPost, "/v1/modules/"+url.PathEscape(req.Module)+"/deploy", nil, req, &out)
 }
 
 // Push sends POST /v1/nodes/{node}/push, or POST /v1/push for every node.
-func (c *Client) Push(ctx context.Context, req PushRequest) (PushResponse, error) {
-	var out PushResponse
+func (c *Client) Push(ctx context.Context, req api.PushRequest) (api.PushResponse, error) {
+	var out api.PushResponse
 	path := "/v1/push"
 	if req.Node != "" {
 		path = node(req.Node) + "/push"

@@ -1,4 +1,4 @@
-package api
+package httpapi
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"meshplane/api"
 	"meshplane/internal/httpstop"
 	"meshplane/internal/safego"
 	"meshplane/internal/safego/safehttp"
@@ -107,6 +108,6 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, opts ServeOptio
 // error form.
 // The panic itself is in the controller's log, not in the answer.
 func panicked(w http.ResponseWriter, _ *http.Request, _ *safego.PanicError) {
-	writeError(w, http.StatusInternalServerError, CodeInternal,
+	writeError(w, http.StatusInternalServerError, api.CodeInternal,
 		"the controller panicked serving this request (a bug in meshplane; the controller's log has the stack)")
 }

@@ -1,4 +1,4 @@
-package api_test
+package httpapi_test
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"meshplane/api"
+	"meshplane/api/httpapi"
 	"meshplane/commands"
 	"meshplane/events"
 	"meshplane/internal/jsontest"
@@ -115,7 +116,7 @@ func TestQueriesRoundTrip(t *testing.T) {
 			}
 		}},
 		{"roster", func(s api.Service) (any, error) { return s.Roster(e.ctx, "a") }, func(t *testing.T, v any) {
-			if r := v.(projections.ComposedDecl); !slices.Contains(r.Roster, "forge.mesh.example") {
+			if r := v.(api.ComposedDecl); !slices.Contains(r.Roster, "forge.mesh.example") {
 				t.Errorf("roster = %v", r.Roster)
 			}
 		}},
@@ -340,7 +341,7 @@ func TestRejections(t *testing.T) {
 					t.Errorf("%s: a refusal appended %d event(s)", side.name, after-before)
 				}
 			}
-			if got := api.StatusOf(tc.code); got != tc.status {
+			if got := httpapi.StatusOf(tc.code); got != tc.status {
 				t.Errorf("status of %s: %d, want %d", tc.code, got, tc.status)
 			}
 		})
@@ -386,7 +387,7 @@ func TestHTTPErrors(t *testing.T) {
 		{"diff without to", "GET", "/v1/nodes/a/roster/diff?from=a/1", "", 400, "invalid"},
 		{"why without resource", "GET", "/v1/nodes/a/why", "", 400, "invalid"},
 		{"push all naming a node", "POST", "/v1/push", `{"operator":"x","node":"a"}`, 400, "invalid"},
-		{"too large", "POST", "/v1/modules", `{"operator":"x","modules":[` + strings.Repeat(" ", api.DefaultMaxBody) + `]}`, 413, "too-large"},
+		{"too large", "POST", "/v1/modules", `{"operator":"x","modules":[` + strings.Repeat(" ", httpapi.DefaultMaxBody) + `]}`, 413, "too-large"},
 		{"node unknown", "GET", "/v1/nodes/ghost", "", 404, "node-unknown"},
 		{"conflict", "POST", "/v1/nodes/a/modules/photos/take", `{"operator":"x"}`, 409, "not-adopted"},
 	}
@@ -461,15 +462,15 @@ func TestUnauthorized(t *testing.T) {
 		}
 	}
 	t.Run("client with a wrong token", func(t *testing.T) {
-		c, err := api.NewClient(e.srv.URL, "wrong")
+		c, err := httpapi.NewClient(e.srv.URL, "wrong")
 		if err != nil {
 			t.Fatal(err)
 		}
 		before := e.head(t)
-		if _, err := c.RegisterNodes(e.ctx, api.RegisterNodesRequest{Operator: "x", Nodes: []string{"mallory"}}); !errors.Is(err, api.ErrUnauthorized) {
+		if _, err := c.RegisterNodes(e.ctx, api.RegisterNodesRequest{Operator: "x", Nodes: []string{"mallory"}}); !errors.Is(err, httpapi.ErrUnauthorized) {
 			t.Errorf("got %v, want ErrUnauthorized", err)
 		}
-		if _, err := c.Status(e.ctx, api.StatusRequest{}); !errors.Is(err, api.ErrUnauthorized) {
+		if _, err := c.Status(e.ctx, api.StatusRequest{}); !errors.Is(err, httpapi.ErrUnauthorized) {
 			t.Errorf("got %v, want ErrUnauthorized", err)
 		}
 		if e.head(t) != before {
@@ -477,7 +478,7 @@ func TestUnauthorized(t *testing.T) {
 		}
 	})
 	t.Run("a handler with no token refuses everything", func(t *testing.T) {
-		h := api.Handler(e.ctrl, "")
+		h := httpapi.Handler(e.ctrl, "")
 		for _, header := range []string{"", "Bearer ", "Bearer x"} {
 			req, _ := http.NewRequest("GET", "/v1/info", nil)
 			if header != "" {
@@ -543,7 +544,7 @@ func TestTimelinePaging(t *testing.T) {
 			name := strings.Trim(strings.ReplaceAll(string(must(json.Marshal(f))(t)), `"`, ""), "{}")
 			t.Run(name+"/limit "+itoa(limit), func(t *testing.T) {
 				for _, dir := range []string{"back", "forward"} {
-					var got []projections.Entry
+					var got []api.Entry
 					req := f
 					req.Limit = limit
 					req.Forward = dir == "forward"
@@ -566,7 +567,7 @@ func TestTimelinePaging(t *testing.T) {
 							break
 						}
 					}
-					if !slices.EqualFunc(got, want, func(a, b projections.Entry) bool { return a.Position == b.Position }) {
+					if !slices.EqualFunc(got, want, func(a, b api.Entry) bool { return a.Position == b.Position }) {
 						t.Errorf("%s: paged %d entries, want %d exactly once in order", dir, len(got), len(want))
 					}
 				}
