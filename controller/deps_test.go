@@ -51,7 +51,7 @@ var layers = map[string]layer{
 	"meshplane/projections": {
 		imports: []string{
 			"bytes", "context", "encoding/binary", "encoding/json", "errors", "fmt", "hash/crc32", "maps", "math",
-			"meshplane/events", "meshplane/internal/gcboost", "meshplane/internal/safego", "os", "path/filepath",
+			"meshplane/events", "meshplane/internal/atomicfile", "meshplane/internal/gcboost", "meshplane/internal/safego", "os", "path/filepath",
 			"runtime", "slices", "sort", "strings", "sync", "sync/atomic", "time", "unsafe",
 		},
 		fileIO: "to one file (versioned, CRC-32C, written",
@@ -64,7 +64,7 @@ var layers = map[string]layer{
 		imports: []string{
 			"cmp", "context", "encoding/json", "errors", "fmt", "golang.org/x/sync/errgroup", "io/fs", "log/slog",
 			"meshplane/agent", "meshplane/api", "meshplane/commands", "meshplane/declaration", "meshplane/events",
-			"meshplane/internal/safego", "meshplane/projections", "os", "path/filepath", "slices", "strings", "sync",
+			"meshplane/internal/atomicfile", "meshplane/internal/safego", "meshplane/projections", "os", "path/filepath", "slices", "strings", "sync",
 			"sync/atomic", "syscall", "time",
 		},
 		fileIO: "controller.json (WriteInfo, ReadInfo)",
