@@ -18,7 +18,7 @@
 // not. A compose that fails is recorded once per distinct failure. A push
 // of many nodes runs up to 32 of them at once (pushWorkers): each node's
 // push is recorded on its own stream exactly as it would be alone, and the
-// composes of one push share a commands.Batch: each node and module is
+// composes of one push share a commands.MeshCache: each node and module is
 // read once and each node planned once, and each compose loops only over
 // the nodes that can change another node's declaration: registering N
 // nodes with no module costs O(N), not O(N²) (when every node serves a
