@@ -1,9 +1,15 @@
-// Package controller is the core of meshplane's daemon, free of adapters:
-// it owns an event store (any events.Store), the write side over it
-// (commands.Handler with the wall clock), the projections kept live by a
-// runner following the store, and a Publisher the bus implements. It
-// implements api.Service, so the HTTP API and a CLI on a local store answer
-// from the same code.
+// Package controller is the core of meshplane's daemon: it owns an event
+// store (any events.Store), the write side over it (commands.Handler with
+// the wall clock), the projections kept live by a runner following the
+// store, and a Publisher the bus implements. It implements api.Service, so
+// the HTTP API and a CLI on a local store answer from the same code.
+//
+// It is handed its adapters (the store, the Publisher, a DryRunner) and
+// imports none of them: besides the core (events, declaration, commands,
+// projections) it imports api, for the Service it implements and its
+// request and response types, and agent, for a plan's preview
+// (agent.Preview, agent.Declared). Its only I/O of its own is
+// controller.json (info.go).
 //
 // Reads are read-your-writes: a command returns once the projections have
 // folded what it appended, and a query first waits for the projections to
