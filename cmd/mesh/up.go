@@ -229,8 +229,8 @@ type upOptions struct {
 	dataID string
 }
 
-// daemonFlags are the controller's flags, refused with --passes.
-var daemonFlags = []string{"listen", "bus-listen", "nats", "tls-cert", "tls-key", "insecure", "interval", "once"}
+// controllerFlags are the controller's flags, refused with --passes.
+var controllerFlags = []string{"listen", "bus-listen", "nats", "tls-cert", "tls-key", "insecure", "interval", "once"}
 
 func (e *env) upCmd() *cobra.Command {
 	var o upOptions
@@ -279,7 +279,7 @@ bus, no API): N passes of push and apply, then exit.`,
 			if kind, _ := storeKindOf(o.store); kind != storeBolt {
 				return usagef("--passes runs the mesh in this process on the bolt store in --data; --store is the controller's")
 			}
-			for _, f := range daemonFlags {
+			for _, f := range controllerFlags {
 				if cmd.Flags().Changed(f) {
 					return usagef("--passes runs the mesh in this process; --%s is the controller's", f)
 				}
