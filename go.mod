@@ -33,6 +33,7 @@ require (
 	golang.org/x/term v0.47.0
 	golang.org/x/time v0.16.0
 	google.golang.org/grpc v1.84.0
+	pgregory.net/rapid v1.3.0
 )
 
 require (

@@ -58,16 +58,16 @@ type Composition struct {
 //     *ReadError naming the node and the read; no roster is ever returned
 //     beside an error.
 //
-// Through a Batch's reader (Batched), the batch's snapshot of the mesh
-// serves the other nodes' part, with the same result (see Batch).
+// Through a MeshCache's reader (Cached), the cache's snapshot of the mesh
+// serves the other nodes' part, with the same result (see MeshCache).
 //
 // An unregistered node is a *Rejection. Identical inputs compose
 // byte-identical declarations; one byte-identical to the node's current
 // declaration is that declaration (its id and correlation), marked
 // Unchanged.
 func Compose(ctx context.Context, r Reader, node string, correlation string) (Composition, error) {
-	if br, ok := r.(Batched); ok {
-		if c, ok, err := br.Batch().compose(ctx, node, correlation); ok {
+	if mc, ok := r.(Cached); ok {
+		if c, ok, err := mc.Cache().compose(ctx, node, correlation); ok {
 			return c, err
 		}
 	}
@@ -105,7 +105,7 @@ func Compose(ctx context.Context, r Reader, node string, correlation string) (Co
 }
 
 // roster is a declaration's roster with what is made of it once, for every
-// declaration that shares it (a Batch's snapshot): the hosts file and the
+// declaration that shares it (a MeshCache's snapshot): the hosts file and the
 // roster's JSON encoding, which the declaration's digest covers.
 type roster struct {
 	routes []declaration.Route // sorted (sortRoutes); never changed once shared

@@ -255,10 +255,10 @@ func Decide(s State, c Command) ([]events.Payload, error) {
 	return nil, reject(CodeInvalid, "unknown command %T", c)
 }
 
-// Unchanged is what the CLI tells an operator when c found its work already
-// done (Decide produced no events and no error): a sentence naming what was
-// already so.
-func Unchanged(c Command) string {
+// UnchangedNote is what the CLI tells an operator when c found its work
+// already done (Decide produced no events and no error): a sentence naming
+// what was already so.
+func UnchangedNote(c Command) string {
 	switch c := c.(type) {
 	case RegisterNode:
 		return fmt.Sprintf("node %s is already registered", c.Node)

@@ -191,7 +191,7 @@ func TestDecide(t *testing.T) {
 			if !reflect.DeepEqual(got, tt.then) {
 				t.Fatalf("Decide = %#v, want %#v", got, tt.then)
 			}
-			if len(got) == 0 && Unchanged(tt.when) == "" {
+			if len(got) == 0 && UnchangedNote(tt.when) == "" {
 				t.Fatalf("no sentence for %T's work already done", tt.when)
 			}
 		})

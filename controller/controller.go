@@ -61,9 +61,9 @@ type Config struct {
 	Runner *projections.Runner
 	// ComposeReader, when set, is what each node's compose in a push reads
 	// through: it is given the node and the pass's reader (a
-	// commands.Batch's) and returns the reader to use. The simulator sets
+	// commands.MeshCache's) and returns the reader to use. The simulator sets
 	// it to inject seed 000's swallowed read (sim.Mesh.SetLossy); nil reads
-	// the batch as it is.
+	// the cache as it is.
 	ComposeReader func(node string, r commands.Reader) commands.Reader
 
 	// TimelineQuery, when set, answers the timeline's queries instead of

@@ -1,11 +1,18 @@
-// Package controller is the core of meshplane's daemon, free of adapters
-// (it links no HTTP, driver or bus; deps_test.go holds it to that):
-// it owns an event store (any events.Store), the write side over it
-// (commands.Handler with the wall clock), the projections kept live by a
-// runner following the store, and a Publisher the bus implements. It
-// implements api.Service, so the HTTP API (api/httpapi) and a CLI on a
-// local store answer from the same code; wire.go is the one place the
-// projections' and the agent's structs become the API's own.
+// Package controller is the core of meshplane's daemon: it owns an event
+// store (any events.Store), the write side over it (commands.Handler with
+// the wall clock), the projections kept live by a runner following the
+// store, and a Publisher the bus implements. It implements api.Service, so
+// the HTTP API (api/httpapi) and a CLI on a local store answer from the
+// same code; wire.go is the one place the projections' and the agent's
+// structs become the API's own.
+//
+// It is handed its adapters (the store, the Publisher, a DryRunner) and
+// imports none of them, nor HTTP, a driver or the bus (deps_test.go holds
+// it to that): besides the core (events, declaration, commands,
+// projections) it imports api, for the Service it implements and its
+// request and response types, and agent, for a plan's preview
+// (agent.Preview, agent.Declared). Its only I/O of its own is
+// controller.json (info.go).
 //
 // Reads are read-your-writes: a command returns once the projections have
 // folded what it appended, and a query first waits for the projections to
@@ -20,7 +27,7 @@
 // not. A compose that fails is recorded once per distinct failure. A push
 // of many nodes runs up to 32 of them at once (pushWorkers): each node's
 // push is recorded on its own stream exactly as it would be alone, and the
-// composes of one push share a commands.Batch: each node and module is
+// composes of one push share a commands.MeshCache: each node and module is
 // read once and each node planned once, and each compose loops only over
 // the nodes that can change another node's declaration: registering N
 // nodes with no module costs O(N), not O(N²) (when every node serves a

@@ -223,8 +223,8 @@ func (c *Controller) pushNodes(ctx context.Context, nodes []string, force bool) 
 			return nil, fmt.Errorf("controller: push: %w", err)
 		}
 	}
-	br := commands.NewBatch(c.handler)
-	br.Prepare(ctx)
+	cache := commands.NewMeshCache(c.handler)
+	cache.Prepare(ctx)
 	// What was last pushed is read here, before the workers start: pushed
 	// is read and written by this goroutine alone. A push now knows none.
 	last := make([]commands.LastPush, len(nodes))
@@ -244,7 +244,7 @@ func (c *Controller) pushNodes(ctx context.Context, nodes []string, force bool) 
 			// A node whose push panics (its compose, the bus) fails
 			// alone: its result says so, the others are pushed.
 			err := safego.Call("controller.push", c.log, func() error {
-				var r commands.Reader = br.For(n)
+				var r commands.Reader = cache.For(n)
 				if c.readers != nil {
 					r = c.readers(n, r)
 				}

@@ -261,7 +261,7 @@ func (m *Mesh) SetLossy(nodes ...string) {
 // lossyReader is the handler's reader, with seed 000's bug: a read of a
 // lossy node (other than the one composed) comes back with no modules.
 type lossyReader struct {
-	r      commands.Reader // the handler, or a batch's reader (whose snapshot it does not pass on)
+	r      commands.Reader // the handler, or a MeshCache's reader (whose snapshot it does not pass on)
 	target string
 	lossy  map[string]bool // not changed while a compose reads it: SetLossy replaces it
 }

@@ -210,9 +210,9 @@ func checkMeshNames(path string, m meshFile) error {
 }
 
 // upOptions are mesh up's flags. Without --passes, up is the controller
-// (upDaemon); --passes N is the in-process run (define, set up, run N
-// passes over simulated nodes in this process, exit), kept for scripts and
-// golden tests that need no processes.
+// (env.up); --passes N is the in-process run (env.upPasses: define, set up,
+// run N passes over simulated nodes in this process, exit), kept for
+// scripts and golden tests that need no processes.
 type upOptions struct {
 	data       string
 	store      string // --store: "" or "bolt" for the file in data, else a URL
@@ -230,8 +230,8 @@ type upOptions struct {
 	dataID string
 }
 
-// daemonFlags are the controller's flags, refused with --passes.
-var daemonFlags = []string{"listen", "bus-listen", "nats", "tls-cert", "tls-key", "insecure", "interval", "once"}
+// controllerFlags are the controller's flags, refused with --passes.
+var controllerFlags = []string{"listen", "bus-listen", "nats", "tls-cert", "tls-key", "insecure", "interval", "once"}
 
 func (e *env) upCmd() *cobra.Command {
 	var o upOptions
@@ -275,17 +275,17 @@ bus, no API): N passes of push and apply, then exit.`,
 			}
 			o.data, o.tlsCA, o.store = t.data, t.tlsCA, t.store
 			if !cmd.Flags().Changed("passes") {
-				return e.upDaemon(cmd, o)
+				return e.up(cmd, o)
 			}
 			if kind, _ := storeKindOf(o.store); kind != storeBolt {
 				return usagef("--passes runs the mesh in this process on the bolt store in --data; --store is the controller's")
 			}
-			for _, f := range daemonFlags {
+			for _, f := range controllerFlags {
 				if cmd.Flags().Changed(f) {
 					return usagef("--passes runs the mesh in this process; --%s is the controller's", f)
 				}
 			}
-			return e.up(cmd.Context(), o)
+			return e.upPasses(cmd.Context(), o)
 		},
 	}
 	fs := cmd.Flags()
@@ -308,8 +308,9 @@ bus, no API): N passes of push and apply, then exit.`,
 	return cmd
 }
 
-// up is the in-process run.
-func (e *env) up(ctx context.Context, o upOptions) error {
+// upPasses is mesh up --passes N, the in-process run: every node
+// simulated in this process, no bus, no API, N passes of push and apply.
+func (e *env) upPasses(ctx context.Context, o upOptions) error {
 	data, modulesDir, meshPath, passes := &o.data, &o.modulesDir, &o.meshPath, &o.passes
 	mf, err := readMeshFile(*meshPath)
 	if err != nil {
@@ -498,7 +499,7 @@ const (
 // report after its push.
 const onceTimeout = 60 * time.Second
 
-// upDaemon runs mesh up as the controller (runController), in the
+// up runs mesh up as the controller (runController), in the
 // foreground until SIGINT or SIGTERM. With --mesh or --modules (or --once,
 // which takes their defaults) it first sets up what they name, on the store
 // before the controller opens it: one ExecuteAll, so a refused command
@@ -508,7 +509,7 @@ const onceTimeout = 60 * time.Second
 // mesh file (DATA/agents/NODE). With --once it pushes every node, waits for
 // each node's report, prints their status, and stops the agents and the
 // controller: exit 0 when every node reported, 1 otherwise.
-func (e *env) upDaemon(cmd *cobra.Command, o upOptions) error {
+func (e *env) up(cmd *cobra.Command, o upOptions) error {
 	ctx := cmd.Context()
 	fs := cmd.Flags()
 	setup := o.once || fs.Changed("mesh") || fs.Changed("modules")

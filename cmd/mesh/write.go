@@ -34,7 +34,7 @@ func (e *env) execute(cmd *cobra.Command, cs ...commands.Command) error {
 		res, err := call(cmd.Context(), s.svc, operator(), cs)
 		for i, a := range res.Results {
 			if len(a.Events) == 0 {
-				fmt.Fprintf(e.stdout, "%s, nothing to do\n", commands.Unchanged(cs[i]))
+				fmt.Fprintf(e.stdout, "%s, nothing to do\n", commands.UnchangedNote(cs[i]))
 			}
 			for _, ev := range a.Events {
 				fmt.Fprintf(e.stdout, "%s #%d %s\n", ev.Stream, ev.Position, ev.Type)

@@ -1,6 +1,7 @@
 // Package storetest is the one conformance suite that every events.Store
-// passes (today memstore and boltstore), and the benchmarks that compare
-// them. A store's own test file is two lines:
+// passes (memstore, boltstore, pgstore and esdbstore all run it), and the
+// benchmarks that compare them. A store's own test file calls it in two
+// lines:
 //
 //	func TestConformance(t *testing.T) { storetest.Run(t, storetest.Factory{Open: open}) }
 //	func BenchmarkStore(b *testing.B)  { storetest.Bench(b, storetest.Factory{Open: open}) }

@@ -15,13 +15,13 @@ import (
 	"meshplane/events/memstore"
 )
 
-// TestBatchComposesAsTheStore: a batch lists each compose only the nodes
+// TestMeshCacheComposesAsTheStore: a cache lists each compose only the nodes
 // that can change another node's declaration, and remembers reads and
 // plans; every node of a mesh holding every kind of node composes the same
 // through it as through the store, failures included: an incoherent node,
 // and a node whose reads fail (listed to every compose, so that each fails
 // naming it, as seed 000 requires).
-func TestBatchComposesAsTheStore(t *testing.T) {
+func TestMeshCacheComposesAsTheStore(t *testing.T) {
 	ctx := context.Background()
 	store := memstore.New()
 	reg := events.NewRegistry()
@@ -51,7 +51,7 @@ func TestBatchComposesAsTheStore(t *testing.T) {
 	setting := func(node, key, value string) events.NodeSettingSet {
 		return events.NodeSettingSet{Node: node, Key: key, Value: value}
 	}
-	nodes := []batchNode{ // feeds: can change another node's declaration
+	nodes := []cacheNode{ // feeds: can change another node's declaration
 		{"a-forge", []events.Payload{events.ModuleAssigned{Module: "forge", Node: "a-forge"}, events.ModuleAssigned{Module: "web", Node: "a-forge"},
 			setting("a-forge", events.SettingPrivateAddress, "10.0.0.1")}, true},
 		{"b-api", []events.Payload{events.ModuleAssigned{Module: "api", Node: "b-api"}}, true},
@@ -76,28 +76,28 @@ func TestBatchComposesAsTheStore(t *testing.T) {
 		})
 	}
 
-	// A node changed during the batch composes as the store would, once it
+	// A node changed during the cache's life composes as the store would, once it
 	// is composed: a listed node (the snapshot is made again, and the nodes
 	// composed after it see it) and one that was not listed (composed
 	// without the snapshot).
-	br := commands.NewBatch(h)
-	br.Prepare(ctx)
-	if _, err := commands.Compose(ctx, br.For("a-forge"), "a-forge", "corr"); err != nil {
+	mc := commands.NewMeshCache(h)
+	mc.Prepare(ctx)
+	if _, err := commands.Compose(ctx, mc.For("a-forge"), "a-forge", "corr"); err != nil {
 		t.Fatal(err) // the snapshot is made
 	}
 	add(events.NodeStream("b-api"), events.ModuleAssigned{Module: "web", Node: "b-api"})
 	add(events.NodeStream("d-plain"), events.ModuleAssigned{Module: "api", Node: "d-plain"})
 	for _, n := range []string{"b-api", "d-plain", "a-forge", "h-forge"} {
 		want, wantErr := commands.Compose(ctx, h, n, "corr")
-		got, gotErr := commands.Compose(ctx, br.For(n), n, "corr")
+		got, gotErr := commands.Compose(ctx, mc.For(n), n, "corr")
 		if n != "d-plain" {
-			// d-plain was not listed when the batch was prepared: the others
-			// see its routes from the next batch on, as documented.
+			// d-plain was not listed when the cache was prepared: the others
+			// see its routes from the next cache on, as documented.
 			want.Declaration.Roster = slices.DeleteFunc(want.Declaration.Roster, func(r declaration.Route) bool { return r.Node == "d-plain" })
 			got.Declaration.Hosts, want.Declaration.Hosts, got.Declaration.Digest, want.Declaration.Digest = "", "", "", ""
 		}
 		if wantErr != nil || gotErr != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("%s, changed during the batch: through the batch\n%+v (%v)\nthrough the store:\n%+v (%v)", n, got, gotErr, want, wantErr)
+			t.Errorf("%s, changed during the cache's life: through the cache\n%+v (%v)\nthrough the store:\n%+v (%v)", n, got, gotErr, want, wantErr)
 		}
 		if n == "a-forge" && !slices.ContainsFunc(got.Declaration.Roster, func(r declaration.Route) bool { return r.Node == "b-api" && r.Name == "web.mesh.example" }) {
 			t.Errorf("a-forge, composed after b-api changed, does not route b-api's new name: %v", got.Declaration.Roster)
@@ -118,21 +118,21 @@ func (r failingReader) Node(ctx context.Context, name string) (commands.Node, er
 	return r.Handler.Node(ctx, name)
 }
 
-type batchNode struct {
+type cacheNode struct {
 	name   string
 	events []events.Payload
 	feeds  bool
 }
 
-func composesAsTheStore(t *testing.T, r commands.Reader, nodes []batchNode, feeders []string, failing string) {
+func composesAsTheStore(t *testing.T, r commands.Reader, nodes []cacheNode, feeders []string, failing string) {
 	ctx := context.Background()
-	br := commands.NewBatch(r)
-	br.Prepare(ctx)
+	mc := commands.NewMeshCache(r)
+	mc.Prepare(ctx)
 	if failing != "" && !slices.Contains(feeders, failing) {
 		feeders = slices.Sorted(slices.Values(append(slices.Clone(feeders), failing)))
 	}
-	if got := br.Feeders(); !slices.Equal(got, feeders) {
-		t.Fatalf("the batch lists %v to each compose, want %v", got, feeders)
+	if got := mc.Feeders(); !slices.Equal(got, feeders) {
+		t.Fatalf("the cache lists %v to each compose, want %v", got, feeders)
 	}
 	var sawRoster, sawSkipped, sawImage, sawFailed bool
 	// Twice: the second round composes from what the first remembered.
@@ -140,12 +140,12 @@ func composesAsTheStore(t *testing.T, r commands.Reader, nodes []batchNode, feed
 		for _, n := range nodes {
 			t.Run(fmt.Sprintf("%d/%s", round, n.name), func(t *testing.T) {
 				want, wantErr := commands.Compose(ctx, r, n.name, "corr")
-				got, gotErr := commands.Compose(ctx, br.For(n.name), n.name, "corr")
+				got, gotErr := commands.Compose(ctx, mc.For(n.name), n.name, "corr")
 				if (wantErr == nil) != (gotErr == nil) || (wantErr != nil && wantErr.Error() != gotErr.Error()) {
-					t.Fatalf("compose through the batch: %v, through the store: %v", gotErr, wantErr)
+					t.Fatalf("compose through the cache: %v, through the store: %v", gotErr, wantErr)
 				}
 				if !reflect.DeepEqual(got, want) {
-					t.Fatalf("compose through the batch:\n%+v\nthrough the store:\n%+v", got, want)
+					t.Fatalf("compose through the cache:\n%+v\nthrough the store:\n%+v", got, want)
 				}
 				sawRoster = sawRoster || len(got.Declaration.Roster) > 0
 				sawSkipped = sawSkipped || len(got.Skipped) > 0
@@ -156,7 +156,7 @@ func composesAsTheStore(t *testing.T, r commands.Reader, nodes []batchNode, feed
 			})
 		}
 	}
-	// The mesh must exercise what the batch could get wrong.
+	// The mesh must exercise what the cache could get wrong.
 	if failing != "" {
 		if !sawFailed {
 			t.Errorf("no compose failed on the reads of %s", failing)

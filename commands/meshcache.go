@@ -10,16 +10,16 @@ import (
 	"meshplane/events"
 )
 
-// Batch is the Reader for composing many nodes from one reading of the
-// mesh: a controller's push of every node, or a simulator's pass. Without
-// it, composing N nodes costs N² reads and N² plans, because every compose
-// reads and plans every node for the roster (Compose); with it, a batch of
-// N composes reads each node and module once and plans each node once, so
-// registering or passing over 1,000 nodes costs linear time.
+// MeshCache is a caching Reader of the mesh, for composing many nodes from
+// one reading of it: a controller's push of every node, or a simulator's
+// pass. Without it, composing N nodes costs N² reads and N² plans, because
+// every compose reads and plans every node for the roster (Compose); with
+// it, N composes read each node and module once and plan each node once,
+// so registering or passing over 1,000 nodes costs linear time.
 //
 // What it remembers:
 //
-//   - every node and module read, for the rest of the batch; the node being
+//   - every node and module read, for the cache's life; the node being
 //     composed is always read afresh (For), since its version guards the
 //     append of its declaration. A failed read is never remembered: the
 //     next compose meets the failure again and records it (DESIGN.md rule 1,
@@ -31,7 +31,7 @@ import (
 //     routes from the snapshot: O(roster) a compose, not O(nodes) reads,
 //     map insertions and plans. A node read afresh whose plan's inputs
 //     (registration, assigned modules, settings) changed discards it; it is
-//     made again from what the batch then holds.
+//     made again from what the cache then holds.
 //
 // Once prepared (Prepare), it lists to each compose only the nodes that can
 // change another node's declaration, which are (see Compose, gather and
@@ -42,18 +42,19 @@ import (
 //   - holding the artifact store (the first of them, in name order, is the
 //     one every artifact image is pulled from);
 //   - whose read failed while preparing: nothing is known of them, so every
-//     compose reads them and fails as it would without a batch;
+//     compose reads them and fails as it would without a cache;
 //
 // plus the node being composed (compose adds it). A node with no module and
 // no artifact store has an empty plan, always coherent, routing nothing:
-// listing it or not composes the same bytes, which the batch's test checks
+// listing it or not composes the same bytes, which the cache's test checks
 // on a mesh with every kind of node. When the node list cannot be read,
-// the batch lists every node and each compose reads the list itself.
+// the cache lists every node and each compose reads the list itself.
 //
-// A batch sees the mesh as it was when read: a command executed during the
-// batch may be missed by the composes after it (the next batch sees it),
-// as with any compose that raced a command. It is safe for concurrent use.
-type Batch struct {
+// A cache sees the mesh as it was when read: a command executed during its
+// life may be missed by the composes after it (the next cache sees it), as
+// with any compose that raced a command. Make one for each pass over the
+// nodes. It is safe for concurrent use.
+type MeshCache struct {
 	r Reader
 
 	mu      sync.Mutex
@@ -67,8 +68,8 @@ type Batch struct {
 	snapMu sync.Mutex // one snapshot made at a time
 }
 
-// snapshot is the mesh as every compose of a batch sees it, apart from the
-// node composed: the listed nodes (Batch.feeders) as gathered, and the
+// snapshot is the mesh as every compose through a cache sees it, apart from the
+// node composed: the listed nodes (MeshCache.feeders) as gathered, and the
 // plans of each.
 type snapshot struct {
 	m       *mesh
@@ -77,83 +78,83 @@ type snapshot struct {
 	skipped []events.Skipped // every listed node whose plan does not compose, in name order
 }
 
-// NewBatch returns a batch reading through r (a Handler, or any Reader).
-func NewBatch(r Reader) *Batch {
-	return &Batch{r: r, nodes: map[string]Node{}, modules: map[string]Module{}}
+// NewMeshCache returns an empty cache reading through r (a Handler, or any Reader).
+func NewMeshCache(r Reader) *MeshCache {
+	return &MeshCache{r: r, nodes: map[string]Node{}, modules: map[string]Module{}}
 }
 
 // Prepare reads the node list and every node, and keeps the nodes that can
-// change another node's declaration (see Batch). A failure is not returned:
+// change another node's declaration (see MeshCache). A failure is not returned:
 // the composes meet it and record it themselves.
-func (b *Batch) Prepare(ctx context.Context) {
-	names, err := b.Nodes(ctx)
+func (mc *MeshCache) Prepare(ctx context.Context) {
+	names, err := mc.Nodes(ctx)
 	if err != nil {
 		return
 	}
 	feeders := []string{}
 	for _, name := range names {
-		n, err := b.Node(ctx, name)
+		n, err := mc.Node(ctx, name)
 		if err != nil || len(n.AssignedModules()) > 0 || n.ArtifactStorePort() != "" {
 			feeders = append(feeders, name)
 		}
 	}
-	b.mu.Lock()
-	b.feeders = feeders
-	b.mu.Unlock()
+	mc.mu.Lock()
+	mc.feeders = feeders
+	mc.mu.Unlock()
 }
 
 // For returns the Reader for composing node: node read afresh, the rest
 // remembered, and once prepared only the nodes that matter to node's
 // declaration listed.
-func (b *Batch) For(node string) Reader { return batchView{b, node} }
+func (mc *MeshCache) For(node string) Reader { return cacheView{mc, node} }
 
 // Feeders returns the nodes listed to each compose (nil: every node).
-func (b *Batch) Feeders() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return slices.Clone(b.feeders)
+func (mc *MeshCache) Feeders() []string {
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	return slices.Clone(mc.feeders)
 }
 
 // Nodes lists every registered node, read once.
-func (b *Batch) Nodes(ctx context.Context) ([]string, error) {
-	b.mu.Lock()
-	names := b.names
-	b.mu.Unlock()
+func (mc *MeshCache) Nodes(ctx context.Context) ([]string, error) {
+	mc.mu.Lock()
+	names := mc.names
+	mc.mu.Unlock()
 	if names == nil {
 		var err error
-		if names, err = b.r.Nodes(ctx); err != nil {
+		if names, err = mc.r.Nodes(ctx); err != nil {
 			return nil, err
 		}
-		b.mu.Lock()
-		b.names = names
-		b.mu.Unlock()
+		mc.mu.Lock()
+		mc.names = names
+		mc.mu.Unlock()
 	}
 	return slices.Clone(names), nil
 }
 
 // Node returns a node's state, read once.
-func (b *Batch) Node(ctx context.Context, name string) (Node, error) {
-	b.mu.Lock()
-	n, ok := b.nodes[name]
-	b.mu.Unlock()
+func (mc *MeshCache) Node(ctx context.Context, name string) (Node, error) {
+	mc.mu.Lock()
+	n, ok := mc.nodes[name]
+	mc.mu.Unlock()
 	if ok {
 		return n, nil
 	}
-	return b.readNode(ctx, name)
+	return mc.readNode(ctx, name)
 }
 
-func (b *Batch) readNode(ctx context.Context, name string) (Node, error) {
-	n, err := b.r.Node(ctx, name)
+func (mc *MeshCache) readNode(ctx context.Context, name string) (Node, error) {
+	n, err := mc.r.Node(ctx, name)
 	if err != nil {
 		return n, err
 	}
-	b.mu.Lock()
-	if old, ok := b.nodes[name]; ok && !samePlanInputs(old, n) {
-		b.snap = nil
-		b.gen++
+	mc.mu.Lock()
+	if old, ok := mc.nodes[name]; ok && !samePlanInputs(old, n) {
+		mc.snap = nil
+		mc.gen++
 	}
-	b.nodes[name] = n
-	b.mu.Unlock()
+	mc.nodes[name] = n
+	mc.mu.Unlock()
 	return n, nil
 }
 
@@ -165,79 +166,79 @@ func samePlanInputs(a, b Node) bool {
 }
 
 // Module returns a module's state, read once.
-func (b *Batch) Module(ctx context.Context, name string) (Module, error) {
-	b.mu.Lock()
-	m, ok := b.modules[name]
-	b.mu.Unlock()
+func (mc *MeshCache) Module(ctx context.Context, name string) (Module, error) {
+	mc.mu.Lock()
+	m, ok := mc.modules[name]
+	mc.mu.Unlock()
 	if ok {
 		return m, nil
 	}
-	m, err := b.r.Module(ctx, name)
+	m, err := mc.r.Module(ctx, name)
 	if err != nil {
 		return m, err
 	}
-	b.mu.Lock()
-	b.modules[name] = m
-	b.mu.Unlock()
+	mc.mu.Lock()
+	mc.modules[name] = m
+	mc.mu.Unlock()
 	return m, nil
 }
 
-// Batched is a Reader whose composes a Batch's snapshot may serve
-// (Compose asks it first): the Readers a Batch returns are. A Reader that
-// wraps one to change what some reads answer must not be Batched, or the
+// Cached is a Reader whose composes a MeshCache's snapshot may serve
+// (Compose asks it first): the Readers a MeshCache returns are. A Reader that
+// wraps one to change what some reads answer must not be Cached, or the
 // snapshot would answer for it.
-type Batched interface {
+type Cached interface {
 	Reader
-	Batch() *Batch
+	Cache() *MeshCache
 }
 
-// batchView is a Batch's Reader for composing one node.
-type batchView struct {
-	b    *Batch
+// cacheView is a MeshCache's Reader for composing one node.
+type cacheView struct {
+	mc   *MeshCache
 	self string
 }
 
-var _ Batched = batchView{}
+var _ Cached = cacheView{}
 
-// Batch returns the batch.
-func (v batchView) Batch() *Batch { return v.b }
+// Cache returns the cache.
+func (v cacheView) Cache() *MeshCache { return v.mc }
 
 // Nodes lists the nodes self's compose must read: once prepared, those that
 // can change another node's declaration (compose adds self); else every
 // node.
-func (v batchView) Nodes(ctx context.Context) ([]string, error) {
-	v.b.mu.Lock()
-	feeders := v.b.feeders
-	v.b.mu.Unlock()
+func (v cacheView) Nodes(ctx context.Context) ([]string, error) {
+	v.mc.mu.Lock()
+	feeders := v.mc.feeders
+	v.mc.mu.Unlock()
 	if feeders != nil {
 		return slices.Clone(feeders), nil
 	}
-	return v.b.Nodes(ctx)
+	return v.mc.Nodes(ctx)
 }
 
 // Node reads self afresh (and remembers it for the others), the rest once.
-func (v batchView) Node(ctx context.Context, name string) (Node, error) {
+func (v cacheView) Node(ctx context.Context, name string) (Node, error) {
 	if name == v.self {
-		return v.b.readNode(ctx, name)
+		return v.mc.readNode(ctx, name)
 	}
-	return v.b.Node(ctx, name)
+	return v.mc.Node(ctx, name)
 }
 
 // Module reads a module once.
-func (v batchView) Module(ctx context.Context, name string) (Module, error) {
-	return v.b.Module(ctx, name)
+func (v cacheView) Module(ctx context.Context, name string) (Module, error) {
+	return v.mc.Module(ctx, name)
 }
 
-// compose is Compose through the batch's snapshot: ok false when the
+// compose is Compose through the cache's snapshot: ok false when the
 // snapshot cannot serve node's compose (not prepared, a read failed, or
 // node's own plan needs what the snapshot did not gather), and Compose
 // then gathers as it would without it, meeting any failure itself.
-func (b *Batch) compose(ctx context.Context, node, correlation string) (Composition, bool, error) {
-	self, err := b.readNode(ctx, node)
+func (mc *MeshCache) compose(ctx context.Context, node, correlation string) (Composition, bool, error) {
+	self, err := mc.readNode(ctx, node)
 	if err != nil || !self.Registered {
 		return Composition{}, false, nil
 	}
-	s := b.snapshot(ctx)
+	s := mc.snapshot(ctx)
 	if s == nil {
 		return Composition{}, false, nil
 	}
@@ -268,27 +269,27 @@ func (b *Batch) compose(ctx context.Context, node, correlation string) (Composit
 	return composition(self, own, s.roster, skipped, correlation), true, nil
 }
 
-// snapshot returns the batch's snapshot, made from the listed nodes if
-// there is none; nil when the batch is not prepared or a read fails.
-func (b *Batch) snapshot(ctx context.Context) *snapshot {
-	b.mu.Lock()
-	s, feeders := b.snap, b.feeders
-	b.mu.Unlock()
+// snapshot returns the cache's snapshot, made from the listed nodes if
+// there is none; nil when the cache is not prepared or a read fails.
+func (mc *MeshCache) snapshot(ctx context.Context) *snapshot {
+	mc.mu.Lock()
+	s, feeders := mc.snap, mc.feeders
+	mc.mu.Unlock()
 	if s != nil || feeders == nil {
 		return s
 	}
-	b.snapMu.Lock()
-	defer b.snapMu.Unlock()
-	b.mu.Lock()
-	s, gen := b.snap, b.gen
-	b.mu.Unlock()
+	mc.snapMu.Lock()
+	defer mc.snapMu.Unlock()
+	mc.mu.Lock()
+	s, gen := mc.snap, mc.gen
+	mc.mu.Unlock()
 	if s != nil {
 		return s
 	}
 	m := &mesh{names: feeders, nodes: make(map[string]Node, len(feeders)), modules: map[string]Module{}}
 	s = &snapshot{m: m, listed: make(map[string]bool, len(feeders))}
 	for _, name := range feeders {
-		n, err := b.Node(ctx, name)
+		n, err := mc.Node(ctx, name)
 		if err != nil {
 			return nil
 		}
@@ -301,7 +302,7 @@ func (b *Batch) snapshot(ctx context.Context) *snapshot {
 			if _, ok := m.modules[mod]; ok {
 				continue
 			}
-			md, err := b.Module(ctx, mod)
+			md, err := mc.Module(ctx, mod)
 			if err != nil {
 				return nil
 			}
@@ -322,10 +323,10 @@ func (b *Batch) snapshot(ctx context.Context) *snapshot {
 	}
 	sortRoutes(routes)
 	s.roster = newRoster(routes)
-	b.mu.Lock()
-	if b.gen == gen {
-		b.snap = s
+	mc.mu.Lock()
+	if mc.gen == gen {
+		mc.snap = s
 	}
-	b.mu.Unlock()
+	mc.mu.Unlock()
 	return s
 }
