@@ -525,7 +525,10 @@ func (e *env) upDaemon(cmd *cobra.Command, o upOptions) error {
 		}
 	}
 	rts := e.nodeRuntimes(ctx, mf)
-	storeNode, storeAt := storeServed(mf, rts)
+	storeNode, storeAt, err := storeServed(mf, rts)
+	if err != nil {
+		return err
+	}
 	if storeAt != "" {
 		if err := storeFree(storeAt); err != nil {
 			return err
