@@ -637,7 +637,7 @@ func (e *env) setUpStore(ctx context.Context, o upOptions) (meshFile, []builtIma
 // setUpCommands executes the set-up cs on the store in o.data, all or
 // nothing, and says what it did.
 func (e *env) setUpCommands(ctx context.Context, o upOptions, mf meshFile, cs []commands.Command, modules int) error {
-	if bolt, _ := storeurl.KindOf(o.store); bolt == storeurl.Bolt {
+	if k, _ := storeurl.KindOf(o.store); k == storeurl.Bolt {
 		if err := checkFresh(ctx, o.data, cs); err != nil {
 			return setUpRefused(err)
 		}
