@@ -4,14 +4,14 @@
 //
 // The forms of a store URL:
 //
-//	"" or "bolt"                  the bolt file DATA/events.db (boltstore),
-//	                              DATA being Options.Data
-//	postgres://... postgresql://  a PostgreSQL database (pgstore)
-//	esdb://... esdb+discover://   a KurrentDB server (esdbstore); kurrentdb://
-//	kurrentdb://...               and kurrentdb+discover:// are KurrentDB's
-//	kurrentdb+discover://...      newer spellings of the same
-//	"memory"                      a new, empty store in memory (memstore), for
-//	                              scenarios and tests: gone when closed
+//	"" or "bolt"     the bolt file DATA/events.db (boltstore), DATA being
+//	                 Options.Data
+//	postgres://...   a PostgreSQL database (pgstore); postgresql:// too
+//	esdb://...       a KurrentDB server (esdbstore); esdb+discover://, and
+//	                 kurrentdb:// and kurrentdb+discover://, KurrentDB's
+//	                 newer spellings of the same
+//	memory           a new, empty store in memory (memstore), for scenarios
+//	                 and tests: gone when closed
 //
 // Anything else is ErrUnknown. A URL is named in messages only with its
 // password replaced (Redact).
