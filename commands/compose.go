@@ -401,11 +401,9 @@ func (m *mesh) container(n Node, mod Module, c events.ContainerSpec) (*declarati
 
 // artifactRef composes the image reference of the build of artifact the
 // module was last deployed with (never merely its latest recorded: a build
-// is not a deployment, seed 002): at the
-// private address of the node holding the artifact store, on the port it was
-// given; by loopback when that node is the one being composed for and has no
-// private address yet (a first node, mid-genesis). No artifact store
-// reachable is a setting that reaches nothing: the node does not compose.
+// is not a deployment, seed 002), at the artifact store's address for n
+// (ArtifactStoreAddress). No artifact store reachable is a setting that
+// reaches nothing: the node does not compose.
 func (m *mesh) artifactRef(n Node, mod Module, artifact string) (string, error) {
 	digest, ok := mod.Deployed[artifact]
 	if !ok {
@@ -417,16 +415,9 @@ func (m *mesh) artifactRef(n Node, mod Module, artifact string) (string, error) 
 	if m.store == nil {
 		return "", &IncoherentError{Node: n.Name, Reason: fmt.Sprintf("module %s runs artifact %s, and no node holds the artifact store", mod.Name, artifact)}
 	}
-	addr := m.store.PrivateAddress()
-	if addr == "" {
-		if m.store.Name != n.Name {
-			return "", &IncoherentError{Node: n.Name, Reason: fmt.Sprintf("module %s runs artifact %s, and the artifact store on %s has no private address to reach it by", mod.Name, artifact, m.store.Name)}
-		}
-		addr = "127.0.0.1"
+	addr, err := ArtifactStoreAddress(*m.store, n.Name)
+	if err != nil {
+		return "", &IncoherentError{Node: n.Name, Reason: fmt.Sprintf("module %s runs artifact %s, and the artifact store on %s has no private address to reach it by", mod.Name, artifact, m.store.Name)}
 	}
-	host := addr
-	if strings.Contains(addr, ":") {
-		host = "[" + addr + "]"
-	}
-	return fmt.Sprintf("%s:%s/%s@%s", host, m.store.ArtifactStorePort(), artifact, digest), nil
+	return fmt.Sprintf("%s/%s@%s", addr, artifact, digest), nil
 }

@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,8 +27,7 @@ import (
 	"meshplane/commands"
 	"meshplane/controller"
 	"meshplane/events"
-	"meshplane/events/boltstore"
-	"meshplane/events/memstore"
+	"meshplane/events/storeurl"
 	"meshplane/sim"
 )
 
@@ -158,8 +156,12 @@ func newWorld(opts Options) (*World, error) {
 	w := &World{modules: map[string]*events.ModuleSpec{}, plans: map[string]api.NodePlan{}}
 	switch opts.Store {
 	case "", StoreMemory:
-		w.store = memstore.New()
-		w.cleanup = func() { w.store.Close() }
+		s, err := storeurl.Open(context.Background(), string(storeurl.Memory), storeurl.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("scenario store: %w", err)
+		}
+		w.store = s
+		w.cleanup = func() { s.Close() }
 	case StoreBolt:
 		mk := opts.TempDir
 		if mk == nil {
@@ -169,7 +171,7 @@ func newWorld(opts Options) (*World, error) {
 		if err != nil {
 			return nil, fmt.Errorf("scenario store: %w", err)
 		}
-		s, err := boltstore.Open(filepath.Join(dir, "events.db"))
+		s, err := storeurl.Open(context.Background(), string(storeurl.Bolt), storeurl.Options{Data: dir, Create: true})
 		if err != nil {
 			return nil, fmt.Errorf("scenario store: %w", err)
 		}

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,13 +13,15 @@ import (
 	"meshplane/commands"
 	"meshplane/events"
 	"meshplane/events/boltstore"
+	"meshplane/events/storeurl"
 )
 
 // artifactPushCmd uploads an image tarball to the artifact store and
 // records the build: its module, its name and its digest, never an address
 // (DESIGN.md rule 6). The store is found where it is used: at the private
 // address of the node holding it (`node set NODE artifact-store PORT`), or
-// by loopback when that node has none yet; --registry overrides.
+// by loopback while that node has none yet and is the mesh's only node (a
+// first node, mid-genesis); --registry overrides.
 //
 // The store is read, the image pushed, then the build recorded: the event
 // store is not held open during the upload, and nothing is recorded unless
@@ -48,7 +48,7 @@ func (e *env) artifactPushCmd() *cobra.Command {
 				return usagef("against a controller (--server) give --registry HOST:PORT: the API does not say where the artifact store is")
 			}
 			if t.server == "" {
-				if addr, err = e.artifactStore(ctx, t.data, module, name, addr); err != nil {
+				if addr, err = e.artifactStore(ctx, t, module, name, addr); err != nil {
 					return err
 				}
 			}
@@ -68,15 +68,15 @@ func (e *env) artifactPushCmd() *cobra.Command {
 	return cmd
 }
 
-// artifactStore checks, on the local store in data (read-only, closed
-// before the upload), that module is defined, and returns addr, or the
-// artifact store's address when addr is empty.
-func (e *env) artifactStore(ctx context.Context, data, module, name, addr string) (string, error) {
-	path := filepath.Join(data, "events.db")
-	s, err := boltstore.Open(path, boltstore.ReadOnly())
+// artifactStore checks, on t's local store (read-only, closed before the
+// upload), that module is defined, and returns addr, or the artifact
+// store's address when addr is empty (commands.ArtifactStoreOfMesh: rule
+// 6's one reading, as compose reads it).
+func (e *env) artifactStore(ctx context.Context, t target, module, name, addr string) (string, error) {
+	s, err := storeurl.Open(ctx, t.store, storeurl.Options{Data: t.data, ReadOnly: true})
 	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return "", fmt.Errorf("no event store at %s (run 'mesh up' first, or pass --data)", path)
+	case t.bolt() && errors.Is(err, os.ErrNotExist):
+		return "", fmt.Errorf("no event store at %s (run 'mesh up' first, or pass --data)", storeurl.Path(t.data))
 	case errors.Is(err, boltstore.ErrLocked) && addr != "":
 		// A controller holds the store: the record goes through it (see
 		// execute), which refuses an undefined module.
@@ -98,30 +98,12 @@ func (e *env) artifactStore(ctx context.Context, data, module, name, addr string
 	if addr != "" {
 		return addr, nil
 	}
-	return storeAddress(ctx, h)
-}
-
-// storeAddress is "host:port" of the artifact store, from the node that
-// holds it. A failure to read a node is an error, never "no store" (rule 1).
-func storeAddress(ctx context.Context, h *commands.Handler) (string, error) {
-	names, err := h.Nodes(ctx)
-	if err != nil {
-		return "", fmt.Errorf("find the artifact store: read the node list: %w", err)
+	addr, err = commands.ArtifactStoreOfMesh(ctx, h)
+	switch {
+	case errors.Is(err, commands.ErrNoArtifactStore):
+		return "", fmt.Errorf("%w (mesh node set NODE artifact-store PORT), and no --registry was given", err)
+	case errors.Is(err, commands.ErrArtifactStoreUnreachable):
+		return "", fmt.Errorf("%w: give it one (mesh node set NODE private-address ADDR), or give --registry HOST:PORT", err)
 	}
-	for _, name := range names {
-		n, err := h.Node(ctx, name)
-		if err != nil {
-			return "", fmt.Errorf("find the artifact store: read node %s: %w", name, err)
-		}
-		port := n.ArtifactStorePort()
-		if port == "" {
-			continue
-		}
-		host := n.PrivateAddress()
-		if host == "" {
-			host = "127.0.0.1" // a first node, mid-genesis: this machine
-		}
-		return net.JoinHostPort(host, port), nil
-	}
-	return "", fmt.Errorf("no node holds the artifact store (mesh node set NODE artifact-store PORT), and no --registry was given")
+	return addr, err
 }

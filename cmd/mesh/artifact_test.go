@@ -134,3 +134,50 @@ func TestArtifactPush(t *testing.T) {
 		})
 	}
 }
+
+// TestArtifactPushBeyondGenesis: loopback is rule 6's one case, a first
+// node mid-genesis. Once a second node is registered, a store node with no
+// private address is refused (saying what to give), not pushed to by
+// loopback; given one, the push goes there.
+func TestArtifactPushBeyondGenesis(t *testing.T) {
+	t.Setenv("MESH_OPERATOR", "test")
+	h, err := artifacts.NewHandler(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	port := addr[strings.LastIndex(addr, ":")+1:]
+	dir := t.TempDir()
+	file := filepath.Join(t.TempDir(), "forge.yaml")
+	if err := os.WriteFile(file, []byte("module: forge\ncontainers:\n  - {name: web, artifact: forge/web}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	img := imageTarball(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		says string
+	}{
+		{"two nodes", []string{"node", "register", "a", "b"}, exitOK, "node-b"},
+		{"define", []string{"module", "define", file}, exitOK, "module.defined"},
+		{"hold the store", []string{"node", "set", "a", "artifact-store", port}, exitOK, "node.setting-set"},
+		{"no loopback beyond genesis", []string{"artifact", "push", "forge", "forge/web", img}, exitFailed, "the artifact store on a: the artifact store has no private address to reach it by"},
+		{"it says what to give", []string{"artifact", "push", "forge", "forge/web", img}, exitFailed, "--registry HOST:PORT"},
+		{"give it an address", []string{"node", "set", "a", "private-address", "127.0.0.1"}, exitOK, "node.setting-set"},
+		{"pushed there", []string{"artifact", "push", "forge", "forge/web", img}, exitOK, "to " + addr + "/forge/web@sha256:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := mesh(t, append(tc.args, "--data", dir)...)
+			got := stdout
+			if tc.code != exitOK {
+				got = stderr
+			}
+			if code != tc.code || !strings.Contains(got, tc.says) {
+				t.Fatalf("mesh %v: exit %d, want %d saying %q\n%s%s", tc.args, code, tc.code, tc.says, stdout, stderr)
+			}
+		})
+	}
+}

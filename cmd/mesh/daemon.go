@@ -27,6 +27,7 @@ import (
 	"meshplane/events"
 	"meshplane/events/boltstore"
 	"meshplane/events/pgstore"
+	"meshplane/events/storeurl"
 	"meshplane/internal/safego"
 	"meshplane/metrics"
 	"meshplane/web"
@@ -43,8 +44,8 @@ const reportWorkers = 16
 
 // Files and directories a controller keeps in its data directory.
 const (
-	storeFile = "events.db" // the event store (bbolt)
-	busDir    = "bus"       // the embedded bus: trust root seeds and JetStream files
+	storeFile = storeurl.File // the event store (bbolt)
+	busDir    = "bus"         // the embedded bus: trust root seeds and JetStream files
 )
 
 // controllerConfig is what `mesh up` runs with, one field per flag.
@@ -182,7 +183,7 @@ func runController(ctx context.Context, cfg controllerConfig) (err error) {
 		}
 	}()
 
-	store, lock, err := openControllerStore(ctx, cfg)
+	store, lock, err := openControllerStore(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -349,27 +350,16 @@ var _ leaderLock = (*pgstore.Store)(nil)
 // schema first). lock is the store's leader election when several
 // controllers may share it (PostgreSQL), else nil: the controller leads at
 // once.
-func openControllerStore(ctx context.Context, cfg controllerConfig) (events.Store, leaderLock, error) {
-	kind, err := storeKindOf(cfg.Store)
-	if err != nil {
-		return nil, nil, fmt.Errorf("controller: %w", err)
-	}
-	if kind != storeBolt {
-		s, err := openStoreURL(ctx, cfg.Store, true)
-		if err != nil {
-			return nil, nil, fmt.Errorf("controller: %w", err)
-		}
-		if ps, ok := s.(*pgstore.Store); ok {
-			return s, ps, nil
-		}
-		return s, nil, nil
-	}
-	s, err := boltstore.Open(filepath.Join(cfg.Data, storeFile))
+func openControllerStore(ctx context.Context, cfg controllerConfig, log *slog.Logger) (events.Store, leaderLock, error) {
+	s, err := storeurl.Open(ctx, cfg.Store, storeurl.Options{Data: cfg.Data, Create: true, Logger: log})
 	if errors.Is(err, boltstore.ErrLocked) {
 		return nil, nil, fmt.Errorf("controller: %w: %w", errStoreHeld, err)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("controller: %w", err)
+	}
+	if ps, ok := s.(*pgstore.Store); ok {
+		return s, ps, nil
 	}
 	return s, nil, nil
 }

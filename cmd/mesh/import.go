@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/spf13/cobra"
@@ -17,6 +16,7 @@ import (
 	"meshplane/commands"
 	"meshplane/events"
 	"meshplane/events/memstore"
+	"meshplane/events/storeurl"
 )
 
 // Batches of an import: consecutive events of one stream, appended in one
@@ -115,7 +115,7 @@ func (e *env) importRun(ctx context.Context, t target, path string, skipInvalid 
 		empty := memstore.New()
 		defer empty.Close()
 		var r commands.Reader = commands.NewHandler(empty, reg)
-		if t.store != "" && t.store != storeBolt || fileExists(filepath.Join(t.data, "events.db")) {
+		if !t.bolt() || fileExists(storeurl.Path(t.data)) {
 			store, err := openStore()
 			if err != nil {
 				return err

@@ -138,7 +138,7 @@ func (e *env) rebuildLocal(ctx context.Context, t target, s *session, names []st
 	}
 	fmt.Fprintf(e.stdout, "rebuilt %s from %d events in %s; a second rebuild is byte-identical (%d bytes)\n",
 		what(names), r.Position(), took.Round(time.Millisecond), len(first))
-	if kind, _ := storeKindOf(t.store); kind == storeBolt && len(names) == 0 {
+	if t.bolt() && len(names) == 0 {
 		if err := snapstore.Save(ctx, t.data, r, fresh); err != nil {
 			return fmt.Errorf("save the snapshot in %s: %w", t.data, err)
 		}

@@ -15,9 +15,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"meshplane/events"
-	"meshplane/events/esdbstore"
-	"meshplane/events/pgstore"
 	"meshplane/events/pgstore/pgtest"
+	"meshplane/events/storeurl"
 	"meshplane/features"
 )
 
@@ -61,11 +60,11 @@ func scenarioStoreOf(v string) (*scenarioStore, error) {
 		}
 		v = u
 	}
-	kind, err := storeKindOf(v)
-	if err != nil || kind == storeBolt {
-		return nil, usagef("--store %q: want memory, bolt, postgres, esdb, postgres://... or esdb://...", redactURL(v))
+	kind, err := storeurl.KindOf(v)
+	if err != nil || kind == storeurl.Bolt || kind == storeurl.Memory {
+		return nil, usagef("--store %q: want memory, bolt, postgres, esdb, postgres://... or esdb://...", storeurl.Redact(v))
 	}
-	if kind == storePostgres {
+	if kind == storeurl.Postgres {
 		return &scenarioStore{kind: features.StorePostgres, url: v}, nil
 	}
 	return &scenarioStore{kind: features.StoreESDB, url: v}, nil
@@ -80,7 +79,7 @@ func (s *scenarioStore) open() (events.Store, func(), error) {
 		return s.openPostgres(ctx)
 	case features.StoreESDB:
 		prefix := fmt.Sprintf("scenario-%s-", uuid.NewString()[:8])
-		st, err := esdbstore.Open(ctx, esdbURL(s.url), esdbstore.WithPrefix(prefix))
+		st, err := storeurl.Open(ctx, s.url, storeurl.Options{StreamPrefix: prefix})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -110,7 +109,7 @@ func (s *scenarioStore) openPostgres(ctx context.Context) (events.Store, func(),
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := pgstore.Open(ctx, u)
+	st, err := storeurl.Open(ctx, u, storeurl.Options{})
 	if err != nil {
 		_ = drop(ctx, u)
 		return nil, nil, err
@@ -127,7 +126,7 @@ func (s *scenarioStore) openPostgres(ctx context.Context) (events.Store, func(),
 func (s *scenarioStore) createDatabase(ctx context.Context) (string, error) {
 	name := fmt.Sprintf("mesh_scenario_%d_%d", os.Getpid(), s.n.Add(1))
 	if err := s.exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return "", fmt.Errorf("create database %s on %s: %w", name, redactURL(s.url), err)
+		return "", fmt.Errorf("create database %s on %s: %w", name, storeurl.Redact(s.url), err)
 	}
 	u, err := neturl.Parse(s.url)
 	if err != nil {

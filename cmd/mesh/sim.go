@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -17,10 +15,8 @@ import (
 	"meshplane/api"
 	"meshplane/controller"
 	"meshplane/events"
-	"meshplane/events/boltstore"
-	"meshplane/events/memstore"
-	"meshplane/events/pgstore"
 	"meshplane/events/pgstore/pgtest"
+	"meshplane/events/storeurl"
 	"meshplane/projections"
 	"meshplane/sim"
 )
@@ -118,24 +114,13 @@ least 20 make every window distinct); --faults none runs without faults.`,
 // errTargetsMissed: the summary is printed; exit 1.
 var errTargetsMissed = errors.New("the churn detector missed a target (see the summary)")
 
-// simStore opens the run's store, which must hold no events.
+// simStore opens the run's store, which must hold no events: memory, the
+// bolt file in data, a database on a throwaway PostgreSQL cluster (gone
+// with the run), or the database a postgres:// URL names.
 func (e *env) simStore(ctx context.Context, kind, data string) (events.Store, string, func() error, error) {
-	var st events.Store
-	var name string
+	url, name := kind, ""
 	closeFn := func() error { return nil }
-	switch {
-	case kind == "memory":
-		st, name = memstore.New(), "memory"
-	case kind == "bolt":
-		if err := os.MkdirAll(data, 0o755); err != nil {
-			return nil, "", nil, err
-		}
-		path := filepath.Join(data, "events.db")
-		s, err := boltstore.Open(path)
-		if err != nil {
-			return nil, "", nil, err
-		}
-		st, name = s, "bolt "+path
+	switch k, err := storeurl.KindOf(kind); {
 	case kind == "postgres":
 		srv, err := pgtest.Start(ctx)
 		if errors.Is(err, pgtest.ErrNoPostgres) {
@@ -144,26 +129,22 @@ func (e *env) simStore(ctx context.Context, kind, data string) (events.Store, st
 		if err != nil {
 			return nil, "", nil, err
 		}
-		u, err := srv.CreateDatabase(ctx)
-		if err != nil {
+		if url, err = srv.CreateDatabase(ctx); err != nil {
 			srv.Close()
 			return nil, "", nil, err
 		}
-		s, err := pgstore.Open(ctx, u)
-		if err != nil {
-			srv.Close()
-			return nil, "", nil, err
-		}
-		st, name = s, "postgres (throwaway cluster)"
-		closeFn = srv.Close
-	case strings.HasPrefix(kind, "postgres://"), strings.HasPrefix(kind, "postgresql://"):
-		s, err := openStoreURL(ctx, kind, true)
-		if err != nil {
-			return nil, "", nil, err
-		}
-		st, name = s, "postgres "+redactURL(kind)
-	default:
-		return nil, "", nil, usagef("--store %q: want memory, bolt, postgres or postgres://URL", redactURL(kind))
+		name, closeFn = "postgres (throwaway cluster)", srv.Close
+	case kind == "" || err != nil || k == storeurl.KurrentDB:
+		return nil, "", nil, usagef("--store %q: want memory, bolt, postgres or postgres://URL", storeurl.Redact(kind))
+	}
+	opts := storeurl.Options{Data: data, Create: true}
+	if name == "" {
+		name = storeurl.Describe(url, opts)
+	}
+	st, err := storeurl.Open(ctx, url, opts)
+	if err != nil {
+		closeFn()
+		return nil, "", nil, err
 	}
 	head, err := st.Head(ctx)
 	if err == nil && head > 0 {
@@ -224,7 +205,7 @@ func (e *env) sim(ctx context.Context, o simOptions, data string, faults []sim.F
 			return err
 		}
 		if o.store == "bolt" {
-			if fi, err := os.Stat(filepath.Join(data, "events.db")); err == nil {
+			if fi, err := os.Stat(storeurl.Path(data)); err == nil {
 				m.StoreFile = fi.Size()
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/events/pgstore"
+	"meshplane/events/storeurl"
 )
 
 func (e *env) storeMigrateCmd() *cobra.Command {
@@ -21,11 +22,11 @@ func (e *env) storeMigrateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			kind, _ := storeKindOf(t.store)
+			kind, _ := storeurl.KindOf(t.store)
 			switch kind {
-			case storePostgres:
+			case storeurl.Postgres:
 				return e.storeMigrate(cmd.Context(), t.store)
-			case storeBolt:
+			case storeurl.Bolt:
 				return usagef("mesh store migrate works on a PostgreSQL store: give --store postgres://... (the bolt file needs no migration: mesh up creates it, and it is checked when opened)")
 			default:
 				return usagef("mesh store migrate works on a PostgreSQL store: a %s store has no schema to migrate", kind)
@@ -39,7 +40,7 @@ func (e *env) storeMigrateCmd() *cobra.Command {
 func (e *env) storeMigrate(ctx context.Context, url string) error {
 	applied, err := pgstore.Migrate(ctx, url)
 	if err != nil {
-		return fmt.Errorf("migrate %s: %w", redactURL(url), err)
+		return fmt.Errorf("migrate %s: %w", storeurl.Redact(url), err)
 	}
 	if len(applied) == 0 {
 		fmt.Fprintf(e.stdout, "schema at version %d already: nothing to apply\n", pgstore.SchemaVersion())

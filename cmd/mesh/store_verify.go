@@ -13,6 +13,7 @@ import (
 	"meshplane/agent"
 	"meshplane/events"
 	"meshplane/events/boltstore"
+	"meshplane/events/storeurl"
 	"meshplane/projections/snapstore"
 )
 
@@ -67,7 +68,7 @@ reads its outbox.`,
 			if agentData != "" {
 				return e.verifyAgentData(agentData)
 			}
-			if kind, _ := storeKindOf(t.store); kind != storeBolt {
+			if kind, _ := storeurl.KindOf(t.store); kind != storeurl.Bolt {
 				return fmt.Errorf("%w: mesh store verify checks the bolt file's pages, records and indexes; "+
 					"a %s store is checked by its server (PostgreSQL: its own checksums and amcheck; KurrentDB: its scavenge and verification tools). "+
 					"Give --store bolt (or none) to verify DATA/events.db", errVerifyUnsupported, kind)
@@ -119,7 +120,7 @@ func (e *env) verifyAgentData(dir string) error {
 // runs beside other reads, not beside a writer), prints what it checked and
 // what is damaged, and fails on any damage.
 func (e *env) storeVerify(ctx context.Context, data string) error {
-	path := filepath.Join(data, "events.db")
+	path := storeurl.Path(data)
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("no event store at %s (run 'mesh up' first, or pass --data)", path)
 	}
@@ -148,15 +149,15 @@ func (e *env) storeVerify(ctx context.Context, data string) error {
 		return fmt.Errorf("%w: %d problem(s), listed above", errDamageFound, len(rep.Damage)+rep.MoreDamage)
 	}
 	fmt.Fprintln(w, "no damage found")
-	return e.verifyCaches(ctx, path, data)
+	return e.verifyCaches(ctx, data)
 }
 
-// verifyCaches checks the cache files beside the store at path (see
+// verifyCaches checks the cache files beside the store in data (see
 // snapstore.Verify) and prints what it found; a damaged one is
 // errCacheDamaged.
-func (e *env) verifyCaches(ctx context.Context, path, data string) error {
+func (e *env) verifyCaches(ctx context.Context, data string) error {
 	w := e.stdout
-	store, err := boltstore.Open(path, boltstore.ReadOnly())
+	store, err := storeurl.Open(ctx, string(storeurl.Bolt), storeurl.Options{Data: data, ReadOnly: true})
 	if err != nil {
 		return err
 	}

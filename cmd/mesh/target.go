@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	neturl "net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -19,9 +18,8 @@ import (
 	"meshplane/controller"
 	"meshplane/events"
 	"meshplane/events/boltstore"
-	"meshplane/events/esdbstore"
 	"meshplane/events/memstore"
-	"meshplane/events/pgstore"
+	"meshplane/events/storeurl"
 )
 
 // Where a command works: the flags every command takes (persistent on the
@@ -81,10 +79,10 @@ func targetOf(cmd *cobra.Command, localOnly bool) (target, error) {
 	if f := fs.Lookup(flagStore); f != nil && f == cmd.Root().PersistentFlags().Lookup(flagStore) {
 		t.store = f.Value.String()
 	}
-	if _, err := storeKindOf(t.store); err != nil {
+	if err := checkStoreURL(t.store); err != nil {
 		return t, err
 	}
-	if t.server != "" && t.store != "" && t.store != storeBolt && fs.Changed(flagStore) {
+	if t.server != "" && !t.bolt() && fs.Changed(flagStore) {
 		return t, usagef("give --server or --store, not both")
 	}
 	if localOnly {
@@ -144,34 +142,15 @@ func (t target) open(ctx context.Context, write bool, fresh []commands.Command) 
 	if t.server != "" {
 		return t.client(t.server, t.tokenFile)
 	}
-	if kind, _ := storeKindOf(t.store); kind != storeBolt {
-		s, err := openStoreURL(ctx, t.store, write)
-		if err != nil {
-			return nil, err
-		}
-		c, err := controller.New(controller.Config{Store: s, Clock: wallClock})
-		if err != nil {
-			s.Close()
-			return nil, err
-		}
-		return &session{svc: c, ctrl: c, store: s}, nil
-	}
-	path := filepath.Join(t.data, "events.db")
-	var opts []boltstore.Option
-	if write {
+	if write && t.bolt() {
 		if err := checkFresh(ctx, t.data, fresh); err != nil {
 			return nil, batchRefused(err, len(fresh))
 		}
-		if err := os.MkdirAll(t.data, 0o755); err != nil {
-			return nil, err
-		}
-	} else {
-		opts = append(opts, boltstore.ReadOnly())
 	}
-	s, err := boltstore.Open(path, opts...)
+	s, err := storeurl.Open(ctx, t.store, storeurl.Options{Data: t.data, ReadOnly: !write, Create: write})
 	switch {
-	case !write && errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("no event store at %s (run 'mesh up' first, or pass --data)", path)
+	case !write && t.bolt() && errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("no event store at %s (run 'mesh up' first, or pass --data)", storeurl.Path(t.data))
 	case errors.Is(err, boltstore.ErrLocked):
 		info, ierr := controller.ReadInfo(t.data)
 		if ierr != nil {
@@ -185,8 +164,8 @@ func (t target) open(ctx context.Context, write bool, fresh []commands.Command) 
 	case err != nil:
 		return nil, err
 	}
-	if t.resume && !write {
-		return t.resumed(ctx, s)
+	if bs, ok := s.(*boltstore.Store); ok && t.resume && !write {
+		return t.resumed(ctx, bs)
 	}
 	c, err := controller.New(controller.Config{Store: s, Clock: wallClock})
 	if err != nil {
@@ -196,79 +175,19 @@ func (t target) open(ctx context.Context, write bool, fresh []commands.Command) 
 	return &session{svc: c, ctrl: c, store: s}, nil
 }
 
-// Kinds of store --store names.
-const (
-	storeBolt     = "bolt"
-	storePostgres = "postgres"
-	storeESDB     = "esdb"
-)
-
-// storeKindOf is the kind of store url names: "" and "bolt" are the bolt
-// file in --data; postgres:// and postgresql:// are PostgreSQL (pgstore);
-// esdb://, esdb+discover://, kurrentdb:// and kurrentdb+discover:// are
-// KurrentDB (esdbstore). Anything else is a usage error.
-func storeKindOf(url string) (string, error) {
-	switch {
-	case url == "" || url == storeBolt:
-		return storeBolt, nil
-	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
-		return storePostgres, nil
-	case strings.HasPrefix(url, "esdb://"), strings.HasPrefix(url, "esdb+discover://"),
-		strings.HasPrefix(url, "kurrentdb://"), strings.HasPrefix(url, "kurrentdb+discover://"):
-		return storeESDB, nil
-	}
-	return "", usagef("--store %q: want bolt, postgres://... (postgresql://...) or esdb://... (kurrentdb://...)", redactURL(url))
+// bolt reports whether t's store is the bolt file in t.data.
+func (t target) bolt() bool {
+	k, err := storeurl.KindOf(t.store)
+	return err == nil && k == storeurl.Bolt
 }
 
-// redactURL is url with any password replaced, for messages.
-func redactURL(s string) string {
-	u, err := neturl.Parse(s)
-	if err != nil || u.User == nil {
-		return s
+// checkStoreURL checks --store: a store URL (storeurl), not memory (a
+// verb's writes would be gone when it exits).
+func checkStoreURL(url string) error {
+	if k, err := storeurl.KindOf(url); err != nil || k == storeurl.Memory {
+		return usagef("--store %q: want bolt, postgres://... (postgresql://...) or esdb://... (kurrentdb://...)", storeurl.Redact(url))
 	}
-	if _, ok := u.User.Password(); !ok {
-		return s
-	}
-	return u.Redacted()
-}
-
-// esdbURL is a KurrentDB URL in the scheme the client takes: kurrentdb://
-// is its newer spelling of esdb://.
-func esdbURL(url string) string {
-	if rest, ok := strings.CutPrefix(url, "kurrentdb"); ok {
-		return "esdb" + rest
-	}
-	return url
-}
-
-// openStoreURL opens the PostgreSQL or KurrentDB store at url. A write
-// brings a PostgreSQL database to this build's schema (as mesh store
-// migrate does); a read does not change it and fails on a database at
-// another version, naming mesh store migrate.
-func openStoreURL(ctx context.Context, url string, write bool) (events.Store, error) {
-	kind, err := storeKindOf(url)
-	if err != nil {
-		return nil, err
-	}
-	switch kind {
-	case storePostgres:
-		var opts []pgstore.Option
-		if !write {
-			opts = append(opts, pgstore.WithoutMigrate())
-		}
-		s, err := pgstore.Open(ctx, url, opts...)
-		if err != nil {
-			return nil, fmt.Errorf("open the event store at %s: %w", redactURL(url), err)
-		}
-		return s, nil
-	case storeESDB:
-		s, err := esdbstore.Open(ctx, esdbURL(url))
-		if err != nil {
-			return nil, fmt.Errorf("open the event store at %s: %w", redactURL(url), err)
-		}
-		return s, nil
-	}
-	return nil, fmt.Errorf("open the event store: %q is not a store URL", url)
+	return nil
 }
 
 // client is a session asking the controller at url, with the token from
@@ -309,7 +228,7 @@ func checkFresh(ctx context.Context, dir string, cs []commands.Command) error {
 	if len(cs) == 0 {
 		return nil
 	}
-	if _, err := os.Stat(filepath.Join(dir, "events.db")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(storeurl.Path(dir)); !errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	s := memstore.New()

@@ -28,6 +28,7 @@ import (
 	"meshplane/controller"
 	"meshplane/events"
 	"meshplane/events/boltstore"
+	"meshplane/events/storeurl"
 	"meshplane/internal/safego"
 	"meshplane/sim"
 )
@@ -277,7 +278,7 @@ bus, no API): N passes of push and apply, then exit.`,
 			if !cmd.Flags().Changed("passes") {
 				return e.up(cmd, o)
 			}
-			if kind, _ := storeKindOf(o.store); kind != storeBolt {
+			if !t.bolt() {
 				return usagef("--passes runs the mesh in this process on the bolt store in --data; --store is the controller's")
 			}
 			for _, f := range controllerFlags {
@@ -338,10 +339,7 @@ func (e *env) upPasses(ctx context.Context, o upOptions) error {
 		return setUpRefused(err)
 	}
 
-	if err := os.MkdirAll(*data, 0o755); err != nil {
-		return err
-	}
-	store, err := boltstore.Open(filepath.Join(*data, "events.db"))
+	store, err := storeurl.Open(ctx, string(storeurl.Bolt), storeurl.Options{Data: *data, Create: true})
 	if err != nil {
 		return err
 	}
@@ -351,7 +349,7 @@ func (e *env) upPasses(ctx context.Context, o upOptions) error {
 	}
 	m := sim.New(store, sim.WithClock(e.now))
 	w := e.stdout
-	fmt.Fprintf(w, "meshplane: event store %s\n", filepath.Join(*data, "events.db"))
+	fmt.Fprintf(w, "meshplane: event store %s\n", storeurl.Path(*data))
 
 	// The set-up, as operator commands, checked all together before any is
 	// written (a refused one writes none). A command whose work is already
@@ -529,7 +527,10 @@ func (e *env) up(cmd *cobra.Command, o upOptions) error {
 		}
 	}
 	rts := e.nodeRuntimes(ctx, mf)
-	storeNode, storeAt := storeServed(mf, rts)
+	storeNode, storeAt, err := storeServed(mf, rts)
+	if err != nil {
+		return err
+	}
 	if storeAt != "" {
 		if err := storeFree(storeAt); err != nil {
 			return err
@@ -638,27 +639,16 @@ func (e *env) setUpStore(ctx context.Context, o upOptions) (meshFile, []builtIma
 // setUpCommands executes the set-up cs on the store in o.data, all or
 // nothing, and says what it did.
 func (e *env) setUpCommands(ctx context.Context, o upOptions, mf meshFile, cs []commands.Command, modules int) error {
-	var store events.Store
-	if kind, _ := storeKindOf(o.store); kind != storeBolt {
-		s, err := openStoreURL(ctx, o.store, true)
-		if err != nil {
-			return err
-		}
-		store = s
-	} else {
+	if k, _ := storeurl.KindOf(o.store); k == storeurl.Bolt {
 		if err := checkFresh(ctx, o.data, cs); err != nil {
 			return setUpRefused(err)
 		}
-		if err := os.MkdirAll(o.data, 0o755); err != nil {
-			return err
-		}
-		s, err := boltstore.Open(filepath.Join(o.data, storeFile))
-		if errors.Is(err, boltstore.ErrLocked) {
-			return fmt.Errorf("set-up: %w: %w", errStoreHeld, err)
-		} else if err != nil {
-			return err
-		}
-		store = s
+	}
+	store, err := storeurl.Open(ctx, o.store, storeurl.Options{Data: o.data, Create: true})
+	if errors.Is(err, boltstore.ErrLocked) {
+		return fmt.Errorf("set-up: %w: %w", errStoreHeld, err)
+	} else if err != nil {
+		return err
 	}
 	defer store.Close()
 	ctl, err := controller.New(controller.Config{Store: store, Clock: e.now})

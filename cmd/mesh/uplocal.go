@@ -26,6 +26,7 @@ import (
 	"meshplane/artifacts"
 	"meshplane/artifacts/imagebuild"
 	"meshplane/commands"
+	"meshplane/events"
 )
 
 // Bounds of what up waits for on this machine.
@@ -191,21 +192,26 @@ func joinNodes(ns []string) string {
 }
 
 // storeServed is where the agent of the node holding mf's artifact store
-// serves it, when that node runs on this machine's engine: at its private
-// address (else loopback) and its artifact-store port. "" when no such
-// node: a simulated node serves nothing.
-func storeServed(mf meshFile, rts map[string]string) (node, addr string) {
+// serves it, when that node runs on this machine's engine: where that
+// node's own declaration reaches it (commands.ArtifactStoreAddress: its
+// private address, else loopback). "" when no such node: a simulated node
+// serves nothing.
+func storeServed(mf meshFile, rts map[string]string) (node, addr string, err error) {
 	for _, n := range mf.Nodes {
 		if n.ArtifactStore == 0 || rts[n.Name] != runtimeDocker {
 			continue
 		}
-		host := n.PrivateAddress
-		if host == "" {
-			host = "127.0.0.1"
+		held := commands.Node{Name: n.Name, Settings: map[string]string{
+			events.SettingPrivateAddress: n.PrivateAddress,
+			events.SettingArtifactStore:  strconv.Itoa(n.ArtifactStore),
+		}}
+		addr, err := commands.ArtifactStoreAddress(held, n.Name)
+		if err != nil {
+			return "", "", fmt.Errorf("node %s: %w", n.Name, err)
 		}
-		return n.Name, net.JoinHostPort(host, strconv.Itoa(n.ArtifactStore))
+		return n.Name, addr, nil
 	}
-	return "", ""
+	return "", "", nil
 }
 
 // storeFree checks that nothing listens on addr yet, so that an agent that

@@ -339,9 +339,9 @@ func TestStoreServed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			node, addr := storeServed(mf, tt.rts)
-			if node != tt.node || addr != tt.addr {
-				t.Errorf("storeServed = %q, %q; want %q, %q", node, addr, tt.node, tt.addr)
+			node, addr, err := storeServed(mf, tt.rts)
+			if err != nil || node != tt.node || addr != tt.addr {
+				t.Errorf("storeServed = %q, %q, %v; want %q, %q", node, addr, err, tt.node, tt.addr)
 			}
 		})
 	}
