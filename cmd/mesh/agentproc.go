@@ -20,12 +20,13 @@ import (
 	"meshplane/artifacts"
 	"meshplane/bus"
 	"meshplane/internal/safego/safehttp"
+	"meshplane/meshup"
 )
 
-// Runtimes `mesh agent --runtime` names.
+// Runtimes `mesh agent --runtime` names, as a mesh file's nodes do.
 const (
-	runtimeSim    = "sim"
-	runtimeDocker = "docker"
+	runtimeSim    = meshup.RuntimeSim
+	runtimeDocker = meshup.RuntimeDocker
 )
 
 // outboxDir is where, in an agent's data directory, its reports wait for

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,13 +12,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.yaml.in/yaml/v3"
 
 	"meshplane/agent"
 	"meshplane/api"
@@ -29,185 +26,9 @@ import (
 	"meshplane/events"
 	"meshplane/events/boltstore"
 	"meshplane/internal/safego"
+	"meshplane/meshup"
 	"meshplane/sim"
 )
-
-// meshFile describes the nodes of a mesh for `mesh up` (examples/mesh.yaml,
-// examples/local/mesh.yaml). `mesh up` runs one agent process per node on
-// this machine: on the simulated runtime, or, for a node that says
-// runtime: docker, on the local Docker engine when one answers.
-//
-//	nodes:
-//	  - name: local
-//	    runtime: docker          # sim (the default) or docker: this machine's engine, else sim
-//	    adopted: true
-//	    private-address: 127.0.0.1
-//	    ports: {store: 6852}
-//	    artifact-store: 7481     # the node holds the artifact store on this port
-//	    modules: [hello]
-//	    take: [hello]
-//	    found: [/var/lib/x]      # directories already on a simulated node
-//	artifacts:                   # builds made elsewhere: recorded as they are
-//	  - {module: forge, name: forge/web, digest: "sha256:…"}
-//	builds:                      # builds mesh up makes: a Go main package as an image (package imagebuild)
-//	  - {module: hello, name: hello/web, program: meshplane/cmd/mesh-demo}
-type meshFile struct {
-	Nodes []struct {
-		Name           string         `yaml:"name"`
-		Runtime        string         `yaml:"runtime,omitempty"`
-		Adopted        bool           `yaml:"adopted,omitempty"`
-		PrivateAddress string         `yaml:"private-address,omitempty"`
-		Ports          map[string]int `yaml:"ports,omitempty"`
-		ArtifactStore  int            `yaml:"artifact-store,omitempty"`
-		Modules        []string       `yaml:"modules,omitempty"`
-		Take           []string       `yaml:"take,omitempty"`
-		Found          []string       `yaml:"found,omitempty"` // directories already on the (simulated) machine
-	} `yaml:"nodes"`
-	Artifacts []struct {
-		Module string `yaml:"module"`
-		Name   string `yaml:"name"`
-		Digest string `yaml:"digest"`
-	} `yaml:"artifacts,omitempty"`
-	Builds []struct {
-		Module  string `yaml:"module"`
-		Name    string `yaml:"name"`
-		Program string `yaml:"program"`
-	} `yaml:"builds,omitempty"`
-}
-
-// maxMeshFileSize is the largest mesh file `mesh up` reads: 1 MiB, as
-// commands.MaxModuleFileSize. A larger file is refused unread past it.
-const maxMeshFileSize = 1 << 20
-
-// errMeshFile marks a mesh file refused as malformed.
-var errMeshFile = errors.New("malformed mesh file")
-
-// meshFileError names the file (and the field) a mesh file is refused for.
-type meshFileError struct{ file, field, msg string }
-
-func (e *meshFileError) Error() string {
-	if e.field == "" {
-		return e.file + ": " + e.msg
-	}
-	return e.file + ": " + e.field + ": " + e.msg
-}
-
-func (e *meshFileError) Is(target error) bool { return target == errMeshFile }
-
-// readMeshFile reads and checks a mesh file. What the commands check (names,
-// settings, digests) they refuse at the door of the set-up; here are the
-// checks that need the whole file: its size, its fields, a node listed
-// twice, and the found directories, which go to the simulated machine
-// rather than the store.
-func readMeshFile(path string) (meshFile, error) {
-	var m meshFile
-	f, err := os.Open(path)
-	if err != nil {
-		return m, err
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil {
-		return m, err
-	} else if st.IsDir() {
-		return m, &meshFileError{file: path, msg: "a directory, not a mesh file"}
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxMeshFileSize+1))
-	if err != nil {
-		return m, fmt.Errorf("read %s: %w", path, err)
-	}
-	return parseMeshFile(path, b)
-}
-
-// parseMeshFile parses and checks a mesh file's bytes; path names it in
-// errors, which are all errMeshFile.
-func parseMeshFile(path string, b []byte) (meshFile, error) {
-	var m meshFile
-	if len(b) > maxMeshFileSize {
-		return m, &meshFileError{file: path, msg: fmt.Sprintf("larger than %d bytes (1 MiB): not a mesh file", maxMeshFileSize)}
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&m); err != nil && !errors.Is(err, io.EOF) {
-		return meshFile{}, &meshFileError{file: path, msg: err.Error()}
-	}
-	if err := checkMeshNames(path, m); err != nil {
-		return m, err
-	}
-	seen := map[string]int{}
-	for i, n := range m.Nodes {
-		if j, dup := seen[n.Name]; dup {
-			return m, &meshFileError{file: path, field: fmt.Sprintf("nodes[%d].name", i), msg: fmt.Sprintf("node %.40q is listed twice: also nodes[%d]", n.Name, j)}
-		}
-		seen[n.Name] = i
-		if n.Runtime != "" && n.Runtime != runtimeSim && n.Runtime != runtimeDocker {
-			return m, &meshFileError{file: path, field: fmt.Sprintf("nodes[%d].runtime", i), msg: fmt.Sprintf("%.40q: want %s or %s", n.Runtime, runtimeSim, runtimeDocker)}
-		}
-		for k, dir := range n.Found {
-			if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
-				return m, &meshFileError{file: path, field: fmt.Sprintf("nodes[%d].found[%d]", i, k), msg: fmt.Sprintf("%.80q is not a clean absolute path", dir)}
-			}
-		}
-	}
-	for i, b := range m.Builds {
-		if b.Program == "" {
-			return m, &meshFileError{file: path, field: fmt.Sprintf("builds[%d].program", i), msg: "empty: name the Go main package to build (meshplane/cmd/mesh-demo)"}
-		}
-		for j, a := range m.Artifacts {
-			if a.Module == b.Module && a.Name == b.Name {
-				return m, &meshFileError{file: path, field: fmt.Sprintf("builds[%d]", i), msg: fmt.Sprintf("artifact %.40q of module %.40q is also in artifacts[%d]: one build per artifact", b.Name, b.Module, j)}
-			}
-		}
-	}
-	return m, nil
-}
-
-// checkMeshNames checks every name of a mesh file by the one rule
-// (events.CheckName), before anything is built or written: node names
-// (each also a directory of the data directory), the modules each node
-// runs and takes, its port names, and the modules and artifact names of
-// artifacts and builds.
-func checkMeshNames(path string, m meshFile) error {
-	bad := func(field string, err error) error {
-		return &meshFileError{file: path, field: field, msg: err.Error() + " (nothing was written)"}
-	}
-	for i, n := range m.Nodes {
-		if err := events.CheckName("node", n.Name); err != nil {
-			return bad(fmt.Sprintf("nodes[%d].name", i), err)
-		}
-		for _, list := range []struct {
-			key  string
-			mods []string
-		}{{"modules", n.Modules}, {"take", n.Take}} {
-			for j, mod := range list.mods {
-				if err := events.CheckName("module", mod); err != nil {
-					return bad(fmt.Sprintf("nodes[%d].%s[%d]", i, list.key, j), err)
-				}
-			}
-		}
-		for _, port := range slices.Sorted(maps.Keys(n.Ports)) {
-			if err := events.CheckName("port", port); err != nil {
-				return bad(fmt.Sprintf("nodes[%d].ports.%s", i, port), err)
-			}
-		}
-	}
-	for i, a := range m.Artifacts {
-		if err := events.CheckName("module", a.Module); err != nil {
-			return bad(fmt.Sprintf("artifacts[%d].module", i), err)
-		}
-		if err := commands.CheckArtifact(a.Name); err != nil {
-			return bad(fmt.Sprintf("artifacts[%d].name", i), err)
-		}
-	}
-	for i, b := range m.Builds {
-		if err := events.CheckName("module", b.Module); err != nil {
-			return bad(fmt.Sprintf("builds[%d].module", i), err)
-		}
-		if err := commands.CheckArtifact(b.Name); err != nil {
-			return bad(fmt.Sprintf("builds[%d].name", i), err)
-		}
-	}
-	return nil
-}
 
 // upOptions are mesh up's flags. Without --passes, up is the controller
 // (env.up); --passes N is the in-process run (env.upPasses: define, set up,
@@ -312,7 +133,7 @@ bus, no API): N passes of push and apply, then exit.`,
 // simulated in this process, no bus, no API, N passes of push and apply.
 func (e *env) upPasses(ctx context.Context, o upOptions) error {
 	data, modulesDir, meshPath, passes := &o.data, &o.modulesDir, &o.meshPath, &o.passes
-	mf, err := readMeshFile(*meshPath)
+	mf, err := meshup.ReadFile(*meshPath)
 	if err != nil {
 		return err
 	}
@@ -333,7 +154,7 @@ func (e *env) upPasses(ctx context.Context, o upOptions) error {
 		return err
 	}
 
-	cs := setUp(defs, mf, builds)
+	cs := meshup.SetUp(defs, mf, recordBuilds(builds))
 	if err := checkFresh(ctx, *data, cs); err != nil {
 		return setUpRefused(err)
 	}
@@ -436,47 +257,6 @@ func setUpRefused(err error) error {
 	return fmt.Errorf("set-up: %w", err)
 }
 
-// setUp is the set-up a mesh file asks for, as operator commands in order:
-// define the modules, record the builds (the mesh file's artifacts:, then
-// the images up built for its builds:), then each node: register, adopt,
-// settings, assign, take.
-func setUp(defs []commands.DefineModule, mf meshFile, builds []builtImage) []commands.Command {
-	var cs []commands.Command
-	for _, d := range defs {
-		cs = append(cs, d)
-	}
-	for _, a := range mf.Artifacts {
-		cs = append(cs, commands.RecordArtifact{Module: a.Module, Name: a.Name, Digest: a.Digest})
-	}
-	cs = append(cs, recordBuilds(builds)...)
-	for _, n := range mf.Nodes {
-		cs = append(cs, commands.RegisterNode{Node: n.Name})
-		if n.Adopted {
-			cs = append(cs, commands.AdoptNode{Node: n.Name})
-		}
-		settings := map[string]string{}
-		if n.PrivateAddress != "" {
-			settings[events.SettingPrivateAddress] = n.PrivateAddress
-		}
-		if n.ArtifactStore != 0 {
-			settings[events.SettingArtifactStore] = strconv.Itoa(n.ArtifactStore)
-		}
-		for p, v := range n.Ports {
-			settings[events.SettingPortPrefix+p] = strconv.Itoa(v)
-		}
-		for _, k := range slices.Sorted(maps.Keys(settings)) {
-			cs = append(cs, commands.SetNodeSetting{Node: n.Name, Key: k, Value: settings[k]})
-		}
-		for _, mod := range n.Modules {
-			cs = append(cs, commands.AssignModule{Module: mod, Node: n.Name})
-		}
-		for _, mod := range n.Take {
-			cs = append(cs, commands.TakeModule{Module: mod, Node: n.Name})
-		}
-	}
-	return cs
-}
-
 // Where `mesh up` keeps the local agents it starts, in its data directory:
 // DATA/agents/NODE/ is one agent's data directory (its outbox and lock),
 // holding creds.json (the node's bus credentials, mode 0600) and agent.log
@@ -513,7 +293,7 @@ func (e *env) up(cmd *cobra.Command, o upOptions) error {
 	ctx := cmd.Context()
 	fs := cmd.Flags()
 	setup := o.once || fs.Changed("mesh") || fs.Changed("modules")
-	var mf meshFile
+	var mf meshup.File
 	var builds []builtImage
 	if setup {
 		id, saveID, err := dataID(o.data)
@@ -615,8 +395,8 @@ func (e *env) up(cmd *cobra.Command, o upOptions) error {
 
 // setUpStore defines and sets up what --modules and --mesh name, on the
 // store in o.data, all or nothing; it says what it did.
-func (e *env) setUpStore(ctx context.Context, o upOptions) (meshFile, []builtImage, error) {
-	mf, err := readMeshFile(o.meshPath)
+func (e *env) setUpStore(ctx context.Context, o upOptions) (meshup.File, []builtImage, error) {
+	mf, err := meshup.ReadFile(o.meshPath)
 	if err != nil {
 		return mf, nil, err
 	}
@@ -632,12 +412,12 @@ func (e *env) setUpStore(ctx context.Context, o upOptions) (meshFile, []builtIma
 	if err != nil {
 		return mf, nil, err
 	}
-	return mf, builds, e.setUpCommands(ctx, o, mf, setUp(defs, mf, builds), len(defs))
+	return mf, builds, e.setUpCommands(ctx, o, mf, meshup.SetUp(defs, mf, recordBuilds(builds)), len(defs))
 }
 
 // setUpCommands executes the set-up cs on the store in o.data, all or
 // nothing, and says what it did.
-func (e *env) setUpCommands(ctx context.Context, o upOptions, mf meshFile, cs []commands.Command, modules int) error {
+func (e *env) setUpCommands(ctx context.Context, o upOptions, mf meshup.File, cs []commands.Command, modules int) error {
 	var store events.Store
 	if kind, _ := storeKindOf(o.store); kind != storeBolt {
 		s, err := openStoreURL(ctx, o.store, true)
@@ -695,7 +475,7 @@ type agentProcs []*exec.Cmd
 // credentials written into DATA/agents/NODE and its output appended to
 // agent.log there; the agent of storeNode serves the artifact store on
 // storeAt. On an error the ones started are stopped by the caller (stop).
-func startAgents(data, dataID string, mf meshFile, rts map[string]string, storeNode, storeAt string, busURLs []string, w io.Writer) (agentProcs, error) {
+func startAgents(data, dataID string, mf meshup.File, rts map[string]string, storeNode, storeAt string, busURLs []string, w io.Writer) (agentProcs, error) {
 	if len(mf.Nodes) == 0 {
 		return nil, nil
 	}
@@ -797,7 +577,7 @@ func terminated(err error) bool {
 // onePass is --once: push every node of mf through the controller, wait
 // until each node's report of the declaration pushed is recorded (or
 // onceTimeout), and print each node's status and where to look.
-func (e *env) onePass(ctx context.Context, o upOptions, r controllerReady, mf meshFile, rts map[string]string) error {
+func (e *env) onePass(ctx context.Context, o upOptions, r controllerReady, mf meshup.File, rts map[string]string) error {
 	var opts []httpapi.ClientOption
 	if o.tlsCA != "" {
 		pem, err := os.ReadFile(o.tlsCA)

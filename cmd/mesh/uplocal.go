@@ -26,6 +26,7 @@ import (
 	"meshplane/artifacts"
 	"meshplane/artifacts/imagebuild"
 	"meshplane/commands"
+	"meshplane/meshup"
 )
 
 // Bounds of what up waits for on this machine.
@@ -107,7 +108,7 @@ func dataID(data string) (id string, save func() (string, error), err error) {
 // buildImages builds every image mf's builds: name (one compile per
 // program), in the current directory's Go module, and says so. Each
 // carries the data directory's id (agent.LabelData = dataID).
-func (e *env) buildImages(ctx context.Context, mf meshFile, dataID string) ([]builtImage, error) {
+func (e *env) buildImages(ctx context.Context, mf meshup.File, dataID string) ([]builtImage, error) {
 	if len(mf.Builds) == 0 {
 		return nil, nil
 	}
@@ -144,8 +145,8 @@ func imageArch(img v1.Image) string {
 }
 
 // recordBuilds are the set-up's commands recording builds.
-func recordBuilds(builds []builtImage) []commands.Command {
-	var cs []commands.Command
+func recordBuilds(builds []builtImage) []commands.RecordArtifact {
+	var cs []commands.RecordArtifact
 	for _, b := range builds {
 		cs = append(cs, commands.RecordArtifact{Module: b.Module, Name: b.Name, Digest: b.Digest})
 	}
@@ -156,7 +157,7 @@ func recordBuilds(builds []builtImage) []commands.Command {
 // node that asks for it when the engine the environment names (DOCKER_HOST,
 // else the default socket) answers. When none answers it says so, in one
 // line, and those nodes are simulated.
-func (e *env) nodeRuntimes(ctx context.Context, mf meshFile) map[string]string {
+func (e *env) nodeRuntimes(ctx context.Context, mf meshup.File) map[string]string {
 	rts := map[string]string{}
 	var local []string
 	for _, n := range mf.Nodes {
@@ -194,7 +195,7 @@ func joinNodes(ns []string) string {
 // serves it, when that node runs on this machine's engine: at its private
 // address (else loopback) and its artifact-store port. "" when no such
 // node: a simulated node serves nothing.
-func storeServed(mf meshFile, rts map[string]string) (node, addr string) {
+func storeServed(mf meshup.File, rts map[string]string) (node, addr string) {
 	for _, n := range mf.Nodes {
 		if n.ArtifactStore == 0 || rts[n.Name] != runtimeDocker {
 			continue
