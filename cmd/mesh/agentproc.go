@@ -35,8 +35,8 @@ const outboxDir = "outbox"
 
 // artifactsDir is where, in an agent's data directory, the artifact store
 // it serves keeps its blobs and manifests (--artifact-store; format in
-// package artifacts).
-const artifactsDir = "artifacts"
+// package artifacts), as the supervisor of up's agents says.
+const artifactsDir = meshup.ArtifactsDir
 
 // agentLockFile, in an agent's data directory, is held (flock) while an
 // agent runs on it: two agents over one outbox would deliver each other's

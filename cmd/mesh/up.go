@@ -4,21 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"meshplane/agent"
 	"meshplane/api"
 	"meshplane/api/httpapi"
 	"meshplane/commands"
@@ -257,23 +253,9 @@ func setUpRefused(err error) error {
 	return fmt.Errorf("set-up: %w", err)
 }
 
-// Where `mesh up` keeps the local agents it starts, in its data directory:
-// DATA/agents/NODE/ is one agent's data directory (its outbox and lock),
-// holding creds.json (the node's bus credentials, mode 0600) and agent.log
-// (the agent process's output, appended).
-const (
-	agentsDir      = "agents"
-	agentCredsFile = "creds.json"
-	agentLogFile   = "agent.log"
-	// dockerRootDir, in an agent's directory, holds a node on the Docker
-	// runtime's directories and files (--docker-root): up does not write
-	// to this machine's /etc or /var/lib for the example.
-	dockerRootDir = "root"
-
-	// controllerLogFile, in the data directory, gets the controller's log
-	// under --once (appended), which keeps the terminal for the result.
-	controllerLogFile = "controller.log"
-)
+// controllerLogFile, in the data directory, gets the controller's log
+// under --once (appended), which keeps the terminal for the result.
+const controllerLogFile = "controller.log"
 
 // onceTimeout bounds how long `mesh up --once` waits for every node's
 // report after its push.
@@ -362,14 +344,18 @@ func (e *env) up(cmd *cobra.Command, o upOptions) error {
 	}
 
 	if storeAt != "" {
-		if err := stageBuilds(ctx, filepath.Join(o.data, agentsDir, storeNode, artifactsDir), builds); err != nil {
+		if err := stageBuilds(ctx, filepath.Join(o.data, meshup.AgentsDir, storeNode, artifactsDir), builds); err != nil {
 			stopCtl()
 			return errors.Join(err, <-done)
 		}
 	}
-	agents, err := startAgents(o.data, o.dataID, mf, rts, storeNode, storeAt, r.BusURLs, w)
+	agents, err := meshup.StartAgents(meshup.AgentsConfig{
+		Data: o.data, DataID: o.dataID, File: mf, Runtimes: rts,
+		StoreNode: storeNode, StoreAt: storeAt, Out: w,
+		Register: func(node, creds string) error { return registerCreds(o.data, node, creds, r.BusURLs) },
+	})
 	stop := func() error {
-		aerr := agents.stop()
+		aerr := agents.Stop()
 		stopCtl()
 		return errors.Join(aerr, <-done)
 	}
@@ -462,116 +448,6 @@ func (e *env) setUpCommands(ctx context.Context, o upOptions, mf meshup.File, cs
 	}
 	fmt.Fprintf(e.stdout, "defined %d module(s); %d node(s) in %s\n", modules, len(mf.Nodes), o.meshPath)
 	return store.Close()
-}
-
-// agentProcs are the agent processes `mesh up` started.
-type agentProcs []*exec.Cmd
-
-// startAgents starts one agent process per node of mf, on the runtime rts
-// gives it: sim (the mesh file's found: directories passed as --sim-found),
-// or docker (the engine the environment names; the node's paths under
-// DATA/agents/NODE/root, its engine names prefixed "NODE-", everything it
-// makes there labelled with the data directory's id, dataID). Each has its
-// credentials written into DATA/agents/NODE and its output appended to
-// agent.log there; the agent of storeNode serves the artifact store on
-// storeAt. On an error the ones started are stopped by the caller (stop).
-func startAgents(data, dataID string, mf meshup.File, rts map[string]string, storeNode, storeAt string, busURLs []string, w io.Writer) (agentProcs, error) {
-	if len(mf.Nodes) == 0 {
-		return nil, nil
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("start agents: %w", err)
-	}
-	var procs agentProcs
-	for _, n := range mf.Nodes {
-		dir := filepath.Join(data, agentsDir, n.Name)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return procs, fmt.Errorf("start agent %s: %w", n.Name, err)
-		}
-		creds := filepath.Join(dir, agentCredsFile)
-		if err := registerCreds(data, n.Name, creds, busURLs); err != nil {
-			return procs, err
-		}
-		logf, err := os.OpenFile(filepath.Join(dir, agentLogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-		if err != nil {
-			return procs, fmt.Errorf("start agent %s: %w", n.Name, err)
-		}
-		rt := rts[n.Name]
-		args := []string{"agent", "--creds", creds, "--data", dir, "--runtime", rt}
-		switch rt {
-		case runtimeDocker:
-			root, err := filepath.Abs(filepath.Join(dir, dockerRootDir))
-			if err == nil {
-				err = os.MkdirAll(root, 0o755)
-			}
-			if err != nil {
-				return procs, fmt.Errorf("start agent %s: %w", n.Name, err)
-			}
-			args = append(args, "--docker-root", root, "--docker-prefix", n.Name+"-",
-				"--docker-label", agent.LabelData+"="+dataID)
-		default:
-			if len(n.Found) > 0 {
-				args = append(args, "--sim-found", strings.Join(n.Found, ","))
-			}
-		}
-		if n.Name == storeNode {
-			args = append(args, "--artifact-store", storeAt)
-		}
-		c := exec.Command(exe, args...)
-		c.Stdout, c.Stderr = logf, logf
-		c.Env = append(os.Environ(), "MESH_SERVER=", "MESH_TOKEN=")
-		// Its own process group: a Ctrl-C at the terminal reaches up, which
-		// stops the agents itself, in order.
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		err = c.Start()
-		logf.Close() // the child has its own descriptor
-		if err != nil {
-			return procs, fmt.Errorf("start agent %s: %w", n.Name, err)
-		}
-		procs = append(procs, c)
-		fmt.Fprintf(w, "agent %-8s pid %d, runtime %s, log %s\n", n.Name, c.Process.Pid, rt, filepath.Join(dir, agentLogFile))
-		if n.Name == storeNode {
-			fmt.Fprintf(w, "agent %-8s serves the artifact store on %s (%s)\n", n.Name, storeAt, filepath.Join(dir, artifactsDir))
-		}
-	}
-	return procs, nil
-}
-
-// stop stops every agent: SIGTERM (a clean stop: its outbox is on disk),
-// then SIGKILL after 10 s.
-func (ps agentProcs) stop() error {
-	var errs []error
-	for _, c := range ps {
-		_ = c.Process.Signal(syscall.SIGTERM)
-	}
-	for _, c := range ps {
-		exited := make(chan error, 1)
-		go func() { exited <- c.Wait() }()
-		select {
-		case err := <-exited:
-			if err != nil && !terminated(err) {
-				errs = append(errs, fmt.Errorf("agent pid %d: %w", c.Process.Pid, err))
-			}
-		case <-time.After(10 * time.Second):
-			_ = c.Process.Kill()
-			<-exited
-			errs = append(errs, fmt.Errorf("agent pid %d: did not stop in 10 s: killed", c.Process.Pid))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// terminated says whether err is a process's exit by SIGTERM: an agent
-// stopped before it set up its own handling of the signal (it had started
-// nothing yet), not a failure.
-func terminated(err error) bool {
-	var xe *exec.ExitError
-	if !errors.As(err, &xe) {
-		return false
-	}
-	ws, ok := xe.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM
 }
 
 // onePass is --once: push every node of mf through the controller, wait
@@ -667,7 +543,7 @@ where to look (the controller has stopped; every answer comes from the store's e
   %[2]s/NODE/%[3]s    (each agent's log)
   %[5]s    (the controller's log)
   go run ./cmd/mesh up%[1]s --mesh %[4]s    (the controller and the agents, until Ctrl-C)
-`, dataArg, filepath.Join(o.data, agentsDir), agentLogFile, o.meshPath, filepath.Join(o.data, controllerLogFile))
+`, dataArg, filepath.Join(o.data, meshup.AgentsDir), meshup.LogFile, o.meshPath, filepath.Join(o.data, controllerLogFile))
 	var onEngine []string
 	for _, n := range mf.Nodes {
 		if rts[n.Name] == runtimeDocker {

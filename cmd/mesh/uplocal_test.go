@@ -203,7 +203,7 @@ func TestProcessUpOnceDocker(t *testing.T) {
 		return nil
 	})
 	// The module's file is on the host, under the agent's root.
-	b, err := os.ReadFile(filepath.Join(data, agentsDir, node, dockerRootDir, "etc/hello/hello.conf"))
+	b, err := os.ReadFile(filepath.Join(data, meshup.AgentsDir, node, meshup.DockerRootDir, "etc/hello/hello.conf"))
 	if err != nil || !strings.Contains(string(b), "greeting") {
 		t.Errorf("the module's file under the node's root: %q, %v", b, err)
 	}
