@@ -75,6 +75,15 @@ type File struct {
 	} `yaml:"builds,omitempty"`
 }
 
+// NodeNames are the names of f's nodes, in the file's order.
+func (f File) NodeNames() []string {
+	names := make([]string, 0, len(f.Nodes))
+	for _, n := range f.Nodes {
+		names = append(names, n.Name)
+	}
+	return names
+}
+
 // MaxFileSize is the largest mesh file `mesh up` reads: 1 MiB, as
 // commands.MaxModuleFileSize. A larger file is refused unread past it.
 const MaxFileSize = 1 << 20

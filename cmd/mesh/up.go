@@ -5,17 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"meshplane/api"
 	"meshplane/api/httpapi"
 	"meshplane/commands"
 	"meshplane/controller"
@@ -450,9 +447,10 @@ func (e *env) setUpCommands(ctx context.Context, o upOptions, mf meshup.File, cs
 	return store.Close()
 }
 
-// onePass is --once: push every node of mf through the controller, wait
-// until each node's report of the declaration pushed is recorded (or
-// onceTimeout), and print each node's status and where to look.
+// onePass is --once: push every node of mf through the controller and
+// wait until each node's report of the declaration pushed is recorded, or
+// onceTimeout (meshup.Converge), then print each node's status and where
+// to look.
 func (e *env) onePass(ctx context.Context, o upOptions, r controllerReady, mf meshup.File, rts map[string]string) error {
 	var opts []httpapi.ClientOption
 	if o.tlsCA != "" {
@@ -467,50 +465,9 @@ func (e *env) onePass(ctx context.Context, o upOptions, r controllerReady, mf me
 		return err
 	}
 	w := e.stdout
-	// A report counts if it is recorded after the push: past the position
-	// each node's last apply had before it (a declaration unchanged since
-	// the last run is applied again by the agent that starts now).
-	before, err := c.Status(ctx, api.StatusRequest{})
+	st, missing, err := meshup.Converge(ctx, c, operator(), mf.NodeNames(), onceTimeout, w)
 	if err != nil {
-		return fmt.Errorf("status: %w", err)
-	}
-	since := map[string]uint64{}
-	for _, s := range before.Nodes {
-		if s.Applied != nil {
-			since[s.Node] = s.Applied.Position
-		}
-	}
-	pushed := map[string]string{}
-	for _, n := range mf.Nodes {
-		res, err := c.Push(ctx, api.PushRequest{Operator: operator(), Node: n.Name})
-		if err != nil {
-			return fmt.Errorf("push %s: %w", n.Name, err)
-		}
-		for _, p := range res.Pushes {
-			if p.Error != "" {
-				fmt.Fprintf(w, "push  %-8s failed: %s\n", p.Node, p.Error)
-				continue
-			}
-			pushed[p.Node] = p.Declaration
-			fmt.Fprintf(w, "push  %-8s %s\n", p.Node, p.Declaration)
-		}
-	}
-
-	wctx, cancel := context.WithTimeout(ctx, onceTimeout)
-	defer cancel()
-	var st api.StatusResponse
-	for {
-		st, err = c.Status(wctx, api.StatusRequest{})
-		if err != nil {
-			return fmt.Errorf("status: %w", err)
-		}
-		if len(unreported(st, pushed, since)) == 0 || wctx.Err() != nil {
-			break
-		}
-		select {
-		case <-wctx.Done():
-		case <-time.After(100 * time.Millisecond):
-		}
+		return err
 	}
 	fmt.Fprintln(w)
 	for _, s := range st.Nodes {
@@ -553,27 +510,9 @@ where to look (the controller has stopped; every answer comes from the store's e
 	if len(onEngine) > 0 {
 		fmt.Fprintf(w, "on the Docker engine (containers keep running after up exits; run up again to reconcile them):\n%s", dockerCleanup(onEngine, o.dataID))
 	}
-	if missing := unreported(st, pushed, since); len(missing) > 0 {
+	if len(missing) > 0 {
 		fmt.Fprintf(e.stderr, "mesh: no report recorded within %s from: %s\n", onceTimeout, strings.Join(missing, ", "))
 		return &exitError{code: exitFailed}
 	}
 	return nil
-}
-
-// unreported are the nodes pushed whose report of that declaration is not
-// recorded in st past position since[node] (sorted).
-func unreported(st api.StatusResponse, pushed map[string]string, since map[string]uint64) []string {
-	applied := map[string]string{}
-	for _, s := range st.Nodes {
-		if s.Applied != nil && s.Applied.Position > since[s.Node] {
-			applied[s.Node] = s.Applied.Declaration
-		}
-	}
-	var out []string
-	for _, n := range slices.Sorted(maps.Keys(pushed)) {
-		if applied[n] != pushed[n] {
-			out = append(out, n)
-		}
-	}
-	return out
 }
