@@ -1,6 +1,9 @@
 package meshup
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -50,4 +53,36 @@ func SetUp(defs []commands.DefineModule, mf File, builds []commands.RecordArtifa
 		}
 	}
 	return cs
+}
+
+// Execute runs the set-up cs on h as actor, checked all together before
+// any is written: one ExecuteAll, so a refused command writes none, and a
+// command whose work is already done appends nothing (up can run again
+// over the same store). It returns how many found their work done. A
+// refusal before anything was written is Refused's; a failure after is
+// "set-up: ...".
+func Execute(ctx context.Context, h *commands.Handler, actor string, cs []commands.Command) (done int, err error) {
+	results, err := h.ExecuteAll(ctx, actor, cs)
+	if err != nil && len(results) == 0 {
+		return 0, Refused(err)
+	} else if err != nil {
+		return 0, fmt.Errorf("set-up: %w", err)
+	}
+	for _, evs := range results {
+		if len(evs) == 0 {
+			done++
+		}
+	}
+	return done, nil
+}
+
+// Refused says of a set-up refused that nothing was written: a
+// *commands.Rejection keeps its code, its message saying so; any other
+// error is wrapped as the set-up's.
+func Refused(err error) error {
+	var rej *commands.Rejection
+	if errors.As(err, &rej) {
+		return &commands.Rejection{Code: rej.Code, Msg: fmt.Sprintf("set-up: %s (nothing was written)", rej.Msg)}
+	}
+	return fmt.Errorf("set-up: %w", err)
 }

@@ -167,20 +167,11 @@ func (e *env) upPasses(ctx context.Context, o upOptions) error {
 	w := e.stdout
 	fmt.Fprintf(w, "meshplane: event store %s\n", filepath.Join(*data, "events.db"))
 
-	// The set-up, as operator commands, checked all together before any is
-	// written (a refused one writes none). A command whose work is already
-	// done appends nothing, so `mesh up` can run again over the same data.
-	results, err := m.Handler.ExecuteAll(ctx, sim.Actor, cs)
-	if err != nil && len(results) == 0 {
-		return setUpRefused(err)
-	} else if err != nil {
-		return fmt.Errorf("set-up: %w", err)
-	}
-	done := 0
-	for _, evs := range results {
-		if len(evs) == 0 {
-			done++
-		}
+	// The set-up, as operator commands, all or nothing; work already done
+	// appends nothing, so `mesh up` can run again over the same data.
+	done, err := meshup.Execute(ctx, m.Handler, sim.Actor, cs)
+	if err != nil {
+		return err
 	}
 	for _, n := range mf.Nodes {
 		node, err := m.Node(n.Name)
@@ -242,13 +233,7 @@ where to look (the store is closed when this exits; every answer comes from its 
 }
 
 // setUpRefused says of a refused set-up that nothing was written.
-func setUpRefused(err error) error {
-	var rej *commands.Rejection
-	if errors.As(err, &rej) {
-		return &commands.Rejection{Code: rej.Code, Msg: fmt.Sprintf("set-up: %s (nothing was written)", rej.Msg)}
-	}
-	return fmt.Errorf("set-up: %w", err)
-}
+var setUpRefused = meshup.Refused
 
 // controllerLogFile, in the data directory, gets the controller's log
 // under --once (appended), which keeps the terminal for the result.
