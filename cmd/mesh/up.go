@@ -138,16 +138,16 @@ func (e *env) upPasses(ctx context.Context, o upOptions) error {
 	if err != nil {
 		return err
 	}
-	id, saveID, err := dataID(*data)
+	id, saveID, err := meshup.DataID(*data)
 	if err != nil {
 		return err
 	}
-	builds, err := e.buildImages(ctx, mf, id)
+	builds, err := meshup.BuildImages(ctx, mf, id, e.stdout)
 	if err != nil {
 		return err
 	}
 
-	cs := meshup.SetUp(defs, mf, recordBuilds(builds))
+	cs := meshup.SetUp(defs, mf, meshup.RecordBuilds(builds))
 	if err := checkFresh(ctx, *data, cs); err != nil {
 		return setUpRefused(err)
 	}
@@ -258,9 +258,9 @@ func (e *env) up(cmd *cobra.Command, o upOptions) error {
 	fs := cmd.Flags()
 	setup := o.once || fs.Changed("mesh") || fs.Changed("modules")
 	var mf meshup.File
-	var builds []builtImage
+	var builds []meshup.Build
 	if setup {
-		id, saveID, err := dataID(o.data)
+		id, saveID, err := meshup.DataID(o.data)
 		if err != nil {
 			return err
 		}
@@ -326,7 +326,7 @@ func (e *env) up(cmd *cobra.Command, o upOptions) error {
 	}
 
 	if storeAt != "" {
-		if err := stageBuilds(ctx, filepath.Join(o.data, meshup.AgentsDir, storeNode, artifactsDir), builds); err != nil {
+		if err := meshup.StageBuilds(ctx, filepath.Join(o.data, meshup.AgentsDir, storeNode, artifactsDir), builds); err != nil {
 			stopCtl()
 			return errors.Join(err, <-done)
 		}
@@ -345,7 +345,7 @@ func (e *env) up(cmd *cobra.Command, o upOptions) error {
 		return errors.Join(err, stop())
 	}
 	if storeAt != "" {
-		if err := e.pushBuilds(ctx, storeAt, builds); err != nil {
+		if err := meshup.PushBuilds(ctx, storeAt, builds, e.stdout); err != nil {
 			return errors.Join(err, stop())
 		}
 	}
@@ -363,7 +363,7 @@ func (e *env) up(cmd *cobra.Command, o upOptions) error {
 
 // setUpStore defines and sets up what --modules and --mesh name, on the
 // store in o.data, all or nothing; it says what it did.
-func (e *env) setUpStore(ctx context.Context, o upOptions) (meshup.File, []builtImage, error) {
+func (e *env) setUpStore(ctx context.Context, o upOptions) (meshup.File, []meshup.Build, error) {
 	mf, err := meshup.ReadFile(o.meshPath)
 	if err != nil {
 		return mf, nil, err
@@ -376,11 +376,11 @@ func (e *env) setUpStore(ctx context.Context, o upOptions) (meshup.File, []built
 	if err != nil {
 		return mf, nil, err
 	}
-	builds, err := e.buildImages(ctx, mf, o.dataID)
+	builds, err := meshup.BuildImages(ctx, mf, o.dataID, e.stdout)
 	if err != nil {
 		return mf, nil, err
 	}
-	return mf, builds, e.setUpCommands(ctx, o, mf, meshup.SetUp(defs, mf, recordBuilds(builds)), len(defs))
+	return mf, builds, e.setUpCommands(ctx, o, mf, meshup.SetUp(defs, mf, meshup.RecordBuilds(builds)), len(defs))
 }
 
 // setUpCommands executes the set-up cs on the store in o.data, all or
@@ -493,7 +493,7 @@ where to look (the controller has stopped; every answer comes from the store's e
 		}
 	}
 	if len(onEngine) > 0 {
-		fmt.Fprintf(w, "on the Docker engine (containers keep running after up exits; run up again to reconcile them):\n%s", dockerCleanup(onEngine, o.dataID))
+		fmt.Fprintf(w, "on the Docker engine (containers keep running after up exits; run up again to reconcile them):\n%s", meshup.DockerCleanup(onEngine, o.dataID))
 	}
 	if len(missing) > 0 {
 		fmt.Fprintf(e.stderr, "mesh: no report recorded within %s from: %s\n", onceTimeout, strings.Join(missing, ", "))
