@@ -272,7 +272,7 @@ func (e *env) up(cmd *cobra.Command, o upOptions) error {
 			return err
 		}
 	}
-	rts := e.nodeRuntimes(ctx, mf)
+	rts := meshup.Runtimes(ctx, mf, e.stdout)
 	storeNode, storeAt := storeServed(mf, rts)
 	if storeAt != "" {
 		if err := storeFree(storeAt); err != nil {
