@@ -1,11 +1,18 @@
 // Package meshup is what `mesh up` does beside serving the controller: the
-// mesh file and the set-up it turns into operator commands, the local
-// supervisor of one agent process per node, and the convergence wait of
-// --once (push every node, wait until each node's report is recorded).
+// mesh file (File, ParseFile) and the set-up it turns into operator
+// commands (SetUp, Execute: all or nothing), the images of its builds:
+// (BuildImages, put into the artifact store by StageBuilds and
+// PushBuilds), the data directory's id that labels what up makes on an
+// engine (DataID, DockerCleanup), the runtime each node runs on
+// (Runtimes), the local supervisor of one agent process per node
+// (StartAgents, Agents.Stop), and the convergence wait of --once
+// (Converge: push every node, wait until each node's report is recorded).
 //
-// Each part is testable without the CLI: the parser takes bytes, the set-up
-// returns commands, the supervisor takes the program to run and how to
-// write a node's credentials, and the wait takes an api.Service.
+// Each part is testable without the CLI: the parser takes bytes, the
+// set-up returns commands and runs on a *commands.Handler, the supervisor
+// takes the program to run and how to write a node's credentials, and the
+// wait takes anything with the API's Status and Push (the API's client, a
+// fake). It opens no event store: cmd/mesh opens one and hands it over.
 package meshup
 
 import (
