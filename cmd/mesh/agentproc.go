@@ -20,12 +20,13 @@ import (
 	"meshplane/artifacts"
 	"meshplane/bus"
 	"meshplane/internal/safego/safehttp"
+	"meshplane/meshup"
 )
 
-// Runtimes `mesh agent --runtime` names.
+// Runtimes `mesh agent --runtime` names, as a mesh file's nodes do.
 const (
-	runtimeSim    = "sim"
-	runtimeDocker = "docker"
+	runtimeSim    = meshup.RuntimeSim
+	runtimeDocker = meshup.RuntimeDocker
 )
 
 // outboxDir is where, in an agent's data directory, its reports wait for
@@ -34,8 +35,8 @@ const outboxDir = "outbox"
 
 // artifactsDir is where, in an agent's data directory, the artifact store
 // it serves keeps its blobs and manifests (--artifact-store; format in
-// package artifacts).
-const artifactsDir = "artifacts"
+// package artifacts), as the supervisor of up's agents says.
+const artifactsDir = meshup.ArtifactsDir
 
 // agentLockFile, in an agent's data directory, is held (flock) while an
 // agent runs on it: two agents over one outbox would deliver each other's

@@ -32,6 +32,7 @@ import (
 	"meshplane/commands"
 	"meshplane/events"
 	"meshplane/internal/safego"
+	"meshplane/meshup"
 )
 
 // Exit codes.
@@ -150,7 +151,7 @@ func (e *env) runRoot(ctx context.Context, root *cobra.Command, args []string) (
 	case errors.As(err, &rej):
 		fmt.Fprintf(stderr, "%s: refused (%s): %s\n", name, rej.Code, rej.Msg)
 		return exitRejected
-	case errors.Is(err, commands.ErrModuleFile), errors.Is(err, errMeshFile):
+	case errors.Is(err, commands.ErrModuleFile), errors.Is(err, meshup.ErrMeshFile):
 		fmt.Fprintf(stderr, "%s: refused (%s): %v\n", name, commands.CodeInvalid, err)
 		return exitRejected
 	case errors.Is(err, errScenariosFailed):

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"meshplane/controller"
+	"meshplane/meshup"
 )
 
 // panicBinary builds the mesh binary with the panic hook once (panicBin).
@@ -61,7 +62,7 @@ func TestProcessLoopPanicExits70(t *testing.T) {
 					return fmt.Errorf("agents started: %v", pids)
 				}
 				for n := range pids { // running: each has applied its declaration
-					b, _ := os.ReadFile(filepath.Join(data, agentsDir, n, agentLogFile))
+					b, _ := os.ReadFile(filepath.Join(data, meshup.AgentsDir, n, meshup.LogFile))
 					if !strings.Contains(string(b), `msg="agent: applied"`) {
 						return fmt.Errorf("agent %s has not applied yet", n)
 					}
@@ -104,7 +105,7 @@ func TestProcessLoopPanicExits70(t *testing.T) {
 				if alive(pid) {
 					t.Errorf("agent %s (pid %d) outlived mesh up", n, pid)
 				}
-				b, err := os.ReadFile(filepath.Join(data, agentsDir, n, agentLogFile))
+				b, err := os.ReadFile(filepath.Join(data, meshup.AgentsDir, n, meshup.LogFile))
 				if err != nil || !strings.Contains(string(b), `msg="agent: stopped"`) {
 					t.Errorf("agent %s did not stop cleanly (%v):\n%s", n, err, b)
 				}

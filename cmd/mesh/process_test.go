@@ -28,6 +28,7 @@ import (
 	"meshplane/controller"
 	"meshplane/events"
 	"meshplane/events/boltstore"
+	"meshplane/meshup"
 	"meshplane/projections"
 )
 
@@ -566,7 +567,7 @@ func TestProcessUpOnce(t *testing.T) {
 		}
 	}
 	for _, n := range []string{"novox", "g14"} {
-		if _, err := os.Stat(filepath.Join(data, agentsDir, n, agentLogFile)); err != nil {
+		if _, err := os.Stat(filepath.Join(data, meshup.AgentsDir, n, meshup.LogFile)); err != nil {
 			t.Errorf("agent %s: %v", n, err)
 		}
 	}

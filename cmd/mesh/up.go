@@ -1,214 +1,27 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"maps"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.yaml.in/yaml/v3"
 
-	"meshplane/agent"
-	"meshplane/api"
 	"meshplane/api/httpapi"
 	"meshplane/commands"
 	"meshplane/controller"
-	"meshplane/events"
 	"meshplane/events/boltstore"
 	"meshplane/events/storeurl"
 	"meshplane/internal/safego"
+	"meshplane/meshup"
 	"meshplane/sim"
 )
-
-// meshFile describes the nodes of a mesh for `mesh up` (examples/mesh.yaml,
-// examples/local/mesh.yaml). `mesh up` runs one agent process per node on
-// this machine: on the simulated runtime, or, for a node that says
-// runtime: docker, on the local Docker engine when one answers.
-//
-//	nodes:
-//	  - name: local
-//	    runtime: docker          # sim (the default) or docker: this machine's engine, else sim
-//	    adopted: true
-//	    private-address: 127.0.0.1
-//	    ports: {store: 6852}
-//	    artifact-store: 7481     # the node holds the artifact store on this port
-//	    modules: [hello]
-//	    take: [hello]
-//	    found: [/var/lib/x]      # directories already on a simulated node
-//	artifacts:                   # builds made elsewhere: recorded as they are
-//	  - {module: forge, name: forge/web, digest: "sha256:…"}
-//	builds:                      # builds mesh up makes: a Go main package as an image (package imagebuild)
-//	  - {module: hello, name: hello/web, program: meshplane/cmd/mesh-demo}
-type meshFile struct {
-	Nodes []struct {
-		Name           string         `yaml:"name"`
-		Runtime        string         `yaml:"runtime,omitempty"`
-		Adopted        bool           `yaml:"adopted,omitempty"`
-		PrivateAddress string         `yaml:"private-address,omitempty"`
-		Ports          map[string]int `yaml:"ports,omitempty"`
-		ArtifactStore  int            `yaml:"artifact-store,omitempty"`
-		Modules        []string       `yaml:"modules,omitempty"`
-		Take           []string       `yaml:"take,omitempty"`
-		Found          []string       `yaml:"found,omitempty"` // directories already on the (simulated) machine
-	} `yaml:"nodes"`
-	Artifacts []struct {
-		Module string `yaml:"module"`
-		Name   string `yaml:"name"`
-		Digest string `yaml:"digest"`
-	} `yaml:"artifacts,omitempty"`
-	Builds []struct {
-		Module  string `yaml:"module"`
-		Name    string `yaml:"name"`
-		Program string `yaml:"program"`
-	} `yaml:"builds,omitempty"`
-}
-
-// maxMeshFileSize is the largest mesh file `mesh up` reads: 1 MiB, as
-// commands.MaxModuleFileSize. A larger file is refused unread past it.
-const maxMeshFileSize = 1 << 20
-
-// errMeshFile marks a mesh file refused as malformed.
-var errMeshFile = errors.New("malformed mesh file")
-
-// meshFileError names the file (and the field) a mesh file is refused for.
-type meshFileError struct{ file, field, msg string }
-
-func (e *meshFileError) Error() string {
-	if e.field == "" {
-		return e.file + ": " + e.msg
-	}
-	return e.file + ": " + e.field + ": " + e.msg
-}
-
-func (e *meshFileError) Is(target error) bool { return target == errMeshFile }
-
-// readMeshFile reads and checks a mesh file. What the commands check (names,
-// settings, digests) they refuse at the door of the set-up; here are the
-// checks that need the whole file: its size, its fields, a node listed
-// twice, and the found directories, which go to the simulated machine
-// rather than the store.
-func readMeshFile(path string) (meshFile, error) {
-	var m meshFile
-	f, err := os.Open(path)
-	if err != nil {
-		return m, err
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil {
-		return m, err
-	} else if st.IsDir() {
-		return m, &meshFileError{file: path, msg: "a directory, not a mesh file"}
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxMeshFileSize+1))
-	if err != nil {
-		return m, fmt.Errorf("read %s: %w", path, err)
-	}
-	return parseMeshFile(path, b)
-}
-
-// parseMeshFile parses and checks a mesh file's bytes; path names it in
-// errors, which are all errMeshFile.
-func parseMeshFile(path string, b []byte) (meshFile, error) {
-	var m meshFile
-	if len(b) > maxMeshFileSize {
-		return m, &meshFileError{file: path, msg: fmt.Sprintf("larger than %d bytes (1 MiB): not a mesh file", maxMeshFileSize)}
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&m); err != nil && !errors.Is(err, io.EOF) {
-		return meshFile{}, &meshFileError{file: path, msg: err.Error()}
-	}
-	if err := checkMeshNames(path, m); err != nil {
-		return m, err
-	}
-	seen := map[string]int{}
-	for i, n := range m.Nodes {
-		if j, dup := seen[n.Name]; dup {
-			return m, &meshFileError{file: path, field: fmt.Sprintf("nodes[%d].name", i), msg: fmt.Sprintf("node %.40q is listed twice: also nodes[%d]", n.Name, j)}
-		}
-		seen[n.Name] = i
-		if n.Runtime != "" && n.Runtime != runtimeSim && n.Runtime != runtimeDocker {
-			return m, &meshFileError{file: path, field: fmt.Sprintf("nodes[%d].runtime", i), msg: fmt.Sprintf("%.40q: want %s or %s", n.Runtime, runtimeSim, runtimeDocker)}
-		}
-		for k, dir := range n.Found {
-			if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir {
-				return m, &meshFileError{file: path, field: fmt.Sprintf("nodes[%d].found[%d]", i, k), msg: fmt.Sprintf("%.80q is not a clean absolute path", dir)}
-			}
-		}
-	}
-	for i, b := range m.Builds {
-		if b.Program == "" {
-			return m, &meshFileError{file: path, field: fmt.Sprintf("builds[%d].program", i), msg: "empty: name the Go main package to build (meshplane/cmd/mesh-demo)"}
-		}
-		for j, a := range m.Artifacts {
-			if a.Module == b.Module && a.Name == b.Name {
-				return m, &meshFileError{file: path, field: fmt.Sprintf("builds[%d]", i), msg: fmt.Sprintf("artifact %.40q of module %.40q is also in artifacts[%d]: one build per artifact", b.Name, b.Module, j)}
-			}
-		}
-	}
-	return m, nil
-}
-
-// checkMeshNames checks every name of a mesh file by the one rule
-// (events.CheckName), before anything is built or written: node names
-// (each also a directory of the data directory), the modules each node
-// runs and takes, its port names, and the modules and artifact names of
-// artifacts and builds.
-func checkMeshNames(path string, m meshFile) error {
-	bad := func(field string, err error) error {
-		return &meshFileError{file: path, field: field, msg: err.Error() + " (nothing was written)"}
-	}
-	for i, n := range m.Nodes {
-		if err := events.CheckName("node", n.Name); err != nil {
-			return bad(fmt.Sprintf("nodes[%d].name", i), err)
-		}
-		for _, list := range []struct {
-			key  string
-			mods []string
-		}{{"modules", n.Modules}, {"take", n.Take}} {
-			for j, mod := range list.mods {
-				if err := events.CheckName("module", mod); err != nil {
-					return bad(fmt.Sprintf("nodes[%d].%s[%d]", i, list.key, j), err)
-				}
-			}
-		}
-		for _, port := range slices.Sorted(maps.Keys(n.Ports)) {
-			if err := events.CheckName("port", port); err != nil {
-				return bad(fmt.Sprintf("nodes[%d].ports.%s", i, port), err)
-			}
-		}
-	}
-	for i, a := range m.Artifacts {
-		if err := events.CheckName("module", a.Module); err != nil {
-			return bad(fmt.Sprintf("artifacts[%d].module", i), err)
-		}
-		if err := commands.CheckArtifact(a.Name); err != nil {
-			return bad(fmt.Sprintf("artifacts[%d].name", i), err)
-		}
-	}
-	for i, b := range m.Builds {
-		if err := events.CheckName("module", b.Module); err != nil {
-			return bad(fmt.Sprintf("builds[%d].module", i), err)
-		}
-		if err := commands.CheckArtifact(b.Name); err != nil {
-			return bad(fmt.Sprintf("builds[%d].name", i), err)
-		}
-	}
-	return nil
-}
 
 // upOptions are mesh up's flags. Without --passes, up is the controller
 // (env.up); --passes N is the in-process run (env.upPasses: define, set up,
@@ -313,7 +126,7 @@ bus, no API): N passes of push and apply, then exit.`,
 // simulated in this process, no bus, no API, N passes of push and apply.
 func (e *env) upPasses(ctx context.Context, o upOptions) error {
 	data, modulesDir, meshPath, passes := &o.data, &o.modulesDir, &o.meshPath, &o.passes
-	mf, err := readMeshFile(*meshPath)
+	mf, err := meshup.ReadFile(*meshPath)
 	if err != nil {
 		return err
 	}
@@ -325,16 +138,16 @@ func (e *env) upPasses(ctx context.Context, o upOptions) error {
 	if err != nil {
 		return err
 	}
-	id, saveID, err := dataID(*data)
+	id, saveID, err := meshup.DataID(*data)
 	if err != nil {
 		return err
 	}
-	builds, err := e.buildImages(ctx, mf, id)
+	builds, err := meshup.BuildImages(ctx, mf, id, e.stdout)
 	if err != nil {
 		return err
 	}
 
-	cs := setUp(defs, mf, builds)
+	cs := meshup.SetUp(defs, mf, meshup.RecordBuilds(builds))
 	if err := checkFresh(ctx, *data, cs); err != nil {
 		return setUpRefused(err)
 	}
@@ -351,20 +164,11 @@ func (e *env) upPasses(ctx context.Context, o upOptions) error {
 	w := e.stdout
 	fmt.Fprintf(w, "meshplane: event store %s\n", storeurl.Path(*data))
 
-	// The set-up, as operator commands, checked all together before any is
-	// written (a refused one writes none). A command whose work is already
-	// done appends nothing, so `mesh up` can run again over the same data.
-	results, err := m.Handler.ExecuteAll(ctx, sim.Actor, cs)
-	if err != nil && len(results) == 0 {
-		return setUpRefused(err)
-	} else if err != nil {
-		return fmt.Errorf("set-up: %w", err)
-	}
-	done := 0
-	for _, evs := range results {
-		if len(evs) == 0 {
-			done++
-		}
+	// The set-up, as operator commands, all or nothing; work already done
+	// appends nothing, so `mesh up` can run again over the same data.
+	done, err := meshup.Execute(ctx, m.Handler, sim.Actor, cs)
+	if err != nil {
+		return err
 	}
 	for _, n := range mf.Nodes {
 		node, err := m.Node(n.Name)
@@ -426,72 +230,11 @@ where to look (the store is closed when this exits; every answer comes from its 
 }
 
 // setUpRefused says of a refused set-up that nothing was written.
-func setUpRefused(err error) error {
-	var rej *commands.Rejection
-	if errors.As(err, &rej) {
-		return &commands.Rejection{Code: rej.Code, Msg: fmt.Sprintf("set-up: %s (nothing was written)", rej.Msg)}
-	}
-	return fmt.Errorf("set-up: %w", err)
-}
+var setUpRefused = meshup.Refused
 
-// setUp is the set-up a mesh file asks for, as operator commands in order:
-// define the modules, record the builds (the mesh file's artifacts:, then
-// the images up built for its builds:), then each node: register, adopt,
-// settings, assign, take.
-func setUp(defs []commands.DefineModule, mf meshFile, builds []builtImage) []commands.Command {
-	var cs []commands.Command
-	for _, d := range defs {
-		cs = append(cs, d)
-	}
-	for _, a := range mf.Artifacts {
-		cs = append(cs, commands.RecordArtifact{Module: a.Module, Name: a.Name, Digest: a.Digest})
-	}
-	cs = append(cs, recordBuilds(builds)...)
-	for _, n := range mf.Nodes {
-		cs = append(cs, commands.RegisterNode{Node: n.Name})
-		if n.Adopted {
-			cs = append(cs, commands.AdoptNode{Node: n.Name})
-		}
-		settings := map[string]string{}
-		if n.PrivateAddress != "" {
-			settings[events.SettingPrivateAddress] = n.PrivateAddress
-		}
-		if n.ArtifactStore != 0 {
-			settings[events.SettingArtifactStore] = strconv.Itoa(n.ArtifactStore)
-		}
-		for p, v := range n.Ports {
-			settings[events.SettingPortPrefix+p] = strconv.Itoa(v)
-		}
-		for _, k := range slices.Sorted(maps.Keys(settings)) {
-			cs = append(cs, commands.SetNodeSetting{Node: n.Name, Key: k, Value: settings[k]})
-		}
-		for _, mod := range n.Modules {
-			cs = append(cs, commands.AssignModule{Module: mod, Node: n.Name})
-		}
-		for _, mod := range n.Take {
-			cs = append(cs, commands.TakeModule{Module: mod, Node: n.Name})
-		}
-	}
-	return cs
-}
-
-// Where `mesh up` keeps the local agents it starts, in its data directory:
-// DATA/agents/NODE/ is one agent's data directory (its outbox and lock),
-// holding creds.json (the node's bus credentials, mode 0600) and agent.log
-// (the agent process's output, appended).
-const (
-	agentsDir      = "agents"
-	agentCredsFile = "creds.json"
-	agentLogFile   = "agent.log"
-	// dockerRootDir, in an agent's directory, holds a node on the Docker
-	// runtime's directories and files (--docker-root): up does not write
-	// to this machine's /etc or /var/lib for the example.
-	dockerRootDir = "root"
-
-	// controllerLogFile, in the data directory, gets the controller's log
-	// under --once (appended), which keeps the terminal for the result.
-	controllerLogFile = "controller.log"
-)
+// controllerLogFile, in the data directory, gets the controller's log
+// under --once (appended), which keeps the terminal for the result.
+const controllerLogFile = "controller.log"
 
 // onceTimeout bounds how long `mesh up --once` waits for every node's
 // report after its push.
@@ -511,10 +254,10 @@ func (e *env) up(cmd *cobra.Command, o upOptions) error {
 	ctx := cmd.Context()
 	fs := cmd.Flags()
 	setup := o.once || fs.Changed("mesh") || fs.Changed("modules")
-	var mf meshFile
-	var builds []builtImage
+	var mf meshup.File
+	var builds []meshup.Build
 	if setup {
-		id, saveID, err := dataID(o.data)
+		id, saveID, err := meshup.DataID(o.data)
 		if err != nil {
 			return err
 		}
@@ -526,7 +269,7 @@ func (e *env) up(cmd *cobra.Command, o upOptions) error {
 			return err
 		}
 	}
-	rts := e.nodeRuntimes(ctx, mf)
+	rts := meshup.Runtimes(ctx, mf, e.stdout)
 	storeNode, storeAt, err := storeServed(mf, rts)
 	if err != nil {
 		return err
@@ -583,14 +326,18 @@ func (e *env) up(cmd *cobra.Command, o upOptions) error {
 	}
 
 	if storeAt != "" {
-		if err := stageBuilds(ctx, filepath.Join(o.data, agentsDir, storeNode, artifactsDir), builds); err != nil {
+		if err := meshup.StageBuilds(ctx, filepath.Join(o.data, meshup.AgentsDir, storeNode, artifactsDir), builds); err != nil {
 			stopCtl()
 			return errors.Join(err, <-done)
 		}
 	}
-	agents, err := startAgents(o.data, o.dataID, mf, rts, storeNode, storeAt, r.BusURLs, w)
+	agents, err := meshup.StartAgents(meshup.AgentsConfig{
+		Data: o.data, DataID: o.dataID, File: mf, Runtimes: rts,
+		StoreNode: storeNode, StoreAt: storeAt, Out: w,
+		Register: func(node, creds string) error { return registerCreds(o.data, node, creds, r.BusURLs) },
+	})
 	stop := func() error {
-		aerr := agents.stop()
+		aerr := agents.Stop()
 		stopCtl()
 		return errors.Join(aerr, <-done)
 	}
@@ -598,7 +345,7 @@ func (e *env) up(cmd *cobra.Command, o upOptions) error {
 		return errors.Join(err, stop())
 	}
 	if storeAt != "" {
-		if err := e.pushBuilds(ctx, storeAt, builds); err != nil {
+		if err := meshup.PushBuilds(ctx, storeAt, builds, e.stdout); err != nil {
 			return errors.Join(err, stop())
 		}
 	}
@@ -616,8 +363,8 @@ func (e *env) up(cmd *cobra.Command, o upOptions) error {
 
 // setUpStore defines and sets up what --modules and --mesh name, on the
 // store in o.data, all or nothing; it says what it did.
-func (e *env) setUpStore(ctx context.Context, o upOptions) (meshFile, []builtImage, error) {
-	mf, err := readMeshFile(o.meshPath)
+func (e *env) setUpStore(ctx context.Context, o upOptions) (meshup.File, []meshup.Build, error) {
+	mf, err := meshup.ReadFile(o.meshPath)
 	if err != nil {
 		return mf, nil, err
 	}
@@ -629,16 +376,16 @@ func (e *env) setUpStore(ctx context.Context, o upOptions) (meshFile, []builtIma
 	if err != nil {
 		return mf, nil, err
 	}
-	builds, err := e.buildImages(ctx, mf, o.dataID)
+	builds, err := meshup.BuildImages(ctx, mf, o.dataID, e.stdout)
 	if err != nil {
 		return mf, nil, err
 	}
-	return mf, builds, e.setUpCommands(ctx, o, mf, setUp(defs, mf, builds), len(defs))
+	return mf, builds, e.setUpCommands(ctx, o, mf, meshup.SetUp(defs, mf, meshup.RecordBuilds(builds)), len(defs))
 }
 
 // setUpCommands executes the set-up cs on the store in o.data, all or
 // nothing, and says what it did.
-func (e *env) setUpCommands(ctx context.Context, o upOptions, mf meshFile, cs []commands.Command, modules int) error {
+func (e *env) setUpCommands(ctx context.Context, o upOptions, mf meshup.File, cs []commands.Command, modules int) error {
 	if k, _ := storeurl.KindOf(o.store); k == storeurl.Bolt {
 		if err := checkFresh(ctx, o.data, cs); err != nil {
 			return setUpRefused(err)
@@ -655,17 +402,9 @@ func (e *env) setUpCommands(ctx context.Context, o upOptions, mf meshFile, cs []
 	if err != nil {
 		return err
 	}
-	results, err := ctl.Handler().ExecuteAll(ctx, operator(), cs)
-	if err != nil && len(results) == 0 {
-		return setUpRefused(err)
-	} else if err != nil {
-		return fmt.Errorf("set-up: %w", err)
-	}
-	done := 0
-	for _, evs := range results {
-		if len(evs) == 0 {
-			done++
-		}
+	done, err := meshup.Execute(ctx, ctl.Handler(), operator(), cs)
+	if err != nil {
+		return err
 	}
 	if done > 0 {
 		fmt.Fprintf(e.stdout, "set-up: %d of %d command(s) found their work already done, nothing to do\n", done, len(cs))
@@ -674,120 +413,11 @@ func (e *env) setUpCommands(ctx context.Context, o upOptions, mf meshFile, cs []
 	return store.Close()
 }
 
-// agentProcs are the agent processes `mesh up` started.
-type agentProcs []*exec.Cmd
-
-// startAgents starts one agent process per node of mf, on the runtime rts
-// gives it: sim (the mesh file's found: directories passed as --sim-found),
-// or docker (the engine the environment names; the node's paths under
-// DATA/agents/NODE/root, its engine names prefixed "NODE-", everything it
-// makes there labelled with the data directory's id, dataID). Each has its
-// credentials written into DATA/agents/NODE and its output appended to
-// agent.log there; the agent of storeNode serves the artifact store on
-// storeAt. On an error the ones started are stopped by the caller (stop).
-func startAgents(data, dataID string, mf meshFile, rts map[string]string, storeNode, storeAt string, busURLs []string, w io.Writer) (agentProcs, error) {
-	if len(mf.Nodes) == 0 {
-		return nil, nil
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("start agents: %w", err)
-	}
-	var procs agentProcs
-	for _, n := range mf.Nodes {
-		dir := filepath.Join(data, agentsDir, n.Name)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return procs, fmt.Errorf("start agent %s: %w", n.Name, err)
-		}
-		creds := filepath.Join(dir, agentCredsFile)
-		if err := registerCreds(data, n.Name, creds, busURLs); err != nil {
-			return procs, err
-		}
-		logf, err := os.OpenFile(filepath.Join(dir, agentLogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-		if err != nil {
-			return procs, fmt.Errorf("start agent %s: %w", n.Name, err)
-		}
-		rt := rts[n.Name]
-		args := []string{"agent", "--creds", creds, "--data", dir, "--runtime", rt}
-		switch rt {
-		case runtimeDocker:
-			root, err := filepath.Abs(filepath.Join(dir, dockerRootDir))
-			if err == nil {
-				err = os.MkdirAll(root, 0o755)
-			}
-			if err != nil {
-				return procs, fmt.Errorf("start agent %s: %w", n.Name, err)
-			}
-			args = append(args, "--docker-root", root, "--docker-prefix", n.Name+"-",
-				"--docker-label", agent.LabelData+"="+dataID)
-		default:
-			if len(n.Found) > 0 {
-				args = append(args, "--sim-found", strings.Join(n.Found, ","))
-			}
-		}
-		if n.Name == storeNode {
-			args = append(args, "--artifact-store", storeAt)
-		}
-		c := exec.Command(exe, args...)
-		c.Stdout, c.Stderr = logf, logf
-		c.Env = append(os.Environ(), "MESH_SERVER=", "MESH_TOKEN=")
-		// Its own process group: a Ctrl-C at the terminal reaches up, which
-		// stops the agents itself, in order.
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		err = c.Start()
-		logf.Close() // the child has its own descriptor
-		if err != nil {
-			return procs, fmt.Errorf("start agent %s: %w", n.Name, err)
-		}
-		procs = append(procs, c)
-		fmt.Fprintf(w, "agent %-8s pid %d, runtime %s, log %s\n", n.Name, c.Process.Pid, rt, filepath.Join(dir, agentLogFile))
-		if n.Name == storeNode {
-			fmt.Fprintf(w, "agent %-8s serves the artifact store on %s (%s)\n", n.Name, storeAt, filepath.Join(dir, artifactsDir))
-		}
-	}
-	return procs, nil
-}
-
-// stop stops every agent: SIGTERM (a clean stop: its outbox is on disk),
-// then SIGKILL after 10 s.
-func (ps agentProcs) stop() error {
-	var errs []error
-	for _, c := range ps {
-		_ = c.Process.Signal(syscall.SIGTERM)
-	}
-	for _, c := range ps {
-		exited := make(chan error, 1)
-		go func() { exited <- c.Wait() }()
-		select {
-		case err := <-exited:
-			if err != nil && !terminated(err) {
-				errs = append(errs, fmt.Errorf("agent pid %d: %w", c.Process.Pid, err))
-			}
-		case <-time.After(10 * time.Second):
-			_ = c.Process.Kill()
-			<-exited
-			errs = append(errs, fmt.Errorf("agent pid %d: did not stop in 10 s: killed", c.Process.Pid))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// terminated says whether err is a process's exit by SIGTERM: an agent
-// stopped before it set up its own handling of the signal (it had started
-// nothing yet), not a failure.
-func terminated(err error) bool {
-	var xe *exec.ExitError
-	if !errors.As(err, &xe) {
-		return false
-	}
-	ws, ok := xe.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled() && ws.Signal() == syscall.SIGTERM
-}
-
-// onePass is --once: push every node of mf through the controller, wait
-// until each node's report of the declaration pushed is recorded (or
-// onceTimeout), and print each node's status and where to look.
-func (e *env) onePass(ctx context.Context, o upOptions, r controllerReady, mf meshFile, rts map[string]string) error {
+// onePass is --once: push every node of mf through the controller and
+// wait until each node's report of the declaration pushed is recorded, or
+// onceTimeout (meshup.Converge), then print each node's status and where
+// to look.
+func (e *env) onePass(ctx context.Context, o upOptions, r controllerReady, mf meshup.File, rts map[string]string) error {
 	var opts []httpapi.ClientOption
 	if o.tlsCA != "" {
 		pem, err := os.ReadFile(o.tlsCA)
@@ -801,50 +431,9 @@ func (e *env) onePass(ctx context.Context, o upOptions, r controllerReady, mf me
 		return err
 	}
 	w := e.stdout
-	// A report counts if it is recorded after the push: past the position
-	// each node's last apply had before it (a declaration unchanged since
-	// the last run is applied again by the agent that starts now).
-	before, err := c.Status(ctx, api.StatusRequest{})
+	st, missing, err := meshup.Converge(ctx, c, operator(), mf.NodeNames(), onceTimeout, w)
 	if err != nil {
-		return fmt.Errorf("status: %w", err)
-	}
-	since := map[string]uint64{}
-	for _, s := range before.Nodes {
-		if s.Applied != nil {
-			since[s.Node] = s.Applied.Position
-		}
-	}
-	pushed := map[string]string{}
-	for _, n := range mf.Nodes {
-		res, err := c.Push(ctx, api.PushRequest{Operator: operator(), Node: n.Name})
-		if err != nil {
-			return fmt.Errorf("push %s: %w", n.Name, err)
-		}
-		for _, p := range res.Pushes {
-			if p.Error != "" {
-				fmt.Fprintf(w, "push  %-8s failed: %s\n", p.Node, p.Error)
-				continue
-			}
-			pushed[p.Node] = p.Declaration
-			fmt.Fprintf(w, "push  %-8s %s\n", p.Node, p.Declaration)
-		}
-	}
-
-	wctx, cancel := context.WithTimeout(ctx, onceTimeout)
-	defer cancel()
-	var st api.StatusResponse
-	for {
-		st, err = c.Status(wctx, api.StatusRequest{})
-		if err != nil {
-			return fmt.Errorf("status: %w", err)
-		}
-		if len(unreported(st, pushed, since)) == 0 || wctx.Err() != nil {
-			break
-		}
-		select {
-		case <-wctx.Done():
-		case <-time.After(100 * time.Millisecond):
-		}
+		return err
 	}
 	fmt.Fprintln(w)
 	for _, s := range st.Nodes {
@@ -877,7 +466,7 @@ where to look (the controller has stopped; every answer comes from the store's e
   %[2]s/NODE/%[3]s    (each agent's log)
   %[5]s    (the controller's log)
   go run ./cmd/mesh up%[1]s --mesh %[4]s    (the controller and the agents, until Ctrl-C)
-`, dataArg, filepath.Join(o.data, agentsDir), agentLogFile, o.meshPath, filepath.Join(o.data, controllerLogFile))
+`, dataArg, filepath.Join(o.data, meshup.AgentsDir), meshup.LogFile, o.meshPath, filepath.Join(o.data, controllerLogFile))
 	var onEngine []string
 	for _, n := range mf.Nodes {
 		if rts[n.Name] == runtimeDocker {
@@ -885,29 +474,11 @@ where to look (the controller has stopped; every answer comes from the store's e
 		}
 	}
 	if len(onEngine) > 0 {
-		fmt.Fprintf(w, "on the Docker engine (containers keep running after up exits; run up again to reconcile them):\n%s", dockerCleanup(onEngine, o.dataID))
+		fmt.Fprintf(w, "on the Docker engine (containers keep running after up exits; run up again to reconcile them):\n%s", meshup.DockerCleanup(onEngine, o.dataID))
 	}
-	if missing := unreported(st, pushed, since); len(missing) > 0 {
+	if len(missing) > 0 {
 		fmt.Fprintf(e.stderr, "mesh: no report recorded within %s from: %s\n", onceTimeout, strings.Join(missing, ", "))
 		return &exitError{code: exitFailed}
 	}
 	return nil
-}
-
-// unreported are the nodes pushed whose report of that declaration is not
-// recorded in st past position since[node] (sorted).
-func unreported(st api.StatusResponse, pushed map[string]string, since map[string]uint64) []string {
-	applied := map[string]string{}
-	for _, s := range st.Nodes {
-		if s.Applied != nil && s.Applied.Position > since[s.Node] {
-			applied[s.Node] = s.Applied.Declaration
-		}
-	}
-	var out []string
-	for _, n := range slices.Sorted(maps.Keys(pushed)) {
-		if applied[n] != pushed[n] {
-			out = append(out, n)
-		}
-	}
-	return out
 }

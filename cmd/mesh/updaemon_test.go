@@ -1,11 +1,8 @@
 package main
 
 import (
-	"slices"
 	"strings"
 	"testing"
-
-	"meshplane/api"
 )
 
 // TestDaemonVerbsRefuseFlags: flag combinations the daemon's verbs refuse
@@ -30,36 +27,6 @@ func TestDaemonVerbsRefuseFlags(t *testing.T) {
 			}
 			if !strings.Contains(errOut, tc.stderr) {
 				t.Errorf("stderr %q does not say %q", errOut, tc.stderr)
-			}
-		})
-	}
-}
-
-// TestUnreported: up --once waits for a report of the declaration pushed,
-// recorded after the push; a node with none is named.
-func TestUnreported(t *testing.T) {
-	applied := func(node, decl string, pos uint64) api.NodeStatus {
-		return api.NodeStatus{Node: node, Applied: &api.ApplyRecord{DeclMark: api.DeclMark{Declaration: decl, Position: pos}}}
-	}
-	for _, tc := range []struct {
-		name   string
-		nodes  []api.NodeStatus
-		pushed map[string]string
-		since  map[string]uint64
-		want   []string
-	}{
-		{"reported", []api.NodeStatus{applied("a", "a/1", 5)}, map[string]string{"a": "a/1"}, nil, nil},
-		{"never applied", []api.NodeStatus{{Node: "a"}}, map[string]string{"a": "a/1"}, nil, []string{"a"}},
-		{"an older declaration", []api.NodeStatus{applied("a", "a/1", 5)}, map[string]string{"a": "a/2"}, nil, []string{"a"}},
-		{"the apply before the push", []api.NodeStatus{applied("a", "a/1", 5)}, map[string]string{"a": "a/1"}, map[string]uint64{"a": 5}, []string{"a"}},
-		{"applied again after the push", []api.NodeStatus{applied("a", "a/1", 9)}, map[string]string{"a": "a/1"}, map[string]uint64{"a": 5}, nil},
-		{"not pushed is not waited for", []api.NodeStatus{{Node: "b"}}, map[string]string{}, nil, nil},
-		{"sorted", []api.NodeStatus{{Node: "b"}, {Node: "a"}}, map[string]string{"b": "b/1", "a": "a/1"}, nil, []string{"a", "b"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := unreported(api.StatusResponse{Nodes: tc.nodes}, tc.pushed, tc.since)
-			if !slices.Equal(got, tc.want) {
-				t.Errorf("unreported = %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,7 +28,7 @@ import (
 	"meshplane/api"
 	"meshplane/artifacts"
 	"meshplane/artifacts/imagebuild"
-	"meshplane/commands"
+	"meshplane/meshup"
 	"meshplane/projections"
 )
 
@@ -40,7 +38,7 @@ import (
 // the file and the store's address.
 func localExample(t *testing.T, node string) (path, storeAt string) {
 	t.Helper()
-	mf, err := readMeshFile("../../examples/local/mesh.yaml")
+	mf, err := meshup.ReadFile("../../examples/local/mesh.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +203,7 @@ func TestProcessUpOnceDocker(t *testing.T) {
 		return nil
 	})
 	// The module's file is on the host, under the agent's root.
-	b, err := os.ReadFile(filepath.Join(data, agentsDir, node, dockerRootDir, "etc/hello/hello.conf"))
+	b, err := os.ReadFile(filepath.Join(data, meshup.AgentsDir, node, meshup.DockerRootDir, "etc/hello/hello.conf"))
 	if err != nil || !strings.Contains(string(b), "greeting") {
 		t.Errorf("the module's file under the node's root: %q, %v", b, err)
 	}
@@ -276,54 +274,10 @@ func TestProcessUpOnceNoEngine(t *testing.T) {
 	}
 }
 
-// TestParseMeshFileLocal: what a mesh file says of this machine's nodes
-// and the builds up makes, and what it refuses, naming the field.
-func TestParseMeshFileLocal(t *testing.T) {
-	tests := []struct {
-		name, yaml string
-		err        string // "" for accepted
-	}{
-		{"docker and a build", "nodes:\n  - {name: a, runtime: docker, artifact-store: 7481}\nbuilds:\n  - {module: m, name: m/w, program: meshplane/cmd/mesh-demo}\n", ""},
-		{"sim said", "nodes:\n  - {name: a, runtime: sim}\n", ""},
-		{"unknown runtime", "nodes:\n  - {name: a, runtime: podman}\n", `nodes[0].runtime: "podman": want sim or docker`},
-		{"build of no program", "nodes: []\nbuilds:\n  - {module: m, name: m/w}\n", "builds[0].program: empty"},
-		{"built and recorded", "nodes: []\nartifacts:\n  - {module: m, name: m/w, digest: \"sha256:ab\"}\nbuilds:\n  - {module: m, name: m/w, program: p}\n", "builds[0]: artifact \"m/w\" of module \"m\" is also in artifacts[0]"},
-		{"unknown build field", "nodes: []\nbuilds:\n  - {module: m, name: m/w, program: p, tag: x}\n", "field tag not found"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := parseMeshFile("m.yaml", []byte(tt.yaml))
-			switch {
-			case tt.err == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err) || !errors.Is(err, errMeshFile)):
-				t.Fatalf("error %v, want errMeshFile saying %q", err, tt.err)
-			}
-		})
-	}
-}
-
-// TestSetUpRecordsBuilds: the set-up records each build after the mesh
-// file's artifacts, by module, name and the digest built, never an address.
-func TestSetUpRecordsBuilds(t *testing.T) {
-	mf, err := parseMeshFile("m.yaml", []byte("nodes: []\nartifacts:\n  - {module: f, name: f/web, digest: \"sha256:aa\"}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs := setUp(nil, mf, []builtImage{{Module: "h", Name: "h/web", Program: "p", Digest: "sha256:bb"}})
-	want := []commands.Command{
-		commands.RecordArtifact{Module: "f", Name: "f/web", Digest: "sha256:aa"},
-		commands.RecordArtifact{Module: "h", Name: "h/web", Digest: "sha256:bb"},
-	}
-	if !reflect.DeepEqual(cs, want) {
-		t.Errorf("set-up %+v, want %+v", cs, want)
-	}
-}
-
 // TestStoreServed: the artifact store is served on this machine only by a
 // node that runs on its engine, at its private address or loopback.
 func TestStoreServed(t *testing.T) {
-	mf, err := parseMeshFile("m.yaml", []byte("nodes:\n  - {name: a, artifact-store: 5000, private-address: 10.1.0.3}\n  - {name: b, runtime: docker, artifact-store: 7481}\n  - {name: c, runtime: docker, artifact-store: 7482, private-address: 127.0.0.2}\n"))
+	mf, err := meshup.ParseFile("m.yaml", []byte("nodes:\n  - {name: a, artifact-store: 5000, private-address: 10.1.0.3}\n  - {name: b, runtime: docker, artifact-store: 7481}\n  - {name: c, runtime: docker, artifact-store: 7482, private-address: 127.0.0.2}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
