@@ -26,6 +26,7 @@ import (
 	"meshplane/api/httpapi"
 	"meshplane/commands"
 	"meshplane/controller"
+	"meshplane/daemon"
 	"meshplane/events"
 	"meshplane/events/boltstore"
 	"meshplane/events/storeurl"
@@ -497,7 +498,7 @@ const (
 // report after its push.
 const onceTimeout = 60 * time.Second
 
-// up runs mesh up as the controller (runController), in the
+// up runs mesh up as the controller (daemon.Run), in the
 // foreground until SIGINT or SIGTERM. With --mesh or --modules (or --once,
 // which takes their defaults) it first sets up what they name, on the store
 // before the controller opens it: one ExecuteAll, so a refused command
@@ -546,7 +547,7 @@ func (e *env) up(cmd *cobra.Command, o upOptions) error {
 		defer f.Close()
 		log = slog.New(slog.NewTextHandler(f, nil))
 	}
-	cfg := controllerConfig{
+	cfg := daemon.Config{
 		Data: o.data, Listen: o.listen, BusListen: o.busListen,
 		TLSCert: o.tlsCert, TLSKey: o.tlsKey, Insecure: o.insecure,
 		Interval: o.interval, Logger: log, Store: o.store,
@@ -554,15 +555,15 @@ func (e *env) up(cmd *cobra.Command, o upOptions) error {
 	if o.nats != "" {
 		cfg.NATS = []string{o.nats}
 	}
-	ready := make(chan controllerReady, 1)
-	cfg.Ready = func(r controllerReady) { ready <- r }
+	ready := make(chan daemon.Ready, 1)
+	cfg.Ready = func(r daemon.Ready) { ready <- r }
 	ctlCtx, stopCtl := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopCtl()
 	done := make(chan error, 1)
 	go func() {
-		done <- safego.Call("up.controller", log, func() error { return runController(ctlCtx, cfg) })
+		done <- safego.Call("up.controller", log, func() error { return daemon.Run(ctlCtx, cfg) })
 	}()
-	var r controllerReady
+	var r daemon.Ready
 	select {
 	case r = <-ready:
 	case err := <-done:
@@ -646,7 +647,7 @@ func (e *env) setUpCommands(ctx context.Context, o upOptions, mf meshFile, cs []
 	}
 	store, err := storeurl.Open(ctx, o.store, storeurl.Options{Data: o.data, Create: true})
 	if errors.Is(err, boltstore.ErrLocked) {
-		return fmt.Errorf("set-up: %w: %w", errStoreHeld, err)
+		return fmt.Errorf("set-up: %w: %w", daemon.ErrStoreHeld, err)
 	} else if err != nil {
 		return err
 	}
@@ -700,7 +701,7 @@ func startAgents(data, dataID string, mf meshFile, rts map[string]string, storeN
 			return procs, fmt.Errorf("start agent %s: %w", n.Name, err)
 		}
 		creds := filepath.Join(dir, agentCredsFile)
-		if err := registerCreds(data, n.Name, creds, busURLs); err != nil {
+		if err := daemon.RegisterCreds(data, n.Name, creds, busURLs, nil); err != nil {
 			return procs, err
 		}
 		logf, err := os.OpenFile(filepath.Join(dir, agentLogFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
@@ -787,7 +788,7 @@ func terminated(err error) bool {
 // onePass is --once: push every node of mf through the controller, wait
 // until each node's report of the declaration pushed is recorded (or
 // onceTimeout), and print each node's status and where to look.
-func (e *env) onePass(ctx context.Context, o upOptions, r controllerReady, mf meshFile, rts map[string]string) error {
+func (e *env) onePass(ctx context.Context, o upOptions, r daemon.Ready, mf meshFile, rts map[string]string) error {
 	var opts []httpapi.ClientOption
 	if o.tlsCA != "" {
 		pem, err := os.ReadFile(o.tlsCA)
