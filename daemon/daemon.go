@@ -53,6 +53,13 @@ type Config struct {
 	// esdb://... for KurrentDB (one controller: it has no leader lock).
 	Store string
 
+	// Leadership, if set, is the leader election this controller takes
+	// part in instead of its store's own: it starts a standby, and leads
+	// once it holds the lock. nil: the store's (a PostgreSQL store's
+	// advisory lock), or none for a store that has none (bolt, KurrentDB),
+	// and the controller leads at once. Tests set a fake.
+	Leadership Leadership
+
 	// Listen is the API's host:port (--listen); defaultAPIListen when empty.
 	// Port 0 picks a free port (Ready says which).
 	Listen string
@@ -328,10 +335,10 @@ func Run(ctx context.Context, cfg Config) (err error) {
 // openControllerStore opens the event store cfg names for writing: the
 // bolt file in the data directory (locked while open), or the store at
 // cfg.Store's URL (a PostgreSQL database is migrated to this build's
-// schema first). lock is the store's leader election when several
-// controllers may share it (PostgreSQL), else nil: the controller leads at
-// once.
-func openControllerStore(ctx context.Context, cfg Config, log *slog.Logger) (events.Store, leaderLock, error) {
+// schema first). lock is the leader election the controller takes part
+// in: cfg.Leadership if set, else the store's when several controllers
+// may share it (PostgreSQL), else nil: the controller leads at once.
+func openControllerStore(ctx context.Context, cfg Config, log *slog.Logger) (events.Store, Leadership, error) {
 	s, err := storeurl.Open(ctx, cfg.Store, storeurl.Options{Data: cfg.Data, Create: true, Logger: log})
 	if errors.Is(err, boltstore.ErrLocked) {
 		return nil, nil, fmt.Errorf("controller: %w: %w", ErrStoreHeld, err)
@@ -339,8 +346,11 @@ func openControllerStore(ctx context.Context, cfg Config, log *slog.Logger) (eve
 	if err != nil {
 		return nil, nil, fmt.Errorf("controller: %w", err)
 	}
+	if cfg.Leadership != nil {
+		return s, cfg.Leadership, nil
+	}
 	if ps, ok := s.(*pgstore.Store); ok {
-		return s, ps, nil
+		return s, pgLeadership{ps}, nil
 	}
 	return s, nil, nil
 }
