@@ -12,12 +12,13 @@ import (
 	"meshplane/agent"
 	"meshplane/api"
 	"meshplane/bus"
+	"meshplane/daemon"
 	"meshplane/declaration"
 )
 
 // BenchmarkPushToRecorded measures a push to every node until every node's
 // report of it is recorded, through the whole system in one process: the
-// controller (runController: bolt store, embedded NATS, HTTP API) and one
+// controller (daemon.Run: bolt store, embedded NATS, HTTP API) and one
 // agent per node (runAgent: its own NATS connection and watch, the
 // simulated runtime, its outbox on disk). Each iteration is one forced push
 // of every node (POST /v1/push); per node, the time from the push request
@@ -103,7 +104,7 @@ func (r *recordings) latencies() (fromPush, fromPut []time.Duration) {
 
 func benchPushToRecorded(b *testing.B, n int, memOutbox bool) {
 	rec := &recordings{}
-	d := startDaemon(b, b.TempDir(), "", func(c *controllerConfig) {
+	d := startDaemon(b, b.TempDir(), "", func(c *daemon.Config) {
 		c.Recorded, c.Pushed = rec.recorded, rec.pushed
 	})
 	nodes := make([]string, n)
@@ -118,7 +119,7 @@ func benchPushToRecorded(b *testing.B, n int, memOutbox bool) {
 	credsDir := b.TempDir()
 	for _, node := range nodes {
 		path := filepath.Join(credsDir, node+".creds")
-		if err := registerCreds(d.cfg.Data, node, path, d.ready.BusURLs); err != nil {
+		if err := daemon.RegisterCreds(d.cfg.Data, node, path, d.ready.BusURLs, nil); err != nil {
 			b.Fatal(err)
 		}
 		startNode(b, path, b.TempDir(), func(c *agentConfig) {

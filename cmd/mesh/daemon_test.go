@@ -25,12 +25,14 @@ import (
 	"meshplane/api/httpapi"
 	"meshplane/bus"
 	"meshplane/controller"
+	"meshplane/daemon"
 	"meshplane/events"
 	"meshplane/events/boltstore"
+	"meshplane/events/storeurl"
 	"meshplane/projections"
 )
 
-// These tests run the controller and agents as runController and runAgent
+// These tests run the controller and agents as daemon.Run and runAgent
 // in goroutines of the test process: a real embedded NATS server on a free
 // port, a real bolt store, the real HTTP API. MESH_TEST_LOG=1 shows their
 // logs.
@@ -42,38 +44,38 @@ func daemonLogger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// daemon is one runController in a goroutine.
-type daemon struct {
-	cfg    controllerConfig
-	ready  controllerReady
+// testDaemon is one daemon.Run in a goroutine.
+type testDaemon struct {
+	cfg    daemon.Config
+	ready  daemon.Ready
 	client *httpapi.Client
 	cancel context.CancelFunc
 	done   chan error
 }
 
 // startDaemon runs a controller on data; busListen "" picks a free port.
-func startDaemon(t testing.TB, data, busListen string, edit ...func(*controllerConfig)) *daemon {
+func startDaemon(t testing.TB, data, busListen string, edit ...func(*daemon.Config)) *testDaemon {
 	t.Helper()
 	if busListen == "" {
 		busListen = "127.0.0.1:0"
 	}
-	readyc := make(chan controllerReady, 1)
-	cfg := controllerConfig{
+	readyc := make(chan daemon.Ready, 1)
+	cfg := daemon.Config{
 		Data: data, Listen: "127.0.0.1:0", BusListen: busListen, Interval: time.Hour,
-		Logger: daemonLogger(), Ready: func(r controllerReady) { readyc <- r },
+		Logger: daemonLogger(), Ready: func(r daemon.Ready) { readyc <- r },
 	}
 	for _, e := range edit {
 		e(&cfg)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &daemon{cfg: cfg, cancel: cancel, done: make(chan error, 1)}
-	go func() { d.done <- runController(ctx, cfg) }()
+	d := &testDaemon{cfg: cfg, cancel: cancel, done: make(chan error, 1)}
+	go func() { d.done <- daemon.Run(ctx, cfg) }()
 	t.Cleanup(func() { d.stop(t) })
 	select {
 	case d.ready = <-readyc:
 	case err := <-d.done:
 		d.done <- err
-		t.Fatalf("runController: %v", err)
+		t.Fatalf("daemon.Run: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("the controller did not serve within 30s")
 	}
@@ -86,13 +88,13 @@ func startDaemon(t testing.TB, data, busListen string, edit ...func(*controllerC
 }
 
 // stop stops the controller and checks it stopped cleanly; again is a no-op.
-func (d *daemon) stop(t testing.TB) {
+func (d *testDaemon) stop(t testing.TB) {
 	t.Helper()
 	d.cancel()
 	select {
 	case err, ok := <-d.done:
 		if ok && err != nil {
-			t.Errorf("runController: %v", err)
+			t.Errorf("daemon.Run: %v", err)
 		}
 		if ok {
 			close(d.done)
@@ -107,10 +109,10 @@ func (d *daemon) stop(t testing.TB) {
 
 // creds writes node's credentials file for d's bus, as `mesh node register
 // NAME --creds FILE` does.
-func (d *daemon) creds(t testing.TB, node string) string {
+func (d *testDaemon) creds(t testing.TB, node string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), node+".creds")
-	if err := registerCreds(d.cfg.Data, node, path, d.ready.BusURLs); err != nil {
+	if err := daemon.RegisterCreds(d.cfg.Data, node, path, d.ready.BusURLs, nil); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -325,7 +327,7 @@ func TestDaemonLateReportsRecordedOnce(t *testing.T) {
 	n1.stop(t)
 	d2.stop(t)
 
-	store, err := boltstore.Open(filepath.Join(data, storeFile), boltstore.ReadOnly())
+	store, err := boltstore.Open(filepath.Join(data, storeurl.File), boltstore.ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,7 +457,7 @@ func TestDaemonAPIToken(t *testing.T) {
 	checkStoreStill(t, ctx, d.client, before)
 }
 
-// TestDaemonRefusesToStart: what runController and runAgent refuse before
+// TestDaemonRefusesToStart: what daemon.Run and runAgent refuse before
 // serving.
 func TestDaemonRefusesToStart(t *testing.T) {
 	ctx := context.Background()
@@ -465,11 +467,11 @@ func TestDaemonRefusesToStart(t *testing.T) {
 		want string
 	}{
 		{"API beyond loopback without TLS", func() error {
-			return runController(ctx, controllerConfig{Data: t.TempDir(), Listen: "0.0.0.0:0", Logger: daemonLogger()})
+			return daemon.Run(ctx, daemon.Config{Data: t.TempDir(), Listen: "0.0.0.0:0", Logger: daemonLogger()})
 		}, "TLS"},
-		{"no data directory", func() error { return runController(ctx, controllerConfig{}) }, "no data directory"},
+		{"no data directory", func() error { return daemon.Run(ctx, daemon.Config{}) }, "no data directory"},
 		{"--nats without creds", func() error {
-			return runController(ctx, controllerConfig{Data: t.TempDir(), Listen: "127.0.0.1:0", NATS: []string{"nats://127.0.0.1:1"}, Logger: daemonLogger()})
+			return daemon.Run(ctx, daemon.Config{Data: t.TempDir(), Listen: "127.0.0.1:0", NATS: []string{"nats://127.0.0.1:1"}, Logger: daemonLogger()})
 		}, "--nats-creds"},
 		{"docker runtime under a relative root", func() error {
 			d := startDaemon(t, t.TempDir(), "")
@@ -504,9 +506,9 @@ func TestDaemonRefusesToStart(t *testing.T) {
 	t.Run("a second controller on the same data", func(t *testing.T) {
 		data := t.TempDir()
 		startDaemon(t, data, "")
-		err := runController(ctx, controllerConfig{Data: data, Listen: "127.0.0.1:0", BusListen: "127.0.0.1:0", Logger: daemonLogger()})
-		if !errors.Is(err, errStoreHeld) {
-			t.Fatalf("%v, want errStoreHeld", err)
+		err := daemon.Run(ctx, daemon.Config{Data: data, Listen: "127.0.0.1:0", BusListen: "127.0.0.1:0", Logger: daemonLogger()})
+		if !errors.Is(err, daemon.ErrStoreHeld) {
+			t.Fatalf("%v, want daemon.ErrStoreHeld", err)
 		}
 	})
 }

@@ -19,13 +19,14 @@ import (
 	"meshplane/api"
 	"meshplane/api/httpapi"
 	"meshplane/bus"
+	"meshplane/daemon"
 	"meshplane/events"
 	"meshplane/projections"
 )
 
 // TestDaemonForgedReports is issue 17's forged reports, each published
 // with n1's own credentials on n1's own report subject against a running
-// controller (runController: its embedded bus, a bolt store, the API): the
+// controller (daemon.Run: its embedded bus, a bolt store, the API): the
 // counts that killed it, a report for n2's declaration and for one never
 // pushed, dated 1900 and 9999, one over the size the door takes and one
 // over what the stream takes, a used apply id with other content, another
@@ -41,7 +42,7 @@ func TestDaemonForgedReports(t *testing.T) {
 	ctx := context.Background()
 	logs := &lockedBuffer{}
 	data := t.TempDir()
-	d := startDaemon(t, data, "", func(c *controllerConfig) {
+	d := startDaemon(t, data, "", func(c *daemon.Config) {
 		c.Logger = slog.New(slog.NewJSONHandler(logs, nil))
 		c.ReportLimit = bus.RateLimit{Rate: 200, Burst: 20, Every: 200 * time.Millisecond}
 	})
@@ -283,7 +284,7 @@ func waitTimeline(t *testing.T, c *httpapi.Client, node, typ string, n int) []ap
 }
 
 // checkUp fails t unless the controller answers /v1/info.
-func checkUp(t *testing.T, d *daemon) {
+func checkUp(t *testing.T, d *testDaemon) {
 	t.Helper()
 	select {
 	case err := <-d.done:
@@ -298,9 +299,9 @@ func checkUp(t *testing.T, d *daemon) {
 
 // noneOutstanding checks, as the controller's bus user, that the reports
 // consumer holds nothing: none pending, unacknowledged or redelivered.
-func noneOutstanding(t *testing.T, d *daemon, data string) {
+func noneOutstanding(t *testing.T, d *testDaemon, data string) {
 	t.Helper()
-	auth, err := bus.LoadAuthority(filepath.Join(data, busDir))
+	auth, err := bus.LoadAuthority(filepath.Join(data, daemon.BusDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +330,7 @@ func noneOutstanding(t *testing.T, d *daemon, data string) {
 
 // eventuallyMetrics waits until the controller's /metrics counts the
 // refusals in want by reason (every other reason 0).
-func eventuallyMetrics(t *testing.T, d *daemon, want map[string]int) {
+func eventuallyMetrics(t *testing.T, d *testDaemon, want map[string]int) {
 	t.Helper()
 	line := regexp.MustCompile(`(?m)^meshplane_reports_refused_total\{reason="([a-z-]+)"\} (\d+)$`)
 	eventually(t, 10*time.Second, func() error {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/commands"
+	"meshplane/daemon"
 	"meshplane/internal/atomicfile"
 )
 
@@ -71,7 +72,7 @@ func writeCreds(cmd *cobra.Command, node, file string, urls []string) error {
 			return err
 		}
 	}
-	return registerCreds(data, node, file, urls)
+	return daemon.RegisterCreds(data, node, file, urls, nil)
 }
 
 // readBusURLs reads DATA/bus-urls; none (nil) if there is no such file.

@@ -28,6 +28,7 @@ import (
 	"meshplane/controller"
 	"meshplane/events"
 	"meshplane/events/boltstore"
+	"meshplane/events/storeurl"
 	"meshplane/meshup"
 	"meshplane/projections"
 )
@@ -315,7 +316,7 @@ func TestProcessTwoAgentsInSync(t *testing.T) {
 // storeEvents reads every event of a stopped controller's store.
 func storeEvents(t testing.TB, data string) []events.Event {
 	t.Helper()
-	s, err := boltstore.Open(filepath.Join(data, storeFile), boltstore.ReadOnly())
+	s, err := boltstore.Open(filepath.Join(data, storeurl.File), boltstore.ReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

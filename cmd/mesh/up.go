@@ -16,6 +16,7 @@ import (
 	"meshplane/api/httpapi"
 	"meshplane/commands"
 	"meshplane/controller"
+	"meshplane/daemon"
 	"meshplane/events/boltstore"
 	"meshplane/events/storeurl"
 	"meshplane/internal/safego"
@@ -240,7 +241,7 @@ const controllerLogFile = "controller.log"
 // report after its push.
 const onceTimeout = 60 * time.Second
 
-// up runs mesh up as the controller (runController), in the
+// up runs mesh up as the controller (daemon.Run), in the
 // foreground until SIGINT or SIGTERM. With --mesh or --modules (or --once,
 // which takes their defaults) it first sets up what they name, on the store
 // before the controller opens it: one ExecuteAll, so a refused command
@@ -289,7 +290,7 @@ func (e *env) up(cmd *cobra.Command, o upOptions) error {
 		defer f.Close()
 		log = slog.New(slog.NewTextHandler(f, nil))
 	}
-	cfg := controllerConfig{
+	cfg := daemon.Config{
 		Data: o.data, Listen: o.listen, BusListen: o.busListen,
 		TLSCert: o.tlsCert, TLSKey: o.tlsKey, Insecure: o.insecure,
 		Interval: o.interval, Logger: log, Store: o.store,
@@ -297,15 +298,15 @@ func (e *env) up(cmd *cobra.Command, o upOptions) error {
 	if o.nats != "" {
 		cfg.NATS = []string{o.nats}
 	}
-	ready := make(chan controllerReady, 1)
-	cfg.Ready = func(r controllerReady) { ready <- r }
+	ready := make(chan daemon.Ready, 1)
+	cfg.Ready = func(r daemon.Ready) { ready <- r }
 	ctlCtx, stopCtl := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopCtl()
 	done := make(chan error, 1)
 	go func() {
-		done <- safego.Call("up.controller", log, func() error { return runController(ctlCtx, cfg) })
+		done <- safego.Call("up.controller", log, func() error { return daemon.Run(ctlCtx, cfg) })
 	}()
-	var r controllerReady
+	var r daemon.Ready
 	select {
 	case r = <-ready:
 	case err := <-done:
@@ -334,7 +335,7 @@ func (e *env) up(cmd *cobra.Command, o upOptions) error {
 	agents, err := meshup.StartAgents(meshup.AgentsConfig{
 		Data: o.data, DataID: o.dataID, File: mf, Runtimes: rts,
 		StoreNode: storeNode, StoreAt: storeAt, Out: w,
-		Register: func(node, creds string) error { return registerCreds(o.data, node, creds, r.BusURLs) },
+		Register: func(node, creds string) error { return daemon.RegisterCreds(o.data, node, creds, r.BusURLs, nil) },
 	})
 	stop := func() error {
 		aerr := agents.Stop()
@@ -393,7 +394,7 @@ func (e *env) setUpCommands(ctx context.Context, o upOptions, mf meshup.File, cs
 	}
 	store, err := storeurl.Open(ctx, o.store, storeurl.Options{Data: o.data, Create: true})
 	if errors.Is(err, boltstore.ErrLocked) {
-		return fmt.Errorf("set-up: %w: %w", errStoreHeld, err)
+		return fmt.Errorf("set-up: %w: %w", daemon.ErrStoreHeld, err)
 	} else if err != nil {
 		return err
 	}
@@ -417,7 +418,7 @@ func (e *env) setUpCommands(ctx context.Context, o upOptions, mf meshup.File, cs
 // wait until each node's report of the declaration pushed is recorded, or
 // onceTimeout (meshup.Converge), then print each node's status and where
 // to look.
-func (e *env) onePass(ctx context.Context, o upOptions, r controllerReady, mf meshup.File, rts map[string]string) error {
+func (e *env) onePass(ctx context.Context, o upOptions, r daemon.Ready, mf meshup.File, rts map[string]string) error {
 	var opts []httpapi.ClientOption
 	if o.tlsCA != "" {
 		pem, err := os.ReadFile(o.tlsCA)

@@ -1,0 +1,378 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"meshplane/api"
+	"meshplane/api/httpapi"
+	"meshplane/bus"
+	"meshplane/controller"
+	"meshplane/declaration"
+	"meshplane/events"
+	"meshplane/events/boltstore"
+	"meshplane/events/pgstore"
+	"meshplane/events/storeurl"
+	"meshplane/internal/safego"
+	"meshplane/web"
+)
+
+// defaultAPIListen is where the API listens unless --listen says otherwise.
+const defaultAPIListen = "127.0.0.1:7480"
+
+// reportWorkers is how many reports the controller records at once (each
+// node's in order): reports that arrive together are then appended
+// together, in one commit of the store (group commit), instead of one
+// commit, and one fsync, each.
+const reportWorkers = 16
+
+// BusDir is the embedded bus's directory in the data directory: the trust
+// root's seeds (which RegisterCreds mints node credentials from) and the
+// JetStream files.
+const BusDir = "bus"
+
+// Config is what `mesh up` runs with, one field per flag.
+type Config struct {
+	// Data is the data directory (--data): DATA/events.db (the event store,
+	// opened for writing and held locked while the controller runs),
+	// DATA/api-token (made on first start, mode 0600), DATA/bus (the
+	// embedded bus's keys and JetStream files) and DATA/controller.json
+	// (while running). Required; made if missing.
+	Data string
+
+	// Store is the event store's URL (--store): "" or "bolt" for
+	// DATA/events.db, held locked (one controller per file); postgres://...
+	// for PostgreSQL, where several controllers may run on one database and
+	// elect a leader with the store's advisory lock (see leadOnLock);
+	// esdb://... for KurrentDB (one controller: it has no leader lock).
+	Store string
+
+	// Leadership, if set, is the leader election this controller takes
+	// part in instead of its store's own: it starts a standby, and leads
+	// once it holds the lock. nil: the store's (a PostgreSQL store's
+	// advisory lock), or none for a store that has none (bolt, KurrentDB),
+	// and the controller leads at once. Tests set a fake.
+	Leadership Leadership
+
+	// Listen is the API's host:port (--listen); defaultAPIListen when empty.
+	// Port 0 picks a free port (Ready says which).
+	Listen string
+	// TLSCert and TLSKey (--tls-cert, --tls-key) are PEM files: the API and
+	// the embedded bus then speak only TLS. Beyond loopback both need them,
+	// unless Insecure (--insecure) says otherwise out loud.
+	TLSCert, TLSKey string
+	Insecure        bool
+
+	// BusListen is the embedded bus's host:port (--bus-listen);
+	// bus.DefaultListen when empty. Port 0 (or -1) picks a free port.
+	// Agents on other machines need the private address here.
+	BusListen string
+	// NATS (--nats URL, repeatable) uses an existing NATS cluster instead of
+	// the embedded bus; NATSCreds (--nats-creds) is then the controller
+	// user's .creds file (required), and NATSCA (--nats-ca) a PEM file of
+	// the cluster's CA when it is a private one. See package bus for the
+	// accounts and permissions to set up there.
+	NATS      []string
+	NATSCreds string
+	NATSCA    string
+
+	// Interval is how often every node is composed and what changed pushed
+	// (--interval); controller.DefaultInterval (5m) when zero.
+	Interval time.Duration
+	// Version is reported by the API's info.
+	Version string
+	// Logger gets the controller's log; nil means text on stderr.
+	Logger *slog.Logger
+	// Ready, if set, is called once the controller serves: with where the
+	// API and the bus are (the verb prints it; tests dial it).
+	Ready func(Ready)
+	// Recorded, if set, is called after each report is recorded (or found
+	// recorded before), from the consumer's goroutine. Benchmarks use it.
+	Recorded func(bus.Report)
+	// Pushed, if set, is called after each declaration is put on the bus.
+	// Benchmarks use it.
+	Pushed func(declaration.Declaration)
+	// ReportLimit is each node's report rate limit on the bus
+	// (bus.RateLimit); zero: the bus's defaults (1 a second, bursts of 64,
+	// said once a minute). Tests lower it.
+	ReportLimit bus.RateLimit
+}
+
+// Ready says where a running controller can be reached.
+type Ready struct {
+	APIURL  string // http(s)://host:port of the API
+	Listen  string // the API's listening address
+	BusURLs []string
+	Token   string // the API token (DATA/api-token)
+}
+
+// ErrStoreHeld is Run's error when another process holds the
+// store: a controller already running, or a CLI verb writing.
+var ErrStoreHeld = errors.New("the event store is held by another process (a controller already running, or a CLI writing)")
+
+// Run runs the controller in the foreground until ctx ends (the
+// caller turns SIGINT and SIGTERM into that), then stops cleanly: the API
+// stops taking requests and finishes those in flight, the report consumer
+// finishes the report in hand, the projections stop, the bus and the store
+// close, and DATA/controller.json is removed. It returns nil after a clean
+// stop, and an error if it cannot start or a part fails while running (the
+// rest is then stopped the same way).
+//
+// Reports: each report the bus hands over is recorded once through
+// controller.RecordReport (its apply id is the event's id), the report
+// door; one it refuses, and one the bus consumer refuses as it decodes it
+// (too large, not decoding, another node's), is recorded as report.refused
+// on its node's stream (nothing for a node that is not registered),
+// counted (meshplane_reports_refused_total), logged once and terminated;
+// each node's reports are rate-limited on the bus, what is deferred counted
+// and said once a minute (report.throttled); nothing a node sends stops the
+// controller (reportDoor).
+//
+// Panics (package safego): a handler's (a report, a request, a node's push,
+// an interval pass) is logged with its stack and counted, and the
+// controller carries on. A loop's (the core's run, the projections, the
+// API's server, the leader's wait) is its error: the controller stops as
+// for any failure and Run returns it (mesh: exit 70). The
+// metrics follower's stops the process through safego.Fatal.
+func Run(ctx context.Context, cfg Config) (err error) {
+	if cfg.Data == "" {
+		return errors.New("controller: no data directory")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	listen := cfg.Listen
+	if listen == "" {
+		listen = defaultAPIListen
+	}
+	withTLS := cfg.TLSCert != "" || cfg.TLSKey != ""
+	if withTLS && (cfg.TLSCert == "" || cfg.TLSKey == "") {
+		return errors.New("controller: give both --tls-cert and --tls-key")
+	}
+	if err := httpapi.CheckListen(listen, withTLS, cfg.Insecure); err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+	if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+
+	// Every part started is stopped in reverse order on the way out.
+	var stops []func(context.Context) error
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		for i := len(stops) - 1; i >= 0; i-- {
+			if serr := stops[i](sctx); serr != nil {
+				log.Error("controller: stop", "err", serr)
+				err = errors.Join(err, serr)
+			}
+		}
+		if err == nil {
+			log.Info("controller: stopped")
+		}
+	}()
+
+	store, lock, err := openControllerStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	stops = append(stops, func(context.Context) error { return store.Close() })
+	cm := newControllerMetrics()
+
+	token, err := httpapi.LoadOrCreateToken(cfg.Data)
+	if err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+
+	busCfg, busURLs, stopBus, err := startBus(cfg, log)
+	if err != nil {
+		return err
+	}
+	if stopBus != nil {
+		stops = append(stops, stopBus)
+	}
+	busCfg.ReportWorkers = reportWorkers
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	bc, err := bus.DialController(dctx, busCfg)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+	stops = append(stops, func(context.Context) error { bc.Close(); return nil })
+
+	var pub controller.Publisher = bc.Publisher()
+	if cfg.Pushed != nil {
+		pub = notifyingPublisher{pub, cfg.Pushed}
+	}
+	ctl, err := controller.New(controller.Config{
+		Store: cm.store(store), Publisher: pub, Interval: cfg.Interval,
+		Version: cfg.Version, Logger: log, Standby: lock != nil,
+	})
+	if err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+
+	// The core runs (projections live, interval passes) until runCtx ends.
+	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	runDone := make(chan error, 1)
+	go func() {
+		runDone <- safego.Call("controller.run", log, func() error { return ctl.Run(runCtx) })
+	}()
+	stops = append(stops, func(context.Context) error { stopRun(); return <-runDone })
+	if err := waitRunning(ctx, ctl, runDone); err != nil {
+		return err
+	}
+	stops = append(stops, cm.start(ctx, ctl, store, log))
+
+	// Reports, recorded with a context that outlives ctx until the
+	// consumer has finished the one in hand. Under a leader lock, only
+	// once it is held (leadOnLock).
+	leadLost := make(chan error, 1)
+	door := reportDoor{ctl: ctl, recorded: cfg.Recorded, metrics: cm.m, limit: cfg.ReportLimit, log: log}
+	if lock == nil {
+		stopConsumer, err := consumeReports(ctx, bc, door)
+		if err != nil {
+			return err
+		}
+		stops = append(stops, stopConsumer)
+	} else {
+		// A lock that is free is taken before the controller says it
+		// serves, so that a lone controller leads from its first request;
+		// one held elsewhere is waited for in the background.
+		held, _, err := lock.TryLeader(ctx) // nil unless taken
+		if err != nil {
+			return fmt.Errorf("controller: leader lock: %w", err)
+		}
+		leadCtx, stopLead := context.WithCancel(context.WithoutCancel(ctx))
+		leadDone := make(chan struct{})
+		leading := make(chan struct{})
+		go func() {
+			defer close(leadDone)
+			lerr := safego.Call("controller.lead", log, func() error {
+				return leadOnLock(leadCtx, lock, held, leading, bc, door)
+			})
+			if lerr != nil {
+				leadLost <- lerr
+			}
+		}()
+		stops = append(stops, func(context.Context) error { stopLead(); <-leadDone; return nil })
+		if held != nil {
+			select {
+			case <-leading:
+			case <-leadDone:
+				select {
+				case lerr := <-leadLost:
+					return fmt.Errorf("controller: %w", lerr)
+				default:
+					return fmt.Errorf("controller: stopped before leading: %w", context.Cause(ctx))
+				}
+			}
+		}
+	}
+
+	// The API.
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return fmt.Errorf("controller: listen %s: %w", listen, err)
+	}
+	serveCtx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
+	served := make(chan error, 1)
+	// The API under /v1, the page (package web) at /: one origin, one token.
+	// The page's event streams end with serveCtx, so that stopping does not
+	// wait for them.
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", httpapi.Handler(ctl, token, httpapi.WithLogger(log)))
+	mux.Handle("/", web.Handler(ctl, token, web.Options{Feed: ctl, Logger: log, Done: serveCtx.Done()}))
+	go func() {
+		served <- safego.Call("api.serve", log, func() error {
+			return httpapi.Serve(serveCtx, ln, cm.handler(mux, token),
+				httpapi.ServeOptions{TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey, Insecure: cfg.Insecure, Logger: log})
+		})
+	}()
+	stops = append(stops, func(context.Context) error { stopServe(); return <-served })
+
+	scheme := "http"
+	if withTLS {
+		scheme = "https"
+	}
+	addr := ln.Addr().String()
+	ready := Ready{APIURL: scheme + "://" + addr, Listen: addr, BusURLs: busURLs, Token: token}
+	removeInfo, err := controller.WriteInfo(cfg.Data, controller.Info{Listen: addr, URL: ready.APIURL})
+	if err != nil {
+		return err
+	}
+	stops = append(stops, func(context.Context) error { return removeInfo() })
+
+	log.Info("controller: serving", "api", ready.APIURL, "bus", busURLs, "data", cfg.Data)
+	if cfg.Ready != nil {
+		cfg.Ready(ready)
+	}
+	select {
+	case <-ctx.Done():
+		log.Info("controller: stopping", "cause", context.Cause(ctx))
+		return nil
+	case rerr := <-runDone:
+		runDone <- rerr // for its stop
+		return fmt.Errorf("controller: stopped running: %w", rerr)
+	case serr := <-served:
+		served <- serr
+		return fmt.Errorf("controller: the API stopped: %w", serr)
+	case lerr := <-leadLost:
+		// A leader whose lock is lost stops at once: another controller
+		// may be leading already. Its supervisor starts it again, as a
+		// standby.
+		return fmt.Errorf("controller: %w", lerr)
+	}
+}
+
+// openControllerStore opens the event store cfg names for writing: the
+// bolt file in the data directory (locked while open), or the store at
+// cfg.Store's URL (a PostgreSQL database is migrated to this build's
+// schema first). lock is the leader election the controller takes part
+// in: cfg.Leadership if set, else the store's when several controllers
+// may share it (PostgreSQL), else nil: the controller leads at once.
+func openControllerStore(ctx context.Context, cfg Config, log *slog.Logger) (events.Store, Leadership, error) {
+	s, err := storeurl.Open(ctx, cfg.Store, storeurl.Options{Data: cfg.Data, Create: true, Logger: log})
+	if errors.Is(err, boltstore.ErrLocked) {
+		return nil, nil, fmt.Errorf("controller: %w: %w", ErrStoreHeld, err)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("controller: %w", err)
+	}
+	if cfg.Leadership != nil {
+		return s, cfg.Leadership, nil
+	}
+	if ps, ok := s.(*pgstore.Store); ok {
+		return s, pgLeadership{ps}, nil
+	}
+	return s, nil, nil
+}
+
+// waitRunning waits until ctl.Run has started (so that reports recorded
+// from now on wait on the live projections, never fold beside them).
+func waitRunning(ctx context.Context, ctl *controller.Controller, runDone chan error) error {
+	for {
+		info, err := ctl.Info(ctx)
+		if err != nil {
+			return fmt.Errorf("controller: %w", err)
+		}
+		if info.Role == api.RoleLeader || (info.Role == api.RoleStandby && ctl.Running()) {
+			return nil
+		}
+		select {
+		case rerr := <-runDone:
+			runDone <- rerr
+			return fmt.Errorf("controller: did not start: %w", rerr)
+		case <-ctx.Done():
+			return nil // stopping before it started: the stops clean up
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"meshplane/bus"
+	"meshplane/events/pgstore"
+)
+
+// Leadership is the leader election of a store several controllers share:
+// one of them holds its lock and leads (composes, pushes, records reports,
+// takes writes), the others are standbys until they take it. A PostgreSQL
+// store's advisory lock is one (pgLeadership); a test's fake is another.
+type Leadership interface {
+	// AcquireLeader blocks until this process holds the lock, or ctx ends
+	// (an error).
+	AcquireLeader(ctx context.Context) (LeaderLock, error)
+	// TryLeader takes the lock if it is free, without waiting: ok is false
+	// (and the lock nil) when another process holds it.
+	TryLeader(ctx context.Context) (l LeaderLock, ok bool, err error)
+}
+
+// LeaderLock is a held leader lock.
+type LeaderLock interface {
+	// Lost is closed when the lock is known to be gone (another process
+	// may lead already); Err then says why.
+	Lost() <-chan struct{}
+	// Err is why the lock was lost once Lost is closed, nil before.
+	Err() error
+	// Release gives the lock up; it is harmless to repeat.
+	Release() error
+}
+
+// pgLeadership is a PostgreSQL store's leader election (its advisory lock,
+// held on a connection of its own) as a Leadership.
+type pgLeadership struct{ s *pgstore.Store }
+
+var _ LeaderLock = (*pgstore.Leader)(nil)
+
+func (p pgLeadership) AcquireLeader(ctx context.Context) (LeaderLock, error) {
+	l, err := p.s.AcquireLeader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (p pgLeadership) TryLeader(ctx context.Context) (LeaderLock, bool, error) {
+	l, ok, err := p.s.TryLeader(ctx)
+	if err != nil || !ok {
+		return nil, false, err // never a nil *pgstore.Leader in the interface
+	}
+	return l, true, nil
+}
+
+// leadOnLock is a standby's wait to lead: it blocks until this process
+// holds the leader lock (PostgreSQL's is held on a connection of its own,
+// so it ends with the process: a leader killed with SIGKILL frees it at
+// once),
+// then leads (ctl.Lead: pushes and writes; the report consumer starts)
+// until ctx ends (nil, the lock released) or the lock is lost (an error:
+// the controller must stop).
+//
+// The controller stays a standby meanwhile: its projections follow the
+// store's subscription, its API answers reads and refuses writes
+// (api.CodeStandby).
+//
+// A lock already held (taken by TryLeader) is passed as l: the wait is
+// skipped. leading is closed once the controller leads.
+func leadOnLock(ctx context.Context, lock Leadership, l LeaderLock, leading chan<- struct{}, bc *bus.Controller, door reportDoor) error {
+	ctl, log := door.ctl, door.log
+	if l == nil {
+		log.Info("controller: standby: waiting for the store's leader lock")
+		var err error
+		if l, err = lock.AcquireLeader(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("leader lock: %w", err)
+		}
+	}
+	defer l.Release()
+	stopConsumer, err := consumeReports(ctx, bc, door)
+	if err != nil {
+		return err
+	}
+	ctl.Lead()
+	close(leading)
+	log.Info("controller: leading (holds the store's leader lock)")
+	select {
+	case <-ctx.Done():
+	case <-l.Lost():
+		err = fmt.Errorf("lost the store's leader lock: %w", l.Err())
+		log.Error("controller: " + err.Error())
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	return errors.Join(err, stopConsumer(sctx))
+}
