@@ -189,6 +189,11 @@ func TestDamagedLocalFiles(t *testing.T) {
 						w := want[key]
 						switch {
 						case code == w.code && out == w.out:
+						case key == "store verify" && code == w.code && withoutRestamp(out) == w.out:
+							// Damage the checks cannot see (a flip in a
+							// free page, a cut of trailing free pages) is
+							// sound all the same: verify says only that the
+							// file is not the one the snapshot stamped.
 						case key == "store verify" && code == exitFailed && strings.Contains(out, "DAMAGED: ") &&
 							strings.Contains(errOut, errCacheDamaged.Error()):
 							verifyFound++
@@ -351,4 +356,18 @@ func TestStoreVerifyAgentData(t *testing.T) {
 	if code, _, errOut := mesh(t, "store", "verify", "--agent-data", t.TempDir()); code != exitFailed || !strings.Contains(errOut, "no agent outbox at") {
 		t.Errorf("no outbox: exit %d, %q", code, errOut)
 	}
+}
+
+// withoutRestamp is store verify's output without its note that a cache
+// file is not the one the snapshot stamped (snapstore's verify): the note
+// a damaged copy whose damage changed nothing the checks read adds to the
+// undamaged directory's answer.
+func withoutRestamp(out string) string {
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(out, "\n") {
+		if !strings.Contains(line, "not the file the snapshot recorded (changed or copied since)") {
+			b.WriteString(line)
+		}
+	}
+	return b.String()
 }
