@@ -259,6 +259,18 @@ func pass(s string) (int, error) {
 	return n, nil
 }
 
+// FaultsOf reads mesh sim's --faults over a run of passes: "default"
+// (DefaultFaults), "none" or "" (no faults), else a SPEC (ParseFaults).
+func FaultsOf(spec string, passes int) ([]Fault, error) {
+	switch spec {
+	case "default":
+		return DefaultFaults(passes), nil
+	case "none", "":
+		return nil, nil
+	}
+	return ParseFaults(spec)
+}
+
 // DefaultFaults is every kind of fault at once, in windows placed over a
 // run of passes (at least 20 make every window distinct): a loop, a roster
 // flip, a store in recovery, a cut bus, nodes joining and leaving, an
