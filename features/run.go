@@ -1,7 +1,9 @@
 package features
 
 import (
+	"context"
 	"io"
+	"sync/atomic"
 
 	"github.com/cucumber/godog"
 )
@@ -18,8 +20,9 @@ type RunOptions struct {
 
 // Run runs the scenarios of o.Paths with godog's Strict mode (an undefined
 // or pending step fails the run) and randomized scenario order, and returns
-// godog's exit status: 0 when every scenario passed.
-func Run(o RunOptions) int {
+// godog's exit status (0 when every scenario passed) and how many
+// scenarios ran (0 when the files hold none, or none matches o.Tags).
+func Run(o RunOptions) (status, ran int) {
 	format := o.Format
 	if format == "" {
 		format = "pretty"
@@ -28,9 +31,16 @@ func Run(o RunOptions) int {
 	if seed == 0 {
 		seed = -1
 	}
-	return godog.TestSuite{
-		Name:                "meshplane",
-		ScenarioInitializer: func(sc *godog.ScenarioContext) { Initialize(sc, o.Options) },
+	var n atomic.Int64
+	status = godog.TestSuite{
+		Name: "meshplane",
+		ScenarioInitializer: func(sc *godog.ScenarioContext) {
+			Initialize(sc, o.Options)
+			sc.Before(func(ctx context.Context, _ *godog.Scenario) (context.Context, error) {
+				n.Add(1)
+				return ctx, nil
+			})
+		},
 		Options: &godog.Options{
 			Format:    format,
 			Output:    o.Output,
@@ -40,4 +50,5 @@ func Run(o RunOptions) int {
 			Tags:      o.Tags,
 		},
 	}.Run()
+	return status, int(n.Load())
 }

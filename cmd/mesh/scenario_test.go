@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
-	"meshplane/events/esdbstore/esdbdouble"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"meshplane/events/esdbstore/esdbdouble"
+	"meshplane/features/scenario"
 )
 
 func TestScenarioRun(t *testing.T) {
@@ -39,39 +41,12 @@ func TestScenarioRun(t *testing.T) {
 	}
 }
 
-// TestScenarioRunStores runs one feature file on PostgreSQL, both ways:
-// a throwaway cluster of the run's own, and a server given by URL (a fresh
-// database per scenario). Without PostgreSQL it fails under CI.
-func TestScenarioRunStores(t *testing.T) {
-	const file = "../../features/03_holds.feature"
-	feature, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := strings.Count(string(feature), "Scenario:")
-	url := pgDatabase(t)
-	for _, tc := range []struct{ name, store string }{
-		{"pgtest", "postgres"},
-		{"url", url},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			code, out, errOut := mesh(t, "scenario", "run", "--store", tc.store, "--format", "progress", "--seed", "7", file)
-			if code != exitOK {
-				t.Fatalf("exit %d\n%s%s", code, out, errOut)
-			}
-			if want := fmt.Sprintf("%d scenarios (%d passed)", n, n); !strings.Contains(out, want) {
-				t.Fatalf("output does not say %q:\n%s", want, out)
-			}
-		})
-	}
-}
-
 // TestScenarioRunStoreRefused: the stores scenario run cannot open are
 // refused before any scenario runs, saying what to give.
 func TestScenarioRunStoreRefused(t *testing.T) {
-	t.Setenv(envESDBURL, "")
+	t.Setenv(scenario.EnvESDBURL, "")
 	for _, tc := range []struct{ store, want string }{
-		{"esdb", envESDBURL},
+		{"esdb", scenario.EnvESDBURL},
 		{"mysql://h/db", "want memory, bolt, postgres, esdb"},
 	} {
 		t.Run(tc.store, func(t *testing.T) {

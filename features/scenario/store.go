@@ -1,4 +1,4 @@
-package main
+package scenario
 
 import (
 	"context"
@@ -20,13 +20,23 @@ import (
 	"meshplane/features"
 )
 
-// envESDBURL names the KurrentDB server `scenario run --store esdb` uses.
-const envESDBURL = "MESH_ESDB_URL"
+// EnvESDBURL names the KurrentDB server `scenario run --store esdb` uses.
+const EnvESDBURL = "MESH_ESDB_URL"
 
-// scenarioStore is where scenario run's scenarios keep their events: each
-// scenario gets a new, empty store of kind.
+// ErrStore is the error of a --store ParseStore refuses: errors.Is finds
+// it; the message says what to give.
+var ErrStore = errors.New("scenario: a store scenarios cannot run on")
+
+// storeError is a refused --store, its message for the user.
+type storeError string
+
+func (e storeError) Error() string        { return string(e) }
+func (e storeError) Is(target error) bool { return target == ErrStore }
+
+// Store is where a run's scenarios keep their events: each scenario gets a
+// new, empty store of its kind.
 //
-//   - memory, bolt: the step library opens them (open is nil).
+//   - memory, bolt: the step library opens them.
 //   - postgres: a throwaway cluster (pgtest) started by the first scenario
 //     and stopped by Close; a new database per scenario, dropped after it.
 //   - postgres://URL: a new database per scenario on that server (the role
@@ -35,7 +45,9 @@ const envESDBURL = "MESH_ESDB_URL"
 //   - esdb://URL (or esdb with $MESH_ESDB_URL): one server; each scenario
 //     writes under a stream prefix of its own, so it starts empty. Nothing
 //     is deleted after it.
-type scenarioStore struct {
+//
+// A Store is safe for the concurrent use of a run's scenarios.
+type Store struct {
 	kind string
 	url  string // postgres://, esdb:// or ""
 
@@ -45,33 +57,44 @@ type scenarioStore struct {
 	n    atomic.Int64
 }
 
-// scenarioStoreOf reads scenario run's --store.
-func scenarioStoreOf(v string) (*scenarioStore, error) {
+// ParseStore reads scenario run's --store: memory, bolt, postgres, esdb,
+// postgres://... or esdb://... (kurrentdb://...). Anything else, and esdb
+// without $MESH_ESDB_URL, is an error wrapping ErrStore. Nothing is opened
+// or started yet.
+func ParseStore(v string) (*Store, error) {
 	switch v {
-	case features.StoreMemory, features.StoreBolt:
-		return &scenarioStore{kind: v}, nil
-	case features.StorePostgres:
-		return &scenarioStore{kind: v}, nil
+	case features.StoreMemory, features.StoreBolt, features.StorePostgres:
+		return &Store{kind: v}, nil
 	case features.StoreESDB:
-		u := os.Getenv(envESDBURL)
+		u := os.Getenv(EnvESDBURL)
 		if u == "" {
-			return nil, usagef("--store esdb needs a KurrentDB server: set %s=esdb://HOST:2113?tls=false or give --store esdb://HOST:2113 "+
-				"(this build has no KurrentDB of its own to start)", envESDBURL)
+			return nil, storeError(fmt.Sprintf("--store esdb needs a KurrentDB server: set %s=esdb://HOST:2113?tls=false or give --store esdb://HOST:2113 "+
+				"(this build has no KurrentDB of its own to start)", EnvESDBURL))
 		}
 		v = u
 	}
 	kind, err := storeurl.KindOf(v)
 	if err != nil || kind == storeurl.Bolt || kind == storeurl.Memory {
-		return nil, usagef("--store %q: want memory, bolt, postgres, esdb, postgres://... or esdb://...", storeurl.Redact(v))
+		return nil, storeError(fmt.Sprintf("--store %q: want memory, bolt, postgres, esdb, postgres://... or esdb://...", storeurl.Redact(v)))
 	}
 	if kind == storeurl.Postgres {
-		return &scenarioStore{kind: features.StorePostgres, url: v}, nil
+		return &Store{kind: features.StorePostgres, url: v}, nil
 	}
-	return &scenarioStore{kind: features.StoreESDB, url: v}, nil
+	return &Store{kind: features.StoreESDB, url: v}, nil
 }
 
-// open opens a new, empty store for one scenario (features.Options.OpenStore).
-func (s *scenarioStore) open() (events.Store, func(), error) {
+// Kind is the store's kind, as features.Options.Store takes it.
+func (s *Store) Kind() string { return s.kind }
+
+// Options are the step library's options for scenarios on s.
+func (s *Store) Options() features.Options {
+	return features.Options{Store: s.kind, OpenStore: s.Open}
+}
+
+// Open opens a new, empty store for one scenario (features.Options.OpenStore)
+// and returns the function that closes it and drops its database. Memory
+// and bolt are the step library's to open: an error here.
+func (s *Store) Open() (events.Store, func(), error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	switch s.kind {
@@ -88,7 +111,7 @@ func (s *scenarioStore) open() (events.Store, func(), error) {
 	return nil, nil, fmt.Errorf("store %s is opened by the step library", s.kind)
 }
 
-func (s *scenarioStore) openPostgres(ctx context.Context) (events.Store, func(), error) {
+func (s *Store) openPostgres(ctx context.Context) (events.Store, func(), error) {
 	var create func(context.Context) (string, error)
 	var drop func(context.Context, string) error
 	if s.url == "" {
@@ -123,7 +146,7 @@ func (s *scenarioStore) openPostgres(ctx context.Context) (events.Store, func(),
 }
 
 // createDatabase makes a new database on s.url's server and returns its URL.
-func (s *scenarioStore) createDatabase(ctx context.Context) (string, error) {
+func (s *Store) createDatabase(ctx context.Context) (string, error) {
 	name := fmt.Sprintf("mesh_scenario_%d_%d", os.Getpid(), s.n.Add(1))
 	if err := s.exec(ctx, "CREATE DATABASE "+name); err != nil {
 		return "", fmt.Errorf("create database %s on %s: %w", name, storeurl.Redact(s.url), err)
@@ -136,7 +159,7 @@ func (s *scenarioStore) createDatabase(ctx context.Context) (string, error) {
 	return u.String(), nil
 }
 
-func (s *scenarioStore) dropDatabase(ctx context.Context, dbURL string) error {
+func (s *Store) dropDatabase(ctx context.Context, dbURL string) error {
 	u, err := neturl.Parse(dbURL)
 	if err != nil {
 		return err
@@ -144,7 +167,7 @@ func (s *scenarioStore) dropDatabase(ctx context.Context, dbURL string) error {
 	return s.exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{strings.TrimPrefix(u.Path, "/")}.Sanitize()+" WITH (FORCE)")
 }
 
-func (s *scenarioStore) exec(ctx context.Context, sql string) error {
+func (s *Store) exec(ctx context.Context, sql string) error {
 	c, err := pgx.Connect(ctx, s.url)
 	if err != nil {
 		return err
@@ -155,7 +178,7 @@ func (s *scenarioStore) exec(ctx context.Context, sql string) error {
 }
 
 // Close stops the throwaway cluster, if one was started.
-func (s *scenarioStore) Close() error {
+func (s *Store) Close() error {
 	if s.srv == nil {
 		return nil
 	}
