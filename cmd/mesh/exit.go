@@ -1,0 +1,107 @@
+package main
+
+// How the CLI ends: the exit codes, and the mapping of what a command
+// returns to one (runRoot).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"meshplane/api/httpapi"
+	"meshplane/commands"
+	"meshplane/events"
+	"meshplane/internal/safego"
+	"meshplane/meshup"
+)
+
+// Exit codes.
+const (
+	exitOK       = 0
+	exitFailed   = 1  // the command ran and failed, a scenario failed, or no scenario ran
+	exitUsage    = 2  // the command line is wrong
+	exitRejected = 3  // refused at the door: the mesh refused the command (a rejection with a code), or a module or mesh file is malformed (code invalid); nothing was written
+	exitPanic    = 70 // a bug: the CLI panicked (the panic and its stack are on stderr); EX_SOFTWARE of sysexits.h
+)
+
+// usageError is a wrong command line: exit 2, with the verb's usage line.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// exitError ends the CLI with code, having printed what it had to.
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// runRoot runs root with args and maps what it returns to an exit code. A
+// panic in the command is printed with its stack and exits exitPanic,
+// never exitUsage; so does a panic a goroutine's boundary recovered
+// (package safego) that stopped the command: its error, or ctx's cause.
+func (e *env) runRoot(ctx context.Context, root *cobra.Command, args []string) (code int) {
+	stderr := e.stderr
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "mesh: panic: %v\n\n%s\nThis is a bug in mesh; the exit code is %d.\n", r, debug.Stack(), exitPanic)
+			code = exitPanic
+		}
+	}()
+	root.SetArgs(args)
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	root.SilenceErrors, root.SilenceUsage = true, true
+	cmd, err := root.ExecuteContextC(ctx)
+	name := "mesh"
+	if cmd != nil {
+		name = cmd.CommandPath()
+	}
+	// A panic recovered at a goroutine's boundary that stopped the
+	// command: the process's cause (safego.Fatal), or the command's error.
+	pe, panicked := safego.As(context.Cause(ctx))
+	if !panicked {
+		pe, panicked = safego.As(err)
+	}
+	if panicked {
+		fmt.Fprintf(stderr, "%s: %v\n\n%s\nThis is a bug in mesh; it stopped cleanly; the exit code is %d.\n", name, pe, pe.Stack, exitPanic)
+		return exitPanic
+	}
+	var ue *usageError
+	var xe *exitError
+	var rej *commands.Rejection
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &xe):
+		return xe.code
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "%s: %s\nusage: %s\nRun '%s --help' for more.\n", name, ue.msg, cmd.UseLine(), cmd.CommandPath())
+		return exitUsage
+	case strings.HasPrefix(err.Error(), "unknown command "):
+		// cobra's, for a verb it does not know.
+		fmt.Fprintf(stderr, "mesh: %v\nRun 'mesh --help' for the commands.\n", err)
+		return exitUsage
+	case errors.As(err, &rej):
+		fmt.Fprintf(stderr, "%s: refused (%s): %s\n", name, rej.Code, rej.Msg)
+		return exitRejected
+	case errors.Is(err, commands.ErrModuleFile), errors.Is(err, meshup.ErrMeshFile):
+		fmt.Fprintf(stderr, "%s: refused (%s): %v\n", name, commands.CodeInvalid, err)
+		return exitRejected
+	case errors.Is(err, errScenariosFailed):
+		return exitFailed
+	case errors.Is(err, events.ErrDamaged):
+		fmt.Fprintf(stderr, "%s: store file damaged: %v; run mesh store verify\n", name, err)
+		return exitFailed
+	case errors.Is(err, httpapi.ErrUnauthorized):
+		fmt.Fprintf(stderr, "%s: %v (give the controller's DATA/api-token with --token-file or MESH_TOKEN)\n", name, err)
+		return exitFailed
+	default:
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return exitFailed
+	}
+}

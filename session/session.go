@@ -1,0 +1,226 @@
+// Package session opens what one CLI command works on: a controller over a
+// local event store (not running as a daemon: its projections are folded
+// for the call, or resumed from the snapshot the data directory keeps), or
+// a client of a running controller's API. Either way the command gets an
+// api.Service, so every verb reads and writes alike in both modes.
+//
+// It touches files: the data directory's event store (through storeurl),
+// its snapshot (projections/snapstore), controller.json (a store locked by a
+// live controller is reached through that controller), and the token and
+// CA files a Target names.
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"meshplane/api"
+	"meshplane/api/httpapi"
+	"meshplane/commands"
+	"meshplane/controller"
+	"meshplane/events"
+	"meshplane/events/boltstore"
+	"meshplane/events/memstore"
+	"meshplane/events/storeurl"
+	"meshplane/projections/snapstore"
+)
+
+// ErrNoStore means a read found no event store in the data directory: there
+// is no mesh there yet. It wraps os.ErrNotExist.
+var ErrNoStore = fmt.Errorf("no event store: %w", os.ErrNotExist)
+
+// ErrNoToken means a client has no API token to send.
+var ErrNoToken = errors.New("no API token")
+
+// Target is where a command works, as its flags and environment say.
+type Target struct {
+	Data      string // the data directory (local mode)
+	Server    string // the controller's URL; "" for local mode
+	TokenFile string // the API token's file; "" for Token
+	Token     string // the API token itself ($MESH_TOKEN), when there is no TokenFile
+	TLSCA     string // a PEM file of CA certificates to verify the controller against
+	Store     string // "" or "bolt" for DATA/events.db, else a store URL
+}
+
+// Bolt reports whether t's store is the bolt file in t.Data.
+func (t Target) Bolt() bool {
+	k, err := storeurl.KindOf(t.Store)
+	return err == nil && k == storeurl.Bolt
+}
+
+// Options say how a session is opened.
+type Options struct {
+	// Write opens the local store for writing (creating it); reads open it
+	// read-only and never create one.
+	Write bool
+	// Fresh, on a data directory holding no store yet, are checked against
+	// an empty mesh before the store is created, so that a refused command
+	// leaves no store behind.
+	Fresh []commands.Command
+	// Resume, for a read on the local bolt store, loads the projections from
+	// the data directory's snapshot and folds only what is new; Snapshot
+	// tunes it, and OnNote hears what it could not use.
+	Resume   bool
+	Snapshot snapstore.Options
+	OnNote   func(string)
+	// Clock is the controller's clock in local mode.
+	Clock func() time.Time
+}
+
+// Session is one command's api.Service: a controller over the local store,
+// or a client of a running controller.
+type Session struct {
+	Service api.Service
+	// Local is the controller over the local store; nil when the session
+	// asks a running controller.
+	Local *controller.Controller
+	// Store is the local event store; nil when remote.
+	Store events.Store
+
+	files io.Closer // local mode resuming from a snapshot: its files
+}
+
+// Close closes what the session opened.
+func (s *Session) Close() error {
+	if s.files != nil {
+		s.files.Close()
+	}
+	if s.Store != nil {
+		return s.Store.Close()
+	}
+	return nil
+}
+
+// Remote reports whether s asks a running controller.
+func (s *Session) Remote() bool { return s.Local == nil }
+
+// Skipped is what the projections could not fold: locally the controller's
+// counts, remotely what the answer said (from, for the queries that carry
+// it; the others carry none).
+func (s *Session) Skipped(from api.Skipped) api.Skipped {
+	if s.Local == nil {
+		return from
+	}
+	return s.Local.Skipped()
+}
+
+// Open opens t: a client of t.Server, or the local store. A bolt store
+// locked by a live controller (DATA/controller.json) is reached through
+// that controller, with DATA/api-token unless t names a token file.
+func Open(ctx context.Context, t Target, o Options) (*Session, error) {
+	if o.Clock == nil {
+		o.Clock = func() time.Time { return time.Now().UTC() }
+	}
+	if t.Server != "" {
+		return client(t, t.Server, t.TokenFile)
+	}
+	if o.Write && t.Bolt() {
+		if err := checkFresh(ctx, t.Data, o.Fresh); err != nil {
+			return nil, commands.BatchRefused(err, len(o.Fresh))
+		}
+	}
+	s, err := storeurl.Open(ctx, t.Store, storeurl.Options{Data: t.Data, ReadOnly: !o.Write, Create: o.Write})
+	switch {
+	case !o.Write && t.Bolt() && errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("%w at %s (run 'mesh up' first, or pass --data)", ErrNoStore, storeurl.Path(t.Data))
+	case errors.Is(err, boltstore.ErrLocked):
+		info, ierr := controller.ReadInfo(t.Data)
+		if ierr != nil {
+			return nil, err
+		}
+		tokenFile := t.TokenFile
+		if tokenFile == "" {
+			tokenFile = filepath.Join(t.Data, httpapi.TokenFile)
+		}
+		return client(t, info.URL, tokenFile)
+	case err != nil:
+		return nil, err
+	}
+	if bs, ok := s.(*boltstore.Store); ok && o.Resume && !o.Write {
+		return resumed(ctx, t, o, bs)
+	}
+	c, err := controller.New(controller.Config{Store: s, Clock: o.Clock})
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return &Session{Service: c, Local: c, Store: s}, nil
+}
+
+// resumed is the session of a read on store, the read-only bolt store in
+// t.Data, resuming from the snapshot there. It takes store.
+func resumed(ctx context.Context, t Target, o Options, store *boltstore.Store) (*Session, error) {
+	reg := events.NewRegistry()
+	opts := o.Snapshot
+	if o.OnNote != nil {
+		// As they are made: a query that finds timeline.db damaged says
+		// so when it does.
+		opts.OnNote = o.OnNote
+	}
+	l, err := snapstore.OpenWith(ctx, store, reg, t.Data, opts)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	c, err := controller.New(controller.Config{
+		Store: store, Registry: reg, Clock: o.Clock,
+		Views: l.Views, Runner: l.Runner, TimelineQuery: l.Timeline,
+	})
+	if err != nil {
+		l.Close()
+		store.Close()
+		return nil, err
+	}
+	return &Session{Service: c, Local: c, Store: store, files: l}, nil
+}
+
+// client is a session asking the controller at url, with the token from
+// tokenFile, else t.Token.
+func client(t Target, url, tokenFile string) (*Session, error) {
+	var token string
+	switch {
+	case tokenFile != "":
+		tok, err := httpapi.ReadToken(tokenFile)
+		if err != nil {
+			return nil, err
+		}
+		token = tok
+	case t.Token != "":
+		token = t.Token
+	default:
+		return nil, fmt.Errorf("%w for %s: give --token-file FILE (the controller's DATA/api-token) or set MESH_TOKEN", ErrNoToken, url)
+	}
+	var opts []httpapi.ClientOption
+	if t.TLSCA != "" {
+		pem, err := os.ReadFile(t.TLSCA)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-ca: %w", err)
+		}
+		opts = append(opts, httpapi.WithCA(pem))
+	}
+	c, err := httpapi.NewClient(url, token, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{Service: c}, nil
+}
+
+// checkFresh checks cs against an empty mesh when dir holds no store yet,
+// so that a command refused there does not leave a new, empty store behind.
+// Over an existing store the controller's ExecuteAll checks them.
+func checkFresh(ctx context.Context, dir string, cs []commands.Command) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	if _, err := os.Stat(storeurl.Path(dir)); !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	s := memstore.New()
+	defer s.Close()
+	return commands.NewHandler(s, events.NewRegistry()).Check(ctx, cs)
+}
