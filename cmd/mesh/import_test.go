@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"meshplane/commands"
+	"meshplane/commands/importfile"
 	"meshplane/events"
 	"meshplane/events/boltstore"
 	"meshplane/events/memstore"
@@ -100,7 +100,7 @@ func TestExportImportAcrossStores(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				outs[i] = fmt.Sprintf("imported %d event(s) from %s: %d appended, %d already in the store\n", res.read, file, res.appended, res.read-res.appended)
+				outs[i] = fmt.Sprintf("imported %d event(s) from %s: %d appended, %d already in the store\n", res.Read, file, res.Appended, res.Read-res.Appended)
 			}
 			return outs, st, nil
 		}},
@@ -156,65 +156,25 @@ func TestExportSince(t *testing.T) {
 	}
 }
 
-// An import that stopped midway is finished by importing the whole file:
-// the batches the store holds in part are appended one event at a time.
-func TestImportResumes(t *testing.T) {
-	ctx := context.Background()
-	src := upExample(t)
-	dir := t.TempDir()
-	full := filepath.Join(dir, "full.jsonl")
-	mustMesh(t, "export", "--data", src, "-f", full)
-	b, err := os.ReadFile(full)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.SplitAfter(string(b), "\n")
-	lines = lines[:len(lines)-1] // after the last newline
-	half := filepath.Join(dir, "half.jsonl")
-	// Every other line of the first half, and every registration and
-	// definition (an event follows what it needs, or import refuses it):
-	// batches of one stream are cut.
-	var part []string
-	for i := 0; i < len(lines)/2; i++ {
-		if i%2 == 0 || strings.Contains(lines[i], `"type":"node.registered"`) || strings.Contains(lines[i], `"type":"module.defined"`) {
-			part = append(part, lines[i])
-		}
-	}
-	if err := os.WriteFile(half, []byte(strings.Join(part, "")), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	st := memstore.New()
-	defer st.Close()
-	first, err := importInto(ctx, st, half)
-	if err != nil {
-		t.Fatal(err)
-	}
-	second, err := importInto(ctx, st, full)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if first.appended != len(part) || second.appended != len(lines)-len(part) || second.read != len(lines) {
-		t.Errorf("appended %d then %d of %d; want %d then %d", first.appended, second.appended, second.read, len(part), len(lines)-len(part))
-	}
-}
-
 // importInto is mesh import of path into store, refusing a file with a
 // bad line: both passes, what the file needs settled against store.
-func importInto(ctx context.Context, store events.Store, path string) (importResult, error) {
-	im := commands.NewImport(events.NewRegistry())
-	_, bad, err := checkImportFile(path, im)
+// (The import's own tests are commands/importfile's.)
+func importInto(ctx context.Context, store events.Store, path string) (importfile.Result, error) {
+	c, err := importfile.Check(ctx, path, events.NewRegistry(), importfile.Store{Open: func() (events.Store, error) { return unclosed{store}, nil }})
 	if err != nil {
-		return importResult{}, err
+		return importfile.Result{}, err
 	}
-	refused, err := im.Settle(ctx, commands.NewHandler(store, events.NewRegistry()))
-	if err != nil {
-		return importResult{}, err
+	defer c.Close()
+	if len(c.Bad) > 0 {
+		return importfile.Result{}, c.Bad[0]
 	}
-	if bad = mergeLines(bad, refused); len(bad) > 0 {
-		return importResult{}, bad[0]
-	}
-	return importFile(ctx, store, path, im, nil)
+	return c.Append(ctx, nil)
 }
+
+// unclosed is a store its import does not close.
+type unclosed struct{ events.Store }
+
+func (unclosed) Close() error { return nil }
 
 // A file with a line that is not an event is refused (exit 3), naming the
 // line, before anything is written: no store is created.
@@ -389,37 +349,5 @@ func TestImportSkipInvalid(t *testing.T) {
 	}
 	if code, _, errOut := mesh(t, "import", file, "--data", data); code != exitRejected || !strings.Contains(errOut, "line 3: not an event to import") {
 		t.Errorf("without --skip-invalid: exit %d\n%s", code, errOut)
-	}
-}
-
-// A file that changes between the pass that checks and the pass that
-// appends stops the import at the first line that is not the one checked.
-func TestImportRefusesAFileChangedBetweenPasses(t *testing.T) {
-	ctx := context.Background()
-	src := upExample(t)
-	export := mustMesh(t, "export", "--data", src)
-	file := filepath.Join(t.TempDir(), "in.jsonl")
-	for _, tc := range []struct{ name, now string }{
-		{"a line changed", strings.Replace(export, `"node":"g14"`, `"node":"g15"`, 1)},
-		{"lines gone", export[:len(export)/2]},
-		{"a line added", export + export[:strings.Index(export, "\n")+1]},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if err := os.WriteFile(file, []byte(export), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			im := commands.NewImport(events.NewRegistry())
-			if _, bad, err := checkImportFile(file, im); err != nil || len(bad) > 0 {
-				t.Fatalf("check: %v %v", bad, err)
-			}
-			if err := os.WriteFile(file, []byte(tc.now), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			st := memstore.New()
-			defer st.Close()
-			if _, err := importFile(ctx, st, file, im, nil); !errors.Is(err, commands.ErrImportChanged) {
-				t.Fatalf("import of a changed file: %v, want ErrImportChanged", err)
-			}
-		})
 	}
 }

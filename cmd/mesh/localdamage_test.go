@@ -17,6 +17,7 @@ import (
 	"meshplane/events"
 	"meshplane/events/boltstore"
 	"meshplane/projections/snapstore"
+	"meshplane/storeverify"
 )
 
 // localDamageCommands are the read verbs the damage test runs over
@@ -195,7 +196,7 @@ func TestDamagedLocalFiles(t *testing.T) {
 							// sound all the same: verify says only that the
 							// file is not the one the snapshot stamped.
 						case key == "store verify" && code == exitFailed && strings.Contains(out, "DAMAGED: ") &&
-							strings.Contains(errOut, errCacheDamaged.Error()):
+							strings.Contains(errOut, storeverify.ErrCacheDamaged.Error()):
 							verifyFound++
 						default:
 							t.Errorf("mesh %s: exit %d, want %d with the undamaged directory's answer:\n%s%s\n--- want\n%s", key, code, w.code, out, errOut, w.out)
@@ -279,7 +280,7 @@ func TestStoreVerifyCaches(t *testing.T) {
 	dir := copyData(t, orig, snapstore.SnapshotFile, snap)
 	code, out, errOut = mesh(t, "store", "verify", "--data", dir)
 	if code != exitFailed || !strings.Contains(out, "DAMAGED: ") || !strings.Contains(out, "checksum mismatch") ||
-		!strings.Contains(errOut, errCacheDamaged.Error()+": "+snapstore.SnapshotFile) || !strings.Contains(errOut, "nothing is lost") {
+		!strings.Contains(errOut, storeverify.ErrCacheDamaged.Error()+": "+snapstore.SnapshotFile) || !strings.Contains(errOut, "nothing is lost") {
 		t.Errorf("a damaged snapshot: exit %d, want 1 naming it\n%s%s", code, out, errOut)
 	}
 	if !strings.Contains(out, "the next query rebuilds it: the snapshot is missing or not used: timeline.db is rebuilt with it") {
@@ -347,7 +348,7 @@ func TestStoreVerifyAgentData(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut = mesh(t, "store", "verify", "--agent-data", dir)
-	if code != exitFailed || !strings.Contains(out, "report-00000000000000000002.json: ") || !strings.Contains(errOut, errAgentDataDamaged.Error()) {
+	if code != exitFailed || !strings.Contains(out, "report-00000000000000000002.json: ") || !strings.Contains(errOut, storeverify.ErrAgentDataDamaged.Error()) {
 		t.Errorf("a damaged report: exit %d, want 1 naming it\n%s%s", code, out, errOut)
 	}
 	if after, err := os.ReadFile(path); err != nil || !bytes.Equal(after, b) {

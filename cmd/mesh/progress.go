@@ -59,3 +59,19 @@ func (p *progress) done() {
 		_ = p.bar.Finish()
 	}
 }
+
+// progressFunc is a bar for a job that learns its total as it begins (an
+// export, a local rebuild): report, called with the events done and the
+// total, starts the bar on its first call and moves it on; stop clears it.
+func progressFunc(w io.Writer, what string) (report func(done, total uint64), stop func()) {
+	var p *progress
+	started := false
+	return func(done, total uint64) {
+			if !started {
+				p, started = newProgress(w, int64(total), what), true
+			}
+			p.set(done)
+		}, func() {
+			p.done()
+		}
+}

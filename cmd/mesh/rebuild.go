@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
-	"meshplane/events"
 	"meshplane/projections"
 	"meshplane/projections/snapstore"
 )
@@ -91,72 +89,25 @@ func what(names []string) string {
 	return strings.Join(names, ", ")
 }
 
-// rebuildLocal rebuilds from the local store twice, checks the two are
-// byte-identical, and saves a rebuild of every projection as the data
-// directory's snapshot (bolt stores: the snapshot lives beside the file).
+// rebuildLocal rebuilds from the local store twice, checked
+// byte-identical (controller.RebuildLocal), and saves a rebuild of every
+// projection as the data directory's snapshot (bolt stores only).
 func (e *env) rebuildLocal(ctx context.Context, t target, s *session, names []string) error {
-	store, ok := s.store.(events.Store)
-	if !ok {
-		return errors.New("rebuild: the local session has no event store")
-	}
-	reg := events.NewRegistry()
-	head, err := store.Head(ctx)
+	report, stop := progressFunc(e.stderr, "rebuilding")
+	res, err := s.ctrl.RebuildLocal(ctx, names, report)
+	stop()
 	if err != nil {
 		return err
-	}
-	fresh := projections.New()
-	r := projections.NewRunner(store, reg, fresh.Feed(names...)...)
-	start := time.Now()
-	p := newProgress(e.stderr, int64(head), "rebuilding")
-	for r.Position() < head {
-		if err := r.CatchUpTo(ctx, min(r.Position()+16*projections.PageSize, head)); err != nil {
-			p.done()
-			return err
-		}
-		p.set(r.Position())
-	}
-	p.done()
-	took := time.Since(start)
-	first, err := snapshotOf(fresh, names)
-	if err != nil {
-		return err
-	}
-	// The second rebuild, by the controller's own runner.
-	cr := s.ctrl.Runner()
-	if err := cr.Rebuild(ctx); err != nil {
-		return err
-	}
-	if cr.Position() != r.Position() {
-		return fmt.Errorf("the store's head moved during the rebuild (%d, then %d): run it again", r.Position(), cr.Position())
-	}
-	second, err := snapshotOf(s.ctrl.Views(), names)
-	if err != nil {
-		return err
-	}
-	if !bytes.Equal(first, second) {
-		return fmt.Errorf("two rebuilds differ: the projections are not deterministic (a bug: please report it)")
 	}
 	fmt.Fprintf(e.stdout, "rebuilt %s from %d events in %s; a second rebuild is byte-identical (%d bytes)\n",
-		what(names), r.Position(), took.Round(time.Millisecond), len(first))
+		what(names), res.Runner.Position(), res.Took.Round(time.Millisecond), res.Bytes)
 	if t.bolt() && len(names) == 0 {
-		if err := snapstore.Save(ctx, t.data, r, fresh); err != nil {
+		if err := snapstore.Save(ctx, t.data, res.Runner, res.Set); err != nil {
 			return fmt.Errorf("save the snapshot in %s: %w", t.data, err)
 		}
-		fmt.Fprintf(e.stdout, "saved the snapshot of every projection at position %d (%s, %s)\n", r.Position(), snapstore.SnapshotFile, snapstore.TimelineFile)
+		fmt.Fprintf(e.stdout, "saved the snapshot of every projection at position %d (%s, %s)\n", res.Runner.Position(), snapstore.SnapshotFile, snapstore.TimelineFile)
 	}
 	sk := s.skipped(api.Skipped{})
 	noteSkipped(e.stdout, sk)
 	return partial(sk, true)
-}
-
-// snapshotOf serializes the projections of set named (every one when
-// none is).
-func snapshotOf(set *projections.Set, names []string) ([]byte, error) {
-	var ps []projections.Projection
-	for _, p := range set.All() {
-		if len(names) == 0 || slices.Contains(names, p.Name()) {
-			ps = append(ps, p)
-		}
-	}
-	return projections.Snapshot(ps...)
 }

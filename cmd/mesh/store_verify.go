@@ -4,26 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"meshplane/agent"
-	"meshplane/events"
-	"meshplane/events/boltstore"
 	"meshplane/events/storeurl"
-	"meshplane/projections/snapstore"
+	"meshplane/storeverify"
 )
-
-// errDamageFound is store verify's failure: the report, printed, says what.
-var errDamageFound = errors.New("the store file is damaged")
-
-// errCacheDamaged is store verify's failure when the event store is sound
-// but a cache file beside it is damaged (the report says which; nothing is
-// lost, the next query rebuilds it).
-var errCacheDamaged = errors.New("a cache file beside the store is damaged")
 
 // errVerifyUnsupported is store verify's refusal of a store that is not the
 // bolt file.
@@ -80,124 +67,26 @@ reads its outbox.`,
 	return cmd
 }
 
-// errAgentDataDamaged is store verify's failure on a damaged file of an
-// agent's data directory.
-var errAgentDataDamaged = errors.New("a file of the agent's outbox is damaged")
-
-// verifyAgentData checks the outbox of the agent data directory dir (see
-// agent.CheckOutbox) and prints what it found.
+// verifyAgentData checks the agent outbox in the agent data directory
+// dir and prints what it found.
 func (e *env) verifyAgentData(dir string) error {
-	path := filepath.Join(dir, outboxDir)
-	c, err := agent.CheckOutbox(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("no agent outbox at %s (give the agent's --data)", path)
-	}
+	rep, err := storeverify.Agent(filepath.Join(dir, outboxDir))
 	if err != nil {
 		return err
 	}
-	w := e.stdout
-	fmt.Fprintf(w, "agent outbox %s\n", path)
-	fmt.Fprintf(w, "  reports kept: %d, each with a matching checksum", c.Reports)
-	if c.Legacy > 0 {
-		fmt.Fprintf(w, " (%d of version 1, without one to check)", c.Legacy)
-	}
-	fmt.Fprintf(w, "\n  state: %s\n", c.State)
-	for _, a := range c.Aside {
-		fmt.Fprintf(w, "  passed over before: %s (moved aside, never read)\n", a)
-	}
-	if len(c.Damaged) == 0 {
-		fmt.Fprintln(w, "no damage found")
-		return nil
-	}
-	fmt.Fprintf(w, "\ndamaged (%d): the agent moves each aside and logs it when it next reads its outbox\n", len(c.Damaged))
-	for _, d := range c.Damaged {
-		fmt.Fprintf(w, "  %s\n", d)
-	}
-	return fmt.Errorf("%w: %d file(s), listed above", errAgentDataDamaged, len(c.Damaged))
+	rep.WriteText(e.stdout)
+	return rep.Err()
 }
 
-// storeVerify checks every record and index of the store, read-only (it
-// runs beside other reads, not beside a writer), prints what it checked and
-// what is damaged, and fails on any damage.
+// storeVerify checks the store in data and the cache files beside it,
+// prints what it checked and what is damaged, and fails on any damage.
 func (e *env) storeVerify(ctx context.Context, data string) error {
-	path := storeurl.Path(data)
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("no event store at %s (run 'mesh up' first, or pass --data)", path)
+	rep, err := storeverify.Data(ctx, data)
+	if rep != nil {
+		rep.WriteText(e.stdout)
 	}
-	rep, err := boltstore.Verify(ctx, path)
 	if err != nil {
 		return err
 	}
-	w := e.stdout
-	fmt.Fprintf(w, "store %s: %d bytes", rep.Path, rep.Size)
-	if rep.Layout != 0 {
-		fmt.Fprintf(w, ", layout %d, head %d", rep.Layout, rep.Head)
-	}
-	fmt.Fprintln(w)
-	for _, c := range rep.Checked {
-		fmt.Fprintf(w, "  %s\n", c)
-	}
-	if !rep.OK() {
-		fmt.Fprintf(w, "\ndamaged (%d):\n", len(rep.Damage)+rep.MoreDamage)
-		for _, d := range rep.Damage {
-			fmt.Fprintf(w, "  %s\n", d)
-		}
-		if rep.MoreDamage > 0 {
-			fmt.Fprintf(w, "  ... and %d more\n", rep.MoreDamage)
-		}
-		fmt.Fprintln(w, "\ncache files: not checked (they are checked against the event store)")
-		return fmt.Errorf("%w: %d problem(s), listed above", errDamageFound, len(rep.Damage)+rep.MoreDamage)
-	}
-	fmt.Fprintln(w, "no damage found")
-	return e.verifyCaches(ctx, data)
-}
-
-// verifyCaches checks the cache files beside the store in data (see
-// snapstore.Verify) and prints what it found; a damaged one is
-// errCacheDamaged.
-func (e *env) verifyCaches(ctx context.Context, data string) error {
-	w := e.stdout
-	store, err := storeurl.Open(ctx, string(storeurl.Bolt), storeurl.Options{Data: data, ReadOnly: true})
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	reps, err := snapstore.Verify(ctx, store, events.NewRegistry(), data)
-	if err != nil {
-		return err
-	}
-	var damaged []string
-	for _, r := range reps {
-		fmt.Fprintf(w, "\ncache %s: ", r.Path)
-		switch {
-		case r.Missing && r.Name == snapstore.SnapshotFile:
-			fmt.Fprintln(w, "none yet (local queries save one once they fold more than 1,024 new events)")
-			continue
-		case r.Missing:
-			fmt.Fprintln(w, "none yet (the next status, node show, timeline or churn makes it)")
-			continue
-		case r.Damage == "" && r.Rebuild == "":
-			fmt.Fprintf(w, "%d bytes, position %d\n", r.Size, r.Position)
-		default:
-			fmt.Fprintf(w, "%d bytes\n", r.Size)
-		}
-		for _, c := range r.Checked {
-			fmt.Fprintf(w, "  %s\n", c)
-		}
-		switch {
-		case r.Damage != "":
-			fmt.Fprintf(w, "  DAMAGED: %s\n  the next query removes it and rebuilds it from the event store (mesh rebuild does it now)\n", r.Damage)
-			damaged = append(damaged, r.Name)
-		case r.Rebuild != "":
-			fmt.Fprintf(w, "  the next query rebuilds it: %s\n", r.Rebuild)
-		case r.Position == 0:
-			fmt.Fprintln(w, "  sound, and empty")
-		default:
-			fmt.Fprintln(w, "  sound: local queries resume from it")
-		}
-	}
-	if len(damaged) > 0 {
-		return fmt.Errorf("%w: %s (the event store is sound: nothing is lost; mesh rebuild rebuilds it)", errCacheDamaged, strings.Join(damaged, ", "))
-	}
-	return nil
+	return rep.Err()
 }

@@ -1,0 +1,73 @@
+// Package export writes the events of a store as an export file, the
+// format mesh export writes and mesh import reads (commands/importfile):
+// JSON lines, one event a line, in position order, each the event's
+// envelope as events.MarshalJSONLine writes it:
+//
+//	{"id":"0192...","stream":"node-novox","version":3,"position":17,"type":"declaration.composed",
+//	 "schema":1,"at":"2026-09-29T22:46:00Z","actor":"controller","correlation":"...","data":{...}}
+//
+// the line shape of the scenario step `the event stream receives:`, plus
+// the id, version, position, schema, actor, causation and correlation the
+// store holds. data is the payload as stored: for declaration.composed
+// and apply.reported, the public payloads of DESIGN.md. An import keeps
+// id, stream, type, schema, at, actor, causation, correlation and data;
+// the target store assigns version and position anew.
+//
+// Write reads the store through events.Store and writes to an io.Writer:
+// it opens no file (mesh export --file writes through internal/atomicfile).
+package export
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+
+	"meshplane/events"
+)
+
+// Page is how many events Write reads at a time.
+const Page = 4096
+
+// Write writes the events of store after position since, up to its head
+// as it was when the export began, to w in the export format, and returns
+// how many it wrote. progress, if set, is called as it goes with the
+// events written and how many it will write in all, first with none.
+func Write(ctx context.Context, store events.Store, since uint64, w io.Writer, progress func(done, total uint64)) (int, error) {
+	head, err := store.Head(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("export: head: %w", err)
+	}
+	if progress == nil {
+		progress = func(uint64, uint64) {}
+	}
+	total := head - min(head, since)
+	progress(0, total)
+	bw := bufio.NewWriterSize(w, 1<<20)
+	n, pos := 0, since
+	for pos < head {
+		page, err := store.ReadAll(ctx, pos, int(min(Page, head-pos)))
+		if err != nil {
+			return n, fmt.Errorf("export: read after %d: %w", pos, err)
+		}
+		if len(page) == 0 {
+			return n, fmt.Errorf("export: the store read nothing after %d, below its head %d", pos, head)
+		}
+		for _, ev := range page {
+			line, err := events.MarshalJSONLine(ev)
+			if err != nil {
+				return n, fmt.Errorf("export: event at position %d: %w", ev.Position, err)
+			}
+			if _, err := bw.Write(append(line, '\n')); err != nil {
+				return n, fmt.Errorf("export: write: %w", err)
+			}
+			n++
+		}
+		pos = page[len(page)-1].Position
+		progress(uint64(n), total)
+	}
+	if err := bw.Flush(); err != nil {
+		return n, fmt.Errorf("export: write: %w", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,208 @@
+// Package storeverify is mesh store verify without the CLI: it checks a
+// local data directory, read-only, and reports what it found, each check
+// done by the owner of the format it checks:
+//
+//   - the bolt event store, DATA/events.db (boltstore.Verify: bbolt's pages
+//     and consistency, every record's checksum and position, the indexes,
+//     the head);
+//   - then, only if the store is sound (they are checked against it), the
+//     cache files beside it, projections.snap and timeline.db
+//     (snapstore.Verify);
+//   - or, instead, an agent's outbox (agent.CheckOutbox).
+//
+// A Report says what was checked and what is damaged (WriteText, the text
+// mesh store verify prints) and is an error when anything is (Err). It
+// reads files and changes none.
+package storeverify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"meshplane/agent"
+	"meshplane/events"
+	"meshplane/events/boltstore"
+	"meshplane/events/storeurl"
+	"meshplane/projections/snapstore"
+)
+
+// ErrStoreDamaged is a Report's error when the event store is damaged (the
+// report says what).
+var ErrStoreDamaged = errors.New("the store file is damaged")
+
+// ErrCacheDamaged is a Report's error when the event store is sound but a
+// cache file beside it is damaged (the report says which; nothing is lost,
+// the next query rebuilds it).
+var ErrCacheDamaged = errors.New("a cache file beside the store is damaged")
+
+// ErrAgentDataDamaged is an AgentReport's error when a file of the agent's
+// outbox is damaged.
+var ErrAgentDataDamaged = errors.New("a file of the agent's outbox is damaged")
+
+// Report is what Data found in a data directory.
+type Report struct {
+	Store *boltstore.Report
+	// Caches are the cache files' reports; nil when they were not checked
+	// (the store is damaged).
+	Caches []snapstore.FileReport
+}
+
+// Data checks the event store of the data directory dir and, if it is
+// sound, the cache files beside it, read-only (it runs beside other reads,
+// not beside a writer). A report is returned with any error that stopped
+// the checks after the store's, so that what was checked is said.
+func Data(ctx context.Context, dir string) (*Report, error) {
+	path := storeurl.Path(dir)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no event store at %s (run 'mesh up' first, or pass --data)", path)
+	}
+	st, err := boltstore.Verify(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{Store: st}
+	if !st.OK() {
+		return r, nil
+	}
+	store, err := storeurl.Open(ctx, string(storeurl.Bolt), storeurl.Options{Data: dir, ReadOnly: true})
+	if err != nil {
+		return r, err
+	}
+	defer store.Close()
+	caches, err := snapstore.Verify(ctx, store, events.NewRegistry(), dir)
+	if err != nil {
+		return r, err
+	}
+	r.Caches = caches
+	return r, nil
+}
+
+// damage counts the event store's damage.
+func (r *Report) damage() int { return len(r.Store.Damage) + r.Store.MoreDamage }
+
+// Err is ErrStoreDamaged, ErrCacheDamaged naming the damaged files, or nil.
+func (r *Report) Err() error {
+	if !r.Store.OK() {
+		return fmt.Errorf("%w: %d problem(s), listed above", ErrStoreDamaged, r.damage())
+	}
+	var damaged []string
+	for _, c := range r.Caches {
+		if c.Damage != "" {
+			damaged = append(damaged, c.Name)
+		}
+	}
+	if len(damaged) > 0 {
+		return fmt.Errorf("%w: %s (the event store is sound: nothing is lost; mesh rebuild rebuilds it)", ErrCacheDamaged, strings.Join(damaged, ", "))
+	}
+	return nil
+}
+
+// WriteText writes the report as mesh store verify prints it.
+func (r *Report) WriteText(w io.Writer) {
+	rep := r.Store
+	fmt.Fprintf(w, "store %s: %d bytes", rep.Path, rep.Size)
+	if rep.Layout != 0 {
+		fmt.Fprintf(w, ", layout %d, head %d", rep.Layout, rep.Head)
+	}
+	fmt.Fprintln(w)
+	for _, c := range rep.Checked {
+		fmt.Fprintf(w, "  %s\n", c)
+	}
+	if !rep.OK() {
+		fmt.Fprintf(w, "\ndamaged (%d):\n", r.damage())
+		for _, d := range rep.Damage {
+			fmt.Fprintf(w, "  %s\n", d)
+		}
+		if rep.MoreDamage > 0 {
+			fmt.Fprintf(w, "  ... and %d more\n", rep.MoreDamage)
+		}
+		fmt.Fprintln(w, "\ncache files: not checked (they are checked against the event store)")
+		return
+	}
+	fmt.Fprintln(w, "no damage found")
+	for _, c := range r.Caches {
+		writeCache(w, c)
+	}
+}
+
+// writeCache writes what was found of one cache file.
+func writeCache(w io.Writer, r snapstore.FileReport) {
+	fmt.Fprintf(w, "\ncache %s: ", r.Path)
+	switch {
+	case r.Missing && r.Name == snapstore.SnapshotFile:
+		fmt.Fprintln(w, "none yet (local queries save one once they fold more than 1,024 new events)")
+		return
+	case r.Missing:
+		fmt.Fprintln(w, "none yet (the next status, node show, timeline or churn makes it)")
+		return
+	case r.Damage == "" && r.Rebuild == "":
+		fmt.Fprintf(w, "%d bytes, position %d\n", r.Size, r.Position)
+	default:
+		fmt.Fprintf(w, "%d bytes\n", r.Size)
+	}
+	for _, c := range r.Checked {
+		fmt.Fprintf(w, "  %s\n", c)
+	}
+	switch {
+	case r.Damage != "":
+		fmt.Fprintf(w, "  DAMAGED: %s\n  the next query removes it and rebuilds it from the event store (mesh rebuild does it now)\n", r.Damage)
+	case r.Rebuild != "":
+		fmt.Fprintf(w, "  the next query rebuilds it: %s\n", r.Rebuild)
+	case r.Position == 0:
+		fmt.Fprintln(w, "  sound, and empty")
+	default:
+		fmt.Fprintln(w, "  sound: local queries resume from it")
+	}
+}
+
+// AgentReport is what Agent found in an agent's outbox.
+type AgentReport struct {
+	Outbox string
+	agent.OutboxCheck
+}
+
+// Agent checks the outbox directory of an agent's data directory (see
+// agent.CheckOutbox), changing nothing.
+func Agent(outbox string) (*AgentReport, error) {
+	c, err := agent.CheckOutbox(outbox)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no agent outbox at %s (give the agent's --data)", outbox)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &AgentReport{Outbox: outbox, OutboxCheck: c}, nil
+}
+
+// Err is ErrAgentDataDamaged when a file is damaged, else nil.
+func (r *AgentReport) Err() error {
+	if len(r.Damaged) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %d file(s), listed above", ErrAgentDataDamaged, len(r.Damaged))
+}
+
+// WriteText writes the report as mesh store verify --agent-data prints it.
+func (r *AgentReport) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "agent outbox %s\n", r.Outbox)
+	fmt.Fprintf(w, "  reports kept: %d, each with a matching checksum", r.Reports)
+	if r.Legacy > 0 {
+		fmt.Fprintf(w, " (%d of version 1, without one to check)", r.Legacy)
+	}
+	fmt.Fprintf(w, "\n  state: %s\n", r.State)
+	for _, a := range r.Aside {
+		fmt.Fprintf(w, "  passed over before: %s (moved aside, never read)\n", a)
+	}
+	if len(r.Damaged) == 0 {
+		fmt.Fprintln(w, "no damage found")
+		return
+	}
+	fmt.Fprintf(w, "\ndamaged (%d): the agent moves each aside and logs it when it next reads its outbox\n", len(r.Damaged))
+	for _, d := range r.Damaged {
+		fmt.Fprintf(w, "  %s\n", d)
+	}
+}
