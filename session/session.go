@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -82,13 +81,15 @@ type Session struct {
 	// Store is the local event store; nil when remote.
 	Store events.Store
 
-	files io.Closer // local mode resuming from a snapshot: its files
+	// Snapshot is what a local read resumed from (Options.Resume); nil
+	// otherwise.
+	Snapshot *snapstore.Local
 }
 
 // Close closes what the session opened.
 func (s *Session) Close() error {
-	if s.files != nil {
-		s.files.Close()
+	if s.Snapshot != nil {
+		s.Snapshot.Close()
 	}
 	if s.Store != nil {
 		return s.Store.Close()
@@ -120,7 +121,7 @@ func Open(ctx context.Context, t Target, o Options) (*Session, error) {
 		return client(t, t.Server, t.TokenFile)
 	}
 	if o.Write && t.Bolt() {
-		if err := checkFresh(ctx, t.Data, o.Fresh); err != nil {
+		if err := CheckFresh(ctx, t.Data, o.Fresh); err != nil {
 			return nil, commands.BatchRefused(err, len(o.Fresh))
 		}
 	}
@@ -176,7 +177,7 @@ func resumed(ctx context.Context, t Target, o Options, store *boltstore.Store) (
 		store.Close()
 		return nil, err
 	}
-	return &Session{Service: c, Local: c, Store: store, files: l}, nil
+	return &Session{Service: c, Local: c, Store: store, Snapshot: l}, nil
 }
 
 // client is a session asking the controller at url, with the token from
@@ -210,10 +211,10 @@ func client(t Target, url, tokenFile string) (*Session, error) {
 	return &Session{Service: c}, nil
 }
 
-// checkFresh checks cs against an empty mesh when dir holds no store yet,
+// CheckFresh checks cs against an empty mesh when dir holds no store yet,
 // so that a command refused there does not leave a new, empty store behind.
 // Over an existing store the controller's ExecuteAll checks them.
-func checkFresh(ctx context.Context, dir string, cs []commands.Command) error {
+func CheckFresh(ctx context.Context, dir string, cs []commands.Command) error {
 	if len(cs) == 0 {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
+	"meshplane/session"
 )
 
 func (e *env) churnCmd() *cobra.Command {
@@ -21,12 +22,12 @@ func (e *env) churnCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withQuery(cmd, func(s *session) error {
-				resp, err := s.svc.Churn(cmd.Context(), api.ChurnRequest{Nodes: args})
+			return withQuery(cmd, func(s *session.Session) error {
+				resp, err := s.Service.Churn(cmd.Context(), api.ChurnRequest{Nodes: args})
 				if err != nil {
 					return err
 				}
-				sk := s.skipped(api.Skipped{}) // the answer carries none: known locally only
+				sk := s.Skipped(api.Skipped{}) // the answer carries none: known locally only
 				if out == outJSON {
 					all := map[string][]api.Episode{}
 					for _, nc := range resp.Nodes {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"meshplane/events"
 	"meshplane/events/export"
 	"meshplane/internal/atomicfile"
 )
@@ -38,8 +37,8 @@ terminal.`,
 				return err
 			}
 			defer s.Close()
-			store, ok := s.store.(events.Store)
-			if s.remote() || !ok {
+			store, ok := s.Store, s.Store != nil
+			if s.Remote() || !ok {
 				return fmt.Errorf("the store in %s is held by a running controller: export reads the store itself; stop the controller, or export from its database with --store", t.data)
 			}
 			report, stop := progressFunc(e.stderr, "exporting")

@@ -71,7 +71,7 @@ func (e *env) importRun(ctx context.Context, t target, path string, skipInvalid 
 		if err != nil {
 			return nil, err
 		}
-		if store, ok := s.store.(events.Store); ok && !s.remote() {
+		if store, ok := s.Store, s.Store != nil; ok && !s.Remote() {
 			return store, nil // closing it closes s
 		}
 		s.Close()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"meshplane/session"
 
 	"github.com/spf13/cobra"
 )
@@ -20,8 +21,8 @@ func (e *env) infoCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withSession(cmd, false, nil, func(s *session) error {
-				info, err := s.svc.Info(cmd.Context())
+			return withSession(cmd, false, nil, func(s *session.Session) error {
+				info, err := s.Service.Info(cmd.Context())
 				if err != nil {
 					return err
 				}

@@ -1,15 +1,10 @@
 package main
 
 import (
-	"context"
-	"fmt"
-
 	"github.com/spf13/cobra"
 
-	"meshplane/controller"
-	"meshplane/events"
-	"meshplane/events/boltstore"
 	"meshplane/projections/snapstore"
+	"meshplane/session"
 )
 
 // snapshotOptions tune the snapshot of local queries (a variable: tests
@@ -37,7 +32,7 @@ data directory keeps. A controller (--server) answers it from memory.`
 // is the same, only slower (snapstore's package doc says what is checked).
 // why and roster keep folding every event (they need every declaration and
 // timeline entry in memory).
-func withQuery(cmd *cobra.Command, fn func(*session) error) error {
+func withQuery(cmd *cobra.Command, fn func(*session.Session) error) error {
 	t, err := targetOf(cmd, false)
 	if err != nil {
 		return err
@@ -49,31 +44,4 @@ func withQuery(cmd *cobra.Command, fn func(*session) error) error {
 	}
 	defer s.Close()
 	return fn(s)
-}
-
-// resumed is the session of a query on store, the read-only bolt store in
-// t.data, resuming from the snapshot there (see withQuery). It takes store.
-func (t target) resumed(ctx context.Context, store *boltstore.Store) (*session, error) {
-	reg := events.NewRegistry()
-	opts := snapshotOptions
-	if t.notes != nil {
-		// As they are made: a query that finds timeline.db damaged
-		// says so when it does.
-		opts.OnNote = func(n string) { fmt.Fprintf(t.notes, "mesh: note: %s\n", n) }
-	}
-	l, err := snapstore.OpenWith(ctx, store, reg, t.data, opts)
-	if err != nil {
-		store.Close()
-		return nil, err
-	}
-	c, err := controller.New(controller.Config{
-		Store: store, Registry: reg, Clock: wallClock,
-		Views: l.Views, Runner: l.Runner, TimelineQuery: l.Timeline,
-	})
-	if err != nil {
-		l.Close()
-		store.Close()
-		return nil, err
-	}
-	return &session{svc: c, ctrl: c, store: store, local: l}, nil
 }

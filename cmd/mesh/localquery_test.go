@@ -117,11 +117,10 @@ func resumedFrom(t *testing.T, dir string) uint64 {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	l, ok := s.local.(*snapstore.Local)
-	if !ok {
-		t.Fatalf("a local query session without a snapshot (%T)", s.local)
+	if s.Snapshot == nil {
+		t.Fatal("a local query session without a snapshot")
 	}
-	return l.From
+	return s.Snapshot.From
 }
 
 // A local query after new appends sees them: it resumes from the snapshot

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
+	"meshplane/session"
 )
 
 func (e *env) nodeShowCmd() *cobra.Command {
@@ -22,12 +23,12 @@ func (e *env) nodeShowCmd() *cobra.Command {
 			if len(args) != 1 {
 				return usagef("name one node")
 			}
-			return withQuery(cmd, func(s *session) error {
-				ns, err := s.svc.NodeShow(cmd.Context(), args[0])
+			return withQuery(cmd, func(s *session.Session) error {
+				ns, err := s.Service.NodeShow(cmd.Context(), args[0])
 				if err != nil {
 					return err
 				}
-				sk := s.skipped(api.Skipped{}) // the answer carries none: known locally only
+				sk := s.Skipped(api.Skipped{}) // the answer carries none: known locally only
 				if out == outJSON {
 					if err := writeJSON(e.stdout, ns); err != nil {
 						return err

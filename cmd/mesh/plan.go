@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
+	"meshplane/session"
 )
 
 // exitHeavy is mesh plan's exit code when a node's plan is heavy: it would
@@ -41,8 +42,8 @@ heavy (a heavy pass, rule 7): its first line says so, and mesh plan exits 4.`,
 			if err != nil {
 				return err
 			}
-			return withSession(cmd, false, nil, func(s *session) error {
-				resp, err := s.svc.Plan(cmd.Context(), api.PlanRequest{Nodes: args, After: after})
+			return withSession(cmd, false, nil, func(s *session.Session) error {
+				resp, err := s.Service.Plan(cmd.Context(), api.PlanRequest{Nodes: args, After: after})
 				if err != nil {
 					return err
 				}

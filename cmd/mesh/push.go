@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
+	"meshplane/session"
 )
 
 func (e *env) pushCmd() *cobra.Command {
@@ -25,8 +26,8 @@ func (e *env) pushCmd() *cobra.Command {
 			if len(args) == 1 {
 				req.Node = args[0]
 			}
-			return withSession(cmd, false, nil, func(s *session) error {
-				resp, err := s.svc.Push(cmd.Context(), req)
+			return withSession(cmd, false, nil, func(s *session.Session) error {
+				resp, err := s.Service.Push(cmd.Context(), req)
 				if err != nil {
 					return err
 				}

@@ -13,6 +13,7 @@ import (
 	"meshplane/api"
 	"meshplane/projections"
 	"meshplane/projections/snapstore"
+	"meshplane/session"
 )
 
 func (e *env) rebuildCmd() *cobra.Command {
@@ -48,7 +49,7 @@ terminal.`,
 				return err
 			}
 			defer s.Close()
-			if s.remote() {
+			if s.Remote() {
 				return e.rebuildRemote(cmd.Context(), s, args)
 			}
 			return e.rebuildLocal(cmd.Context(), t, s, args)
@@ -57,8 +58,8 @@ terminal.`,
 }
 
 // rebuildRemote asks the controller to rebuild in the shadow.
-func (e *env) rebuildRemote(ctx context.Context, s *session, names []string) error {
-	rb, ok := s.svc.(api.Rebuilder)
+func (e *env) rebuildRemote(ctx context.Context, s *session.Session, names []string) error {
+	rb, ok := s.Service.(api.Rebuilder)
 	if !ok {
 		return errors.New("this controller does not rebuild projections")
 	}
@@ -92,9 +93,9 @@ func what(names []string) string {
 // rebuildLocal rebuilds from the local store twice, checked
 // byte-identical (controller.RebuildLocal), and saves a rebuild of every
 // projection as the data directory's snapshot (bolt stores only).
-func (e *env) rebuildLocal(ctx context.Context, t target, s *session, names []string) error {
+func (e *env) rebuildLocal(ctx context.Context, t target, s *session.Session, names []string) error {
 	report, stop := progressFunc(e.stderr, "rebuilding")
-	res, err := s.ctrl.RebuildLocal(ctx, names, report)
+	res, err := s.Local.RebuildLocal(ctx, names, report)
 	stop()
 	if err != nil {
 		return err
@@ -107,7 +108,7 @@ func (e *env) rebuildLocal(ctx context.Context, t target, s *session, names []st
 		}
 		fmt.Fprintf(e.stdout, "saved the snapshot of every projection at position %d (%s, %s)\n", res.Runner.Position(), snapstore.SnapshotFile, snapstore.TimelineFile)
 	}
-	sk := s.skipped(api.Skipped{})
+	sk := s.Skipped(api.Skipped{})
 	noteSkipped(e.stdout, sk)
 	return partial(sk, true)
 }

@@ -8,6 +8,7 @@ import (
 
 	"meshplane/api"
 	"meshplane/projections"
+	"meshplane/session"
 )
 
 func (e *env) rosterCmd() *cobra.Command {
@@ -32,7 +33,7 @@ what changed between two.` + slowLocal,
 			if diff != "" && !ok {
 				return usagef("--diff wants FROM,TO")
 			}
-			return withSession(cmd, false, nil, func(s *session) error {
+			return withSession(cmd, false, nil, func(s *session.Session) error {
 				var err error
 				switch {
 				case diff != "":
@@ -45,7 +46,7 @@ what changed between two.` + slowLocal,
 				if err != nil {
 					return err
 				}
-				return partial(s.skipped(api.Skipped{}), false)
+				return partial(s.Skipped(api.Skipped{}), false)
 			})
 		},
 	}
@@ -55,8 +56,8 @@ what changed between two.` + slowLocal,
 	return cmd
 }
 
-func (e *env) rosterDiff(cmd *cobra.Command, s *session, out string, req api.RosterDiffRequest) error {
-	d, err := s.svc.RosterDiff(cmd.Context(), req)
+func (e *env) rosterDiff(cmd *cobra.Command, s *session.Session, out string, req api.RosterDiffRequest) error {
+	d, err := s.Service.RosterDiff(cmd.Context(), req)
 	if err != nil {
 		return err
 	}
@@ -82,8 +83,8 @@ func (e *env) rosterDiff(cmd *cobra.Command, s *session, out string, req api.Ros
 	return nil
 }
 
-func (e *env) rosterHistory(cmd *cobra.Command, s *session, out, node string) error {
-	h, err := s.svc.RosterHistory(cmd.Context(), node)
+func (e *env) rosterHistory(cmd *cobra.Command, s *session.Session, out, node string) error {
+	h, err := s.Service.RosterHistory(cmd.Context(), node)
 	if err != nil {
 		return err
 	}
@@ -107,8 +108,8 @@ func (e *env) rosterHistory(cmd *cobra.Command, s *session, out, node string) er
 	return tw.Flush()
 }
 
-func (e *env) rosterCurrent(cmd *cobra.Command, s *session, out, node string) error {
-	d, err := s.svc.Roster(cmd.Context(), node)
+func (e *env) rosterCurrent(cmd *cobra.Command, s *session.Session, out, node string) error {
+	d, err := s.Service.Roster(cmd.Context(), node)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
+	"meshplane/session"
 )
 
 func (e *env) statusCmd() *cobra.Command {
@@ -18,12 +19,12 @@ func (e *env) statusCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withQuery(cmd, func(s *session) error {
-				resp, err := s.svc.Status(cmd.Context(), api.StatusRequest{Nodes: args})
+			return withQuery(cmd, func(s *session.Session) error {
+				resp, err := s.Service.Status(cmd.Context(), api.StatusRequest{Nodes: args})
 				if err != nil {
 					return err
 				}
-				sk := s.skipped(resp.Skipped)
+				sk := s.Skipped(resp.Skipped)
 				if out == outJSON {
 					if err := writeJSON(e.stdout, resp.Nodes); err != nil {
 						return err
@@ -69,8 +70,8 @@ func (e *env) statusCmd() *cobra.Command {
 // (nothing when it cannot be asked).
 func completeNodes(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
 	var names []string
-	_ = withQuery(cmd, func(s *session) error {
-		resp, err := s.svc.Status(cmd.Context(), api.StatusRequest{})
+	_ = withQuery(cmd, func(s *session.Session) error {
+		resp, err := s.Service.Status(cmd.Context(), api.StatusRequest{})
 		for _, st := range resp.Nodes {
 			names = append(names, st.Node)
 		}

@@ -2,24 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"meshplane/api"
-	"meshplane/api/httpapi"
 	"meshplane/commands"
-	"meshplane/controller"
-	"meshplane/events"
-	"meshplane/events/boltstore"
-	"meshplane/events/memstore"
 	"meshplane/events/storeurl"
+	"meshplane/session"
 )
 
 // Where a command works: the flags every command takes (persistent on the
@@ -100,86 +92,30 @@ func targetOf(cmd *cobra.Command, localOnly bool) (target, error) {
 	return t, nil
 }
 
-// session is one command's api.Service: a controller over the local store
-// (not running: every query catches its projections up), or a client of a
-// running controller.
-type session struct {
-	svc   api.Service
-	ctrl  *controller.Controller // local mode
-	store io.Closer              // local mode: the events.Store
-	local io.Closer              // local mode resuming from a snapshot: its files
+// session is where t's store or controller was opened: package session.
+func (t target) session() session.Target {
+	return session.Target{
+		Data: t.data, Server: t.server, TokenFile: t.tokenFile, TLSCA: t.tlsCA, Store: t.store,
+		Token: strings.TrimSpace(os.Getenv("MESH_TOKEN")),
+	}
 }
 
-func (s *session) Close() error {
-	if s.local != nil {
-		s.local.Close()
-	}
-	if s.store != nil {
-		return s.store.Close()
-	}
-	return nil
-}
-
-// remote reports whether s asks a controller.
-func (s *session) remote() bool { return s.ctrl == nil }
-
-// skipped is what the projections could not fold: locally the controller's
-// counts, remotely what the answer said (from, for the queries that carry
-// it; the others carry none).
-func (s *session) skipped(from api.Skipped) api.Skipped {
-	if s.ctrl == nil {
-		return from
-	}
-	return s.ctrl.Skipped()
-}
-
-// open opens t for a command: a client of t.server, or the local store,
-// read-only unless write is set (only writers create or change it). On a
-// fresh data directory, fresh are checked against an empty mesh first, so a
-// refused command leaves no store behind. A store locked by a live
-// controller (DATA/controller.json) is reached through that controller.
-func (t target) open(ctx context.Context, write bool, fresh []commands.Command) (*session, error) {
-	if t.server != "" {
-		return t.client(t.server, t.tokenFile)
-	}
-	if write && t.bolt() {
-		if err := checkFresh(ctx, t.data, fresh); err != nil {
-			return nil, batchRefused(err, len(fresh))
+// open opens t for a command (session.Open): read-only unless write is set
+// (only writers create or change a store); fresh are checked against an
+// empty mesh first on a fresh data directory.
+func (t target) open(ctx context.Context, write bool, fresh []commands.Command) (*session.Session, error) {
+	o := session.Options{Write: write, Fresh: fresh, Clock: wallClock}
+	if t.resume && !write {
+		o.Resume, o.Snapshot = true, snapshotOptions
+		if t.notes != nil {
+			o.OnNote = func(n string) { fmt.Fprintf(t.notes, "mesh: note: %s\n", n) }
 		}
 	}
-	s, err := storeurl.Open(ctx, t.store, storeurl.Options{Data: t.data, ReadOnly: !write, Create: write})
-	switch {
-	case !write && t.bolt() && errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("no event store at %s (run 'mesh up' first, or pass --data)", storeurl.Path(t.data))
-	case errors.Is(err, boltstore.ErrLocked):
-		info, ierr := controller.ReadInfo(t.data)
-		if ierr != nil {
-			return nil, err
-		}
-		tokenFile := t.tokenFile
-		if tokenFile == "" {
-			tokenFile = filepath.Join(t.data, httpapi.TokenFile)
-		}
-		return t.client(info.URL, tokenFile)
-	case err != nil:
-		return nil, err
-	}
-	if bs, ok := s.(*boltstore.Store); ok && t.resume && !write {
-		return t.resumed(ctx, bs)
-	}
-	c, err := controller.New(controller.Config{Store: s, Clock: wallClock})
-	if err != nil {
-		s.Close()
-		return nil, err
-	}
-	return &session{svc: c, ctrl: c, store: s}, nil
+	return session.Open(ctx, t.session(), o)
 }
 
 // bolt reports whether t's store is the bolt file in t.data.
-func (t target) bolt() bool {
-	k, err := storeurl.KindOf(t.store)
-	return err == nil && k == storeurl.Bolt
-}
+func (t target) bolt() bool { return t.session().Bolt() }
 
 // checkStoreURL checks --store: a store URL (storeurl), not memory (a
 // verb's writes would be gone when it exits).
@@ -190,54 +126,8 @@ func checkStoreURL(url string) error {
 	return nil
 }
 
-// client is a session asking the controller at url, with the token from
-// tokenFile, else $MESH_TOKEN.
-func (t target) client(url, tokenFile string) (*session, error) {
-	var token string
-	switch {
-	case tokenFile != "":
-		tok, err := httpapi.ReadToken(tokenFile)
-		if err != nil {
-			return nil, err
-		}
-		token = tok
-	case os.Getenv("MESH_TOKEN") != "":
-		token = strings.TrimSpace(os.Getenv("MESH_TOKEN"))
-	default:
-		return nil, fmt.Errorf("no API token for %s: give --token-file FILE (the controller's DATA/api-token) or set MESH_TOKEN", url)
-	}
-	var opts []httpapi.ClientOption
-	if t.tlsCA != "" {
-		pem, err := os.ReadFile(t.tlsCA)
-		if err != nil {
-			return nil, fmt.Errorf("--tls-ca: %w", err)
-		}
-		opts = append(opts, httpapi.WithCA(pem))
-	}
-	c, err := httpapi.NewClient(url, token, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return &session{svc: c}, nil
-}
-
-// checkFresh checks cs against an empty mesh when dir holds no store yet,
-// so that a command refused there does not leave a new, empty store behind.
-// Over an existing store the controller's ExecuteAll checks them.
-func checkFresh(ctx context.Context, dir string, cs []commands.Command) error {
-	if len(cs) == 0 {
-		return nil
-	}
-	if _, err := os.Stat(storeurl.Path(dir)); !errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	s := memstore.New()
-	defer s.Close()
-	return commands.NewHandler(s, events.NewRegistry()).Check(ctx, cs)
-}
-
 // withSession opens cmd's target, runs fn, and closes it.
-func withSession(cmd *cobra.Command, write bool, fresh []commands.Command, fn func(*session) error) error {
+func withSession(cmd *cobra.Command, write bool, fresh []commands.Command, fn func(*session.Session) error) error {
 	t, err := targetOf(cmd, false)
 	if err != nil {
 		return err
@@ -248,60 +138,6 @@ func withSession(cmd *cobra.Command, write bool, fresh []commands.Command, fn fu
 	}
 	defer s.Close()
 	return fn(s)
-}
-
-// skippedError is a read answered in part: the projections skipped events
-// that did not decode (exit 1). note is what to print, if the command has
-// not printed it already.
-type skippedError struct {
-	total int
-	note  string
-}
-
-func (e *skippedError) Error() string {
-	if e.note != "" {
-		return e.note
-	}
-	return fmt.Sprintf("%d event(s) could not be folded: the answer above leaves them out", e.total)
-}
-
-// partial returns a *skippedError when sk holds events that did not decode,
-// with the note unless printed says it is on stdout already.
-func partial(sk api.Skipped, printed bool) error {
-	if sk.FailuresTotal == 0 {
-		return nil
-	}
-	se := &skippedError{total: sk.FailuresTotal}
-	if !printed {
-		var b strings.Builder
-		noteSkipped(&b, sk)
-		se.note = strings.TrimSpace(b.String())
-	}
-	return se
-}
-
-// noteSkipped tells what the projections could not fold: events of types
-// this build does not know, and events that did not decode. They are kept
-// in the store and counted here, never silently lost.
-func noteSkipped(w io.Writer, sk api.Skipped) {
-	if u := sk.UnknownTypes; len(u) > 0 {
-		types := make([]string, 0, len(u))
-		for t := range u {
-			types = append(types, t)
-		}
-		sort.Strings(types)
-		parts := make([]string, len(types))
-		for i, t := range types {
-			parts[i] = fmt.Sprintf("%s: %d", t, u[t])
-		}
-		fmt.Fprintf(w, "\nskipped events of types this build does not know (kept in the store): %s\n", strings.Join(parts, ", "))
-	}
-	if sk.FailuresTotal > 0 && len(sk.Failures) > 0 {
-		f := sk.Failures[0]
-		fmt.Fprintf(w, "\n%d event(s) could not be folded; the first at position %d (%s): %s\n", sk.FailuresTotal, f.Position, f.Type, f.Err)
-	} else if sk.FailuresTotal > 0 {
-		fmt.Fprintf(w, "\n%d event(s) could not be folded\n", sk.FailuresTotal)
-	}
 }
 
 // Output formats of the queries (-o).
@@ -332,4 +168,10 @@ func outputOf(cmd *cobra.Command) (string, error) {
 		return o, nil
 	}
 	return "", usagef("-o %q: want table or json", o)
+}
+
+// checkFresh is session.CheckFresh: cs checked against an empty mesh when
+// dir holds no store yet.
+func checkFresh(ctx context.Context, dir string, cs []commands.Command) error {
+	return session.CheckFresh(ctx, dir, cs)
 }

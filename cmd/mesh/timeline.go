@@ -9,6 +9,7 @@ import (
 
 	"meshplane/api"
 	"meshplane/events"
+	"meshplane/session"
 )
 
 // timelinePage is the page size the timeline asks for while it follows the
@@ -47,22 +48,22 @@ printed (from a controller, page after page).`,
 					return usagef("%q is not an RFC 3339 time (2026-09-29T23:02:00Z)", b.s)
 				}
 			}
-			return withQuery(cmd, func(s *session) error {
+			return withQuery(cmd, func(s *session.Session) error {
 				var raw []api.Entry
 				var sk api.Skipped
-				if s.ctrl != nil && limit == 0 {
+				if s.Local != nil && limit == 0 {
 					// Every match of a local store: one query of the
 					// projections the controller folds. (Following the
 					// Service's cursors reads the timeline once a page:
 					// each page widens its window from the newest match
 					// back to its cursor.)
-					if raw, err = s.ctrl.QueryTimeline(cmd.Context(), req); err != nil {
+					if raw, err = s.Local.QueryTimeline(cmd.Context(), req); err != nil {
 						return err
 					}
-				} else if raw, sk, err = fetchTimeline(cmd.Context(), s.svc, req, limit); err != nil {
+				} else if raw, sk, err = fetchTimeline(cmd.Context(), s.Service, req, limit); err != nil {
 					return err
 				}
-				sk = s.skipped(sk)
+				sk = s.Skipped(sk)
 				entries := api.Collapse(raw)
 				if out == outJSON {
 					if err := writeJSON(e.stdout, entries); err != nil {

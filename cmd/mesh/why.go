@@ -8,6 +8,7 @@ import (
 
 	"meshplane/api"
 	"meshplane/events"
+	"meshplane/session"
 )
 
 func (e *env) whyCmd() *cobra.Command {
@@ -26,12 +27,12 @@ behind each.` + slowLocal,
 				return usagef("want NODE RESOURCE")
 			}
 			node, resource := args[0], args[1]
-			return withSession(cmd, false, nil, func(s *session) error {
-				resp, err := s.svc.Why(cmd.Context(), api.WhyRequest{Node: node, Resource: resource})
+			return withSession(cmd, false, nil, func(s *session.Session) error {
+				resp, err := s.Service.Why(cmd.Context(), api.WhyRequest{Node: node, Resource: resource})
 				if err != nil {
 					return err
 				}
-				sk := s.skipped(api.Skipped{}) // the answer carries none: known locally only
+				sk := s.Skipped(api.Skipped{}) // the answer carries none: known locally only
 				// Quiet passes collapse into one touch, which keeps the
 				// first's entry (and so its push).
 				push := map[uint64][]api.Entry{}

@@ -10,6 +10,7 @@ import (
 
 	"meshplane/api"
 	"meshplane/commands"
+	"meshplane/session"
 )
 
 // operator is who the CLI acts as ($MESH_OPERATOR, else $USER, else
@@ -30,8 +31,8 @@ func operator() string {
 // refused, none is written). It reports each: the events it appended, or
 // that its work was already done.
 func (e *env) execute(cmd *cobra.Command, cs ...commands.Command) error {
-	return withSession(cmd, true, cs, func(s *session) error {
-		res, err := call(cmd.Context(), s.svc, operator(), cs)
+	return withSession(cmd, true, cs, func(s *session.Session) error {
+		res, err := call(cmd.Context(), s.Service, operator(), cs)
 		for i, a := range res.Results {
 			if len(a.Events) == 0 {
 				fmt.Fprintf(e.stdout, "%s, nothing to do\n", commands.UnchangedNote(cs[i]))
