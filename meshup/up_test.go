@@ -1,9 +1,19 @@
 package meshup
 
 import (
+	"context"
+	"errors"
+	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"meshplane/commands"
+	"meshplane/daemon"
+	"meshplane/events/storeurl"
 )
 
 func freeAddr(t *testing.T) string {
@@ -57,5 +67,45 @@ func TestStoreFree(t *testing.T) {
 	}
 	if free := freeAddr(t); StoreFree(free) != nil {
 		t.Errorf("StoreFree(%s), free: %v", free, StoreFree(free))
+	}
+}
+
+// TestUpSetUpRefused: a set-up Check refuses stops Up before the store or
+// the controller: Refused's error, and no store left behind.
+func TestUpSetUpRefused(t *testing.T) {
+	mf, defs := exampleSetUp(t)
+	data := filepath.Join(t.TempDir(), "data")
+	_, err := Up(context.Background(), UpConfig{
+		Controller: daemon.Config{Data: data}, SetUp: true, File: mf, Modules: defs,
+		Check: func(context.Context, []commands.Command) error {
+			return &commands.Rejection{Code: "invalid", Msg: "no"}
+		},
+		Out: io.Discard, Log: io.Discard,
+	})
+	var rej *commands.Rejection
+	if !errors.As(err, &rej) || !strings.Contains(rej.Msg, "nothing was written") {
+		t.Fatalf("%v, want the refusal saying nothing was written", err)
+	}
+	if _, err := os.Stat(storeurl.Path(data)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused set-up left a store (%v)", err)
+	}
+}
+
+// TestUpStoreHeld: a set-up on a bolt store another process holds fails
+// with daemon.ErrStoreHeld, before any controller starts.
+func TestUpStoreHeld(t *testing.T) {
+	mf, defs := exampleSetUp(t)
+	data := t.TempDir()
+	held, err := storeurl.Open(context.Background(), "", storeurl.Options{Data: data, Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	_, err = Up(context.Background(), UpConfig{
+		Controller: daemon.Config{Data: data}, SetUp: true, File: mf, Modules: defs,
+		Clock: func() time.Time { return time.Now().UTC() }, Actor: "alice", Out: io.Discard, Log: io.Discard,
+	})
+	if !errors.Is(err, daemon.ErrStoreHeld) {
+		t.Fatalf("%v, want daemon.ErrStoreHeld", err)
 	}
 }
