@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"meshplane/agent"
+	"meshplane/agent/agentd"
 )
 
 // Where `mesh up` keeps the local agents it starts, in its data directory:
@@ -28,8 +29,8 @@ const (
 	DockerRootDir = "root"
 	// ArtifactsDir is where, in an agent's data directory, the artifact
 	// store it serves keeps its blobs and manifests (`mesh agent
-	// --artifact-store`; format in package artifacts).
-	ArtifactsDir = "artifacts"
+	// --artifact-store`, agentd.ArtifactsDir; format in package artifacts).
+	ArtifactsDir = agentd.ArtifactsDir
 )
 
 // StopTimeout is how long Agents.Stop waits for an agent after SIGTERM

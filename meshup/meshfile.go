@@ -1,18 +1,26 @@
-// Package meshup is what `mesh up` does beside serving the controller: the
+// Package meshup is what `mesh up` does, testable without the CLI: the
 // mesh file (File, ParseFile) and the set-up it turns into operator
 // commands (SetUp, Execute: all or nothing), the images of its builds:
 // (BuildImages, put into the artifact store by StageBuilds and
 // PushBuilds), the data directory's id that labels what up makes on an
 // engine (DataID, DockerCleanup), the runtime each node runs on
-// (Runtimes), the local supervisor of one agent process per node
-// (StartAgents, Agents.Stop), and the convergence wait of --once
+// (Runtimes), where the artifact store is served on this machine
+// (StoreServed, StoreFree), the local supervisor of one agent process per
+// node (StartAgents, Agents.Stop), and the convergence wait of --once
 // (Converge: push every node, wait until each node's report is recorded).
+//
+// Two functions put them together: Up is `mesh up` (the set-up on the
+// store named, then the controller, package daemon, and the agents; with
+// Once one pass and a stop), Passes is `mesh up --passes N` (the set-up on
+// the bolt store and N passes over nodes simulated in this process,
+// package sim). cmd/mesh reads the files the flags name, fills their
+// configuration, and prints what they return.
 //
 // Each part is testable without the CLI: the parser takes bytes, the
 // set-up returns commands and runs on a *commands.Handler, the supervisor
 // takes the program to run and how to write a node's credentials, and the
 // wait takes anything with the API's Status and Push (the API's client, a
-// fake). It opens no event store: cmd/mesh opens one and hands it over.
+// fake).
 package meshup
 
 import (
@@ -27,16 +35,18 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"meshplane/agent/agentd"
 	"meshplane/commands"
 	"meshplane/events"
 )
 
-// Runtimes a mesh file's node (runtime:) and `mesh agent --runtime` name.
+// Runtimes a mesh file's node (runtime:) and `mesh agent --runtime` name
+// (the agent's, package agentd).
 const (
 	// RuntimeSim is the simulated runtime, in memory (the default).
-	RuntimeSim = "sim"
+	RuntimeSim = agentd.RuntimeSim
 	// RuntimeDocker is this machine's Docker engine.
-	RuntimeDocker = "docker"
+	RuntimeDocker = agentd.RuntimeDocker
 )
 
 // File describes the nodes of a mesh for `mesh up` (examples/mesh.yaml,

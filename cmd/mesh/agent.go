@@ -5,7 +5,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"meshplane/agent/agentd"
 )
+
+// outboxDir is where, in an agent's data directory, its reports wait
+// (agentd.OutboxDir; the format is agent.OpenOutbox's): the verbs that read
+// an agent's directory (store verify) find it there.
+const outboxDir = agentd.OutboxDir
 
 // agentOptions are mesh agent's flags.
 type agentOptions struct {
@@ -41,7 +48,7 @@ func (e *env) agentCmd() *cobra.Command {
 			if o.creds == "" {
 				return usagef("give --creds FILE (written by 'mesh node register NODE --creds FILE')")
 			}
-			if o.runtime != "sim" && o.runtime != "docker" {
+			if o.runtime != agentd.RuntimeSim && o.runtime != agentd.RuntimeDocker {
 				return usagef("--runtime %q: want sim or docker", o.runtime)
 			}
 			o.data, _ = cmd.Flags().GetString(flagData)
@@ -63,18 +70,19 @@ func (e *env) agentCmd() *cobra.Command {
 	return cmd
 }
 
-// runAgentCmd runs mesh agent in the foreground until SIGINT or SIGTERM.
+// runAgentCmd runs mesh agent in the foreground until SIGINT or SIGTERM
+// (agentd.Run, the agent process assembled).
 func runAgentCmd(cmd *cobra.Command, o agentOptions) error {
-	if len(o.simFound) > 0 && o.runtime != runtimeSim {
+	if len(o.simFound) > 0 && o.runtime != agentd.RuntimeSim {
 		return usagef("--sim-found is for --runtime sim")
 	}
-	if o.dockerRoot != "" && o.runtime != runtimeDocker {
+	if o.dockerRoot != "" && o.runtime != agentd.RuntimeDocker {
 		return usagef("--docker-root is for --runtime docker")
 	}
-	if o.dockerPrefix != "" && o.runtime != runtimeDocker {
+	if o.dockerPrefix != "" && o.runtime != agentd.RuntimeDocker {
 		return usagef("--docker-prefix is for --runtime docker")
 	}
-	if len(o.dockerLabels) > 0 && o.runtime != runtimeDocker {
+	if len(o.dockerLabels) > 0 && o.runtime != agentd.RuntimeDocker {
 		return usagef("--docker-label is for --runtime docker")
 	}
 	labels := map[string]string{}
@@ -85,7 +93,7 @@ func runAgentCmd(cmd *cobra.Command, o agentOptions) error {
 		}
 		labels[k] = v
 	}
-	return runAgent(cmd.Context(), agentConfig{
+	return agentd.Run(cmd.Context(), agentd.Config{
 		Creds: o.creds, Data: o.data, Runtime: o.runtime, Interval: o.interval,
 		SimFound: o.simFound, DockerRoot: o.dockerRoot, DockerPrefix: o.dockerPrefix, DockerLabels: labels,
 		ArtifactStore: o.artifactStore, Metrics: o.metrics,

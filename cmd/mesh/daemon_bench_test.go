@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"meshplane/agent"
+	"meshplane/agent/agentd"
 	"meshplane/api"
 	"meshplane/bus"
 	"meshplane/daemon"
@@ -19,7 +20,7 @@ import (
 // BenchmarkPushToRecorded measures a push to every node until every node's
 // report of it is recorded, through the whole system in one process: the
 // controller (daemon.Run: bolt store, embedded NATS, HTTP API) and one
-// agent per node (runAgent: its own NATS connection and watch, the
+// agent per node (agentd.Run: its own NATS connection and watch, the
 // simulated runtime, its outbox on disk). Each iteration is one forced push
 // of every node (POST /v1/push); per node, the time from the push request
 // to its report recorded in the store. Reported: p50 and p99 of those, and
@@ -122,7 +123,7 @@ func benchPushToRecorded(b *testing.B, n int, memOutbox bool) {
 		if err := daemon.RegisterCreds(d.cfg.Data, node, path, d.ready.BusURLs, nil); err != nil {
 			b.Fatal(err)
 		}
-		startNode(b, path, b.TempDir(), func(c *agentConfig) {
+		startNode(b, path, b.TempDir(), func(c *agentd.Config) {
 			c.Applied = nil
 			if memOutbox {
 				c.Outbox = agent.NewMemOutbox()

@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"meshplane/agent"
+	"meshplane/agent/agentd"
 	"meshplane/agent/simruntime"
 	"meshplane/api"
 	"meshplane/api/httpapi"
@@ -32,7 +33,7 @@ import (
 	"meshplane/projections"
 )
 
-// These tests run the controller and agents as daemon.Run and runAgent
+// These tests run the controller and agents as daemon.Run and agentd.Run
 // in goroutines of the test process: a real embedded NATS server on a free
 // port, a real bolt store, the real HTTP API. MESH_TEST_LOG=1 shows their
 // logs.
@@ -118,7 +119,7 @@ func (d *testDaemon) creds(t testing.TB, node string) string {
 	return path
 }
 
-// node is one runAgent in a goroutine.
+// node is one agentd.Run in a goroutine.
 type node struct {
 	sim    *simruntime.Runtime
 	cancel context.CancelFunc
@@ -128,11 +129,11 @@ type node struct {
 	applied []agent.Report
 }
 
-func startNode(t testing.TB, creds, data string, edit ...func(*agentConfig)) *node {
+func startNode(t testing.TB, creds, data string, edit ...func(*agentd.Config)) *node {
 	t.Helper()
 	n := &node{sim: simruntime.New(), done: make(chan error, 1)}
-	cfg := agentConfig{
-		Creds: creds, Data: data, Runtime: runtimeSim, Interval: time.Hour,
+	cfg := agentd.Config{
+		Creds: creds, Data: data, Runtime: agentd.RuntimeSim, Interval: time.Hour,
 		RetryMax: 100 * time.Millisecond, ReportTimeout: 2 * time.Second,
 		Logger: daemonLogger(), Sim: n.sim,
 		Applied: func(r agent.Report) { n.mu.Lock(); n.applied = append(n.applied, r); n.mu.Unlock() },
@@ -142,7 +143,7 @@ func startNode(t testing.TB, creds, data string, edit ...func(*agentConfig)) *no
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
-	go func() { n.done <- runAgent(ctx, cfg) }()
+	go func() { n.done <- agentd.Run(ctx, cfg) }()
 	t.Cleanup(func() { n.stop(t) })
 	return n
 }
@@ -153,7 +154,7 @@ func (n *node) stop(t testing.TB) {
 	select {
 	case err, ok := <-n.done:
 		if ok && err != nil {
-			t.Errorf("runAgent: %v", err)
+			t.Errorf("agentd.Run: %v", err)
 		}
 		if ok {
 			close(n.done)
@@ -291,7 +292,7 @@ func TestDaemonLateReportsRecordedOnce(t *testing.T) {
 	d := startDaemon(t, data, busAt)
 	daemonSetUp(t, d.client, []string{"n1"})
 	creds := d.creds(t, "n1")
-	n1 := startNode(t, creds, t.TempDir(), func(c *agentConfig) { c.Interval = 150 * time.Millisecond })
+	n1 := startNode(t, creds, t.TempDir(), func(c *agentd.Config) { c.Interval = 150 * time.Millisecond })
 	inSync(t, d.client, "n1")
 
 	d.stop(t)
@@ -387,9 +388,9 @@ func TestDaemonOtherNodesCreds(t *testing.T) {
 		if err := os.WriteFile(path, marshal(t, forged), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		err := runAgent(ctx, agentConfig{Creds: path, Data: t.TempDir(), Logger: daemonLogger()})
+		err := agentd.Run(ctx, agentd.Config{Creds: path, Data: t.TempDir(), Logger: daemonLogger()})
 		if !errors.Is(err, bus.ErrBadCreds) {
-			t.Fatalf("runAgent with n2's user labelled n1: %v, want ErrBadCreds", err)
+			t.Fatalf("agentd.Run with n2's user labelled n1: %v, want ErrBadCreds", err)
 		}
 	})
 	time.Sleep(200 * time.Millisecond) // what was published would be recorded by now
@@ -457,7 +458,7 @@ func TestDaemonAPIToken(t *testing.T) {
 	checkStoreStill(t, ctx, d.client, before)
 }
 
-// TestDaemonRefusesToStart: what daemon.Run and runAgent refuse before
+// TestDaemonRefusesToStart: what daemon.Run and agentd.Run refuse before
 // serving.
 func TestDaemonRefusesToStart(t *testing.T) {
 	ctx := context.Background()
@@ -475,14 +476,14 @@ func TestDaemonRefusesToStart(t *testing.T) {
 		}, "--nats-creds"},
 		{"docker runtime under a relative root", func() error {
 			d := startDaemon(t, t.TempDir(), "")
-			return runAgent(ctx, agentConfig{Creds: d.creds(t, "n1"), Data: t.TempDir(), Runtime: runtimeDocker, DockerRoot: "relative", Logger: daemonLogger()})
+			return agentd.Run(ctx, agentd.Config{Creds: d.creds(t, "n1"), Data: t.TempDir(), Runtime: agentd.RuntimeDocker, DockerRoot: "relative", Logger: daemonLogger()})
 		}, "not absolute"},
 		{"unknown runtime", func() error {
 			d := startDaemon(t, t.TempDir(), "")
-			return runAgent(ctx, agentConfig{Creds: d.creds(t, "n1"), Data: t.TempDir(), Runtime: "podman", Logger: daemonLogger()})
+			return agentd.Run(ctx, agentd.Config{Creds: d.creds(t, "n1"), Data: t.TempDir(), Runtime: "podman", Logger: daemonLogger()})
 		}, "podman"},
 		{"no creds file", func() error {
-			return runAgent(ctx, agentConfig{Creds: filepath.Join(t.TempDir(), "none"), Data: t.TempDir(), Logger: daemonLogger()})
+			return agentd.Run(ctx, agentd.Config{Creds: filepath.Join(t.TempDir(), "none"), Data: t.TempDir(), Logger: daemonLogger()})
 		}, "no such file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -498,9 +499,9 @@ func TestDaemonRefusesToStart(t *testing.T) {
 		creds, data := d.creds(t, "n1"), t.TempDir()
 		startNode(t, creds, data)
 		inSync(t, d.client, "n1")
-		err := runAgent(ctx, agentConfig{Creds: creds, Data: data, Logger: daemonLogger()})
-		if !errors.Is(err, errDataHeld) {
-			t.Fatalf("%v, want errDataHeld", err)
+		err := agentd.Run(ctx, agentd.Config{Creds: creds, Data: data, Logger: daemonLogger()})
+		if !errors.Is(err, agentd.ErrDataHeld) {
+			t.Fatalf("%v, want agentd.ErrDataHeld", err)
 		}
 	})
 	t.Run("a second controller on the same data", func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"meshplane/agent/agentd"
 	"meshplane/api"
 	"meshplane/events"
 )
@@ -56,7 +57,7 @@ func TestDaemonMetrics(t *testing.T) {
 	d := startDaemon(t, t.TempDir(), "")
 	daemonSetUp(t, d.client, []string{"n1"})
 	agentAt := "127.0.0.1:" + strconv.Itoa(daemonFreePort(t))
-	n1 := startNode(t, d.creds(t, "n1"), t.TempDir(), func(c *agentConfig) { c.Metrics = agentAt })
+	n1 := startNode(t, d.creds(t, "n1"), t.TempDir(), func(c *agentd.Config) { c.Metrics = agentAt })
 	if _, err := d.client.Push(ctx, api.PushRequest{Operator: testOperator}); err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -26,7 +24,6 @@ import (
 	"meshplane/agent"
 	"meshplane/agent/docker"
 	"meshplane/api"
-	"meshplane/artifacts"
 	"meshplane/artifacts/imagebuild"
 	"meshplane/meshup"
 	"meshplane/projections"
@@ -45,7 +42,7 @@ func localExample(t *testing.T, node string) (path, storeAt string) {
 	found := false
 	for i := range mf.Nodes {
 		n := &mf.Nodes[i]
-		if n.Runtime != runtimeDocker {
+		if n.Runtime != meshup.RuntimeDocker {
 			continue
 		}
 		if n.ArtifactStore == 0 || n.PrivateAddress != "127.0.0.1" {
@@ -271,79 +268,5 @@ func TestProcessUpOnceNoEngine(t *testing.T) {
 		if strings.Contains(out, unwanted) {
 			t.Errorf("output says %q with no engine:\n%s", unwanted, out)
 		}
-	}
-}
-
-// TestStoreServed: the artifact store is served on this machine only by a
-// node that runs on its engine, at its private address or loopback.
-func TestStoreServed(t *testing.T) {
-	mf, err := meshup.ParseFile("m.yaml", []byte("nodes:\n  - {name: a, artifact-store: 5000, private-address: 10.1.0.3}\n  - {name: b, runtime: docker, artifact-store: 7481}\n  - {name: c, runtime: docker, artifact-store: 7482, private-address: 127.0.0.2}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name       string
-		rts        map[string]string
-		node, addr string
-	}{
-		{"all simulated", map[string]string{"a": runtimeSim, "b": runtimeSim, "c": runtimeSim}, "", ""},
-		{"b on the engine, loopback", map[string]string{"a": runtimeSim, "b": runtimeDocker, "c": runtimeSim}, "b", "127.0.0.1:7481"},
-		{"c on the engine, its address", map[string]string{"a": runtimeSim, "b": runtimeSim, "c": runtimeDocker}, "c", "127.0.0.2:7482"},
-		{"a on the engine, at its private address", map[string]string{"a": runtimeDocker}, "a", "10.1.0.3:5000"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			node, addr, err := storeServed(mf, tt.rts)
-			if err != nil || node != tt.node || addr != tt.addr {
-				t.Errorf("storeServed = %q, %q, %v; want %q, %q", node, addr, err, tt.node, tt.addr)
-			}
-		})
-	}
-}
-
-// TestStoreFree: an artifact store address something listens on already
-// fails up before it starts anything, naming the address.
-func TestStoreFree(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	taken := ln.Addr().String()
-	if err := storeFree(taken); err == nil || !strings.Contains(err.Error(), taken) {
-		t.Errorf("storeFree(%s), taken: %v, want an error naming it", taken, err)
-	}
-	if free := freeAddr(t); storeFree(free) != nil {
-		t.Errorf("storeFree(%s), free: %v", free, storeFree(free))
-	}
-}
-
-// TestServeArtifactStore: the agent's artifact store listens before the
-// agent goes on (a taken address is an error at start, naming it), serves
-// the registry API, and stops when told.
-func TestServeArtifactStore(t *testing.T) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	addr := freeAddr(t)
-	dir := filepath.Join(t.TempDir(), artifactsDir)
-	stop, err := serveArtifactStore(ctx, addr, dir, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := artifacts.Ready(ctx, addr); err != nil {
-		t.Errorf("the store does not answer: %v", err)
-	}
-	if _, err := serveArtifactStore(ctx, addr, t.TempDir(), log); err == nil || !strings.Contains(err.Error(), "artifact store") || !strings.Contains(err.Error(), addr) {
-		t.Errorf("a second store on %s: %v, want an error naming the artifact store and the address", addr, err)
-	}
-	stop()
-	if _, err := os.Stat(filepath.Join(dir, "blobs")); err != nil {
-		t.Errorf("the store's files: %v", err)
-	}
-	gone, cancelGone := context.WithTimeout(ctx, 200*time.Millisecond)
-	defer cancelGone()
-	if err := artifacts.Ready(gone, addr); err == nil {
-		t.Errorf("the store still answers after stop")
 	}
 }

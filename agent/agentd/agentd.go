@@ -1,73 +1,31 @@
-package main
-
-// The agent process (`mesh agent`), assembled from the packages without any
-// CLI framework: the verb parses flags into agentConfig and calls runAgent.
+package agentd
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"meshplane/agent"
 	"meshplane/agent/docker"
 	"meshplane/agent/simruntime"
-	"meshplane/artifacts"
 	"meshplane/bus"
-	"meshplane/internal/safego/safehttp"
-	"meshplane/meshup"
 )
 
-// Runtimes `mesh agent --runtime` names, as a mesh file's nodes do.
+// Runtimes an agent runs on (Config.Runtime, `mesh agent --runtime`), as a
+// mesh file's nodes name them (runtime:).
 const (
-	runtimeSim    = meshup.RuntimeSim
-	runtimeDocker = meshup.RuntimeDocker
+	// RuntimeSim is the simulated runtime, in memory (the default).
+	RuntimeSim = "sim"
+	// RuntimeDocker is the Docker engine (package agent/docker).
+	RuntimeDocker = "docker"
 )
 
-// outboxDir is where, in an agent's data directory, its reports wait for
-// the controller and its State is kept (agent.OpenOutbox; format there).
-const outboxDir = "outbox"
-
-// artifactsDir is where, in an agent's data directory, the artifact store
-// it serves keeps its blobs and manifests (--artifact-store; format in
-// package artifacts), as the supervisor of up's agents says.
-const artifactsDir = meshup.ArtifactsDir
-
-// agentLockFile, in an agent's data directory, is held (flock) while an
-// agent runs on it: two agents over one outbox would deliver each other's
-// reports and overwrite each other's State.
-const agentLockFile = "agent.lock"
-
-// errDataHeld is runAgent's error when another agent runs on its data
-// directory.
-var errDataHeld = errors.New("another agent runs on this data directory")
-
-// lockAgentData makes dir and takes its lock, or fails with errDataHeld.
-func lockAgentData(dir string) (unlock func(), err error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("agent: %w", err)
-	}
-	f, err := os.OpenFile(filepath.Join(dir, agentLockFile), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("agent: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("agent: %s: %w", dir, errDataHeld)
-		}
-		return nil, fmt.Errorf("agent: lock %s: %w", dir, err)
-	}
-	return func() { f.Close() }, nil // closing releases the lock
-}
-
-// agentConfig is what `mesh agent` runs with, one field per flag.
-type agentConfig struct {
+// Config is what an agent runs with; `mesh agent` fills one field per flag.
+type Config struct {
 	// Creds is the node's credentials file (--creds), written by `mesh node
 	// register NAME --creds FILE`: the node's name, the bus's URLs and a
 	// user that may read only that node's declaration and publish only its
@@ -132,15 +90,16 @@ type agentConfig struct {
 	Metrics string
 }
 
-// runAgent runs a node's agent in the foreground until ctx ends (the caller
+// Run runs a node's agent in the foreground until ctx ends (the caller
 // turns SIGINT and SIGTERM into that): it connects to the bus with the
 // node's credentials (waiting while no bus answers: an agent may start
 // before its controller), watches its declaration, applies it when it
 // changes and every Interval, and delivers its reports through the outbox
 // (agent.Run). It returns nil when ctx ends, and an error if it cannot start
 // (credentials refused or unreadable, an unknown runtime, an outbox that
-// does not load) or the bus connection is closed under it.
-func runAgent(ctx context.Context, cfg agentConfig) error {
+// does not load, its data directory held: ErrDataHeld) or the bus
+// connection is closed under it.
+func Run(ctx context.Context, cfg Config) error {
 	if cfg.Creds == "" || cfg.Data == "" {
 		return errors.New("agent: --creds and --data are required")
 	}
@@ -153,37 +112,17 @@ func runAgent(ctx context.Context, cfg agentConfig) error {
 		return fmt.Errorf("agent: %w", err)
 	}
 	log = log.With("node", creds.Node)
-	var rt agent.Runtime
-	switch cfg.Runtime {
-	case runtimeSim, "":
-		sim := cfg.Sim
-		if sim == nil {
-			sim = simruntime.New()
-		}
-		for _, dir := range cfg.SimFound {
-			if err := sim.MakeDirectory(dir, 0o755); err != nil {
-				return fmt.Errorf("agent: found directory %s: %w", dir, err)
-			}
-		}
-		log.Info("agent: runtime sim: the node is simulated in memory; a restarted agent starts from an empty node")
-		rt = sim
-	case runtimeDocker:
-		d, err := docker.New(docker.Options{Node: creds.Node, Root: cfg.DockerRoot, Prefix: cfg.DockerPrefix, Labels: cfg.DockerLabels})
-		if err != nil {
-			return fmt.Errorf("agent: %w", err)
-		}
-		log.Info("agent: runtime docker", "root", cfg.DockerRoot, "prefix", cfg.DockerPrefix, "labels", cfg.DockerLabels)
-		rt = d
-	default:
-		return fmt.Errorf("agent: --runtime %q: want %s or %s", cfg.Runtime, runtimeSim, runtimeDocker)
+	rt, err := newRuntime(cfg, creds.Node, log)
+	if err != nil {
+		return err
 	}
-	unlock, err := lockAgentData(cfg.Data)
+	unlock, err := lockData(cfg.Data)
 	if err != nil {
 		return err
 	}
 	defer unlock()
 	if cfg.ArtifactStore != "" {
-		stopStore, err := serveArtifactStore(ctx, cfg.ArtifactStore, filepath.Join(cfg.Data, artifactsDir), log)
+		stopStore, err := serveArtifactStore(ctx, cfg.ArtifactStore, filepath.Join(cfg.Data, ArtifactsDir), log)
 		if err != nil {
 			return err
 		}
@@ -191,7 +130,7 @@ func runAgent(ctx context.Context, cfg agentConfig) error {
 	}
 	box := cfg.Outbox
 	if box == nil {
-		if box, err = agent.OpenOutbox(filepath.Join(cfg.Data, outboxDir), agent.OutboxLogger(log)); err != nil {
+		if box, err = agent.OpenOutbox(filepath.Join(cfg.Data, OutboxDir), agent.OutboxLogger(log)); err != nil {
 			return err
 		}
 	}
@@ -207,7 +146,7 @@ func runAgent(ctx context.Context, cfg agentConfig) error {
 	var reporter agent.Reporter = link
 	applied := cfg.Applied
 	if cfg.Metrics != "" {
-		m, stop, err := serveAgentMetrics(cfg.Metrics, creds.Node, box, log)
+		m, stop, err := serveMetrics(cfg.Metrics, creds.Node, box, log)
 		if err != nil {
 			return err
 		}
@@ -226,27 +165,29 @@ func runAgent(ctx context.Context, cfg agentConfig) error {
 	return err
 }
 
-// serveArtifactStore serves the artifact store in dir on addr until ctx is
-// done or stop is called (which waits for the server to stop). It listens
-// before it returns: an address taken is an error now, not in the log.
-func serveArtifactStore(ctx context.Context, addr, dir string, log *slog.Logger) (stop func(), err error) {
-	h, err := artifacts.NewHandler(dir)
-	if err != nil {
-		return nil, fmt.Errorf("agent: artifact store: %w", err)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("agent: artifact store: %w", err)
-	}
-	sctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	h = safehttp.Handler("agent.artifacts", log, h, nil)
-	go func() {
-		defer close(done)
-		if err := artifacts.ServeOn(sctx, ln, h); err != nil {
-			log.Error("agent: artifact store stopped", "err", err)
+// newRuntime makes the runtime cfg names for node.
+func newRuntime(cfg Config, node string, log *slog.Logger) (agent.Runtime, error) {
+	switch cfg.Runtime {
+	case RuntimeSim, "":
+		sim := cfg.Sim
+		if sim == nil {
+			sim = simruntime.New()
 		}
-	}()
-	log.Info("agent: serving the artifact store", "addr", ln.Addr().String(), "dir", dir)
-	return func() { cancel(); <-done }, nil
+		for _, dir := range cfg.SimFound {
+			if err := sim.MakeDirectory(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("agent: found directory %s: %w", dir, err)
+			}
+		}
+		log.Info("agent: runtime sim: the node is simulated in memory; a restarted agent starts from an empty node")
+		return sim, nil
+	case RuntimeDocker:
+		d, err := docker.New(docker.Options{Node: node, Root: cfg.DockerRoot, Prefix: cfg.DockerPrefix, Labels: cfg.DockerLabels})
+		if err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+		log.Info("agent: runtime docker", "root", cfg.DockerRoot, "prefix", cfg.DockerPrefix, "labels", cfg.DockerLabels)
+		return d, nil
+	default:
+		return nil, fmt.Errorf("agent: --runtime %q: want %s or %s", cfg.Runtime, RuntimeSim, RuntimeDocker)
+	}
 }
