@@ -30,8 +30,17 @@ import (
 )
 
 // ErrNoStore means a read found no event store in the data directory: there
-// is no mesh there yet. It wraps os.ErrNotExist.
-var ErrNoStore = fmt.Errorf("no event store: %w", os.ErrNotExist)
+// is no mesh there yet. The error Open returns is also os.ErrNotExist.
+var ErrNoStore = errors.New("no event store")
+
+// noStore is ErrNoStore at a path.
+type noStore struct{ path string }
+
+func (e noStore) Error() string {
+	return fmt.Sprintf("no event store at %s (run 'mesh up' first, or pass --data)", e.path)
+}
+
+func (e noStore) Is(target error) bool { return target == ErrNoStore || target == os.ErrNotExist }
 
 // ErrNoToken means a client has no API token to send.
 var ErrNoToken = errors.New("no API token")
@@ -128,7 +137,7 @@ func Open(ctx context.Context, t Target, o Options) (*Session, error) {
 	s, err := storeurl.Open(ctx, t.Store, storeurl.Options{Data: t.Data, ReadOnly: !o.Write, Create: o.Write})
 	switch {
 	case !o.Write && t.Bolt() && errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("%w at %s (run 'mesh up' first, or pass --data)", ErrNoStore, storeurl.Path(t.Data))
+		return nil, noStore{storeurl.Path(t.Data)}
 	case errors.Is(err, boltstore.ErrLocked):
 		info, ierr := controller.ReadInfo(t.Data)
 		if ierr != nil {
