@@ -58,7 +58,8 @@ var layers = map[string]layer{
 	},
 	// The API's types: no HTTP (api/httpapi), no projection, no agent.
 	"meshplane/api": {imports: []string{
-		"context", "fmt", "meshplane/commands", "meshplane/events", "slices", "time", "unicode", "unicode/utf8",
+		"context", "encoding/base64", "encoding/hex", "encoding/json", "errors", "fmt", "meshplane/commands",
+		"meshplane/events", "slices", "strings", "time", "unicode", "unicode/utf8",
 	}},
 	"meshplane/controller": {
 		imports: []string{
