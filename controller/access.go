@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -8,6 +9,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -280,4 +283,23 @@ func ScanRevocations(ctx context.Context, store events.Store, reg *events.Regist
 			return after, nil
 		}
 	}
+}
+
+// accessOf is what node show lists of a node's access: nil when its
+// history has none.
+func accessOf(a commands.Access) *api.NodeAccess {
+	if len(a.Tokens) == 0 && len(a.Keys) == 0 {
+		return nil
+	}
+	out := &api.NodeAccess{Tokens: []api.JoinTokenView{}, Keys: []api.KeyView{}}
+	for _, t := range a.Tokens {
+		out.Tokens = append(out.Tokens, api.JoinTokenView{ID: t.ID, ExpiresAt: t.ExpiresAt, UsedAt: t.Redeemed, From: t.From})
+	}
+	slices.SortFunc(out.Tokens, func(x, y api.JoinTokenView) int {
+		return cmp.Or(x.ExpiresAt.Compare(y.ExpiresAt), strings.Compare(x.ID, y.ID))
+	})
+	for _, k := range a.Keys {
+		out.Keys = append(out.Keys, api.KeyView{PublicKey: k, Revoked: a.Revoked[k]})
+	}
+	return out
 }

@@ -80,8 +80,8 @@ func TestJoinAndRevoke(t *testing.T) {
 	if err != nil || tok.Node != "n4" || tok.URL != "https://10.0.0.1:7480" || !tr.ExpiresAt.Equal(now.Add(10*time.Minute)) {
 		t.Fatalf("token %+v (%v), expires %s", tok, err, tr.ExpiresAt)
 	}
-	if _, err := ctl.NodeShow(ctx, "n4"); err != nil {
-		t.Fatalf("the node is not registered by its token: %v", err)
+	if ns, err := ctl.NodeShow(ctx, "n4"); err != nil || ns.Access == nil || len(ns.Access.Tokens) != 1 || !ns.Access.Tokens[0].UsedAt.IsZero() {
+		t.Fatalf("the node is not registered by its token, or node show does not list it: %+v, %v", ns.Access, err)
 	}
 	key := "U" + strings.Repeat("Z", 55)
 	jr, err := ctl.Join(ctx, api.JoinRequest{Token: tr.Token, PublicKey: key, AgentVersion: "dev", From: "10.0.0.4:5000"})
@@ -129,6 +129,9 @@ func TestJoinAndRevoke(t *testing.T) {
 	again, err := ctl.Revoke(ctx, api.NodeRequest{Operator: "ana", Node: "n4"})
 	if err != nil || len(again.Revoked) != 0 || len(again.All) != 2 {
 		t.Fatalf("Revoke again = %+v, %v", again, err)
+	}
+	if ns, err := other.NodeShow(ctx, "n4"); err != nil || len(ns.Access.Keys) != 2 || !ns.Access.Keys[0].Revoked || ns.Access.Tokens[1].From != "10.0.0.4:5000" {
+		t.Fatalf("node show after the revoke: %+v, %v", ns.Access, err)
 	}
 	list, err := other.Revocations(ctx)
 	if err != nil || len(list) != 2 {

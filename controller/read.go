@@ -79,7 +79,11 @@ func (c *Controller) NodeShow(ctx context.Context, node string) (api.NodeShow, e
 	if holds == nil { // no apply reported yet: no holds
 		holds = []projections.Hold{}
 	}
-	return api.NodeShow{Status: statusOf(st), Holds: mapSlice(holds, holdOf)}, nil
+	n, err := c.handler.Node(ctx, node)
+	if err != nil {
+		return api.NodeShow{}, err
+	}
+	return api.NodeShow{Status: statusOf(st), Holds: mapSlice(holds, holdOf), Access: accessOf(n.Access)}, nil
 }
 
 // Timeline is one page of the filtered timeline (see api.TimelineRequest).
