@@ -28,7 +28,9 @@ func TestJoinTokenRoundTrip(t *testing.T) {
 }
 
 func TestParseJoinTokenRefuses(t *testing.T) {
-	enc := func(json string) string { return api.JoinTokenPrefix + base64.RawURLEncoding.EncodeToString([]byte(json)) }
+	enc := func(json string) string {
+		return api.JoinTokenPrefix + base64.RawURLEncoding.EncodeToString([]byte(json))
+	}
 	for _, tt := range []struct{ in, msg string }{
 		{"", "does not start with MJ1."},
 		{"MJ2.abc", "does not start with MJ1."},
