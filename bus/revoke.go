@@ -67,7 +67,9 @@ func (s *Server) publishClaims(ctx context.Context, account, tok string) error {
 	if err := nc.Publish(fmt.Sprintf(claimsUpdateSubject, account), []byte(tok)); err != nil {
 		return fmt.Errorf("%w: publish the account: %w", ErrRevoke, err)
 	}
-	if err := nc.FlushWithContext(ctx); err != nil {
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := nc.FlushWithContext(fctx); err != nil {
 		return fmt.Errorf("%w: publish the account: %w", ErrRevoke, err)
 	}
 	return nil
