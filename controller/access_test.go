@@ -22,7 +22,9 @@ type fakeMinter struct {
 	n       int
 }
 
-func (f *fakeMinter) Endpoint() (string, string) { return "https://10.0.0.1:7480", strings.Repeat("0f", 32) }
+func (f *fakeMinter) Endpoint() (string, string) {
+	return "https://10.0.0.1:7480", strings.Repeat("0f", 32)
+}
 func (f *fakeMinter) CheckKey(pub string) error {
 	if !strings.HasPrefix(pub, "U") {
 		return errors.New("not a user key")

@@ -36,7 +36,10 @@ func (m *joinMinter) NewNodeCreds(node string) (api.NodeCreds, string, error) {
 	pub := "U" + strings.Repeat("Q", 55)
 	return api.NodeCreds{Version: 1, Node: node, URLs: []string{"tls://127.0.0.1:4222"}, JWT: "jwt-of-" + pub, Seed: "SU"}, pub, nil
 }
-func (m *joinMinter) Revoke(_ context.Context, r map[string]time.Time) error { m.revoked = r; return nil }
+func (m *joinMinter) Revoke(_ context.Context, r map[string]time.Time) error {
+	m.revoked = r
+	return nil
+}
 
 func rejectionCode(err error) string {
 	var r *commands.Rejection
