@@ -48,7 +48,17 @@ to stderr.`,
 		},
 	}
 	cmd.Flags().DurationVar(&ttl, "ttl", api.DefaultJoinTTL, "how long the token is good for (at most 168h)")
+	checkFlags(cmd.Flags(), map[string]flagCheck{"ttl": joinTTL})
 	return cmd
+}
+
+// joinTTL is a join token's lifetime: 1s to api.MaxJoinTTL.
+func joinTTL(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < time.Second || d > api.MaxJoinTTL {
+		return fmt.Errorf("want a duration from 1s to %s (15m, 1h)", api.MaxJoinTTL)
+	}
+	return nil
 }
 
 // writeJoinHint says on stderr what to run on the host.

@@ -51,6 +51,10 @@ NODE': the host makes its own key and the seed never leaves it.`,
 				return usagef("--bus-url goes with --creds")
 			}
 			if creds != "" {
+				// A bad name is refused as the command refuses it.
+				if _, err := commands.Decide(commands.State{}, commands.RegisterNode{Node: args[0]}); err != nil {
+					return err
+				}
 				// Refused before anything is written: no trust root here.
 				if t, err := targetOf(cmd, false); err == nil && t.server == "" {
 					if _, err := bus.OpenAuthority(filepath.Join(t.data, daemon.BusDir)); err != nil {
