@@ -123,6 +123,29 @@ type StatusResponse struct {
 type NodeShow struct {
 	Status NodeStatus `json:"status"`
 	Holds  []Hold     `json:"holds"`
+	// Access is the node's join tokens and bus users, when its history
+	// has any.
+	Access *NodeAccess `json:"access,omitempty"`
+}
+
+// NodeAccess is what a node's history says of its bus users.
+type NodeAccess struct {
+	Tokens []JoinTokenView `json:"tokens"` // by expiry
+	Keys   []KeyView       `json:"keys"`   // oldest first
+}
+
+// JoinTokenView is an issued join token: never its secret.
+type JoinTokenView struct {
+	ID        string    `json:"id"`
+	ExpiresAt time.Time `json:"expires_at"`
+	UsedAt    time.Time `json:"used_at,omitzero"`
+	From      string    `json:"from,omitempty"`
+}
+
+// KeyView is one of a node's bus users, by its public key.
+type KeyView struct {
+	PublicKey string `json:"public_key"`
+	Revoked   bool   `json:"revoked"`
 }
 
 // TimelineRequest filters the timeline and picks a page by position.

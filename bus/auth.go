@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
@@ -96,8 +97,9 @@ func (a *Authority) AccountPublicKey() string { return mustPub(a.account) }
 // Issuer returns the issuer of the mesh account's users.
 func (a *Authority) Issuer() *Issuer { return &Issuer{key: a.account} }
 
-// claims returns the operator JWT and the system and mesh account JWTs.
-func (a *Authority) claims() (op *jwt.OperatorClaims, accounts map[string]string, err error) {
+// claims returns the operator JWT and the system and mesh account JWTs;
+// the mesh account's revokes the users of revoked (public key → when).
+func (a *Authority) claims(revoked map[string]time.Time) (op *jwt.OperatorClaims, accounts map[string]string, err error) {
 	sysPub, accPub := mustPub(a.system), mustPub(a.account)
 	op = jwt.NewOperatorClaims(mustPub(a.operator))
 	op.Name = "meshplane"
@@ -114,6 +116,9 @@ func (a *Authority) claims() (op *jwt.OperatorClaims, accounts map[string]string
 	mesh := jwt.NewAccountClaims(accPub)
 	mesh.Name = "MESH"
 	mesh.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
+	for pub, at := range revoked {
+		mesh.RevokeAt(pub, at)
+	}
 	accounts = map[string]string{}
 	for _, ac := range []*jwt.AccountClaims{sys, mesh} {
 		s, err := ac.Encode(a.operator)

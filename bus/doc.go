@@ -23,6 +23,19 @@
 // the exception (a prefix must end in one token): NodeInbox writes '.' as
 // '~'.
 //
+// # Joining and revoking
+//
+// A joining host makes its own user key; Issuer.NodeFor signs a user JWT
+// of the node for its public key alone (the seed never leaves the host).
+// Server.Revoke makes a list of public keys the mesh account's revocation
+// list (jwt.AccountClaims.Revocations), re-signed by the operator: it is
+// applied to the server at once (nats-server's UpdateAccountClaims closes
+// the revoked users' connections and refuses them after) and published on
+// $SYS.REQ.ACCOUNT.<account>.CLAIMS.UPDATE as a system-account user, which
+// every server with a memory resolver routed to this one applies too.
+// ServerConfig.Revoked carries the list, from history, into every start.
+// OpenAuthority reads a trust root and never makes one.
+//
 // # Declarations
 //
 // Controller.PutDeclaration puts a declaration under its node's key. On the

@@ -42,6 +42,9 @@ type ServerConfig struct {
 	Insecure bool
 	// Logger gets the server's notices, warnings and errors; nil discards.
 	Logger *slog.Logger
+	// Revoked are the users the mesh account revokes from the start
+	// (public key → when), from history (see Server.Revoke).
+	Revoked map[string]time.Time
 }
 
 // Server is the embedded NATS server with JetStream, in operator mode: a
@@ -80,7 +83,7 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	op, accounts, err := auth.claims()
+	op, accounts, err := auth.claims(cfg.Revoked)
 	if err != nil {
 		return nil, err
 	}

@@ -31,6 +31,8 @@ type Node struct {
 	// what RecordApply reads back to tell a report delivered again from
 	// another one under a used apply id.
 	Applies RecentApplies
+	// Access is the node's join tokens and bus users.
+	Access Access
 }
 
 // recentApplies is how many of a node's last apply reports RecentApplies
@@ -175,6 +177,8 @@ func EvolveNode(s Node, ev events.Event, p events.Payload) Node {
 		}
 		s.Declared = declared
 		s.Current = Current{ID: p.Declaration, Digest: p.Digest, Correlation: ev.Correlation, Notes: notes(p.Warnings, p.Skipped)}
+	case events.NodeJoinTokenIssued, events.NodeJoined, events.NodeCredentialsIssued, events.NodeCredentialsRevoked:
+		s.Access = evolveAccess(s.Access, p, ev.At)
 	}
 	switch ev.Type {
 	case events.TypeDeclarationComposed:
@@ -199,7 +203,8 @@ func nodeDecodes(typ string) bool {
 	switch typ {
 	case events.TypeNodeRegistered, events.TypeNodeAdopted, events.TypeNodeSettingSet,
 		events.TypeModuleAssigned, events.TypeModuleReleased, events.TypeModuleTaken,
-		events.TypeDeclarationComposed:
+		events.TypeDeclarationComposed, events.TypeNodeJoinTokenIssued, events.TypeNodeJoined,
+		events.TypeNodeCredentialsIssued, events.TypeNodeCredentialsRevoked:
 		return true
 	}
 	return false

@@ -114,6 +114,8 @@ func Decide(s State, c Command) ([]events.Payload, error) {
 		return nil, err
 	}
 	switch c := c.(type) {
+	case IssueJoinToken, JoinNode, RecordCredentials, RevokeNode:
+		return decideAccess(s, c)
 	case RegisterNode:
 		if s.Node.Registered {
 			return nil, nil
@@ -285,6 +287,9 @@ func UnchangedNote(c Command) string {
 		}
 		return fmt.Sprintf("module %s already runs its latest recorded builds", c.Module)
 	}
+	if n := accessNote(c); n != "" {
+		return n
+	}
 	return fmt.Sprintf("%T changes nothing", c)
 }
 
@@ -313,7 +318,8 @@ func checkNames(c Command) error {
 
 func isNodeCommand(c Command) bool {
 	switch c.(type) {
-	case RegisterNode, AdoptNode, SetNodeSetting, AssignModule, ReleaseModule, TakeModule:
+	case RegisterNode, AdoptNode, SetNodeSetting, AssignModule, ReleaseModule, TakeModule,
+		IssueJoinToken, JoinNode, RecordCredentials, RevokeNode:
 		return true
 	}
 	return false

@@ -127,7 +127,7 @@ func stateOf(ctx context.Context, src source, c Command) (State, uint64, error) 
 	var s State
 	var err error
 	switch c := c.(type) {
-	case RegisterNode, AdoptNode, SetNodeSetting:
+	case RegisterNode, AdoptNode, SetNodeSetting, IssueJoinToken, JoinNode, RecordCredentials, RevokeNode:
 		s.Node, err = src.Node(ctx, nodeOf(c))
 		return s, s.Node.Version, err
 	case AssignModule, ReleaseModule, TakeModule:
@@ -359,6 +359,14 @@ func nodeOf(c Command) string {
 	case ReleaseModule:
 		return c.Node
 	case TakeModule:
+		return c.Node
+	case IssueJoinToken:
+		return c.Node
+	case JoinNode:
+		return c.Node
+	case RecordCredentials:
+		return c.Node
+	case RevokeNode:
 		return c.Node
 	}
 	return ""

@@ -113,6 +113,8 @@ type Controller struct {
 	pushed  map[string]string                                    // node → digest last handed to the bus
 	readers func(node string, r commands.Reader) commands.Reader // Config.ComposeReader
 
+	access accessState // access.go: joining and revoking
+
 	preloaded bool                                                  // see Config.Views
 	tlQuery   func(projections.Filter) ([]projections.Entry, error) // see Config.TimelineQuery
 }

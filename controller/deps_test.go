@@ -58,11 +58,13 @@ var layers = map[string]layer{
 	},
 	// The API's types: no HTTP (api/httpapi), no projection, no agent.
 	"meshplane/api": {imports: []string{
-		"context", "fmt", "meshplane/commands", "meshplane/events", "slices", "time", "unicode", "unicode/utf8",
+		"context", "encoding/base64", "encoding/hex", "encoding/json", "errors", "fmt", "meshplane/commands",
+		"meshplane/events", "slices", "strings", "time", "unicode", "unicode/utf8",
 	}},
 	"meshplane/controller": {
 		imports: []string{
-			"cmp", "context", "encoding/json", "errors", "fmt", "golang.org/x/sync/errgroup", "io/fs", "log/slog",
+			"cmp", "context", "crypto/rand", "crypto/sha256", "encoding/base64", "encoding/hex", "encoding/json", "errors", "fmt",
+			"golang.org/x/sync/errgroup", "io", "io/fs", "log/slog",
 			"meshplane/agent", "meshplane/api", "meshplane/commands", "meshplane/declaration", "meshplane/events",
 			"meshplane/internal/atomicfile", "meshplane/internal/safego", "meshplane/projections", "os", "path/filepath", "slices", "strings", "sync",
 			"sync/atomic", "syscall", "time",

@@ -8,6 +8,7 @@ import (
 
 	"meshplane/api"
 	"meshplane/commands"
+	"meshplane/events"
 	"meshplane/projections"
 )
 
@@ -79,7 +80,19 @@ func (c *Controller) NodeShow(ctx context.Context, node string) (api.NodeShow, e
 	if holds == nil { // no apply reported yet: no holds
 		holds = []projections.Hold{}
 	}
-	return api.NodeShow{Status: statusOf(st), Holds: mapSlice(holds, holdOf)}, nil
+	// The access part is folded by the write side; a stream holding an
+	// event that does not decode (which the projections skip and count) is
+	// shown without it, as the rest of the answer is.
+	var access *api.NodeAccess
+	n, err := c.handler.Node(ctx, node)
+	switch {
+	case errors.Is(err, events.ErrInvalid):
+	case err != nil:
+		return api.NodeShow{}, err
+	default:
+		access = accessOf(n.Access)
+	}
+	return api.NodeShow{Status: statusOf(st), Holds: mapSlice(holds, holdOf), Access: access}, nil
 }
 
 // Timeline is one page of the filtered timeline (see api.TimelineRequest).

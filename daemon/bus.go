@@ -44,10 +44,12 @@ func startBus(cfg Config, log *slog.Logger) (bus.ControllerConfig, []string, fun
 	srv, err := bus.StartServer(bus.ServerConfig{
 		Dir: filepath.Join(cfg.Data, BusDir), Listen: listen,
 		TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey, Insecure: cfg.Insecure, Logger: log,
+		Revoked: cfg.join.revokedList(),
 	})
 	if err != nil {
 		return bus.ControllerConfig{}, nil, nil, fmt.Errorf("controller: %w", err)
 	}
+	cfg.join.set(srv)
 	cc, err := srv.Controller(log)
 	if err != nil {
 		srv.Shutdown(context.Background())
@@ -78,32 +80,45 @@ const defaultBusURL = "nats://" + bus.DefaultListen
 
 // RegisterCreds writes credsPath (mode 0600): node's credentials for the
 // bus, a user of that node alone (bus.NodePermissions), minted from the
-// trust root in dataDir/bus (BusDir; made there if the controller never
-// ran) and naming urls (defaultBusURL when empty), the addresses agents
-// dial: as agents on other machines reach the bus (its --bus-listen private
-// address, tls:// with TLS), which Ready.BusURLs is only on this machine.
-// caPEM, when not nil, is the PEM of the CA that signed the bus's
-// certificate (a bus with TLS from a private CA), carried in the
-// credentials for the agent to verify it. It is `mesh node register NAME
-// --creds FILE`; the node's registration in the store is the verb's own
-// command.
+// trust root in dataDir/bus (BusDir), which must be there (a controller
+// ran on dataDir): a directory without it is refused (bus.ErrNoAuthority,
+// naming it), never given a trust root of its own. The credentials name
+// urls (defaultBusURL when empty), the addresses agents dial: as agents on
+// other machines reach the bus (its --bus-listen private address, tls://
+// with TLS), which Ready.BusURLs is only on this machine. caPEM, when not
+// nil, is the PEM of the CA that signed the bus's certificate (a bus with
+// TLS from a private CA), carried in the credentials for the agent to
+// verify it. It is `mesh node register NAME --creds FILE` on the
+// controller's machine; the node's registration in the store is the
+// verb's own command.
 func RegisterCreds(dataDir, node, credsPath string, urls []string, caPEM []byte) error {
+	_, err := MintCreds(dataDir, node, credsPath, urls, caPEM)
+	return err
+}
+
+// MintCreds is RegisterCreds, and says the public key of the user it
+// minted (for node.credentials-issued).
+func MintCreds(dataDir, node, credsPath string, urls []string, caPEM []byte) (string, error) {
 	if credsPath == "" {
-		return errors.New("register creds: no file")
+		return "", errors.New("register creds: no file")
 	}
 	if len(urls) == 0 {
 		urls = []string{defaultBusURL}
 	}
-	auth, err := bus.LoadAuthority(filepath.Join(dataDir, BusDir))
+	auth, err := bus.OpenAuthority(filepath.Join(dataDir, BusDir))
 	if err != nil {
-		return fmt.Errorf("register creds for %s: %w", node, err)
+		return "", fmt.Errorf("register creds for %s: %w", node, err)
 	}
 	c, err := bus.NewCreds(auth.Issuer(), node, urls, caPEM)
 	if err != nil {
-		return fmt.Errorf("register creds for %s: %w", node, err)
+		return "", fmt.Errorf("register creds for %s: %w", node, err)
+	}
+	pub, err := bus.UserPublicKey(c.JWT)
+	if err != nil {
+		return "", fmt.Errorf("register creds for %s: %w", node, err)
 	}
 	if err := bus.WriteCreds(credsPath, c); err != nil {
-		return fmt.Errorf("register creds for %s: %w", node, err)
+		return "", fmt.Errorf("register creds for %s: %w", node, err)
 	}
-	return nil
+	return pub, nil
 }

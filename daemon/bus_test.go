@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,10 +40,20 @@ func TestBusListen(t *testing.T) {
 }
 
 // TestRegisterCreds: node credentials minted from the data directory's
-// trust root (made there on first use, kept after), naming the URLs given
-// or the embedded bus's default, and refused without a file.
+// trust root (a controller's: refused, naming the directory, where there is
+// none, and none is made), naming the URLs given or the embedded bus's
+// default, and refused without a file.
 func TestRegisterCreds(t *testing.T) {
 	data := t.TempDir()
+	if err := RegisterCreds(data, "n0", filepath.Join(t.TempDir(), "n0.creds"), nil, nil); !errors.Is(err, bus.ErrNoAuthority) || !strings.Contains(err.Error(), filepath.Join(data, BusDir)) {
+		t.Fatalf("RegisterCreds without a trust root: %v; want ErrNoAuthority naming the directory", err)
+	}
+	if _, err := os.Stat(filepath.Join(data, BusDir, "operator.nk")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("RegisterCreds without a trust root made one: %v", err)
+	}
+	if _, err := bus.LoadAuthority(filepath.Join(data, BusDir)); err != nil { // what the controller's first start does
+		t.Fatal(err)
+	}
 	var issuers []string
 	for _, tc := range []struct {
 		node     string

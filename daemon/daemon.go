@@ -68,6 +68,19 @@ type Config struct {
 	// unless Insecure (--insecure) says otherwise out loud.
 	TLSCert, TLSKey string
 	Insecure        bool
+	// TLSCACert (--tls-ca-cert) is a PEM file of the CA that signed
+	// TLSCert: its fingerprint goes in join tokens, GET /v1/join/ca
+	// serves it, and node credentials carry it. Empty: the last
+	// certificate of TLSCert when it is a chain, TLSCert itself when it is
+	// self-signed, else none (a public CA).
+	TLSCACert string
+	// AdvertiseURL is the API URL join tokens name (how hosts reach the
+	// controller); empty: the URL it serves at, an unspecified host
+	// replaced by the machine's host name.
+	AdvertiseURL string
+
+	// join is Run's wiring of the bus for joining (join.go).
+	join *joinWiring
 
 	// BusListen is the embedded bus's host:port (--bus-listen);
 	// bus.DefaultListen when empty. Port 0 (or -1) picks a free port.
@@ -191,6 +204,15 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return fmt.Errorf("controller: %w", err)
 	}
 
+	caPEM, err := loadCA(cfg, log)
+	if err != nil {
+		return err
+	}
+	revoked, err := historyRevocations(ctx, store)
+	if err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+	cfg.join = &joinWiring{revoked: revoked}
 	busCfg, busURLs, stopBus, err := startBus(cfg, log)
 	if err != nil {
 		return err
@@ -289,6 +311,10 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	// wait for them.
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", httpapi.Handler(ctl, token, httpapi.WithLogger(log)))
+	// Joining: authorised by the join token, outside the API token.
+	joinHandler := httpapi.JoinHandler(ctl, caPEM, httpapi.WithLogger(log))
+	mux.Handle("/v1/join", joinHandler)
+	mux.Handle("/v1/join/ca", joinHandler)
 	mux.Handle("/", web.Handler(ctl, token, web.Options{Feed: ctl, Logger: log, Done: serveCtx.Done()}))
 	go func() {
 		served <- safego.Call("api.serve", log, func() error {
@@ -304,6 +330,15 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 	addr := ln.Addr().String()
 	ready := Ready{APIURL: scheme + "://" + addr, Listen: addr, BusURLs: busURLs, Token: token}
+	if srv := cfg.join.server; srv != nil {
+		m := &busMinter{issuer: srv.Authority().Issuer(), server: srv, urls: agentURLs(busURLs, advertisedAPI(cfg, ready.APIURL)), ca: caPEM, apiURL: advertisedAPI(cfg, ready.APIURL)}
+		if caPEM != nil {
+			if m.caPrint, err = httpapi.CAFingerprint(caPEM); err != nil {
+				return fmt.Errorf("controller: %w", err)
+			}
+		}
+		ctl.SetMinter(m)
+	}
 	removeInfo, err := controller.WriteInfo(cfg.Data, controller.Info{Listen: addr, URL: ready.APIURL})
 	if err != nil {
 		return err

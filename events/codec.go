@@ -54,6 +54,10 @@ func NewRegistry() *Registry {
 	registerTyped[ModuleDeployed](r)
 	registerTyped[ReportRefused](r)
 	registerTyped[ReportThrottled](r)
+	registerTyped[NodeJoinTokenIssued](r)
+	registerTyped[NodeJoined](r)
+	registerTyped[NodeCredentialsIssued](r)
+	registerTyped[NodeCredentialsRevoked](r)
 	return r
 }
 

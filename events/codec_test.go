@@ -183,6 +183,10 @@ func TestVocabulary(t *testing.T) {
 		events.ModuleDeployed{Module: "forge", Builds: []events.Build{{Name: "forge/web", Digest: "sha256:ab12"}}, By: events.DeployedByRollOut},
 		events.ReportRefused{Node: "novox", Reason: events.RefusedCounts, Detail: "unchanged: -1 is below zero", Digest: "sha256:ab", Size: 52, ApplyID: "a2", Declaration: "d1"},
 		events.ReportThrottled{Node: "novox", Deferred: 240, From: testAt.UTC(), To: testAt.UTC().Add(time.Minute), Rate: 1, Burst: 64},
+		events.NodeJoinTokenIssued{Node: "novox", TokenID: "0123456789abcdef", SecretSHA256: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", ExpiresAt: testAt.UTC(), By: "operator:ana"},
+		events.NodeJoined{Node: "novox", TokenID: "0123456789abcdef", PublicKey: "UABC", From: "10.0.0.4:5000", AgentVersion: "dev"},
+		events.NodeCredentialsIssued{Node: "novox", PublicKey: "UABC", By: "operator:ana"},
+		events.NodeCredentialsRevoked{Node: "novox", PublicKeys: []string{"UABC"}, By: "operator:ana"},
 		events.ApplyReported{Node: "novox", Declaration: "d1", Sent: 1, Applied: 1, Unchanged: 1, ReceivedAt: testAt.UTC()},
 	}
 	var types []string

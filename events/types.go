@@ -26,6 +26,10 @@ const (
 	TypeModuleDeployed           = "module.deployed"
 	TypeReportRefused            = "report.refused"
 	TypeReportThrottled          = "report.throttled"
+	TypeNodeJoinTokenIssued      = "node.join-token-issued"
+	TypeNodeJoined               = "node.joined"
+	TypeNodeCredentialsIssued    = "node.credentials-issued"
+	TypeNodeCredentialsRevoked   = "node.credentials-revoked"
 )
 
 // NodeStream is the stream of a node's events.
@@ -414,6 +418,64 @@ type ReportThrottled struct {
 	Rate     float64   `json:"rate"`
 	Burst    int       `json:"burst"`
 }
+
+// NodeJoinTokenIssued (public payload, on stream "node-<name>"): an
+// operator (By) asked for a one-time join token for the node, good until
+// ExpiresAt. The token's secret is never stored: SecretSHA256 is the hex
+// SHA-256 of its 32 bytes, TokenID the first 16 hex digits of it (what
+// messages and node.joined name the token by). A join is checked against
+// these alone, so any controller of the store can check it.
+//
+//	{"node": "n4", "token_id": "3f2a…", "secret_sha256": "3f2a…", "expires_at": "…", "by": "operator:ana"}
+type NodeJoinTokenIssued struct {
+	Node         string    `json:"node"`
+	TokenID      string    `json:"token_id"`
+	SecretSHA256 string    `json:"secret_sha256"`
+	ExpiresAt    time.Time `json:"expires_at"`
+	By           string    `json:"by"`
+}
+
+// NodeJoined (public payload, on stream "node-<name>"): a host redeemed
+// the join token TokenID (once: a second redemption is refused) and was
+// given a bus user for the node whose nkey is PublicKey (U..., public; the
+// seed never left the host). From is the address the request came from,
+// as the controller saw it; AgentVersion what the agent said it runs.
+//
+//	{"node": "n4", "token_id": "3f2a…", "public_key": "UD…", "from": "10.0.0.4:51234", "agent_version": "0.19.0"}
+type NodeJoined struct {
+	Node         string `json:"node"`
+	TokenID      string `json:"token_id"`
+	PublicKey    string `json:"public_key"`
+	From         string `json:"from"`
+	AgentVersion string `json:"agent_version,omitempty"`
+}
+
+// NodeCredentialsIssued (public payload, on stream "node-<name>"): the
+// controller minted a whole credentials file for the node (`mesh node
+// register NODE --creds FILE`), a user whose nkey is PublicKey; By asked.
+// Recorded so that a revoke knows the key.
+type NodeCredentialsIssued struct {
+	Node      string `json:"node"`
+	PublicKey string `json:"public_key"`
+	By        string `json:"by"`
+}
+
+// NodeCredentialsRevoked (public payload, on stream "node-<name>"): By
+// revoked every bus user of the node that history knows (PublicKeys, the
+// users of its joins and issued credentials): they are in the mesh
+// account's revocation list from then on, on every start too, so their
+// connections are closed and refused. A new join token lets the host join
+// again with a new key.
+type NodeCredentialsRevoked struct {
+	Node       string   `json:"node"`
+	PublicKeys []string `json:"public_keys"`
+	By         string   `json:"by"`
+}
+
+func (NodeJoinTokenIssued) EventType() string    { return TypeNodeJoinTokenIssued }
+func (NodeJoined) EventType() string             { return TypeNodeJoined }
+func (NodeCredentialsIssued) EventType() string  { return TypeNodeCredentialsIssued }
+func (NodeCredentialsRevoked) EventType() string { return TypeNodeCredentialsRevoked }
 
 func (NodeRegistered) EventType() string           { return TypeNodeRegistered }
 func (NodeAdopted) EventType() string              { return TypeNodeAdopted }

@@ -242,3 +242,31 @@ func TestTimelineRefusedAndThrottled(t *testing.T) {
 		t.Errorf("throttled: %q, want %q", es[1].Summary, want)
 	}
 }
+
+// TestTimelineJoins: the access events read as sentences, under their
+// node, never with a token's secret hash.
+func TestTimelineJoins(t *testing.T) {
+	exp := time.Date(2026, 12, 1, 10, 15, 0, 0, time.UTC)
+	sha := strings.Repeat("ab", 32)
+	tl := newGen(t).
+		add("node-n4", "operator:ana", "", events.NodeJoinTokenIssued{Node: "n4", TokenID: sha[:16], SecretSHA256: sha, ExpiresAt: exp, By: "operator:ana"}).
+		add("node-n4", "agent:n4", "", events.NodeJoined{Node: "n4", TokenID: sha[:16], PublicKey: "UKEY", From: "10.0.0.4:5000", AgentVersion: "dev"}).
+		add("node-n4", "operator:ana", "", events.NodeCredentialsIssued{Node: "n4", PublicKey: "UKEY2", By: "operator:ana"}).
+		add("node-n4", "operator:ana", "", events.NodeCredentialsRevoked{Node: "n4", PublicKeys: []string{"UKEY", "UKEY2"}, By: "operator:ana"}).
+		folded().Timeline
+	es := tl.Query(Filter{Node: "n4"})
+	want := []string{
+		"join token abababababababab issued for n4, good until 2026-12-01T10:15:00Z",
+		"n4 joined with token abababababababab from 10.0.0.4:5000: bus user UKEY (agent dev)",
+		"bus credentials minted for n4: user UKEY2",
+		"2 bus user(s) of n4 revoked: UKEY, UKEY2",
+	}
+	if len(es) != len(want) {
+		t.Fatalf("%d entries for n4, want %d: %+v", len(es), len(want), es)
+	}
+	for i, w := range want {
+		if es[i].Summary != w || strings.Contains(es[i].Summary, sha) {
+			t.Errorf("entry %d: %q, want %q", i, es[i].Summary, w)
+		}
+	}
+}

@@ -154,6 +154,14 @@ func summarize(e *entry) string {
 	case events.ReportThrottled:
 		return fmt.Sprintf("%s sent reports faster than its limit (%g a second, bursts of %d): %d deferred from %s to %s, each recorded in its turn",
 			e.node, v.Rate, v.Burst, v.Deferred, v.From.UTC().Format(time.TimeOnly), v.To.UTC().Format(time.TimeOnly))
+	case events.NodeJoinTokenIssued:
+		return fmt.Sprintf("join token %s issued for %s, good until %s", v.TokenID, e.node, v.ExpiresAt.UTC().Format(time.RFC3339))
+	case events.NodeJoined:
+		return fmt.Sprintf("%s joined with token %s from %s: bus user %s (agent %s)", e.node, v.TokenID, v.From, v.PublicKey, v.AgentVersion)
+	case events.NodeCredentialsIssued:
+		return fmt.Sprintf("bus credentials minted for %s: user %s", e.node, v.PublicKey)
+	case events.NodeCredentialsRevoked:
+		return fmt.Sprintf("%d bus user(s) of %s revoked: %s", len(v.PublicKeys), e.node, strings.Join(v.PublicKeys, ", "))
 	}
 	return e.typ
 }

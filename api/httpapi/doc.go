@@ -33,6 +33,11 @@
 //	POST   /v1/rebuild                                     Rebuild          {"projections":[...]} (none: every one); Rebuilder
 //	POST   /v1/plan                                        Plan             {"nodes":[...],"after":["deploy forge",...]} appends nothing
 //	POST   /v1/modules/{module}/deploy                     Deploy           {"operator","digest"} ("" deploys the latest builds)
+//	POST   /v1/nodes/{node}/join-token                     JoinToken        {"operator","ttl_seconds"} registers the node if needed; api.Access
+//	POST   /v1/nodes/{node}/creds                          NodeCreds        {"operator"} whole credentials, seed included; api.Access
+//	POST   /v1/nodes/{node}/revoke                         Revoke           {"operator"} every bus user of the node, at once; api.Access
+//	POST   /v1/join                                        Join             {"token","public_key","agent_version","node"} NO operator token (JoinHandler)
+//	GET    /v1/join/ca                                     (JoinHandler)    the CA certificate, PEM text; 404 no-ca on plain HTTP; NO token
 //
 // A body naming a node, module or key names the same one as the path, or
 // may leave it out. Bodies are one JSON object, at most DefaultMaxBody

@@ -91,6 +91,9 @@ func Handler(svc api.Service, token string, opts ...HandlerOption) http.Handler 
 	m.HandleFunc("POST /v1/rebuild", h.rebuild)
 	m.HandleFunc("POST /v1/modules/{module}/deploy", h.deploy)
 	m.HandleFunc("POST /v1/plan", h.plan)
+	m.HandleFunc("POST /v1/nodes/{node}/join-token", h.joinToken)
+	m.HandleFunc("POST /v1/nodes/{node}/creds", h.nodeCreds)
+	m.HandleFunc("POST /v1/nodes/{node}/revoke", h.revoke)
 	return h
 }
 

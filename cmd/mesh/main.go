@@ -97,6 +97,7 @@ status, holds, timeline and churn are projections of the stream.`,
 
 	node := group("node", "nodes: register, adopt, set, show")
 	node.AddCommand(e.nodeShowCmd(), e.nodeRegisterCmd(), e.nodeAdoptCmd(), e.nodeSetCmd())
+	node.AddCommand(e.nodeJoinTokenCmd(), e.nodeRevokeCmd())
 	module := group("module", "modules: define")
 	module.AddCommand(e.moduleDefineCmd())
 	artifact := group("artifact", "artifacts: push")

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"meshplane/api"
+	"meshplane/bus"
 	"meshplane/commands"
 	"meshplane/daemon"
 	"meshplane/internal/atomicfile"
@@ -29,10 +31,15 @@ func (e *env) nodeRegisterCmd() *cobra.Command {
 		Short: "register nodes (all or none); --creds FILE also writes the node's bus credentials",
 		Long: `Register nodes (all or none). With --creds FILE (one node), also write the
 node's bus credentials (mode 0600) for 'mesh agent --creds FILE': a user of
-that node alone, minted from the bus's trust root in the controller's data
-directory (--data, on the controller's machine), naming the bus URLs of
---bus-url, else those the running controller wrote to DATA/bus-urls, else
-nats://127.0.0.1:4222.`,
+that node alone. With --server, the controller mints them (its bus URLs and
+CA in them) and records node.credentials-issued. Without, they are minted
+from the bus's trust root in the controller's data directory (--data, on
+the controller's machine; a directory without one is refused, never given
+one), naming the bus URLs of --bus-url, else those the running controller
+wrote to DATA/bus-urls, else nats://127.0.0.1:4222.
+
+To add a host without handing it a secret, prefer 'mesh node join-token
+NODE': the host makes its own key and the seed never leaves it.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("name at least one node")
@@ -42,6 +49,18 @@ nats://127.0.0.1:4222.`,
 			}
 			if len(busURLs) > 0 && creds == "" {
 				return usagef("--bus-url goes with --creds")
+			}
+			if creds != "" {
+				// A bad name is refused as the command refuses it.
+				if _, err := commands.Decide(commands.State{}, commands.RegisterNode{Node: args[0]}); err != nil {
+					return err
+				}
+				// Refused before anything is written: no trust root here.
+				if t, err := targetOf(cmd, false); err == nil && t.server == "" {
+					if _, err := bus.OpenAuthority(filepath.Join(t.data, daemon.BusDir)); err != nil {
+						return fmt.Errorf("%w; on another machine than the controller's, use --server URL (or 'mesh node join-token %s')", err, args[0])
+					}
+				}
 			}
 			cs := make([]commands.Command, len(args))
 			for i, n := range args {
@@ -62,17 +81,40 @@ nats://127.0.0.1:4222.`,
 	return cmd
 }
 
-// writeCreds writes node's bus credential file from the trust root in the
-// data directory of cmd's target.
+// writeCreds writes node's bus credential file: asked of the controller
+// with --server, else minted from the trust root in the data directory of
+// cmd's target; either way recorded (node.credentials-issued).
 func writeCreds(cmd *cobra.Command, node, file string, urls []string) error {
-	data, _ := cmd.Flags().GetString(flagData)
-	if len(urls) == 0 {
-		var err error
-		if urls, err = readBusURLs(data); err != nil {
+	return withSession(cmd, true, nil, func(s *session) error {
+		if s.remote() {
+			if len(urls) > 0 {
+				return usagef("--bus-url goes without --server: the controller names its own bus URLs")
+			}
+			a, ok := s.svc.(api.Access)
+			if !ok {
+				return fmt.Errorf("this client mints no credentials")
+			}
+			res, err := a.NodeCreds(cmd.Context(), api.NodeRequest{Operator: operator(), Node: node})
+			if err != nil {
+				return err
+			}
+			c := res.Creds
+			return bus.WriteCreds(file, bus.Creds{Version: c.Version, Node: c.Node, URLs: c.URLs, JWT: c.JWT, Seed: c.Seed, CA: c.CA})
+		}
+		data, _ := cmd.Flags().GetString(flagData)
+		if len(urls) == 0 {
+			var err error
+			if urls, err = readBusURLs(data); err != nil {
+				return err
+			}
+		}
+		pub, err := daemon.MintCreds(data, node, file, urls, nil)
+		if err != nil {
 			return err
 		}
-	}
-	return daemon.RegisterCreds(data, node, file, urls, nil)
+		_, err = s.ctrl.Handler().Execute(cmd.Context(), "operator:"+operator(), commands.RecordCredentials{Node: node, PublicKey: pub, By: "operator:" + operator()})
+		return err
+	})
 }
 
 // readBusURLs reads DATA/bus-urls; none (nil) if there is no such file.

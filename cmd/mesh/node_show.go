@@ -71,6 +71,24 @@ func (e *env) nodeShowCmd() *cobra.Command {
 				for _, h := range ns.Holds {
 					fmt.Fprintf(w, "  %s (%s): %s\n", h.Name, h.Module, h.Reason)
 				}
+				if a := ns.Access; a != nil {
+					fmt.Fprintln(w, "\njoin tokens:")
+					for _, t := range a.Tokens {
+						used := "unused"
+						if !t.UsedAt.IsZero() {
+							used = fmt.Sprintf("used at %s from %s", stamp(t.UsedAt), t.From)
+						}
+						fmt.Fprintf(w, "  %s  expires %s  %s\n", t.ID, stamp(t.ExpiresAt), used)
+					}
+					fmt.Fprintln(w, "\nbus users:")
+					for _, k := range a.Keys {
+						state := "active"
+						if k.Revoked {
+							state = "revoked"
+						}
+						fmt.Fprintf(w, "  %s  %s\n", k.PublicKey, state)
+					}
+				}
 				return partial(sk, false)
 			})
 		},

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"meshplane/api"
+)
+
+func (e *env) nodeJoinTokenCmd() *cobra.Command {
+	var ttl time.Duration
+	cmd := &cobra.Command{
+		Use:   "join-token NODE",
+		Short: "a one-time token for a host to join as NODE (registered if needed)",
+		Long: `Ask the controller (--server) for a one-time join token for NODE, registering
+the node if needed (node.join-token-issued; the token's secret is never
+stored, only its SHA-256). The token is single use, expires after --ttl,
+and carries the controller's API URL and its CA certificate's fingerprint.
+On the host, run the command printed after it: the agent checks the
+controller's certificate against the fingerprint, makes its own bus key,
+and sends only the public half; the seed never leaves the host.
+
+The token is printed alone on stdout; the commands to run on the host go
+to stderr.`,
+		ValidArgsFunction: completeNodes,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("name one node")
+			}
+			if ttl < time.Second || ttl > api.MaxJoinTTL {
+				return usagef("--ttl %s: give 1s to %s", ttl, api.MaxJoinTTL)
+			}
+			return withSession(cmd, true, nil, func(s *session) error {
+				a, ok := s.svc.(api.Access)
+				if !ok {
+					return fmt.Errorf("this client issues no join tokens")
+				}
+				res, err := a.JoinToken(cmd.Context(), api.JoinTokenRequest{Operator: operator(), Node: args[0], TTLSeconds: int64(ttl / time.Second)})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(e.stdout, res.Token)
+				writeJoinHint(cmd, res)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().DurationVar(&ttl, "ttl", api.DefaultJoinTTL, "how long the token is good for (at most 168h)")
+	checkFlags(cmd.Flags(), map[string]flagCheck{"ttl": joinTTL})
+	return cmd
+}
+
+// joinTTL is a join token's lifetime: 1s to api.MaxJoinTTL.
+func joinTTL(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < time.Second || d > api.MaxJoinTTL {
+		return fmt.Errorf("want a duration from 1s to %s (15m, 1h)", api.MaxJoinTTL)
+	}
+	return nil
+}
+
+// writeJoinHint says on stderr what to run on the host.
+func writeJoinHint(cmd *cobra.Command, res api.JoinTokenResponse) {
+	url := "URL"
+	if tok, err := api.ParseJoinToken(res.Token); err == nil {
+		url = tok.URL
+	}
+	w := cmd.ErrOrStderr()
+	fmt.Fprintf(w, "join token for node %s, single use, good until %s\n", res.Node, res.ExpiresAt.UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "on the host, run:\n  mesh agent join %s --token %s --data /var/lib/mesh-agent\n", url, res.Token)
+	fmt.Fprintf(w, "or, to install the agent as a service:\n  mesh agent install %s --token %s\n", url, res.Token)
+}
