@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
+	"meshplane/session"
 )
 
 func (e *env) nodeJoinTokenCmd() *cobra.Command {
@@ -32,8 +33,8 @@ to stderr.`,
 			if ttl < time.Second || ttl > api.MaxJoinTTL {
 				return usagef("--ttl %s: give 1s to %s", ttl, api.MaxJoinTTL)
 			}
-			return withSession(cmd, true, nil, func(s *session) error {
-				a, ok := s.svc.(api.Access)
+			return withSession(cmd, true, nil, func(s *session.Session) error {
+				a, ok := s.Service.(api.Access)
 				if !ok {
 					return fmt.Errorf("this client issues no join tokens")
 				}

@@ -15,6 +15,7 @@ import (
 	"meshplane/commands"
 	"meshplane/daemon"
 	"meshplane/internal/atomicfile"
+	"meshplane/session"
 )
 
 // busURLsFile, in a controller's data directory, names the URLs of its
@@ -85,12 +86,12 @@ NODE': the host makes its own key and the seed never leaves it.`,
 // with --server, else minted from the trust root in the data directory of
 // cmd's target; either way recorded (node.credentials-issued).
 func writeCreds(cmd *cobra.Command, node, file string, urls []string) error {
-	return withSession(cmd, true, nil, func(s *session) error {
-		if s.remote() {
+	return withSession(cmd, true, nil, func(s *session.Session) error {
+		if s.Remote() {
 			if len(urls) > 0 {
 				return usagef("--bus-url goes without --server: the controller names its own bus URLs")
 			}
-			a, ok := s.svc.(api.Access)
+			a, ok := s.Service.(api.Access)
 			if !ok {
 				return fmt.Errorf("this client mints no credentials")
 			}
@@ -112,7 +113,7 @@ func writeCreds(cmd *cobra.Command, node, file string, urls []string) error {
 		if err != nil {
 			return err
 		}
-		_, err = s.ctrl.Handler().Execute(cmd.Context(), "operator:"+operator(), commands.RecordCredentials{Node: node, PublicKey: pub, By: "operator:" + operator()})
+		_, err = s.Local.Handler().Execute(cmd.Context(), "operator:"+operator(), commands.RecordCredentials{Node: node, PublicKey: pub, By: "operator:" + operator()})
 		return err
 	})
 }

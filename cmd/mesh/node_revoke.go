@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
+	"meshplane/session"
 )
 
 func (e *env) nodeRevokeCmd() *cobra.Command {
@@ -22,8 +23,8 @@ lets the host join again with a new key.`,
 			if len(args) != 1 {
 				return usagef("name one node")
 			}
-			return withSession(cmd, true, nil, func(s *session) error {
-				a, ok := s.svc.(api.Access)
+			return withSession(cmd, true, nil, func(s *session.Session) error {
+				a, ok := s.Service.(api.Access)
 				if !ok {
 					return fmt.Errorf("this client revokes nothing")
 				}
