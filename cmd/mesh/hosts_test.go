@@ -49,8 +49,8 @@ type hostsMesh struct {
 // controller on host 0.
 func startHostsMesh(t *testing.T, hosts int) *hostsMesh {
 	t.Helper()
+	nt := hosttest.New(t, 1+hosts) // first: it skips where it cannot run
 	bin := binary(t)
-	nt := hosttest.New(t, 1+hosts)
 	m := &hostsMesh{net: nt, ctl: nt.Host(0), data: t.TempDir()}
 	pki := testtls.New(t, m.ctl.Addr().String())
 	m.caFile = filepath.Join(t.TempDir(), "ca.pem")

@@ -86,6 +86,9 @@ func NewWith(t testing.TB, n int, o Options) *Net {
 	if subnet.Bits() > 30 || hostsIn(subnet) < n {
 		t.Fatalf("hosttest: subnet %s holds fewer than %d hosts", subnet, n)
 	}
+	if err := Available(); err != nil {
+		unavailable(t, err)
+	}
 	sweepOnce.Do(func() {
 		if _, err := Sweep(StaleAfter); err != nil {
 			t.Logf("hosttest: sweeping stale namespaces: %v", err)
@@ -94,9 +97,6 @@ func NewWith(t testing.TB, n int, o Options) *Net {
 	nt := &Net{t: t, subnet: subnet}
 	nt.id = fmt.Sprintf("%s%x-%s", Prefix, time.Now().Unix(), randomHex(3))
 	nt.lan = nt.id + "-lan"
-	if err := Available(); err != nil {
-		unavailable(t, err)
-	}
 	if out, err := ip("netns", "add", nt.lan); err != nil {
 		unavailable(t, fmt.Errorf("%w: ip netns add %s: %v: %s", ErrUnavailable, nt.lan, err, out))
 	}
@@ -134,9 +134,9 @@ func Available() error {
 func unavailable(t testing.TB, err error) {
 	t.Helper()
 	if inCI() {
-		t.Fatalf("hosttest: under CI=true a host harness is required: %v", err)
+		t.Fatalf("%v (under CI=true the host harness is required)", err)
 	}
-	t.Skipf("SKIPPED: hosttest: %v (run as root with iproute2; under CI=true this fails)", err)
+	t.Skipf("SKIPPED: %v (run as root with iproute2; under CI=true this fails)", err)
 }
 
 // inCI says whether CI is set true.
