@@ -36,7 +36,7 @@ const tailOnFailure = 4 << 10
 // Start runs name with args on the host until it exits or the test ends
 // (t.Cleanup: SIGKILL to its process group, then wait; if t failed, the
 // end of its output is logged). env is added to the test's environment
-// (later entries win: "MESH_CLOCK_OFFSET=10m"). Its stdout and stderr go to
+// ("NAME=VALUE"; later entries win). Its stdout and stderr go to
 // LogFile, in t.TempDir(). It fails t if the process cannot start.
 func (h *Host) Start(t testing.TB, env []string, name string, args ...string) *Proc {
 	t.Helper()
