@@ -26,7 +26,8 @@
 // Names are unique: every namespace of one New is named
 // mht-<unix time in hex>-<random>-lan, -h0, -h1, ..., so that parallel
 // tests, and what a crashed run left behind, never collide. t.Cleanup
-// kills what Start started (SIGKILL, then waits) and deletes the
+// kills what Start started (SIGKILL, then waits; and a process Start
+// started gets SIGKILL if the test's process dies) and deletes the
 // namespaces; New also deletes namespaces of this prefix made more than an
 // hour ago (Sweep), not the processes still in them.
 //

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -240,12 +239,11 @@ func (h *Host) AddrPort(port uint16) string { return netip.AddrPortFrom(h.addr, 
 func (h *Host) String() string { return h.ns + "(" + h.addr.String() + ")" }
 
 // Command is name with args, to run in the host's namespace (`ip netns
-// exec`, which execs it: the command's process is the program's). The
-// process gets SIGKILL if the test's process dies first.
+// exec`, which execs it: the command's process is the program's). For a
+// process that outlives a call, Start is better: it is killed with the
+// test.
 func (h *Host) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", h.ns, name}, args...)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	return cmd
+	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", h.ns, name}, args...)...)
 }
 
 // LinkDown takes the host's link down in the middle of whatever it does:

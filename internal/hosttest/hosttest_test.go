@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -192,8 +193,20 @@ func TestStart(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if exited, _ := p.Exited(); exited {
-		t.Fatal("the process exited before Kill")
+	// Threads of the test's process end (a goroutine that ends locked to
+	// its thread ends it): the process, killed when the test's process
+	// dies, lives on.
+	for range 20 {
+		done := make(chan struct{})
+		go func() { runtime.LockOSThread(); close(done) }()
+		<-done
+		if err := h.Do(func() error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	if exited, err := p.Exited(); exited {
+		t.Fatalf("the process exited before Kill: %v", err)
 	}
 	p.Kill()
 	exited, err := p.Exited()

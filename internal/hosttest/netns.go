@@ -23,20 +23,28 @@ import (
 // (setns), and returns what fn returns (or its panic, as an error). A
 // socket fn makes belongs to the host for good, on whatever thread it is
 // used later: that is how Dial and Listen work. fn must make its sockets
-// on its own goroutine (no address to resolve, no goroutine of its own),
-// and the thread is thrown away afterwards, never returned to the
-// scheduler in the host's namespace.
+// on its own goroutine (no address to resolve, no goroutine of its own).
+// The thread goes back to the test's namespace afterwards, or, if it
+// cannot, ends with fn's goroutine.
 func (h *Host) Do(fn func() error) error {
 	errc := make(chan error, 1)
 	safego.Go("hosttest.setns", nil, func() error {
-		// Never unlocked: when this goroutine ends the runtime ends the
-		// thread, and its namespace with it.
 		runtime.LockOSThread()
+		orig, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			errc <- fmt.Errorf("hosttest: %s: the thread's own namespace: %w", h, err)
+			return nil // the thread ends locked: it is thrown away
+		}
+		defer unix.Close(orig)
 		if err := enter(h.ns); err != nil {
 			errc <- fmt.Errorf("hosttest: %s: %w", h, err)
 			return nil
 		}
-		errc <- safego.Do("hosttest.setns", fn)
+		err = safego.Do("hosttest.setns", fn)
+		if unix.Setns(orig, unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread() // back where it was: the scheduler may reuse it
+		}
+		errc <- err
 		return nil
 	})
 	return <-errc
