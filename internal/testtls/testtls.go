@@ -2,7 +2,7 @@
 // certificate it signed, for tests only: nothing outside a _test.go file
 // should import it. The keys are fresh ECDSA P-256 keys, valid for an hour
 // either side of now, and the server certificate names 127.0.0.1 and
-// localhost.
+// localhost, and any other names a test gives (an address beyond loopback).
 package testtls
 
 import (
@@ -33,7 +33,10 @@ type PKI struct {
 // New makes a fresh CA and a server certificate for 127.0.0.1 and
 // localhost signed by it, writes the certificate and its key to files in
 // tb.TempDir(), and fails tb on any error. Two calls make two unrelated CAs.
-func New(tb testing.TB) PKI {
+// names are more names the certificate is for: an IP address ("10.213.0.1",
+// a host of a test's private link) goes in its IP addresses, anything else
+// in its DNS names.
+func New(tb testing.TB, names ...string) PKI {
 	tb.Helper()
 	newKey := func() *ecdsa.PrivateKey {
 		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -57,10 +60,18 @@ func New(tb testing.TB) PKI {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	ips, dns := []net.IP{net.ParseIP("127.0.0.1")}, []string{"localhost"}
+	for _, n := range names {
+		if ip := net.ParseIP(n); ip != nil {
+			ips = append(ips, ip)
+		} else {
+			dns = append(dns, n)
+		}
+	}
 	srvTmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "meshplane test server"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
+		IPAddresses: ips, DNSNames: dns,
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
 	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)

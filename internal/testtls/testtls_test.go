@@ -9,10 +9,11 @@ import (
 )
 
 // TestNew: the files load as a key pair whose certificate the CA verifies
-// for 127.0.0.1 and localhost as a server, and not for another name; a
-// second CA does not verify it.
+// for 127.0.0.1 and localhost as a server, and for the names given to New
+// (an address, a DNS name), and not for another name; a second CA does not
+// verify it.
 func TestNew(t *testing.T) {
-	p, other := testtls.New(t), testtls.New(t)
+	p, other := testtls.New(t, "10.213.0.1", "ctl.test"), testtls.New(t)
 	pair, err := tls.LoadX509KeyPair(p.CertFile, p.KeyFile)
 	if err != nil {
 		t.Fatal(err)
@@ -36,6 +37,9 @@ func TestNew(t *testing.T) {
 	}{
 		{"127.0.0.1", p.CAPEM, "127.0.0.1", true},
 		{"localhost", p.CAPEM, "localhost", true},
+		{"an address given", p.CAPEM, "10.213.0.1", true},
+		{"a DNS name given", p.CAPEM, "ctl.test", true},
+		{"another address", p.CAPEM, "10.213.0.2", false},
 		{"another name", p.CAPEM, "example.org", false},
 		{"another CA", other.CAPEM, "127.0.0.1", false},
 	} {
