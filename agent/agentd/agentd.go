@@ -74,6 +74,10 @@ type Config struct {
 	// (agent.DefaultReportTimeout). Tests shorten them.
 	RetryMax      time.Duration
 	ReportTimeout time.Duration
+	// ClockOffset runs the agent's clock (what its reports are stamped with)
+	// this far off the machine's: a host whose clock is wrong, in tests
+	// ($MESH_AGENT_CLOCK_OFFSET of mesh agent). Zero is the machine's clock.
+	ClockOffset time.Duration
 	// Logger gets the agent's log; nil means text on stderr.
 	Logger *slog.Logger
 	// Sim, for runtime "sim", is the simulated node to use (tests inspect
@@ -157,12 +161,21 @@ func Run(ctx context.Context, cfg Config) error {
 	err = agent.Run(ctx, agent.RunConfig{
 		Node: creds.Node, Runtime: rt, Outbox: box, Source: link, Reporter: reporter, DryRuns: link,
 		Interval: cfg.Interval, RetryMax: cfg.RetryMax, ReportTimeout: cfg.ReportTimeout,
-		Logger: log, Applied: applied,
+		Logger: log, Applied: applied, Now: clock(cfg.ClockOffset),
 	})
 	if err == nil {
 		log.Info("agent: stopped")
 	}
 	return err
+}
+
+// clock is the agent's clock, offset from the machine's; nil (agent.Run's
+// time.Now) when there is no offset.
+func clock(offset time.Duration) func() time.Time {
+	if offset == 0 {
+		return nil
+	}
+	return func() time.Time { return time.Now().Add(offset) }
 }
 
 // newRuntime makes the runtime cfg names for node.

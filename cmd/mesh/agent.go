@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"time"
 
@@ -93,8 +94,19 @@ func runAgentCmd(cmd *cobra.Command, o agentOptions) error {
 		}
 		labels[k] = v
 	}
+	// A host whose clock is off, made in tests (the controller refuses
+	// its reports beyond events.MaxReportSkew, saying by how much).
+	var offset time.Duration
+	if v := os.Getenv("MESH_AGENT_CLOCK_OFFSET"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return usagef("MESH_AGENT_CLOCK_OFFSET=%q: want a duration (10m, -30s)", v)
+		}
+		offset = d
+	}
 	return agentd.Run(cmd.Context(), agentd.Config{
-		Creds: o.creds, Data: o.data, Runtime: o.runtime, Interval: o.interval,
+		ClockOffset: offset,
+		Creds:       o.creds, Data: o.data, Runtime: o.runtime, Interval: o.interval,
 		SimFound: o.simFound, DockerRoot: o.dockerRoot, DockerPrefix: o.dockerPrefix, DockerLabels: labels,
 		ArtifactStore: o.artifactStore, Metrics: o.metrics,
 	})

@@ -153,7 +153,14 @@ type hostAgent struct {
 // startAgent joins h as node and starts its agent there, with extra flags.
 func (m *hostsMesh) startAgent(t *testing.T, h *hosttest.Host, node string, extra ...string) *hostAgent {
 	t.Helper()
+	return m.startAgentWith(t, h, node, nil, extra...)
+}
+
+// startAgentWith is startAgent with more of the agent's environment.
+func (m *hostsMesh) startAgentWith(t *testing.T, h *hosttest.Host, node string, more []string, extra ...string) *hostAgent {
+	t.Helper()
 	args, env := m.joinHost(t, h, node)
+	env = append(env, more...)
 	a := &hostAgent{host: h, node: node, data: t.TempDir()}
 	args = append(append([]string{"agent", "--data", a.data, "--runtime", "sim"}, args...), extra...)
 	a.proc = h.Start(t, append([]string{"MESH_SERVER=", "MESH_TOKEN=", "MESH_DATA="}, env...), binary(t), args...)
@@ -210,7 +217,7 @@ func hostsModule(t *testing.T, name string) string {
 // what was pushed meanwhile.
 func TestHostsOnAPrivateLink(t *testing.T) {
 	began := time.Now()
-	m := startHostsMesh(t, 3)
+	m := startHostsMesh(t, 4)
 	nodes := []string{"h1", "h2", "h3"}
 	agents := map[string]*hostAgent{}
 	for i, n := range nodes {
@@ -239,6 +246,26 @@ func TestHostsOnAPrivateLink(t *testing.T) {
 		})
 	}
 	t.Logf("three hosts in sync %.1f s after the start", time.Since(began).Seconds())
+
+	t.Run("a host whose clock is 10 minutes ahead is refused, saying so", func(t *testing.T) {
+		// h4's clock runs 10 minutes ahead: over events.MaxReportSkew, so
+		// the controller records no apply of it, but report.refused
+		// (bad-time) naming both clocks, and status says the node fails.
+		m.startAgentWith(t, m.net.Host(4), "h4", []string{"MESH_AGENT_CLOCK_OFFSET=10m"}, "--interval", "10m")
+		m.mustCLI(t, m.ctl, "assign", "motd", "h4")
+		m.mustCLI(t, m.ctl, "push", "h4")
+		var st api.NodeStatus
+		eventually(t, 30*time.Second, func() error {
+			st = m.status(t, asker, "h4")
+			if st.ReportRefused == nil {
+				return fmt.Errorf("h4: no refused report yet: %+v", st)
+			}
+			return nil
+		})
+		if rr := st.ReportRefused; rr.Reason != events.RefusedTime || !strings.Contains(rr.Detail, "later than the controller's clock") || st.Health != "failing" || st.Applied != nil {
+			t.Errorf("h4, 10 minutes ahead: health %s, applied %+v, refused %+v; want failing, none applied, bad-time naming the clocks", st.Health, st.Applied, rr)
+		}
+	})
 
 	t.Run("the bus sees each host from its address", func(t *testing.T) {
 		socks, err := m.ctl.Sockets()
