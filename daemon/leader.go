@@ -81,6 +81,11 @@ func leadOnLock(ctx context.Context, lock Leadership, l LeaderLock, leading chan
 			}
 			return fmt.Errorf("leader lock: %w", err)
 		}
+		// Taking over: the reports the last leader had in hand come
+		// again now, not when their ack wait ends.
+		if err := bc.TakeOverReports(ctx); err != nil {
+			log.Warn("controller: the reports the last leader held come again after their ack wait", "err", err)
+		}
 	}
 	defer l.Release()
 	stopConsumer, err := consumeReports(ctx, bc, door)

@@ -39,6 +39,7 @@ type upOptions struct {
 	tlsCert, tlsKey, tlsCA  string
 	insecure, once          bool
 	interval                time.Duration
+	bus                     busOptions // up_bus.go
 
 	// dataID is the data directory's id (dataID): the label of what up
 	// makes on an engine.
@@ -115,6 +116,7 @@ bus, no API): N passes of push and apply, then exit.`,
 	fs.BoolVar(&o.insecure, "insecure", false, "controller: serve beyond loopback without TLS")
 	fs.DurationVar(&o.interval, "interval", 5*time.Minute, "controller: compose every node and push what changed every `duration`")
 	fs.BoolVar(&o.once, "once", false, "controller: set up, run one pass, and exit")
+	addBusFlags(fs, &o.bus)
 	checkFlags(fs, map[string]flagCheck{
 		"passes": atLeast(1), "interval": positive,
 		"listen": optional(listenAddr), "bus-listen": optional(listenAddr),
@@ -297,6 +299,9 @@ func (e *env) up(cmd *cobra.Command, o upOptions) error {
 	}
 	if o.nats != "" {
 		cfg.NATS = []string{o.nats}
+	}
+	if err := o.bus.apply(&cfg, o.tlsCA); err != nil {
+		return err
 	}
 	ready := make(chan daemon.Ready, 1)
 	cfg.Ready = func(r daemon.Ready) { ready <- r }
