@@ -383,3 +383,20 @@ func (c *Controller) TakeOverReports(ctx context.Context) error {
 // ConnectedURL is the URL of the server the node is connected to now
 // ("" while it is not).
 func (n *Node) ConnectedURL() string { return n.nc.ConnectedUrlRedacted() }
+
+// Ready says whether the bucket and the stream answer now: each has a
+// leader (a clustered bus elects new ones, in seconds, when a server
+// dies). A controller that starts leading waits for it, so that its first
+// pushes are not refused for a leader not yet elected.
+func (c *Controller) Ready(ctx context.Context) error {
+	for _, name := range []string{"KV_" + DeclarationsBucket, ReportsStream} {
+		st, err := c.js.Stream(ctx, name)
+		if err != nil {
+			return fmt.Errorf("bus: stream %s: %w", name, err)
+		}
+		if info := st.CachedInfo(); info.Cluster != nil && info.Cluster.Leader == "" {
+			return fmt.Errorf("bus: stream %s: no leader yet", name)
+		}
+	}
+	return nil
+}

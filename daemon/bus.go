@@ -245,3 +245,49 @@ func RegisterCreds(dataDir, node, credsPath string, urls []string, caPEM []byte)
 	}
 	return nil
 }
+
+// leadTimeout bounds how long a new leader tries to start consuming the
+// reports: a clustered bus that lost the dead leader's server elects new
+// JetStream leaders in seconds; beyond this the controller stops (its
+// supervisor starts it again, as a standby).
+const leadTimeout = 2 * time.Minute
+
+// leadReports starts the report consumer of a controller that now leads,
+// once the bucket and the stream answer (bus.Controller.Ready), trying
+// again every 200 ms while the bus cannot (a clustered JetStream electing
+// new leaders after a server's death): the controller leads once it can
+// push and record. takeOver (it
+// waited for the lock: another leader had it) first has the reports the
+// last leader had in hand delivered again at once
+// (bus.Controller.TakeOverReports), not when their ack wait ends.
+func leadReports(ctx context.Context, bc *bus.Controller, door reportDoor, takeOver bool) (func(context.Context) error, error) {
+	start, said := time.Now(), time.Time{}
+	for {
+		// Short tries: a stream without a leader answers nothing, and a
+		// try waits for its whole timeout.
+		tctx, cancel := context.WithTimeout(ctx, time.Second)
+		err := bc.Ready(tctx)
+		if err == nil && takeOver {
+			err = bc.TakeOverReports(tctx)
+		}
+		cancel()
+		if err == nil {
+			var stop func(context.Context) error
+			if stop, err = consumeReports(ctx, bc, door); err == nil {
+				return stop, nil
+			}
+		}
+		if ctx.Err() != nil || time.Since(start) > leadTimeout {
+			return nil, err
+		}
+		if time.Since(said) > 5*time.Second {
+			door.log.Warn("controller: leading: the bus's bucket or stream has no leader yet; trying again", "err", err)
+			said = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
