@@ -182,16 +182,20 @@ func serverName(dir string) (string, error) {
 const serverNameFile = "server-name"
 
 // dialBus connects the controller to the bus started: at most 30 s for a
-// lone or external bus; for a clustered one, as long as it takes a
+// lone or external bus (an external one tried again every second, while
+// its JetStream does not answer); for a clustered one, as long as it takes a
 // majority of its servers to be up (said every 10 s), unless a peer
 // refuses this one (another trust root).
 func dialBus(ctx context.Context, b startedBus) (*bus.Controller, error) {
-	if !b.clustered {
-		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		return bus.DialController(dctx, b.cfg)
+	if b.clustered {
+		return bus.DialControllerWaiting(ctx, b.cfg, b.refused)
 	}
-	return bus.DialControllerWaiting(ctx, b.cfg, b.refused)
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if b.stop == nil { // an external cluster: it may be electing its JetStream leaders
+		return bus.DialControllerWaiting(dctx, b.cfg, nil)
+	}
+	return bus.DialController(dctx, b.cfg)
 }
 
 // busListen reads --bus-listen: port 0 means a free port, as for --listen
