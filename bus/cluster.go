@@ -82,11 +82,11 @@ var ErrTrustMismatch = errors.New("bus: a peer has another trust root: its route
 // first controller's).
 var ErrNoTrust = errors.New("bus: no trust root in the directory")
 
-// OpenAuthority reads the trust root from dir, which must hold all three
+// openTrust reads the trust root from dir, which must hold all three
 // seeds (operator.nk, system-account.nk, mesh-account.nk): unlike
 // LoadAuthority it never makes one. It is how a controller of a clustered
 // bus reads the trust root it was given (--bus-trust).
-func OpenAuthority(dir string) (*Authority, error) {
+func openTrust(dir string) (*Authority, error) {
 	for _, f := range []string{operatorSeedFile, systemSeedFile, accountSeedFile} {
 		if _, err := os.Stat(filepath.Join(dir, f)); errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %s has no %s (copy the first controller's DATA/bus/*.nk there)", ErrNoTrust, dir, f)

@@ -34,7 +34,7 @@ type ServerConfig struct {
 	// TrustDir) and the JetStream store (Dir/jetstream). Required.
 	Dir string
 	// TrustDir, if set, holds the trust root's seeds instead of Dir, and
-	// they must be there (OpenAuthority: never made): the copy of the first
+	// they must be there (never made there): the copy of the first
 	// controller's seeds every controller of a clustered bus is given.
 	TrustDir string
 	// Name is the server's name: unique in a cluster and the same at every
@@ -98,7 +98,7 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	}
 	var auth *Authority
 	if cfg.TrustDir != "" {
-		auth, err = OpenAuthority(cfg.TrustDir)
+		auth, err = openTrust(cfg.TrustDir)
 	} else {
 		auth, err = LoadAuthority(cfg.Dir)
 	}
