@@ -28,6 +28,7 @@ type upOptions struct {
 	tlsCert, tlsKey, tlsCA  string
 	insecure, once          bool
 	interval                time.Duration
+	bus                     busOptions // up_bus.go
 }
 
 // controllerFlags are the controller's flags, refused with --passes.
@@ -100,6 +101,7 @@ bus, no API): N passes of push and apply, then exit.`,
 	fs.BoolVar(&o.insecure, "insecure", false, "controller: serve beyond loopback without TLS")
 	fs.DurationVar(&o.interval, "interval", 5*time.Minute, "controller: compose every node and push what changed every `duration`")
 	fs.BoolVar(&o.once, "once", false, "controller: set up, run one pass, and exit")
+	addBusFlags(fs, &o.bus)
 	checkFlags(fs, map[string]flagCheck{
 		"passes": atLeast(1), "interval": positive,
 		"listen": optional(listenAddr), "bus-listen": optional(listenAddr),
@@ -161,6 +163,9 @@ func (e *env) up(cmd *cobra.Command, o upOptions, bolt bool) error {
 	}
 	if o.nats != "" {
 		cfg.Controller.NATS = []string{o.nats}
+	}
+	if err := o.bus.apply(&cfg.Controller, o.tlsCA); err != nil {
+		return err
 	}
 	if bolt {
 		cfg.Check = e.checkFresh(o.data)
