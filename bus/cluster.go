@@ -7,12 +7,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -87,14 +84,11 @@ var ErrNoTrust = errors.New("bus: no trust root in the directory")
 // LoadAuthority it never makes one. It is how a controller of a clustered
 // bus reads the trust root it was given (--bus-trust).
 func openTrust(dir string) (*Authority, error) {
-	for _, f := range []string{operatorSeedFile, systemSeedFile, accountSeedFile} {
-		if _, err := os.Stat(filepath.Join(dir, f)); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s has no %s (copy the first controller's DATA/bus/*.nk there)", ErrNoTrust, dir, f)
-		} else if err != nil {
-			return nil, fmt.Errorf("bus: trust root: %w", err)
-		}
+	a, err := OpenAuthority(dir)
+	if errors.Is(err, ErrNoAuthority) {
+		return nil, fmt.Errorf("%w: %v (copy the first controller's DATA/bus/*.nk there)", ErrNoTrust, err)
 	}
-	return LoadAuthority(dir)
+	return a, err
 }
 
 // OperatorPublicKey is the operator's public key (O...): the trust root's
