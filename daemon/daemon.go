@@ -68,12 +68,6 @@ type Config struct {
 	// unless Insecure (--insecure) says otherwise out loud.
 	TLSCert, TLSKey string
 	Insecure        bool
-	// TLSCACert (--tls-ca-cert) is a PEM file of the CA that signed
-	// TLSCert: its fingerprint goes in join tokens, GET /v1/join/ca
-	// serves it, and node credentials carry it. Empty: the last
-	// certificate of TLSCert when it is a chain, TLSCert itself when it is
-	// self-signed, else none (a public CA).
-	TLSCACert string
 	// AdvertiseURL is the API URL join tokens name (how hosts reach the
 	// controller); empty: the URL it serves at, an unspecified host
 	// replaced by the machine's host name.
@@ -104,9 +98,13 @@ type Config struct {
 	// the stream; 0: bus.DefaultReplicas of the servers (1+len(BusPeers),
 	// or len(NATS)): 3 from three servers on, else 1.
 	BusReplicas int
-	// TLSCA (--tls-ca) is a PEM file of the private CA that signed the
-	// bus peers' certificates (routes with TLS); the system's roots when
-	// empty.
+	// TLSCA (--tls-ca) is a PEM file of the private CA that signed
+	// TLSCert and the bus peers' certificates: peers' routes are verified
+	// against it, its fingerprint goes in join tokens, GET /v1/join/ca
+	// serves it, and node credentials carry it. Empty: the system's roots
+	// for peers, and for joins the last certificate of TLSCert when it is a
+	// chain, TLSCert itself when it is self-signed, else none (a public
+	// CA).
 	TLSCA string
 	// NATS (--nats URL, repeatable) uses an existing NATS cluster instead of
 	// the embedded bus; NATSCreds (--nats-creds) is then the controller
