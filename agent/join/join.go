@@ -59,8 +59,8 @@ const (
 // ErrFingerprint means the server's CA is not the one the token names.
 var ErrFingerprint = errors.New("join: the controller's CA is not the token's")
 
-// ErrInsecure means a token for a controller without TLS was used beyond
-// loopback without Options.Insecure.
+// ErrInsecure means a join over plain HTTP beyond loopback without
+// Options.Insecure.
 var ErrInsecure = errors.New("join: the controller has no TLS")
 
 // Options say what to join and where to keep it.
@@ -135,8 +135,11 @@ func Join(ctx context.Context, o Options) (Result, error) {
 			return Result{}, err
 		}
 		opts = append(opts, httpapi.WithCA(caPEM))
+	case u.Scheme == "https":
+		// No CA in the token: the controller's certificate is from a
+		// public CA, verified against the system's roots.
 	case !o.Insecure && !loopback(u.Hostname()):
-		return Result{}, fmt.Errorf("%w: its token names no CA, and %s is not loopback (give --insecure to join over plain HTTP anyway)", ErrInsecure, u.Host)
+		return Result{}, fmt.Errorf("%w: %s is plain HTTP and not loopback (give --insecure to join over it anyway)", ErrInsecure, base)
 	}
 	c, err := httpapi.NewClient(base, "", opts...)
 	if err != nil {

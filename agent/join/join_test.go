@@ -153,7 +153,8 @@ func TestJoinRefusals(t *testing.T) {
 	}{
 		{name: "a CA that is not the token's", fp: strings.Repeat("0", 64), want: "the token names 0000", is: ErrFingerprint},
 		{name: "a used token", fp: fp, refuse: &commands.Rejection{Code: commands.CodeTokenUsed, Msg: "join token x for node h1 was used already"}, want: "was used already"},
-		{name: "no CA beyond loopback", fp: "", url: "http://10.0.0.1:7480", want: "not loopback", is: ErrInsecure},
+		{name: "plain HTTP beyond loopback", fp: "", url: "http://10.0.0.1:7480", want: "not loopback", is: ErrInsecure},
+		{name: "no CA: the system roots, which do not know the test CA", fp: "", want: "certificate signed by unknown authority"},
 		{name: "a CA over plain HTTP", fp: fp, url: "http://localhost:1", want: "must be https://"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
