@@ -54,6 +54,8 @@ func NewRegistry() *Registry {
 	registerTyped[ModuleDeployed](r)
 	registerTyped[ReportRefused](r)
 	registerTyped[ReportThrottled](r)
+	registerTyped[TokenCreated](r)
+	registerTyped[TokenRevoked](r)
 	return r
 }
 

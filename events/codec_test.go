@@ -184,6 +184,8 @@ func TestVocabulary(t *testing.T) {
 		events.ReportRefused{Node: "novox", Reason: events.RefusedCounts, Detail: "unchanged: -1 is below zero", Digest: "sha256:ab", Size: 52, ApplyID: "a2", Declaration: "d1"},
 		events.ReportThrottled{Node: "novox", Deferred: 240, From: testAt.UTC(), To: testAt.UTC().Add(time.Minute), Rate: 1, Burst: 64},
 		events.ApplyReported{Node: "novox", Declaration: "d1", Sent: 1, Applied: 1, Unchanged: 1, ReceivedAt: testAt.UTC()},
+		events.TokenCreated{Name: "alice", TokenID: "1a2b3c4d5e6f7a8b", SecretSHA256: strings.Repeat("1a2b3c4d", 8), ExpiresAt: testAt.UTC(), By: "operator:admin"},
+		events.TokenRevoked{Name: "alice", TokenID: "1a2b3c4d5e6f7a8b", By: "operator:admin"},
 	}
 	var types []string
 	for _, p := range payloads {
