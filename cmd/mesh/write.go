@@ -10,6 +10,7 @@ import (
 
 	"meshplane/api"
 	"meshplane/commands"
+	"meshplane/render"
 	"meshplane/session"
 )
 
@@ -33,14 +34,7 @@ func operator() string {
 func (e *env) execute(cmd *cobra.Command, cs ...commands.Command) error {
 	return withSession(cmd, true, cs, func(s *session.Session) error {
 		res, err := call(cmd.Context(), s.Service, operator(), cs)
-		for i, a := range res.Results {
-			if len(a.Events) == 0 {
-				fmt.Fprintf(e.stdout, "%s, nothing to do\n", commands.UnchangedNote(cs[i]))
-			}
-			for _, ev := range a.Events {
-				fmt.Fprintf(e.stdout, "%s #%d %s\n", ev.Stream, ev.Position, ev.Type)
-			}
-		}
+		render.CommandResult(cmd.OutOrStdout(), res, cs)
 		if len(res.Results) == 0 {
 			return batchRefused(err, len(cs))
 		}
