@@ -14,6 +14,7 @@ import (
 	"meshplane/events"
 	"meshplane/events/boltstore"
 	"meshplane/events/storeurl"
+	"meshplane/render"
 )
 
 // artifactPushCmd uploads an image tarball to the artifact store and
@@ -58,7 +59,7 @@ func (e *env) artifactPushCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "pushed %s to %s/%s@%s\n", tarball, addr, name, digest)
+			render.ArtifactPushed(cmd.OutOrStdout(), tarball, addr, name, digest)
 			return e.execute(cmd, commands.RecordArtifact{Module: module, Name: name, Digest: digest})
 		},
 	}
