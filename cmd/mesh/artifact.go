@@ -14,6 +14,7 @@ import (
 	"meshplane/events"
 	"meshplane/events/boltstore"
 	"meshplane/events/storeurl"
+	"meshplane/internal/flagcheck"
 	"meshplane/render"
 )
 
@@ -65,7 +66,7 @@ func (e *env) artifactPushCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&registry, "registry", "", "push to the artifact store at `host:port`, not the one the mesh's node holds")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "give up the upload after this `duration`")
-	checkFlags(cmd.Flags(), map[string]flagCheck{"registry": optional(dialAddr), "timeout": positive})
+	flagcheck.Install(cmd.Flags(), map[string]flagcheck.Check{"registry": flagcheck.Optional(flagcheck.DialAddr), "timeout": flagcheck.Positive})
 	return cmd
 }
 

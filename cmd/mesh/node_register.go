@@ -15,6 +15,7 @@ import (
 	"meshplane/commands"
 	"meshplane/daemon"
 	"meshplane/internal/atomicfile"
+	"meshplane/internal/flagcheck"
 	"meshplane/session"
 )
 
@@ -78,7 +79,7 @@ NODE': the host makes its own key and the seed never leaves it.`,
 	}
 	cmd.Flags().StringVar(&creds, "creds", "", "write the node's bus credential `file` (mode 0600) for 'mesh agent --creds'")
 	cmd.Flags().StringSliceVar(&busURLs, "bus-url", nil, "with --creds: the bus `URLs` the agent dials (default: those the controller names, with --server; else DATA/bus-urls of the running controller, else nats://127.0.0.1:4222)")
-	checkFlags(cmd.Flags(), map[string]flagCheck{"bus-url": listOf(urlOf("nats", "tls", "ws", "wss"))})
+	flagcheck.Install(cmd.Flags(), map[string]flagcheck.Check{"bus-url": flagcheck.ListOf(flagcheck.URLOf("nats", "tls", "ws", "wss"))})
 	return cmd
 }
 

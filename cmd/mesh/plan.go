@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
+	"meshplane/internal/flagcheck"
 	"meshplane/render"
 	"meshplane/session"
 )
@@ -55,7 +56,7 @@ heavy (a heavy pass, rule 7): its first line says so, and mesh plan exits 4.`,
 		},
 	}
 	cmd.Flags().StringArrayVar(&after, "after", nil, "plan as if this `command` had run first (\"deploy forge\", \"assign route-proxy novox\"); repeatable")
-	checkFlags(cmd.Flags(), map[string]flagCheck{"after": planAfter})
+	flagcheck.Install(cmd.Flags(), map[string]flagcheck.Check{"after": planAfter})
 	addOutput(cmd)
 	return cmd
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
+	"meshplane/internal/flagcheck"
 	"meshplane/render"
 	"meshplane/session"
 )
@@ -77,7 +78,7 @@ printed (from a controller, page after page).`,
 	fs.StringVar(&since, "since", "", "only events at or after this `time` (RFC 3339)")
 	fs.StringVar(&until, "until", "", "only events before this `time` (RFC 3339)")
 	fs.IntVar(&limit, "limit", 0, "only the last `N` matches (0: all)")
-	checkFlags(fs, map[string]flagCheck{"since": optional(rfc3339), "until": optional(rfc3339), "limit": atLeast(0)})
+	flagcheck.Install(fs, map[string]flagcheck.Check{"since": flagcheck.Optional(flagcheck.RFC3339), "until": flagcheck.Optional(flagcheck.RFC3339), "limit": flagcheck.AtLeast(0)})
 	_ = cmd.RegisterFlagCompletionFunc("node", completeNodes)
 	addOutput(cmd)
 	return cmd
