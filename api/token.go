@@ -2,8 +2,15 @@ package api
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"meshplane/commands"
 )
+
+// ErrTokenRefused is wrapped by every refusal of a per-operator API token
+// (unknown, revoked, expired): the API answers it 401.
+var ErrTokenRefused = errors.New("API token refused")
 
 // TokenPrefix starts every per-operator API token's secret.
 const TokenPrefix = "mtk_"
@@ -58,4 +65,30 @@ type TokenInfo struct {
 	ExpiresAt time.Time `json:"expires_at,omitzero"`
 	Revoked   time.Time `json:"revoked,omitzero"`
 	RevokedBy string    `json:"revoked_by,omitempty"`
+}
+
+// Validate checks the fields of a CreateTokenRequest: the operator and the
+// token's name as operators are checked, a time to live of 0 or more.
+func (r CreateTokenRequest) Validate() error {
+	if err := checkOperator(r.Operator); err != nil {
+		return err
+	}
+	if err := commands.CheckOperator(r.Name); err != nil {
+		return invalidField("name", "%v", err)
+	}
+	if r.TTLSeconds < 0 {
+		return invalidField("ttl_seconds", "%d: 0 (no expiry) or more", r.TTLSeconds)
+	}
+	return nil
+}
+
+// Validate checks the fields of a RevokeTokenRequest.
+func (r RevokeTokenRequest) Validate() error {
+	if err := checkOperator(r.Operator); err != nil {
+		return err
+	}
+	if err := commands.CheckOperator(r.Name); err != nil {
+		return invalidField("name", "%v", err)
+	}
+	return nil
 }

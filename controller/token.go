@@ -7,7 +7,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"time"
 
@@ -22,11 +21,11 @@ import (
 // its runner folds beside the projections, so a token made or revoked by
 // any controller of the store is known to every one of them.
 
-// Authenticate's refusals.
+// Authenticate's refusals; each wraps api.ErrTokenRefused.
 var (
-	ErrTokenUnknown = errors.New("controller: no such API token")
-	ErrTokenRevoked = errors.New("controller: the API token is revoked")
-	ErrTokenExpired = errors.New("controller: the API token has expired")
+	ErrTokenUnknown = fmt.Errorf("%w: no such API token", api.ErrTokenRefused)
+	ErrTokenRevoked = fmt.Errorf("%w: the API token is revoked", api.ErrTokenRefused)
+	ErrTokenExpired = fmt.Errorf("%w: the API token has expired", api.ErrTokenRefused)
 )
 
 // BootstrapTokenName is the operator the daemon records the first API
