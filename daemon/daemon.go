@@ -333,7 +333,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	// The page's event streams end with serveCtx, so that stopping does not
 	// wait for them.
 	mux := http.NewServeMux()
-	mux.Handle("/v1/", httpapi.Handler(ctl, token, httpapi.WithLogger(log)))
+	mux.Handle("/v1/", httpapi.Handler(ctl, token, httpapi.WithLogger(log), httpapi.WithAuthenticator(ctl.Authenticate)))
 	// Joining: authorised by the join token, outside the API token.
 	joinHandler := httpapi.JoinHandler(ctl, caPEM, httpapi.WithLogger(log))
 	mux.Handle("/v1/join", joinHandler)
