@@ -2,15 +2,14 @@ package main
 
 import (
 	"encoding/json"
-	"time"
 	"strings"
 	"testing"
+	"time"
 
 	"meshplane/api"
 	"meshplane/events"
 	"meshplane/projections"
 )
-
 
 // TestProcessTokens: against a running mesh up, the bootstrap token is
 // recorded as admin's; mesh token create prints a token whose writes are
