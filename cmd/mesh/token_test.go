@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"meshplane/api"
+	"meshplane/api/httpapi"
 	"meshplane/events"
 	"meshplane/projections"
 )
@@ -88,4 +89,33 @@ func TestTokenListGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "token-list", b.String(), t.TempDir())
+}
+
+// TestDaemonBootstrapTokenOnce: the bootstrap token is recorded as admin's
+// at the first start only; after a restart on the same data it is still
+// one token, and a per-operator token made before the restart is still
+// known (from history).
+func TestDaemonBootstrapTokenOnce(t *testing.T) {
+	data := t.TempDir()
+	d := startDaemon(t, data, "")
+	made, err := d.client.CreateToken(t.Context(), api.CreateTokenRequest{Operator: "root", Name: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.stop(t)
+	d2 := startDaemon(t, data, "")
+	list, err := d2.client.Tokens(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Tokens) != 2 || list.Tokens[0].Name != "admin" || list.Tokens[0].By != "controller" || list.Tokens[1].Name != "alice" {
+		t.Errorf("tokens after a restart: %+v; want admin (by controller) once, then alice", list.Tokens)
+	}
+	alice, err := httpapi.NewClient(d2.ready.APIURL, made.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.Status(t.Context(), api.StatusRequest{}); err != nil {
+		t.Errorf("alice's token after a restart: %v", err)
+	}
 }
