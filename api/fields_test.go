@@ -29,6 +29,7 @@ func TestFieldNames(t *testing.T) {
 	roots := []reflect.Type{
 		reflect.TypeFor[api.Service](),
 		reflect.TypeFor[api.Rebuilder](),
+		reflect.TypeFor[api.Tokens](),
 	}
 	w := &fieldWalker{seen: map[reflect.Type]bool{}}
 	for _, it := range roots {

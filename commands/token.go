@@ -40,8 +40,8 @@ func (RevokeToken) command()         {}
 
 // Rejection codes of tokens.
 const (
-	CodeTokenExists  = "token-exists"  // a create for a name whose token is live
-	CodeNoSuchToken  = "no-such-token" // a revoke for a name that never had an API token
+	CodeTokenExists = "token-exists"  // a create for a name whose token is live
+	CodeNoSuchToken = "no-such-token" // a revoke for a name that never had an API token
 )
 
 // TokenIDLen is how many hex digits of a token's SHA-256 name it (its id).

@@ -115,6 +115,8 @@ type Controller struct {
 
 	access accessState // access.go: joining and revoking
 
+	tokens *projections.Tokens // token.go: fed by runner beside views; nil when preloaded
+
 	preloaded bool                                                  // see Config.Views
 	tlQuery   func(projections.Filter) ([]projections.Entry, error) // see Config.TimelineQuery
 }
@@ -154,7 +156,10 @@ func New(cfg Config) (*Controller, error) {
 	}
 	if c.views == nil {
 		c.views = projections.New()
-		c.runner = projections.NewRunner(c.store, c.reg, c.views.All()...)
+		// The token table is folded with the Set but is not part of it (no
+		// snapshot, no rebuild comparison).
+		c.tokens = projections.NewTokens()
+		c.runner = projections.NewRunner(c.store, c.reg, append(c.views.All(), c.tokens)...)
 	}
 	c.runner.OnPanic(c.reportPanic)
 	return c, nil

@@ -63,7 +63,7 @@ var layers = map[string]layer{
 	}},
 	"meshplane/controller": {
 		imports: []string{
-			"cmp", "context", "crypto/rand", "crypto/sha256", "encoding/base64", "encoding/hex", "encoding/json", "errors", "fmt",
+			"cmp", "context", "crypto/rand", "crypto/sha256", "crypto/subtle", "encoding/base64", "encoding/hex", "encoding/json", "errors", "fmt",
 			"golang.org/x/sync/errgroup", "io", "io/fs", "log/slog",
 			"meshplane/agent", "meshplane/api", "meshplane/commands", "meshplane/declaration", "meshplane/events",
 			"meshplane/internal/atomicfile", "meshplane/internal/safego", "meshplane/projections", "os", "path/filepath", "slices", "strings", "sync",

@@ -48,8 +48,8 @@ func (c *Controller) execute(ctx context.Context, operator string, cs ...command
 	if err := c.syncTo(ctx, last); err != nil {
 		return res, err
 	}
-	if c.pub != nil {
-		if _, err := c.pushNodes(ctx, touched(cs), false); err != nil {
+	if nodes := touched(cs); c.pub != nil && (nodes == nil || len(nodes) > 0) {
+		if _, err := c.pushNodes(ctx, nodes, false); err != nil {
 			// The commands are recorded; the next pass pushes again.
 			c.log.Error("controller: push after command", "error", err)
 		}
@@ -95,15 +95,22 @@ func (c *Controller) append(ctx context.Context, who string, cs []commands.Comma
 // registered node alone for a registration (a node with no modules routes
 // no name), every node (nil) for anything else, since a module's routes,
 // an assignment or a node's address reach every node's roster. Only the
-// declarations whose digest changed are pushed.
+// declarations whose digest changed are pushed. A token command touches
+// none (an empty, non-nil list: nothing is pushed).
 func touched(cs []commands.Command) []string {
 	var nodes []string
 	for _, cmd := range cs {
-		r, ok := cmd.(commands.RegisterNode)
-		if !ok {
+		switch cmd := cmd.(type) {
+		case commands.RegisterNode:
+			nodes = append(nodes, cmd.Node)
+		case commands.CreateToken, commands.RevokeToken:
+			// A token is in no node's declaration.
+		default:
 			return nil
 		}
-		nodes = append(nodes, r.Node)
+	}
+	if nodes == nil {
+		return []string{}
 	}
 	return nodes
 }

@@ -280,6 +280,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	// consumer has finished the one in hand. Under a leader lock, only
 	// once it is held (leadOnLock).
 	leadLost := make(chan error, 1)
+	leadsNow := lock == nil // takes writes from its first request
 	door := reportDoor{ctl: ctl, recorded: cfg.Recorded, metrics: cm.m, limit: cfg.ReportLimit, log: log}
 	if lock == nil {
 		stopConsumer, err := consumeReports(ctx, bc, door)
@@ -295,6 +296,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		if err != nil {
 			return fmt.Errorf("controller: leader lock: %w", err)
 		}
+		leadsNow = held != nil
 		leadCtx, stopLead := context.WithCancel(context.WithoutCancel(ctx))
 		leadDone := make(chan struct{})
 		leading := make(chan struct{})
@@ -322,6 +324,15 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 	}
 
+	// The bootstrap token: DATA/api-token's hash is recorded as the token
+	// of operator admin, by controller, unless admin has one already (a
+	// standby leaves it to the leader, which records it at its start).
+	if leadsNow {
+		if err := recordBootstrapToken(ctx, ctl, token, log); err != nil {
+			return err
+		}
+	}
+
 	// The API.
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
@@ -333,7 +344,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	// The page's event streams end with serveCtx, so that stopping does not
 	// wait for them.
 	mux := http.NewServeMux()
-	mux.Handle("/v1/", httpapi.Handler(ctl, token, httpapi.WithLogger(log)))
+	mux.Handle("/v1/", httpapi.Handler(ctl, token, httpapi.WithLogger(log), httpapi.WithAuthenticator(ctl.Authenticate)))
 	// Joining: authorised by the join token, outside the API token.
 	joinHandler := httpapi.JoinHandler(ctl, caPEM, httpapi.WithLogger(log))
 	mux.Handle("/v1/join", joinHandler)
@@ -433,4 +444,21 @@ func waitRunning(ctx context.Context, ctl *controller.Controller, runDone chan e
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+}
+
+// recordBootstrapToken records the DATA/api-token's SHA-256 as the API
+// token of operator controller.BootstrapTokenName (token.created, by
+// "controller") unless that name has a token already. Requests made with
+// the bootstrap token itself keep the operator they declare (the handler
+// compares it to the file, as before); the record makes the token known
+// to every controller of the store, and revocable.
+func recordBootstrapToken(ctx context.Context, ctl *controller.Controller, token string, log *slog.Logger) error {
+	made, err := ctl.RecordToken(ctx, controller.BootstrapTokenName, token, "controller")
+	if err != nil {
+		return fmt.Errorf("controller: bootstrap token: %w", err)
+	}
+	if made {
+		log.Info("controller: recorded the bootstrap API token", "operator", controller.BootstrapTokenName)
+	}
+	return nil
 }

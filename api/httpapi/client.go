@@ -144,6 +144,10 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 // error form, ErrUnauthorized for 401, an *Error otherwise.
 func decodeError(status int, b []byte) error {
 	if status == http.StatusUnauthorized {
+		var eb errorBody
+		if err := json.Unmarshal(b, &eb); err == nil && eb.Error.Message != "" {
+			return fmt.Errorf("%w: %s", ErrUnauthorized, eb.Error.Message)
+		}
 		return ErrUnauthorized
 	}
 	var eb errorBody

@@ -8,6 +8,10 @@
 // "Authorization: Bearer TOKEN" (the controller's DATA/api-token); without
 // it the answer is 401 and nothing is read or appended. Command bodies name
 // the operator ({"operator": "alice", ...}), recorded as the events' actor.
+// Beside that bootstrap token, a handler WithAuthenticator takes
+// per-operator tokens (mesh token create): a request made with one is its
+// operator's, whatever the body's "operator" says (the handler overwrites
+// it), and a revoked, expired or unknown one is 401 at once.
 //
 //	method path                                            Service call     body / query
 //	GET    /v1/info                                        Info
@@ -37,6 +41,9 @@
 //	POST   /v1/nodes/{node}/creds                          NodeCreds        {"operator"} whole credentials, seed included; api.Access
 //	POST   /v1/nodes/{node}/revoke                         Revoke           {"operator"} every bus user of the node, at once; api.Access
 //	POST   /v1/join                                        Join             {"token","public_key","agent_version","node"} NO operator token (JoinHandler)
+//	POST   /v1/tokens                                      CreateToken      {"operator","name","ttl_seconds"} the secret, once; api.Tokens
+//	GET    /v1/tokens                                      Tokens           every API token, revoked ones too; api.Tokens
+//	DELETE /v1/tokens/{name}                               RevokeToken      {"operator"} refused at once from then on; api.Tokens
 //	GET    /v1/join/ca                                     (JoinHandler)    the CA certificate, PEM text; 404 no-ca on plain HTTP; NO token
 //
 // A body naming a node, module or key names the same one as the path, or

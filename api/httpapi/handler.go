@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -32,7 +33,23 @@ func WithMaxBody(n int64) HandlerOption { return func(h *handler) { h.maxBody = 
 // WithLogger logs failures (500s) to l (slog.Default otherwise).
 func WithLogger(l *slog.Logger) HandlerOption { return func(h *handler) { h.log = l } }
 
+// Authenticator tells whose a per-operator API token is (the
+// controller's Authenticate): the operator it was made for, or an error
+// wrapping api.ErrTokenRefused for a token refused (unknown, revoked,
+// expired), answered 401 with its message. Any other error is the
+// controller failing (500).
+type Authenticator func(ctx context.Context, secret string) (operator string, err error)
+
+// WithAuthenticator accepts, beside the bootstrap token, per-operator
+// tokens told by auth. A request made with one is the token's operator's:
+// the "operator" of its body is overwritten with the token's name before
+// the service sees it, whatever the client sent.
+func WithAuthenticator(auth Authenticator) HandlerOption {
+	return func(h *handler) { h.auth = auth }
+}
+
 type handler struct {
+	auth    Authenticator
 	svc     api.Service
 	token   [sha256.Size]byte
 	empty   bool // no token: every request is refused
@@ -94,19 +111,76 @@ func Handler(svc api.Service, token string, opts ...HandlerOption) http.Handler 
 	m.HandleFunc("POST /v1/nodes/{node}/join-token", h.joinToken)
 	m.HandleFunc("POST /v1/nodes/{node}/creds", h.nodeCreds)
 	m.HandleFunc("POST /v1/nodes/{node}/revoke", h.revoke)
+	m.HandleFunc("POST /v1/tokens", h.createToken)
+	m.HandleFunc("GET /v1/tokens", h.listTokens)
+	m.HandleFunc("DELETE /v1/tokens/{name}", h.revokeToken)
 	return h
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="meshplane"`)
-		writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "a valid token is required (Authorization: Bearer TOKEN; the controller keeps it in DATA/api-token)")
-		return
+		op, err := h.authenticate(r)
+		var refused *tokenRefused
+		switch {
+		case errors.As(err, &refused):
+			w.Header().Set("WWW-Authenticate", `Bearer realm="meshplane"`)
+			writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, refused.msg)
+			return
+		case err != nil:
+			h.fail(w, r, err)
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), operatorKey{}, op))
 	}
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, h.maxBody)
 	}
 	h.mux.ServeHTTP(w, r)
+}
+
+// tokenRefused is a request's token refused: 401 with msg.
+type tokenRefused struct{ msg string }
+
+func (e *tokenRefused) Error() string { return e.msg }
+
+// operatorKey holds, in a request's context, the operator its
+// per-operator token names.
+type operatorKey struct{}
+
+// authenticate tells a request's per-operator token's operator, or why it
+// is refused (*tokenRefused), or the authenticator's failure.
+func (h *handler) authenticate(r *http.Request) (string, error) {
+	const need = "a valid token is required (Authorization: Bearer TOKEN: the controller's DATA/api-token, or an operator's token from mesh token create)"
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || got == "" || h.auth == nil {
+		return "", &tokenRefused{need}
+	}
+	op, err := h.auth(r.Context(), got)
+	switch {
+	case errors.Is(err, api.ErrTokenRefused):
+		return "", &tokenRefused{err.Error()}
+	case err != nil:
+		return "", fmt.Errorf("api: authenticate: %w", err)
+	case op == "":
+		return "", &tokenRefused{need}
+	}
+	return op, nil
+}
+
+// asOperator overwrites the Operator field of the request v points at, if
+// it has one, with the operator of the request's per-operator token.
+func asOperator(r *http.Request, v any) {
+	op, ok := r.Context().Value(operatorKey{}).(string)
+	if !ok {
+		return
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
+		return
+	}
+	if f := rv.Elem().FieldByName("Operator"); f.IsValid() && f.Kind() == reflect.String && f.CanSet() {
+		f.SetString(op)
+	}
 }
 
 // authorized compares the request's bearer token with the controller's in
@@ -303,13 +377,13 @@ func (h *handler) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 		h.fail(w, r, badRequestf("read the request body: %v", err))
 		return false
 	}
-	if len(bytes.TrimSpace(b)) == 0 {
-		return true
+	if len(bytes.TrimSpace(b)) > 0 {
+		if err := events.UnmarshalStrict(b, v); err != nil {
+			h.fail(w, r, badRequestf("the request body: %v", err))
+			return false
+		}
 	}
-	if err := events.UnmarshalStrict(b, v); err != nil {
-		h.fail(w, r, badRequestf("the request body: %v", err))
-		return false
-	}
+	asOperator(r, v)
 	return true
 }
 

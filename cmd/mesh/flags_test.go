@@ -35,6 +35,9 @@ func TestBadFlagValuesAreUsage(t *testing.T) {
 		{[]string{"up", "--nats", "nats://h:0"}, "--nats"},
 		{[]string{"node", "register", "n1", "--creds", "c", "--bus-url", "ftp://x"}, "--bus-url"},
 		{[]string{"node", "register", "n1", "--creds", "c", "--bus-url", "nats://a:4222,nats://b:99999"}, "--bus-url"},
+		{[]string{"token", "create", "ana", "--ttl", "-1h"}, "--ttl"},
+		{[]string{"token", "create", "ana", "--ttl", "1ms"}, "--ttl"},
+		{[]string{"token", "create", "ana", "--ttl", "soon"}, "--ttl"},
 		{[]string{"status", "--server", "ftp://x"}, "--server"},
 		{[]string{"status", "--server", "http://h:99999"}, "--server"},
 		{[]string{"status", "--server", "http://"}, "--server"},
@@ -103,6 +106,7 @@ func TestGoodFlagValuesPass(t *testing.T) {
 		{flagcheck.ListOf(flagcheck.URLOf("nats", "tls")), "nats://a:4222,tls://b:4222"}, {flagcheck.URLOf("nats"), "nats://127.0.0.1"},
 		{flagcheck.Positive, "1ns"}, {flagcheck.Positive, "5m"}, {flagcheck.AtLeast(0), "0"}, {flagcheck.AtLeast(-1), "-1"}, {flagcheck.AtLeast(1), "0x10"},
 		{flagcheck.RFC3339, "2026-09-29T23:02:00Z"}, {flagcheck.RFC3339, "2026-09-29T23:02:00+02:00"},
+		{tokenTTL, "0"}, {tokenTTL, "720h"}, {tokenTTL, "1s"},
 		{flagcheck.Optional(flagcheck.ListenAddr), ""}, {planAfter, "deploy forge --digest sha256:" + strings.Repeat("a", 64)},
 	} {
 		if err := tc.check(tc.value); err != nil {

@@ -1,0 +1,94 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"meshplane/commands"
+)
+
+// ErrTokenRefused is wrapped by every refusal of a per-operator API token
+// (unknown, revoked, expired): the API answers it 401.
+var ErrTokenRefused = errors.New("API token refused")
+
+// TokenPrefix starts every per-operator API token's secret.
+const TokenPrefix = "mtk_"
+
+// Tokens is the controller's per-operator API tokens (mesh token): kept
+// out of Service, as Access is, since only a running controller has them
+// (the CLI's local mode does not).
+type Tokens interface {
+	// CreateToken makes a token for the operator Name; the response holds
+	// its secret, shown this once (only its SHA-256 is recorded).
+	CreateToken(ctx context.Context, req CreateTokenRequest) (CreateTokenResponse, error)
+	// RevokeToken revokes Name's live token: refused at once from then on.
+	RevokeToken(ctx context.Context, req RevokeTokenRequest) (CommandResult, error)
+	// Tokens lists every token history holds, revoked ones too.
+	Tokens(ctx context.Context) (TokenList, error)
+}
+
+// CreateTokenRequest asks for an API token for the operator Name, expiring
+// after TTLSeconds (0: never).
+type CreateTokenRequest struct {
+	Operator   string `json:"operator"`
+	Name       string `json:"name"`
+	TTLSeconds int64  `json:"ttl_seconds,omitempty"`
+}
+
+// CreateTokenResponse is a new token: Token is its secret (TokenPrefix and
+// the base64url of 32 random bytes), given once.
+type CreateTokenResponse struct {
+	Name      string    `json:"name"`
+	Token     string    `json:"token"`
+	TokenID   string    `json:"token_id"`
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+}
+
+// RevokeTokenRequest asks to revoke the operator Name's live token.
+type RevokeTokenRequest struct {
+	Operator string `json:"operator"`
+	Name     string `json:"name"`
+}
+
+// TokenList is every API token history holds, in creation order.
+type TokenList struct {
+	Tokens []TokenInfo `json:"tokens"`
+}
+
+// TokenInfo is one API token (never its secret nor its hash).
+type TokenInfo struct {
+	Name      string    `json:"name"`
+	ID        string    `json:"id"`
+	Created   time.Time `json:"created"`
+	By        string    `json:"by"`
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	Revoked   time.Time `json:"revoked,omitzero"`
+	RevokedBy string    `json:"revoked_by,omitempty"`
+}
+
+// Validate checks the fields of a CreateTokenRequest: the operator and the
+// token's name as operators are checked, a time to live of 0 or more.
+func (r CreateTokenRequest) Validate() error {
+	if err := checkOperator(r.Operator); err != nil {
+		return err
+	}
+	if err := commands.CheckOperator(r.Name); err != nil {
+		return invalidField("name", "%v", err)
+	}
+	if r.TTLSeconds < 0 {
+		return invalidField("ttl_seconds", "%d: 0 (no expiry) or more", r.TTLSeconds)
+	}
+	return nil
+}
+
+// Validate checks the fields of a RevokeTokenRequest.
+func (r RevokeTokenRequest) Validate() error {
+	if err := checkOperator(r.Operator); err != nil {
+		return err
+	}
+	if err := commands.CheckOperator(r.Name); err != nil {
+		return invalidField("name", "%v", err)
+	}
+	return nil
+}

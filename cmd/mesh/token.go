@@ -1,0 +1,165 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"meshplane/api"
+	"meshplane/internal/flagcheck"
+	"meshplane/session"
+)
+
+// The token group: per-operator API tokens, the controller's (--server).
+
+func (e *env) tokenGroup() *cobra.Command {
+	g := &cobra.Command{
+		Use:   "token",
+		Short: "per-operator API tokens: create, list, revoke",
+		Long: `Per-operator API tokens. A request made with an operator's token is that
+operator's: every event it appends is recorded with actor operator:NAME,
+whatever MESH_OPERATOR says. Tokens are the controller's: the verbs need
+--server (or MESH_SERVER).`,
+	}
+	g.AddCommand(e.tokenCreateCmd(), e.tokenListCmd(), e.tokenRevokeCmd())
+	return g
+}
+
+// withTokens runs fn on the running controller's api.Tokens; local mode
+// is refused before any store is opened.
+func withTokens(cmd *cobra.Command, verb string, write bool, fn func(api.Tokens) error) error {
+	t, err := targetOf(cmd, false)
+	if err != nil {
+		return err
+	}
+	if t.server == "" {
+		return usagef("token %s needs --server (or MESH_SERVER): tokens are the running controller's", verb)
+	}
+	return withSession(cmd, write, nil, func(s *session.Session) error {
+		tk, ok := s.Service.(api.Tokens)
+		if s.Local != nil || !ok {
+			return usagef("token %s needs --server (or MESH_SERVER): tokens are the running controller's", verb)
+		}
+		return fn(tk)
+	})
+}
+
+// tokenTTL is a token's lifetime flag: 0 (none) or a flagcheck.Positive duration of
+// whole seconds.
+func tokenTTL(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 || (d > 0 && d < time.Second) {
+		return errors.New("want 0 (no expiry) or a duration of 1s or more (720h)")
+	}
+	return nil
+}
+
+func (e *env) tokenCreateCmd() *cobra.Command {
+	var ttl time.Duration
+	cmd := &cobra.Command{
+		Use:   "create NAME",
+		Short: "make an API token for the operator NAME (printed once)",
+		Long: `Make an API token for the operator NAME (token.created; only the SHA-256 of
+its secret is recorded). The token is printed alone on stdout, this once;
+give it to NAME, who passes it as MESH_TOKEN (or in a --token-file). NAME
+has one live token at a time: revoke it to make another. --ttl 0: no
+expiry.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("name one operator")
+			}
+			return withTokens(cmd, "create", true, func(t api.Tokens) error {
+				res, err := t.CreateToken(cmd.Context(), api.CreateTokenRequest{Operator: operator(), Name: args[0], TTLSeconds: int64(ttl / time.Second)})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(e.stdout, res.Token)
+				until := "no expiry"
+				if !res.ExpiresAt.IsZero() {
+					until = "good until " + res.ExpiresAt.UTC().Format(time.RFC3339)
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "API token %s for operator %s, %s; it is shown this once (MESH_TOKEN=... or --token-file)\n", res.TokenID, res.Name, until)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().DurationVar(&ttl, "ttl", 720*time.Hour, "how long the token is good for (0: no expiry)")
+	flagcheck.Install(cmd.Flags(), map[string]flagcheck.Check{"ttl": tokenTTL})
+	return cmd
+}
+
+func (e *env) tokenListCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "every API token, revoked ones too (never a secret)",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unexpected argument %q", args[0])
+			}
+			out, err := outputOf(cmd)
+			if err != nil {
+				return err
+			}
+			return withTokens(cmd, "list", false, func(t api.Tokens) error {
+				list, err := t.Tokens(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if out == outJSON {
+					return writeJSON(cmd.OutOrStdout(), list)
+				}
+				return writeTokens(cmd.OutOrStdout(), list)
+			})
+		},
+	}
+	addOutput(cmd)
+	return cmd
+}
+
+// writeTokens is token list's table.
+func writeTokens(w io.Writer, list api.TokenList) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tID\tCREATED\tBY\tEXPIRES\tREVOKED")
+	when := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
+	for _, t := range list.Tokens {
+		revoked := when(t.Revoked)
+		if t.RevokedBy != "" {
+			revoked += " by " + t.RevokedBy
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.ID, when(t.Created), t.By, when(t.ExpiresAt), revoked)
+	}
+	return tw.Flush()
+}
+
+func (e *env) tokenRevokeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "revoke NAME",
+		Short: "revoke the operator NAME's API token: refused at once from then on",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("name one operator")
+			}
+			return withTokens(cmd, "revoke", true, func(t api.Tokens) error {
+				res, err := t.RevokeToken(cmd.Context(), api.RevokeTokenRequest{Operator: operator(), Name: args[0]})
+				if err != nil {
+					return err
+				}
+				if len(res.Results) == 0 || len(res.Results[0].Events) == 0 {
+					fmt.Fprintf(e.stdout, "operator %s's token was revoked already\n", args[0])
+					return nil
+				}
+				fmt.Fprintf(e.stdout, "revoked the API token of operator %s\n", args[0])
+				return nil
+			})
+		},
+	}
+}

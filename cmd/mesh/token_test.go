@@ -1,0 +1,121 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"meshplane/api"
+	"meshplane/api/httpapi"
+	"meshplane/events"
+	"meshplane/projections"
+)
+
+// TestProcessTokens: against a running mesh up, the bootstrap token is
+// recorded as admin's; mesh token create prints a token whose writes are
+// recorded as its operator's, whatever MESH_OPERATOR says; token list
+// shows every token (golden); after mesh token revoke the next request
+// with it exits non-zero naming the revocation.
+func TestProcessTokens(t *testing.T) {
+	data := t.TempDir()
+	c := startCtl(t, data, freeAddr(t), freeAddr(t))
+	defer c.stop(t)
+	boot := append(c.env(), "MESH_OPERATOR=root")
+
+	code, _, errOut := cli(t, []string{"MESH_SERVER=", "MESH_DATA=" + t.TempDir()}, "token", "list")
+	if code != exitUsage || !strings.Contains(errOut, "needs --server") {
+		t.Errorf("token list in local mode: exit %d, %s; want usage naming --server", code, errOut)
+	}
+
+	code, out, errOut := cli(t, boot, "token", "create", "alice")
+	if code != exitOK {
+		t.Fatalf("token create: exit %d\n%s%s", code, out, errOut)
+	}
+	secret := strings.TrimSpace(out)
+	if !strings.HasPrefix(secret, "mtk_") || strings.Count(out, "\n") != 1 || !strings.Contains(errOut, "operator alice") {
+		t.Fatalf("token create printed %q on stdout, %q on stderr", out, errOut)
+	}
+	alice := []string{"MESH_SERVER=" + c.url, "MESH_TOKEN=" + secret, "MESH_DATA=" + data, "MESH_OPERATOR=mallory"}
+	mustCLI(t, alice, "node", "register", "n1")
+	mustCLI(t, boot, "node", "register", "n2")
+
+	var tl []projections.Entry
+	if err := json.Unmarshal([]byte(mustCLI(t, boot, "timeline", "-o", "json", "--type", events.TypeNodeRegistered)), &tl); err != nil {
+		t.Fatal(err)
+	}
+	actors := map[string]string{}
+	for _, e := range tl {
+		actors[e.Node] = e.Actor
+	}
+	if actors["n1"] != "operator:alice" || actors["n2"] != "operator:root" {
+		t.Errorf("registered by %v; want n1 by operator:alice (its token), n2 by operator:root (the bootstrap token keeps the declared operator)", actors)
+	}
+
+	mustCLI(t, boot, "token", "revoke", "alice")
+	code, out, errOut = cli(t, alice, "status")
+	if code == exitOK || !strings.Contains(errOut, "revoked") {
+		t.Errorf("a request with a revoked token: exit %d\n%s%s; want a failure naming the revocation", code, out, errOut)
+	}
+
+	list := mustCLI(t, boot, "token", "list")
+	if lines := strings.Split(strings.TrimSpace(list), "\n"); len(lines) != 3 ||
+		!strings.HasPrefix(lines[1], "admin ") || !strings.Contains(lines[1], " controller ") ||
+		!strings.HasPrefix(lines[2], "alice ") || !strings.Contains(lines[2], " by operator:root") {
+		t.Errorf("token list:\n%s\nwant admin by controller, alice revoked by operator:root", list)
+	}
+
+	var js struct {
+		Tokens []struct{ Name, By string } `json:"tokens"`
+	}
+	if err := json.Unmarshal([]byte(mustCLI(t, boot, "token", "list", "-o", "json")), &js); err != nil {
+		t.Fatal(err)
+	}
+	if len(js.Tokens) != 2 || js.Tokens[0].Name != "admin" || js.Tokens[0].By != "controller" || js.Tokens[1].By != "operator:root" {
+		t.Errorf("token list -o json: %+v; want admin by controller, alice by operator:root", js.Tokens)
+	}
+}
+
+// TestTokenListGolden: token list's table (times and ids fixed).
+func TestTokenListGolden(t *testing.T) {
+	at := time.Date(2026, 12, 1, 23, 0, 0, 0, time.UTC)
+	list := api.TokenList{Tokens: []api.TokenInfo{
+		{Name: "admin", ID: "0123456789abcdef", Created: at, By: "controller"},
+		{Name: "alice", ID: "fedcba9876543210", Created: at.Add(time.Minute), By: "operator:root", ExpiresAt: at.Add(720 * time.Hour), Revoked: at.Add(time.Hour), RevokedBy: "operator:root"},
+		{Name: "bob", ID: "00112233445566ff", Created: at.Add(2 * time.Minute), By: "operator:alice", ExpiresAt: at.Add(24 * time.Hour)},
+	}}
+	var b strings.Builder
+	if err := writeTokens(&b, list); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "token-list", b.String(), t.TempDir())
+}
+
+// TestDaemonBootstrapTokenOnce: the bootstrap token is recorded as admin's
+// at the first start only; after a restart on the same data it is still
+// one token, and a per-operator token made before the restart is still
+// known (from history).
+func TestDaemonBootstrapTokenOnce(t *testing.T) {
+	data := t.TempDir()
+	d := startDaemon(t, data, "")
+	made, err := d.client.CreateToken(t.Context(), api.CreateTokenRequest{Operator: "root", Name: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.stop(t)
+	d2 := startDaemon(t, data, "")
+	list, err := d2.client.Tokens(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Tokens) != 2 || list.Tokens[0].Name != "admin" || list.Tokens[0].By != "controller" || list.Tokens[1].Name != "alice" {
+		t.Errorf("tokens after a restart: %+v; want admin (by controller) once, then alice", list.Tokens)
+	}
+	alice, err := httpapi.NewClient(d2.ready.APIURL, made.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.Status(t.Context(), api.StatusRequest{}); err != nil {
+		t.Errorf("alice's token after a restart: %v", err)
+	}
+}
