@@ -124,9 +124,22 @@
 // out loud: StartServer refuses otherwise (ErrInsecure). The controller in
 // the same process connects in-process (no socket).
 //
+// # A clustered embedded bus
+//
+// The controllers sharing a store can run their embedded servers as one
+// NATS cluster (ServerConfig.Cluster, Peers, Name, TrustDir): routes
+// authenticated with the trust root, JetStream clustered, the bucket and
+// the stream replicated (DefaultReplicas). See cluster.go for the design
+// and why the trust root is given to each controller rather than kept in
+// the store.
+//
 // # An external NATS cluster (--nats URL)
 //
-// What an operator sets up there (with nsc, or the server's configuration):
+// ExternalAccount (`mesh bus account`) makes the trust of a cluster
+// dedicated to meshplane in operator JWT mode and the servers'
+// configuration fragment, the controller's user and the signing key it
+// mints node users with (IssuerFor); see account.go. Otherwise, what an
+// operator sets up there (with nsc, or the server's configuration):
 //
 //   - an account for the mesh (say MESH) with JetStream enabled: file
 //     storage for the bucket and the stream above (the controller makes them

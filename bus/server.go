@@ -30,9 +30,27 @@ const maxPayload = 8 << 20
 
 // ServerConfig is how the embedded bus runs.
 type ServerConfig struct {
-	// Dir is the bus's directory (DATA/bus): the trust root's seeds and the
-	// JetStream store (Dir/jetstream). Required.
+	// Dir is the bus's directory (DATA/bus): the trust root's seeds (unless
+	// TrustDir) and the JetStream store (Dir/jetstream). Required.
 	Dir string
+	// TrustDir, if set, holds the trust root's seeds instead of Dir, and
+	// they must be there (never made there): the copy of the first
+	// controller's seeds every controller of a clustered bus is given.
+	TrustDir string
+	// Name is the server's name: unique in a cluster and the same at every
+	// start (JetStream's replicas know their peers by it). Required with
+	// Cluster; "meshplane" for a lone server when empty.
+	Name string
+	// Cluster, if set, is where the server listens for its peers' routes
+	// (host:port; port 0 or -1 picks a free one): the bus is then one
+	// server of a cluster (ClusterName), JetStream clustered. See
+	// cluster.go.
+	Cluster string
+	// Peers are the other servers' route URLs (nats-route://host:port).
+	Peers []string
+	// ClusterCA is a PEM file of the CA that signed the peers'
+	// certificates, for routes with TLS; the system's roots when empty.
+	ClusterCA string
 	// Listen is host:port; DefaultListen when empty. Port -1 picks a free
 	// port (tests).
 	Listen string
@@ -50,9 +68,11 @@ type ServerConfig struct {
 // Server is the embedded NATS server with JetStream, in operator mode: a
 // client is a user of the mesh account, signed by the Authority in Dir.
 type Server struct {
-	ns   *server.Server
-	auth *Authority
-	tls  bool
+	ns        *server.Server
+	auth      *Authority
+	tls       bool
+	clustered bool
+	routes    *routeWatch // what the server said of refused routes; nil unless clustered
 }
 
 // StartServer starts the embedded bus and waits until it takes clients.
@@ -79,8 +99,20 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	if !useTLS && !cfg.Insecure && !isLoopback(host) {
 		return nil, fmt.Errorf("%w: %s", ErrInsecure, listen)
 	}
-	auth, err := LoadAuthority(cfg.Dir)
+	var auth *Authority
+	if cfg.TrustDir != "" {
+		auth, err = openTrust(cfg.TrustDir)
+	} else {
+		auth, err = LoadAuthority(cfg.Dir)
+	}
 	if err != nil {
+		return nil, err
+	}
+	name := cfg.Name
+	if name == "" {
+		name = standaloneName
+	}
+	if err := ValidServerName(name); err != nil {
 		return nil, err
 	}
 	op, accounts, err := auth.claims(cfg.Revoked)
@@ -98,7 +130,7 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 		return nil, fmt.Errorf("bus: start: %w", err)
 	}
 	opts := &server.Options{
-		ServerName:       "meshplane",
+		ServerName:       name,
 		Host:             host,
 		Port:             port,
 		NoSigs:           true, // the controller handles signals
@@ -122,6 +154,15 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 		opts.TLS = true
 		opts.TLSTimeout = 2
 	}
+	var routes *routeWatch
+	if cfg.Cluster != "" {
+		if err := clusterOptions(opts, cfg, auth, useTLS); err != nil {
+			return nil, err
+		}
+		routes = &routeWatch{}
+	} else if len(cfg.Peers) > 0 {
+		return nil, errors.New("bus: start: peers without a cluster address to listen on for their routes")
+	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("bus: start: %w", err)
@@ -130,14 +171,14 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	ns.SetLoggerV2(&slogLogger{l: logger.With("component", "nats-server")}, false, false, false)
+	ns.SetLoggerV2(&slogLogger{l: logger.With("component", "nats-server", "server", name), routes: routes}, false, false, false)
 	ns.Start()
 	if !ns.ReadyForConnections(10 * time.Second) {
 		ns.Shutdown()
 		ns.WaitForShutdown()
 		return nil, fmt.Errorf("bus: start: not ready after 10s listening on %s", listen)
 	}
-	return &Server{ns: ns, auth: auth, tls: useTLS}, nil
+	return &Server{ns: ns, auth: auth, tls: useTLS, clustered: routes != nil, routes: routes}, nil
 }
 
 // URL is the address clients on this machine dial: nats://host:port, or
@@ -184,15 +225,32 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// slogLogger carries nats-server's log to slog.
-type slogLogger struct{ l *slog.Logger }
+// slogLogger carries nats-server's log to slog; a clustered server's
+// errors are also shown to its routeWatch, and a route refused for its
+// authorization is said plainly.
+type slogLogger struct {
+	l      *slog.Logger
+	routes *routeWatch
+}
 
 func (s *slogLogger) Noticef(format string, v ...any) { s.l.Info(fmt.Sprintf(format, v...)) }
-func (s *slogLogger) Warnf(format string, v ...any)   { s.l.Warn(fmt.Sprintf(format, v...)) }
-func (s *slogLogger) Fatalf(format string, v ...any)  { s.l.Error(fmt.Sprintf(format, v...)) }
-func (s *slogLogger) Errorf(format string, v ...any)  { s.l.Error(fmt.Sprintf(format, v...)) }
-func (s *slogLogger) Debugf(format string, v ...any)  { s.l.Debug(fmt.Sprintf(format, v...)) }
-func (s *slogLogger) Tracef(format string, v ...any)  { s.l.Debug(fmt.Sprintf(format, v...)) }
+func (s *slogLogger) Warnf(format string, v ...any) {
+	line := fmt.Sprintf(format, v...)
+	s.l.Warn(line)
+	if s.routes != nil && s.routes.see(line) {
+		s.l.Error(ErrTrustMismatch.Error(), "route", line)
+	}
+}
+func (s *slogLogger) Fatalf(format string, v ...any) { s.l.Error(fmt.Sprintf(format, v...)) }
+func (s *slogLogger) Errorf(format string, v ...any) {
+	line := fmt.Sprintf(format, v...)
+	s.l.Error(line)
+	if s.routes != nil && s.routes.see(line) {
+		s.l.Error(ErrTrustMismatch.Error(), "route", line)
+	}
+}
+func (s *slogLogger) Debugf(format string, v ...any) { s.l.Debug(fmt.Sprintf(format, v...)) }
+func (s *slogLogger) Tracef(format string, v ...any) { s.l.Debug(fmt.Sprintf(format, v...)) }
 
 var _ server.Logger = (*slogLogger)(nil)
 

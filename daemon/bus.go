@@ -2,60 +2,202 @@ package daemon
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"time"
 
 	"meshplane/bus"
+	"meshplane/internal/atomicfile"
 )
 
-// startBus starts the embedded bus (or reads the external one's
-// configuration): the controller's connection, the URLs agents dial, and
-// how to stop the embedded server (nil for an external bus).
-func startBus(cfg Config, log *slog.Logger) (bus.ControllerConfig, []string, func(context.Context) error, error) {
+// startedBus is the bus startBus started (or the external one it read the
+// configuration of).
+type startedBus struct {
+	cfg bus.ControllerConfig
+	// urls are the URLs agents dial, once the controller is connected:
+	// every server's of a clustered bus (as the cluster told this one).
+	urls func() []string
+	// stop stops the embedded server; nil for an external bus.
+	stop func(context.Context) error
+	// refused, if set, says why the clustered bus will never take the
+	// controller (a peer of another trust root): the dial stops waiting.
+	refused func() error
+	// clustered: the dial waits for the cluster's JetStream (a majority
+	// of its servers) for as long as it takes.
+	clustered bool
+	// issuer mints node users: the embedded bus's trust root, or the
+	// account signing key of an external one (--nats-account-seed); nil
+	// when there is none (an external bus whose node users are made by
+	// its operator).
+	issuer *bus.Issuer
+}
+
+// startBus starts the embedded bus (alone, or one server of a cluster with
+// --bus-cluster and --bus-peers) or reads the external one's
+// configuration (--nats).
+func startBus(cfg Config, log *slog.Logger) (startedBus, error) {
 	if len(cfg.NATS) > 0 {
-		if cfg.NATSCreds == "" {
-			return bus.ControllerConfig{}, nil, nil, errors.New("controller: --nats needs --nats-creds, the controller user's .creds file")
-		}
-		b, err := os.ReadFile(cfg.NATSCreds)
-		if err != nil {
-			return bus.ControllerConfig{}, nil, nil, fmt.Errorf("controller: nats creds: %w", err)
-		}
-		u, err := bus.ParseNATSCreds(b)
-		if err != nil {
-			return bus.ControllerConfig{}, nil, nil, fmt.Errorf("controller: nats creds %s: %w", cfg.NATSCreds, err)
-		}
-		var ca []byte
-		if cfg.NATSCA != "" {
-			if ca, err = os.ReadFile(cfg.NATSCA); err != nil {
-				return bus.ControllerConfig{}, nil, nil, fmt.Errorf("controller: nats ca: %w", err)
-			}
-		}
-		return bus.ControllerConfig{URLs: cfg.NATS, User: u, CA: ca, Logger: log}, cfg.NATS, nil, nil
+		return externalBus(cfg, log)
+	}
+	if len(cfg.BusPeers) > 0 && cfg.BusCluster == "" {
+		return startedBus{}, errors.New("controller: --bus-peers needs --bus-cluster, the address this controller's bus listens on for its peers' routes")
 	}
 	listen, err := busListen(cfg.BusListen)
 	if err != nil {
-		return bus.ControllerConfig{}, nil, nil, err
+		return startedBus{}, err
 	}
-	srv, err := bus.StartServer(bus.ServerConfig{
-		Dir: filepath.Join(cfg.Data, BusDir), Listen: listen,
+	dir := filepath.Join(cfg.Data, BusDir)
+	sc := bus.ServerConfig{
+		Dir: dir, TrustDir: cfg.BusTrust, Listen: listen,
 		TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey, Insecure: cfg.Insecure, Logger: log,
 		Revoked: cfg.join.revokedList(),
-	})
+	}
+	if cfg.BusCluster != "" {
+		if sc.Name, err = serverName(dir); err != nil {
+			return startedBus{}, err
+		}
+		sc.Cluster, sc.Peers, sc.ClusterCA = cfg.BusCluster, cfg.BusPeers, cfg.TLSCA
+	}
+	srv, err := bus.StartServer(sc)
 	if err != nil {
-		return bus.ControllerConfig{}, nil, nil, fmt.Errorf("controller: %w", err)
+		return startedBus{}, fmt.Errorf("controller: %w", err)
 	}
 	cfg.join.set(srv)
 	cc, err := srv.Controller(log)
 	if err != nil {
 		srv.Shutdown(context.Background())
-		return bus.ControllerConfig{}, nil, nil, fmt.Errorf("controller: %w", err)
+		return startedBus{}, fmt.Errorf("controller: %w", err)
 	}
-	return cc, []string{srv.URL()}, srv.Shutdown, nil
+	cc.Replicas = busReplicas(cfg.BusReplicas, 1+len(cfg.BusPeers))
+	if srv.Clustered() {
+		log.Info("controller: the bus is one server of a cluster", "name", srv.Name(), "routes", srv.ClusterURL(),
+			"peers", cfg.BusPeers, "replicas", cc.Replicas, "operator", srv.Authority().OperatorPublicKey())
+	}
+	return startedBus{
+		cfg: cc, urls: srv.URLs, stop: srv.Shutdown, refused: srv.RouteRefused,
+		clustered: srv.Clustered(), issuer: srv.Authority().Issuer(),
+	}, nil
+}
+
+// busReplicas is the replica count of the bucket and the stream:
+// --bus-replicas when given, else bus.DefaultReplicas of the servers (3
+// from three on, else 1).
+func busReplicas(flag, servers int) int {
+	if flag > 0 {
+		return flag
+	}
+	return bus.DefaultReplicas(servers)
+}
+
+// externalBus reads an external NATS cluster's configuration: the
+// controller's user (--nats-creds), the cluster's CA (--nats-ca), and the
+// mesh account's signing key (--nats-account-seed) the controller mints
+// node users with.
+func externalBus(cfg Config, log *slog.Logger) (startedBus, error) {
+	if cfg.NATSCreds == "" {
+		return startedBus{}, errors.New("controller: --nats needs --nats-creds, the controller user's .creds file (mesh bus account writes one)")
+	}
+	b, err := os.ReadFile(cfg.NATSCreds)
+	if err != nil {
+		return startedBus{}, fmt.Errorf("controller: --nats-creds: %w", err)
+	}
+	u, err := bus.ParseNATSCreds(b)
+	if err != nil {
+		return startedBus{}, fmt.Errorf("controller: --nats-creds %s: %w", cfg.NATSCreds, err)
+	}
+	var ca []byte
+	if cfg.NATSCA != "" {
+		if ca, err = os.ReadFile(cfg.NATSCA); err != nil {
+			return startedBus{}, fmt.Errorf("controller: --nats-ca: %w", err)
+		}
+	}
+	var issuer *bus.Issuer
+	if cfg.NATSAccountSeed != "" {
+		seed, err := os.ReadFile(cfg.NATSAccountSeed)
+		if err != nil {
+			return startedBus{}, fmt.Errorf("controller: --nats-account-seed: %w", err)
+		}
+		if issuer, err = bus.IssuerFor(seed, u); err != nil {
+			return startedBus{}, fmt.Errorf("controller: --nats-account-seed %s: %w", cfg.NATSAccountSeed, err)
+		}
+	}
+	urls := append([]string(nil), cfg.NATS...)
+	cc := bus.ControllerConfig{URLs: urls, User: u, CA: ca, Logger: log, Replicas: busReplicas(cfg.BusReplicas, len(urls))}
+	return startedBus{cfg: cc, urls: func() []string { return urls }, issuer: issuer}, nil
+}
+
+// serverName is this controller's bus server's name in a cluster: made
+// once (ctl-HOST-XXXXXX, random) and kept in DATA/bus/server-name, since
+// JetStream's replicas know their peers by name and a restarted server
+// must be the same peer.
+func serverName(dir string) (string, error) {
+	path := filepath.Join(dir, serverNameFile)
+	b, err := os.ReadFile(path)
+	if err == nil {
+		name := strings.TrimSpace(string(b))
+		if err := bus.ValidServerName(name); err != nil {
+			return "", fmt.Errorf("controller: %s: %w", path, err)
+		}
+		return name, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("controller: %w", err)
+	}
+	host, _ := os.Hostname()
+	host = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return -1
+	}, strings.Split(host, ".")[0])
+	if len(host) > 32 {
+		host = host[:32]
+	}
+	var rnd [3]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return "", fmt.Errorf("controller: server name: %w", err)
+	}
+	name := "ctl-" + hex.EncodeToString(rnd[:])
+	if host != "" {
+		name = "ctl-" + host + "-" + hex.EncodeToString(rnd[:])
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("controller: %w", err)
+	}
+	if err := atomicfile.WriteFile(path, []byte(name+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("controller: %w", err)
+	}
+	return name, nil
+}
+
+// serverNameFile, in the bus directory, is the bus server's name in a
+// cluster (serverName).
+const serverNameFile = "server-name"
+
+// dialBus connects the controller to the bus started: at most 30 s for a
+// lone or external bus (an external one tried again every second, while
+// its JetStream does not answer); for a clustered one, as long as it takes a
+// majority of its servers to be up (said every 10 s), unless a peer
+// refuses this one (another trust root).
+func dialBus(ctx context.Context, b startedBus) (*bus.Controller, error) {
+	if b.clustered {
+		return bus.DialControllerWaiting(ctx, b.cfg, b.refused)
+	}
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if b.stop == nil { // an external cluster: it may be electing its JetStream leaders
+		return bus.DialControllerWaiting(dctx, b.cfg, nil)
+	}
+	return bus.DialController(dctx, b.cfg)
 }
 
 // busListen reads --bus-listen: port 0 means a free port, as for --listen
@@ -121,4 +263,50 @@ func MintCreds(dataDir, node, credsPath string, urls []string, caPEM []byte) (st
 		return "", fmt.Errorf("register creds for %s: %w", node, err)
 	}
 	return pub, nil
+}
+
+// leadTimeout bounds how long a new leader tries to start consuming the
+// reports: a clustered bus that lost the dead leader's server elects new
+// JetStream leaders in seconds; beyond this the controller stops (its
+// supervisor starts it again, as a standby).
+const leadTimeout = 2 * time.Minute
+
+// leadReports starts the report consumer of a controller that now leads,
+// once the bucket and the stream answer (bus.Controller.Ready), trying
+// again every 200 ms while the bus cannot (a clustered JetStream electing
+// new leaders after a server's death): the controller leads once it can
+// push and record. takeOver (it
+// waited for the lock: another leader had it) first has the reports the
+// last leader had in hand delivered again at once
+// (bus.Controller.TakeOverReports), not when their ack wait ends.
+func leadReports(ctx context.Context, bc *bus.Controller, door reportDoor, takeOver bool) (func(context.Context) error, error) {
+	start, said := time.Now(), time.Time{}
+	for {
+		// Short tries: a stream without a leader answers nothing, and a
+		// try waits for its whole timeout.
+		tctx, cancel := context.WithTimeout(ctx, time.Second)
+		err := bc.Ready(tctx)
+		if err == nil && takeOver {
+			err = bc.TakeOverReports(tctx)
+		}
+		cancel()
+		if err == nil {
+			var stop func(context.Context) error
+			if stop, err = consumeReports(ctx, bc, door); err == nil {
+				return stop, nil
+			}
+		}
+		if ctx.Err() != nil || time.Since(start) > leadTimeout {
+			return nil, err
+		}
+		if time.Since(said) > 5*time.Second {
+			door.log.Warn("controller: leading: the bus's bucket or stream has no leader yet; trying again", "err", err)
+			said = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

@@ -68,12 +68,6 @@ type Config struct {
 	// unless Insecure (--insecure) says otherwise out loud.
 	TLSCert, TLSKey string
 	Insecure        bool
-	// TLSCACert (--tls-ca-cert) is a PEM file of the CA that signed
-	// TLSCert: its fingerprint goes in join tokens, GET /v1/join/ca
-	// serves it, and node credentials carry it. Empty: the last
-	// certificate of TLSCert when it is a chain, TLSCert itself when it is
-	// self-signed, else none (a public CA).
-	TLSCACert string
 	// AdvertiseURL is the API URL join tokens name (how hosts reach the
 	// controller); empty: the URL it serves at, an unspecified host
 	// replaced by the machine's host name.
@@ -86,14 +80,44 @@ type Config struct {
 	// bus.DefaultListen when empty. Port 0 (or -1) picks a free port.
 	// Agents on other machines need the private address here.
 	BusListen string
+	// BusCluster (--bus-cluster) is where the embedded bus listens for its
+	// peers' routes: with it the bus is one server of a NATS cluster
+	// (bus.ClusterName), JetStream clustered, the controllers sharing a
+	// store each running one; BusPeers (--bus-peers) are the other
+	// controllers' route URLs (nats-route://host:port). The server's name
+	// is made once in DATA/bus/server-name. Routes use the API's TLS
+	// (TLSCert, TLSKey) and verify peers against TLSCA (--tls-ca).
+	BusCluster string
+	BusPeers   []string
+	// BusTrust (--bus-trust) is a directory holding the bus's trust root
+	// (the seeds operator.nk, system-account.nk, mesh-account.nk), read and
+	// never made there: every controller of a cluster is given a copy of
+	// the first one's DATA/bus seeds. Empty: DATA/bus, made on first start.
+	BusTrust string
+	// BusReplicas (--bus-replicas) is the replica count of the bucket and
+	// the stream; 0: bus.DefaultReplicas of the servers (1+len(BusPeers),
+	// or len(NATS)): 3 from three servers on, else 1.
+	BusReplicas int
+	// TLSCA (--tls-ca) is a PEM file of the private CA that signed
+	// TLSCert and the bus peers' certificates: peers' routes are verified
+	// against it, its fingerprint goes in join tokens, GET /v1/join/ca
+	// serves it, and node credentials carry it. Empty: the system's roots
+	// for peers, and for joins the last certificate of TLSCert when it is a
+	// chain, TLSCert itself when it is self-signed, else none (a public
+	// CA).
+	TLSCA string
 	// NATS (--nats URL, repeatable) uses an existing NATS cluster instead of
 	// the embedded bus; NATSCreds (--nats-creds) is then the controller
-	// user's .creds file (required), and NATSCA (--nats-ca) a PEM file of
-	// the cluster's CA when it is a private one. See package bus for the
-	// accounts and permissions to set up there.
-	NATS      []string
-	NATSCreds string
-	NATSCA    string
+	// user's .creds file (required), NATSCA (--nats-ca) a PEM file of the
+	// cluster's CA when it is a private one, and NATSAccountSeed
+	// (--nats-account-seed) a file holding a signing key seed (SA...) of
+	// the mesh account, the controller user's account, with which the
+	// controller mints node users. `mesh bus account` makes all of them and
+	// the servers' configuration; see package bus.
+	NATS            []string
+	NATSCreds       string
+	NATSCA          string
+	NATSAccountSeed string
 
 	// Interval is how often every node is composed and what changed pushed
 	// (--interval); controller.DefaultInterval (5m) when zero.
@@ -213,20 +237,19 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return fmt.Errorf("controller: %w", err)
 	}
 	cfg.join = &joinWiring{revoked: revoked}
-	busCfg, busURLs, stopBus, err := startBus(cfg, log)
+	sb, err := startBus(cfg, log)
 	if err != nil {
 		return err
 	}
-	if stopBus != nil {
-		stops = append(stops, stopBus)
+	if sb.stop != nil {
+		stops = append(stops, sb.stop)
 	}
-	busCfg.ReportWorkers = reportWorkers
-	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	bc, err := bus.DialController(dctx, busCfg)
-	cancel()
+	sb.cfg.ReportWorkers = reportWorkers
+	bc, err := dialBus(ctx, sb)
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
+	busURLs := sb.urls()
 	stops = append(stops, func(context.Context) error { bc.Close(); return nil })
 
 	var pub controller.Publisher = bc.Publisher()

@@ -43,19 +43,19 @@ func (j *joinWiring) set(s *bus.Server) {
 }
 
 // loadCA reads the PEM of the CA the API's and the bus's certificates
-// chain to: --tls-ca-cert when given; else, of the --tls-cert file, the
+// chain to: --tls-ca when given; else, of the --tls-cert file, the
 // last certificate of a chain of several, or the one certificate when it
 // is self-signed. Nil without TLS, or when the one certificate is signed
 // by a CA not given (a public one: clients use their system roots), which
 // is logged.
 func loadCA(cfg Config, log *slog.Logger) ([]byte, error) {
-	if cfg.TLSCACert != "" {
-		b, err := os.ReadFile(cfg.TLSCACert)
+	if cfg.TLSCA != "" {
+		b, err := os.ReadFile(cfg.TLSCA)
 		if err != nil {
-			return nil, fmt.Errorf("controller: --tls-ca-cert: %w", err)
+			return nil, fmt.Errorf("controller: --tls-ca: %w", err)
 		}
 		if _, err := httpapi.CAFingerprint(b); err != nil {
-			return nil, fmt.Errorf("controller: --tls-ca-cert %s: %w", cfg.TLSCACert, err)
+			return nil, fmt.Errorf("controller: --tls-ca %s: %w", cfg.TLSCA, err)
 		}
 		return b, nil
 	}
@@ -90,7 +90,7 @@ func loadCA(cfg Config, log *slog.Logger) ([]byte, error) {
 	if bytes.Equal(c.RawIssuer, c.RawSubject) && c.CheckSignatureFrom(c) == nil {
 		return pem.EncodeToMemory(certs[0]), nil
 	}
-	log.Warn("controller: --tls-cert is signed by a CA not given (--tls-ca-cert): join tokens carry no CA fingerprint, and agents verify with their system roots")
+	log.Warn("controller: --tls-cert is signed by a CA not given (--tls-ca): join tokens carry no CA fingerprint, and agents verify with their system roots")
 	return nil, nil
 }
 

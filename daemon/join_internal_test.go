@@ -28,7 +28,7 @@ func TestAgentURLs(t *testing.T) {
 	}
 }
 
-// TestLoadCA: --tls-ca-cert wins; a chain gives its last certificate; a
+// TestLoadCA: --tls-ca wins; a chain gives its last certificate; a
 // certificate signed by a CA not given gives none; no TLS, none.
 func TestLoadCA(t *testing.T) {
 	p := testtls.New(t)
@@ -55,11 +55,11 @@ func TestLoadCA(t *testing.T) {
 		err  string
 	}{
 		{"no TLS", Config{}, nil, ""},
-		{"--tls-ca-cert", Config{TLSCert: p.CertFile, TLSCACert: caFile}, p.CAPEM, ""},
+		{"--tls-ca", Config{TLSCert: p.CertFile, TLSCA: caFile}, p.CAPEM, ""},
 		{"a chain", Config{TLSCert: chain}, p.CAPEM, ""},
 		{"a self-signed certificate", Config{TLSCert: selfSigned}, p.CAPEM, ""},
 		{"a leaf of a CA not given", Config{TLSCert: p.CertFile}, nil, ""},
-		{"a CA file without PEM", Config{TLSCert: p.CertFile, TLSCACert: write("bad.pem", []byte("x"))}, nil, "no PEM certificate"},
+		{"a CA file without PEM", Config{TLSCert: p.CertFile, TLSCA: write("bad.pem", []byte("x"))}, nil, "no PEM certificate"},
 	} {
 		got, err := loadCA(tc.cfg, log)
 		if tc.err != "" {

@@ -29,7 +29,7 @@ func serveTLS(t *testing.T, data string, p testtls.PKI) (daemon.Ready, func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := daemon.Config{
 		Data: data, Listen: "127.0.0.1:0", BusListen: "127.0.0.1:0", Interval: time.Hour,
-		TLSCert: p.CertFile, TLSKey: p.KeyFile, TLSCACert: writeFile(t, "ca.pem", p.CAPEM),
+		TLSCert: p.CertFile, TLSKey: p.KeyFile, TLSCA: writeFile(t, "ca.pem", p.CAPEM),
 		Logger: testLogger(), Ready: func(rd daemon.Ready) { ready <- rd },
 	}
 	go func() { done <- daemon.Run(ctx, cfg) }()

@@ -8,6 +8,7 @@ import (
 
 	"meshplane/bus"
 	"meshplane/events/pgstore"
+	"meshplane/internal/safego"
 )
 
 // Leadership is the leader election of a store several controllers share:
@@ -72,6 +73,7 @@ func (p pgLeadership) TryLeader(ctx context.Context) (LeaderLock, bool, error) {
 // skipped. leading is closed once the controller leads.
 func leadOnLock(ctx context.Context, lock Leadership, l LeaderLock, leading chan<- struct{}, bc *bus.Controller, door reportDoor) error {
 	ctl, log := door.ctl, door.log
+	held := l != nil
 	if l == nil {
 		log.Info("controller: standby: waiting for the store's leader lock")
 		var err error
@@ -83,18 +85,63 @@ func leadOnLock(ctx context.Context, lock Leadership, l LeaderLock, leading chan
 		}
 	}
 	defer l.Release()
-	stopConsumer, err := consumeReports(ctx, bc, door)
-	if err != nil {
-		return err
-	}
+	// It leads at once (writes taken, pushes sent), and starts the report
+	// consumer as soon as the bus takes it (leadReports): a clustered bus
+	// that lost the last leader's server elects new leaders for its bucket
+	// and stream in 4 to 9 s (NATS's raft election timeout), and reports
+	// wait in the stream meanwhile. Having waited, it takes over from
+	// another leader (takeOver).
 	ctl.Lead()
 	close(leading)
 	log.Info("controller: leading (holds the store's leader lock)")
-	select {
-	case <-ctx.Done():
-	case <-l.Lost():
-		err = fmt.Errorf("lost the store's leader lock: %w", l.Err())
-		log.Error("controller: " + err.Error())
+	type started struct {
+		stop func(context.Context) error
+		err  error
+	}
+	consuming := make(chan started, 1)
+	cctx, stopTrying := context.WithCancel(ctx) // the tries, not the consumer started
+	defer stopTrying()
+	go func() {
+		var st started
+		st.err = safego.Call("controller.lead", log, func() error {
+			var err error
+			st.stop, err = leadReports(cctx, bc, door, !held)
+			return err
+		})
+		consuming <- st
+	}()
+	var stopConsumer func(context.Context) error
+	var err error
+	for stopConsumer == nil && err == nil {
+		select {
+		case st := <-consuming:
+			if st.err != nil {
+				if ctx.Err() != nil {
+					return nil // stopping before the consumer started
+				}
+				return st.err
+			}
+			stopConsumer = st.stop
+		case <-l.Lost():
+			err = fmt.Errorf("lost the store's leader lock: %w", l.Err())
+			log.Error("controller: " + err.Error())
+		}
+	}
+	if err == nil {
+		select {
+		case <-ctx.Done():
+		case <-l.Lost():
+			err = fmt.Errorf("lost the store's leader lock: %w", l.Err())
+			log.Error("controller: " + err.Error())
+		}
+	} else {
+		stopTrying()
+		if st := <-consuming; st.stop != nil { // started meanwhile
+			stopConsumer = st.stop
+		}
+	}
+	if stopConsumer == nil {
+		return err
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()

@@ -2,12 +2,15 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"meshplane/agent/agentd"
+	"meshplane/agent/join"
 )
 
 // outboxDir is where, in an agent's data directory, its reports wait
@@ -40,24 +43,32 @@ type agentOptions struct {
 func (e *env) agentCmd() *cobra.Command {
 	var o agentOptions
 	cmd := &cobra.Command{
-		Use:   "agent --creds FILE --data DIR [--runtime sim|docker] [--interval 1m]",
+		Use:   "agent [--creds FILE] --data DIR [--runtime sim|docker] [--interval 1m]",
 		Short: "run one node's agent: apply the latest declaration from the bus, report each apply",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usagef("unexpected argument %q", args[0])
 			}
-			if o.creds == "" {
-				return usagef("give --creds FILE (written by 'mesh node register NODE --creds FILE')")
-			}
-			if o.runtime != agentd.RuntimeSim && o.runtime != agentd.RuntimeDocker {
-				return usagef("--runtime %q: want sim or docker", o.runtime)
-			}
 			o.data, _ = cmd.Flags().GetString(flagData)
+			if o.creds == "" {
+				joined := filepath.Join(o.data, join.CredsFile)
+				if _, err := os.Stat(joined); err != nil {
+					return usagef("give --creds FILE (from 'mesh node register NODE --creds FILE'), or join first: 'mesh agent join URL --token T --data %s' writes %s", o.data, joined)
+				}
+				o.creds = joined
+			}
 			return runAgentCmd(cmd, o)
 		},
 	}
-	fs := cmd.Flags()
-	fs.StringVar(&o.creds, "creds", "", "the node's bus credential `file`")
+	o.flags(cmd.Flags())
+	cmd.AddCommand(e.agentJoinCmd())
+	return cmd
+}
+
+// flags declares mesh agent's flags on fs (mesh agent join takes them too,
+// for the agent it starts).
+func (o *agentOptions) flags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.creds, "creds", "", "the node's bus credential `file` (default: DATA/node.creds, written by mesh agent join)")
 	fs.StringVar(&o.runtime, "runtime", "sim", "the container runtime: sim or docker")
 	fs.DurationVar(&o.interval, "interval", time.Minute, "apply the latest declaration again every `duration` (drift)")
 	fs.StringSliceVar(&o.simFound, "sim-found", nil, "runtime sim: `directories` already on the simulated node when it starts (as a mesh file's found:)")
@@ -68,12 +79,14 @@ func (e *env) agentCmd() *cobra.Command {
 	_ = fs.MarkHidden("sim-found") // for the simulated nodes `mesh up` starts
 	fs.StringArrayVar(&o.dockerLabels, "docker-label", nil, "runtime docker: put this label (`KEY=VALUE`) on every container, network and volume, and leave alone any container with KEY at another value (another mesh's, on a shared engine); repeatable")
 	checkFlags(fs, map[string]flagCheck{"interval": positive, "artifact-store": optional(dialAddr), "metrics": optional(listenAddr), "docker-label": label})
-	return cmd
 }
 
 // runAgentCmd runs mesh agent in the foreground until SIGINT or SIGTERM
 // (agentd.Run, the agent process assembled).
 func runAgentCmd(cmd *cobra.Command, o agentOptions) error {
+	if o.runtime != agentd.RuntimeSim && o.runtime != agentd.RuntimeDocker {
+		return usagef("--runtime %q: want sim or docker", o.runtime)
+	}
 	if len(o.simFound) > 0 && o.runtime != agentd.RuntimeSim {
 		return usagef("--sim-found is for --runtime sim")
 	}

@@ -59,7 +59,7 @@ func startHostsMesh(t *testing.T, hosts int) *hostsMesh {
 	}
 	m.proc = m.ctl.Start(t, []string{"MESH_SERVER=", "MESH_TOKEN="}, bin, "up", "--data", m.data,
 		"--listen", m.ctl.AddrPort(hostsAPIPort), "--bus-listen", m.ctl.AddrPort(hostsBusPort),
-		"--tls-cert", pki.CertFile, "--tls-key", pki.KeyFile)
+		"--tls-cert", pki.CertFile, "--tls-key", pki.KeyFile, "--tls-ca", m.caFile)
 	// up says where it serves once it wrote DATA/bus-urls (which node
 	// register --creds reads).
 	eventually(t, 30*time.Second, func() error {
@@ -125,21 +125,21 @@ func (m *hostsMesh) status(t testing.TB, h *hosttest.Host, node string) api.Node
 	return st[0]
 }
 
-// joinHost makes host h node's host and returns what `mesh agent` on h
-// needs besides --data and --runtime: its arguments and environment.
-//
-// Today: `mesh node register NODE --creds FILE` on the controller's host
-// (minting needs the bus's trust root in the controller's data directory,
-// MESH_DATA), the file then carried to h; no command fills the
-// credentials' CA (issue 19), so the agent trusts the private CA through
-// SSL_CERT_FILE, the system roots' override. With join tokens this becomes
-// `mesh node join-token NODE` here and `mesh agent join URL --token T
-// --data DIR` on h.
-func (m *hostsMesh) joinHost(t *testing.T, h *hosttest.Host, node string) (args, env []string) {
+// joinHost makes host h node's host, its agent's data in data, as the
+// README's "Add a host" says: `mesh node join-token NODE` against the
+// controller's API (from the controller's host here), then `mesh agent join
+// URL --token T --data DIR --no-start` on h: the host checks the
+// controller's CA against the token's fingerprint, makes its key and
+// writes DIR/node.creds, which `mesh agent --data DIR` then uses. It
+// returns what `mesh agent` on h needs besides --data and --runtime.
+func (m *hostsMesh) joinHost(t *testing.T, h *hosttest.Host, node, data string) (args, env []string) {
 	t.Helper()
-	creds := filepath.Join(t.TempDir(), node+".creds")
-	m.mustCLI(t, m.ctl, "node", "register", node, "--creds", creds)
-	return []string{"--creds", creds}, []string{"SSL_CERT_FILE=" + m.caFile}
+	token := strings.TrimSpace(m.mustCLI(t, m.ctl, "node", "join-token", node))
+	if !strings.HasPrefix(token, "MJ1.") {
+		t.Fatalf("node join-token %s printed %q", node, token)
+	}
+	m.mustCLI(t, h, "agent", "join", m.url, "--token", token, "--data", data, "--no-start")
+	return nil, nil
 }
 
 // hostAgent is `mesh agent --runtime sim` running on a host.
@@ -159,9 +159,9 @@ func (m *hostsMesh) startAgent(t *testing.T, h *hosttest.Host, node string, extr
 // startAgentWith is startAgent with more of the agent's environment.
 func (m *hostsMesh) startAgentWith(t *testing.T, h *hosttest.Host, node string, more []string, extra ...string) *hostAgent {
 	t.Helper()
-	args, env := m.joinHost(t, h, node)
-	env = append(env, more...)
 	a := &hostAgent{host: h, node: node, data: t.TempDir()}
+	args, env := m.joinHost(t, h, node, a.data)
+	env = append(env, more...)
 	args = append(append([]string{"agent", "--data", a.data, "--runtime", "sim"}, args...), extra...)
 	a.proc = h.Start(t, append([]string{"MESH_SERVER=", "MESH_TOKEN=", "MESH_DATA="}, env...), binary(t), args...)
 	return a

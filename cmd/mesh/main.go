@@ -106,12 +106,14 @@ status, holds, timeline and churn are projections of the stream.`,
 	store.AddCommand(e.storeVerifyCmd(), e.storeMigrateCmd())
 	scenario := group("scenario", "Gherkin scenarios: run")
 	scenario.AddCommand(e.scenarioRunCmd())
+	busGroup := group("bus", "the bus: account")
+	busGroup.AddCommand(e.busAccountCmd())
 
 	root.AddCommand(
 		e.upCmd(), e.agentCmd(), e.statusCmd(), e.infoCmd(), node, module,
 		e.assignCmd(), e.takeCmd(), e.releaseCmd(), e.pushCmd(), artifact, e.deployCmd(), e.planCmd(),
 		e.timelineCmd(), e.rosterCmd(), e.whyCmd(), e.churnCmd(),
-		e.rebuildCmd(), e.exportCmd(), e.importCmd(), store, scenario, e.simCmd(),
+		e.rebuildCmd(), e.exportCmd(), e.importCmd(), store, scenario, e.simCmd(), busGroup,
 	)
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {

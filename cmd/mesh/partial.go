@@ -65,4 +65,3 @@ func noteSkipped(w io.Writer, sk api.Skipped) {
 		fmt.Fprintf(w, "\n%d event(s) could not be folded\n", sk.FailuresTotal)
 	}
 }
-

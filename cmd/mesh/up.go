@@ -26,12 +26,14 @@ type upOptions struct {
 
 	listen, busListen, nats string
 	tlsCert, tlsKey, tlsCA  string
+	advertise               string
 	insecure, once          bool
 	interval                time.Duration
+	bus                     busOptions // up_bus.go
 }
 
 // controllerFlags are the controller's flags, refused with --passes.
-var controllerFlags = []string{"listen", "bus-listen", "nats", "tls-cert", "tls-key", "insecure", "interval", "once"}
+var controllerFlags = []string{"listen", "bus-listen", "nats", "advertise", "tls-cert", "tls-key", "insecure", "interval", "once"}
 
 func (e *env) upCmd() *cobra.Command {
 	var o upOptions
@@ -95,14 +97,16 @@ bus, no API): N passes of push and apply, then exit.`,
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:7480", "controller: serve the HTTP API on this `address`")
 	fs.StringVar(&o.busListen, "bus-listen", "127.0.0.1:4222", "controller: the embedded NATS server listens on this `address`")
 	fs.StringVar(&o.nats, "nats", "", "controller: use the NATS cluster at this `URL` instead of the embedded server")
+	fs.StringVar(&o.advertise, "advertise", "", "controller: the API `URL` hosts reach it at, named in join tokens (default: the URL it serves at, an unspecified host replaced by this machine's name)")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "controller: serve the API and the bus with this PEM certificate `file`")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "controller: the certificate's PEM key `file`")
 	fs.BoolVar(&o.insecure, "insecure", false, "controller: serve beyond loopback without TLS")
 	fs.DurationVar(&o.interval, "interval", 5*time.Minute, "controller: compose every node and push what changed every `duration`")
 	fs.BoolVar(&o.once, "once", false, "controller: set up, run one pass, and exit")
+	addBusFlags(fs, &o.bus)
 	checkFlags(fs, map[string]flagCheck{
 		"passes": atLeast(1), "interval": positive,
-		"listen": optional(listenAddr), "bus-listen": optional(listenAddr),
+		"listen": optional(listenAddr), "advertise": optional(urlOf("https", "http")), "bus-listen": optional(listenAddr),
 		"nats": optional(listOf(urlOf("nats", "tls", "ws", "wss"))),
 	})
 	return cmd
@@ -153,7 +157,7 @@ func (e *env) up(cmd *cobra.Command, o upOptions, bolt bool) error {
 		Controller: daemon.Config{
 			Data: o.data, Listen: o.listen, BusListen: o.busListen,
 			TLSCert: o.tlsCert, TLSKey: o.tlsKey, Insecure: o.insecure,
-			Interval: o.interval, Store: o.store,
+			Interval: o.interval, Store: o.store, AdvertiseURL: o.advertise,
 		},
 		SetUp: o.once || fs.Changed("mesh") || fs.Changed("modules"), MeshPath: o.meshPath,
 		Clock: e.now, Actor: operator(), Once: o.once, TLSCA: o.tlsCA, Out: e.stdout, Log: e.stderr,
@@ -161,6 +165,9 @@ func (e *env) up(cmd *cobra.Command, o upOptions, bolt bool) error {
 	}
 	if o.nats != "" {
 		cfg.Controller.NATS = []string{o.nats}
+	}
+	if err := o.bus.apply(&cfg.Controller, o.tlsCA); err != nil {
+		return err
 	}
 	if bolt {
 		cfg.Check = e.checkFresh(o.data)

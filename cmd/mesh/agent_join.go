@@ -1,0 +1,61 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"meshplane/agent/join"
+)
+
+func (e *env) agentJoinCmd() *cobra.Command {
+	var o agentOptions
+	var token string
+	var insecure, noStart bool
+	cmd := &cobra.Command{
+		Use:   "join [URL] --token T --data DIR [--no-start] [agent flags]",
+		Short: "join this host to the mesh with a join token, then run its agent",
+		Long: `Join this host to the mesh with a one-time token from 'mesh node join-token
+NODE', then run the node's agent as 'mesh agent --data DIR' does.
+
+The join checks the controller's certificate against the CA fingerprint the
+token carries, makes the node's bus key here (its seed never leaves the host),
+sends only the public key, and writes DIR/node.creds (mode 0600) and
+DIR/join.json. URL, when given, is the controller's API as this host reaches
+it (default: the token's). A directory already joined is used as it is: no
+token is spent. --no-start joins and exits (to run the agent as a service).`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usagef("unexpected argument %q", args[1])
+			}
+			if token == "" {
+				return usagef("give --token T (from 'mesh node join-token NODE')")
+			}
+			url := ""
+			if len(args) == 1 {
+				url = args[0]
+			}
+			o.data, _ = cmd.Flags().GetString(flagData)
+			res, err := join.Join(cmd.Context(), join.Options{URL: url, Token: token, Data: o.data, Insecure: insecure, AgentVersion: version()})
+			if err != nil {
+				return err
+			}
+			if res.Already {
+				fmt.Fprintf(cmd.ErrOrStderr(), "mesh agent join: %s is joined already as %s; its credentials are kept\n", o.data, res.Node)
+			} else {
+				fmt.Fprintf(cmd.ErrOrStderr(), "mesh agent join: joined as %s; credentials in %s\n", res.Node, res.Creds)
+			}
+			if noStart {
+				return nil
+			}
+			o.creds = res.Creds
+			return runAgentCmd(cmd, o)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&token, "token", "", "the join `token` (MJ1...) from 'mesh node join-token NODE'")
+	fs.BoolVar(&insecure, "insecure", false, "allow a token naming no CA (a controller on plain HTTP) beyond loopback")
+	fs.BoolVar(&noStart, "no-start", false, "join, and do not run the agent")
+	o.flags(fs)
+	return cmd
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"meshplane/bus"
+	"meshplane/controller"
+	"meshplane/events/pgstore/pgtest"
+	"meshplane/internal/atomicfile"
+)
+
+// natsServer is the path of a separately built nats-server (Debian's
+// package; scripts/ensure-nats-server.sh installs it), or the test's end:
+// a failure under CI=true, a loud skip elsewhere.
+func natsServer(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("nats-server")
+	if err != nil {
+		if pgtest.InCI() {
+			t.Fatalf("nats-server is not installed (scripts/ensure-nats-server.sh): %v", err)
+		}
+		t.Skipf("SKIPPED: no nats-server (apt-get install nats-server, or sh scripts/ensure-nats-server.sh): %v", err)
+	}
+	return p
+}
+
+// TestExternalNATSCluster: three nats-server processes in a cluster, set
+// up only as `mesh bus account --help` tells an operator (its fragment
+// included in each server's own configuration of listen, cluster and
+// JetStream); mesh up --nats against them with the credentials it wrote;
+// an agent whose user is minted with the signing key the controller keeps
+// reports, and its report is recorded; one server killed (SIGKILL), the
+// next push is applied and reported all the same.
+func TestExternalNATSCluster(t *testing.T) {
+	bin := natsServer(t)
+	data := t.TempDir()
+	conf := mustCLI(t, nil, "bus", "account", "--data", data)
+	if !strings.Contains(conf, "operator: ") || !strings.Contains(conf, "resolver_preload") {
+		t.Fatalf("mesh bus account printed no server configuration:\n%s", conf)
+	}
+	accountDir := filepath.Join(data, busAccountDir)
+
+	// Three servers: the operator's own blocks, and the fragment.
+	clients, routes := make([]string, 3), make([]string, 3)
+	for i := range clients {
+		clients[i], routes[i] = freeAddr(t), freeAddr(t)
+	}
+	srvs := make([]*exec.Cmd, 3)
+	done := make([]chan struct{}, 3)
+	for i := range srvs {
+		dir := t.TempDir()
+		var rs []string
+		for j, r := range routes {
+			if j != i {
+				rs = append(rs, "nats-route://"+r)
+			}
+		}
+		cfg := fmt.Sprintf(`listen: %s
+server_name: nats-%d
+jetstream { store_dir: "./js" }
+cluster {
+  name: ops
+  listen: %s
+  routes: [%s]
+}
+include meshplane.conf
+`, clients[i], i, routes[i], strings.Join(rs, ", "))
+		// The fragment, copied beside each server's configuration (an
+		// include is relative to the file that includes it).
+		if err := atomicfile.WriteFile(filepath.Join(dir, "meshplane.conf"), []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := atomicfile.WriteFile(filepath.Join(dir, "server.conf"), []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "-c", "server.conf")
+		cmd.Dir = dir
+		out := &lockedBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		srvs[i], done[i] = cmd, make(chan struct{})
+		go func(i int) { _ = cmd.Wait(); close(done[i]) }(i)
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			<-done[i]
+			if t.Failed() {
+				t.Logf("nats-server %d:\n%s", i, out)
+			}
+		})
+	}
+	var urls []string
+	for _, c := range clients {
+		urls = append(urls, "nats://"+c)
+		eventually(t, 30*time.Second, func() error {
+			conn, err := net.Dial("tcp", c)
+			if err == nil {
+				conn.Close()
+			}
+			return err
+		})
+	}
+
+	// The controller, as the verb's help says.
+	ctlData := t.TempDir()
+	started := time.Now()
+	p := startProc(t, nil, "up", "--data", ctlData, "--listen", freeAddr(t), "--interval", "1h",
+		"--nats", strings.Join(urls, ","),
+		"--nats-creds", filepath.Join(accountDir, bus.ControllerCredsFile),
+		"--nats-account-seed", filepath.Join(accountDir, "signing.nk"))
+	c := &ctlProc{proc: p, data: ctlData}
+	eventually(t, 60*time.Second, func() error {
+		select {
+		case <-p.done:
+			t.Fatalf("the controller exited: %v\n%s", p.err, p.out)
+		default:
+		}
+		info, err := controller.ReadInfo(ctlData)
+		if err != nil {
+			return err
+		}
+		if info.PID != p.cmd.Process.Pid {
+			return errors.New("controller.json is another process's")
+		}
+		c.url = info.URL
+		return nil
+	})
+	t.Logf("the controller serves on the external cluster %v after its start", time.Since(started).Round(time.Millisecond))
+	tok, err := os.ReadFile(filepath.Join(ctlData, "api-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.token = strings.TrimSpace(string(tok))
+	env := c.env()
+
+	// The node's user, minted with the signing key the controller keeps.
+	seed, err := os.ReadFile(filepath.Join(accountDir, "signing.nk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, err := os.ReadFile(filepath.Join(accountDir, bus.ControllerCredsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cu, err := bus.ParseNATSCreds(cb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	issuer, err := bus.IssuerFor(seed, cu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := bus.NewCreds(issuer, "n1", urls, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	credsFile := filepath.Join(t.TempDir(), "n1.creds")
+	if err := bus.WriteCreds(credsFile, nc); err != nil {
+		t.Fatal(err)
+	}
+	mustCLI(t, env, "node", "register", "n1")
+	mustCLI(t, env, "node", "adopt", "n1")
+	mustCLI(t, env, "module", "define", "../../examples/modules/searxng.yaml")
+	mustCLI(t, env, "assign", "searxng", "n1")
+	mustCLI(t, env, "take", "searxng", "n1")
+	startAgentProc(t, credsFile, t.TempDir())
+	mustCLI(t, env, "push", "n1")
+	procInSync(t, env, "n1")
+	t.Logf("n1's report recorded %v after the controller's start", time.Since(started).Round(time.Millisecond))
+
+	// One server killed: the bucket and the stream (R3) carry on.
+	before := statusJSON(t, env, "n1")
+	_ = srvs[0].Process.Kill()
+	<-done[0]
+	killed := time.Now()
+	eventually(t, 60*time.Second, func() error {
+		code, out, errOut := cli(t, env, "push", "n1")
+		if code != exitOK {
+			return fmt.Errorf("push: exit %d\n%s%s", code, out, errOut)
+		}
+		return nil
+	})
+	eventually(t, 60*time.Second, func() error {
+		st := statusJSON(t, env, "n1")
+		if st.Applied == nil || before.Applied == nil || !st.Applied.At.After(before.Applied.At) {
+			return fmt.Errorf("n1: applied %+v, before the kill %+v", st.Applied, before.Applied)
+		}
+		return nil
+	})
+	t.Logf("a server killed: n1's next report recorded %v after", time.Since(killed).Round(time.Millisecond))
+}
