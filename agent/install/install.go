@@ -215,7 +215,7 @@ func (h Host) Install(ctx context.Context, c Config) (Result, error) {
 			return res, fmt.Errorf("install: %w", err)
 		}
 	} else {
-		fmt.Fprintf(h.out(), "%s is as it should be: not rewritten\n", unitPath)
+		fmt.Fprintf(h.out(), "%s unchanged: not rewritten\n", unitPath)
 	}
 	if existed && (res.Wrote || !jr.Already) {
 		if err := h.systemctl(ctx, "enable", Service); err != nil {

@@ -223,7 +223,7 @@ func TestInstallTwice(t *testing.T) {
 		t.Errorf("second install: credentials %q (were %q), %d joins sent; want them kept, 1 sent", again, creds, h.j.sent)
 	}
 	if !strings.Contains(h.out.String(), "is joined already as node n1: its credentials are kept") ||
-		!strings.Contains(h.out.String(), "is as it should be: not rewritten") {
+		!strings.Contains(h.out.String(), "unchanged: not rewritten") {
 		t.Errorf("second install said:\n%s", h.out)
 	}
 

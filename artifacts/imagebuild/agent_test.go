@@ -118,7 +118,7 @@ func TestAgentImage(t *testing.T) {
 	if _, err := stdcopy.StdCopy(&out, &errOut, logs); err != nil {
 		t.Fatal(err)
 	}
-	if code != 0 || !strings.Contains(out.String(), "run one node's agent") || !strings.Contains(out.String(), "mesh agent --creds FILE --data DIR") {
+	if code != 0 || !strings.Contains(out.String(), "run one node's agent") || !strings.Contains(out.String(), "--runtime") {
 		t.Errorf("docker run IMAGE --help: exit %d\nstdout:\n%s\nstderr:\n%s\nwant exit 0 and mesh agent's help", code, out.String(), errOut.String())
 	}
 }
