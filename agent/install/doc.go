@@ -33,18 +33,20 @@
 // stop the agent, whose next apply reaches the engine again).
 //
 // The agent runs as root: the Docker socket it talks to is root on the
-// host whatever user holds it, and it makes, changes and removes the
-// directories and files its node's modules declare, which may be anywhere
-// (/etc/forge, /var/lib/forge, declaration.HostsPath). The hardening keeps
-// what it does not need: no new privileges, the capabilities it uses
-// (CapabilityBoundingSet: file ownership and permission overrides,
-// linkat(2) of an open file, a low port for the artifact store), /usr and
+// host whatever user holds it, and it makes and changes (never removes)
+// the directories and files its node's modules declare, which may be
+// anywhere (/etc/forge, /var/lib/forge, declaration.HostsPath), whoever
+// owns the directories above them. The hardening takes away what it does
+// not need: no new privileges, no capabilities but those it uses
+// (CapabilityBoundingSet: overriding file permissions and ownership checks
+// (DAC_OVERRIDE, FOWNER), linkat(2) of an open file (DAC_READ_SEARCH), a
+// low port for the artifact store (NET_BIND_SERVICE)), /usr and
 // /boot read-only (ProtectSystem=true: a module's file there fails), no
 // kernel tunables, modules, logs, clock, hostname or cgroup tree, no new
 // namespaces, no realtime, no set-uid files, writable memory never
 // executable, native system calls only, and sockets of the families it
-// dials (unix for the engine, inet for the controller and the bus, netlink
-// for the resolver). /tmp and /home are the host's: a module may mount
+// uses (unix for the engine, inet for the controller and the bus, netlink
+// for interface addresses). /tmp and /home are the host's: a module may mount
 // them.
 //
 // # Uninstall

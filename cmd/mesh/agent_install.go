@@ -40,9 +40,11 @@ change, and the service is restarted only then (or after a new join).
 Where systemd does not run, the join is done and the command line to run
 the agent with is printed instead.
 
-The agent runs as root: the Docker socket is root on the host, and it makes,
-changes and removes the directories and files its node's modules declare
-(README "What the agent can touch").`,
+The agent runs as root: the Docker socket is root on the host, and it makes
+and changes the directories and files its node's modules declare, wherever
+they are (README "What the agent can touch"). /usr and /boot are read-only
+to it. To give it more flags (--artifact-store, --metrics), add a drop-in:
+systemctl edit mesh-agent.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usagef("unexpected argument %q", args[1])
