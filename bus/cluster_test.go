@@ -177,9 +177,15 @@ func TestCluster(t *testing.T) {
 	killed := time.Now()
 	natstest.Stop(t, nodeSrv)
 
-	if _, err := ctl.PutDeclaration(ctx, decl("n1", 2)); err != nil {
-		t.Fatal(err)
-	}
+	// Until the bucket has a leader again (a new election when the
+	// stopped server led it), a put fails: the controller's push is then
+	// recorded as failed and tried again, as here.
+	eventually(t, 60*time.Second, func() error {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, err := ctl.PutDeclaration(pctx, decl("n1", 2))
+		return err
+	})
 	select {
 	case d := <-w.Updates():
 		if d.ID != "n1/2" {
@@ -190,8 +196,10 @@ func TestCluster(t *testing.T) {
 	}
 	t.Logf("the node's watch went on %v after its server stopped (%s, now %s)", time.Since(killed).Round(time.Millisecond), was, n.ConnectedURL())
 	second := report("n1", "n1/2")
-	eventually(t, 20*time.Second, func() error {
-		_, err := n.PublishReport(ctx, second)
+	eventually(t, 60*time.Second, func() error {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, err := n.PublishReport(pctx, second)
 		return err
 	})
 	if got := rec.wait(t); got.ApplyID != second.ApplyID {

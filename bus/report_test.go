@@ -82,8 +82,8 @@ func (r *recorder) wait(t *testing.T) bus.Report {
 	select {
 	case rep := <-r.arrived:
 		return rep
-	case <-time.After(15 * time.Second):
-		t.Fatal("no report recorded within 15s")
+	case <-time.After(45 * time.Second):
+		t.Fatal("no report recorded within 45s")
 	}
 	return bus.Report{}
 }

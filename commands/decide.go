@@ -90,6 +90,8 @@ func (DeployModule) command()   {}
 type State struct {
 	Node   Node
 	Module Module
+	// Token is the token stream a token command names.
+	Token Token
 	// Claims maps a routed name to another module that routes it: for
 	// DefineModule every other defined module's routes, for AssignModule
 	// those of every other module assigned to a node. Nil for the other
@@ -112,6 +114,9 @@ type State struct {
 func Decide(s State, c Command) ([]events.Payload, error) {
 	if err := checkNames(c); err != nil {
 		return nil, err
+	}
+	if isTokenCommand(c) {
+		return decideToken(s.Token, c)
 	}
 	switch c := c.(type) {
 	case IssueJoinToken, JoinNode, RecordCredentials, RevokeNode:
@@ -281,6 +286,8 @@ func UnchangedNote(c Command) string {
 		return fmt.Sprintf("module %s is already taken on %s", c.Module, c.Node)
 	case RecordArtifact:
 		return fmt.Sprintf("build %s of %s is already recorded", c.Digest, c.Name)
+	case RevokeToken:
+		return fmt.Sprintf("the token of %s is revoked already", c.Name)
 	case DeployModule:
 		if c.Digest != "" {
 			return fmt.Sprintf("module %s already runs build %s", c.Module, c.Digest)
@@ -312,6 +319,9 @@ func checkNames(c Command) error {
 	}
 	if isModuleCommand(c) {
 		return checkName("module", moduleOf(c))
+	}
+	if isTokenCommand(c) {
+		return checkName("token", tokenOf(c))
 	}
 	return nil
 }

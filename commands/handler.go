@@ -35,6 +35,8 @@ type Handler struct {
 	retries int
 	facts   ReportFacts // nil: RecordApply passes over the checks that need them
 
+	tokens tokenCache
+
 	mu      sync.Mutex
 	nodes   map[string]Node
 	modules map[string]Module
@@ -119,6 +121,8 @@ type source interface {
 	// Assignments counts, for every module assigned to some node, the
 	// nodes it is assigned to.
 	Assignments(ctx context.Context) (map[string]int, error)
+	// Token is an operator's token stream.
+	Token(ctx context.Context, name string) (Token, error)
 }
 
 // stateOf reads the state c needs from src, and the version of the stream c
@@ -156,6 +160,9 @@ func stateOf(ctx context.Context, src source, c Command) (State, uint64, error) 
 	case DeployModule:
 		s.Module, err = src.Module(ctx, c.Module)
 		return s, s.Module.Version, err
+	case CreateToken, RevokeToken:
+		s.Token, err = src.Token(ctx, tokenOf(c))
+		return s, s.Token.Version, err
 	}
 	return s, 0, reject(CodeInvalid, "unknown command %T", c)
 }
@@ -257,6 +264,7 @@ type overlay struct {
 	base    source
 	nodes   map[string]Node
 	modules map[string]Module
+	tokens  map[string]Token
 }
 
 var _ source = (*overlay)(nil)
@@ -331,6 +339,15 @@ func (o *overlay) fold(c Command, s State, ps []events.Payload) {
 		return
 	}
 	switch c.(type) {
+	case CreateToken, RevokeToken:
+		t := s.Token
+		for _, p := range ps {
+			t = EvolveToken(t, events.Event{Version: t.Version + 1, Type: p.EventType()}, p)
+		}
+		if o.tokens == nil {
+			o.tokens = map[string]Token{}
+		}
+		o.tokens[tokenOf(c)] = t
 	case DefineModule, RecordArtifact, DeployModule:
 		m := s.Module
 		for _, p := range ps {
@@ -398,6 +415,8 @@ func describe(c Command) string {
 		return fmt.Sprintf("%s %s on %s", name, moduleOf(c), nodeOf(c))
 	case DefineModule, RecordArtifact, DeployModule:
 		return fmt.Sprintf("%s %s", name, moduleOf(c))
+	case CreateToken, RevokeToken:
+		return describeToken(c)
 	default:
 		return fmt.Sprintf("%s %s", name, nodeOf(c))
 	}

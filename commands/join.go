@@ -90,13 +90,14 @@ func withKey(keys []string, k string) []string {
 	return append(slices.Clip(keys), k)
 }
 
-// TokenID is the id a join token's secret is named by: the first 16 hex
-// digits of its SHA-256 (secretSHA256, in hex).
+// TokenID is the id a token (a join token, an API token) is named by: the
+// first TokenIDLen hex digits of its secret's SHA-256 (secretSHA256, in
+// hex).
 func TokenID(secretSHA256 string) string {
-	if len(secretSHA256) < 16 {
+	if len(secretSHA256) < TokenIDLen {
 		return secretSHA256
 	}
-	return secretSHA256[:16]
+	return secretSHA256[:TokenIDLen]
 }
 
 // IssueJoinToken records a join token for a node, registering the node

@@ -58,6 +58,8 @@ func NewRegistry() *Registry {
 	registerTyped[NodeJoined](r)
 	registerTyped[NodeCredentialsIssued](r)
 	registerTyped[NodeCredentialsRevoked](r)
+	registerTyped[TokenCreated](r)
+	registerTyped[TokenRevoked](r)
 	return r
 }
 

@@ -30,6 +30,8 @@ const (
 	TypeNodeJoined               = "node.joined"
 	TypeNodeCredentialsIssued    = "node.credentials-issued"
 	TypeNodeCredentialsRevoked   = "node.credentials-revoked"
+	TypeTokenCreated             = "token.created"
+	TypeTokenRevoked             = "token.revoked"
 )
 
 // NodeStream is the stream of a node's events.
@@ -37,6 +39,10 @@ func NodeStream(node string) string { return "node-" + node }
 
 // ModuleStream is the stream of a module's events.
 func ModuleStream(module string) string { return "module-" + module }
+
+// TokenStream is the stream of an operator's API tokens (token.created,
+// token.revoked): "token-<name>".
+func TokenStream(name string) string { return "token-" + name }
 
 // Payload is implemented by every event payload: it names its type.
 type Payload interface{ EventType() string }
@@ -477,6 +483,37 @@ func (NodeJoined) EventType() string             { return TypeNodeJoined }
 func (NodeCredentialsIssued) EventType() string  { return TypeNodeCredentialsIssued }
 func (NodeCredentialsRevoked) EventType() string { return TypeNodeCredentialsRevoked }
 
+// TokenCreated (on stream "token-<name>"): an API token was made for the
+// operator Name. The secret itself is never event data (it is printed once,
+// to who asked): the event keeps its SHA-256, so that any controller of the
+// store can tell the token from history alone.
+//
+//	{"name": "alice", "token_id": "1a2b3c4d5e6f7a8b", "secret_sha256": "1a2b…(64 hex)",
+//	 "expires_at": "2026-12-02T10:00:00Z", "by": "operator:admin"}
+//
+// TokenID is the first 16 hex digits of SecretSHA256 (what list and
+// revoke show); ExpiresAt is absent for a token that does not expire; By is
+// the actor who made it ("operator:NAME", or "controller" for the
+// bootstrap token made at the controller's first start). Fields may be
+// added, never removed or renamed.
+type TokenCreated struct {
+	Name         string    `json:"name"`
+	TokenID      string    `json:"token_id"`
+	SecretSHA256 string    `json:"secret_sha256"`
+	ExpiresAt    time.Time `json:"expires_at,omitzero"`
+	By           string    `json:"by"`
+}
+
+// TokenRevoked (on stream "token-<name>"): the operator's token TokenID is
+// refused from now on, by every controller of the store.
+//
+//	{"name": "alice", "token_id": "1a2b3c4d5e6f7a8b", "by": "operator:admin"}
+type TokenRevoked struct {
+	Name    string `json:"name"`
+	TokenID string `json:"token_id"`
+	By      string `json:"by"`
+}
+
 func (NodeRegistered) EventType() string           { return TypeNodeRegistered }
 func (NodeAdopted) EventType() string              { return TypeNodeAdopted }
 func (NodeSettingSet) EventType() string           { return TypeNodeSettingSet }
@@ -494,3 +531,5 @@ func (ReportDeliveredLate) EventType() string      { return TypeReportDeliveredL
 func (ModuleDeployed) EventType() string           { return TypeModuleDeployed }
 func (ReportRefused) EventType() string            { return TypeReportRefused }
 func (ReportThrottled) EventType() string          { return TypeReportThrottled }
+func (TokenCreated) EventType() string             { return TypeTokenCreated }
+func (TokenRevoked) EventType() string             { return TypeTokenRevoked }

@@ -11,6 +11,7 @@ import (
 
 	"meshplane/agent/agentd"
 	"meshplane/agent/join"
+	"meshplane/internal/flagcheck"
 )
 
 // outboxDir is where, in an agent's data directory, its reports wait
@@ -78,7 +79,7 @@ func (o *agentOptions) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics (outbox depth, applies, bus errors) at http://`ADDR`/metrics, no token: a private or loopback host:port")
 	_ = fs.MarkHidden("sim-found") // for the simulated nodes `mesh up` starts
 	fs.StringArrayVar(&o.dockerLabels, "docker-label", nil, "runtime docker: put this label (`KEY=VALUE`) on every container, network and volume, and leave alone any container with KEY at another value (another mesh's, on a shared engine); repeatable")
-	checkFlags(fs, map[string]flagCheck{"interval": positive, "artifact-store": optional(dialAddr), "metrics": optional(listenAddr), "docker-label": label})
+	flagcheck.Install(fs, map[string]flagcheck.Check{"interval": flagcheck.Positive, "artifact-store": flagcheck.Optional(flagcheck.DialAddr), "metrics": flagcheck.Optional(flagcheck.ListenAddr), "docker-label": label})
 }
 
 // runAgentCmd runs mesh agent in the foreground until SIGINT or SIGTERM

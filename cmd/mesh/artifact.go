@@ -14,6 +14,8 @@ import (
 	"meshplane/events"
 	"meshplane/events/boltstore"
 	"meshplane/events/storeurl"
+	"meshplane/internal/flagcheck"
+	"meshplane/render"
 )
 
 // artifactPushCmd uploads an image tarball to the artifact store and
@@ -58,13 +60,13 @@ func (e *env) artifactPushCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "pushed %s to %s/%s@%s\n", tarball, addr, name, digest)
+			render.ArtifactPushed(cmd.OutOrStdout(), tarball, addr, name, digest)
 			return e.execute(cmd, commands.RecordArtifact{Module: module, Name: name, Digest: digest})
 		},
 	}
 	cmd.Flags().StringVar(&registry, "registry", "", "push to the artifact store at `host:port`, not the one the mesh's node holds")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "give up the upload after this `duration`")
-	checkFlags(cmd.Flags(), map[string]flagCheck{"registry": optional(dialAddr), "timeout": positive})
+	flagcheck.Install(cmd.Flags(), map[string]flagcheck.Check{"registry": flagcheck.Optional(flagcheck.DialAddr), "timeout": flagcheck.Positive})
 	return cmd
 }
 

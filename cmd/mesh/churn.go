@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-	"strings"
-
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
+	"meshplane/render"
 	"meshplane/session"
 )
 
@@ -27,48 +23,8 @@ func (e *env) churnCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				sk := s.Skipped(api.Skipped{}) // the answer carries none: known locally only
-				if out == outJSON {
-					all := map[string][]api.Episode{}
-					for _, nc := range resp.Nodes {
-						all[nc.Node] = nc.Episodes
-					}
-					if err := writeJSON(e.stdout, all); err != nil {
-						return err
-					}
-					return partial(sk, false)
-				}
-				w := e.stdout
-				any := false
-				for _, nc := range resp.Nodes {
-					for _, ep := range nc.Episodes {
-						any = true
-						state := "cleared"
-						if ep.Active() {
-							state = "ACTIVE"
-						}
-						kind := []string{}
-						if ep.Loop {
-							kind = append(kind, "loop")
-						}
-						if ep.Flip {
-							kind = append(kind, "flip")
-						}
-						fmt.Fprintf(w, "%s: %s %s, from #%d (%s), detected at #%d, %d passes, %d heavy\n",
-							nc.Node, state, strings.Join(kind, "+"), ep.Start.Position, stamp(ep.Start.At), ep.Detected.Position, ep.Passes, ep.HeavyPasses)
-						var b bytes.Buffer
-						enc := json.NewEncoder(&b)
-						enc.SetIndent("    ", "  ")
-						if err := enc.Encode(ep.Evidence); err != nil {
-							return err
-						}
-						fmt.Fprintf(w, "    evidence: %s", b.String())
-					}
-				}
-				if !any {
-					fmt.Fprintln(w, "no churn: no heavy passes in a row and no flips")
-				}
-				return partial(sk, false)
+				// The answer carries no skipped events: they are known locally only.
+				return render.Churn(cmd.OutOrStdout(), render.Format(out), resp, s.Skipped(api.Skipped{}))
 			})
 		},
 	}

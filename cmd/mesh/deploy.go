@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/commands"
+	"meshplane/internal/flagcheck"
 )
 
 // deployCmd is mesh deploy: a build is not a deployment (seed 002). A
@@ -23,6 +24,6 @@ func (e *env) deployCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&digest, "digest", "", "deploy the recorded build with this `digest` (sha256:...), of whichever artifact it is; a roll-back too")
-	checkFlags(cmd.Flags(), map[string]flagCheck{"digest": optional(commands.CheckDigest)})
+	flagcheck.Install(cmd.Flags(), map[string]flagcheck.Check{"digest": flagcheck.Optional(commands.CheckDigest)})
 	return cmd
 }

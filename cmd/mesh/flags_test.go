@@ -1,6 +1,7 @@
 package main
 
 import (
+	"meshplane/internal/flagcheck"
 	"strings"
 	"testing"
 
@@ -91,18 +92,18 @@ func TestBadFlagValuesAreUsage(t *testing.T) {
 // TestGoodFlagValuesPass: the values the checks must let through.
 func TestGoodFlagValuesPass(t *testing.T) {
 	for _, tc := range []struct {
-		check flagCheck
+		check flagcheck.Check
 		value string
 	}{
-		{listenAddr, "127.0.0.1:0"}, {listenAddr, ":7480"}, {listenAddr, "[::1]:7480"}, {listenAddr, "localhost:65535"},
-		{listenAddr, "host-1.example.org:80"}, {listenAddr, "0.0.0.0:1"},
-		{dialAddr, "10.1.0.3:5000"}, {dialAddr, "store.internal:7481"},
-		{urlOf("http", "https"), "https://ctl.example:7480"}, {urlOf("http", "https"), "http://127.0.0.1:7480/"},
-		{urlOf("http", "https"), "http://[::1]:7480"},
-		{listOf(urlOf("nats", "tls")), "nats://a:4222,tls://b:4222"}, {urlOf("nats"), "nats://127.0.0.1"},
-		{positive, "1ns"}, {positive, "5m"}, {atLeast(0), "0"}, {atLeast(-1), "-1"}, {atLeast(1), "0x10"},
-		{rfc3339, "2026-09-29T23:02:00Z"}, {rfc3339, "2026-09-29T23:02:00+02:00"},
-		{optional(listenAddr), ""}, {planAfter, "deploy forge --digest sha256:" + strings.Repeat("a", 64)},
+		{flagcheck.ListenAddr, "127.0.0.1:0"}, {flagcheck.ListenAddr, ":7480"}, {flagcheck.ListenAddr, "[::1]:7480"}, {flagcheck.ListenAddr, "localhost:65535"},
+		{flagcheck.ListenAddr, "host-1.example.org:80"}, {flagcheck.ListenAddr, "0.0.0.0:1"},
+		{flagcheck.DialAddr, "10.1.0.3:5000"}, {flagcheck.DialAddr, "store.internal:7481"},
+		{flagcheck.URLOf("http", "https"), "https://ctl.example:7480"}, {flagcheck.URLOf("http", "https"), "http://127.0.0.1:7480/"},
+		{flagcheck.URLOf("http", "https"), "http://[::1]:7480"},
+		{flagcheck.ListOf(flagcheck.URLOf("nats", "tls")), "nats://a:4222,tls://b:4222"}, {flagcheck.URLOf("nats"), "nats://127.0.0.1"},
+		{flagcheck.Positive, "1ns"}, {flagcheck.Positive, "5m"}, {flagcheck.AtLeast(0), "0"}, {flagcheck.AtLeast(-1), "-1"}, {flagcheck.AtLeast(1), "0x10"},
+		{flagcheck.RFC3339, "2026-09-29T23:02:00Z"}, {flagcheck.RFC3339, "2026-09-29T23:02:00+02:00"},
+		{flagcheck.Optional(flagcheck.ListenAddr), ""}, {planAfter, "deploy forge --digest sha256:" + strings.Repeat("a", 64)},
 	} {
 		if err := tc.check(tc.value); err != nil {
 			t.Errorf("%q refused: %v", tc.value, err)
@@ -146,7 +147,7 @@ func TestFlagsChecked(t *testing.T) {
 				return
 			}
 			seen[f.Name] = true
-			if _, ok := f.Value.(checkedValue); ok {
+			if flagcheck.Installed(f) {
 				return
 			}
 			if freeFormFlags["--"+f.Name] == "" && freeFormFlags[verbName(v)+" --"+f.Name] == "" {

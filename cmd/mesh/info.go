@@ -1,10 +1,10 @@
 package main
 
 import (
-	"fmt"
-	"meshplane/session"
-
 	"github.com/spf13/cobra"
+
+	"meshplane/render"
+	"meshplane/session"
 )
 
 // infoCmd shows the controller (or the local store) the CLI works on: its
@@ -26,23 +26,7 @@ func (e *env) infoCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if out == outJSON {
-					return writeJSON(e.stdout, info)
-				}
-				tw := table(e.stdout)
-				fmt.Fprintf(tw, "role\t%s\n", info.Role)
-				fmt.Fprintf(tw, "version\t%s\n", info.Version)
-				if !info.Started.IsZero() {
-					fmt.Fprintf(tw, "started\t%s\n", stamp(info.Started))
-				}
-				fmt.Fprintf(tw, "store head\t%d\n", info.StoreHead)
-				fmt.Fprintf(tw, "projection position\t%d\n", info.ProjectionPosition)
-				fmt.Fprintf(tw, "nodes\t%d\n", info.Nodes)
-				if info.Interval != "" {
-					fmt.Fprintf(tw, "interval\t%s\n", info.Interval)
-				}
-				fmt.Fprintf(tw, "publishing\t%t\n", info.Publishing)
-				return tw.Flush()
+				return render.Info(cmd.OutOrStdout(), render.Format(out), info)
 			})
 		},
 	}

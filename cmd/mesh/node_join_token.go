@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
+	"meshplane/internal/flagcheck"
 	"meshplane/session"
 )
 
@@ -49,7 +50,7 @@ to stderr.`,
 		},
 	}
 	cmd.Flags().DurationVar(&ttl, "ttl", api.DefaultJoinTTL, "how long the token is good for (at most 168h)")
-	checkFlags(cmd.Flags(), map[string]flagCheck{"ttl": joinTTL})
+	flagcheck.Install(cmd.Flags(), map[string]flagcheck.Check{"ttl": joinTTL})
 	return cmd
 }
 

@@ -15,6 +15,7 @@ import (
 	"meshplane/commands"
 	"meshplane/daemon"
 	"meshplane/internal/atomicfile"
+	"meshplane/internal/flagcheck"
 	"meshplane/session"
 )
 
@@ -77,8 +78,8 @@ NODE': the host makes its own key and the seed never leaves it.`,
 		},
 	}
 	cmd.Flags().StringVar(&creds, "creds", "", "write the node's bus credential `file` (mode 0600) for 'mesh agent --creds'")
-	cmd.Flags().StringSliceVar(&busURLs, "bus-url", nil, "with --creds: the bus `URLs` the agent dials (default: DATA/bus-urls of the running controller, else nats://127.0.0.1:4222)")
-	checkFlags(cmd.Flags(), map[string]flagCheck{"bus-url": listOf(urlOf("nats", "tls", "ws", "wss"))})
+	cmd.Flags().StringSliceVar(&busURLs, "bus-url", nil, "with --creds: the bus `URLs` the agent dials (default: those the controller names, with --server; else DATA/bus-urls of the running controller, else nats://127.0.0.1:4222)")
+	flagcheck.Install(cmd.Flags(), map[string]flagcheck.Check{"bus-url": flagcheck.ListOf(flagcheck.URLOf("nats", "tls", "ws", "wss"))})
 	return cmd
 }
 
@@ -88,9 +89,6 @@ NODE': the host makes its own key and the seed never leaves it.`,
 func writeCreds(cmd *cobra.Command, node, file string, urls []string) error {
 	return withSession(cmd, true, nil, func(s *session.Session) error {
 		if s.Remote() {
-			if len(urls) > 0 {
-				return usagef("--bus-url goes without --server: the controller names its own bus URLs")
-			}
 			a, ok := s.Service.(api.Access)
 			if !ok {
 				return fmt.Errorf("this client mints no credentials")
@@ -100,6 +98,9 @@ func writeCreds(cmd *cobra.Command, node, file string, urls []string) error {
 				return err
 			}
 			c := res.Creds
+			if len(urls) > 0 {
+				c.URLs = urls // the servers this host dials; the user is the same
+			}
 			return bus.WriteCreds(file, bus.Creds{Version: c.Version, Node: c.Node, URLs: c.URLs, JWT: c.JWT, Seed: c.Seed, CA: c.CA})
 		}
 		data, _ := cmd.Flags().GetString(flagData)

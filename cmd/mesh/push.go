@@ -1,11 +1,10 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
+	"meshplane/render"
 	"meshplane/session"
 )
 
@@ -31,22 +30,7 @@ func (e *env) pushCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if out == outJSON {
-					return writeJSON(e.stdout, resp)
-				}
-				failed := 0
-				for _, p := range resp.Pushes {
-					if p.Error != "" {
-						failed++
-						fmt.Fprintf(e.stdout, "%s: push failed: %s\n", p.Node, p.Error)
-						continue
-					}
-					fmt.Fprintf(e.stdout, "%s: pushed %s (%s)\n", p.Node, p.Declaration, short(p.Digest))
-				}
-				if failed > 0 {
-					return fmt.Errorf("%d of %d push(es) failed (each is recorded on its node's stream)", failed, len(resp.Pushes))
-				}
-				return nil
+				return render.Push(cmd.OutOrStdout(), render.Format(out), resp)
 			})
 		},
 	}

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
 	"meshplane/projections"
 	"meshplane/projections/snapstore"
+	"meshplane/render"
 	"meshplane/session"
 )
 
@@ -69,25 +69,7 @@ func (e *env) rebuildRemote(ctx context.Context, s *session.Session, names []str
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "rebuilt %s in the shadow from %d events in %s; swapped in at position %d\n",
-		what(names), res.Events, (time.Duration(res.Millis) * time.Millisecond).String(), res.Position)
-	for _, c := range res.Projections {
-		if c.Same {
-			fmt.Fprintf(e.stdout, "  %-9s same as before (%d bytes)\n", c.Name, c.NewBytes)
-		} else {
-			fmt.Fprintf(e.stdout, "  %-9s DIFFERED from the live one (%d bytes before, %d after): the rebuilt one, from the events, is now live\n", c.Name, c.OldBytes, c.NewBytes)
-		}
-	}
-	noteSkipped(e.stdout, res.Skipped)
-	return partial(res.Skipped, true)
-}
-
-// what names the projections rebuilt.
-func what(names []string) string {
-	if len(names) == 0 {
-		return "every projection"
-	}
-	return strings.Join(names, ", ")
+	return render.Rebuild(e.stdout, names, res)
 }
 
 // rebuildLocal rebuilds from the local store twice, checked
@@ -100,15 +82,12 @@ func (e *env) rebuildLocal(ctx context.Context, t target, s *session.Session, na
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "rebuilt %s from %d events in %s; a second rebuild is byte-identical (%d bytes)\n",
-		what(names), res.Runner.Position(), res.Took.Round(time.Millisecond), res.Bytes)
+	render.RebuildLocal(e.stdout, names, res.Runner.Position(), res.Took, res.Bytes)
 	if t.bolt() && len(names) == 0 {
 		if err := snapstore.Save(ctx, t.data, res.Runner, res.Set); err != nil {
 			return fmt.Errorf("save the snapshot in %s: %w", t.data, err)
 		}
-		fmt.Fprintf(e.stdout, "saved the snapshot of every projection at position %d (%s, %s)\n", res.Runner.Position(), snapstore.SnapshotFile, snapstore.TimelineFile)
+		render.SnapshotSaved(e.stdout, res.Runner.Position(), snapstore.SnapshotFile, snapstore.TimelineFile)
 	}
-	sk := s.Skipped(api.Skipped{})
-	noteSkipped(e.stdout, sk)
-	return partial(sk, true)
+	return render.Noted(e.stdout, s.Skipped(api.Skipped{}))
 }

@@ -1,96 +1,16 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
 	"io"
-	"strings"
-	"text/tabwriter"
-	"time"
 
-	"meshplane/api"
 	"meshplane/events"
-	"meshplane/projections"
+	"meshplane/render"
 )
 
-// What the verbs share to render their answers.
+// The verbs show the API's answers through package render; these two are
+// its helpers under the names the verbs not yet moved to it still call
+// (up.go's progress lines, sim.go's JSON).
 
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+func writeJSON(w io.Writer, v any) error { return render.WriteJSON(w, v) }
 
-func table(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 4, 2, ' ', 0) }
-
-func stamp(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	return t.UTC().Format("2006-01-02 15:04:05")
-}
-
-// span is a run's time range: "2026-11-30 00:00 to 23:55", the date of the
-// end only when it differs, to the second when both fall in one minute.
-func span(from, to time.Time) string {
-	from, to = from.UTC(), to.UTC()
-	layout := "15:04"
-	if from.Truncate(time.Minute).Equal(to.Truncate(time.Minute)) {
-		layout = "15:04:05"
-	}
-	end := to.Format(layout)
-	if from.Format("2006-01-02") != to.Format("2006-01-02") {
-		end = to.Format("2006-01-02 " + layout)
-	}
-	return from.Format("2006-01-02 "+layout) + " to " + end
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// health is a node's health with its held counts ("waiting-on-take
-// (route-proxy: 13, photos: 3)").
-func health(state string, held []events.ModuleCount) string {
-	if len(held) == 0 || state != projections.HealthWaitingOnTake {
-		return state
-	}
-	var parts []string
-	for _, h := range held {
-		parts = append(parts, fmt.Sprintf("%s: %d", h.Module, h.Count))
-	}
-	return fmt.Sprintf("%s (%s)", state, strings.Join(parts, ", "))
-}
-
-// describeDiff says in a few words what changed between two declarations.
-func describeDiff(d api.RosterDiff) string {
-	var parts []string
-	for _, c := range []struct {
-		sign  string
-		names []string
-	}{
-		{"+", d.Added}, {"-", d.Removed},
-	} {
-		for _, n := range c.names {
-			parts = append(parts, c.sign+n)
-		}
-	}
-	if n := len(d.ResourcesAdded) + len(d.ResourcesRemoved) + len(d.ResourcesChanged); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d resource(s)", n))
-	}
-	if len(parts) == 0 {
-		return "nothing"
-	}
-	return strings.Join(parts, " ")
-}
-
-// short shortens a digest for a table.
-func short(digest string) string {
-	if i := strings.IndexByte(digest, ':'); i >= 0 && len(digest) > i+13 {
-		return digest[:i+13]
-	}
-	return digest
-}
+func health(state string, held []events.ModuleCount) string { return render.Health(state, held) }

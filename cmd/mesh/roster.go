@@ -1,13 +1,12 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
-	"meshplane/projections"
+	"meshplane/render"
 	"meshplane/session"
 )
 
@@ -34,19 +33,28 @@ what changed between two.` + slowLocal,
 				return usagef("--diff wants FROM,TO")
 			}
 			return withSession(cmd, false, nil, func(s *session.Session) error {
-				var err error
+				// The answers carry no skipped events: they are known
+				// locally only, once the query has folded.
+				ctx, w, f := cmd.Context(), cmd.OutOrStdout(), render.Format(out)
 				switch {
 				case diff != "":
-					err = e.rosterDiff(cmd, s, out, api.RosterDiffRequest{Node: node, From: from, To: to})
+					d, err := s.Service.RosterDiff(ctx, api.RosterDiffRequest{Node: node, From: from, To: to})
+					if err != nil {
+						return err
+					}
+					return render.RosterDiff(w, f, node, d, s.Skipped(api.Skipped{}))
 				case history:
-					err = e.rosterHistory(cmd, s, out, node)
-				default:
-					err = e.rosterCurrent(cmd, s, out, node)
+					h, err := s.Service.RosterHistory(ctx, node)
+					if err != nil {
+						return err
+					}
+					return render.RosterHistory(w, f, h, s.Skipped(api.Skipped{}))
 				}
+				d, err := s.Service.Roster(ctx, node)
 				if err != nil {
 					return err
 				}
-				return partial(s.Skipped(api.Skipped{}), false)
+				return render.Roster(w, f, node, d, s.Skipped(api.Skipped{}))
 			})
 		},
 	}
@@ -54,72 +62,4 @@ what changed between two.` + slowLocal,
 	cmd.Flags().StringVar(&diff, "diff", "", "what changed between two of the node's declarations (`FROM,TO`, e.g. novox/3,novox/7)")
 	addOutput(cmd)
 	return cmd
-}
-
-func (e *env) rosterDiff(cmd *cobra.Command, s *session.Session, out string, req api.RosterDiffRequest) error {
-	d, err := s.Service.RosterDiff(cmd.Context(), req)
-	if err != nil {
-		return err
-	}
-	w := e.stdout
-	if out == outJSON {
-		// The JSON form is the projection's, as it was before the API.
-		return writeJSON(w, projections.Diff{
-			From: d.From, To: d.To, Added: d.Added, Removed: d.Removed,
-			ResourcesAdded: d.ResourcesAdded, ResourcesRemoved: d.ResourcesRemoved, ResourcesChanged: d.ResourcesChanged,
-		})
-	}
-	fmt.Fprintf(w, "%s → %s on %s\n", d.From, d.To, req.Node)
-	for _, line := range []struct {
-		label string
-		names []string
-	}{
-		{"names added", d.Added}, {"names removed", d.Removed},
-		{"resources added", d.ResourcesAdded}, {"resources removed", d.ResourcesRemoved},
-		{"resources changed", d.ResourcesChanged},
-	} {
-		fmt.Fprintf(w, "  %-18s %s\n", line.label+":", orDash(strings.Join(line.names, ", ")))
-	}
-	return nil
-}
-
-func (e *env) rosterHistory(cmd *cobra.Command, s *session.Session, out, node string) error {
-	h, err := s.Service.RosterHistory(cmd.Context(), node)
-	if err != nil {
-		return err
-	}
-	w := e.stdout
-	if out == outJSON {
-		decls := make([]api.ComposedDecl, len(h.Declarations))
-		for i, d := range h.Declarations {
-			decls[i] = d.ComposedDecl
-		}
-		return writeJSON(w, decls)
-	}
-	tw := table(w)
-	fmt.Fprintln(tw, "#\tAT\tDECLARATION\tDIGEST\tNAMES\tRESOURCES\tCHANGED")
-	for _, d := range h.Declarations {
-		changed := "-"
-		if d.Changed != nil {
-			changed = describeDiff(*d.Changed)
-		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%s\n", d.Position, stamp(d.At), d.Declaration, short(d.Digest), len(d.Roster), len(d.Resources), changed)
-	}
-	return tw.Flush()
-}
-
-func (e *env) rosterCurrent(cmd *cobra.Command, s *session.Session, out, node string) error {
-	d, err := s.Service.Roster(cmd.Context(), node)
-	if err != nil {
-		return err
-	}
-	w := e.stdout
-	if out == outJSON {
-		return writeJSON(w, d)
-	}
-	fmt.Fprintf(w, "%s: declaration %s (%s), composed at %s, %d routed name(s):\n", node, d.Declaration, short(d.Digest), stamp(d.At), len(d.Roster))
-	for _, n := range d.Roster {
-		fmt.Fprintf(w, "  %s\n", n)
-	}
-	return nil
 }

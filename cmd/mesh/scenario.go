@@ -11,6 +11,7 @@ import (
 
 	"meshplane/features"
 	"meshplane/features/scenario"
+	"meshplane/internal/flagcheck"
 )
 
 // errScenariosFailed: the report is already printed; exit 1.
@@ -57,6 +58,6 @@ func (e *env) scenarioRunCmd() *cobra.Command {
 	fs.StringVar(&o.Format, "format", "pretty", "report format: pretty, progress, junit or cucumber")
 	fs.Int64Var(&o.Seed, "seed", -1, "scenario order: -1 random (the seed is printed), or a seed to repeat an order")
 	fs.StringVar(&o.Tags, "tags", "", "run only scenarios matching this tag `expression` (\"@rule1 && ~@slow\")")
-	checkFlags(fs, map[string]flagCheck{"format": oneOf("pretty", "progress", "junit", "cucumber"), "seed": atLeast(-1)})
+	flagcheck.Install(fs, map[string]flagcheck.Check{"format": flagcheck.OneOf("pretty", "progress", "junit", "cucumber"), "seed": flagcheck.AtLeast(-1)})
 	return cmd
 }

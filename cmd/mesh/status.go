@@ -1,11 +1,10 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
+	"meshplane/render"
 	"meshplane/session"
 )
 
@@ -24,41 +23,8 @@ func (e *env) statusCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				sk := s.Skipped(resp.Skipped)
-				if out == outJSON {
-					if err := writeJSON(e.stdout, resp.Nodes); err != nil {
-						return err
-					}
-					return partial(sk, false)
-				}
-				tw := table(e.stdout)
-				fmt.Fprintln(tw, "NODE\tSYNC\tHEALTH\tDECLARATION\tLAST APPLY")
-				for _, st := range resp.Nodes {
-					decl, apply := "-", "-"
-					if st.Pushed != nil {
-						decl = st.Pushed.Declaration
-					}
-					if st.Applied != nil {
-						apply = st.Applied.Summary
-					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", st.Node, st.Sync, health(st.Health, st.Held), decl, apply)
-				}
-				if err := tw.Flush(); err != nil {
-					return err
-				}
-				for _, st := range resp.Nodes {
-					if st.ComposeFailed != nil {
-						fmt.Fprintf(e.stdout, "\n%s: last compose failed at %s: %s\n", st.Node, stamp(st.ComposeFailed.At), st.ComposeFailed.Error)
-					}
-					if st.PushFailed != nil {
-						fmt.Fprintf(e.stdout, "\n%s: last push of %s failed at %s: %s\n", st.Node, st.PushFailed.Declaration, stamp(st.PushFailed.At), st.PushFailed.Error)
-					}
-					if r := st.ReportRefused; r != nil {
-						fmt.Fprintf(e.stdout, "\n%s: latest report refused at %s (%s): %s\n", st.Node, stamp(r.At), r.Reason, r.Detail)
-					}
-				}
-				noteSkipped(e.stdout, sk)
-				return partial(sk, true)
+				resp.Skipped = s.Skipped(resp.Skipped)
+				return render.Status(cmd.OutOrStdout(), render.Format(out), resp)
 			})
 		},
 	}

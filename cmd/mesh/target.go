@@ -11,6 +11,7 @@ import (
 
 	"meshplane/commands"
 	"meshplane/events/storeurl"
+	"meshplane/internal/flagcheck"
 	"meshplane/session"
 )
 
@@ -36,7 +37,7 @@ func addTarget(root *cobra.Command) {
 	fs.String(flagTokenFile, "", "the controller's API token, read from this `file` (its DATA/api-token; env MESH_TOKEN holds the token itself)")
 	fs.String(flagTLSCA, "", "verify the controller's certificate against the CA certificates in this PEM `file`")
 	fs.String(flagStore, os.Getenv("MESH_STORE"), "the event store: bolt (the file in --data, the default), postgres://... or esdb://... (kurrentdb://...) (env MESH_STORE)")
-	checkFlags(fs, map[string]flagCheck{flagServer: optional(urlOf("http", "https"))})
+	flagcheck.Install(fs, map[string]flagcheck.Check{flagServer: flagcheck.Optional(flagcheck.URLOf("http", "https"))})
 }
 
 // target is where one command works, read from its flags and environment.

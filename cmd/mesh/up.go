@@ -10,6 +10,7 @@ import (
 
 	"meshplane/commands"
 	"meshplane/daemon"
+	"meshplane/internal/flagcheck"
 	"meshplane/meshup"
 )
 
@@ -104,10 +105,10 @@ bus, no API): N passes of push and apply, then exit.`,
 	fs.DurationVar(&o.interval, "interval", 5*time.Minute, "controller: compose every node and push what changed every `duration`")
 	fs.BoolVar(&o.once, "once", false, "controller: set up, run one pass, and exit")
 	addBusFlags(fs, &o.bus)
-	checkFlags(fs, map[string]flagCheck{
-		"passes": atLeast(1), "interval": positive,
-		"listen": optional(listenAddr), "advertise": optional(urlOf("https", "http")), "bus-listen": optional(listenAddr),
-		"nats": optional(listOf(urlOf("nats", "tls", "ws", "wss"))),
+	flagcheck.Install(fs, map[string]flagcheck.Check{
+		"passes": flagcheck.AtLeast(1), "interval": flagcheck.Positive,
+		"listen": flagcheck.Optional(flagcheck.ListenAddr), "advertise": flagcheck.Optional(flagcheck.URLOf("https", "http")), "bus-listen": flagcheck.Optional(flagcheck.ListenAddr),
+		"nats": flagcheck.Optional(flagcheck.ListOf(flagcheck.URLOf("nats", "tls", "ws", "wss"))),
 	})
 	return cmd
 }

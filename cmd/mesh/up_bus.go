@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"meshplane/daemon"
+	"meshplane/internal/flagcheck"
 )
 
 // busOptions are mesh up's flags of the bus beyond --bus-listen and
@@ -37,10 +38,10 @@ func addBusFlags(fs *pflag.FlagSet, o *busOptions) {
 	fs.StringVar(&o.natsCreds, "nats-creds", "", "controller: with --nats, the controller user's NATS .creds `file` (mesh bus account writes one)")
 	fs.StringVar(&o.natsCA, "nats-ca", "", "controller: with --nats, the PEM `file` of the cluster's CA when it is a private one")
 	fs.StringVar(&o.accountSeed, "nats-account-seed", "", "controller: with --nats, a `file` holding a signing key seed (SA...) of the mesh account, to mint node users with (mesh bus account writes one)")
-	checkFlags(fs, map[string]flagCheck{
-		"bus-cluster":  optional(listenAddr),
-		"bus-peers":    listOf(urlOf("nats-route")),
-		"bus-replicas": atLeast(1),
+	flagcheck.Install(fs, map[string]flagcheck.Check{
+		"bus-cluster":  flagcheck.Optional(flagcheck.ListenAddr),
+		"bus-peers":    flagcheck.ListOf(flagcheck.URLOf("nats-route")),
+		"bus-replicas": flagcheck.AtLeast(1),
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"meshplane/api"
 	"meshplane/commands"
+	"meshplane/render"
 	"meshplane/session"
 )
 
@@ -33,16 +34,9 @@ func operator() string {
 func (e *env) execute(cmd *cobra.Command, cs ...commands.Command) error {
 	return withSession(cmd, true, cs, func(s *session.Session) error {
 		res, err := call(cmd.Context(), s.Service, operator(), cs)
-		for i, a := range res.Results {
-			if len(a.Events) == 0 {
-				fmt.Fprintf(e.stdout, "%s, nothing to do\n", commands.UnchangedNote(cs[i]))
-			}
-			for _, ev := range a.Events {
-				fmt.Fprintf(e.stdout, "%s #%d %s\n", ev.Stream, ev.Position, ev.Type)
-			}
-		}
+		render.CommandResult(cmd.OutOrStdout(), res, cs)
 		if len(res.Results) == 0 {
-			return batchRefused(err, len(cs))
+			return commands.BatchRefused(err, len(cs))
 		}
 		return err
 	})
@@ -96,14 +90,4 @@ func call(ctx context.Context, svc api.Service, op string, cs []commands.Command
 		return svc.Deploy(ctx, api.DeployRequest{Operator: op, Module: c.Module, Digest: c.Digest})
 	}
 	return api.CommandResult{}, fmt.Errorf("%T has no request of the API", cs[0])
-}
-
-// batchRefused says of a refusal of a batch of n commands that none was
-// written.
-func batchRefused(err error, n int) error {
-	var rej *commands.Rejection
-	if n > 1 && errors.As(err, &rej) {
-		return &commands.Rejection{Code: rej.Code, Msg: fmt.Sprintf("%s (none of the %d was written)", rej.Msg, n)}
-	}
-	return err
 }

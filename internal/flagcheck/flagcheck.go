@@ -226,3 +226,10 @@ func orList(vs []string) string {
 	}
 	return strings.Join(vs[:len(vs)-1], ", ") + " or " + vs[len(vs)-1]
 }
+
+// Installed reports whether f refuses what a check of Install refuses: how
+// a test holds every flag that takes a value to a check.
+func Installed(f *pflag.Flag) bool {
+	_, ok := f.Value.(checked)
+	return ok
+}

@@ -1,0 +1,372 @@
+package render_test
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"meshplane/api"
+	"meshplane/commands"
+	"meshplane/events"
+	"meshplane/render"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// t0 is when the fixtures happen.
+var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+// skipped is an answer that left events out: an unknown type and two
+// events that did not decode.
+var skipped = api.Skipped{
+	UnknownTypes:  map[string]int{"node.renamed": 2, "mesh.split": 1},
+	Failures:      []api.Failure{{Position: 17, Stream: "node-novox", Type: "apply.reported", Err: "unexpected end of JSON input"}},
+	FailuresTotal: 2,
+}
+
+var (
+	converged = api.NodeStatus{
+		Node: "novox", Sync: "in-sync", Health: "converged", Adopted: true,
+		Modules: map[string]api.ModuleStatus{
+			"route-proxy": {Assigned: true, Taken: true, State: "converged"},
+			"forge":       {Assigned: true, Taken: true, State: "converged"},
+		},
+		Pushed:  &api.DeclMark{Declaration: "novox/3", Digest: "sha256:0123456789abcdef0123", Position: 12, At: at(time.Minute)},
+		Applied: &api.ApplyRecord{DeclMark: api.DeclMark{Declaration: "novox/3", Position: 14, At: at(2 * time.Minute)}, Summary: "applied 4 of 4: 1 created, 3 unchanged"},
+	}
+	waiting = api.NodeStatus{
+		Node: "d1", Sync: "stale", Health: "waiting-on-take",
+		Modules: map[string]api.ModuleStatus{
+			"photos":      {Assigned: true, State: "waiting-on-take", Held: 3},
+			"route-proxy": {Assigned: true, State: "waiting-on-take", Held: 13, Failed: 1},
+		},
+		Held:          []events.ModuleCount{{Module: "route-proxy", Count: 13}, {Module: "photos", Count: 3}},
+		ComposeFailed: &api.ComposeFailure{Read: "module forge", Error: "no build recorded", Position: 20, At: at(3 * time.Minute)},
+		PushFailed:    &api.PushFailure{Declaration: "d1/2", Error: "nats: timeout", Position: 21, At: at(4 * time.Minute)},
+		ReportRefused: &api.ReportRefusal{Reason: "too-large", Detail: "2 MB, at most 1 MB", Position: 22, At: at(5 * time.Minute)},
+	}
+	failing = api.NodeStatus{Node: "spare", Sync: "never-pushed", Health: "failing", Held: []events.ModuleCount{{Module: "x", Count: 1}}}
+)
+
+// apply is an apply.reported entry of node at position p.
+func apply(p uint64, node, decl, summary string, d time.Duration) api.Entry {
+	return api.Entry{Position: p, At: at(d), Stream: "node-" + node, Type: events.TypeApplyReported, Actor: "agent:" + node, Node: node, Declaration: decl, Summary: summary}
+}
+
+func idle(en api.Entry) api.Entry { en.Idle = true; return en }
+
+var timeline = []api.Entry{
+	{Position: 1, At: at(0), Stream: "node-novox", Type: "node.registered", Actor: "operator:ana", Node: "novox", Summary: "registered novox"},
+	{Position: 2, At: at(time.Second), Stream: "module-forge", Type: "module.defined", Actor: "operator:ana", Summary: "defined forge"},
+	apply(3, "novox", "novox/1", "applied 2 of 2: 2 created", time.Minute),
+	idle(apply(4, "novox", "novox/1", "applied 2 of 2: 2 unchanged", 2*time.Minute)),
+	idle(apply(5, "novox", "novox/1", "applied 2 of 2: 2 unchanged", 7*time.Minute)),
+	idle(apply(6, "novox", "novox/1", "applied 2 of 2: 2 unchanged", 25*time.Hour)),
+	{Position: 7, At: at(25*time.Hour + time.Second), Stream: "node-d1", Type: "report.refused", Node: "d1", Summary: "refused: too-large"},
+	{Position: 8, At: at(25*time.Hour + 2*time.Second), Stream: "node-d1", Type: "report.refused", Node: "d1", Summary: "refused: too-large"},
+}
+
+var why = api.WhyResponse{
+	Node: "novox", Resource: "forge-web",
+	Touches: []api.WhyTouch{
+		{
+			Touch: api.Touch{Entry: api.Entry{Position: 30, At: at(time.Hour), Node: "novox", Declaration: "novox/4", Correlation: "c-4"}, Action: "replaced", Fields: []string{"image", "mounts./data"}},
+			Push: []api.Entry{
+				{Position: 28, Type: events.TypeDeclarationComposed, Summary: "composed novox/4"},
+				{Position: 29, Type: events.TypeDeclarationPushed, Summary: "pushed novox/4"},
+				{Position: 30, Type: events.TypeApplyReported, Summary: "left out: an apply"},
+				{Position: 31, Type: events.TypeReportDeliveredLate, Summary: "left out: late"},
+			},
+			Deploy: []api.Entry{
+				{Position: 25, Type: events.TypeArtifactRecorded, Summary: "recorded forge/web sha256:aa", Actor: "operator:ana"},
+				{Position: 26, Type: events.TypeModuleDeployed, Summary: "deployed forge"},
+			},
+		},
+		{Touch: api.Touch{Entry: api.Entry{Position: 40, At: at(2 * time.Hour), Node: "novox", Declaration: "novox/5"}, Action: "held", Reason: "module forge is not taken"}},
+		{Touch: api.Touch{Entry: api.Entry{Position: 41, At: at(2*time.Hour + 30*time.Second), Node: "novox", Declaration: "novox/5"}, Action: "held", Reason: "module forge is not taken"}},
+		{Touch: api.Touch{Entry: api.Entry{Position: 42, At: at(2*time.Hour + 50*time.Second), Node: "novox", Declaration: "novox/5"}, Action: "held", Reason: "module forge is not taken"}},
+		{Touch: api.Touch{Entry: api.Entry{Position: 50, At: at(3 * time.Hour), Node: "novox"}, Action: "removed"}},
+	},
+}
+
+var composed = api.ComposedDecl{
+	Declaration: "novox/7", Digest: "sha256:fedcba9876543210fedc", Position: 70, At: at(time.Hour), Correlation: "c-7",
+	Roster:    []string{"forge.mesh", "photos.mesh"},
+	Resources: []events.ResourceRef{{Name: "forge-web", Kind: "container", Module: "forge", Digest: "sha256:01"}},
+}
+
+var rosterDiff = api.RosterDiff{From: "novox/3", To: "novox/7", Added: []string{"photos.mesh"}, ResourcesChanged: []string{"forge-web", "hosts"}}
+
+var history = api.RosterHistory{Node: "novox", Declarations: []api.RosterHistoryEntry{
+	{ComposedDecl: api.ComposedDecl{Declaration: "novox/1", Digest: "sha256:1111111111111111111111", Position: 3, At: at(0), Roster: []string{"forge.mesh"}}},
+	{ComposedDecl: composed, Changed: &rosterDiff},
+	{ComposedDecl: api.ComposedDecl{Declaration: "novox/8", Digest: "short", Position: 80, At: at(2 * time.Hour)}, Changed: &api.RosterDiff{From: "novox/7", To: "novox/8"}},
+	{ComposedDecl: api.ComposedDecl{Declaration: "novox/9", Digest: "sha256:99", Position: 90, At: at(3 * time.Hour)}, Changed: &api.RosterDiff{Removed: []string{"forge.mesh"}, ResourcesRemoved: []string{"forge-web"}}},
+}}
+
+var plan = api.PlanResponse{
+	After: []string{"deploy forge", "take route-proxy novox"},
+	Heavy: true,
+	Nodes: []api.NodePlan{
+		{
+			Preview: api.Preview{
+				Node: "novox", Declaration: "novox/8", Hosts: "forge.mesh added",
+				Steps: []api.PreviewStep{
+					{Name: "forge-web", Kind: "container", Module: "forge", Action: "replace", Changes: []api.Change{{Field: "image", From: "sha256:aa", To: "sha256:bb"}, {Field: "mounts./data", To: "/srv/forge"}}},
+					{Name: "route-proxy", Kind: "container", Module: "route-proxy", Action: "hold", Reason: "module route-proxy is not taken"},
+					{Name: "/etc/forge", Kind: "directory", Action: "create"},
+				},
+				Unchanged: 1,
+				Outcome:   events.ApplyReported{Node: "novox", Declaration: "novox/8", Sent: 4, Applied: 3, Created: []string{"/etc/forge"}, Replaced: []events.Replaced{{Name: "forge-web", Fields: []string{"image"}}}, Held: []events.Held{{Name: "route-proxy", Module: "route-proxy", Reason: "not taken"}}, Unchanged: 1},
+			},
+			Source: api.PlanByAgent, New: true, Heavy: true, Warnings: []string{"forge's build is older than its module"},
+			Headline: "novox: HEAVY: would replace 1 and create 1 of 4 resources",
+		},
+		{
+			Preview: api.Preview{Node: "d1", Declaration: "d1/2", Outcome: events.ApplyReported{Node: "d1", Declaration: "d1/2", Sent: 1, Unchanged: 1}, Unchanged: 1},
+			Source:  api.PlanByDeclarations, NoAnswer: "no answer in 5s", Headline: "d1: nothing to do",
+		},
+		{Preview: api.Preview{Node: "spare"}, Source: api.PlanNotComposed, ComposeError: "no module assigned", Headline: "spare: does not compose: no module assigned"},
+	},
+}
+
+var churn = api.ChurnResponse{Nodes: []api.NodeChurn{
+	{Node: "novox", Episodes: []api.Episode{{
+		Node: "novox", Loop: true, Flip: true,
+		Start: api.Mark{Position: 100, At: at(time.Hour)}, Detected: api.Mark{Position: 104, At: at(time.Hour + time.Minute)},
+		Passes: 6, HeavyPasses: 4, Flips: 2,
+		Evidence: api.Evidence{
+			Declarations:  []api.DeclRef{{Declaration: "novox/10", Digest: "sha256:a", Position: 100}, {Declaration: "novox/11", Digest: "sha256:b", Position: 102}},
+			Fields:        map[string]int{"image": 3},
+			FailedReads:   []api.FailedRead{{Read: "module forge", Error: "timeout", Position: 101, Count: 2}},
+			RosterChanged: []string{"photos.mesh"},
+		},
+	}}},
+	{Node: "d1", Episodes: []api.Episode{{
+		Node: "d1", Loop: true,
+		Start: api.Mark{Position: 10, At: at(0)}, Detected: api.Mark{Position: 12, At: at(time.Minute)}, End: &api.Mark{Position: 15, At: at(5 * time.Minute)},
+		Passes: 4, HeavyPasses: 2,
+	}}},
+	{Node: "calm"},
+}}
+
+var info = api.Info{Version: "v0.18.0", Role: "leader", Started: at(0), StoreHead: 420, ProjectionPosition: 419, Nodes: 3, Interval: "30s", Publishing: true}
+
+var rebuilt = api.RebuildResult{
+	Position: 420, Events: 420, Millis: 1532,
+	Projections: []api.Compared{{Name: "roster", Same: true, OldBytes: 900, NewBytes: 900}, {Name: "timeline", OldBytes: 5000, NewBytes: 5120}},
+}
+
+// TestPrinters: every printer, in each of its forms, against its golden
+// file in testdata (go test ./render -update rewrites them). A golden file
+// holds what the printer wrote and then, after "--- error:", the error it
+// returned, if any; the error is ErrPartial exactly when the answer
+// skipped events that did not decode.
+func TestPrinters(t *testing.T) {
+	partialRebuild := rebuilt
+	partialRebuild.Skipped = skipped
+	for _, c := range []struct {
+		name    string
+		print   func(w *bytes.Buffer) error
+		partial bool
+	}{
+		{"status", func(w *bytes.Buffer) error {
+			return render.Status(w, render.Table, api.StatusResponse{Nodes: []api.NodeStatus{converged, waiting, failing}})
+		}, false},
+		{"status-skipped", func(w *bytes.Buffer) error {
+			return render.Status(w, render.Table, api.StatusResponse{Nodes: []api.NodeStatus{converged}, Skipped: skipped})
+		}, true},
+		{"status-unknown-only", func(w *bytes.Buffer) error {
+			return render.Status(w, render.Table, api.StatusResponse{Nodes: []api.NodeStatus{converged}, Skipped: api.Skipped{UnknownTypes: map[string]int{"node.renamed": 1}}})
+		}, false},
+		{"status-skipped-no-first", func(w *bytes.Buffer) error {
+			return render.Status(w, render.Table, api.StatusResponse{Skipped: api.Skipped{FailuresTotal: 3}})
+		}, true},
+		{"status-json", func(w *bytes.Buffer) error {
+			return render.Status(w, render.JSON, api.StatusResponse{Nodes: []api.NodeStatus{converged, waiting}, Skipped: skipped})
+		}, true},
+		{"node-show", func(w *bytes.Buffer) error {
+			return render.NodeShow(w, render.Table, api.NodeShow{Status: waiting, Holds: []api.Hold{{Name: "route-proxy", Module: "route-proxy", Reason: "module route-proxy is not taken"}}}, api.Skipped{})
+		}, false},
+		{"node-show-converged", func(w *bytes.Buffer) error {
+			return render.NodeShow(w, render.Table, api.NodeShow{Status: converged}, skipped)
+		}, true},
+		{"node-show-json", func(w *bytes.Buffer) error {
+			return render.NodeShow(w, render.JSON, api.NodeShow{Status: converged, Holds: []api.Hold{}}, api.Skipped{})
+		}, false},
+		{"timeline", func(w *bytes.Buffer) error { return render.Timeline(w, render.Table, timeline, api.Skipped{}) }, false},
+		{"timeline-skipped", func(w *bytes.Buffer) error { return render.Timeline(w, render.Table, timeline[:2], skipped) }, true},
+		{"timeline-empty", func(w *bytes.Buffer) error { return render.Timeline(w, render.Table, nil, api.Skipped{}) }, false},
+		{"timeline-json", func(w *bytes.Buffer) error { return render.Timeline(w, render.JSON, timeline[2:6], api.Skipped{}) }, false},
+		{"why", func(w *bytes.Buffer) error { return render.Why(w, render.Table, why, api.Skipped{}) }, false},
+		{"why-none", func(w *bytes.Buffer) error {
+			return render.Why(w, render.Table, api.WhyResponse{Node: "novox", Resource: "ghost"}, skipped)
+		}, true},
+		{"why-json", func(w *bytes.Buffer) error { return render.Why(w, render.JSON, why, api.Skipped{}) }, false},
+		{"roster", func(w *bytes.Buffer) error { return render.Roster(w, render.Table, "novox", composed, api.Skipped{}) }, false},
+		{"roster-json", func(w *bytes.Buffer) error { return render.Roster(w, render.JSON, "novox", composed, skipped) }, true},
+		{"roster-history", func(w *bytes.Buffer) error { return render.RosterHistory(w, render.Table, history, api.Skipped{}) }, false},
+		{"roster-history-json", func(w *bytes.Buffer) error { return render.RosterHistory(w, render.JSON, history, api.Skipped{}) }, false},
+		{"roster-diff", func(w *bytes.Buffer) error {
+			return render.RosterDiff(w, render.Table, "novox", rosterDiff, api.Skipped{})
+		}, false},
+		{"roster-diff-json", func(w *bytes.Buffer) error {
+			return render.RosterDiff(w, render.JSON, "novox", rosterDiff, api.Skipped{})
+		}, false},
+		{"plan", func(w *bytes.Buffer) error { return render.Plan(w, render.Table, plan) }, false},
+		{"plan-one-heavy", func(w *bytes.Buffer) error {
+			return render.Plan(w, render.Table, api.PlanResponse{Nodes: plan.Nodes[:1], Heavy: true})
+		}, false},
+		{"plan-json", func(w *bytes.Buffer) error { return render.Plan(w, render.JSON, plan) }, false},
+		{"churn", func(w *bytes.Buffer) error { return render.Churn(w, render.Table, churn, api.Skipped{}) }, false},
+		{"churn-none", func(w *bytes.Buffer) error {
+			return render.Churn(w, render.Table, api.ChurnResponse{Nodes: []api.NodeChurn{{Node: "calm"}}}, skipped)
+		}, true},
+		{"churn-json", func(w *bytes.Buffer) error { return render.Churn(w, render.JSON, churn, api.Skipped{}) }, false},
+		{"info", func(w *bytes.Buffer) error { return render.Info(w, render.Table, info) }, false},
+		{"info-local", func(w *bytes.Buffer) error {
+			return render.Info(w, render.Table, api.Info{Version: "dev", Role: "local", StoreHead: 7, ProjectionPosition: 7, Nodes: 1})
+		}, false},
+		{"info-json", func(w *bytes.Buffer) error { return render.Info(w, render.JSON, info) }, false},
+		{"push", func(w *bytes.Buffer) error {
+			return render.Push(w, render.Table, api.PushResponse{Pushes: []api.PushResult{
+				{Node: "novox", Declaration: "novox/8", Digest: "sha256:0123456789abcdef0123"},
+				{Node: "d1", Error: "nats: no responders"},
+				{Node: "spare", Declaration: "spare/1", Digest: "sha256:01"},
+			}})
+		}, false},
+		{"push-json", func(w *bytes.Buffer) error {
+			return render.Push(w, render.JSON, api.PushResponse{Pushes: []api.PushResult{{Node: "d1", Error: "nats: no responders"}}})
+		}, false},
+		{"command-result", func(w *bytes.Buffer) error {
+			render.CommandResult(w, api.CommandResult{Results: []api.Appended{
+				{Stream: "node-novox", Events: []api.EventRef{{ID: "e1", Stream: "node-novox", Position: 9, Type: "node.registered"}, {ID: "e2", Stream: "node-novox", Position: 10, Type: "node.setting-set"}}},
+				{Stream: "node-d1"},
+			}}, []commands.Command{commands.RegisterNode{Node: "novox"}, commands.RegisterNode{Node: "d1"}})
+			return nil
+		}, false},
+		{"artifact-pushed", func(w *bytes.Buffer) error {
+			render.ArtifactPushed(w, "web.tar", "10.0.0.2:5000", "forge/web", "sha256:ab")
+			return nil
+		}, false},
+		{"rebuild", func(w *bytes.Buffer) error { return render.Rebuild(w, nil, rebuilt) }, false},
+		{"rebuild-some-skipped", func(w *bytes.Buffer) error { return render.Rebuild(w, []string{"roster", "timeline"}, partialRebuild) }, true},
+		{"rebuild-local", func(w *bytes.Buffer) error {
+			render.RebuildLocal(w, nil, 24, 1234567*time.Microsecond, 12664)
+			render.SnapshotSaved(w, 24, "projections.snap", "timeline.db")
+			return render.Noted(w, api.Skipped{})
+		}, false},
+		{"rebuild-local-some", func(w *bytes.Buffer) error {
+			render.RebuildLocal(w, []string{"status"}, 24, 3*time.Millisecond, 100)
+			return render.Noted(w, skipped)
+		}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var b bytes.Buffer
+			err := c.print(&b)
+			if got := errors.Is(err, render.ErrPartial); got != c.partial {
+				t.Errorf("err %v: partial %v, want %v", err, got, c.partial)
+			}
+			if err != nil {
+				fmt.Fprintf(&b, "--- error: %v\n", err)
+			}
+			golden(t, c.name, b.String())
+		})
+	}
+}
+
+// golden compares got with testdata/name.golden (rewritten under -update).
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./render -update writes it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from %s:\n--- got\n%s\n--- want\n%s", name, path, got, want)
+	}
+}
+
+// TestPartial: no error for an answer that skipped nothing that failed
+// to decode (unknown types are kept and counted, not an error); else
+// ErrPartial, its text the note, or, once the note is printed, a count.
+func TestPartial(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		sk      api.Skipped
+		printed bool
+		want    string // "" for no error
+	}{
+		{"nothing", api.Skipped{}, false, ""},
+		{"unknown types only", api.Skipped{UnknownTypes: map[string]int{"a.b": 1}}, false, ""},
+		{"failures, the note in the error", skipped, false, "skipped events of types this build does not know (kept in the store): mesh.split: 1, node.renamed: 2\n\n2 event(s) could not be folded; the first at position 17 (apply.reported): unexpected end of JSON input"},
+		{"failures, the note printed", skipped, true, "2 event(s) could not be folded: the answer above leaves them out"},
+		{"a count without a first", api.Skipped{FailuresTotal: 4}, false, "4 event(s) could not be folded"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := render.Partial(c.sk, c.printed)
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("err %v, want none", err)
+				}
+				return
+			}
+			if !errors.Is(err, render.ErrPartial) || err.Error() != c.want {
+				t.Errorf("err %q (ErrPartial %v), want %q", err, errors.Is(err, render.ErrPartial), c.want)
+			}
+		})
+	}
+}
+
+// TestHealth: a waiting node's held counts, in the order given; any other
+// health as it is.
+func TestHealth(t *testing.T) {
+	held := []events.ModuleCount{{Module: "route-proxy", Count: 13}, {Module: "photos", Count: 3}}
+	for _, c := range []struct {
+		state string
+		held  []events.ModuleCount
+		want  string
+	}{
+		{"waiting-on-take", held, "waiting-on-take (route-proxy: 13, photos: 3)"},
+		{"waiting-on-take", nil, "waiting-on-take"},
+		{"failing", held, "failing"},
+		{"converged", nil, "converged"},
+	} {
+		if got := render.Health(c.state, c.held); got != c.want {
+			t.Errorf("Health(%q, %v) = %q, want %q", c.state, c.held, got, c.want)
+		}
+	}
+}
+
+// Every golden file is some case's: none is left behind by a renamed one.
+func TestNoStrayGoldens(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("render_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".golden")
+		if !strings.Contains(string(src), `{"`+name+`", func`) {
+			t.Errorf("%s is no case's golden file", f)
+		}
+	}
+}

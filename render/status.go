@@ -1,0 +1,115 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"sort"
+
+	"meshplane/api"
+)
+
+// Status shows each node's sync and health, with the last failures of
+// each (mesh status); its JSON is the nodes. resp.Skipped is what the
+// answer left out, noted after the table.
+func Status(w io.Writer, f Format, resp api.StatusResponse) error {
+	sk := resp.Skipped
+	if f == JSON {
+		if err := WriteJSON(w, resp.Nodes); err != nil {
+			return err
+		}
+		return Partial(sk, false)
+	}
+	tw := table(w)
+	fmt.Fprintln(tw, "NODE\tSYNC\tHEALTH\tDECLARATION\tLAST APPLY")
+	for _, st := range resp.Nodes {
+		decl, apply := "-", "-"
+		if st.Pushed != nil {
+			decl = st.Pushed.Declaration
+		}
+		if st.Applied != nil {
+			apply = st.Applied.Summary
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", st.Node, st.Sync, Health(st.Health, st.Held), decl, apply)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, st := range resp.Nodes {
+		if st.ComposeFailed != nil {
+			fmt.Fprintf(w, "\n%s: last compose failed at %s: %s\n", st.Node, stamp(st.ComposeFailed.At), st.ComposeFailed.Error)
+		}
+		if st.PushFailed != nil {
+			fmt.Fprintf(w, "\n%s: last push of %s failed at %s: %s\n", st.Node, st.PushFailed.Declaration, stamp(st.PushFailed.At), st.PushFailed.Error)
+		}
+		if r := st.ReportRefused; r != nil {
+			fmt.Fprintf(w, "\n%s: latest report refused at %s (%s): %s\n", st.Node, stamp(r.At), r.Reason, r.Detail)
+		}
+	}
+	return Noted(w, sk)
+}
+
+// NodeShow shows one node: its status, its modules and the holds of its
+// own apply reports (mesh node show). sk is what the answer left out.
+func NodeShow(w io.Writer, f Format, ns api.NodeShow, sk api.Skipped) error {
+	if f == JSON {
+		if err := WriteJSON(w, ns); err != nil {
+			return err
+		}
+		return Partial(sk, false)
+	}
+	st := ns.Status
+	fmt.Fprintf(w, "node     %s\n", st.Node)
+	fmt.Fprintf(w, "adopted  %v\n", st.Adopted)
+	fmt.Fprintf(w, "sync     %s\n", st.Sync)
+	fmt.Fprintf(w, "health   %s\n", Health(st.Health, st.Held))
+	if st.Pushed != nil {
+		fmt.Fprintf(w, "pushed   %s at %s\n", st.Pushed.Declaration, stamp(st.Pushed.At))
+	}
+	if st.Applied != nil {
+		fmt.Fprintf(w, "applied  %s at %s: %s\n", st.Applied.Declaration, stamp(st.Applied.At), st.Applied.Summary)
+	}
+	if st.ComposeFailed != nil {
+		fmt.Fprintf(w, "compose  failed at %s: %s\n", stamp(st.ComposeFailed.At), st.ComposeFailed.Error)
+	}
+	if r := st.ReportRefused; r != nil {
+		fmt.Fprintf(w, "report   refused at %s (%s): %s\n", stamp(r.At), r.Reason, r.Detail)
+	}
+	fmt.Fprintln(w, "\nmodules:")
+	tw := table(w)
+	fmt.Fprintln(tw, "  MODULE\tASSIGNED\tTAKEN\tSTATE\tHELD\tFAILED")
+	names := make([]string, 0, len(st.Modules))
+	for m := range st.Modules {
+		names = append(names, m)
+	}
+	sort.Strings(names)
+	for _, m := range names {
+		ms := st.Modules[m]
+		fmt.Fprintf(tw, "  %s\t%v\t%v\t%s\t%d\t%d\n", m, ms.Assigned, ms.Taken, ms.State, ms.Held, ms.Failed)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nholds (from the node's own apply reports): %d\n", len(ns.Holds))
+	for _, h := range ns.Holds {
+		fmt.Fprintf(w, "  %s (%s): %s\n", h.Name, h.Module, h.Reason)
+	}
+	if a := ns.Access; a != nil {
+		fmt.Fprintln(w, "\njoin tokens:")
+		for _, t := range a.Tokens {
+			used := "unused"
+			if !t.UsedAt.IsZero() {
+				used = fmt.Sprintf("used at %s from %s", stamp(t.UsedAt), t.From)
+			}
+			fmt.Fprintf(w, "  %s  expires %s  %s\n", t.ID, stamp(t.ExpiresAt), used)
+		}
+		fmt.Fprintln(w, "\nbus users:")
+		for _, k := range a.Keys {
+			state := "active"
+			if k.Revoked {
+				state = "revoked"
+			}
+			fmt.Fprintf(w, "  %s  %s\n", k.PublicKey, state)
+		}
+	}
+	return Partial(sk, false)
+}

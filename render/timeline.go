@@ -1,0 +1,108 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"meshplane/api"
+	"meshplane/events"
+)
+
+// Timeline shows the timeline's matches, oldest first, with quiet passes
+// collapsed into one line (api.Collapse) with their count and time range
+// (mesh timeline); its JSON is the collapsed entries. sk is what the
+// answer left out, noted after the table.
+func Timeline(w io.Writer, f Format, matches []api.Entry, sk api.Skipped) error {
+	entries := api.Collapse(matches)
+	if f == JSON {
+		if err := WriteJSON(w, entries); err != nil {
+			return err
+		}
+		return Partial(sk, false)
+	}
+	tw := table(w)
+	fmt.Fprintln(tw, "#\tAT\tNODE\tTYPE\tACTOR\tSUMMARY")
+	for _, en := range entries {
+		summary := en.Summary
+		if r := en.Run; r != nil {
+			what := "times"
+			if en.Type == events.TypeApplyReported {
+				what = "passes"
+			}
+			if en.Idle {
+				summary += "; nothing changed"
+			} else {
+				summary += "; the same"
+			}
+			summary += fmt.Sprintf(", %d %s, %s, #%d to #%d", r.Count, what, span(r.From, r.To), r.FirstPosition, r.LastPosition)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", en.Position, stamp(en.At), orDash(en.Node), en.Type, orDash(en.Actor), summary)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return Noted(w, sk)
+}
+
+// Why shows every apply that touched a resource on a node, quiet passes
+// collapsed into one touch (api.CollapseTouches, which keeps the first's
+// entry and so its push), each with the push and the deploy behind it
+// (mesh why); its JSON is the collapsed touches. sk is what the answer
+// left out.
+func Why(w io.Writer, f Format, resp api.WhyResponse, sk api.Skipped) error {
+	push := map[uint64][]api.Entry{}
+	deploy := map[uint64][]api.Entry{}
+	touches := make([]api.Touch, len(resp.Touches))
+	for i, t := range resp.Touches {
+		touches[i] = t.Touch
+		push[t.Entry.Position] = t.Push
+		deploy[t.Entry.Position] = t.Deploy
+	}
+	touches = api.CollapseTouches(touches)
+	if f == JSON {
+		if err := WriteJSON(w, touches); err != nil {
+			return err
+		}
+		return Partial(sk, false)
+	}
+	if len(touches) == 0 {
+		fmt.Fprintf(w, "no apply on %s has touched %s: every apply found it unchanged, or it was never declared\n", resp.Node, resp.Resource)
+		return Partial(sk, false)
+	}
+	fmt.Fprintf(w, "%s on %s:\n", resp.Resource, resp.Node)
+	for _, t := range touches {
+		fmt.Fprintf(w, "  %s  %s", stamp(t.Entry.At), t.Action)
+		if len(t.Fields) > 0 {
+			fmt.Fprintf(w, " (changed: %s)", strings.Join(t.Fields, ", "))
+		}
+		if r := t.Entry.Run; r != nil {
+			fmt.Fprintf(w, ", %d passes, %s", r.Count, span(r.From, r.To))
+		}
+		if t.Reason != "" {
+			fmt.Fprintf(w, ": %s", t.Reason)
+		}
+		if r := t.Entry.Run; r != nil {
+			fmt.Fprintf(w, "\n      by applies #%d to #%d of %s", r.FirstPosition, r.LastPosition, orDash(t.Entry.Declaration))
+		} else {
+			fmt.Fprintf(w, "\n      by apply #%d of %s", t.Entry.Position, orDash(t.Entry.Declaration))
+		}
+		if t.Entry.Correlation != "" {
+			fmt.Fprintf(w, " (push %s: mesh timeline --correlation %s)", t.Entry.Correlation, t.Entry.Correlation)
+		}
+		fmt.Fprintln(w)
+		// What the push behind it composed, and what it read (every apply
+		// of a declaration shares its correlation: those are left out).
+		for _, en := range push[t.Entry.Position] {
+			if t.Entry.Correlation == "" || en.Type == events.TypeApplyReported || en.Type == events.TypeReportDeliveredLate {
+				continue
+			}
+			fmt.Fprintf(w, "      #%d %s %s\n", en.Position, en.Type, en.Summary)
+		}
+		// The build it runs, and what deployed it (seed 002).
+		for _, en := range deploy[t.Entry.Position] {
+			fmt.Fprintf(w, "      #%d %s %s (%s)\n", en.Position, en.Type, en.Summary, orDash(en.Actor))
+		}
+	}
+	return Partial(sk, false)
+}

@@ -1,0 +1,92 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"meshplane/api"
+	"meshplane/commands"
+)
+
+// CommandResult shows what the write verbs did: for each command of cs,
+// the events it appended, or, when it appended none, that its work was
+// already done (commands.UnchangedNote). res holds a result per command
+// sent, in order.
+func CommandResult(w io.Writer, res api.CommandResult, cs []commands.Command) {
+	for i, a := range res.Results {
+		if len(a.Events) == 0 && i < len(cs) {
+			fmt.Fprintf(w, "%s, nothing to do\n", commands.UnchangedNote(cs[i]))
+		}
+		for _, ev := range a.Events {
+			fmt.Fprintf(w, "%s #%d %s\n", ev.Stream, ev.Position, ev.Type)
+		}
+	}
+}
+
+// Push shows each node's push (mesh push), and returns an error counting
+// the pushes that failed; its JSON is the response.
+func Push(w io.Writer, f Format, resp api.PushResponse) error {
+	if f == JSON {
+		return WriteJSON(w, resp)
+	}
+	failed := 0
+	for _, p := range resp.Pushes {
+		if p.Error != "" {
+			failed++
+			fmt.Fprintf(w, "%s: push failed: %s\n", p.Node, p.Error)
+			continue
+		}
+		fmt.Fprintf(w, "%s: pushed %s (%s)\n", p.Node, p.Declaration, short(p.Digest))
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d push(es) failed (each is recorded on its node's stream)", failed, len(resp.Pushes))
+	}
+	return nil
+}
+
+// ArtifactPushed says that an image tarball is in the artifact store at
+// addr, as name@digest (mesh artifact push, before the build is recorded).
+func ArtifactPushed(w io.Writer, tarball, addr, name, digest string) {
+	fmt.Fprintf(w, "pushed %s to %s/%s@%s\n", tarball, addr, name, digest)
+}
+
+// Rebuild shows a rebuild in the shadow of a running controller (mesh
+// rebuild --server): of the projections named (every one when none is),
+// and for each whether the rebuilt one differed from the live one. What
+// the rebuild skipped is noted after it.
+func Rebuild(w io.Writer, names []string, res api.RebuildResult) error {
+	fmt.Fprintf(w, "rebuilt %s in the shadow from %d events in %s; swapped in at position %d\n",
+		projectionsNamed(names), res.Events, (time.Duration(res.Millis) * time.Millisecond).String(), res.Position)
+	for _, c := range res.Projections {
+		if c.Same {
+			fmt.Fprintf(w, "  %-9s same as before (%d bytes)\n", c.Name, c.NewBytes)
+		} else {
+			fmt.Fprintf(w, "  %-9s DIFFERED from the live one (%d bytes before, %d after): the rebuilt one, from the events, is now live\n", c.Name, c.OldBytes, c.NewBytes)
+		}
+	}
+	return Noted(w, res.Skipped)
+}
+
+// RebuildLocal shows a local rebuild of the projections named (every one
+// when none is) from n events, checked against a second one of size
+// bytes (mesh rebuild on a local store).
+func RebuildLocal(w io.Writer, names []string, n uint64, took time.Duration, bytes int) {
+	fmt.Fprintf(w, "rebuilt %s from %d events in %s; a second rebuild is byte-identical (%d bytes)\n",
+		projectionsNamed(names), n, took.Round(time.Millisecond), bytes)
+}
+
+// SnapshotSaved says that a rebuild of every projection was saved, at
+// position, as the files named.
+func SnapshotSaved(w io.Writer, position uint64, files ...string) {
+	fmt.Fprintf(w, "saved the snapshot of every projection at position %d (%s)\n", position, strings.Join(files, ", "))
+}
+
+// projectionsNamed names the projections rebuilt.
+func projectionsNamed(names []string) string {
+	if len(names) == 0 {
+		return "every projection"
+	}
+	return strings.Join(names, ", ")
+}
