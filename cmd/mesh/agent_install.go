@@ -12,6 +12,7 @@ import (
 	"meshplane/agent/install"
 	"meshplane/agent/join"
 	"meshplane/api"
+	"meshplane/internal/flagcheck"
 )
 
 // installHost is the host mesh agent install and uninstall work on, and
@@ -80,7 +81,7 @@ systemctl edit mesh-agent.`,
 	fs.StringVar(&token, "token", "", "the join `token` (MJ1...) from 'mesh node join-token NODE'")
 	fs.StringVar(&runtime, "runtime", agentd.RuntimeDocker, "the agent's container runtime: docker or sim")
 	fs.BoolVar(&insecure, "insecure", false, "allow a token naming no CA (a controller on plain HTTP) beyond loopback")
-	checkFlags(fs, map[string]flagCheck{"token": joinToken, "runtime": oneOf(agentd.RuntimeDocker, agentd.RuntimeSim)})
+	flagcheck.Install(fs, map[string]flagcheck.Check{"token": joinToken, "runtime": flagcheck.OneOf(agentd.RuntimeDocker, agentd.RuntimeSim)})
 	return cmd
 }
 
