@@ -7,6 +7,12 @@
 // and pushes them to the artifact store; the Docker runtime's tests build
 // their test image the same way. The program they use is cmd/mesh-demo.
 //
+// The agent image (Agent) is the mesh binary built so, with entrypoint
+// ["/mesh", "agent"] and command ["--data", "/var/lib/mesh-agent",
+// "--runtime", "docker"]; `go tool task image:agent` writes it as a
+// docker-save tarball (./agentimage), and README "Run the agent in a
+// container" says what to mount and what that gives it.
+//
 // # The image
 //
 //	/NAME             the program, mode 0755, owned by root (NAME: the package's last element)

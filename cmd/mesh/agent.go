@@ -62,7 +62,7 @@ func (e *env) agentCmd() *cobra.Command {
 		},
 	}
 	o.flags(cmd.Flags())
-	cmd.AddCommand(e.agentJoinCmd())
+	cmd.AddCommand(e.agentJoinCmd(), e.agentInstallCmd(), e.agentUninstallCmd())
 	return cmd
 }
 

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"meshplane/agent/agentd"
+	"meshplane/agent/install"
+	"meshplane/agent/join"
+	"meshplane/api"
+	"meshplane/internal/flagcheck"
+)
+
+// installHost is the host mesh agent install and uninstall work on, and
+// installBinary the mesh binary the unit runs: tests put the first under a
+// directory, with a systemctl and a join of their own.
+var (
+	installHost   = install.Host{}
+	installBinary = os.Executable
+)
+
+func (e *env) agentInstallCmd() *cobra.Command {
+	var token, runtime string
+	var insecure bool
+	cmd := &cobra.Command{
+		Use:   "install [URL] --token T [--runtime docker] [--data /var/lib/mesh-agent]",
+		Short: "join this host and run its agent as the systemd service mesh-agent",
+		Long: `Join this host with a one-time token from 'mesh node join-token NODE' (as
+'mesh agent join --no-start' does: URL, when given, is the controller's API as
+this host reaches it), then write /etc/systemd/system/mesh-agent.service,
+which runs this mesh binary as 'agent --data DIR --runtime R' (Restart=always,
+after the network and docker.service), and enable and start it. Run as root.
+
+Running it again is safe: a data directory joined already keeps its
+credentials (no token is spent), the unit is rewritten only if it would
+change, and the service is restarted only then (or after a new join).
+Where systemd does not run, the join is done and the command line to run
+the agent with is printed instead.
+
+The agent runs as root: the Docker socket is root on the host, and it makes
+and changes the directories and files its node's modules declare, wherever
+they are (README "What the agent can touch"). /usr and /boot are read-only
+to it. To give it more flags (--artifact-store, --metrics), add a drop-in:
+systemctl edit mesh-agent.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usagef("unexpected argument %q", args[1])
+			}
+			if token == "" {
+				return usagef("give --token T (from 'mesh node join-token NODE')")
+			}
+			url := ""
+			if len(args) == 1 {
+				url = args[0]
+			}
+			data, err := agentDataDir(cmd)
+			if err != nil {
+				return err
+			}
+			bin, err := installBinary()
+			if err != nil {
+				return fmt.Errorf("install: the mesh binary's path: %w", err)
+			}
+			if strings.HasPrefix(bin, os.TempDir()+"/") || strings.Contains(bin, "/go-build") {
+				fmt.Fprintf(e.stderr, "mesh agent install: note: %s looks temporary ('go run'?); the unit runs it: install mesh where it lasts (/usr/local/bin) and run that one\n", bin)
+			}
+			h := installHost
+			h.Out = e.stdout
+			_, err = h.Install(cmd.Context(), install.Config{
+				Join:   join.Options{URL: url, Token: token, Data: data, Insecure: insecure, AgentVersion: version()},
+				Binary: bin, Runtime: runtime,
+			})
+			return err
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&token, "token", "", "the join `token` (MJ1...) from 'mesh node join-token NODE'")
+	fs.StringVar(&runtime, "runtime", agentd.RuntimeDocker, "the agent's container runtime: docker or sim")
+	fs.BoolVar(&insecure, "insecure", false, "allow a token naming no CA (a controller on plain HTTP) beyond loopback")
+	flagcheck.Install(fs, map[string]flagcheck.Check{"token": joinToken, "runtime": flagcheck.OneOf(agentd.RuntimeDocker, agentd.RuntimeSim)})
+	return cmd
+}
+
+func (e *env) agentUninstallCmd() *cobra.Command {
+	var purge bool
+	cmd := &cobra.Command{
+		Use:   "uninstall [--purge]",
+		Short: "stop, disable and remove the systemd service mesh-agent (its data kept unless --purge)",
+		Long: `Stop and disable the systemd service mesh-agent, remove its unit
+(/etc/systemd/system/mesh-agent.service) and reload systemd. The agent's data
+directory (the node's credentials, its outbox) is kept, so that a new install
+finds it joined; --purge removes it too, when it is an agent's and no agent
+runs on it: the directory --data names, else the one the unit named, else
+/var/lib/mesh-agent. The node's bus user works until 'mesh node revoke NODE'.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unexpected argument %q", args[0])
+			}
+			var data string
+			if cmd.Flags().Changed(flagData) {
+				var err error
+				if data, err = agentDataDir(cmd); err != nil {
+					return err
+				}
+			}
+			h := installHost
+			h.Out = e.stdout
+			_, err := h.Uninstall(cmd.Context(), install.UninstallConfig{Data: data, Purge: purge})
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&purge, "purge", false, "remove the agent's data directory too")
+	return cmd
+}
+
+// agentDataDir is --data, absolute, or install.DefaultData when it is not
+// given (the root's default is the controller's data directory).
+func agentDataDir(cmd *cobra.Command) (string, error) {
+	if !cmd.Flags().Changed(flagData) {
+		return install.DefaultData, nil
+	}
+	d, _ := cmd.Flags().GetString(flagData)
+	abs, err := filepath.Abs(d)
+	if err != nil {
+		return "", fmt.Errorf("--data %q: %w", d, err)
+	}
+	return abs, nil
+}
+
+// joinToken is a join token (api.ParseJoinToken reads it).
+func joinToken(s string) error {
+	if _, err := api.ParseJoinToken(s); err != nil {
+		return fmt.Errorf("want a join token from 'mesh node join-token NODE': %w", err)
+	}
+	return nil
+}
