@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/agent/join"
+	"meshplane/internal/flagcheck"
 )
 
 func (e *env) agentJoinCmd() *cobra.Command {
@@ -57,5 +58,6 @@ token is spent. --no-start joins and exits (to run the agent as a service).`,
 	fs.BoolVar(&insecure, "insecure", false, "allow a token naming no CA (a controller on plain HTTP) beyond loopback")
 	fs.BoolVar(&noStart, "no-start", false, "join, and do not run the agent")
 	o.flags(fs)
+	flagcheck.Install(fs, map[string]flagcheck.Check{"token": joinToken})
 	return cmd
 }

@@ -55,6 +55,7 @@ func verbs(root *cobra.Command) []*cobra.Command {
 				continue
 			}
 			out = append(out, sub)
+			walk(sub) // a verb's own verbs: agent join, agent install
 		}
 	}
 	walk(root)
