@@ -133,6 +133,14 @@ func StartWith(ctx context.Context, o Options) (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
+	if s.listen != "127.0.0.1" {
+		// Beyond loopback: trust every client of the (private, test-made)
+		// network too, as initdb's --auth=trust does on loopback.
+		if err := s.trustAll(); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
 	if s.port == 0 {
 		if s.port, err = freePort(); err != nil {
 			os.RemoveAll(dir)
@@ -144,6 +152,16 @@ func StartWith(ctx context.Context, o Options) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// trustAll lets every TCP client in without a password (pg_hba.conf).
+func (s *Server) trustAll() error {
+	f, err := os.OpenFile(filepath.Join(s.data(), "pg_hba.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("pgtest: %w", err)
+	}
+	_, err = f.WriteString("host all all 0.0.0.0/0 trust\nhost all all ::/0 trust\n")
+	return errors.Join(err, f.Close())
 }
 
 func postgresUser() (*syscall.Credential, error) {
