@@ -65,6 +65,19 @@ func (p pgLeadership) TryLeader(ctx context.Context) (LeaderLock, bool, error) {
 // until ctx ends (nil, the lock released) or the lock is lost (an error:
 // the controller must stop).
 //
+// Over a network that partitions (the leader's link down, no connection
+// closed) the bounds are pgstore's (leader.go): the leader's lock check
+// pings every second (pgstore.WithLeaderCheckInterval), each ping bounded
+// by a second, and closes Lost at the first that fails, so a partitioned
+// leader stops leading (this returns, the controller exits) about 2 s
+// after the cut; PostgreSQL ends the partitioned session, freeing the lock
+// for a standby, within pgstore.LeaderSessionBound (6 s: the session's own
+// TCP keepalives and tcp_user_timeout, set by the client, no server
+// setting needed), so a standby leads 6 to 7 s after the cut (about 6 s
+// measured by TestHostsFailover). The two never lead at once as far as the
+// store knows, but for up to ~2 s a partitioned leader may still act on
+// what it can reach.
+//
 // The controller stays a standby meanwhile: its projections follow the
 // store's subscription, its API answers reads and refuses writes
 // (api.CodeStandby).

@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/sys/unix"
 
 	"meshplane/events"
 	"meshplane/internal/safego"
@@ -67,7 +72,7 @@ func (s *Store) leader(ctx context.Context, wait bool) (*Leader, bool, error) {
 	stop := context.AfterFunc(s.bg, cancel)
 	defer stop()
 
-	conn, err := pgx.ConnectConfig(ctx, s.connCf)
+	conn, err := pgx.ConnectConfig(ctx, leaderConnConfig(s.connCf))
 	if err != nil {
 		return nil, false, fmt.Errorf("pgstore: leader: connect: %w", s.closedOr(err))
 	}
@@ -91,6 +96,67 @@ func (s *Store) leader(ctx context.Context, wait bool) (*Leader, bool, error) {
 	l := &Leader{conn: conn, lost: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	go l.watch(s.cfg.leaderCheck)
 	return l, true, nil
+}
+
+// The bounds of a leader lock's session over a network that partitions
+// (the leader's link goes down: no FIN, no RST, the sockets just go quiet).
+// Without them PostgreSQL keeps the partitioned leader's session, and its
+// lock, until the kernel's keepalive gives up (about 2 h 11 min by
+// default), and no standby can lead meanwhile.
+//
+// The server's side: the lock's session sets PostgreSQL's tcp_keepalives_*
+// and tcp_user_timeout for its own socket (user-settable parameters, sent
+// in the startup packet, so no server configuration is needed): the server
+// ends the session, releasing the lock, once the leader has not answered
+// for LeaderSessionBound at most (keepalives idle 3 s, then 3 probes 1 s
+// apart; or 6 s of data unacknowledged). The client's side: the dialer
+// sets the same keepalives and TCP_USER_TIMEOUT on the leader's socket, and
+// the leader's check (a ping every leader check interval, 1 s by default,
+// each bounded by max(interval, 1 s)) closes Lost at the first ping that
+// fails, so a partitioned leader steps down within about two check
+// intervals, well before the server frees the lock.
+const (
+	leaderKeepIdle     = 3 * time.Second
+	leaderKeepInterval = time.Second
+	leaderKeepCount    = 3
+	leaderUserTimeout  = 6 * time.Second
+	// LeaderSessionBound is how long PostgreSQL may keep the session (and
+	// the leader lock) of a leader it no longer hears from.
+	LeaderSessionBound = leaderUserTimeout
+)
+
+// leaderConnConfig is cf with the bounds above, for a lock's connection.
+func leaderConnConfig(cf *pgx.ConnConfig) *pgx.ConnConfig {
+	cf = cf.Copy()
+	if cf.RuntimeParams == nil {
+		cf.RuntimeParams = map[string]string{}
+	}
+	secs := func(d time.Duration) string { return strconv.Itoa(int(d / time.Second)) }
+	for k, v := range map[string]string{
+		"tcp_keepalives_idle":     secs(leaderKeepIdle),
+		"tcp_keepalives_interval": secs(leaderKeepInterval),
+		"tcp_keepalives_count":    strconv.Itoa(leaderKeepCount),
+		"tcp_user_timeout":        strconv.Itoa(int(leaderUserTimeout / time.Millisecond)),
+	} {
+		if _, set := cf.RuntimeParams[k]; !set { // the URL's own wins
+			cf.RuntimeParams[k] = v
+		}
+	}
+	d := &net.Dialer{
+		KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: leaderKeepIdle, Interval: leaderKeepInterval, Count: leaderKeepCount},
+		Control: func(network, _ string, c syscall.RawConn) error {
+			if !strings.HasPrefix(network, "tcp") {
+				return nil
+			}
+			var serr error
+			err := c.Control(func(fd uintptr) {
+				serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(leaderUserTimeout/time.Millisecond))
+			})
+			return errors.Join(err, serr)
+		},
+	}
+	cf.DialFunc = d.DialContext
+	return cf
 }
 
 // watch checks the connection until Release, closing lost at the first

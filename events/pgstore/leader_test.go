@@ -144,3 +144,33 @@ func TestAcquireLeaderEnds(t *testing.T) {
 	}
 	lo.Release()
 }
+
+// TestLeaderSessionBounds: the leader lock's session carries the bounds
+// that let PostgreSQL end it when the leader's link goes down (keepalives
+// and tcp_user_timeout of the server's socket, set by the session itself),
+// over TCP as over a Unix socket; a URL's own setting wins.
+func TestLeaderSessionBounds(t *testing.T) {
+	pgtest.Need(t, srv)
+	for _, tc := range []struct {
+		name, url string
+		want      map[string]string
+	}{
+		{"tcp", srv.TCPURL("postgres"), map[string]string{"tcp_keepalives_idle": "3", "tcp_keepalives_interval": "1", "tcp_keepalives_count": "3", "tcp_user_timeout": "6000"}},
+		{"tcp, the URL's own idle", srv.TCPURL("postgres") + "&tcp_keepalives_idle=7", map[string]string{"tcp_keepalives_idle": "7", "tcp_user_timeout": "6000"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openURL(t, tc.url)
+			l, ok, err := s.TryLeader(testCtx(t, time.Minute))
+			if err != nil || !ok {
+				t.Fatalf("TryLeader: %v, %v", ok, err)
+			}
+			defer l.Release()
+			for k, want := range tc.want {
+				var got string
+				if err := l.conn.QueryRow(testCtx(t, time.Minute), "SHOW "+k).Scan(&got); err != nil || got != want {
+					t.Errorf("the leader's session: %s = %q (%v), want %q", k, got, err, want)
+				}
+			}
+		})
+	}
+}

@@ -72,7 +72,7 @@ func New(tb testing.TB, names ...string) PKI {
 		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "meshplane test server"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
 		IPAddresses: ips, DNSNames: dns,
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}, // client too: a clustered bus's routes present it to each other
 	}
 	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
 	if err != nil {

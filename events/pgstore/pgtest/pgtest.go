@@ -49,11 +49,13 @@ var ErrNoPostgres = errors.New("pgtest: PostgreSQL binaries (initdb, pg_ctl) not
 // Server is a throwaway cluster. Its methods are safe for concurrent use,
 // except Stop, Start and Close, which a test calls from one goroutine.
 type Server struct {
-	bin  string // directory of initdb, pg_ctl, postgres
-	dir  string // temporary directory: data/, the socket, the log
-	port int
-	cred *syscall.Credential // nil unless we run as root
-	dbs  atomic.Int64        // databases made, for unique names
+	bin    string // directory of initdb, pg_ctl, postgres
+	dir    string // temporary directory: data/, the socket, the log
+	port   int
+	listen string              // listen_addresses, 127.0.0.1 by default
+	wrap   []string            // a command line the binaries run under (Options.Wrap)
+	cred   *syscall.Credential // nil unless we run as root
+	dbs    atomic.Int64        // databases made, for unique names
 }
 
 // Bin returns the directory holding the PostgreSQL binaries: $PGTEST_BIN if
@@ -84,9 +86,26 @@ func version(binDir string) int {
 	return n
 }
 
+// Options choose where a cluster of StartWith listens and how its binaries
+// run; the zero value is Start's.
+type Options struct {
+	// Listen is the server's listen_addresses (127.0.0.1 when empty).
+	Listen string
+	// Port is its port (a free one on loopback when 0).
+	Port int
+	// Wrap is a command line each binary (initdb, pg_ctl) runs under, such
+	// as {"ip", "netns", "exec", "NS"} to run the server in a network
+	// namespace. As root the wrapper runs as root, and the binary as the
+	// postgres user under it (setpriv).
+	Wrap []string
+}
+
 // Start makes a new cluster in a temporary directory and starts it. Close
 // stops it and removes the directory.
-func Start(ctx context.Context) (*Server, error) {
+func Start(ctx context.Context) (*Server, error) { return StartWith(ctx, Options{}) }
+
+// StartWith is Start with Options.
+func StartWith(ctx context.Context, o Options) (*Server, error) {
 	bin, err := Bin()
 	if err != nil {
 		return nil, err
@@ -95,7 +114,10 @@ func Start(ctx context.Context) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgtest: %w", err)
 	}
-	s := &Server{bin: bin, dir: dir}
+	s := &Server{bin: bin, dir: dir, listen: o.Listen, port: o.Port, wrap: o.Wrap}
+	if s.listen == "" {
+		s.listen = "127.0.0.1"
+	}
 	if os.Geteuid() == 0 {
 		if s.cred, err = postgresUser(); err != nil {
 			os.RemoveAll(dir)
@@ -111,15 +133,35 @@ func Start(ctx context.Context) (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	if s.port, err = freePort(); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
+	if s.listen != "127.0.0.1" {
+		// Beyond loopback: trust every client of the (private, test-made)
+		// network too, as initdb's --auth=trust does on loopback.
+		if err := s.trustAll(); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	if s.port == 0 {
+		if s.port, err = freePort(); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
 	}
 	if err := s.Start(ctx); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
 	return s, nil
+}
+
+// trustAll lets every TCP client in without a password (pg_hba.conf).
+func (s *Server) trustAll() error {
+	f, err := os.OpenFile(filepath.Join(s.data(), "pg_hba.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("pgtest: %w", err)
+	}
+	_, err = f.WriteString("host all all 0.0.0.0/0 trust\nhost all all ::/0 trust\n")
+	return errors.Join(err, f.Close())
 }
 
 func postgresUser() (*syscall.Credential, error) {
@@ -149,11 +191,16 @@ func (s *Server) Log() string { return filepath.Join(s.dir, "postgres.log") }
 
 // run runs one of the PostgreSQL binaries, as the postgres user when root.
 func (s *Server) run(ctx context.Context, name string, args ...string) error {
-	cmd := exec.CommandContext(ctx, filepath.Join(s.bin, name), args...)
+	line := append([]string{filepath.Join(s.bin, name)}, args...)
+	if len(s.wrap) > 0 && s.cred != nil {
+		line = append([]string{"setpriv", fmt.Sprintf("--reuid=%d", s.cred.Uid), fmt.Sprintf("--regid=%d", s.cred.Gid), "--clear-groups", "--"}, line...)
+	}
+	line = append(append([]string{}, s.wrap...), line...)
+	cmd := exec.CommandContext(ctx, line[0], line[1:]...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.Dir = s.dir
-	if s.cred != nil {
+	if s.cred != nil && len(s.wrap) == 0 {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
 	}
 	if err := cmd.Run(); err != nil {
@@ -165,7 +212,7 @@ func (s *Server) run(ctx context.Context, name string, args ...string) error {
 // Start starts the server (again, after Stop) on its port and waits until
 // it accepts connections.
 func (s *Server) Start(ctx context.Context) error {
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c max_connections=300", s.port, s.dir)
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=%s -c max_connections=300", s.port, s.dir, s.listen)
 	if err := s.run(ctx, "pg_ctl", "-D", s.data(), "-l", s.Log(), "-o", opts, "-w", "-t", "60", "start"); err != nil {
 		return err
 	}
@@ -198,9 +245,10 @@ func (s *Server) URL(db string) string {
 	return (&url.URL{Scheme: "postgres", Path: "/" + db, RawQuery: q.Encode()}).String()
 }
 
-// TCPURL returns the connection URL of database db over TCP on 127.0.0.1.
+// TCPURL returns the connection URL of database db over TCP on the
+// listen address (127.0.0.1 unless Options.Listen said otherwise).
 func (s *Server) TCPURL(db string) string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.port, db)
+	return fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable", net.JoinHostPort(s.listen, strconv.Itoa(s.port)), db)
 }
 
 // CreateDatabase makes a new empty database and returns its URL.
