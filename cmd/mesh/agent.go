@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"meshplane/agent/agentd"
-	"meshplane/agent/join"
+	"meshplane/host/join"
 	"meshplane/internal/flagcheck"
 )
 

@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/agent/agentd"
-	"meshplane/agent/install"
-	"meshplane/agent/join"
+	"meshplane/host/install"
+	"meshplane/host/join"
 	"meshplane/api"
 	"meshplane/internal/flagcheck"
 )

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"meshplane/agent/install"
-	"meshplane/agent/join"
+	"meshplane/host/install"
+	"meshplane/host/join"
 	"meshplane/api"
 )
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"meshplane/agent/join"
+	"meshplane/host/join"
 	"meshplane/internal/flagcheck"
 )
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"meshplane/agent/agentd"
-	"meshplane/agent/join"
+	"meshplane/host/join"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -121,7 +121,7 @@ func TestUnit(t *testing.T) {
 			}
 			want, err := os.ReadFile(path)
 			if err != nil {
-				t.Fatalf("%v (go test ./agent/install -update writes it)", err)
+				t.Fatalf("%v (go test ./host/install -update writes it)", err)
 			}
 			if got != string(want) {
 				t.Errorf("the unit differs from %s:\n--- got\n%s\n--- want\n%s", path, got, want)

@@ -17,7 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"meshplane/agent/agentd"
-	"meshplane/agent/join"
+	"meshplane/host/join"
 	"meshplane/internal/atomicfile"
 )
 
