@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/agent/agentd"
+	"meshplane/api"
 	"meshplane/host/install"
 	"meshplane/host/join"
-	"meshplane/api"
 	"meshplane/internal/flagcheck"
 )
 

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"meshplane/api"
 	"meshplane/host/install"
 	"meshplane/host/join"
-	"meshplane/api"
 )
 
 // recordingSystemctl keeps the systemctl calls, one string each.
