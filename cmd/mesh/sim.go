@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"meshplane/render"
 	"meshplane/sim"
 )
 
@@ -105,7 +106,7 @@ func (e *env) sim(ctx context.Context, o sim.Options, out string) error {
 		return err
 	}
 	if out == outJSON {
-		err = writeJSON(e.stdout, sum)
+		err = render.WriteJSON(e.stdout, sum)
 	} else {
 		err = sum.WriteText(e.stdout)
 		if err == nil && o.Store == "bolt" {

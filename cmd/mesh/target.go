@@ -170,9 +170,3 @@ func outputOf(cmd *cobra.Command) (string, error) {
 	}
 	return "", usagef("-o %q: want table or json", o)
 }
-
-// checkFresh is session.CheckFresh: cs checked against an empty mesh when
-// dir holds no store yet.
-func checkFresh(ctx context.Context, dir string, cs []commands.Command) error {
-	return session.CheckFresh(ctx, dir, cs)
-}

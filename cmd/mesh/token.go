@@ -11,6 +11,7 @@ import (
 
 	"meshplane/api"
 	"meshplane/internal/flagcheck"
+	"meshplane/render"
 	"meshplane/session"
 )
 
@@ -110,7 +111,7 @@ func (e *env) tokenListCmd() *cobra.Command {
 					return err
 				}
 				if out == outJSON {
-					return writeJSON(cmd.OutOrStdout(), list)
+					return render.WriteJSON(cmd.OutOrStdout(), list)
 				}
 				return writeTokens(cmd.OutOrStdout(), list)
 			})

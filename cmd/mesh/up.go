@@ -12,6 +12,7 @@ import (
 	"meshplane/daemon"
 	"meshplane/internal/flagcheck"
 	"meshplane/meshup"
+	"meshplane/session"
 )
 
 // upOptions are mesh up's flags. Without --passes, up is the controller
@@ -146,7 +147,7 @@ func readSetUp(o upOptions) (meshup.File, []commands.DefineModule, error) {
 
 // checkFresh is the set-up's check on a bolt store in data not made yet.
 func (e *env) checkFresh(data string) func(context.Context, []commands.Command) error {
-	return func(ctx context.Context, cs []commands.Command) error { return checkFresh(ctx, data, cs) }
+	return func(ctx context.Context, cs []commands.Command) error { return session.CheckFresh(ctx, data, cs) }
 }
 
 // up runs mesh up as the controller (meshup.Up), in the foreground until

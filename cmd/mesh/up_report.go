@@ -13,6 +13,7 @@ import (
 	"meshplane/daemon"
 	"meshplane/meshup"
 	"meshplane/projections"
+	"meshplane/render"
 )
 
 // sayPasses prints each node's status after the --passes run, and where to
@@ -20,7 +21,7 @@ import (
 func (e *env) sayPasses(o upOptions, sts []projections.NodeStatus) {
 	w := e.stdout
 	for _, st := range sts {
-		fmt.Fprintf(w, "%-8s sync %-10s health %s\n", st.Node, st.Sync, health(st.Health, st.Held))
+		fmt.Fprintf(w, "%-8s sync %-10s health %s\n", st.Node, st.Sync, render.Health(st.Health, st.Held))
 		if st.ComposeFailed != nil {
 			fmt.Fprintf(w, "         last compose failed: %s\n", st.ComposeFailed.Error)
 		}
@@ -42,7 +43,7 @@ func (e *env) sayOnce(o upOptions, mf meshup.File, res meshup.UpResult) error {
 	w := e.stdout
 	fmt.Fprintln(w)
 	for _, s := range res.Status.Nodes {
-		fmt.Fprintf(w, "%-8s sync %-10s health %s\n", s.Node, s.Sync, health(s.Health, s.Held))
+		fmt.Fprintf(w, "%-8s sync %-10s health %s\n", s.Node, s.Sync, render.Health(s.Health, s.Held))
 		if s.Applied != nil {
 			fmt.Fprintf(w, "         applied %s: %s\n", s.Applied.Declaration, s.Applied.Summary)
 		}
