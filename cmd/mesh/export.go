@@ -8,6 +8,7 @@ import (
 
 	"meshplane/events/export"
 	"meshplane/internal/atomicfile"
+	"meshplane/render"
 )
 
 func (e *env) exportCmd() *cobra.Command {
@@ -41,7 +42,7 @@ terminal.`,
 			if s.Remote() || !ok {
 				return fmt.Errorf("the store in %s is held by a running controller: export reads the store itself; stop the controller, or export from its database with --store", t.data)
 			}
-			report, stop := progressFunc(e.stderr, "exporting")
+			report, stop := render.ProgressFunc(e.stderr, "exporting")
 			var n int
 			write := func(w io.Writer) (err error) {
 				n, err = export.Write(cmd.Context(), store, since, w, report)

@@ -11,6 +11,7 @@ import (
 	"meshplane/commands/importfile"
 	"meshplane/events"
 	"meshplane/events/storeurl"
+	"meshplane/render"
 )
 
 // maxListed bounds the refused lines an import lists on stderr.
@@ -97,9 +98,9 @@ func (e *env) importRun(ctx context.Context, t target, path string, skipInvalid 
 				path, len(c.Bad), c.Accepted+len(c.Bad))}
 		}
 	}
-	p := newProgress(e.stderr, int64(c.Accepted), "importing")
-	res, err := c.Append(ctx, p.add)
-	p.done()
+	p := render.NewProgress(e.stderr, int64(c.Accepted), "importing")
+	res, err := c.Append(ctx, p.Add)
+	p.Done()
 	if err != nil {
 		return err
 	}

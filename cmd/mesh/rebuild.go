@@ -63,9 +63,9 @@ func (e *env) rebuildRemote(ctx context.Context, s *session.Session, names []str
 	if !ok {
 		return errors.New("this controller does not rebuild projections")
 	}
-	p := newProgress(e.stderr, -1, "rebuilding on the controller")
+	p := render.NewProgress(e.stderr, -1, "rebuilding on the controller")
 	res, err := rb.Rebuild(ctx, api.RebuildRequest{Projections: names})
-	p.done()
+	p.Done()
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func (e *env) rebuildRemote(ctx context.Context, s *session.Session, names []str
 // byte-identical (controller.RebuildLocal), and saves a rebuild of every
 // projection as the data directory's snapshot (bolt stores only).
 func (e *env) rebuildLocal(ctx context.Context, t target, s *session.Session, names []string) error {
-	report, stop := progressFunc(e.stderr, "rebuilding")
+	report, stop := render.ProgressFunc(e.stderr, "rebuilding")
 	res, err := s.Local.RebuildLocal(ctx, names, report)
 	stop()
 	if err != nil {

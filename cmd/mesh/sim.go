@@ -4,12 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"meshplane/render"
 	"meshplane/sim"
@@ -97,7 +93,9 @@ least 20 make every window distinct); --faults none runs without faults.`,
 var errTargetsMissed = errors.New("the churn detector missed a target (see the summary)")
 
 func (e *env) sim(ctx context.Context, o sim.Options, out string) error {
-	o.Bar = e.progress(o.Passes)
+	if b := render.PassBar(e.stderr, o.Passes); b != nil {
+		o.Bar = b
+	}
 	sum, err := sim.Execute(ctx, o)
 	if errors.Is(err, sim.ErrStore) {
 		return usagef("%v", err)
@@ -127,23 +125,4 @@ where to look (every answer comes from the events left in the store):
 		err = errTargetsMissed
 	}
 	return err
-}
-
-// progress is a progress bar on stderr when it is a terminal, else nil;
-// a line ends it when the last pass is done.
-func (e *env) progress(passes int) sim.Bar {
-	f, ok := e.stderr.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return nil
-	}
-	return progressbar.NewOptions(passes,
-		progressbar.OptionSetWriter(f),
-		progressbar.OptionSetItsString("passes"),
-		progressbar.OptionShowIts(),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionSetWidth(30),
-		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionOnCompletion(func() { fmt.Fprintln(f) }),
-	)
 }
