@@ -57,8 +57,8 @@ type UpConfig struct {
 	// TLSCA is the PEM file of the CA the API's certificate is checked
 	// against under Once; "" for the system's.
 	TLSCA string
-	// Ready is called once the controller serves, before the agents
-	// start; its error stops up.
+	// Ready is called once the controller serves and DATA/bus-urls names
+	// its bus, before the agents start; its error stops up.
 	Ready func(daemon.Ready) error
 	// Out is told what is done (builds, set-up, runtimes, agents); Log
 	// gets the controller's log, but under Once DATA/controller.log does.
@@ -147,6 +147,10 @@ func Up(ctx context.Context, cfg UpConfig) (UpResult, error) {
 	case <-ctx.Done():
 		stopCtl()
 		return res, <-done
+	}
+	if err := daemon.WriteBusURLs(data, r.BusURLs); err != nil {
+		stopCtl()
+		return res, errors.Join(err, <-done)
 	}
 	if cfg.Ready != nil {
 		if err := cfg.Ready(r); err != nil {

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -127,7 +129,7 @@ func (e *env) upPasses(ctx context.Context, o upOptions) error {
 	if err != nil {
 		return err
 	}
-	e.sayPasses(o, sts)
+	meshup.SayPasses(e.stdout, o.where(), sts)
 	return nil
 }
 
@@ -163,7 +165,7 @@ func (e *env) up(cmd *cobra.Command, o upOptions, bolt bool) error {
 		},
 		SetUp: o.once || fs.Changed("mesh") || fs.Changed("modules"), MeshPath: o.meshPath,
 		Clock: e.now, Actor: operator(), Once: o.once, TLSCA: o.tlsCA, Out: e.stdout, Log: e.stderr,
-		Ready: func(r daemon.Ready) error { return e.upReady(o, r) },
+		Ready: func(r daemon.Ready) error { meshup.SayReady(e.stdout, o.data, r, o.once); return nil },
 	}
 	if o.nats != "" {
 		cfg.Controller.NATS = []string{o.nats}
@@ -184,5 +186,15 @@ func (e *env) up(cmd *cobra.Command, o upOptions, bolt bool) error {
 	if !res.Converged {
 		return err
 	}
-	return errors.Join(e.sayOnce(o, cfg.File, res), err)
+	meshup.SayOnce(e.stdout, o.where(), cfg.File, res)
+	if len(res.Missing) > 0 {
+		fmt.Fprintf(e.stderr, "mesh: no report recorded within %s from: %s\n", meshup.OnceTimeout, strings.Join(res.Missing, ", "))
+		return errors.Join(&exitError{code: exitFailed}, err)
+	}
+	return err
+}
+
+// where is what up's "where to look" names.
+func (o upOptions) where() meshup.Where {
+	return meshup.Where{Data: o.data, Store: o.store, MeshPath: o.meshPath}
 }

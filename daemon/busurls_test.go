@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"os"
@@ -11,19 +11,19 @@ import (
 // (0644), and read back as written; no temporary file is left beside it.
 func TestBusURLsReplaced(t *testing.T) {
 	data := t.TempDir()
-	if urls, err := readBusURLs(data); err != nil || urls != nil {
+	if urls, err := ReadBusURLs(data); err != nil || urls != nil {
 		t.Fatalf("no file: %v, %v; want none", urls, err)
 	}
 	for _, urls := range [][]string{{"nats://a:4222", "nats://b:4222"}, {"nats://c:4222"}} {
-		if err := writeBusURLs(data, urls); err != nil {
+		if err := WriteBusURLs(data, urls); err != nil {
 			t.Fatal(err)
 		}
-		got, err := readBusURLs(data)
+		got, err := ReadBusURLs(data)
 		if err != nil || !slices.Equal(got, urls) {
 			t.Fatalf("read %v, %v; want %v", got, err, urls)
 		}
 	}
-	fi, err := os.Stat(filepath.Join(data, busURLsFile))
+	fi, err := os.Stat(filepath.Join(data, BusURLsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,6 +31,6 @@ func TestBusURLsReplaced(t *testing.T) {
 		t.Errorf("mode %#o, want 0644", perm)
 	}
 	if des, _ := os.ReadDir(data); len(des) != 1 {
-		t.Errorf("data holds %d entries, want only %s", len(des), busURLsFile)
+		t.Errorf("data holds %d entries, want only %s", len(des), BusURLsFile)
 	}
 }

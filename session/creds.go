@@ -1,0 +1,47 @@
+package session
+
+import (
+	"context"
+	"errors"
+
+	"meshplane/api"
+	"meshplane/bus"
+	"meshplane/commands"
+	"meshplane/daemon"
+)
+
+// WriteNodeCreds writes node's bus credential file, for operator: asked of
+// the controller when s is remote (urls, if any, replace the bus URLs it
+// names), else minted from the trust root in the data directory data
+// (naming urls, else those of DATA/bus-urls); either way recorded
+// (node.credentials-issued).
+func (s *Session) WriteNodeCreds(ctx context.Context, data, operator, node, file string, urls []string) error {
+	if s.Remote() {
+		a, ok := s.Service.(api.Access)
+		if !ok {
+			return errors.New("this client mints no credentials")
+		}
+		res, err := a.NodeCreds(ctx, api.NodeRequest{Operator: operator, Node: node})
+		if err != nil {
+			return err
+		}
+		c := res.Creds
+		if len(urls) > 0 {
+			c.URLs = urls // the servers this host dials; the user is the same
+		}
+		return bus.WriteCreds(file, bus.Creds{Version: c.Version, Node: c.Node, URLs: c.URLs, JWT: c.JWT, Seed: c.Seed, CA: c.CA})
+	}
+	if len(urls) == 0 {
+		var err error
+		if urls, err = daemon.ReadBusURLs(data); err != nil {
+			return err
+		}
+	}
+	pub, err := daemon.MintCreds(data, node, file, urls, nil)
+	if err != nil {
+		return err
+	}
+	by := "operator:" + operator
+	_, err = s.Local.Handler().Execute(ctx, by, commands.RecordCredentials{Node: node, PublicKey: pub, By: by})
+	return err
+}
