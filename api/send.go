@@ -1,0 +1,59 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"meshplane/commands"
+)
+
+// Send sends cs to svc as the one request they make: several
+// registrations or module definitions, or one command of any kind.
+func Send(ctx context.Context, svc Service, op string, cs []commands.Command) (CommandResult, error) {
+	if len(cs) == 0 {
+		return CommandResult{}, errors.New("no command to send")
+	}
+	switch cs[0].(type) {
+	case commands.RegisterNode:
+		req := RegisterNodesRequest{Operator: op}
+		for _, c := range cs {
+			r, ok := c.(commands.RegisterNode)
+			if !ok {
+				return CommandResult{}, fmt.Errorf("%T in a batch of registrations", c)
+			}
+			req.Nodes = append(req.Nodes, r.Node)
+		}
+		return svc.RegisterNodes(ctx, req)
+	case commands.DefineModule:
+		req := DefineModulesRequest{Operator: op}
+		for _, c := range cs {
+			d, ok := c.(commands.DefineModule)
+			if !ok {
+				return CommandResult{}, fmt.Errorf("%T in a batch of module definitions", c)
+			}
+			req.Modules = append(req.Modules, ModuleDefinition{Module: d.Module, Spec: d.Spec})
+		}
+		return svc.DefineModules(ctx, req)
+	}
+	if len(cs) > 1 {
+		return CommandResult{}, fmt.Errorf("%T cannot be batched", cs[0])
+	}
+	switch c := cs[0].(type) {
+	case commands.AdoptNode:
+		return svc.AdoptNode(ctx, NodeRequest{Operator: op, Node: c.Node})
+	case commands.SetNodeSetting:
+		return svc.SetSetting(ctx, SetSettingRequest{Operator: op, Node: c.Node, Key: c.Key, Value: c.Value})
+	case commands.AssignModule:
+		return svc.Assign(ctx, ModuleNodeRequest{Operator: op, Module: c.Module, Node: c.Node})
+	case commands.TakeModule:
+		return svc.Take(ctx, ModuleNodeRequest{Operator: op, Module: c.Module, Node: c.Node})
+	case commands.ReleaseModule:
+		return svc.Release(ctx, ModuleNodeRequest{Operator: op, Module: c.Module, Node: c.Node})
+	case commands.RecordArtifact:
+		return svc.RecordArtifact(ctx, RecordArtifactRequest{Operator: op, Module: c.Module, Name: c.Name, Digest: c.Digest})
+	case commands.DeployModule:
+		return svc.Deploy(ctx, DeployRequest{Operator: op, Module: c.Module, Digest: c.Digest})
+	}
+	return CommandResult{}, fmt.Errorf("%T has no request of the API", cs[0])
+}
