@@ -2,20 +2,15 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"meshplane/artifacts"
 	"meshplane/commands"
-	"meshplane/events"
-	"meshplane/events/boltstore"
-	"meshplane/events/storeurl"
 	"meshplane/internal/flagcheck"
 	"meshplane/render"
+	"meshplane/session"
 )
 
 // artifactPushCmd uploads an image tarball to the artifact store and
@@ -50,7 +45,7 @@ func (e *env) artifactPushCmd() *cobra.Command {
 				return usagef("against a controller (--server) give --registry HOST:PORT: the API does not say where the artifact store is")
 			}
 			if t.server == "" {
-				if addr, err = e.artifactStore(ctx, t, module, name, addr); err != nil {
+				if addr, err = session.ArtifactStore(ctx, t.session(), module, name, addr); err != nil {
 					return err
 				}
 			}
@@ -68,44 +63,4 @@ func (e *env) artifactPushCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "give up the upload after this `duration`")
 	flagcheck.Install(cmd.Flags(), map[string]flagcheck.Check{"registry": flagcheck.Optional(flagcheck.DialAddr), "timeout": flagcheck.Positive})
 	return cmd
-}
-
-// artifactStore checks, on t's local store (read-only, closed before the
-// upload), that module is defined, and returns addr, or the artifact
-// store's address when addr is empty (commands.ArtifactStoreOfMesh: rule
-// 6's one reading, as compose reads it).
-func (e *env) artifactStore(ctx context.Context, t target, module, name, addr string) (string, error) {
-	s, err := storeurl.Open(ctx, t.store, storeurl.Options{Data: t.data, ReadOnly: true})
-	switch {
-	case t.bolt() && errors.Is(err, os.ErrNotExist):
-		return "", fmt.Errorf("no event store at %s (run 'mesh up' first, or pass --data)", storeurl.Path(t.data))
-	case errors.Is(err, boltstore.ErrLocked) && addr != "":
-		// A controller holds the store: the record goes through it (see
-		// execute), which refuses an undefined module.
-		return addr, nil
-	case errors.Is(err, boltstore.ErrLocked):
-		return "", fmt.Errorf("%w; if a controller holds it, give --registry HOST:PORT (the API does not say where the artifact store is)", err)
-	case err != nil:
-		return "", err
-	}
-	defer s.Close()
-	h := commands.NewHandler(s, events.NewRegistry())
-	m, err := h.Module(ctx, module)
-	if err != nil {
-		return "", fmt.Errorf("read module %s: %w", module, err)
-	}
-	if !m.Defined {
-		return "", &commands.Rejection{Code: commands.CodeModuleUnknown, Msg: fmt.Sprintf("cannot record artifact %s: module %s is not defined", name, module)}
-	}
-	if addr != "" {
-		return addr, nil
-	}
-	addr, err = commands.ArtifactStoreOfMesh(ctx, h)
-	switch {
-	case errors.Is(err, commands.ErrNoArtifactStore):
-		return "", fmt.Errorf("%w (mesh node set NODE artifact-store PORT), and no --registry was given", err)
-	case errors.Is(err, commands.ErrArtifactStoreUnreachable):
-		return "", fmt.Errorf("%w: give it one (mesh node set NODE private-address ADDR), or give --registry HOST:PORT", err)
-	}
-	return addr, err
 }
