@@ -2,9 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
-	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -78,12 +75,7 @@ expiry.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintln(e.stdout, res.Token)
-				until := "no expiry"
-				if !res.ExpiresAt.IsZero() {
-					until = "good until " + res.ExpiresAt.UTC().Format(time.RFC3339)
-				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "API token %s for operator %s, %s; it is shown this once (MESH_TOKEN=... or --token-file)\n", res.TokenID, res.Name, until)
+				render.TokenCreated(e.stdout, cmd.ErrOrStderr(), res)
 				return nil
 			})
 		},
@@ -113,32 +105,12 @@ func (e *env) tokenListCmd() *cobra.Command {
 				if out == outJSON {
 					return render.WriteJSON(cmd.OutOrStdout(), list)
 				}
-				return writeTokens(cmd.OutOrStdout(), list)
+				return render.Tokens(cmd.OutOrStdout(), list)
 			})
 		},
 	}
 	addOutput(cmd)
 	return cmd
-}
-
-// writeTokens is token list's table.
-func writeTokens(w io.Writer, list api.TokenList) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tID\tCREATED\tBY\tEXPIRES\tREVOKED")
-	when := func(t time.Time) string {
-		if t.IsZero() {
-			return "-"
-		}
-		return t.UTC().Format(time.RFC3339)
-	}
-	for _, t := range list.Tokens {
-		revoked := when(t.Revoked)
-		if t.RevokedBy != "" {
-			revoked += " by " + t.RevokedBy
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.ID, when(t.Created), t.By, when(t.ExpiresAt), revoked)
-	}
-	return tw.Flush()
 }
 
 func (e *env) tokenRevokeCmd() *cobra.Command {
@@ -154,11 +126,7 @@ func (e *env) tokenRevokeCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if len(res.Results) == 0 || len(res.Results[0].Events) == 0 {
-					fmt.Fprintf(e.stdout, "operator %s's token was revoked already\n", args[0])
-					return nil
-				}
-				fmt.Fprintf(e.stdout, "revoked the API token of operator %s\n", args[0])
+				render.TokenRevoked(e.stdout, args[0], res)
 				return nil
 			})
 		},

@@ -1,0 +1,49 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"meshplane/api"
+)
+
+// Tokens is token list's table: every token, revoked ones too.
+func Tokens(w io.Writer, list api.TokenList) error {
+	tw := table(w)
+	fmt.Fprintln(tw, "NAME\tID\tCREATED\tBY\tEXPIRES\tREVOKED")
+	when := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
+	for _, t := range list.Tokens {
+		revoked := when(t.Revoked)
+		if t.RevokedBy != "" {
+			revoked += " by " + t.RevokedBy
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.ID, when(t.Created), t.By, when(t.ExpiresAt), revoked)
+	}
+	return tw.Flush()
+}
+
+// TokenCreated prints a new token alone on out, this once, and what it
+// is on notes.
+func TokenCreated(out, notes io.Writer, res api.CreateTokenResponse) {
+	fmt.Fprintln(out, res.Token)
+	until := "no expiry"
+	if !res.ExpiresAt.IsZero() {
+		until = "good until " + res.ExpiresAt.UTC().Format(time.RFC3339)
+	}
+	fmt.Fprintf(notes, "API token %s for operator %s, %s; it is shown this once (MESH_TOKEN=... or --token-file)\n", res.TokenID, res.Name, until)
+}
+
+// TokenRevoked says what revoking name's token did.
+func TokenRevoked(w io.Writer, name string, res api.CommandResult) {
+	if len(res.Results) == 0 || len(res.Results[0].Events) == 0 {
+		fmt.Fprintf(w, "operator %s's token was revoked already\n", name)
+		return
+	}
+	fmt.Fprintf(w, "revoked the API token of operator %s\n", name)
+}
