@@ -1,9 +1,9 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -85,43 +85,16 @@ func (o *agentOptions) flags(fs *pflag.FlagSet) {
 // runAgentCmd runs mesh agent in the foreground until SIGINT or SIGTERM
 // (agentd.Run, the agent process assembled).
 func runAgentCmd(cmd *cobra.Command, o agentOptions) error {
-	if o.runtime != agentd.RuntimeSim && o.runtime != agentd.RuntimeDocker {
-		return usagef("--runtime %q: want sim or docker", o.runtime)
-	}
-	if len(o.simFound) > 0 && o.runtime != agentd.RuntimeSim {
-		return usagef("--sim-found is for --runtime sim")
-	}
-	if o.dockerRoot != "" && o.runtime != agentd.RuntimeDocker {
-		return usagef("--docker-root is for --runtime docker")
-	}
-	if o.dockerPrefix != "" && o.runtime != agentd.RuntimeDocker {
-		return usagef("--docker-prefix is for --runtime docker")
-	}
-	if len(o.dockerLabels) > 0 && o.runtime != agentd.RuntimeDocker {
-		return usagef("--docker-label is for --runtime docker")
-	}
-	labels := map[string]string{}
-	for _, l := range o.dockerLabels {
-		k, v, _ := strings.Cut(l, "=")
-		if old, ok := labels[k]; ok && old != v {
-			return usagef("--docker-label %s given twice (%q, %q)", k, old, v)
-		}
-		labels[k] = v
-	}
-	// A host whose clock is off, made in tests (the controller refuses
-	// its reports beyond events.MaxReportSkew, saying by how much).
-	var offset time.Duration
-	if v := os.Getenv("MESH_AGENT_CLOCK_OFFSET"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return usagef("MESH_AGENT_CLOCK_OFFSET=%q: want a duration (10m, -30s)", v)
-		}
-		offset = d
-	}
-	return agentd.Run(cmd.Context(), agentd.Config{
+	labels, err := agentd.Labels(o.dockerLabels)
+	offset, err2 := agentd.ClockOffset(os.Getenv(agentd.ClockOffsetEnv))
+	cfg := agentd.Config{
 		ClockOffset: offset,
 		Creds:       o.creds, Data: o.data, Runtime: o.runtime, Interval: o.interval,
 		SimFound: o.simFound, DockerRoot: o.dockerRoot, DockerPrefix: o.dockerPrefix, DockerLabels: labels,
 		ArtifactStore: o.artifactStore, Metrics: o.metrics,
-	})
+	}
+	if err := errors.Join(err, err2, cfg.Check()); err != nil {
+		return usagef("%v", err)
+	}
+	return agentd.Run(cmd.Context(), cfg)
 }
