@@ -12,6 +12,7 @@ import (
 	"meshplane/api"
 	"meshplane/host/install"
 	"meshplane/host/join"
+	"meshplane/internal/buildinfo"
 	"meshplane/internal/flagcheck"
 )
 
@@ -71,7 +72,7 @@ systemctl edit mesh-agent.`,
 			h := installHost
 			h.Out = e.stdout
 			_, err = h.Install(cmd.Context(), install.Config{
-				Join:   join.Options{URL: url, Token: token, Data: data, Insecure: insecure, AgentVersion: version()},
+				Join:   join.Options{URL: url, Token: token, Data: data, Insecure: insecure, AgentVersion: buildinfo.Version()},
 				Binary: bin, Runtime: runtime,
 			})
 			return err

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/host/join"
+	"meshplane/internal/buildinfo"
 	"meshplane/internal/flagcheck"
 )
 
@@ -37,7 +38,7 @@ token is spent. --no-start joins and exits (to run the agent as a service).`,
 				url = args[0]
 			}
 			o.data, _ = cmd.Flags().GetString(flagData)
-			res, err := join.Join(cmd.Context(), join.Options{URL: url, Token: token, Data: o.data, Insecure: insecure, AgentVersion: version()})
+			res, err := join.Join(cmd.Context(), join.Options{URL: url, Token: token, Data: o.data, Insecure: insecure, AgentVersion: buildinfo.Version()})
 			if err != nil {
 				return err
 			}

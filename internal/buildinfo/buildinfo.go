@@ -1,14 +1,22 @@
-package main
+// Package buildinfo says which build of mesh this is, from what the Go
+// toolchain stamped into the binary (runtime/debug.ReadBuildInfo): the
+// version an agent sends when it joins, and what the CLI and the metrics
+// show.
+package buildinfo
 
 import "runtime/debug"
 
-// version is this binary's version: the module's, or the VCS revision it
+// Version is this binary's version: the module's, or the VCS revision it
 // was built from (with "+dirty" for a modified tree), or "devel".
-func version() string {
+func Version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "devel"
 	}
+	return versionOf(bi)
+}
+
+func versionOf(bi *debug.BuildInfo) string {
 	if v := bi.Main.Version; v != "" && v != "(devel)" {
 		return v
 	}
