@@ -17,34 +17,8 @@ func (e *env) busAccountCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "account",
 		Short: "the trust of an external NATS cluster for mesh up --nats: the servers' configuration and the controller's credentials",
-		Long: `Make (once, in DATA/bus-account, mode 0600) the trust of a NATS cluster
-dedicated to meshplane, in operator JWT mode, and print the configuration
-fragment every server of the cluster takes (also in
-DATA/bus-account/nats-server.conf):
-
-  operator, system_account   meshplane's operator and its system account
-  resolver: full             each server keeps the account JWTs in its own
-                             directory (meshplane-jwt, relative to its working
-                             directory), so that a re-signed account JWT can be
-                             pushed to every server
-  resolver_preload           the system account's and the MESH account's JWTs
-                             (the MESH account has JetStream and a signing key)
-  max_payload: 8MB           declarations carry whole files
-
-The operator adds it to each server's configuration, beside the server's own
-listen, cluster, jetstream and tls blocks, and starts (or reloads) them. Then
-the controller runs against them:
-
-  mesh up --nats nats://a:4222,nats://b:4222,nats://c:4222 \
-    --nats-creds DATA/bus-account/controller.creds \
-    --nats-account-seed DATA/bus-account/signing.nk [--nats-ca CA.pem]
-
-controller.creds is the controller's user (every right in MESH), signed by
-the signing key in signing.nk, which the controller keeps to mint each node's
-user (and nothing else). operator.nk and mesh-account.nk can be taken
-offline once the configuration is on the servers. Running it again prints the
-same trust (the keys are kept; the JWTs are signed anew).`,
-		Args: cobra.NoArgs,
+		Long:  bus.AccountHelp,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			data, _ := cmd.Flags().GetString(flagData)
 			dir := filepath.Join(data, busAccountDir)

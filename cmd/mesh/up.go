@@ -44,33 +44,7 @@ func (e *env) upCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "up",
 		Short: "run the controller (store, bus, API) in the foreground; with --mesh/--modules also set up the mesh and start its agents",
-		Long: `Run the controller in the foreground until SIGINT or SIGTERM (then a clean
-stop): the event store in --data, the embedded bus (NATS) on --bus-listen, the
-projections kept live, and the HTTP API on --listen, its token in
-DATA/api-token.
-
-With --mesh FILE or --modules DIR it first builds the images the mesh file's
-builds: name (Go programs of the project, static, one layer), defines the
-modules and sets up the nodes they name, the builds recorded (each command
-checked first: one refused writes none; work already done appends nothing),
-then starts one agent process per node of the mesh file (DATA/agents/NODE:
-credentials, outbox, agent.log), stopped with the controller. A node that
-says runtime: docker runs on the Docker engine (DOCKER_HOST, else the default
-socket) when one answers: its paths under DATA/agents/NODE/root, its engine
-names prefixed NODE-, everything it makes there (and every image up builds)
-labelled meshplane.data=ID, the data directory's id in DATA/data-id, so that
-the clean-up up prints touches only this data directory's on a shared
-engine, and, if it holds the artifact store, its agent serves
-it and up pushes the builds there first. With no engine up says so and
-simulates it; every other node is simulated.
-
---once (with the example mesh unless --mesh/--modules say otherwise) does the
-set-up, pushes every node, waits until each node's report is recorded, prints
-their status, stops the agents and the controller, and exits: 0 when every
-node reported.
-
---passes N instead runs the mesh in this process (every node simulated, no
-bus, no API): N passes of push and apply, then exit.`,
+		Long:  meshup.UpHelp,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usagef("unexpected argument %q", args[0])

@@ -1,0 +1,29 @@
+package storeverify
+
+// The help of the verbs that run this package, kept beside the code it
+// describes so that the two change together.
+
+// Help is mesh store verify's help: what Data and Agent check.
+const Help = `Verify checks the bolt event store (DATA/events.db) read-only: bbolt's pages,
+walked one by one, bbolt's own consistency check, every record's checksum and
+position, the stream and id indexes against the records, and the head.
+
+Then the cache files local queries keep beside it: DATA/projections.snap
+(whole: its checksum, its content, and that it is of this store's history) and
+DATA/timeline.db (whole: bbolt's pages and consistency, every entry's checksum,
+every index against the entries), and that the two agree. It says of each
+whether the next status, node show, timeline or churn resumes from it or
+rebuilds it from the event store, and why.
+
+Exit 1 on any damage: of the event store (restore it from a copy: verify says
+what is lost), or of a cache file (nothing is lost: the next query, or mesh
+rebuild now, rebuilds it; damage there still says the disk or something on
+the machine scribbles on the data directory). A cache file that is only
+stale (another format version, another history, missing) is reported and is
+no failure.
+
+With --agent-data DIR it checks an agent's data directory instead (on the
+node: mesh agent --data DIR): every report kept in DIR/outbox and the agent's
+state, checksums included, without changing anything. A damaged file is named
+(exit 1); the agent moves it aside (NAME.damaged) and logs it when it next
+reads its outbox.`
