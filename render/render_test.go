@@ -253,6 +253,25 @@ func TestPrinters(t *testing.T) {
 			}}, []commands.Command{commands.RegisterNode{Node: "novox"}, commands.RegisterNode{Node: "d1"}})
 			return nil
 		}, false},
+		{"token-list", func(w *bytes.Buffer) error {
+			at := time.Date(2026, 12, 1, 23, 0, 0, 0, time.UTC)
+			return render.Tokens(w, api.TokenList{Tokens: []api.TokenInfo{
+				{Name: "admin", ID: "0123456789abcdef", Created: at, By: "controller"},
+				{Name: "alice", ID: "fedcba9876543210", Created: at.Add(time.Minute), By: "operator:root", ExpiresAt: at.Add(720 * time.Hour), Revoked: at.Add(time.Hour), RevokedBy: "operator:root"},
+				{Name: "bob", ID: "00112233445566ff", Created: at.Add(2 * time.Minute), By: "operator:alice", ExpiresAt: at.Add(24 * time.Hour)},
+			}})
+		}, false},
+		{"join-token", func(w *bytes.Buffer) error {
+			at := time.Date(2026, 12, 1, 23, 0, 0, 0, time.UTC)
+			tok := api.JoinToken{URL: "https://10.213.0.1:7480", Node: "n4", Secret: strings.Repeat("A", 43), CAFingerprint: strings.Repeat("ab", 32)}.String()
+			render.JoinToken(w, w, api.JoinTokenResponse{Node: "n4", Token: tok, ExpiresAt: at.Add(15 * time.Minute)})
+			return nil
+		}, false},
+		{"imported", func(w *bytes.Buffer) error {
+			render.ImportBad(w, "mesh.jsonl", []string{"line 3: not JSON", "and 2 more line(s)"}, true)
+			render.Imported(w, "mesh.jsonl", 40, 12, 3)
+			return nil
+		}, false},
 		{"artifact-pushed", func(w *bytes.Buffer) error {
 			render.ArtifactPushed(w, "web.tar", "10.0.0.2:5000", "forge/web", "sha256:ab")
 			return nil

@@ -47,3 +47,16 @@ func TokenRevoked(w io.Writer, name string, res api.CommandResult) {
 	}
 	fmt.Fprintf(w, "revoked the API token of operator %s\n", name)
 }
+
+// JoinToken prints a join token alone on out, and on notes what to run on
+// the host.
+func JoinToken(out, notes io.Writer, res api.JoinTokenResponse) {
+	fmt.Fprintln(out, res.Token)
+	url := "URL"
+	if tok, err := api.ParseJoinToken(res.Token); err == nil {
+		url = tok.URL
+	}
+	fmt.Fprintf(notes, "join token for node %s, single use, good until %s\n", res.Node, res.ExpiresAt.UTC().Format(time.RFC3339))
+	fmt.Fprintf(notes, "on the host, run:\n  mesh agent join %s --token %s --data /var/lib/mesh-agent\n", url, res.Token)
+	fmt.Fprintf(notes, "or, to install the agent as a service:\n  mesh agent install %s --token %s\n", url, res.Token)
+}

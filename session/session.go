@@ -234,3 +234,22 @@ func CheckFresh(ctx context.Context, dir string, cs []commands.Command) error {
 	defer s.Close()
 	return commands.NewHandler(s, events.NewRegistry()).Check(ctx, cs)
 }
+
+// ErrHeld means a verb that needs the store itself found it held by a
+// running controller.
+var ErrHeld = errors.New("held by a running controller")
+
+// OpenStore opens t's store itself, never through a controller: for the
+// verbs that read or append events as they are (export, import). A store
+// a running controller holds is refused (ErrHeld), hint saying what to do.
+func OpenStore(ctx context.Context, t Target, o Options, hint string) (*Session, error) {
+	s, err := Open(ctx, t, o)
+	if err != nil {
+		return nil, err
+	}
+	if s.Remote() || s.Store == nil {
+		s.Close()
+		return nil, fmt.Errorf("the store in %s is %w: %s", t.Data, ErrHeld, hint)
+	}
+	return s, nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"time"
@@ -212,4 +213,48 @@ func Measure(ctx context.Context, st events.Store, run *Run, clock func() time.T
 	m.TimelineQuery = fmt.Sprintf("--node %s --type %s, 50 a page", node, events.TypeApplyReported)
 	m.TimelineRows = len(page.Entries)
 	return m, nil
+}
+
+// ErrOptions means Options out of range (for the CLI, bad usage).
+var ErrOptions = errors.New("sim options")
+
+// optionsError is an ErrOptions that says only what is wrong.
+type optionsError string
+
+func (e optionsError) Error() string        { return string(e) }
+func (e optionsError) Is(target error) bool { return target == ErrOptions }
+
+// Check refuses Options out of range, naming the flag.
+func (o Options) Check() error {
+	bad := func(format string, args ...any) error {
+		return optionsError(fmt.Sprintf(format, args...))
+	}
+	switch {
+	case o.Nodes < 1:
+		return bad("--nodes %d: want at least 1", o.Nodes)
+	case o.Modules < 1:
+		return bad("--modules %d: want at least 1", o.Modules)
+	case o.Passes < 1:
+		return bad("--passes %d: want at least 1", o.Passes)
+	case o.Big < 0 || o.Big > o.Nodes:
+		return bad("--big %d: want 0 to --nodes (%d)", o.Big, o.Nodes)
+	}
+	return nil
+}
+
+// WhereToLook says, after a run whose events stay in the bolt store of
+// data, the verbs that read them.
+func WhereToLook(w io.Writer, data string) error {
+	arg := ""
+	if data != ".mesh" {
+		arg = " --data " + data
+	}
+	_, err := fmt.Fprintf(w, `
+where to look (every answer comes from the events left in the store):
+  mesh churn%[1]s
+  mesh status%[1]s
+  mesh timeline%[1]s --node NODE
+  mesh why%[1]s NODE RESOURCE
+`, arg)
+	return err
 }

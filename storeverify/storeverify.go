@@ -206,3 +206,17 @@ func (r *AgentReport) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "  %s\n", d)
 	}
 }
+
+// ErrUnsupported is the refusal of a store that is not the bolt file:
+// another store is checked by its server.
+var ErrUnsupported = errors.New("store verify works on the bolt store only")
+
+// Supported refuses a store URL (storeurl) that is not the bolt file.
+func Supported(url string) error {
+	if kind, _ := storeurl.KindOf(url); kind != storeurl.Bolt {
+		return fmt.Errorf("%w: mesh store verify checks the bolt file's pages, records and indexes; "+
+			"a %s store is checked by its server (PostgreSQL: its own checksums and amcheck; KurrentDB: its scavenge and verification tools). "+
+			"Give --store bolt (or none) to verify DATA/events.db", ErrUnsupported, kind)
+	}
+	return nil
+}

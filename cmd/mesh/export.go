@@ -9,6 +9,7 @@ import (
 	"meshplane/events/export"
 	"meshplane/internal/atomicfile"
 	"meshplane/render"
+	"meshplane/session"
 )
 
 func (e *env) exportCmd() *cobra.Command {
@@ -33,15 +34,12 @@ terminal.`,
 			if err != nil {
 				return err
 			}
-			s, err := t.open(cmd.Context(), false, nil)
+			s, err := session.OpenStore(cmd.Context(), t.session(), session.Options{Clock: wallClock}, "export reads the store itself; stop the controller, or export from its database with --store")
 			if err != nil {
 				return err
 			}
 			defer s.Close()
-			store, ok := s.Store, s.Store != nil
-			if s.Remote() || !ok {
-				return fmt.Errorf("the store in %s is held by a running controller: export reads the store itself; stop the controller, or export from its database with --store", t.data)
-			}
+			store := s.Store
 			report, stop := render.ProgressFunc(e.stderr, "exporting")
 			var n int
 			write := func(w io.Writer) (err error) {

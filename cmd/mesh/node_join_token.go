@@ -8,6 +8,7 @@ import (
 
 	"meshplane/api"
 	"meshplane/internal/flagcheck"
+	"meshplane/render"
 	"meshplane/session"
 )
 
@@ -43,8 +44,7 @@ to stderr.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintln(e.stdout, res.Token)
-				writeJoinHint(cmd, res)
+				render.JoinToken(e.stdout, cmd.ErrOrStderr(), res)
 				return nil
 			})
 		},
@@ -61,16 +61,4 @@ func joinTTL(s string) error {
 		return fmt.Errorf("want a duration from 1s to %s (15m, 1h)", api.MaxJoinTTL)
 	}
 	return nil
-}
-
-// writeJoinHint says on stderr what to run on the host.
-func writeJoinHint(cmd *cobra.Command, res api.JoinTokenResponse) {
-	url := "URL"
-	if tok, err := api.ParseJoinToken(res.Token); err == nil {
-		url = tok.URL
-	}
-	w := cmd.ErrOrStderr()
-	fmt.Fprintf(w, "join token for node %s, single use, good until %s\n", res.Node, res.ExpiresAt.UTC().Format(time.RFC3339))
-	fmt.Fprintf(w, "on the host, run:\n  mesh agent join %s --token %s --data /var/lib/mesh-agent\n", url, res.Token)
-	fmt.Fprintf(w, "or, to install the agent as a service:\n  mesh agent install %s --token %s\n", url, res.Token)
 }

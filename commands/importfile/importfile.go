@@ -317,3 +317,14 @@ func appendBatch(ctx context.Context, store events.Store, evs []events.Event) (i
 	}
 	return n, nil
 }
+
+// MaxListed bounds the refused lines an import tells (Listed).
+const MaxListed = 100
+
+// Refusal is the import's refusal of a file with bad lines (listed
+// first): code invalid, nothing appended.
+func (c *Checked) Refusal(path string) error {
+	return &commands.Rejection{Code: commands.CodeInvalid, Msg: fmt.Sprintf(
+		"import %s: %d of %d line(s) are not events to import (listed above): nothing was appended (--skip-invalid appends the others)",
+		path, len(c.Bad), c.Accepted+len(c.Bad))}
+}
