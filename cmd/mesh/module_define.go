@@ -1,13 +1,10 @@
 package main
 
 import (
-	"fmt"
-	"os"
-
 	"github.com/spf13/cobra"
 
 	"meshplane/commands"
-	"meshplane/events"
+	"meshplane/meshup"
 )
 
 func (e *env) moduleDefineCmd() *cobra.Command {
@@ -26,7 +23,7 @@ a name breaks.`,
 			if len(args) == 0 {
 				return usagef("name at least one module file")
 			}
-			defs, err := readModuleFiles(args)
+			defs, err := meshup.ReadModuleFiles(args)
 			if err != nil {
 				return err
 			}
@@ -37,39 +34,4 @@ a name breaks.`,
 			return e.execute(cmd, cs...)
 		},
 	}
-}
-
-// readModuleFiles reads and parses every module file before anything is
-// appended, so that one bad file defines nothing. Each is read no further
-// than commands.MaxModuleFileSize; two files defining one module are
-// refused, naming both.
-func readModuleFiles(paths []string) ([]commands.DefineModule, error) {
-	defs := make([]commands.DefineModule, 0, len(paths))
-	from := map[string]string{} // module → the file defining it
-	for _, f := range paths {
-		name, spec, err := readModuleFile(f)
-		if err != nil {
-			return nil, err
-		}
-		if prev, ok := from[name]; ok {
-			return nil, &commands.ModuleFileError{File: f, Field: "module", Msg: fmt.Sprintf("module %s is also defined by %s", name, prev)}
-		}
-		from[name] = f
-		defs = append(defs, commands.DefineModule{Module: name, Spec: spec})
-	}
-	return defs, nil
-}
-
-func readModuleFile(path string) (string, events.ModuleSpec, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", events.ModuleSpec{}, err
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil {
-		return "", events.ModuleSpec{}, err
-	} else if st.IsDir() {
-		return "", events.ModuleSpec{}, &commands.ModuleFileError{File: path, Msg: "a directory, not a module file"}
-	}
-	return commands.ReadModuleFile(path, f)
 }

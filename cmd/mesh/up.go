@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -22,18 +21,12 @@ import (
 // meshup.Passes: define, set up, run N passes over simulated nodes in this
 // process, exit), kept for scripts and golden tests that need no processes.
 type upOptions struct {
-	data       string
-	store      string // --store: "" or "bolt" for the file in data, else a URL
+	ctl        daemon.Config // the controller's flags, bound into its config
 	modulesDir string
 	meshPath   string
 	passes     int
-
-	listen, busListen, nats string
-	tlsCert, tlsKey, tlsCA  string
-	advertise               string
-	insecure, once          bool
-	interval                time.Duration
-	bus                     busOptions // up_bus.go
+	nats       string
+	once       bool
 }
 
 // controllerFlags are the controller's flags, refused with --passes.
@@ -53,7 +46,7 @@ func (e *env) upCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			o.data, o.tlsCA, o.store = t.data, t.tlsCA, t.store
+			o.ctl.Data, o.ctl.TLSCA, o.ctl.Store = t.data, t.tlsCA, t.store
 			if !cmd.Flags().Changed("passes") {
 				return e.up(cmd, o, t.bolt())
 			}
@@ -72,16 +65,16 @@ func (e *env) upCmd() *cobra.Command {
 	fs.StringVar(&o.modulesDir, "modules", "examples/local/modules", "the `directory` of module files (*.yaml) to define")
 	fs.StringVar(&o.meshPath, "mesh", "examples/local/mesh.yaml", "the `file` describing the nodes")
 	fs.IntVar(&o.passes, "passes", 2, "passes (push, then apply) to run on each node")
-	fs.StringVar(&o.listen, "listen", "127.0.0.1:7480", "controller: serve the HTTP API on this `address`")
-	fs.StringVar(&o.busListen, "bus-listen", "127.0.0.1:4222", "controller: the embedded NATS server listens on this `address`")
+	fs.StringVar(&o.ctl.Listen, "listen", "127.0.0.1:7480", "controller: serve the HTTP API on this `address`")
+	fs.StringVar(&o.ctl.BusListen, "bus-listen", "127.0.0.1:4222", "controller: the embedded NATS server listens on this `address`")
 	fs.StringVar(&o.nats, "nats", "", "controller: use the NATS cluster at this `URL` instead of the embedded server")
-	fs.StringVar(&o.advertise, "advertise", "", "controller: the API `URL` hosts reach it at, named in join tokens (default: the URL it serves at, an unspecified host replaced by this machine's name)")
-	fs.StringVar(&o.tlsCert, "tls-cert", "", "controller: serve the API and the bus with this PEM certificate `file`")
-	fs.StringVar(&o.tlsKey, "tls-key", "", "controller: the certificate's PEM key `file`")
-	fs.BoolVar(&o.insecure, "insecure", false, "controller: serve beyond loopback without TLS")
-	fs.DurationVar(&o.interval, "interval", 5*time.Minute, "controller: compose every node and push what changed every `duration`")
+	fs.StringVar(&o.ctl.AdvertiseURL, "advertise", "", "controller: the API `URL` hosts reach it at, named in join tokens (default: the URL it serves at, an unspecified host replaced by this machine's name)")
+	fs.StringVar(&o.ctl.TLSCert, "tls-cert", "", "controller: serve the API and the bus with this PEM certificate `file`")
+	fs.StringVar(&o.ctl.TLSKey, "tls-key", "", "controller: the certificate's PEM key `file`")
+	fs.BoolVar(&o.ctl.Insecure, "insecure", false, "controller: serve beyond loopback without TLS")
+	fs.DurationVar(&o.ctl.Interval, "interval", 5*time.Minute, "controller: compose every node and push what changed every `duration`")
 	fs.BoolVar(&o.once, "once", false, "controller: set up, run one pass, and exit")
-	addBusFlags(fs, &o.bus)
+	addBusFlags(fs, &o.ctl)
 	flagcheck.Install(fs, map[string]flagcheck.Check{
 		"passes": flagcheck.AtLeast(1), "interval": flagcheck.Positive,
 		"listen": flagcheck.Optional(flagcheck.ListenAddr), "advertise": flagcheck.Optional(flagcheck.URLOf("https", "http")), "bus-listen": flagcheck.Optional(flagcheck.ListenAddr),
@@ -92,13 +85,13 @@ func (e *env) upCmd() *cobra.Command {
 
 // upPasses is mesh up --passes N, the in-process run (meshup.Passes).
 func (e *env) upPasses(ctx context.Context, o upOptions) error {
-	mf, defs, err := readSetUp(o)
+	mf, defs, err := meshup.ReadSetUp(o.meshPath, o.modulesDir)
 	if err != nil {
 		return err
 	}
 	sts, err := meshup.Passes(ctx, meshup.PassesConfig{
-		Data: o.data, File: mf, Modules: defs, Passes: o.passes,
-		Check: e.checkFresh(o.data), Clock: e.now, Out: e.stdout,
+		Data: o.ctl.Data, File: mf, Modules: defs, Passes: o.passes,
+		Check: checkFresh(o.ctl.Data), Clock: e.now, Out: e.stdout,
 	})
 	if err != nil {
 		return err
@@ -107,22 +100,8 @@ func (e *env) upPasses(ctx context.Context, o upOptions) error {
 	return nil
 }
 
-// readSetUp reads the mesh file and the module files up sets up.
-func readSetUp(o upOptions) (meshup.File, []commands.DefineModule, error) {
-	mf, err := meshup.ReadFile(o.meshPath)
-	if err != nil {
-		return mf, nil, err
-	}
-	files, err := filepath.Glob(filepath.Join(o.modulesDir, "*.yaml"))
-	if err != nil {
-		return mf, nil, err
-	}
-	defs, err := readModuleFiles(files)
-	return mf, defs, err
-}
-
 // checkFresh is the set-up's check on a bolt store in data not made yet.
-func (e *env) checkFresh(data string) func(context.Context, []commands.Command) error {
+func checkFresh(data string) func(context.Context, []commands.Command) error {
 	return func(ctx context.Context, cs []commands.Command) error { return session.CheckFresh(ctx, data, cs) }
 }
 
@@ -132,27 +111,23 @@ func (e *env) checkFresh(data string) func(context.Context, []commands.Command) 
 func (e *env) up(cmd *cobra.Command, o upOptions, bolt bool) error {
 	fs := cmd.Flags()
 	cfg := meshup.UpConfig{
-		Controller: daemon.Config{
-			Data: o.data, Listen: o.listen, BusListen: o.busListen,
-			TLSCert: o.tlsCert, TLSKey: o.tlsKey, Insecure: o.insecure,
-			Interval: o.interval, Store: o.store, AdvertiseURL: o.advertise,
-		},
-		SetUp: o.once || fs.Changed("mesh") || fs.Changed("modules"), MeshPath: o.meshPath,
-		Clock: e.now, Actor: operator(), Once: o.once, TLSCA: o.tlsCA, Out: e.stdout, Log: e.stderr,
-		Ready: func(r daemon.Ready) error { meshup.SayReady(e.stdout, o.data, r, o.once); return nil },
+		Controller: o.ctl,
+		SetUp:      o.once || fs.Changed("mesh") || fs.Changed("modules"), MeshPath: o.meshPath,
+		Clock: e.now, Actor: operator(), Once: o.once, TLSCA: o.ctl.TLSCA, Out: e.stdout, Log: e.stderr,
+		Ready: func(r daemon.Ready) error { meshup.SayReady(e.stdout, o.ctl.Data, r, o.once); return nil },
 	}
 	if o.nats != "" {
 		cfg.Controller.NATS = []string{o.nats}
 	}
-	if err := o.bus.apply(&cfg.Controller, o.tlsCA); err != nil {
-		return err
+	if err := cfg.Controller.CheckBus(); err != nil {
+		return usagef("%v", err)
 	}
 	if bolt {
-		cfg.Check = e.checkFresh(o.data)
+		cfg.Check = checkFresh(o.ctl.Data)
 	}
 	var err error
 	if cfg.SetUp {
-		if cfg.File, cfg.Modules, err = readSetUp(o); err != nil {
+		if cfg.File, cfg.Modules, err = meshup.ReadSetUp(o.meshPath, o.modulesDir); err != nil {
 			return err
 		}
 	}
@@ -170,5 +145,5 @@ func (e *env) up(cmd *cobra.Command, o upOptions, bolt bool) error {
 
 // where is what up's "where to look" names.
 func (o upOptions) where() meshup.Where {
-	return meshup.Where{Data: o.data, Store: o.store, MeshPath: o.meshPath}
+	return meshup.Where{Data: o.ctl.Data, Store: o.ctl.Store, MeshPath: o.meshPath}
 }

@@ -1,27 +1,11 @@
 package main
 
 import (
-	"strings"
-
 	"github.com/spf13/pflag"
 
 	"meshplane/daemon"
 	"meshplane/internal/flagcheck"
 )
-
-// busOptions are mesh up's flags of the bus beyond --bus-listen and
-// --nats: a clustered embedded bus (the controllers sharing one store each
-// run a server of one NATS cluster), and the controller's credentials on
-// an external NATS cluster (--nats).
-type busOptions struct {
-	cluster     string   // --bus-cluster
-	peers       []string // --bus-peers
-	trust       string   // --bus-trust
-	replicas    int      // --bus-replicas
-	natsCreds   string   // --nats-creds
-	natsCA      string   // --nats-ca
-	accountSeed string   // --nats-account-seed
-}
 
 // busFlagNames are the controller's flags addBusFlags adds, refused with
 // --passes as the other controller flags are.
@@ -29,46 +13,21 @@ var busFlagNames = []string{"bus-cluster", "bus-peers", "bus-trust", "bus-replic
 
 func init() { controllerFlags = append(controllerFlags, busFlagNames...) }
 
-// addBusFlags adds the bus's flags of mesh up to fs, into o.
-func addBusFlags(fs *pflag.FlagSet, o *busOptions) {
-	fs.StringVar(&o.cluster, "bus-cluster", "", "controller: the embedded NATS server listens for its peers' routes on this `address`, one server of a cluster with --bus-peers (routes use --tls-cert/--tls-key, peers verified against --tls-ca)")
-	fs.StringSliceVar(&o.peers, "bus-peers", nil, "controller: the other controllers' route `URLs` (nats-route://host:port,...), the controllers sharing this --store")
-	fs.StringVar(&o.trust, "bus-trust", "", "controller: read the bus's trust root (operator.nk, system-account.nk, mesh-account.nk) from this `directory`, a copy of the first controller's DATA/bus seeds; never made there")
-	fs.IntVar(&o.replicas, "bus-replicas", 0, "controller: replicas of the declarations bucket and the reports stream (default 3 with three servers or more: 1+len(--bus-peers), or len(--nats); else 1)")
-	fs.StringVar(&o.natsCreds, "nats-creds", "", "controller: with --nats, the controller user's NATS .creds `file` (mesh bus account writes one)")
-	fs.StringVar(&o.natsCA, "nats-ca", "", "controller: with --nats, the PEM `file` of the cluster's CA when it is a private one")
-	fs.StringVar(&o.accountSeed, "nats-account-seed", "", "controller: with --nats, a `file` holding a signing key seed (SA...) of the mesh account, to mint node users with (mesh bus account writes one)")
+// addBusFlags adds mesh up's flags of the bus beyond --bus-listen and
+// --nats to fs, into cfg (checked by cfg.CheckBus): a clustered embedded
+// bus (the controllers sharing one store each run a server of one NATS
+// cluster), and the controller's credentials on an external NATS cluster.
+func addBusFlags(fs *pflag.FlagSet, cfg *daemon.Config) {
+	fs.StringVar(&cfg.BusCluster, "bus-cluster", "", "controller: the embedded NATS server listens for its peers' routes on this `address`, one server of a cluster with --bus-peers (routes use --tls-cert/--tls-key, peers verified against --tls-ca)")
+	fs.StringSliceVar(&cfg.BusPeers, "bus-peers", nil, "controller: the other controllers' route `URLs` (nats-route://host:port,...), the controllers sharing this --store")
+	fs.StringVar(&cfg.BusTrust, "bus-trust", "", "controller: read the bus's trust root (operator.nk, system-account.nk, mesh-account.nk) from this `directory`, a copy of the first controller's DATA/bus seeds; never made there")
+	fs.IntVar(&cfg.BusReplicas, "bus-replicas", 0, "controller: replicas of the declarations bucket and the reports stream (default 3 with three servers or more: 1+len(--bus-peers), or len(--nats); else 1)")
+	fs.StringVar(&cfg.NATSCreds, "nats-creds", "", "controller: with --nats, the controller user's NATS .creds `file` (mesh bus account writes one)")
+	fs.StringVar(&cfg.NATSCA, "nats-ca", "", "controller: with --nats, the PEM `file` of the cluster's CA when it is a private one")
+	fs.StringVar(&cfg.NATSAccountSeed, "nats-account-seed", "", "controller: with --nats, a `file` holding a signing key seed (SA...) of the mesh account, to mint node users with (mesh bus account writes one)")
 	flagcheck.Install(fs, map[string]flagcheck.Check{
 		"bus-cluster":  flagcheck.Optional(flagcheck.ListenAddr),
 		"bus-peers":    flagcheck.ListOf(flagcheck.URLOf("nats-route")),
 		"bus-replicas": flagcheck.AtLeast(1),
 	})
-}
-
-// apply puts o in cfg. --nats URLs given as one comma-separated value are
-// split; tlsCA (--tls-ca) is the CA the bus's route peers are verified
-// against.
-func (o busOptions) apply(cfg *daemon.Config, tlsCA string) error {
-	var nats []string
-	for _, n := range cfg.NATS {
-		for _, u := range strings.Split(n, ",") {
-			if u = strings.TrimSpace(u); u != "" {
-				nats = append(nats, u)
-			}
-		}
-	}
-	cfg.NATS = nats
-	external := len(nats) > 0
-	switch {
-	case !external && (o.natsCreds != "" || o.natsCA != "" || o.accountSeed != ""):
-		return usagef("--nats-creds, --nats-ca and --nats-account-seed go with --nats")
-	case external && (o.cluster != "" || len(o.peers) > 0 || o.trust != ""):
-		return usagef("--bus-cluster, --bus-peers and --bus-trust are the embedded bus's; --nats uses another")
-	case len(o.peers) > 0 && o.cluster == "":
-		return usagef("--bus-peers needs --bus-cluster, the address this controller's bus listens on for its peers' routes")
-	}
-	cfg.BusCluster, cfg.BusPeers, cfg.BusTrust, cfg.BusReplicas = o.cluster, o.peers, o.trust, o.replicas
-	cfg.NATSCreds, cfg.NATSCA, cfg.NATSAccountSeed = o.natsCreds, o.natsCA, o.accountSeed
-	cfg.TLSCA = tlsCA
-	return nil
 }

@@ -1,0 +1,31 @@
+package daemon
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestCheckBus: comma-separated --nats values are split; the embedded
+// bus's settings and an external cluster's never go together, and peers
+// need the route address.
+func TestCheckBus(t *testing.T) {
+	c := Config{NATS: []string{"nats://a:4222, nats://b:4222", "nats://c:4222"}, NATSCreds: "c.creds"}
+	if err := c.CheckBus(); err != nil || !slices.Equal(c.NATS, []string{"nats://a:4222", "nats://b:4222", "nats://c:4222"}) {
+		t.Fatalf("CheckBus: %v, NATS %q", err, c.NATS)
+	}
+	for want, c := range map[string]Config{
+		"--nats-creds, --nats-ca and --nats-account-seed go with --nats": {NATSCA: "ca.pem"},
+		"are the embedded bus's; --nats uses another":                    {NATS: []string{"nats://a:4222"}, BusTrust: "trust"},
+		"--bus-peers needs --bus-cluster":                                {BusPeers: []string{"nats-route://b:6222"}},
+	} {
+		if err := c.CheckBus(); !errors.Is(err, ErrBusFlags) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%+v: %v, want ErrBusFlags saying %q", c, err, want)
+		}
+	}
+	ok := Config{BusCluster: "10.0.0.1:6222", BusPeers: []string{"nats-route://b:6222"}}
+	if err := ok.CheckBus(); err != nil {
+		t.Errorf("a cluster with its peers: %v", err)
+	}
+}
