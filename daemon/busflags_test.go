@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"meshplane/internal/usage"
 )
 
 // TestCheckBus: comma-separated --nats values are split; the embedded
@@ -20,8 +22,8 @@ func TestCheckBus(t *testing.T) {
 		"are the embedded bus's; --nats uses another":                    {NATS: []string{"nats://a:4222"}, BusTrust: "trust"},
 		"--bus-peers needs --bus-cluster":                                {BusPeers: []string{"nats-route://b:6222"}},
 	} {
-		if err := c.CheckBus(); !errors.Is(err, ErrBusFlags) || !strings.Contains(err.Error(), want) {
-			t.Errorf("%+v: %v, want ErrBusFlags saying %q", c, err, want)
+		if err := c.CheckBus(); !errors.Is(err, usage.Err) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%+v: %v, want usage.Err saying %q", c, err, want)
 		}
 	}
 	ok := Config{BusCluster: "10.0.0.1:6222", BusPeers: []string{"nats-route://b:6222"}}

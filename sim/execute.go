@@ -14,6 +14,7 @@ import (
 	"meshplane/events"
 	"meshplane/events/pgstore/pgtest"
 	"meshplane/events/storeurl"
+	"meshplane/internal/usage"
 	"meshplane/projections"
 )
 
@@ -215,20 +216,10 @@ func Measure(ctx context.Context, st events.Store, run *Run, clock func() time.T
 	return m, nil
 }
 
-// ErrOptions means Options out of range (for the CLI, bad usage).
-var ErrOptions = errors.New("sim options")
-
-// optionsError is an ErrOptions that says only what is wrong.
-type optionsError string
-
-func (e optionsError) Error() string        { return string(e) }
-func (e optionsError) Is(target error) bool { return target == ErrOptions }
-
-// Check refuses Options out of range, naming the flag.
+// Check refuses Options out of range, naming the flag (bad usage,
+// usage.Err).
 func (o Options) Check() error {
-	bad := func(format string, args ...any) error {
-		return optionsError(fmt.Sprintf(format, args...))
-	}
+	bad := usage.Errorf
 	switch {
 	case o.Nodes < 1:
 		return bad("--nodes %d: want at least 1", o.Nodes)

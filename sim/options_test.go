@@ -4,9 +4,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"meshplane/internal/usage"
 )
 
-// TestOptionsCheck: each range is refused as ErrOptions naming its flag;
+// TestOptionsCheck: each range is refused as usage.Err naming its flag;
 // options in range pass.
 func TestOptionsCheck(t *testing.T) {
 	ok := Options{Config: Config{Nodes: 10, Modules: 2, Passes: 3, Big: 10}}
@@ -22,8 +24,8 @@ func TestOptionsCheck(t *testing.T) {
 	} {
 		o := ok
 		mod(&o)
-		if err := o.Check(); !errors.Is(err, ErrOptions) || !strings.HasPrefix(err.Error(), want) {
-			t.Errorf("%s: %v, want ErrOptions saying so", want, err)
+		if err := o.Check(); !errors.Is(err, usage.Err) || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: %v, want usage.Err saying so", want, err)
 		}
 	}
 }

@@ -2,24 +2,10 @@ package agentd
 
 import (
 	"errors"
-	"fmt"
+	"meshplane/internal/usage"
 	"strings"
 	"time"
 )
-
-// ErrConfig means a Config's fields do not go together, or a flag's value
-// is not one: for the CLI, bad usage.
-var ErrConfig = errors.New("agent configuration")
-
-// configError is an ErrConfig that says only what is wrong.
-type configError string
-
-func (e configError) Error() string        { return string(e) }
-func (e configError) Is(target error) bool { return target == ErrConfig }
-
-func configErrorf(format string, args ...any) error {
-	return configError(fmt.Sprintf(format, args...))
-}
 
 // ClockOffsetEnv names the environment variable that moves a test host's
 // clock (a duration: 10m, -30s); the controller refuses its reports beyond
@@ -33,7 +19,7 @@ func ClockOffset(v string) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil {
-		return 0, configErrorf("%s=%q: want a duration (10m, -30s)", ClockOffsetEnv, v)
+		return 0, usage.Errorf("%s=%q: want a duration (10m, -30s)", ClockOffsetEnv, v)
 	}
 	return d, nil
 }
@@ -45,22 +31,23 @@ func Labels(pairs []string) (map[string]string, error) {
 	for _, l := range pairs {
 		k, v, _ := strings.Cut(l, "=")
 		if old, ok := labels[k]; ok && old != v {
-			return nil, configErrorf("--docker-label %s given twice (%q, %q)", k, old, v)
+			return nil, usage.Errorf("--docker-label %s given twice (%q, %q)", k, old, v)
 		}
 		labels[k] = v
 	}
 	return labels, nil
 }
 
-// Check refuses a Config whose fields do not go together: a runtime that
+// Check refuses a Config whose fields do not go together (bad usage,
+// usage.Err): a runtime that
 // is not one, or another runtime's settings.
 func (c Config) Check() error {
 	if c.Runtime != RuntimeSim && c.Runtime != RuntimeDocker {
-		return configErrorf("--runtime %q: want sim or docker", c.Runtime)
+		return usage.Errorf("--runtime %q: want sim or docker", c.Runtime)
 	}
 	other := func(flag string, set bool, runtime string) error {
 		if set && c.Runtime != runtime {
-			return configErrorf("--%s is for --runtime %s", flag, runtime)
+			return usage.Errorf("--%s is for --runtime %s", flag, runtime)
 		}
 		return nil
 	}

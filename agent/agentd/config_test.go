@@ -4,11 +4,13 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"meshplane/internal/usage"
 	"time"
 )
 
 // TestConfigCheck: a runtime that is not one, and another runtime's
-// settings, are refused as ErrConfig naming the flag; a Config that goes
+// settings, are refused as usage.Err naming the flag; a Config that goes
 // together passes.
 func TestConfigCheck(t *testing.T) {
 	for _, c := range []struct {
@@ -27,8 +29,8 @@ func TestConfigCheck(t *testing.T) {
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%+v: %v, want none", c.cfg, err)
-		case c.want != "" && (err == nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.want)):
-			t.Errorf("%+v: %v, want ErrConfig saying %q", c.cfg, err, c.want)
+		case c.want != "" && (err == nil || !errors.Is(err, usage.Err) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%+v: %v, want usage.Err saying %q", c.cfg, err, c.want)
 		}
 	}
 }
@@ -39,7 +41,7 @@ func TestLabelsAndClockOffset(t *testing.T) {
 	if l, err := Labels([]string{"a=1", "a=1", "b=2"}); err != nil || len(l) != 2 || l["a"] != "1" {
 		t.Errorf("Labels: %v, %v; want a=1 b=2", l, err)
 	}
-	if _, err := Labels([]string{"a=1", "a=2"}); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), `a given twice ("1", "2")`) {
+	if _, err := Labels([]string{"a=1", "a=2"}); !errors.Is(err, usage.Err) || !strings.Contains(err.Error(), `a given twice ("1", "2")`) {
 		t.Errorf("Labels a twice: %v, want refused", err)
 	}
 	if d, err := ClockOffset("-10m"); err != nil || d != -10*time.Minute {
@@ -48,7 +50,7 @@ func TestLabelsAndClockOffset(t *testing.T) {
 	if d, err := ClockOffset(""); err != nil || d != 0 {
 		t.Errorf("ClockOffset(\"\"): %v, %v", d, err)
 	}
-	if _, err := ClockOffset("soon"); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), ClockOffsetEnv) {
+	if _, err := ClockOffset("soon"); !errors.Is(err, usage.Err) || !strings.Contains(err.Error(), ClockOffsetEnv) {
 		t.Errorf("ClockOffset(soon): %v, want refused naming %s", err, ClockOffsetEnv)
 	}
 }

@@ -19,26 +19,15 @@ import (
 // an agent's directory (store verify) find it there.
 const outboxDir = agentd.OutboxDir
 
-// agentOptions are mesh agent's flags.
+// agentOptions are mesh agent's flags (agentd.Config's fields, flags()
+// says which is which).
 type agentOptions struct {
-	creds    string
-	data     string
-	runtime  string
-	interval time.Duration
-	// simFound are directories already on a simulated node (--sim-found):
-	// what `mesh up` passes for a mesh file's found: of an adopted node.
-	simFound []string
-	// dockerRoot is --docker-root: the host directory under which the
-	// Docker runtime keeps every absolute path of the declaration.
-	dockerRoot string
-	// dockerPrefix is --docker-prefix: put before every engine name.
-	dockerPrefix string
-	// artifactStore is --artifact-store: serve the artifact store here.
-	artifactStore string
-	// metrics is --metrics: where to serve /metrics.
-	metrics string
-	// dockerLabels is --docker-label KEY=VALUE, repeatable.
-	dockerLabels []string
+	creds, data, runtime     string
+	interval                 time.Duration
+	simFound                 []string // --sim-found: what up passes for a mesh file's found:
+	dockerRoot, dockerPrefix string
+	artifactStore, metrics   string
+	dockerLabels             []string // --docker-label KEY=VALUE, repeatable
 }
 
 func (e *env) agentCmd() *cobra.Command {
@@ -46,10 +35,8 @@ func (e *env) agentCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agent [--creds FILE] --data DIR [--runtime sim|docker] [--interval 1m]",
 		Short: "run one node's agent: apply the latest declaration from the bus, report each apply",
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usagef("unexpected argument %q", args[0])
-			}
 			o.data, _ = cmd.Flags().GetString(flagData)
 			if o.creds == "" {
 				joined := filepath.Join(o.data, join.CredsFile)
@@ -94,7 +81,7 @@ func runAgentCmd(cmd *cobra.Command, o agentOptions) error {
 		ArtifactStore: o.artifactStore, Metrics: o.metrics,
 	}
 	if err := errors.Join(err, err2, cfg.Check()); err != nil {
-		return usagef("%v", err)
+		return err // bad usage (usage.Err)
 	}
 	return agentd.Run(cmd.Context(), cfg)
 }

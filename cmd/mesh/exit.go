@@ -16,6 +16,7 @@ import (
 	"meshplane/commands"
 	"meshplane/events"
 	"meshplane/internal/safego"
+	"meshplane/internal/usage"
 	"meshplane/meshup"
 )
 
@@ -28,12 +29,9 @@ const (
 	exitPanic    = 70 // a bug: the CLI panicked (the panic and its stack are on stderr); EX_SOFTWARE of sysexits.h
 )
 
-// usageError is a wrong command line: exit 2, with the verb's usage line.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+// usagef is a wrong command line (usage.Err): exit 2, with the
+// verb's usage line. The rooms that check what flags set say so too.
+var usagef = usage.Errorf
 
 // exitError ends the CLI with code, having printed what it had to.
 type exitError struct{ code int }
@@ -71,7 +69,6 @@ func (e *env) runRoot(ctx context.Context, root *cobra.Command, args []string) (
 		fmt.Fprintf(stderr, "%s: %v\n\n%s\nThis is a bug in mesh; it stopped cleanly; the exit code is %d.\n", name, pe, pe.Stack, exitPanic)
 		return exitPanic
 	}
-	var ue *usageError
 	var xe *exitError
 	var rej *commands.Rejection
 	switch {
@@ -79,8 +76,8 @@ func (e *env) runRoot(ctx context.Context, root *cobra.Command, args []string) (
 		return exitOK
 	case errors.As(err, &xe):
 		return xe.code
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "%s: %s\nusage: %s\nRun '%s --help' for more.\n", name, ue.msg, cmd.UseLine(), cmd.CommandPath())
+	case errors.Is(err, usage.Err):
+		fmt.Fprintf(stderr, "%s: %v\nusage: %s\nRun '%s --help' for more.\n", name, err, cmd.UseLine(), cmd.CommandPath())
 		return exitUsage
 	case strings.HasPrefix(err.Error(), "unknown command "):
 		// cobra's, for a verb it does not know.
@@ -103,5 +100,22 @@ func (e *env) runRoot(ctx context.Context, root *cobra.Command, args []string) (
 	default:
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
 		return exitFailed
+	}
+}
+
+// noArgs and exactArgs check a verb's arguments as bad usage (exit 2).
+func noArgs(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usagef("unexpected argument %q", args[0])
+	}
+	return nil
+}
+
+func exactArgs(n int, want string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("%s", want)
+		}
+		return nil
 	}
 }

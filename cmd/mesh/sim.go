@@ -17,10 +17,8 @@ func (e *env) simCmd() *cobra.Command {
 		Use:   "sim",
 		Short: "run a whole mesh in this process with faults on purpose, and score the churn detector against them",
 		Long:  sim.Help,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usagef("unexpected argument %q", args[0])
-			}
 			out, err := outputOf(cmd)
 			if err != nil {
 				return err
@@ -33,7 +31,7 @@ func (e *env) simCmd() *cobra.Command {
 				o.Big = o.Nodes / 100
 			}
 			if err := o.Check(); err != nil {
-				return usagef("%v", err)
+				return err // bad usage (usage.Err)
 			}
 			if o.Faults, err = sim.FaultsOf(faults, o.Passes); err != nil {
 				return usagef("--faults: %v", err)

@@ -38,10 +38,8 @@ func (e *env) upCmd() *cobra.Command {
 		Use:   "up",
 		Short: "run the controller (store, bus, API) in the foreground; with --mesh/--modules also set up the mesh and start its agents",
 		Long:  meshup.UpHelp,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usagef("unexpected argument %q", args[0])
-			}
 			t, err := targetOf(cmd, true)
 			if err != nil {
 				return err
@@ -120,7 +118,7 @@ func (e *env) up(cmd *cobra.Command, o upOptions, bolt bool) error {
 		cfg.Controller.NATS = []string{o.nats}
 	}
 	if err := cfg.Controller.CheckBus(); err != nil {
-		return usagef("%v", err)
+		return err // bad usage (usage.Err)
 	}
 	if bolt {
 		cfg.Check = checkFresh(o.ctl.Data)
