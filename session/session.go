@@ -253,3 +253,19 @@ func OpenStore(ctx context.Context, t Target, o Options, hint string) (*Session,
 	}
 	return s, nil
 }
+
+// Timeline is every entry req selects, at most limit (0: every one), and
+// what could not be folded: on a local store with no limit one query of
+// the projections the controller folds; else the Service's pages of page
+// entries, followed by their cursors (api.FetchTimeline; following them
+// locally would read the timeline once a page, each page widening its
+// window from the newest match back to its cursor).
+func (s *Session) Timeline(ctx context.Context, req api.TimelineRequest, limit, page int) ([]api.Entry, api.Skipped, error) {
+	if s.Local != nil && limit == 0 {
+		raw, err := s.Local.QueryTimeline(ctx, req)
+		return raw, s.Skipped(api.Skipped{}), err
+	}
+	req.Limit = page
+	raw, sk, err := api.FetchTimeline(ctx, s.Service, req, limit)
+	return raw, s.Skipped(sk), err
+}

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"time"
-
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
@@ -26,46 +24,19 @@ func (e *env) timelineCmd() *cobra.Command {
 		Long: `The audit timeline, filtered: every event, oldest first, quiet passes collapsed
 into one line with their count and time range. Without --limit every match is
 printed (from a controller, page after page).`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out, err := outputOf(cmd)
 			if err != nil {
 				return err
 			}
-			if len(args) > 0 {
-				return usagef("unexpected argument %q", args[0])
-			}
-			if limit < 0 {
-				return usagef("--limit %d: give a number of matches, or 0 for all", limit)
-			}
-			for _, b := range []struct {
-				s string
-				t *time.Time
-			}{{since, &req.Since}, {until, &req.Until}} {
-				if b.s == "" {
-					continue
-				}
-				if *b.t, err = time.Parse(time.RFC3339, b.s); err != nil {
-					return usagef("%q is not an RFC 3339 time (2026-09-29T23:02:00Z)", b.s)
-				}
-			}
+			req.Since, req.Until = flagcheck.Time(since), flagcheck.Time(until)
 			return withQuery(cmd, func(s *session.Session) error {
-				var raw []api.Entry
-				var sk api.Skipped
-				paged := req // the matches, a page of timelinePage at a time
-				paged.Limit = timelinePage
-				if s.Local != nil && limit == 0 {
-					// Every match of a local store: one query of the
-					// projections the controller folds. (Following the
-					// Service's cursors reads the timeline once a page:
-					// each page widens its window from the newest match
-					// back to its cursor.)
-					if raw, err = s.Local.QueryTimeline(cmd.Context(), req); err != nil {
-						return err
-					}
-				} else if raw, sk, err = api.FetchTimeline(cmd.Context(), s.Service, paged, limit); err != nil {
+				raw, sk, err := s.Timeline(cmd.Context(), req, limit, timelinePage)
+				if err != nil {
 					return err
 				}
-				return render.Timeline(cmd.OutOrStdout(), render.Format(out), raw, s.Skipped(sk))
+				return render.Timeline(cmd.OutOrStdout(), render.Format(out), raw, sk)
 			})
 		},
 	}

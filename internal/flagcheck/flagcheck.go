@@ -219,6 +219,12 @@ func RFC3339(s string) error {
 	return nil
 }
 
+// Time is the value of a flag RFC3339 checked; the zero time for "".
+func Time(s string) time.Time {
+	t, _ := time.Parse(time.RFC3339, s) // checked as it was parsed
+	return t
+}
+
 // orList is "a, b or c".
 func orList(vs []string) string {
 	if len(vs) == 1 {

@@ -3,6 +3,7 @@ package flagcheck
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/pflag"
 )
@@ -68,4 +69,14 @@ func TestInstallRefusesAsParsed(t *testing.T) {
 		}
 	}()
 	Install(fs, map[string]Check{"nosuch": ListenAddr})
+}
+
+// TestTime: a checked RFC 3339 value is its time; "" is the zero time.
+func TestTime(t *testing.T) {
+	if got := Time("2026-09-29T23:02:00+02:00"); !got.Equal(time.Date(2026, 9, 29, 21, 2, 0, 0, time.UTC)) {
+		t.Errorf("Time = %v", got)
+	}
+	if got := Time(""); !got.IsZero() {
+		t.Errorf(`Time("") = %v, want zero`, got)
+	}
 }
