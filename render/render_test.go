@@ -272,6 +272,16 @@ func TestPrinters(t *testing.T) {
 			render.Imported(w, "mesh.jsonl", 40, 12, 3)
 			return nil
 		}, false},
+		{"revoked", func(w *bytes.Buffer) error {
+			render.Revoked(w, api.RevokeResponse{Node: "n4", Revoked: []string{"UABC", "UDEF"}, All: []string{"UABC", "UDEF"}})
+			render.Revoked(w, api.RevokeResponse{Node: "n4", All: []string{"UABC", "UDEF"}})
+			return nil
+		}, false},
+		{"migrated", func(w *bytes.Buffer) error {
+			render.Migrated(w, []int{3, 4}, 4)
+			render.Migrated(w, nil, 4)
+			return nil
+		}, false},
 		{"artifact-pushed", func(w *bytes.Buffer) error {
 			render.ArtifactPushed(w, "web.tar", "10.0.0.2:5000", "forge/web", "sha256:ab")
 			return nil

@@ -60,3 +60,27 @@ func JoinToken(out, notes io.Writer, res api.JoinTokenResponse) {
 	fmt.Fprintf(notes, "on the host, run:\n  mesh agent join %s --token %s --data /var/lib/mesh-agent\n", url, res.Token)
 	fmt.Fprintf(notes, "or, to install the agent as a service:\n  mesh agent install %s --token %s\n", url, res.Token)
 }
+
+// Revoked says what node revoke revoked: each bus user, or that none was
+// left (the bus has the list again).
+func Revoked(w io.Writer, res api.RevokeResponse) {
+	if len(res.Revoked) == 0 {
+		fmt.Fprintf(w, "node %s has no bus user left to revoke (%d revoked before); the bus has the list again\n", res.Node, len(res.All))
+		return
+	}
+	for _, k := range res.Revoked {
+		fmt.Fprintf(w, "revoked %s of node %s\n", k, res.Node)
+	}
+}
+
+// Migrated says what store migrate applied, and the schema's version now.
+func Migrated(w io.Writer, applied []int, version int) {
+	if len(applied) == 0 {
+		fmt.Fprintf(w, "schema at version %d already: nothing to apply\n", version)
+		return
+	}
+	for _, v := range applied {
+		fmt.Fprintf(w, "applied migration %d\n", v)
+	}
+	fmt.Fprintf(w, "schema at version %d\n", version)
+}

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
+	"meshplane/render"
 	"meshplane/session"
 )
 
@@ -19,10 +20,8 @@ revocation list, at once: the agent's connection is closed and a
 reconnection refused, also after a restart. 'mesh node join-token NODE'
 lets the host join again with a new key.`,
 		ValidArgsFunction: completeNodes,
+		Args:              exactArgs(1, "name one node"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usagef("name one node")
-			}
 			return withSession(cmd, true, nil, func(s *session.Session) error {
 				a, ok := s.Service.(api.Access)
 				if !ok {
@@ -32,13 +31,7 @@ lets the host join again with a new key.`,
 				if err != nil {
 					return err
 				}
-				if len(res.Revoked) == 0 {
-					fmt.Fprintf(e.stdout, "node %s has no bus user left to revoke (%d revoked before); the bus has the list again\n", res.Node, len(res.All))
-					return nil
-				}
-				for _, k := range res.Revoked {
-					fmt.Fprintf(e.stdout, "revoked %s of node %s\n", k, res.Node)
-				}
+				render.Revoked(e.stdout, res)
 				return nil
 			})
 		},
