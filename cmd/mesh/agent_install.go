@@ -76,10 +76,8 @@ func (e *env) agentUninstallCmd() *cobra.Command {
 		Use:   "uninstall [--purge]",
 		Short: "stop, disable and remove the systemd service mesh-agent (its data kept unless --purge)",
 		Long:  install.UninstallHelp,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usagef("unexpected argument %q", args[0])
-			}
 			var data string
 			if cmd.Flags().Changed(flagData) {
 				var err error

@@ -18,7 +18,7 @@ func (e *env) busAccountCmd() *cobra.Command {
 		Use:   "account",
 		Short: "the trust of an external NATS cluster for mesh up --nats: the servers' configuration and the controller's credentials",
 		Long:  bus.AccountHelp,
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			data, _ := cmd.Flags().GetString(flagData)
 			dir := filepath.Join(data, busAccountDir)

@@ -16,10 +16,8 @@ func (e *env) deployCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "deploy MODULE",
 		Short: "deploy a module's latest recorded builds (or, with --digest, one recorded build): the next push runs them",
+		Args:  exactArgs(1, "want MODULE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usagef("want MODULE")
-			}
 			return e.execute(cmd, commands.DeployModule{Module: args[0], Digest: digest})
 		},
 	}

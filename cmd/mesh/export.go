@@ -26,10 +26,8 @@ directly (any backend, --store); a store a running controller holds is
 refused: export from its database (--store postgres://...), or stop it.
 A progress bar (events/s, time left) is shown on stderr when it is a
 terminal.`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usagef("unexpected argument %q", args[0])
-			}
 			t, err := targetOf(cmd, true)
 			if err != nil {
 				return err

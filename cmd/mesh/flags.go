@@ -2,17 +2,11 @@ package main
 
 // Flag values checked as they are parsed (package flagcheck): a value that
 // does not parse, or is out of range, is bad usage (exit 2) naming the
-// flag, before anything starts: pflag wraps the check's error as `invalid
-// argument "V" for "--flag" flag: ...`, and root's flag error func makes
-// that a usageError. (`mesh up --listen 127.0.0.1:99999` used to start the
-// store and the bus, fail at net.Listen and exit 1.)
-//
-// A verb declares its flags as usual and then names the checks of those
-// that take a value of a kind (flagcheck.Install); flags that take free
-// text (a path, a name, an expression) are not checked, and what a verb can
-// only check once every flag is read (--big against --nodes) stays in the
-// verb. TestFlagsChecked holds every verb's flags to one or the other. The
-// checks below know the mesh; the generic ones are flagcheck's.
+// flag, before anything starts. A verb names the checks of its flags that
+// take a value of a kind (flagcheck.Install); free text (a path, a name)
+// is not checked, and what needs every flag at hand stays in the verb.
+// TestFlagsChecked holds every flag to one or the other. The checks below
+// know the mesh; the generic ones are flagcheck's.
 
 import (
 	"errors"

@@ -19,10 +19,8 @@ func (e *env) importCmd() *cobra.Command {
 		Use:   "import FILE",
 		Short: "append the events of a mesh export file to the store (any backend, --store), keeping their ids: importing twice appends nothing",
 		Long:  importfile.Help,
+		Args:  exactArgs(1, "give one FILE to import (written by mesh export)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usagef("give one FILE to import (written by mesh export)")
-			}
 			t, err := targetOf(cmd, true)
 			if err != nil {
 				return err

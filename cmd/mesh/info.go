@@ -13,10 +13,8 @@ func (e *env) infoCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "info",
 		Short: "the controller's role (leader, standby, local), version, store head and projection position",
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usagef("unexpected argument %q", args[0])
-			}
 			out, err := outputOf(cmd)
 			if err != nil {
 				return err

@@ -21,17 +21,10 @@ than status, node show, timeline and churn, which resume from the snapshot the
 data directory keeps. A controller (--server) answers it from memory.`
 
 // withQuery is withSession for the queries a snapshot answers: status,
-// node show, timeline and churn. On the local bolt store they do not fold
-// every event from position 0: they load the projections saved in the data
-// directory (DATA/projections.snap, and the timeline's index DATA/timeline.db)
-// with the position they were saved at, and fold the events appended since
-// (projections/snapstore). The files are caches, kept by these calls: a call
-// that finds more than 1,024 new events saves them caught up. A file that
-// is missing, damaged (it is removed) or of another history is passed over
-// with a note on stderr, and the call folds every event from 0: the answer
-// is the same, only slower (snapstore's package doc says what is checked).
-// why and roster keep folding every event (they need every declaration and
-// timeline entry in memory).
+// node show, timeline and churn. On the local bolt store they resume from
+// the projections saved in the data directory and fold only the events
+// appended since; a cache file that cannot be used is passed over with a
+// note on stderr (projections/snapstore says what is checked and kept).
 func withQuery(cmd *cobra.Command, fn func(*session.Session) error) error {
 	t, err := targetOf(cmd, false)
 	if err != nil {

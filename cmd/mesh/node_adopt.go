@@ -11,10 +11,8 @@ func (e *env) nodeAdoptCmd() *cobra.Command {
 		Use:               "adopt NODE",
 		Short:             "mark a node as adopted: it existed before the mesh",
 		ValidArgsFunction: completeNodes,
+		Args:              exactArgs(1, "name one node"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usagef("name one node")
-			}
 			return e.execute(cmd, commands.AdoptNode{Node: args[0]})
 		},
 	}

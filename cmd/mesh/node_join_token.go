@@ -28,10 +28,8 @@ and sends only the public half; the seed never leaves the host.
 The token is printed alone on stdout; the commands to run on the host go
 to stderr.`,
 		ValidArgsFunction: completeNodes,
+		Args:              exactArgs(1, "name one node"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usagef("name one node")
-			}
 			if ttl < time.Second || ttl > api.MaxJoinTTL {
 				return usagef("--ttl %s: give 1s to %s", ttl, api.MaxJoinTTL)
 			}

@@ -13,13 +13,11 @@ func (e *env) nodeShowCmd() *cobra.Command {
 		Use:               "show NODE",
 		Short:             "one node: its status, its modules, its own holds and its last apply",
 		ValidArgsFunction: completeNodes,
+		Args:              exactArgs(1, "name one node"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out, err := outputOf(cmd)
 			if err != nil {
 				return err
-			}
-			if len(args) != 1 {
-				return usagef("name one node")
 			}
 			return withQuery(cmd, func(s *session.Session) error {
 				ns, err := s.Service.NodeShow(cmd.Context(), args[0])

@@ -19,13 +19,11 @@ func (e *env) rosterCmd() *cobra.Command {
 		Long: `A node's roster: its current routed names, every declaration's (--history), and
 what changed between two.` + slowLocal,
 		ValidArgsFunction: completeNodes,
+		Args:              exactArgs(1, "name one node"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out, err := outputOf(cmd)
 			if err != nil {
 				return err
-			}
-			if len(args) != 1 {
-				return usagef("name one node")
 			}
 			node := args[0]
 			from, to, ok := strings.Cut(diff, ",")

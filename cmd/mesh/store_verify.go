@@ -15,10 +15,8 @@ func (e *env) storeVerifyCmd() *cobra.Command {
 		Use:   "verify",
 		Short: "check every record and index of the event store, and the cache files beside it; exit 1 on any damage (local store only)",
 		Long:  storeverify.Help,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usagef("unexpected argument %q", args[0])
-			}
 			t, err := targetOf(cmd, true)
 			if err != nil {
 				return err

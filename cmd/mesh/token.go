@@ -66,10 +66,8 @@ its secret is recorded). The token is printed alone on stdout, this once;
 give it to NAME, who passes it as MESH_TOKEN (or in a --token-file). NAME
 has one live token at a time: revoke it to make another. --ttl 0: no
 expiry.`,
+		Args: exactArgs(1, "name one operator"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usagef("name one operator")
-			}
 			return withTokens(cmd, "create", true, func(t api.Tokens) error {
 				res, err := t.CreateToken(cmd.Context(), api.CreateTokenRequest{Operator: operator(), Name: args[0], TTLSeconds: int64(ttl / time.Second)})
 				if err != nil {
@@ -89,10 +87,8 @@ func (e *env) tokenListCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "every API token, revoked ones too (never a secret)",
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usagef("unexpected argument %q", args[0])
-			}
 			out, err := outputOf(cmd)
 			if err != nil {
 				return err
@@ -117,10 +113,8 @@ func (e *env) tokenRevokeCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "revoke NAME",
 		Short: "revoke the operator NAME's API token: refused at once from then on",
+		Args:  exactArgs(1, "name one operator"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usagef("name one operator")
-			}
 			return withTokens(cmd, "revoke", true, func(t api.Tokens) error {
 				res, err := t.RevokeToken(cmd.Context(), api.RevokeTokenRequest{Operator: operator(), Name: args[0]})
 				if err != nil {
