@@ -17,15 +17,7 @@ func (e *env) agentJoinCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "join [URL] --token T --data DIR [--no-start] [agent flags]",
 		Short: "join this host to the mesh with a join token, then run its agent",
-		Long: `Join this host to the mesh with a one-time token from 'mesh node join-token
-NODE', then run the node's agent as 'mesh agent --data DIR' does.
-
-The join checks the controller's certificate against the CA fingerprint the
-token carries, makes the node's bus key here (its seed never leaves the host),
-sends only the public key, and writes DIR/node.creds (mode 0600) and
-DIR/join.json. URL, when given, is the controller's API as this host reaches
-it (default: the token's). A directory already joined is used as it is: no
-token is spent. --no-start joins and exits (to run the agent as a service).`,
+		Long:  join.Help,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usagef("unexpected argument %q", args[1])

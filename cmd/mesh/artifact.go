@@ -41,11 +41,11 @@ func (e *env) artifactPushCmd() *cobra.Command {
 				return err
 			}
 			ctx, addr := cmd.Context(), registry
-			if t.server != "" && addr == "" {
+			if t.Server != "" && addr == "" {
 				return usagef("against a controller (--server) give --registry HOST:PORT: the API does not say where the artifact store is")
 			}
-			if t.server == "" {
-				if addr, err = session.ArtifactStore(ctx, t.session(), module, name, addr); err != nil {
+			if t.Server == "" {
+				if addr, err = session.ArtifactStore(ctx, t.Target, module, name, addr); err != nil {
 					return err
 				}
 			}

@@ -18,21 +18,14 @@ func (e *env) exportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export [--since POS] [-f FILE]",
 		Short: "write the event stream as JSON lines (one event a line, in position order) for mesh import",
-		Long: `Export writes every event after position --since (default 0: all) to
-stdout, or to --file, as JSON lines: each line is one event's envelope
-(id, stream, version, position, type, schema, at, actor, causation,
-correlation) with its payload as stored in data. It reads the store
-directly (any backend, --store); a store a running controller holds is
-refused: export from its database (--store postgres://...), or stop it.
-A progress bar (events/s, time left) is shown on stderr when it is a
-terminal.`,
-		Args: noArgs,
+		Long:  export.Help,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := targetOf(cmd, true)
 			if err != nil {
 				return err
 			}
-			s, err := session.OpenStore(cmd.Context(), t.session(), session.Options{Clock: wallClock}, "export reads the store itself; stop the controller, or export from its database with --store")
+			s, err := session.OpenStore(cmd.Context(), t.Target, session.Options{Clock: wallClock}, "export reads the store itself; stop the controller, or export from its database with --store")
 			if err != nil {
 				return err
 			}

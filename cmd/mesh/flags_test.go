@@ -122,7 +122,7 @@ func TestGoodFlagValuesPass(t *testing.T) {
 // it is parsed (TestFlagsChecked).
 var freeFormFlags = map[string]string{
 	"--data": "a path", "--tls-ca": "a path", "--token-file": "a path",
-	"--store":       "the verb checks it (checkStoreURL, with storeurl.KindOf; scenario run's and sim's, their own kinds)",
+	"--store":       "the verb checks it (session.CheckStoreURL, with storeurl.KindOf; scenario run's and sim's, their own kinds)",
 	"--output":      "the verb checks it first (outputOf), with the hidden --json",
 	"agent --creds": "a path", "node register --creds": "a path", "agent --docker-root": "a path",
 	"store verify --agent-data": "a path",

@@ -36,14 +36,14 @@ func (e *env) importCmd() *cobra.Command {
 // store, refuse it or skip its bad lines, append the rest.
 func (e *env) importRun(ctx context.Context, t target, path string, skipInvalid bool) error {
 	open := func() (events.Store, error) {
-		s, err := session.OpenStore(ctx, t.session(), session.Options{Write: true, Clock: wallClock}, "import appends to the store itself; stop the controller first")
+		s, err := session.OpenStore(ctx, t.Target, session.Options{Write: true, Clock: wallClock}, "import appends to the store itself; stop the controller first")
 		if err != nil {
 			return nil, err
 		}
 		return s.Store, nil // closing it closes s
 	}
-	_, err := os.Stat(storeurl.Path(t.data))
-	c, err := importfile.Check(ctx, path, events.NewRegistry(), importfile.Store{Open: open, None: t.bolt() && err != nil})
+	_, err := os.Stat(storeurl.Path(t.Data))
+	c, err := importfile.Check(ctx, path, events.NewRegistry(), importfile.Store{Open: open, None: t.Bolt() && err != nil})
 	if err != nil {
 		return err
 	}

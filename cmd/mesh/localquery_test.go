@@ -11,6 +11,7 @@ import (
 	"meshplane/events/boltstore"
 	"meshplane/events/memstore"
 	"meshplane/projections/snapstore"
+	"meshplane/session"
 	"meshplane/sim"
 )
 
@@ -112,7 +113,7 @@ func sameAnswers(t *testing.T, dir string, local []string) {
 // returns the position its projections were loaded at.
 func resumedFrom(t *testing.T, dir string) uint64 {
 	t.Helper()
-	s, err := target{data: dir, resume: true}.open(context.Background(), false, nil)
+	s, err := target{Target: session.Target{Data: dir}, resume: true}.open(context.Background(), false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

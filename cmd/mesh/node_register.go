@@ -46,8 +46,8 @@ NODE': the host makes its own key and the seed never leaves it.`,
 					return err
 				}
 				// Refused before anything is written: no trust root here.
-				if t, err := targetOf(cmd, false); err == nil && t.server == "" {
-					if _, err := bus.OpenAuthority(filepath.Join(t.data, daemon.BusDir)); err != nil {
+				if t, err := targetOf(cmd, false); err == nil && t.Server == "" {
+					if _, err := bus.OpenAuthority(filepath.Join(t.Data, daemon.BusDir)); err != nil {
 						return fmt.Errorf("%w; on another machine than the controller's, use --server URL (or 'mesh node join-token %s')", err, args[0])
 					}
 				}

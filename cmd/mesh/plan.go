@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
+	"meshplane/controller"
 	"meshplane/internal/flagcheck"
 	"meshplane/render"
 	"meshplane/session"
@@ -21,19 +22,9 @@ const exitHeavy = 4
 func (e *env) planCmd() *cobra.Command {
 	var after []string
 	cmd := &cobra.Command{
-		Use:   "plan [NODE...]",
-		Short: "what the next push would do on each node, and why: nothing is appended (exit 4: a heavy plan)",
-		Long: `plan composes what the next push would send each node (every node when none is named)
-and asks the node's agent what it would do with it, against what the node holds, without
-applying it: per resource create, replace (with the fields that change, from what to what),
-update in place, remove, or hold (with the reason), and how many are unchanged. A node that
-does not answer is planned from the declaration last pushed to it, and says so: what it
-found and holds is not known then. --after plans as if commands had run first (repeatable):
---after "deploy forge", --after "assign route-proxy novox". Nothing is stored.
-
-A plan that would create, replace or remove at least half of a node's resources, or of its
-containers (a container its last apply failed, created now, is a retry and not counted), is
-heavy (a heavy pass, rule 7): its first line says so, and mesh plan exits 4.`,
+		Use:               "plan [NODE...]",
+		Short:             "what the next push would do on each node, and why: nothing is appended (exit 4: a heavy plan)",
+		Long:              controller.PlanHelp,
 		ValidArgsFunction: completeNodes,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out, err := outputOf(cmd)

@@ -83,9 +83,9 @@ func (e *env) rebuildLocal(ctx context.Context, t target, s *session.Session, na
 		return err
 	}
 	render.RebuildLocal(e.stdout, names, res.Runner.Position(), res.Took, res.Bytes)
-	if t.bolt() && len(names) == 0 {
-		if err := snapstore.Save(ctx, t.data, res.Runner, res.Set); err != nil {
-			return fmt.Errorf("save the snapshot in %s: %w", t.data, err)
+	if t.Bolt() && len(names) == 0 {
+		if err := snapstore.Save(ctx, t.Data, res.Runner, res.Set); err != nil {
+			return fmt.Errorf("save the snapshot in %s: %w", t.Data, err)
 		}
 		render.SnapshotSaved(e.stdout, res.Runner.Position(), snapstore.SnapshotFile, snapstore.TimelineFile)
 	}

@@ -36,7 +36,7 @@ func (e *env) simCmd() *cobra.Command {
 			if o.Faults, err = sim.FaultsOf(faults, o.Passes); err != nil {
 				return usagef("--faults: %v", err)
 			}
-			o.Data, o.Clock = t.data, e.now
+			o.Data, o.Clock = t.Data, e.now
 			return e.sim(cmd.Context(), o, out)
 		},
 	}

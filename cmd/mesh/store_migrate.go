@@ -22,10 +22,10 @@ func (e *env) storeMigrateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			kind, _ := storeurl.KindOf(t.store)
+			kind, _ := storeurl.KindOf(t.Store)
 			switch kind {
 			case storeurl.Postgres:
-				return storeMigrate(cmd.Context(), e.stdout, t.store)
+				return storeMigrate(cmd.Context(), e.stdout, t.Store)
 			case storeurl.Bolt:
 				return usagef("mesh store migrate works on a PostgreSQL store: give --store postgres://... (the bolt file needs no migration: mesh up creates it, and it is checked when opened)")
 			default:

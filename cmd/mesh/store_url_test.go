@@ -73,31 +73,6 @@ func TestStorePostgres(t *testing.T) {
 	}
 }
 
-// TestCheckStoreURL: --store takes what storeurl opens, but memory (a
-// verb's writes would be gone when it exits). The URL forms themselves are
-// storeurl's tests.
-func TestCheckStoreURL(t *testing.T) {
-	for _, tc := range []struct {
-		url string
-		ok  bool
-	}{
-		{"", true}, {"bolt", true},
-		{"postgres://u@h/db", true}, {"postgresql://h/db", true},
-		{"esdb://h:2113", true}, {"kurrentdb://h:2113?tls=false", true},
-		{"mysql://h/db", false}, {"memory", false},
-	} {
-		t.Run(tc.url, func(t *testing.T) {
-			err := checkStoreURL(tc.url)
-			if (err == nil) != tc.ok {
-				t.Fatalf("checkStoreURL(%q) = %v; want ok %v", tc.url, err, tc.ok)
-			}
-			if err != nil && !strings.Contains(err.Error(), "want bolt, postgres://") {
-				t.Fatalf("checkStoreURL(%q) = %v; want it to say what to give", tc.url, err)
-			}
-		})
-	}
-}
-
 // TestStorePasswordNotShown: a refused --store never prints its password.
 func TestStorePasswordNotShown(t *testing.T) {
 	for _, args := range [][]string{

@@ -24,10 +24,10 @@ func (e *env) storeVerifyCmd() *cobra.Command {
 			if agentData != "" {
 				return e.verifyAgentData(agentData)
 			}
-			if err := storeverify.Supported(t.store); err != nil {
+			if err := storeverify.Supported(t.Store); err != nil {
 				return err
 			}
-			return e.storeVerify(cmd.Context(), t.data)
+			return e.storeVerify(cmd.Context(), t.Data)
 		},
 	}
 	cmd.Flags().StringVar(&agentData, "agent-data", "", "check an agent's data directory (its outbox's reports and state) instead of the event store")

@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"meshplane/commands"
-	"meshplane/events/storeurl"
 	"meshplane/internal/flagcheck"
 	"meshplane/session"
 )
@@ -40,13 +38,10 @@ func addTarget(root *cobra.Command) {
 	flagcheck.Install(fs, map[string]flagcheck.Check{flagServer: flagcheck.Optional(flagcheck.URLOf("http", "https"))})
 }
 
-// target is where one command works, read from its flags and environment.
+// target is where one command works, read from its flags and environment
+// (session.Resolve).
 type target struct {
-	data      string // the data directory (local mode)
-	server    string // the controller's URL; "" for local mode
-	tokenFile string
-	tlsCA     string
-	store     string // --store: "" or "bolt" for DATA/events.db, else a URL
+	session.Target
 
 	// resume, for a query on the local bolt store, loads the projections
 	// from the snapshot in the data directory and folds only what is new
@@ -55,9 +50,8 @@ type target struct {
 	notes  io.Writer
 }
 
-// targetOf reads cmd's target. --server wins; else an explicit --data
-// means local mode; else $MESH_SERVER, if set; else the local store.
-// localOnly verbs refuse --server and ignore $MESH_SERVER.
+// targetOf reads cmd's target (session.Resolve). localOnly verbs refuse
+// --server and ignore $MESH_SERVER.
 func targetOf(cmd *cobra.Command, localOnly bool) (target, error) {
 	fs := cmd.Flags()
 	get := func(name string) string {
@@ -67,38 +61,17 @@ func targetOf(cmd *cobra.Command, localOnly bool) (target, error) {
 		}
 		return v
 	}
-	t := target{data: get(flagData), server: get(flagServer), tokenFile: get(flagTokenFile), tlsCA: get(flagTLSCA)}
+	g := session.Given{
+		Data: get(flagData), Server: get(flagServer), TokenFile: get(flagTokenFile), TLSCA: get(flagTLSCA),
+		DataSet: fs.Changed(flagData), StoreSet: fs.Changed(flagStore),
+		EnvServer: os.Getenv("MESH_SERVER"), EnvToken: os.Getenv("MESH_TOKEN"),
+	}
 	// scenario run's own --store (memory|bolt|postgres|esdb) shadows this one.
 	if f := fs.Lookup(flagStore); f != nil && f == cmd.Root().PersistentFlags().Lookup(flagStore) {
-		t.store = f.Value.String()
+		g.Store = f.Value.String()
 	}
-	if err := checkStoreURL(t.store); err != nil {
-		return t, err
-	}
-	if t.server != "" && !t.bolt() && fs.Changed(flagStore) {
-		return t, usagef("give --server or --store, not both")
-	}
-	if localOnly {
-		if t.server != "" {
-			return t, usagef("%s works on a local store only (--data DIR); it does not go through --server", cmd.CommandPath())
-		}
-		return t, nil
-	}
-	if t.server != "" && fs.Changed(flagData) {
-		return t, usagef("give --server or --data, not both")
-	}
-	if t.server == "" && !fs.Changed(flagData) {
-		t.server = os.Getenv("MESH_SERVER")
-	}
-	return t, nil
-}
-
-// session is where t's store or controller was opened: package session.
-func (t target) session() session.Target {
-	return session.Target{
-		Data: t.data, Server: t.server, TokenFile: t.tokenFile, TLSCA: t.tlsCA, Store: t.store,
-		Token: strings.TrimSpace(os.Getenv("MESH_TOKEN")),
-	}
+	t, err := session.Resolve(g, localOnly, cmd.CommandPath())
+	return target{Target: t}, err
 }
 
 // open opens t for a command (session.Open): read-only unless write is set
@@ -112,19 +85,7 @@ func (t target) open(ctx context.Context, write bool, fresh []commands.Command) 
 			o.OnNote = func(n string) { fmt.Fprintf(t.notes, "mesh: note: %s\n", n) }
 		}
 	}
-	return session.Open(ctx, t.session(), o)
-}
-
-// bolt reports whether t's store is the bolt file in t.data.
-func (t target) bolt() bool { return t.session().Bolt() }
-
-// checkStoreURL checks --store: a store URL (storeurl), not memory (a
-// verb's writes would be gone when it exits).
-func checkStoreURL(url string) error {
-	if k, err := storeurl.KindOf(url); err != nil || k == storeurl.Memory {
-		return usagef("--store %q: want bolt, postgres://... (postgresql://...) or esdb://... (kurrentdb://...)", storeurl.Redact(url))
-	}
-	return nil
+	return session.Open(ctx, t.Target, o)
 }
 
 // withSession opens cmd's target, runs fn, and closes it.

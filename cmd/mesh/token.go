@@ -34,7 +34,7 @@ func withTokens(cmd *cobra.Command, verb string, write bool, fn func(api.Tokens)
 	if err != nil {
 		return err
 	}
-	if t.server == "" {
+	if t.Server == "" {
 		return usagef("token %s needs --server (or MESH_SERVER): tokens are the running controller's", verb)
 	}
 	return withSession(cmd, write, nil, func(s *session.Session) error {

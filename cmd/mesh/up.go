@@ -44,11 +44,11 @@ func (e *env) upCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			o.ctl.Data, o.ctl.TLSCA, o.ctl.Store = t.data, t.tlsCA, t.store
+			o.ctl.Data, o.ctl.TLSCA, o.ctl.Store = t.Data, t.TLSCA, t.Store
 			if !cmd.Flags().Changed("passes") {
-				return e.up(cmd, o, t.bolt())
+				return e.up(cmd, o, t.Bolt())
 			}
-			if !t.bolt() {
+			if !t.Bolt() {
 				return usagef("--passes runs the mesh in this process on the bolt store in --data; --store is the controller's")
 			}
 			for _, f := range controllerFlags {

@@ -1,0 +1,17 @@
+package controller
+
+// The help of the verbs that run this package, kept beside the code it
+// describes so that the two change together.
+
+// PlanHelp is mesh plan's help: what Plan composes, asks and reports.
+const PlanHelp = `plan composes what the next push would send each node (every node when none is named)
+and asks the node's agent what it would do with it, against what the node holds, without
+applying it: per resource create, replace (with the fields that change, from what to what),
+update in place, remove, or hold (with the reason), and how many are unchanged. A node that
+does not answer is planned from the declaration last pushed to it, and says so: what it
+found and holds is not known then. --after plans as if commands had run first (repeatable):
+--after "deploy forge", --after "assign route-proxy novox". Nothing is stored.
+
+A plan that would create, replace or remove at least half of a node's resources, or of its
+containers (a container its last apply failed, created now, is a retry and not counted), is
+heavy (a heavy pass, rule 7): its first line says so, and mesh plan exits 4.`
