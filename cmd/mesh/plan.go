@@ -15,6 +15,11 @@ import (
 // before the push.
 const exitHeavy = 4
 
+// exitNotComposed is mesh plan's exit code when a node's declaration does
+// not compose (two modules claim a name, a build not recorded, a read that
+// failed): the push would send it nothing. It wins over exitHeavy.
+const exitNotComposed = 5
+
 // planCmd is mesh plan: what the next push would do, before it is done
 // (seed 002: a data-path move and a build deployed by policy were both
 // invisible until they took the forge down).
@@ -22,7 +27,7 @@ func (e *env) planCmd() *cobra.Command {
 	var after []string
 	cmd := &cobra.Command{
 		Use:   "plan [NODE...]",
-		Short: "what the next push would do on each node, and why: nothing is appended (exit 4: a heavy plan)",
+		Short: "what the next push would do on each node, and why: nothing is appended (exit 4: a heavy plan; 5: a node does not compose)",
 		Long: `plan composes what the next push would send each node (every node when none is named)
 and asks the node's agent what it would do with it, against what the node holds, without
 applying it: per resource create, replace (with the fields that change, from what to what),
@@ -33,7 +38,9 @@ found and holds is not known then. --after plans as if commands had run first (r
 
 A plan that would create, replace or remove at least half of a node's resources, or of its
 containers (a container its last apply failed, created now, is a retry and not counted), is
-heavy (a heavy pass, rule 7): its first line says so, and mesh plan exits 4.`,
+heavy (a heavy pass, rule 7): its first line says so, and mesh plan exits 4. A node whose
+declaration does not compose (its line says "does not compose" and why) makes mesh plan
+exit 5, over 4.`,
 		ValidArgsFunction: completeNodes,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out, err := outputOf(cmd)
@@ -47,6 +54,9 @@ heavy (a heavy pass, rule 7): its first line says so, and mesh plan exits 4.`,
 				}
 				if err := render.Plan(cmd.OutOrStdout(), render.Format(out), resp); err != nil {
 					return err
+				}
+				if len(resp.NotComposed()) > 0 {
+					return &exitError{exitNotComposed}
 				}
 				if resp.Heavy {
 					return &exitError{exitHeavy}
