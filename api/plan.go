@@ -12,11 +12,25 @@ type PlanRequest struct {
 }
 
 // PlanResponse is a plan per node, in node order. Heavy says at least one
-// node's plan is heavy (mesh plan exits 4).
+// node's plan is heavy (mesh plan exits 4); a node whose declaration does
+// not compose (NotComposed) makes mesh plan exit 5.
 type PlanResponse struct {
 	After []string   `json:"after,omitempty"`
 	Nodes []NodePlan `json:"nodes"`
 	Heavy bool       `json:"heavy"`
+}
+
+// NotComposed lists the nodes whose declaration does not compose
+// (Source PlanNotComposed), in node order: the push would send them
+// nothing, and they stay failing.
+func (r PlanResponse) NotComposed() []string {
+	var out []string
+	for _, n := range r.Nodes {
+		if n.Source == PlanNotComposed {
+			out = append(out, n.Node)
+		}
+	}
+	return out
 }
 
 // Where a node's plan was diffed (NodePlan.Source).

@@ -37,7 +37,7 @@ type NodeStatus struct {
 	// Held counts held resources per module, largest first.
 	Held          []events.ModuleCount `json:"held"`
 	Composed      *DeclMark            `json:"composed,omitempty"`
-	ComposeFailed *ComposeFailure      `json:"compose_failed,omitempty"` // only when it is the last compose attempt
+	ComposeFailed *ComposeFailure      `json:"compose_failed,omitempty"` // only when it is the last compose attempt: failing until a compose succeeds
 	Pushed        *DeclMark            `json:"pushed,omitempty"`
 	PushFailed    *PushFailure         `json:"push_failed,omitempty"`
 	Applied       *ApplyRecord         `json:"applied,omitempty"`
@@ -54,6 +54,10 @@ type ModuleStatus struct {
 	State    string `json:"state"`            // converged, waiting-on-take, failing, or pending (not yet in an apply)
 	Held     int    `json:"held,omitempty"`   // resources held for take
 	Failed   int    `json:"failed,omitempty"` // resources whose apply failed
+	// Reason says why a pending module is not in the applied declaration:
+	// "the latest compose failed: " and its error, "in NODE/N, not applied
+	// yet", or "not composed yet".
+	Reason string `json:"reason,omitempty"`
 }
 
 // DeclMark is a declaration at a point of the stream.

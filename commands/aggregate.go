@@ -186,6 +186,12 @@ func EvolveNode(s Node, ev events.Event, p events.Payload) Node {
 		if p == nil {
 			s.Current = Current{} // unknown: the next compose appends afresh
 		}
+	case events.TypeDeclarationComposeFailed:
+		// The node's latest compose failed: its health is failing until a
+		// compose succeeds (projections.HealthFailing), so the next compose
+		// that succeeds is recorded, even if it is byte-identical to the
+		// declaration before the failure.
+		s.Current = Current{}
 	case events.TypeDeclarationPushed:
 		s.Current.Pushed = true
 	case events.TypeDeclarationPushFailed:

@@ -161,14 +161,23 @@ func TestPushRecordsComposePushAndFailure(t *testing.T) {
 	for _, ev := range evs {
 		types = append(types, ev.Type)
 	}
-	// The last push composed novox/1 again, unchanged: no second composed,
-	// and its failure shares the correlation of novox/1's compose.
-	want := "node.registered module.assigned declaration.composed declaration.pushed declaration.compose-failed declaration.push-failed"
+	// The last push composed what novox/1 was, after a failed compose: it
+	// is recorded anew (novox/2, the same digest), since only a compose
+	// that succeeds ends the failure, and its push's failure shares its
+	// correlation.
+	want := "node.registered module.assigned declaration.composed declaration.pushed declaration.compose-failed declaration.composed declaration.push-failed"
 	if got := strings.Join(types, " "); got != want {
 		t.Fatalf("node-novox:\n got %s\nwant %s", got, want)
 	}
-	if evs[2].Correlation == "" || evs[2].Correlation != evs[3].Correlation || evs[5].Correlation != evs[2].Correlation {
-		t.Errorf("composed, pushed and the unchanged push's failure do not share a correlation")
+	if evs[2].Correlation == "" || evs[2].Correlation != evs[3].Correlation {
+		t.Errorf("composed and pushed do not share a correlation")
+	}
+	if evs[5].Correlation == "" || evs[6].Correlation != evs[5].Correlation {
+		t.Errorf("the compose after the failure and its push's failure do not share a correlation")
+	}
+	again, err := events.DecodeAs[events.DeclarationComposed](events.NewRegistry(), evs[5])
+	if err != nil || again.Declaration != "novox/2" || again.Digest != d.Digest {
+		t.Errorf("the compose after the failure: %+v (%v), want novox/2 with novox/1's digest %s", again, err, d.Digest)
 	}
 	if !strings.Contains(string(evs[4].Data), `"read":"node g14"`) {
 		t.Errorf("compose-failed does not name the read: %s", evs[4].Data)

@@ -17,8 +17,9 @@ type SendFunc func(ctx context.Context, d declaration.Declaration) error
 
 // LastPush is what a pass knows of a node's pushes: the digest of the
 // declaration last handed to the bus for it, and the error of its last
-// compose when that failed (and is the node's last compose attempt). The
-// zero value knows of none: a push now, changed or not.
+// compose when that failed (and is the node's last compose attempt,
+// whatever was applied since). The zero value knows of none: a push now,
+// changed or not.
 type LastPush struct {
 	Digest  string
 	Failure string
@@ -29,8 +30,9 @@ type PushAction int
 
 const (
 	// PushSkip: nothing new. The composition is the declaration last
-	// handed to the bus, or the compose failed as the last one did (which
-	// is recorded already: recording it every pass says nothing new).
+	// handed to the bus (and the last compose attempt did not fail), or
+	// the compose failed as the last one did (which is recorded already:
+	// recording it every pass says nothing new).
 	PushSkip PushAction = iota
 	// PushSend: record the composition (unless unchanged) and send it
 	// (Handler.Push).
@@ -61,7 +63,9 @@ func (a PushAction) String() string {
 // or the compose's error err) and what was last done (last): the
 // controller's pushed-digest and same-failure filters, as one pure
 // function. With last zero (a push now), whatever composes is sent and
-// every failure recorded.
+// every failure recorded. A compose that succeeds after a failed one is
+// sent even when it is the declaration last pushed: its record is what
+// ends the failure (a node stays failing until a compose succeeds).
 func DecidePush(c Composition, err error, last LastPush) PushAction {
 	switch {
 	case errors.Is(err, ErrRejected):
@@ -70,6 +74,8 @@ func DecidePush(c Composition, err error, last LastPush) PushAction {
 		return PushSkip
 	case err != nil:
 		return PushRecordFailure
+	case last.Failure != "":
+		return PushSend
 	case last.Digest != "" && c.Declaration.Digest == last.Digest:
 		return PushSkip
 	}

@@ -27,6 +27,7 @@ func TestDecidePush(t *testing.T) {
 	}{
 		{"a new digest is sent", composed, nil, commands.LastPush{Digest: "sha256:b"}, commands.PushSend},
 		{"the digest last pushed is not", composed, nil, commands.LastPush{Digest: "sha256:a"}, commands.PushSkip},
+		{"the digest last pushed after a failed compose is: it ends the failure", composed, nil, commands.LastPush{Digest: "sha256:a", Failure: readErr.Error()}, commands.PushSend},
 		{"a push now sends it again", unchanged, nil, commands.LastPush{}, commands.PushSend},
 		{"a new failure is recorded", commands.Composition{}, readErr, commands.LastPush{Digest: "sha256:a"}, commands.PushRecordFailure},
 		{"another failure is recorded", commands.Composition{}, readErr, commands.LastPush{Failure: "other"}, commands.PushRecordFailure},
@@ -79,6 +80,11 @@ func TestPushNodeComposesOnce(t *testing.T) {
 		{"the digest last pushed: nothing", false, commands.PushSkip, nil, 0},
 		{"g14 unreadable: the failure recorded", true, commands.PushRecordFailure, []string{events.TypeDeclarationComposeFailed}, 0},
 		{"the same failure again: nothing", true, commands.PushSkip, nil, 0},
+		// The node is failing until a compose succeeds: the compose that
+		// does is recorded and sent, though it is the declaration last
+		// pushed (byte-identical to it), or the failure would stay for good.
+		{"readable again, the same declaration: composed anew and sent", false, commands.PushSend, []string{events.TypeDeclarationComposed, events.TypeDeclarationPushed}, 1},
+		{"then the digest last pushed: nothing", false, commands.PushSkip, nil, 0},
 	}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
@@ -109,7 +115,7 @@ func TestPushNodeComposesOnce(t *testing.T) {
 				if err != nil || sent[len(sent)-1].Digest != d.Digest {
 					t.Errorf("sent %v (%v), want the declaration decided on, %s", sent, err, d.Digest)
 				}
-				last.Digest = d.Digest
+				last.Digest, last.Failure = d.Digest, ""
 			case commands.PushRecordFailure:
 				var re *commands.ReadError
 				if !errors.As(err, &re) {

@@ -14,4 +14,6 @@ found and holds is not known then. --after plans as if commands had run first (r
 
 A plan that would create, replace or remove at least half of a node's resources, or of its
 containers (a container its last apply failed, created now, is a retry and not counted), is
-heavy (a heavy pass, rule 7): its first line says so, and mesh plan exits 4.`
+heavy (a heavy pass, rule 7): its first line says so, and mesh plan exits 4. A node whose
+declaration does not compose (its line says "does not compose" and why) makes mesh plan
+exit 5, over 4.`

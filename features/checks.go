@@ -214,6 +214,69 @@ func converged(ctx context.Context, node string, want bool) error {
 	return nil
 }
 
+// statusShowsFailedCompose: node's status carries its latest compose's
+// failure, whose message names what (the read, or the modules), and its
+// health is failing (whatever its agent re-applied since).
+func statusShowsFailedCompose(ctx context.Context, node, what string) error {
+	w, err := view(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := w.mesh.Views.Status.Of(node)
+	if err != nil {
+		return err
+	}
+	switch f := st.ComposeFailed; {
+	case f == nil:
+		return fmt.Errorf("status of %s shows no failed compose (health %s, last apply %v)", node, st.Health, st.Applied != nil)
+	case !strings.Contains(f.Error, what) && !strings.Contains(f.Read, what):
+		return fmt.Errorf("status of %s shows a failed compose that does not name %q: read %q, %s", node, what, f.Read, f.Error)
+	case st.Health != projections.HealthFailing:
+		return fmt.Errorf("status of %s shows a failed compose, and health %s, not %s", node, st.Health, projections.HealthFailing)
+	}
+	return nil
+}
+
+// statusShowsPending: module is assigned to node and absent from its
+// applied declaration, pending, with a reason that contains because.
+func statusShowsPending(ctx context.Context, node, module, because string) error {
+	w, err := view(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := w.mesh.Views.Status.Of(node)
+	if err != nil {
+		return err
+	}
+	ms, ok := st.Modules[module]
+	switch {
+	case !ok:
+		return fmt.Errorf("status of %s has no module %s: %+v", node, module, st.Modules)
+	case ms.State != projections.ModulePending:
+		return fmt.Errorf("status of %s shows %s %s, not %s", node, module, ms.State, projections.ModulePending)
+	case !strings.Contains(ms.Reason, because):
+		return fmt.Errorf("status of %s shows %s pending because %q, which does not say %q", node, module, ms.Reason, because)
+	}
+	return nil
+}
+
+// healthIs: node's health is want (converged, waiting-on-take, failing,
+// churning, unknown).
+func healthIs(ctx context.Context, node, want string) error {
+	w, err := view(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := w.mesh.Views.Status.Of(node)
+	if err != nil {
+		return err
+	}
+	if st.Health != want {
+		return fmt.Errorf("health of %s is %s (sync %s), not %s", node, st.Health, st.Sync, want)
+	}
+	return nil
+}
+
 func statusIsConverged(ctx context.Context, node string) error    { return converged(ctx, node, true) }
 func statusIsNotConverged(ctx context.Context, node string) error { return converged(ctx, node, false) }
 

@@ -96,6 +96,7 @@ func Initialize(sc *godog.ScenarioContext, opts Options) {
 	sc.Step(`^module "([^"]*)" writes file "([^"]*)" with "([^"]*)"$`, moduleWritesFile)
 	sc.Step(`^module "([^"]*)" container "([^"]*)" reads port "([^"]*)" of its node as "([^"]*)"$`, containerReadsPort)
 	sc.Step(`^module "([^"]*)" container "([^"]*)" runs artifact "([^"]*)" at digest "([^"]*)"$`, containerRunsArtifact)
+	sc.Step(`^module "([^"]*)" container "([^"]*)" runs artifact "([^"]*)" with no build yet$`, containerRunsArtifactNoBuild)
 	sc.Step(`^module "([^"]*)" upgrades by roll-out$`, moduleUpgradesByRollOut)
 	sc.Step(`^module "([^"]*)" does not compose$`, moduleDoesNotCompose)
 	sc.Step(`^directory "([^"]*)" exists on node "([^"]*)"$`, directoryExistsOnNode)
@@ -133,6 +134,9 @@ func Initialize(sc *godog.ScenarioContext, opts Options) {
 	sc.Step(`^status of "([^"]*)" shows "([^"]*)" waiting on take$`, statusShowsWaitingOnTake)
 	sc.Step(`^status of "([^"]*)" is converged$`, statusIsConverged)
 	sc.Step(`^status of "([^"]*)" is not converged$`, statusIsNotConverged)
+	sc.Step(`^status of "([^"]*)" shows a failed compose naming "([^"]*)"$`, statusShowsFailedCompose)
+	sc.Step(`^status of "([^"]*)" shows "([^"]*)" pending because "([^"]*)"$`, statusShowsPending)
+	sc.Step(`^the health of "([^"]*)" is "([^"]*)"$`, healthIs)
 	sc.Step(`^(\d+) resources? (?:were|was) replaced on "([^"]*)" in the last pass$`, resourcesWereReplaced)
 	sc.Step(`^container "([^"]*)" on "([^"]*)" was not replaced$`, containerWasNotReplaced)
 	sc.Step(`^container "([^"]*)" on "([^"]*)" has environment "([^"]*)"$`, containerHasEnvironment)
@@ -329,6 +333,21 @@ func containerRunsArtifact(ctx context.Context, module, container, artifact, dig
 		return err
 	}
 	return w.mesh.Do(ctx, commands.DeployModule{Module: module, Digest: digest})
+}
+
+// containerRunsArtifactNoBuild defines the container as running artifact,
+// of which no build is recorded: the module does not compose until one is
+// (and deployed).
+func containerRunsArtifactNoBuild(ctx context.Context, module, container, artifact string) error {
+	w := world(ctx)
+	return w.define(ctx, module, func(s *events.ModuleSpec) error {
+		c, err := w.container(s, module, container)
+		if err != nil {
+			return err
+		}
+		c.Image, c.Artifact = "", artifact
+		return nil
+	})
 }
 
 func moduleUpgradesByRollOut(ctx context.Context, module string) error {

@@ -59,7 +59,7 @@ type Controller struct {
 	watched Watched
 	store   events.Store
 
-	lagEvents, lagSeconds, position, holds, churning *prometheus.Desc
+	lagEvents, lagSeconds, position, holds, churning, composeFailed, pending *prometheus.Desc
 }
 
 // NewController returns the controller's metrics, with the Go runtime and
@@ -111,6 +111,10 @@ func NewController(clock func() time.Time) *Controller {
 			"Resources held now for untaken modules (each node's latest apply), by module.", []string{"module"}, nil),
 		churning: prometheus.NewDesc(namespace+"_churn_loops_active",
 			"Nodes with a churn loop or flip open now.", nil, nil),
+		composeFailed: prometheus.NewDesc(namespace+"_node_compose_failed",
+			"1 when the node's latest compose failed (it is failing until a compose succeeds, whatever its agent re-applies), else 0.", []string{"node"}, nil),
+		pending: prometheus.NewDesc(namespace+"_node_modules_pending",
+			"Modules assigned to the node and absent from its applied declaration (not composed, or not applied yet).", []string{"node"}, nil),
 	}
 	for _, r := range []string{ResultPushed, ResultPushFailed, ResultComposeFailed} {
 		m.pushes.WithLabelValues(r)
@@ -264,7 +268,7 @@ func Outcomes(a events.ApplyReported) map[string]int {
 type gauges Controller
 
 func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{g.lagEvents, g.lagSeconds, g.position, g.holds, g.churning} {
+	for _, d := range []*prometheus.Desc{g.lagEvents, g.lagSeconds, g.position, g.holds, g.churning, g.composeFailed, g.pending} {
 		ch <- d
 	}
 }
@@ -295,6 +299,30 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(g.churning, prometheus.GaugeValue, float64(active))
+	for _, n := range views.Status.Nodes() {
+		st, err := views.Status.Of(n)
+		if err != nil {
+			continue // a node gone between Nodes and Of: nothing to say of it
+		}
+		failed, pending := ComposeAxis(st)
+		ch <- prometheus.MustNewConstMetric(g.composeFailed, prometheus.GaugeValue, failed, n)
+		ch <- prometheus.MustNewConstMetric(g.pending, prometheus.GaugeValue, float64(pending), n)
+	}
+}
+
+// ComposeAxis is what the node's status says of its compose: 1 when its
+// latest compose failed (else 0), and how many of its modules are
+// pending (assigned, absent from the applied declaration).
+func ComposeAxis(st projections.NodeStatus) (failed float64, pending int) {
+	if st.ComposeFailed != nil {
+		failed = 1
+	}
+	for _, ms := range st.Modules {
+		if ms.State == projections.ModulePending {
+			pending++
+		}
+	}
+	return failed, pending
 }
 
 // collectLag reports how far the projections at pos are behind store.

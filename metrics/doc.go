@@ -13,7 +13,8 @@
 //     events, so the counters say what the store holds, whichever
 //     controller appended it;
 //   - the live projections, read at scrape time (Controller.Watch): the
-//     projection lag, holds by module, and the churn loops active;
+//     projection lag, holds by module, the churn loops active, and each
+//     node's compose axis (a failed compose, its modules pending);
 //   - the report door, told by the bus consumer's wiring: every report
 //     refused for good, by reason (Controller.ReportRefused), and every
 //     report deferred by its node's rate limit (Controller.ReportsDeferred).
@@ -40,6 +41,8 @@
 //	meshplane_apply_outcomes_total{kind}           counter   resources per outcome in apply reports: created, updated, replaced, removed, held, failed, unchanged
 //	meshplane_holds{module}                        gauge     resources held now (latest apply of each node), per module
 //	meshplane_churn_loops_active                   gauge     nodes in a churn loop now
+//	meshplane_node_compose_failed{node}            gauge     1 when the node's latest compose failed (until a compose succeeds), else 0
+//	meshplane_node_modules_pending{node}           gauge     modules assigned to the node and absent from its applied declaration
 //	meshplane_reports_refused_total{reason}        counter   report messages refused for good: too-large, malformed, wrong-node,
 //	                                                         bad-counts, unknown-declaration, bad-time, apply-id-conflict,
 //	                                                         unknown-node (other: never, unless a caller names another)

@@ -19,10 +19,16 @@ const (
 )
 
 // Health values, in the order they win: churning over failing over
-// waiting-on-take over converged.
+// unknown over waiting-on-take over converged.
+//
+// Health has a compose axis (DESIGN.md, "Status has two axes"): a node
+// whose latest compose attempt failed is failing until a compose for it
+// succeeds, whatever its agent re-applies meanwhile (an older declaration
+// applied again says nothing of the one that did not compose).
 const (
 	HealthChurning      = "churning"        // a churn episode is open (Churn.Active)
-	HealthFailing       = "failing"         // the last apply failed resources, the last compose after it failed, or the latest report was refused
+	HealthFailing       = "failing"         // the last apply failed resources, the latest compose failed, or the latest report was refused
+	HealthUnknown       = "unknown"         // the node never reported an apply: nothing is known of it
 	HealthWaitingOnTake = "waiting-on-take" // the last apply held resources for untaken modules
 	HealthConverged     = "converged"
 )
@@ -125,7 +131,7 @@ type NodeStatus struct {
 	// Held counts held resources per module, largest first.
 	Held          []events.ModuleCount `json:"held"`
 	Composed      *DeclMark            `json:"composed,omitempty"`
-	ComposeFailed *ComposeFailure      `json:"compose_failed,omitempty"` // only when it is the last compose attempt
+	ComposeFailed *ComposeFailure      `json:"compose_failed,omitempty"` // only when it is the last compose attempt: failing until a compose succeeds
 	Pushed        *DeclMark            `json:"pushed,omitempty"`
 	PushFailed    *PushFailure         `json:"push_failed,omitempty"`
 	Applied       *ApplyRecord         `json:"applied,omitempty"`
@@ -142,10 +148,23 @@ type ModuleStatus struct {
 	State    string `json:"state"`            // converged, waiting-on-take, failing, or pending (not yet in an apply)
 	Held     int    `json:"held,omitempty"`   // resources held for take
 	Failed   int    `json:"failed,omitempty"` // resources whose apply failed
+	// Reason says why a pending module is not in the applied declaration:
+	// the node's latest compose failed (its error: the read, or the
+	// modules that clash, or the artifact with no build), or the module is
+	// in a declaration not applied yet, or not composed yet.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Module states beyond the health values.
-const ModulePending = "pending" // assigned, and no apply has covered it yet
+const ModulePending = "pending" // assigned, and absent from the applied declaration
+
+// Reasons of a pending module (ModuleStatus.Reason), beside the compose
+// error: PendingComposeFailed + the error.
+const (
+	PendingComposeFailed = "the latest compose failed: " // + its error
+	PendingNotApplied    = "in %s, not applied yet"      // the latest composed declaration
+	PendingNotComposed   = "not composed yet"            // assigned after the latest compose
+)
 
 var _ Projection = (*Status)(nil)
 
@@ -271,8 +290,9 @@ func (s *Status) Of(node string) (NodeStatus, error) {
 
 // ComposeFailure is node's NodeStatus.ComposeFailed without the rest of its
 // status: its compose failure, when that is its last compose attempt
-// (after its last compose and its last apply). The controller's pass reads
-// it for every node, to record a failure once (commands.DecidePush).
+// (after its last compose, whatever was applied since). The controller's
+// pass reads it for every node, to record a failure once and to push the
+// compose that succeeds after it (commands.DecidePush).
 func (s *Status) ComposeFailure(node string) (ComposeFailure, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -284,10 +304,11 @@ func (s *Status) ComposeFailure(node string) (ComposeFailure, bool) {
 }
 
 // lastComposeFailure is the node's compose failure when the last compose
-// attempt failed, after the last apply.
+// attempt failed: only a declaration.composed after it clears it, never an
+// apply (an agent re-applying its older declaration).
 func (n *statusNode) lastComposeFailure() (ComposeFailure, bool) {
 	f := n.composeFailed
-	if f.Position > 0 && f.Position > n.composed.Position && (n.applied == nil || f.Position > n.applied.Position) {
+	if f.Position > 0 && f.Position > n.composed.Position {
 		return f, true
 	}
 	return ComposeFailure{}, false
@@ -343,7 +364,7 @@ func (s *Status) of(name string, n *statusNode) NodeStatus {
 		st.ReportRefused = &r
 	}
 
-	// The last compose attempt failed, after the last apply.
+	// The last compose attempt failed: until a compose succeeds.
 	if f, ok := n.lastComposeFailure(); ok {
 		st.ComposeFailed = &f
 	}
@@ -385,18 +406,54 @@ func (s *Status) of(name string, n *statusNode) NodeStatus {
 		}
 	}
 
+	n.pendingReasons(&st)
+
 	st.Churn = s.churn != nil && s.churn.Active(name)
 	switch {
 	case st.Churn:
 		st.Health = HealthChurning
 	case failed > 0 || st.ComposeFailed != nil || st.ReportRefused != nil:
 		st.Health = HealthFailing
+	case n.applied == nil:
+		st.Health = HealthUnknown
 	case held > 0:
 		st.Health = HealthWaitingOnTake
 	default:
 		st.Health = HealthConverged
 	}
 	return st
+}
+
+// pendingReasons gives each module of st still pending (assigned, absent
+// from the applied declaration) the reason: the latest compose's failure,
+// else the latest composed declaration not applied yet, else no compose
+// since it was assigned.
+func (n *statusNode) pendingReasons(st *NodeStatus) {
+	var latest map[string]bool // modules of the latest composed declaration
+	for m, ms := range st.Modules {
+		if ms.State != ModulePending {
+			continue
+		}
+		switch {
+		case st.ComposeFailed != nil:
+			ms.Reason = PendingComposeFailed + st.ComposeFailed.Error
+		default:
+			if latest == nil {
+				latest = map[string]bool{}
+				if d, _ := n.decls.peek(n.composed.Declaration); d != nil {
+					for _, r := range d.resources {
+						latest[r.Module] = true
+					}
+				}
+			}
+			if latest[m] {
+				ms.Reason = fmt.Sprintf(PendingNotApplied, n.composed.Declaration)
+			} else {
+				ms.Reason = PendingNotComposed
+			}
+		}
+		st.Modules[m] = ms
+	}
 }
 
 // DeclarationFacts is what status knows of one of a node's declarations:

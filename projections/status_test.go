@@ -26,6 +26,7 @@ func TestStatus(t *testing.T) {
 		converged bool
 		waiting   map[string]int // module → held count, waiting on take
 		compose   string         // the compose error shown
+		read      string         // the read the compose failure names
 		refused   string         // the reason of the refusal shown
 	}{
 		{
@@ -37,11 +38,56 @@ func TestStatus(t *testing.T) {
 			sync: SyncInSync, health: HealthConverged, converged: true,
 		},
 		{
-			name: "pushed and never reported",
+			name: "pushed and never reported: unknown, never converged",
 			build: func(g *gen) {
 				g.composed("novox", "novox/1", "A", nil, res).pushed("novox", "novox/1", "A", 5)
 			},
-			sync: SyncUnreported, health: HealthConverged,
+			sync: SyncUnreported, health: HealthUnknown,
+		},
+		{
+			name: "registered, assigned, never composed nor reported: unknown",
+			build: func(g *gen) {
+				g.assign("route-proxy", "novox")
+			},
+			sync: SyncUnreported, health: HealthUnknown,
+		},
+		{
+			name: "never reported and its compose failed: failing wins over unknown",
+			build: func(g *gen) {
+				g.assign("route-proxy", "novox").composeFailed("novox", "", "modules opxtypo2 and opxweb both claim web")
+			},
+			sync: SyncUnreported, health: HealthFailing, compose: "modules opxtypo2 and opxweb both claim web",
+		},
+		{
+			name: "a failed compose stays failing while the agent re-applies the older declaration",
+			build: func(g *gen) {
+				g.composed("novox", "novox/1", "A", nil, res).pushed("novox", "novox/1", "A", 5).
+					applied("novox", events.ApplyReported{Declaration: "novox/1", Sent: 5, Applied: 5, Unchanged: 5}).
+					composeFailed("novox", "", "modules opxtypo2 and opxweb both claim web").
+					applied("novox", events.ApplyReported{Declaration: "novox/1", Sent: 5, Applied: 5, Unchanged: 5}).
+					applied("novox", events.ApplyReported{Declaration: "novox/1", Sent: 5, Applied: 5, Unchanged: 5})
+			},
+			sync: SyncInSync, health: HealthFailing, compose: "modules opxtypo2 and opxweb both claim web",
+		},
+		{
+			name: "a failed compose is cleared by the compose that succeeds after it, applied or not",
+			build: func(g *gen) {
+				g.composed("novox", "novox/1", "A", nil, res).pushed("novox", "novox/1", "A", 5).
+					applied("novox", events.ApplyReported{Declaration: "novox/1", Sent: 5, Applied: 5, Unchanged: 5}).
+					composeFailed("novox", "", "modules opxtypo2 and opxweb both claim web").
+					applied("novox", events.ApplyReported{Declaration: "novox/1", Sent: 5, Applied: 5, Unchanged: 5}).
+					composed("novox", "novox/2", "A", nil, res)
+			},
+			sync: SyncInSync, health: HealthConverged, converged: true,
+		},
+		{
+			name: "a read that failed names the read, and stays failing over re-applies",
+			build: func(g *gen) {
+				g.composed("novox", "novox/1", "A", nil, res).pushed("novox", "novox/1", "A", 5).
+					composeFailed("novox", "node g14", "reading node g14: store unavailable").
+					applied("novox", events.ApplyReported{Declaration: "novox/1", Sent: 5, Applied: 5, Unchanged: 5})
+			},
+			sync: SyncInSync, health: HealthFailing, compose: "reading node g14: store unavailable", read: "node g14",
 		},
 		{
 			name: "a later push not yet applied is pending",
@@ -86,7 +132,7 @@ func TestStatus(t *testing.T) {
 					applied("novox", events.ApplyReported{Declaration: "novox/1", Sent: 5, Applied: 5, Unchanged: 5}).
 					composeFailed("novox", "node g14", "reading node g14: store unavailable")
 			},
-			sync: SyncInSync, health: HealthFailing, compose: "reading node g14: store unavailable",
+			sync: SyncInSync, health: HealthFailing, compose: "reading node g14: store unavailable", read: "node g14",
 		},
 		{
 			name: "a compose that failed and then succeeded is not failing",
@@ -182,6 +228,9 @@ func TestStatus(t *testing.T) {
 			if tc.compose != "" && (st.ComposeFailed == nil || st.ComposeFailed.Error != tc.compose) {
 				t.Errorf("compose failure %+v, want %q", st.ComposeFailed, tc.compose)
 			}
+			if st.ComposeFailed != nil && st.ComposeFailed.Read != tc.read {
+				t.Errorf("compose failure names read %q, want %q", st.ComposeFailed.Read, tc.read)
+			}
 			if tc.refused == "" && st.ReportRefused != nil {
 				t.Errorf("refusal shown: %+v", st.ReportRefused)
 			}
@@ -228,6 +277,113 @@ func TestStatusModules(t *testing.T) {
 	}
 	if got := g.folded().Status.Nodes(); !slices.Equal(got, []string{"novox"}) {
 		t.Errorf("nodes %v", got)
+	}
+}
+
+// TestStatusPendingModules: a module assigned but absent from the applied
+// declaration is pending, with the reason: the latest compose's error
+// (which stays while the agent re-applies the older declaration), the
+// declaration composed and not applied yet, or no compose since.
+func TestStatusPendingModules(t *testing.T) {
+	web := resources("opxweb", 2, "A")
+	both := append(resources("opxweb", 2, "A"), resources("forge", 1, "A")...)
+	apply := func(decl string, n int) events.ApplyReported {
+		return events.ApplyReported{Declaration: decl, Sent: n, Applied: n, Unchanged: n}
+	}
+	tests := []struct {
+		name   string
+		build  func(g *gen)
+		health string
+		want   map[string]ModuleStatus
+	}{
+		{
+			name: "a clash: the clashing module pending with the compose error, the applied one converged",
+			build: func(g *gen) {
+				g.assign("opxweb", "novox").composed("novox", "novox/1", "A", nil, web).pushed("novox", "novox/1", "A", 2).
+					applied("novox", apply("novox/1", 2)).
+					assign("opxtypo2", "novox").composeFailed("novox", "", "modules opxtypo2 and opxweb both claim web").
+					applied("novox", apply("novox/1", 2))
+			},
+			health: HealthFailing,
+			want: map[string]ModuleStatus{
+				"opxweb":   {Assigned: true, State: HealthConverged},
+				"opxtypo2": {Assigned: true, State: ModulePending, Reason: PendingComposeFailed + "modules opxtypo2 and opxweb both claim web"},
+			},
+		},
+		{
+			name: "no build yet: pending, naming the artifact",
+			build: func(g *gen) {
+				g.assign("opxweb", "novox").composed("novox", "novox/1", "A", nil, web).pushed("novox", "novox/1", "A", 2).
+					applied("novox", apply("novox/1", 2)).
+					assign("forge", "novox").composeFailed("novox", "", "module forge runs artifact forge/web, which has no recorded build")
+			},
+			health: HealthFailing,
+			want: map[string]ModuleStatus{
+				"opxweb": {Assigned: true, State: HealthConverged},
+				"forge":  {Assigned: true, State: ModulePending, Reason: PendingComposeFailed + "module forge runs artifact forge/web, which has no recorded build"},
+			},
+		},
+		{
+			name: "composed and pushed, not applied yet",
+			build: func(g *gen) {
+				g.assign("opxweb", "novox").composed("novox", "novox/1", "A", nil, web).pushed("novox", "novox/1", "A", 2).
+					applied("novox", apply("novox/1", 2)).
+					assign("forge", "novox").composed("novox", "novox/2", "B", nil, both).pushed("novox", "novox/2", "B", 3)
+			},
+			health: HealthConverged,
+			want: map[string]ModuleStatus{
+				"opxweb": {Assigned: true, State: HealthConverged},
+				"forge":  {Assigned: true, State: ModulePending, Reason: "in novox/2, not applied yet"},
+			},
+		},
+		{
+			name: "assigned after the latest compose",
+			build: func(g *gen) {
+				g.assign("opxweb", "novox").composed("novox", "novox/1", "A", nil, web).pushed("novox", "novox/1", "A", 2).
+					applied("novox", apply("novox/1", 2)).assign("forge", "novox")
+			},
+			health: HealthConverged,
+			want: map[string]ModuleStatus{
+				"opxweb": {Assigned: true, State: HealthConverged},
+				"forge":  {Assigned: true, State: ModulePending, Reason: PendingNotComposed},
+			},
+		},
+		{
+			name: "the compose that succeeds and its apply clear it",
+			build: func(g *gen) {
+				g.assign("opxweb", "novox").composed("novox", "novox/1", "A", nil, web).pushed("novox", "novox/1", "A", 2).
+					applied("novox", apply("novox/1", 2)).
+					assign("forge", "novox").composeFailed("novox", "", "no build").
+					composed("novox", "novox/2", "B", nil, both).pushed("novox", "novox/2", "B", 3).
+					applied("novox", apply("novox/2", 3))
+			},
+			health: HealthConverged,
+			want: map[string]ModuleStatus{
+				"opxweb": {Assigned: true, State: HealthConverged},
+				"forge":  {Assigned: true, State: HealthConverged},
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newGen(t)
+			tc.build(g)
+			st, err := g.folded().Status.Of("novox")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Health != tc.health {
+				t.Errorf("health %s, want %s", st.Health, tc.health)
+			}
+			if len(st.Modules) != len(tc.want) {
+				t.Errorf("modules %+v, want %+v", st.Modules, tc.want)
+			}
+			for m, want := range tc.want {
+				if got := st.Modules[m]; got != want {
+					t.Errorf("module %s: %+v, want %+v", m, got, want)
+				}
+			}
+		})
 	}
 }
 

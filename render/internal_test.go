@@ -13,6 +13,9 @@ func TestHealthWordIsTheProjections(t *testing.T) {
 	if healthWaitingOnTake != projections.HealthWaitingOnTake {
 		t.Errorf("render's waiting health %q, the projection's %q", healthWaitingOnTake, projections.HealthWaitingOnTake)
 	}
+	if modulePending != projections.ModulePending {
+		t.Errorf("render's pending module state %q, the projection's %q", modulePending, projections.ModulePending)
+	}
 }
 
 func TestSpan(t *testing.T) {

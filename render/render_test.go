@@ -53,6 +53,19 @@ var (
 		PushFailed:    &api.PushFailure{Declaration: "d1/2", Error: "nats: timeout", Position: 21, At: at(4 * time.Minute)},
 		ReportRefused: &api.ReportRefusal{Reason: "too-large", Detail: "2 MB, at most 1 MB", Position: 22, At: at(5 * time.Minute)},
 	}
+	// composeFailing: its latest compose failed (two modules claim one
+	// container name), while its agent re-applied the older declaration.
+	composeFailing = api.NodeStatus{
+		Node: "opx", Sync: "in-sync", Health: "failing",
+		Modules: map[string]api.ModuleStatus{
+			"opxweb":   {Assigned: true, State: "converged"},
+			"opxtypo2": {Assigned: true, State: "pending", Reason: "the latest compose failed: modules opxtypo2 and opxweb both claim web"},
+			"forge":    {Assigned: true, State: "pending", Reason: "the latest compose failed: modules opxtypo2 and opxweb both claim web"},
+		},
+		Pushed:        &api.DeclMark{Declaration: "opx/4", Digest: "sha256:44", Position: 40, At: at(time.Minute)},
+		Applied:       &api.ApplyRecord{DeclMark: api.DeclMark{Declaration: "opx/4", Position: 52, At: at(6 * time.Minute)}, Summary: "applied 4 resource(s)"},
+		ComposeFailed: &api.ComposeFailure{Error: "modules opxtypo2 and opxweb both claim web", Position: 50, At: at(5 * time.Minute)},
+	}
 	failing = api.NodeStatus{Node: "spare", Sync: "never-pushed", Health: "failing", Held: []events.ModuleCount{{Module: "x", Count: 1}}}
 )
 
@@ -180,6 +193,12 @@ func TestPrinters(t *testing.T) {
 	}{
 		{"status", func(w *bytes.Buffer) error {
 			return render.Status(w, render.Table, api.StatusResponse{Nodes: []api.NodeStatus{converged, waiting, failing}})
+		}, false},
+		{"status-compose-failed", func(w *bytes.Buffer) error {
+			return render.Status(w, render.Table, api.StatusResponse{Nodes: []api.NodeStatus{converged, composeFailing}})
+		}, false},
+		{"node-show-compose-failed", func(w *bytes.Buffer) error {
+			return render.NodeShow(w, render.Table, api.NodeShow{Status: composeFailing}, api.Skipped{})
 		}, false},
 		{"status-skipped", func(w *bytes.Buffer) error {
 			return render.Status(w, render.Table, api.StatusResponse{Nodes: []api.NodeStatus{converged}, Skipped: skipped})

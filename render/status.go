@@ -38,6 +38,12 @@ func Status(w io.Writer, f Format, resp api.StatusResponse) error {
 		if st.ComposeFailed != nil {
 			fmt.Fprintf(w, "\n%s: last compose failed at %s: %s\n", st.Node, stamp(st.ComposeFailed.At), st.ComposeFailed.Error)
 		}
+		if p := pending(st); len(p) > 0 {
+			fmt.Fprintln(w)
+			for _, m := range p {
+				fmt.Fprintf(w, "%s: module %s pending: %s\n", st.Node, m, orDash(st.Modules[m].Reason))
+			}
+		}
 		if st.PushFailed != nil {
 			fmt.Fprintf(w, "\n%s: last push of %s failed at %s: %s\n", st.Node, st.PushFailed.Declaration, stamp(st.PushFailed.At), st.PushFailed.Error)
 		}
@@ -46,6 +52,22 @@ func Status(w io.Writer, f Format, resp api.StatusResponse) error {
 		}
 	}
 	return Noted(w, sk)
+}
+
+// modulePending is the state of a module assigned and absent from the
+// applied declaration (projections.ModulePending).
+const modulePending = "pending"
+
+// pending is the modules of st that are pending, sorted.
+func pending(st api.NodeStatus) []string {
+	var out []string
+	for m, ms := range st.Modules {
+		if ms.State == modulePending {
+			out = append(out, m)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // NodeShow shows one node: its status, its modules and the holds of its
@@ -88,6 +110,9 @@ func NodeShow(w io.Writer, f Format, ns api.NodeShow, sk api.Skipped) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, m := range pending(st) {
+		fmt.Fprintf(w, "  %s is pending: %s\n", m, orDash(st.Modules[m].Reason))
 	}
 	fmt.Fprintf(w, "\nholds (from the node's own apply reports): %d\n", len(ns.Holds))
 	for _, h := range ns.Holds {

@@ -69,7 +69,16 @@ type nodeRow struct {
 	api.NodeStatus
 	Held      string // "route-proxy: 2, photos: 1"
 	HeldTotal int
+	// Pending are the modules assigned and absent from the applied
+	// declaration, by name, each with why (its compose failed, ...).
+	Pending []pendingModule
 }
+
+// pendingModule is a module of a node's that is pending, and why.
+type pendingModule struct{ Module, Reason string }
+
+// modulePending is projections.ModulePending, as the API carries it.
+const modulePending = "pending"
 
 func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 	info, err := h.q.Info(r.Context())
@@ -257,6 +266,11 @@ func statusRow(ns api.NodeStatus) nodeRow {
 		row.HeldTotal += mc.Count
 	}
 	row.Held = strings.Join(parts, ", ")
+	for _, m := range slices.Sorted(maps.Keys(ns.Modules)) {
+		if ms := ns.Modules[m]; ms.State == modulePending {
+			row.Pending = append(row.Pending, pendingModule{Module: m, Reason: ms.Reason})
+		}
+	}
 	return row
 }
 

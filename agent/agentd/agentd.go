@@ -38,12 +38,13 @@ type Config struct {
 	// while it runs.
 	Data string
 	// Runtime (--runtime) is "sim" (the default: simulated containers and
-	// disk, in memory: a restarted agent starts from an empty node and
-	// recreates everything) or "docker" (agent/docker: the engine at
-	// DOCKER_HOST, else the default socket, with API version negotiation).
+	// disk, kept in DATA/SimStateFile: a restarted agent finds the node as
+	// it left it) or "docker" (agent/docker: the engine at DOCKER_HOST,
+	// else the default socket, with API version negotiation).
 	Runtime string
 	// SimFound, for runtime "sim", are directories already on the
-	// simulated node when it starts (a mesh file's found:, --sim-found).
+	// simulated node when it starts (a mesh file's found:, --sim-found);
+	// one the node holds already (a restart) is left as it is.
 	SimFound []string
 	// DockerRoot, for runtime "docker", is the host directory under which
 	// every absolute path of the declaration lives (--docker-root);
@@ -81,7 +82,7 @@ type Config struct {
 	// Logger gets the agent's log; nil means text on stderr.
 	Logger *slog.Logger
 	// Sim, for runtime "sim", is the simulated node to use (tests inspect
-	// it); nil makes an empty one.
+	// it), in memory; nil opens the one kept in DATA/SimStateFile.
 	Sim *simruntime.Runtime
 	// Applied, if set, is called after each apply with its report.
 	Applied func(agent.Report)
@@ -116,15 +117,16 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("agent: %w", err)
 	}
 	log = log.With("node", creds.Node)
-	rt, err := newRuntime(cfg, creds.Node, log)
-	if err != nil {
-		return err
-	}
 	unlock, err := lockData(cfg.Data)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	// After the lock: a simulated node's state file is the directory's.
+	rt, err := newRuntime(cfg, creds.Node, log)
+	if err != nil {
+		return err
+	}
 	if cfg.ArtifactStore != "" {
 		stopStore, err := serveArtifactStore(ctx, cfg.ArtifactStore, filepath.Join(cfg.Data, ArtifactsDir), log)
 		if err != nil {
@@ -178,20 +180,53 @@ func clock(offset time.Duration) func() time.Time {
 	return func() time.Time { return time.Now().Add(offset) }
 }
 
+// SimStateFile is where, in an agent's data directory, a simulated node
+// (runtime sim) keeps its containers, directories and files
+// (simruntime.Open; format there), so that a restarted agent finds what
+// it had and its next apply recreates nothing.
+const SimStateFile = "sim-node.json"
+
+// openSim opens the simulated node kept at path. A damaged file is moved
+// aside to path.damaged (nothing is deleted) and logged, and the node
+// starts empty, as a host whose disk was lost.
+func openSim(path string, log *slog.Logger) (*simruntime.Runtime, error) {
+	sim, err := simruntime.Open(path)
+	if errors.Is(err, simruntime.ErrDamaged) {
+		aside := path + ".damaged"
+		if rerr := os.Rename(path, aside); rerr != nil {
+			return nil, fmt.Errorf("agent: %w (and moving it aside failed: %v)", err, rerr)
+		}
+		log.Warn("agent: runtime sim: passed over a damaged state file; the node starts empty", "moved-to", aside, "error", err)
+		sim, err = simruntime.Open(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	return sim, nil
+}
+
 // newRuntime makes the runtime cfg names for node.
 func newRuntime(cfg Config, node string, log *slog.Logger) (agent.Runtime, error) {
 	switch cfg.Runtime {
 	case RuntimeSim, "":
 		sim := cfg.Sim
+		where := "in memory"
 		if sim == nil {
-			sim = simruntime.New()
+			var err error
+			if sim, err = openSim(filepath.Join(cfg.Data, SimStateFile), log); err != nil {
+				return nil, err
+			}
+			where = filepath.Join(cfg.Data, SimStateFile)
 		}
 		for _, dir := range cfg.SimFound {
+			if _, ok := sim.Dir(dir); ok {
+				continue // found at an earlier start, and kept
+			}
 			if err := sim.MakeDirectory(dir, 0o755); err != nil {
 				return nil, fmt.Errorf("agent: found directory %s: %w", dir, err)
 			}
 		}
-		log.Info("agent: runtime sim: the node is simulated in memory; a restarted agent starts from an empty node")
+		log.Info("agent: runtime sim: the node is simulated", "state", where)
 		return sim, nil
 	case RuntimeDocker:
 		d, err := docker.New(docker.Options{Node: node, Root: cfg.DockerRoot, Prefix: cfg.DockerPrefix, Labels: cfg.DockerLabels})

@@ -13,11 +13,15 @@
 //   - LockFile: held (flock) while an agent runs on the directory, so two
 //     agents never share one outbox (Run fails with ErrDataHeld);
 //   - ArtifactsDir: the blobs and manifests of the artifact store the agent
-//     serves with Config.ArtifactStore (format in package artifacts).
+//     serves with Config.ArtifactStore (format in package artifacts);
+//   - SimStateFile: on the simulated runtime, the node itself (its
+//     containers, directories and files: simruntime.Open), so a restarted
+//     agent finds what it had (a damaged one is moved aside to
+//     SimStateFile.damaged and the node starts empty).
 //
 // # Start and stop
 //
-// Run loads the credentials, makes the runtime, takes the lock, starts the
+// Run loads the credentials, takes the lock, makes the runtime, starts the
 // artifact store (listening before it goes on: an address taken is an
 // error at start), opens the outbox, dials the bus (waiting while none
 // answers), serves the metrics, and runs agent.Run until ctx ends. It

@@ -1,8 +1,9 @@
 // Package simruntime is an in-memory agent.Runtime: containers, and a
 // simulated disk of directories (with modes) and files (with content and
 // modes). It is deterministic and safe for concurrent use, and passes the
-// runtime conformance suite (agent/runtimetest). It is the only runtime so
-// far; one over a real container engine is not written yet.
+// runtime conformance suite (agent/runtimetest), in memory (New) or kept in
+// a file (Open: every change written before the call returns, so a
+// restarted agent on the same file finds the node as it left it).
 //
 // Besides the agent's interface it exposes what the world outside the mesh
 // can do to a node (MakeDirectory: a directory that was there before the
@@ -70,11 +71,13 @@ type Runtime struct {
 	creates    map[string]int
 	faults     map[string]*fault
 	seq        int
+	path       string // the state file every change is written to (Open); "" in memory only (New)
 }
 
 var _ agent.Runtime = (*Runtime)(nil)
 
-// New returns an empty node: no containers, and a disk holding only "/".
+// New returns an empty node: no containers, and a disk holding only "/",
+// in memory only (Open keeps one in a file).
 func New() *Runtime {
 	return &Runtime{
 		containers: map[string]*container{},
@@ -181,7 +184,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, c agent.Container) error 
 		seq:   r.seq,
 	}
 	r.creates[c.Name]++
-	return nil
+	return r.save()
 }
 
 // RemoveContainer implements agent.Runtime.
@@ -199,7 +202,7 @@ func (r *Runtime) RemoveContainer(ctx context.Context, name string) error {
 		return fmt.Errorf("simruntime: remove %s: managed container %w", name, agent.ErrNotFound)
 	}
 	delete(r.containers, name)
-	return nil
+	return r.save()
 }
 
 // StartContainer implements agent.Runtime.
@@ -217,7 +220,7 @@ func (r *Runtime) StartContainer(ctx context.Context, name string) error {
 		return fmt.Errorf("simruntime: start %s: managed container %w", name, agent.ErrNotFound)
 	}
 	c.stopped = false
-	return nil
+	return r.save()
 }
 
 // Stat implements agent.Runtime.
@@ -244,7 +247,10 @@ func (r *Runtime) Mkdir(ctx context.Context, p string, mode uint32) error {
 	if err := r.begin(ctx, OpMkdir, p); err != nil {
 		return err
 	}
-	return r.mkdir("simruntime: mkdir", p, mode)
+	if err := r.mkdir("simruntime: mkdir", p, mode); err != nil {
+		return err
+	}
+	return r.save()
 }
 
 // mkdir makes p and its missing parents. Called with r.mu held.
@@ -305,7 +311,7 @@ func (r *Runtime) Chmod(ctx context.Context, p string, mode uint32) error {
 		return fmt.Errorf("simruntime: chmod %s: %w", p, agent.ErrNotFound)
 	}
 	n.mode = mode
-	return nil
+	return r.save()
 }
 
 // WriteFile implements agent.Runtime.
@@ -328,7 +334,7 @@ func (r *Runtime) WriteFile(ctx context.Context, p string, content []byte, mode 
 		return err
 	}
 	r.paths[p] = &node{mode: mode, content: bytes.Clone(content)}
-	return nil
+	return r.save()
 }
 
 // ReadFile implements agent.Runtime.
@@ -359,16 +365,22 @@ func (r *Runtime) ReadFile(ctx context.Context, p string) ([]byte, error) {
 func (r *Runtime) MakeDirectory(p string, mode uint32) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.mkdir("simruntime: make directory", p, mode)
+	if err := r.mkdir("simruntime: make directory", p, mode); err != nil {
+		return err
+	}
+	return r.save()
 }
 
 // RemoveAllContainers removes every container, managed or not, as something
-// outside the mesh would, and returns how many it removed.
+// outside the mesh would, and returns how many it removed. On a node kept
+// in a file (Open), a failure to write it is not returned: the next change
+// writes the whole node again.
 func (r *Runtime) RemoveAllContainers() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := len(r.containers)
 	clear(r.containers)
+	_ = r.save()
 	return n
 }
 
@@ -383,7 +395,7 @@ func (r *Runtime) StopContainer(name string) error {
 		return fmt.Errorf("simruntime: stop %s: %w", name, agent.ErrNotFound)
 	}
 	c.stopped = true
-	return nil
+	return r.save()
 }
 
 // Running reports whether the container name exists and runs.
@@ -407,7 +419,7 @@ func (r *Runtime) RunUnmanaged(name, image string) error {
 	}
 	r.seq++
 	r.containers[name] = &container{labels: map[string]string{}, image: image, seq: r.seq}
-	return nil
+	return r.save()
 }
 
 // Inspection, for tests and scenario checks.

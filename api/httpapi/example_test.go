@@ -57,10 +57,10 @@ func Example() {
 	// Output:
 	// node-a #1 node.registered
 	// node-b #2 node.registered
-	// local: a unreported converged
-	// local: b unreported converged
+	// local: a unreported unknown
+	// local: b unreported unknown
 	// local: refused (module-unknown)
-	// remote: a unreported converged
-	// remote: b unreported converged
+	// remote: a unreported unknown
+	// remote: b unreported unknown
 	// remote: refused (module-unknown)
 }

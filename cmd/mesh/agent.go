@@ -57,7 +57,7 @@ func (e *env) agentCmd() *cobra.Command {
 // for the agent it starts).
 func (o *agentOptions) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.creds, "creds", "", "the node's bus credential `file` (default: DATA/node.creds, written by mesh agent join)")
-	fs.StringVar(&o.runtime, "runtime", "sim", "the container runtime: sim or docker")
+	fs.StringVar(&o.runtime, "runtime", "sim", "the container runtime: sim (simulated, kept in DATA/sim-node.json) or docker")
 	fs.DurationVar(&o.interval, "interval", time.Minute, "apply the latest declaration again every `duration` (drift)")
 	fs.StringSliceVar(&o.simFound, "sim-found", nil, "runtime sim: `directories` already on the simulated node when it starts (as a mesh file's found:)")
 	fs.StringVar(&o.dockerRoot, "docker-root", "", "runtime docker: the host directory `DIR` every path of the declaration is kept under (/etc/x is DIR/etc/x; default /): nothing outside it is ever made, changed, read or removed, and no symbolic link in it is followed (a link where a declared file or directory is fails that resource, and is left for the operator)")

@@ -113,6 +113,7 @@ Exit codes:
   file, or a read that had to skip events it could not decode: what could be
   read is printed first), 2 bad usage, 3 refused: by the mesh, or a malformed
   module or mesh file, nothing written (the code is printed: invalid,
-  node-unknown, module-unknown, not-assigned, route-claimed, ...), 70 a bug:
-  mesh panicked (the stack is printed).
+  node-unknown, module-unknown, not-assigned, route-claimed, ...), 4 mesh plan:
+  a heavy plan, 5 mesh plan: a node does not compose (over 4), 70 a bug: mesh
+  panicked (the stack is printed).
 `

@@ -16,6 +16,11 @@ import (
 // before the push.
 const exitHeavy = 4
 
+// exitNotComposed is mesh plan's exit code when a node's declaration does
+// not compose (two modules claim a name, a build not recorded, a read that
+// failed): the push would send it nothing. It wins over exitHeavy.
+const exitNotComposed = 5
+
 // planCmd is mesh plan: what the next push would do, before it is done
 // (seed 002: a data-path move and a build deployed by policy were both
 // invisible until they took the forge down).
@@ -23,7 +28,7 @@ func (e *env) planCmd() *cobra.Command {
 	var after []string
 	cmd := &cobra.Command{
 		Use:               "plan [NODE...]",
-		Short:             "what the next push would do on each node, and why: nothing is appended (exit 4: a heavy plan)",
+		Short:             "what the next push would do on each node, and why: nothing is appended (exit 4: a heavy plan; 5: a node does not compose)",
 		Long:              controller.PlanHelp,
 		ValidArgsFunction: completeNodes,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -38,6 +43,9 @@ func (e *env) planCmd() *cobra.Command {
 				}
 				if err := render.Plan(cmd.OutOrStdout(), render.Format(out), resp); err != nil {
 					return err
+				}
+				if len(resp.NotComposed()) > 0 {
+					return &exitError{exitNotComposed}
 				}
 				if resp.Heavy {
 					return &exitError{exitHeavy}
