@@ -1,6 +1,7 @@
 package main
 
 import (
+	"meshplane/internal/clihelp"
 	"meshplane/internal/flagcheck"
 	"strings"
 	"testing"
@@ -146,7 +147,7 @@ var freeFormFlags = map[string]string{
 // a new flag must be one or the other.
 func TestFlagsChecked(t *testing.T) {
 	root := (&env{}).root()
-	for _, v := range verbs(root) {
+	for _, v := range clihelp.Verbs(root) {
 		seen := map[string]bool{}
 		visit := func(f *pflag.Flag) {
 			if seen[f.Name] || f.Value.Type() == "bool" {
@@ -156,8 +157,8 @@ func TestFlagsChecked(t *testing.T) {
 			if flagcheck.Installed(f) {
 				return
 			}
-			if freeFormFlags["--"+f.Name] == "" && freeFormFlags[verbName(v)+" --"+f.Name] == "" {
-				t.Errorf("%s --%s (%s) is neither checked as it is parsed (checkFlags) nor listed in freeFormFlags", verbName(v), f.Name, f.Value.Type())
+			if freeFormFlags["--"+f.Name] == "" && freeFormFlags[clihelp.Name(v)+" --"+f.Name] == "" {
+				t.Errorf("%s --%s (%s) is neither checked as it is parsed (checkFlags) nor listed in freeFormFlags", clihelp.Name(v), f.Name, f.Value.Type())
 			}
 		}
 		v.LocalFlags().VisitAll(visit)

@@ -1,82 +1,15 @@
 package main
 
-// The command tree's help: groups of verbs, and the root's usage, which
-// lists every verb with the notes on where a command works and its exit
-// codes.
+// The root's usage, which lists every verb (package clihelp) with the
+// notes on where a command works and its exit codes.
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/spf13/cobra"
 )
 
-func init() {
-	cobra.AddTemplateFunc("verbs", verbList)
-	cobra.EnableCommandSorting = false // the verbs in the order of a day's work
-}
-
-// group is a command that only holds verbs ("mesh node ..."). Named alone
-// or with a verb it does not know, it is a usage error.
-func group(name, short string) *cobra.Command {
-	return &cobra.Command{
-		Use:         name + " COMMAND",
-		Short:       short,
-		Annotations: map[string]string{"group": "true"},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usagef("name a command: %s", strings.Join(subNames(cmd), ", "))
-			}
-			return usagef("unknown command %q for %q", args[0], cmd.CommandPath())
-		},
-	}
-}
-
-func subNames(cmd *cobra.Command) []string {
-	var names []string
-	for _, c := range cmd.Commands() {
-		names = append(names, c.Name())
-	}
-	return names
-}
-
-// verbs returns every verb under root, as its path without "mesh ", in
-// the order added ("node show", ...).
-func verbs(root *cobra.Command) []*cobra.Command {
-	var out []*cobra.Command
-	var walk func(*cobra.Command)
-	walk = func(c *cobra.Command) {
-		for _, sub := range c.Commands() {
-			if sub.Hidden || sub.Name() == "help" {
-				continue
-			}
-			if sub.Annotations["group"] == "true" {
-				walk(sub)
-				continue
-			}
-			out = append(out, sub)
-			walk(sub) // a verb's own verbs: agent join, agent install
-		}
-	}
-	walk(root)
-	return out
-}
-
-func verbName(c *cobra.Command) string { return strings.TrimPrefix(c.CommandPath(), "mesh ") }
-
-// verbList is the root help's list of verbs, one a line.
-func verbList(root *cobra.Command) string {
-	vs := verbs(root)
-	width := 0
-	for _, v := range vs {
-		width = max(width, len(verbName(v)))
-	}
-	var b strings.Builder
-	for _, v := range vs {
-		fmt.Fprintf(&b, "  %-*s  %s\n", width, verbName(v), v.Short)
-	}
-	return b.String()
-}
+// The verbs in the order of a day's work; the root's usage lists them
+// (clihelp's {{verbs .}}).
+func init() { cobra.EnableCommandSorting = false }
 
 const rootUsage = `Usage:
   mesh COMMAND [args] [flags]

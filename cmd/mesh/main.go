@@ -25,6 +25,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"meshplane/internal/clihelp"
 	"meshplane/internal/safego"
 )
 
@@ -95,18 +96,18 @@ status, holds, timeline and churn are projections of the stream.`,
 	root.SetErr(e.stderr)
 	addTarget(root)
 
-	node := group("node", "nodes: register, adopt, set, show")
+	node := clihelp.Group("node", "nodes: register, adopt, set, show")
 	node.AddCommand(e.nodeShowCmd(), e.nodeRegisterCmd(), e.nodeAdoptCmd(), e.nodeSetCmd())
 	node.AddCommand(e.nodeJoinTokenCmd(), e.nodeRevokeCmd())
-	module := group("module", "modules: define")
+	module := clihelp.Group("module", "modules: define")
 	module.AddCommand(e.moduleDefineCmd())
-	artifact := group("artifact", "artifacts: push")
+	artifact := clihelp.Group("artifact", "artifacts: push")
 	artifact.AddCommand(e.artifactPushCmd())
-	store := group("store", "the event store: verify, migrate")
+	store := clihelp.Group("store", "the event store: verify, migrate")
 	store.AddCommand(e.storeVerifyCmd(), e.storeMigrateCmd())
-	scenario := group("scenario", "Gherkin scenarios: run")
+	scenario := clihelp.Group("scenario", "Gherkin scenarios: run")
 	scenario.AddCommand(e.scenarioRunCmd())
-	busGroup := group("bus", "the bus: account")
+	busGroup := clihelp.Group("bus", "the bus: account")
 	busGroup.AddCommand(e.busAccountCmd())
 
 	root.AddCommand(

@@ -18,6 +18,7 @@ import (
 	"meshplane/commands"
 	"meshplane/events"
 	"meshplane/events/boltstore"
+	"meshplane/internal/clihelp"
 	"meshplane/sim"
 )
 
@@ -197,12 +198,12 @@ func TestPanicExitsWithItsOwnCode(t *testing.T) {
 func TestHelpNamesEveryCommand(t *testing.T) {
 	_, out, _ := mesh(t, "--help")
 	e := &env{stdout: io.Discard, stderr: io.Discard, now: wallClock}
-	vs := verbs(e.root())
+	vs := clihelp.Verbs(e.root())
 	if len(vs) < 20 {
 		t.Fatalf("%d verbs, want every one", len(vs))
 	}
 	for _, c := range vs {
-		name := verbName(c)
+		name := clihelp.Name(c)
 		if !strings.Contains(out, "  "+name+" ") || c.Short == "" {
 			t.Errorf("--help does not list %q with a summary", name)
 		}
