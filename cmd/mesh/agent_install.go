@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -50,7 +48,7 @@ func (e *env) agentInstallCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("install: the mesh binary's path: %w", err)
 			}
-			if strings.HasPrefix(bin, os.TempDir()+"/") || strings.Contains(bin, "/go-build") {
+			if install.Temporary(bin) {
 				fmt.Fprintf(e.stderr, "mesh agent install: note: %s looks temporary ('go run'?); the unit runs it: install mesh where it lasts (/usr/local/bin) and run that one\n", bin)
 			}
 			h := installHost
@@ -98,15 +96,8 @@ func (e *env) agentUninstallCmd() *cobra.Command {
 // agentDataDir is --data, absolute, or install.DefaultData when it is not
 // given (the root's default is the controller's data directory).
 func agentDataDir(cmd *cobra.Command) (string, error) {
-	if !cmd.Flags().Changed(flagData) {
-		return install.DefaultData, nil
-	}
 	d, _ := cmd.Flags().GetString(flagData)
-	abs, err := filepath.Abs(d)
-	if err != nil {
-		return "", fmt.Errorf("--data %q: %w", d, err)
-	}
-	return abs, nil
+	return install.DataDir(d, cmd.Flags().Changed(flagData))
 }
 
 // joinToken is a join token (api.ParseJoinToken reads it).

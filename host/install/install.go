@@ -348,3 +348,23 @@ func checkAgentData(dir string) error {
 	}
 	return nil
 }
+
+// Temporary reports whether bin looks like a binary that does not last
+// ('go run”s, in the temporary directory or a go-build cache): the unit
+// would run it.
+func Temporary(bin string) bool {
+	return strings.HasPrefix(bin, os.TempDir()+"/") || strings.Contains(bin, "/go-build")
+}
+
+// DataDir is the agent's data directory: d made absolute when given, else
+// DefaultData.
+func DataDir(d string, given bool) (string, error) {
+	if !given {
+		return DefaultData, nil
+	}
+	abs, err := filepath.Abs(d)
+	if err != nil {
+		return "", fmt.Errorf("--data %q: %w", d, err)
+	}
+	return abs, nil
+}

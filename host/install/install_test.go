@@ -433,3 +433,21 @@ func TestPurgeRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestTemporaryAndDataDir: a binary of go run's is temporary, one
+// installed is not; --data is made absolute, and none is DefaultData.
+func TestTemporaryAndDataDir(t *testing.T) {
+	for bin, want := range map[string]bool{
+		os.TempDir() + "/go-build123/b001/exe/mesh": true, "/home/u/.cache/go-build/ab/mesh": true, "/usr/local/bin/mesh": false,
+	} {
+		if got := Temporary(bin); got != want {
+			t.Errorf("Temporary(%s) = %v, want %v", bin, got, want)
+		}
+	}
+	if d, err := DataDir("", false); err != nil || d != DefaultData {
+		t.Errorf("DataDir none: %q, %v", d, err)
+	}
+	if d, err := DataDir("rel/data", true); err != nil || !filepath.IsAbs(d) || !strings.HasSuffix(d, "/rel/data") {
+		t.Errorf("DataDir rel/data: %q, %v", d, err)
+	}
+}
