@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -73,20 +72,17 @@ func (e *env) rebuildRemote(ctx context.Context, s *session.Session, names []str
 }
 
 // rebuildLocal rebuilds from the local store twice, checked
-// byte-identical (controller.RebuildLocal), and saves a rebuild of every
-// projection as the data directory's snapshot (bolt stores only).
+// byte-identical, and saves a rebuild of every projection as the data
+// directory's snapshot (bolt stores only; session.RebuildLocal).
 func (e *env) rebuildLocal(ctx context.Context, t target, s *session.Session, names []string) error {
 	report, stop := render.ProgressFunc(e.stderr, "rebuilding")
-	res, err := s.Local.RebuildLocal(ctx, names, report)
+	res, saved, err := s.RebuildLocal(ctx, t.Target, names, report)
 	stop()
 	if err != nil {
 		return err
 	}
 	render.RebuildLocal(e.stdout, names, res.Runner.Position(), res.Took, res.Bytes)
-	if t.Bolt() && len(names) == 0 {
-		if err := snapstore.Save(ctx, t.Data, res.Runner, res.Set); err != nil {
-			return fmt.Errorf("save the snapshot in %s: %w", t.Data, err)
-		}
+	if saved {
 		render.SnapshotSaved(e.stdout, res.Runner.Position(), snapstore.SnapshotFile, snapstore.TimelineFile)
 	}
 	return render.Noted(e.stdout, s.Skipped(api.Skipped{}))
