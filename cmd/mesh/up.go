@@ -30,12 +30,12 @@ type upOptions struct {
 	tlsCert, tlsKey, tlsCA  string
 	advertise               string
 	insecure, once          bool
-	interval                time.Duration
+	interval, silentAfter   time.Duration
 	bus                     busOptions // up_bus.go
 }
 
 // controllerFlags are the controller's flags, refused with --passes.
-var controllerFlags = []string{"listen", "bus-listen", "nats", "advertise", "tls-cert", "tls-key", "insecure", "interval", "once"}
+var controllerFlags = []string{"listen", "bus-listen", "nats", "advertise", "tls-cert", "tls-key", "insecure", "interval", "silent-after", "once"}
 
 func (e *env) upCmd() *cobra.Command {
 	var o upOptions
@@ -104,10 +104,11 @@ bus, no API): N passes of push and apply, then exit.`,
 	fs.StringVar(&o.tlsKey, "tls-key", "", "controller: the certificate's PEM key `file`")
 	fs.BoolVar(&o.insecure, "insecure", false, "controller: serve beyond loopback without TLS")
 	fs.DurationVar(&o.interval, "interval", 5*time.Minute, "controller: compose every node and push what changed every `duration`")
+	fs.DurationVar(&o.silentAfter, "silent-after", 30*time.Second, "controller: a node with no heartbeat for this `duration` is unreachable (node.went-silent)")
 	fs.BoolVar(&o.once, "once", false, "controller: set up, run one pass, and exit")
 	addBusFlags(fs, &o.bus)
 	flagcheck.Install(fs, map[string]flagcheck.Check{
-		"passes": flagcheck.AtLeast(1), "interval": flagcheck.Positive,
+		"passes": flagcheck.AtLeast(1), "interval": flagcheck.Positive, "silent-after": flagcheck.Positive,
 		"listen": flagcheck.Optional(flagcheck.ListenAddr), "advertise": flagcheck.Optional(flagcheck.URLOf("https", "http")), "bus-listen": flagcheck.Optional(flagcheck.ListenAddr),
 		"nats": flagcheck.Optional(flagcheck.ListOf(flagcheck.URLOf("nats", "tls", "ws", "wss"))),
 	})
@@ -159,7 +160,7 @@ func (e *env) up(cmd *cobra.Command, o upOptions, bolt bool) error {
 		Controller: daemon.Config{
 			Data: o.data, Listen: o.listen, BusListen: o.busListen,
 			TLSCert: o.tlsCert, TLSKey: o.tlsKey, Insecure: o.insecure,
-			Interval: o.interval, Store: o.store, AdvertiseURL: o.advertise,
+			Interval: o.interval, SilentAfter: o.silentAfter, Store: o.store, AdvertiseURL: o.advertise,
 		},
 		SetUp: o.once || fs.Changed("mesh") || fs.Changed("modules"), MeshPath: o.meshPath,
 		Clock: e.now, Actor: operator(), Once: o.once, TLSCA: o.tlsCA, Out: e.stdout, Log: e.stderr,
