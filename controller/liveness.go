@@ -122,6 +122,17 @@ func (c *Controller) withLiveness(st *api.NodeStatus) {
 	}
 }
 
+// LastSeen is what the controller heard of node: its last heartbeat (zero:
+// none since it started), whether it is unreachable now, and whether the
+// controller tracks liveness at all (on). The metrics read it.
+func (c *Controller) LastSeen(node string) (last time.Time, unreachable, on bool) {
+	if c.live == nil {
+		return time.Time{}, false, false
+	}
+	last, unreachable = c.live.view(node, c.clock())
+	return last, unreachable, true
+}
+
 // CheckLiveness records the liveness transitions due now: node.went-silent
 // for each node unheard for longer than the bound (from its last heartbeat,
 // or from when this controller started leading, whichever is later),

@@ -227,7 +227,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	stops = append(stops, func(context.Context) error { return store.Close() })
-	cm := newControllerMetrics()
+	cm := newControllerMetrics(cfg.Version)
 
 	token, err := httpapi.LoadOrCreateToken(cfg.Data)
 	if err != nil {
