@@ -26,6 +26,11 @@ const (
 	DefaultReportTimeout = 5 * time.Second
 )
 
+// changeSettle is how long a running agent waits after the runtime says
+// something changed before it makes its pass: one stop is several events
+// (die, then stop), and the engine's state settles after the first.
+const changeSettle = 300 * time.Millisecond
+
 // ErrSourceEnded means the declaration source closed while Run was running
 // (the connection to the bus was closed under it).
 var ErrSourceEnded = errors.New("agent: the declaration source ended")
@@ -106,8 +111,13 @@ type RunConfig struct {
 // that cannot be observed) is logged and skipped; the loop goes on. So is
 // an apply, or a round of kept reports, that panics: logged with its stack
 // and counted (package safego, where agent.apply and agent.flush), the
-// kept reports sent again after the backoff. Run
-// returns nil when ctx ends, and an error if it cannot start (a bad
+// kept reports sent again after the backoff.
+//
+// A Runtime that is a Watcher (the Docker runtime) has the latest
+// declaration applied again at once when it says something changed behind
+// the agent's back (a container stopped, died, was removed).
+//
+// Run returns nil when ctx ends, and an error if it cannot start (a bad
 // configuration, an outbox that does not load, a source that cannot be
 // watched) or the Source ends (ErrSourceEnded).
 func Run(ctx context.Context, cfg RunConfig) error {
@@ -138,6 +148,11 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	if err != nil {
 		return fmt.Errorf("agent: run %s: watch declarations: %w", cfg.Node, err)
 	}
+	if w, ok := cfg.Runtime.(Watcher); ok {
+		if r.changes, err = w.Changes(ctx); err != nil {
+			return fmt.Errorf("agent: run %s: watch the runtime: %w", cfg.Node, err)
+		}
+	}
 	return r.loop(ctx, decls)
 }
 
@@ -148,6 +163,7 @@ type runner struct {
 	log   *slog.Logger
 
 	latest  *declaration.Declaration
+	changes <-chan string // the runtime's changes behind the agent's back (Watcher); nil without
 	backoff time.Duration // the next wait before kept reports are sent again
 	retry   *time.Timer   // set while reports are kept
 }
@@ -190,6 +206,8 @@ func (r *runner) loop(ctx context.Context, decls <-chan declaration.Declaration)
 		}
 	}()
 	r.safely(ctx, "agent.flush", func() { r.flush(ctx) }) // what a previous run kept
+	var settled <-chan time.Time                          // a runtime change waits for its burst to settle
+	var why string
 	for {
 		var retry <-chan time.Time
 		if r.retry != nil {
@@ -216,6 +234,21 @@ func (r *runner) loop(ctx context.Context, decls <-chan declaration.Declaration)
 		case <-retry:
 			r.retry = nil
 			r.safely(ctx, "agent.flush", func() { r.flush(ctx) })
+		case what, ok := <-r.changes:
+			if !ok {
+				r.changes = nil // the watch ended with ctx
+				continue
+			}
+			if settled == nil {
+				settled = time.After(changeSettle)
+				why = "runtime: " + what
+			}
+		case <-settled:
+			settled = nil
+			if r.latest != nil {
+				r.safely(ctx, "agent.apply", func() { r.apply(ctx, *r.latest, why) })
+				drift.Reset(r.cfg.Interval)
+			}
 		}
 	}
 }

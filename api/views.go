@@ -45,7 +45,19 @@ type NodeStatus struct {
 	// report.refused after its last recorded apply): the node is sending
 	// what the controller cannot accept, and its health is failing.
 	ReportRefused *ReportRefusal `json:"report_refused,omitempty"`
+	// LastSeen is the node's last heartbeat the controller heard, by the
+	// controller's clock (not a projection's: heartbeats are never
+	// events); absent when it heard none since it started, or runs
+	// without liveness (a CLI on its own store). Sync is SyncUnreachable
+	// when it was not heard within the controller's bound
+	// (--silent-after).
+	LastSeen *time.Time `json:"last_seen,omitempty"`
 }
+
+// SyncUnreachable is the sync of a node whose agent the controller has not
+// heard within its bound (mesh up --silent-after): whatever its last
+// apply says, nobody knows what runs there now.
+const SyncUnreachable = "unreachable"
 
 // ModuleStatus is one module's state on a node.
 type ModuleStatus struct {

@@ -94,6 +94,15 @@
 // no second consumer overlapping the controller's; a tool that wants to see
 // reports go by subscribes to mesh.report.> without JetStream.
 //
+// # Heartbeats
+//
+// Each agent publishes a small heartbeat on mesh.heartbeat.<node> every few
+// seconds (Node.Heartbeats), on core NATS: never stored, never an event.
+// The controller subscribes to mesh.heartbeat.> (SubscribeHeartbeats) and
+// keeps the last one heard per node in memory; a node may publish on its
+// own subject alone, and a heartbeat naming another node than its
+// subject's is ignored. See heartbeat.go.
+//
 // # Authentication: decentralized JWT
 //
 // The embedded server runs in operator mode: an operator, a system account

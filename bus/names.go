@@ -28,6 +28,10 @@ const (
 	// which the node's agent answers the controller's dry-run requests
 	// (mesh plan; the wire form is in plan.go).
 	PlanSubjectPrefix = "mesh.plan."
+	// HeartbeatSubjectPrefix starts every heartbeat subject:
+	// mesh.heartbeat.<node>, on which the node's agent says it is alive
+	// (core NATS: nothing stored; the wire form is in heartbeat.go).
+	HeartbeatSubjectPrefix = "mesh.heartbeat."
 
 	// declStream is the stream JetStream keeps DeclarationsBucket in, and
 	// declPrefix the subject prefix of its keys.
@@ -81,6 +85,10 @@ func ReportSubject(node string) string { return ReportSubjectPrefix + node }
 // own subject, never a wildcard, so node "web" cannot hear "web.a"'s.
 func PlanSubject(node string) string { return PlanSubjectPrefix + node }
 
+// HeartbeatSubject is the subject node's agent heartbeats on. A node may
+// publish on exactly its own, so the subject names who sent it.
+func HeartbeatSubject(node string) string { return HeartbeatSubjectPrefix + node }
+
 // DeclarationSubject is the subject of node's key in DeclarationsBucket.
 func DeclarationSubject(node string) string { return declPrefix + node }
 
@@ -97,6 +105,7 @@ func NodeInbox(node string) string { return nodeInboxRoot + strings.ReplaceAll(n
 // Publish:
 //
 //	mesh.report.<node>                                                         its reports (the stream acks to its inbox)
+//	mesh.heartbeat.<node>                                                      its heartbeats (core NATS, nothing stored)
 //	$JS.API.CONSUMER.CREATE.KV_mesh-declarations.*.$KV.mesh-declarations.<node> a consumer (any name) whose filter is its key:
 //	                                                                           the server refuses a config whose filter differs
 //	                                                                           from the one in the subject
@@ -124,6 +133,7 @@ func NodePermissions(node string) jwt.Permissions {
 	var p jwt.Permissions
 	p.Pub.Allow.Add(
 		ReportSubject(node),
+		HeartbeatSubject(node),
 		"$JS.API.CONSUMER.CREATE."+declStream+".*."+DeclarationSubject(node),
 		"$JS.API.DIRECT.GET."+declStream+"."+DeclarationSubject(node),
 		"$JS.API.CONSUMER.DELETE."+declStream+".*",

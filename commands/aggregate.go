@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -33,6 +34,17 @@ type Node struct {
 	Applies RecentApplies
 	// Access is the node's join tokens and bus users.
 	Access Access
+	// Liveness is what the node's last node.went-silent or node.came-back
+	// says.
+	Liveness Liveness
+}
+
+// Liveness is a node's last liveness transition: Silent after a
+// node.went-silent (SilentSince its last heartbeat before, or the event's
+// time when it named none), not after a node.came-back or before either.
+type Liveness struct {
+	Silent      bool
+	SilentSince time.Time
 }
 
 // recentApplies is how many of a node's last apply reports RecentApplies
@@ -179,6 +191,14 @@ func EvolveNode(s Node, ev events.Event, p events.Payload) Node {
 		s.Current = Current{ID: p.Declaration, Digest: p.Digest, Correlation: ev.Correlation, Notes: notes(p.Warnings, p.Skipped)}
 	case events.NodeJoinTokenIssued, events.NodeJoined, events.NodeCredentialsIssued, events.NodeCredentialsRevoked:
 		s.Access = evolveAccess(s.Access, p, ev.At)
+	case events.NodeWentSilent:
+		since := p.LastSeen
+		if since.IsZero() {
+			since = ev.At
+		}
+		s.Liveness = Liveness{Silent: true, SilentSince: since}
+	case events.NodeCameBack:
+		s.Liveness = Liveness{}
 	}
 	switch ev.Type {
 	case events.TypeDeclarationComposed:
@@ -210,7 +230,8 @@ func nodeDecodes(typ string) bool {
 	case events.TypeNodeRegistered, events.TypeNodeAdopted, events.TypeNodeSettingSet,
 		events.TypeModuleAssigned, events.TypeModuleReleased, events.TypeModuleTaken,
 		events.TypeDeclarationComposed, events.TypeNodeJoinTokenIssued, events.TypeNodeJoined,
-		events.TypeNodeCredentialsIssued, events.TypeNodeCredentialsRevoked:
+		events.TypeNodeCredentialsIssued, events.TypeNodeCredentialsRevoked,
+		events.TypeNodeWentSilent, events.TypeNodeCameBack:
 		return true
 	}
 	return false

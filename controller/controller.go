@@ -44,6 +44,15 @@ type Config struct {
 	// one per tick): a test that drives Ticks knows when its pass is over.
 	Passed func()
 
+	// SilentAfter is how long a node may go unheard before it is
+	// unreachable (liveness.go): the bus's heartbeat subscription calls
+	// Heard. 0: no liveness (a CLI on its own store, a run without
+	// agents): status shows no last seen and nothing is recorded.
+	SilentAfter time.Duration
+	// LivenessTicks, when set, replaces the liveness check's ticker
+	// (tests drive it, or call CheckLiveness themselves).
+	LivenessTicks <-chan time.Time
+
 	Version string       // reported by Info
 	Logger  *slog.Logger // nil: slog.Default()
 
@@ -101,6 +110,9 @@ type Controller struct {
 	version  string
 	log      *slog.Logger
 
+	live      *liveness        // nil without Config.SilentAfter
+	liveTicks <-chan time.Time // Config.LivenessTicks
+
 	running atomic.Bool
 	started atomic.Pointer[time.Time]
 
@@ -133,6 +145,7 @@ func New(cfg Config) (*Controller, error) {
 		store: cfg.Store, reg: cfg.Registry, pub: cfg.Publisher, clock: cfg.Clock,
 		interval: cfg.Interval, ticks: cfg.Ticks, passed: cfg.Passed, version: cfg.Version, log: cfg.Logger,
 		pushed: map[string]string{}, lead: make(chan struct{}, 1), readers: cfg.ComposeReader,
+		live: newLiveness(cfg.SilentAfter), liveTicks: cfg.LivenessTicks,
 	}
 	c.standby.Store(cfg.Standby)
 	if c.reg == nil {
@@ -205,6 +218,17 @@ func (c *Controller) Run(ctx context.Context) error {
 		defer t.Stop()
 		ticks = t.C
 	}
+	var liveTicks <-chan time.Time
+	var liveKick <-chan struct{}
+	if c.live != nil {
+		c.live.startTracking(now, !c.standby.Load())
+		liveTicks, liveKick = c.liveTicks, c.live.kick
+		if liveTicks == nil {
+			t := time.NewTicker(c.live.every())
+			defer t.Stop()
+			liveTicks = t.C
+		}
+	}
 	c.pass(ctx)
 	for {
 		select {
@@ -226,6 +250,10 @@ func (c *Controller) Run(ctx context.Context) error {
 			c.pass(ctx)
 		case <-c.lead:
 			c.pass(ctx)
+		case <-liveTicks:
+			c.checkLiveness(ctx)
+		case <-liveKick:
+			c.checkLiveness(ctx)
 		}
 	}
 }
@@ -237,6 +265,9 @@ func (c *Controller) Run(ctx context.Context) error {
 // leader made meanwhile refuses this one rather than doubling it.
 func (c *Controller) Lead() {
 	if c.standby.CompareAndSwap(true, false) {
+		if c.live != nil {
+			c.live.lead(c.clock())
+		}
 		select {
 		case c.lead <- struct{}{}:
 		default:
@@ -271,6 +302,18 @@ func (c *Controller) pass(ctx context.Context) {
 	})
 	if err != nil && ctx.Err() == nil && !errors.Is(err, safego.ErrPanic) {
 		c.log.Error("controller: interval pass", "error", err)
+	}
+}
+
+// checkLiveness is CheckLiveness from Run: an error is logged, and the
+// transitions it could not record are asked again at the next check.
+func (c *Controller) checkLiveness(ctx context.Context) {
+	err := safego.Call("controller.liveness", c.log, func() error {
+		_, err := c.CheckLiveness(ctx)
+		return err
+	})
+	if err != nil && ctx.Err() == nil && !errors.Is(err, safego.ErrPanic) {
+		c.log.Error("controller: liveness check", "error", err)
 	}
 }
 

@@ -41,6 +41,11 @@
 // bus's own refusals (a message that does not decode) go to RecordRefusal,
 // and the rate limit's summaries to RecordThrottled.
 //
+// Liveness (liveness.go, Config.SilentAfter): the bus hands each agent
+// heartbeat to Heard, kept in memory; status shows each node's last seen
+// and sync "unreachable" past the bound, and the leader records only the
+// transitions, node.went-silent and node.came-back.
+//
 // controller.json (WriteInfo, ReadInfo) tells a CLI that finds the store
 // locked where the controller listens.
 //

@@ -58,7 +58,9 @@ func (c *Controller) Status(ctx context.Context, req api.StatusRequest) (api.Sta
 		if err != nil {
 			return api.StatusResponse{}, queryErr(err)
 		}
-		out.Nodes = append(out.Nodes, statusOf(st))
+		ns := statusOf(st)
+		c.withLiveness(&ns)
+		out.Nodes = append(out.Nodes, ns)
 	}
 	out.Skipped = c.skipped()
 	return out, nil
@@ -92,7 +94,9 @@ func (c *Controller) NodeShow(ctx context.Context, node string) (api.NodeShow, e
 	default:
 		access = accessOf(n.Access)
 	}
-	return api.NodeShow{Status: statusOf(st), Holds: mapSlice(holds, holdOf), Access: access}, nil
+	ns := statusOf(st)
+	c.withLiveness(&ns)
+	return api.NodeShow{Status: ns, Holds: mapSlice(holds, holdOf), Access: access}, nil
 }
 
 // Timeline is one page of the filtered timeline (see api.TimelineRequest).

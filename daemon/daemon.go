@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -122,6 +123,11 @@ type Config struct {
 	// Interval is how often every node is composed and what changed pushed
 	// (--interval); controller.DefaultInterval (5m) when zero.
 	Interval time.Duration
+	// SilentAfter (--silent-after) is how long a node may go without a
+	// heartbeat before status says it is unreachable and the leader
+	// records node.went-silent; controller.DefaultSilentAfter (30s) when
+	// zero.
+	SilentAfter time.Duration
 	// Version is reported by the API's info.
 	Version string
 	// Logger gets the controller's log; nil means text on stderr.
@@ -221,7 +227,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	stops = append(stops, func(context.Context) error { return store.Close() })
-	cm := newControllerMetrics()
+	cm := newControllerMetrics(cfg.Version)
 
 	token, err := httpapi.LoadOrCreateToken(cfg.Data)
 	if err != nil {
@@ -259,10 +265,16 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	ctl, err := controller.New(controller.Config{
 		Store: cm.store(store), Publisher: pub, Interval: cfg.Interval,
 		Version: cfg.Version, Logger: log, Standby: lock != nil,
+		SilentAfter: cmp.Or(cfg.SilentAfter, controller.DefaultSilentAfter),
 	})
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
+	stopHeard, err := hearHeartbeats(bc, ctl, log)
+	if err != nil {
+		return err
+	}
+	stops = append(stops, stopHeard)
 
 	// The core runs (projections live, interval passes) until runCtx ends.
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))

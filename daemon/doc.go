@@ -18,7 +18,9 @@
 //  3. the bus: the embedded server on DATA/bus (BusDir), or the external
 //     cluster's configuration, and the controller's connection to it;
 //  4. the controller core (controller.New, a standby under a Leadership),
-//     and its run: the projections caught up and live, the interval passes;
+//     the agents' heartbeats handed to it (liveness.go), and its run: the
+//     projections caught up and live, the interval passes, the liveness
+//     checks (Config.SilentAfter);
 //  5. the metrics follower;
 //  6. the report consumer (the door: controller.RecordReport): at once
 //     without a Leadership; under one, once the lock is held. A free lock

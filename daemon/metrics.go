@@ -19,8 +19,10 @@ type controllerMetrics struct {
 	m *metrics.Controller
 }
 
-func newControllerMetrics() *controllerMetrics {
-	return &controllerMetrics{m: metrics.NewController(nil)}
+func newControllerMetrics(version string) *controllerMetrics {
+	m := metrics.NewController(nil)
+	m.SetVersion(version)
+	return &controllerMetrics{m: m}
 }
 
 // store is s with every append timed.

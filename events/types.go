@@ -32,6 +32,8 @@ const (
 	TypeNodeCredentialsRevoked   = "node.credentials-revoked"
 	TypeTokenCreated             = "token.created"
 	TypeTokenRevoked             = "token.revoked"
+	TypeNodeWentSilent           = "node.went-silent"
+	TypeNodeCameBack             = "node.came-back"
 )
 
 // NodeStream is the stream of a node's events.
@@ -477,6 +479,41 @@ type NodeCredentialsRevoked struct {
 	PublicKeys []string `json:"public_keys"`
 	By         string   `json:"by"`
 }
+
+// NodeWentSilent (public payload, on stream "node-<name>"): the leading
+// controller has heard no heartbeat from the node's agent for longer than
+// Bound (`mesh up --silent-after`): status shows it unreachable from then
+// on. LastSeen is the last heartbeat it heard, by the controller's clock;
+// absent when it heard none since it started leading (it waits one bound
+// after that before it says a node is silent). Only the transition is an
+// event: a node silent for a year, or heard every few seconds for a year,
+// adds nothing more.
+//
+//	{"node": "n1", "last_seen": "2026-12-02T10:00:00Z", "bound": "30s"}
+//
+// Bound is a Go duration. Fields may be added, never removed or renamed.
+type NodeWentSilent struct {
+	Node     string    `json:"node"`
+	LastSeen time.Time `json:"last_seen,omitzero"`
+	Bound    string    `json:"bound"`
+}
+
+// NodeCameBack (public payload, on stream "node-<name>"): the leading
+// controller heard a heartbeat from a node whose last liveness event is a
+// node.went-silent. LastSeen is that heartbeat, by the controller's clock;
+// SilentFor how long the node was silent, from its last heartbeat before
+// the silence (the node.went-silent's at when it named none), a Go
+// duration.
+//
+//	{"node": "n1", "last_seen": "2026-12-02T10:04:12Z", "silent_for": "4m12s"}
+type NodeCameBack struct {
+	Node      string    `json:"node"`
+	LastSeen  time.Time `json:"last_seen"`
+	SilentFor string    `json:"silent_for"`
+}
+
+func (NodeWentSilent) EventType() string { return TypeNodeWentSilent }
+func (NodeCameBack) EventType() string   { return TypeNodeCameBack }
 
 func (NodeJoinTokenIssued) EventType() string    { return TypeNodeJoinTokenIssued }
 func (NodeJoined) EventType() string             { return TypeNodeJoined }

@@ -60,7 +60,7 @@ func NewAgent(node string, box Pending) *Agent {
 		}
 		return float64(len(rs))
 	})
-	m.reg.MustRegister(m.applies, m.outcomes, m.busErrors, depth,
+	m.reg.MustRegister(m.applies, m.outcomes, m.busErrors, depth, buildInfo(""),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(agentPanics(node))
 	return m

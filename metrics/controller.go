@@ -60,6 +60,9 @@ type Controller struct {
 	store   events.Store
 
 	lagEvents, lagSeconds, position, holds, churning, composeFailed, pending *prometheus.Desc
+	health, lastApply, lastSeen, unreachable                                 *prometheus.Desc // nodes.go
+
+	buildOnce sync.Once
 }
 
 // NewController returns the controller's metrics, with the Go runtime and
@@ -116,6 +119,7 @@ func NewController(clock func() time.Time) *Controller {
 		pending: prometheus.NewDesc(namespace+"_node_modules_pending",
 			"Modules assigned to the node and absent from its applied declaration (not composed, or not applied yet).", []string{"node"}, nil),
 	}
+	nodeDescs(m)
 	for _, r := range []string{ResultPushed, ResultPushFailed, ResultComposeFailed} {
 		m.pushes.WithLabelValues(r)
 	}
@@ -125,7 +129,7 @@ func NewController(clock func() time.Time) *Controller {
 	for _, r := range append(events.RefusedReasons(), ReasonOther) {
 		m.refused.WithLabelValues(r)
 	}
-	m.reg.MustRegister(m.appended, m.appendSeconds, m.appendErrors, m.pushes, m.outcomes, m.refused, m.deferred, (*gauges)(m),
+	m.reg.MustRegister(m.appended, m.appendSeconds, m.appendErrors, m.pushes, m.outcomes, m.refused, m.deferred, (*gauges)(m), (*nodeGauges)(m),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.reg.MustRegister(controllerPanics())
 	return m

@@ -14,7 +14,10 @@
 //     controller appended it;
 //   - the live projections, read at scrape time (Controller.Watch): the
 //     projection lag, holds by module, the churn loops active, and each
-//     node's compose axis (a failed compose, its modules pending);
+//     node's health and last apply (nodes.go), its compose axis (a
+//     failed compose, its modules pending); and the controller's
+//     liveness (Seen): each node's last heartbeat heard, and whether it is
+//     unreachable;
 //   - the report door, told by the bus consumer's wiring: every report
 //     refused for good, by reason (Controller.ReportRefused), and every
 //     report deferred by its node's rate limit (Controller.ReportsDeferred).
@@ -48,6 +51,11 @@
 //	                                                         unknown-node (other: never, unless a caller names another)
 //	meshplane_reports_deferred_total               counter   reports deferred on the bus by their node's rate limit (recorded in their turn)
 //	meshplane_panics_total{where}                  counter   panics recovered, by the goroutine boundary that recovered them (package safego lists them)
+//	meshplane_node_health{node,health}             gauge     1 for the node's health now, 0 for each other state (HealthStates)
+//	meshplane_node_last_apply_timestamp_seconds{node} gauge  when the node's last recorded apply was made
+//	meshplane_node_last_seen_timestamp_seconds{node}  gauge  the node's last heartbeat the controller heard (none before one)
+//	meshplane_node_unreachable{node}               gauge     1 when not heard within mesh up --silent-after
+//	meshplane_build_info{version,goversion}        gauge     1, labelled with the build
 //
 // Agent (mesh agent --metrics ADDR, at /metrics):
 //
@@ -56,6 +64,7 @@
 //	meshplane_agent_apply_outcomes_total{node,kind} counter  resources per outcome, as above
 //	meshplane_agent_bus_errors_total{node}         counter   report deliveries the bus refused or that failed
 //	meshplane_agent_panics_total{node,where}       counter   panics recovered, as above
+//	meshplane_build_info{version,goversion}        gauge     1, labelled with the build
 //
 // The controller does not see an agent's outbox: its depth is the agent's
 // own gauge, scraped from each agent.

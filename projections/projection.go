@@ -187,6 +187,10 @@ func nodeOf(ev events.Event, p events.Payload) string {
 		n = v.Node
 	case events.ReportThrottled:
 		n = v.Node
+	case events.NodeWentSilent:
+		n = v.Node
+	case events.NodeCameBack:
+		n = v.Node
 	}
 	if n == "" {
 		n = streamNode(ev.Stream)

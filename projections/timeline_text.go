@@ -154,6 +154,13 @@ func summarize(e *entry) string {
 	case events.ReportThrottled:
 		return fmt.Sprintf("%s sent reports faster than its limit (%g a second, bursts of %d): %d deferred from %s to %s, each recorded in its turn",
 			e.node, v.Rate, v.Burst, v.Deferred, v.From.UTC().Format(time.TimeOnly), v.To.UTC().Format(time.TimeOnly))
+	case events.NodeWentSilent:
+		if v.LastSeen.IsZero() {
+			return fmt.Sprintf("%s went silent: no heartbeat within %s of the controller leading", e.node, v.Bound)
+		}
+		return fmt.Sprintf("%s went silent: no heartbeat for %s, last seen %s", e.node, v.Bound, v.LastSeen.UTC().Format(time.TimeOnly))
+	case events.NodeCameBack:
+		return fmt.Sprintf("%s came back: heard at %s after %s silent", e.node, v.LastSeen.UTC().Format(time.TimeOnly), v.SilentFor)
 	case events.NodeJoinTokenIssued:
 		return fmt.Sprintf("join token %s issued for %s, good until %s", v.TokenID, e.node, v.ExpiresAt.UTC().Format(time.RFC3339))
 	case events.NodeJoined:

@@ -212,6 +212,12 @@ func TestPrinters(t *testing.T) {
 		{"status-json", func(w *bytes.Buffer) error {
 			return render.Status(w, render.JSON, api.StatusResponse{Nodes: []api.NodeStatus{converged, waiting}, Skipped: skipped})
 		}, true},
+		{"status-liveness", func(w *bytes.Buffer) error {
+			return render.Status(w, render.Table, api.StatusResponse{Nodes: []api.NodeStatus{heard, silent}})
+		}, false},
+		{"node-show-liveness", func(w *bytes.Buffer) error {
+			return render.NodeShow(w, render.Table, api.NodeShow{Status: heard}, api.Skipped{})
+		}, false},
 		{"node-show", func(w *bytes.Buffer) error {
 			return render.NodeShow(w, render.Table, api.NodeShow{Status: waiting, Holds: []api.Hold{{Name: "route-proxy", Module: "route-proxy", Reason: "module route-proxy is not taken"}}}, api.Skipped{})
 		}, false},

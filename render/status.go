@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 
 	"meshplane/api"
@@ -20,7 +21,14 @@ func Status(w io.Writer, f Format, resp api.StatusResponse) error {
 		return Partial(sk, false)
 	}
 	tw := table(w)
-	fmt.Fprintln(tw, "NODE\tSYNC\tHEALTH\tDECLARATION\tLAST APPLY")
+	// LAST SEEN is there when the answer carries liveness (a controller
+	// hearing heartbeats); a store read on its own knows none.
+	live := slices.ContainsFunc(resp.Nodes, hasLiveness)
+	head := "NODE\tSYNC\tHEALTH\tDECLARATION\tLAST APPLY"
+	if live {
+		head = "NODE\tSYNC\tHEALTH\tLAST SEEN\tDECLARATION\tLAST APPLY"
+	}
+	fmt.Fprintln(tw, head)
 	for _, st := range resp.Nodes {
 		decl, apply := "-", "-"
 		if st.Pushed != nil {
@@ -28,6 +36,10 @@ func Status(w io.Writer, f Format, resp api.StatusResponse) error {
 		}
 		if st.Applied != nil {
 			apply = st.Applied.Summary
+		}
+		if live {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", st.Node, st.Sync, Health(st.Health, st.Held), lastSeen(st), decl, apply)
+			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", st.Node, st.Sync, Health(st.Health, st.Held), decl, apply)
 	}
@@ -70,6 +82,21 @@ func pending(st api.NodeStatus) []string {
 	return out
 }
 
+// hasLiveness reports whether st carries what a controller heard of its
+// node: a last heartbeat, or none within the bound.
+func hasLiveness(st api.NodeStatus) bool {
+	return st.LastSeen != nil || st.Sync == api.SyncUnreachable
+}
+
+// lastSeen is st's last heartbeat, or "never" when the controller heard
+// none since it started.
+func lastSeen(st api.NodeStatus) string {
+	if st.LastSeen == nil {
+		return "never"
+	}
+	return stamp(*st.LastSeen)
+}
+
 // NodeShow shows one node: its status, its modules and the holds of its
 // own apply reports (mesh node show). sk is what the answer left out.
 func NodeShow(w io.Writer, f Format, ns api.NodeShow, sk api.Skipped) error {
@@ -83,6 +110,13 @@ func NodeShow(w io.Writer, f Format, ns api.NodeShow, sk api.Skipped) error {
 	fmt.Fprintf(w, "node     %s\n", st.Node)
 	fmt.Fprintf(w, "adopted  %v\n", st.Adopted)
 	fmt.Fprintf(w, "sync     %s\n", st.Sync)
+	if hasLiveness(st) {
+		if st.LastSeen != nil {
+			fmt.Fprintf(w, "seen     %s (last heartbeat)\n", stamp(*st.LastSeen))
+		} else {
+			fmt.Fprintln(w, "seen     never (no heartbeat since the controller started)")
+		}
+	}
 	fmt.Fprintf(w, "health   %s\n", Health(st.Health, st.Held))
 	if st.Pushed != nil {
 		fmt.Fprintf(w, "pushed   %s at %s\n", st.Pushed.Declaration, stamp(st.Pushed.At))

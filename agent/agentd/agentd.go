@@ -13,6 +13,7 @@ import (
 	"meshplane/agent/docker"
 	"meshplane/agent/simruntime"
 	"meshplane/bus"
+	"meshplane/internal/buildinfo"
 )
 
 // Runtimes an agent runs on (Config.Runtime, `mesh agent --runtime`), as a
@@ -89,6 +90,11 @@ type Config struct {
 	// Outbox, if set, is used instead of DATA/outbox (a benchmark keeps it
 	// in memory, as if each agent had a disk of its own).
 	Outbox *agent.Outbox
+	// HeartbeatEvery is how often the agent says on the bus that it is
+	// alive (mesh.heartbeat.<node>, never stored): bus.DefaultHeartbeatEvery
+	// (5s) when zero. The controller says a node is unreachable after
+	// --silent-after (30s) without one.
+	HeartbeatEvery time.Duration
 	// Metrics (--metrics) is a host:port where the agent serves its
 	// Prometheus metrics at /metrics (package metrics): outbox depth,
 	// applies, bus errors. Empty: none.
@@ -100,8 +106,9 @@ type Config struct {
 // node's credentials (waiting while no bus answers: an agent may start
 // before its controller), watches its declaration, applies it when it
 // changes and every Interval, and delivers its reports through the outbox
-// (agent.Run). It returns nil when ctx ends, and an error if it cannot start
-// (credentials refused or unreadable, an unknown runtime, an outbox that
+// (agent.Run), heartbeating on the bus meanwhile (HeartbeatEvery). It
+// returns nil when ctx ends, and an error if it cannot start (credentials
+// refused or unreadable, an unknown runtime, an outbox that
 // does not load, its data directory held: ErrDataHeld) or the bus
 // connection is closed under it.
 func Run(ctx context.Context, cfg Config) error {
@@ -148,6 +155,13 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("agent: %w", err)
 	}
 	defer n.Close()
+	hbCtx, stopHeartbeats := context.WithCancel(ctx)
+	heartbeats := make(chan struct{})
+	go func() {
+		defer close(heartbeats)
+		n.Heartbeats(hbCtx, cfg.HeartbeatEvery, buildinfo.Version(), clock(cfg.ClockOffset))
+	}()
+	defer func() { stopHeartbeats(); <-heartbeats }()
 	link := n.Agent()
 	var reporter agent.Reporter = link
 	applied := cfg.Applied

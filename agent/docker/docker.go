@@ -41,6 +41,13 @@
 // resource name, module, digest and spec come from the labels, and running
 // or stopped from the list's state, never from an inspect per container.
 //
+// # Following the engine
+//
+// Changes (agent.Watcher, watch.go) follows the engine's event stream for
+// this node's containers (die, stop, oom, destroy): a running agent makes a
+// pass at once when one is stopped or removed behind its back, rather than
+// at its next drift check. What the runtime does itself is not a change.
+//
 // # Host paths
 //
 // Directories and files are on the host the engine runs on. Options.Root
@@ -157,6 +164,9 @@ type Runtime struct {
 	// is not atomic, and two creates of one network at once make two
 	// networks of that name, which no container can join after.
 	netMu sync.Mutex
+
+	ownMu sync.Mutex
+	own   map[string]time.Time // container id → until when its events are the runtime's own (watch.go)
 }
 
 // New makes a Runtime. With no Options.Engine it makes a client from the
@@ -190,7 +200,7 @@ func New(opt Options) (*Runtime, error) {
 		}
 		eng = c
 	}
-	return &Runtime{opt: opt, eng: eng}, nil
+	return &Runtime{opt: opt, eng: eng, own: map[string]time.Time{}}, nil
 }
 
 // ErrNoEngine means no Docker engine answered where the environment names
@@ -357,6 +367,7 @@ func (r *Runtime) RemoveContainer(ctx context.Context, name string) error {
 	}
 	secs := int(r.opt.StopTimeout / time.Second)
 	for _, id := range ids {
+		r.mine(id)
 		if err := r.eng.ContainerStop(ctx, id, container.StopOptions{Timeout: &secs}); err != nil && !cerrdefs.IsNotFound(err) {
 			return fail("remove", name, fmt.Errorf("stop: %w", err))
 		}
@@ -474,6 +485,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, c agent.Container) error 
 func (r *Runtime) undo(id string, err error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	r.mine(id)
 	if rerr := r.eng.ContainerRemove(ctx, id, container.RemoveOptions{Force: true}); rerr != nil && !cerrdefs.IsNotFound(rerr) {
 		return fmt.Errorf("%w (and removing the unfinished container: %v)", err, rerr)
 	}

@@ -23,7 +23,7 @@ const outboxDir = agentd.OutboxDir
 // says which is which).
 type agentOptions struct {
 	creds, data, runtime     string
-	interval                 time.Duration
+	interval, heartbeat      time.Duration
 	simFound                 []string // --sim-found: what up passes for a mesh file's found:
 	dockerRoot, dockerPrefix string
 	artifactStore, metrics   string
@@ -59,6 +59,7 @@ func (o *agentOptions) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.creds, "creds", "", "the node's bus credential `file` (default: DATA/node.creds, written by mesh agent join)")
 	fs.StringVar(&o.runtime, "runtime", "sim", "the container runtime: sim (simulated, kept in DATA/sim-node.json) or docker")
 	fs.DurationVar(&o.interval, "interval", time.Minute, "apply the latest declaration again every `duration` (drift)")
+	fs.DurationVar(&o.heartbeat, "heartbeat", 5*time.Second, "say on the bus that the agent is alive every `duration` (keep it well under the controller's --silent-after)")
 	fs.StringSliceVar(&o.simFound, "sim-found", nil, "runtime sim: `directories` already on the simulated node when it starts (as a mesh file's found:)")
 	fs.StringVar(&o.dockerRoot, "docker-root", "", "runtime docker: the host directory `DIR` every path of the declaration is kept under (/etc/x is DIR/etc/x; default /): nothing outside it is ever made, changed, read or removed, and no symbolic link in it is followed (a link where a declared file or directory is fails that resource, and is left for the operator)")
 	fs.StringVar(&o.dockerPrefix, "docker-prefix", "", "runtime docker: put this `prefix` before the engine's name of every container, network and volume (several nodes on one engine)")
@@ -66,7 +67,7 @@ func (o *agentOptions) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics (outbox depth, applies, bus errors) at http://`ADDR`/metrics, no token: a private or loopback host:port")
 	_ = fs.MarkHidden("sim-found") // for the simulated nodes `mesh up` starts
 	fs.StringArrayVar(&o.dockerLabels, "docker-label", nil, "runtime docker: put this label (`KEY=VALUE`) on every container, network and volume, and leave alone any container with KEY at another value (another mesh's, on a shared engine); repeatable")
-	flagcheck.Install(fs, map[string]flagcheck.Check{"interval": flagcheck.Positive, "artifact-store": flagcheck.Optional(flagcheck.DialAddr), "metrics": flagcheck.Optional(flagcheck.ListenAddr), "docker-label": label})
+	flagcheck.Install(fs, map[string]flagcheck.Check{"interval": flagcheck.Positive, "heartbeat": flagcheck.Positive, "artifact-store": flagcheck.Optional(flagcheck.DialAddr), "metrics": flagcheck.Optional(flagcheck.ListenAddr), "docker-label": label})
 }
 
 // runAgentCmd runs mesh agent in the foreground until SIGINT or SIGTERM
@@ -76,7 +77,7 @@ func runAgentCmd(cmd *cobra.Command, o agentOptions) error {
 	offset, err2 := agentd.ClockOffset(os.Getenv(agentd.ClockOffsetEnv))
 	cfg := agentd.Config{
 		ClockOffset: offset,
-		Creds:       o.creds, Data: o.data, Runtime: o.runtime, Interval: o.interval,
+		Creds:       o.creds, Data: o.data, Runtime: o.runtime, Interval: o.interval, HeartbeatEvery: o.heartbeat,
 		SimFound: o.simFound, DockerRoot: o.dockerRoot, DockerPrefix: o.dockerPrefix, DockerLabels: labels,
 		ArtifactStore: o.artifactStore, Metrics: o.metrics,
 	}

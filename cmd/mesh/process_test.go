@@ -166,9 +166,9 @@ type ctlProc struct {
 
 // startCtl starts a controller on data and waits until it serves (its
 // controller.json names it).
-func startCtl(t testing.TB, data, apiAt, busAt string) *ctlProc {
+func startCtl(t testing.TB, data, apiAt, busAt string, extra ...string) *ctlProc {
 	t.Helper()
-	p := startProc(t, nil, "up", "--data", data, "--listen", apiAt, "--bus-listen", busAt)
+	p := startProc(t, nil, append([]string{"up", "--data", data, "--listen", apiAt, "--bus-listen", busAt}, extra...)...)
 	c := &ctlProc{proc: p, data: data}
 	eventually(t, 30*time.Second, func() error {
 		select {

@@ -30,7 +30,7 @@ type upOptions struct {
 }
 
 // controllerFlags are the controller's flags, refused with --passes.
-var controllerFlags = []string{"listen", "bus-listen", "nats", "advertise", "tls-cert", "tls-key", "insecure", "interval", "once"}
+var controllerFlags = []string{"listen", "bus-listen", "nats", "advertise", "tls-cert", "tls-key", "insecure", "interval", "silent-after", "once"}
 
 func (e *env) upCmd() *cobra.Command {
 	var o upOptions
@@ -71,10 +71,11 @@ func (e *env) upCmd() *cobra.Command {
 	fs.StringVar(&o.ctl.TLSKey, "tls-key", "", "controller: the certificate's PEM key `file`")
 	fs.BoolVar(&o.ctl.Insecure, "insecure", false, "controller: serve beyond loopback without TLS")
 	fs.DurationVar(&o.ctl.Interval, "interval", 5*time.Minute, "controller: compose every node and push what changed every `duration`")
+	fs.DurationVar(&o.ctl.SilentAfter, "silent-after", 30*time.Second, "controller: a node with no heartbeat for this `duration` is unreachable (node.went-silent)")
 	fs.BoolVar(&o.once, "once", false, "controller: set up, run one pass, and exit")
 	addBusFlags(fs, &o.ctl)
 	flagcheck.Install(fs, map[string]flagcheck.Check{
-		"passes": flagcheck.AtLeast(1), "interval": flagcheck.Positive,
+		"passes": flagcheck.AtLeast(1), "interval": flagcheck.Positive, "silent-after": flagcheck.Positive,
 		"listen": flagcheck.Optional(flagcheck.ListenAddr), "advertise": flagcheck.Optional(flagcheck.URLOf("https", "http")), "bus-listen": flagcheck.Optional(flagcheck.ListenAddr),
 		"nats": flagcheck.Optional(flagcheck.ListOf(flagcheck.URLOf("nats", "tls", "ws", "wss"))),
 	})

@@ -36,8 +36,10 @@
 // panic does:
 //
 //	controller.pass        an interval pass                    logged, counted; the next tick comes
+//	controller.liveness    a liveness check                    logged, counted; the next tick comes
 //	controller.push        one node's push                     that node's push fails, the others go
 //	bus.report             one report off the bus              redelivered with the handler's backoff
+//	bus.heartbeat          one heartbeat off the bus           that heartbeat is lost
 //	api.request            one HTTP request (API, page, /metrics) 500, code internal
 //	web.feed               one page's event stream             that stream ends
 //	projections.fold       one event in one projection         a refusal (Failures), the fold goes on

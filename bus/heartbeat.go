@@ -1,0 +1,169 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"meshplane/internal/safego"
+)
+
+// Heartbeats. An agent publishes one on mesh.heartbeat.<node> every
+// DefaultHeartbeatEvery, on core NATS: nothing is stored, nothing is
+// acknowledged, a heartbeat sent while the bus is away is lost (and meant
+// to be). The controller keeps the last one it heard of each node in
+// memory; only the transitions (a node going silent, coming back) are
+// events (controller.Liveness).
+//
+// The wire form is JSON:
+//
+//	{"node": "n1", "at": "2026-12-02T10:00:00Z", "version": "0.20.0"}
+//
+// at is the agent's clock, for the log only: the controller stamps what it
+// heard with its own. A node's user may publish on its own heartbeat
+// subject alone (NodePermissions), so the subject says who sent it; a
+// heartbeat whose node differs from its subject's, or that does not
+// decode, is ignored (logged, counted: HeartbeatStats.Ignored).
+
+// DefaultHeartbeatEvery is how often an agent heartbeats: well inside the
+// controller's default bound (30 s), so that a lost one or two never make a
+// node silent.
+const DefaultHeartbeatEvery = 5 * time.Second
+
+// maxHeartbeat bounds a heartbeat message the controller decodes.
+const maxHeartbeat = 1 << 10
+
+// Heartbeat is one agent heartbeat.
+type Heartbeat struct {
+	Node    string    `json:"node"`
+	At      time.Time `json:"at"`
+	Version string    `json:"version,omitempty"`
+}
+
+// Heartbeat publishes one heartbeat of the node, stamped at (the agent's
+// clock). It does not wait for anything: an error means the connection
+// could not take it (the bus is away).
+func (n *Node) Heartbeat(at time.Time, version string) error {
+	b, err := json.Marshal(Heartbeat{Node: n.node, At: at.UTC(), Version: version})
+	if err != nil {
+		return fmt.Errorf("bus: node %s: heartbeat: %w", n.node, err)
+	}
+	if err := n.nc.Publish(HeartbeatSubject(n.node), b); err != nil {
+		return fmt.Errorf("bus: node %s: heartbeat: %w", n.node, err)
+	}
+	return nil
+}
+
+// Heartbeats publishes a heartbeat at once and then every every (0:
+// DefaultHeartbeatEvery) until ctx ends, stamped with now (nil: time.Now).
+// A heartbeat the connection cannot take is logged at debug level and the
+// next one is tried on time.
+func (n *Node) Heartbeats(ctx context.Context, every time.Duration, version string, now func() time.Time) {
+	if every <= 0 {
+		every = DefaultHeartbeatEvery
+	}
+	if now == nil {
+		now = time.Now
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if err := n.Heartbeat(now(), version); err != nil {
+			n.log.Debug("bus: heartbeat not sent", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// HeartbeatStats counts what the controller's heartbeat subscription did.
+type HeartbeatStats struct {
+	Heard   uint64 // handed to the callback
+	Ignored uint64 // did not decode, too large, or named another node than its subject's
+}
+
+// HeartbeatSubscription is the controller's subscription to every node's
+// heartbeats.
+type HeartbeatSubscription struct {
+	sub            *nats.Subscription
+	heard, ignored atomic.Uint64
+	log            *slog.Logger
+	fn             func(node string, hb Heartbeat)
+	warnedOnce     atomic.Bool
+}
+
+// SubscribeHeartbeats hands each heartbeat heard on mesh.heartbeat.> to fn,
+// with the node its subject names, one at a time (from the connection's
+// goroutine: fn must not block), until Stop or the connection closes. A
+// heartbeat that does not decode or names another node is ignored.
+func (c *Controller) SubscribeHeartbeats(fn func(node string, hb Heartbeat)) (*HeartbeatSubscription, error) {
+	s := &HeartbeatSubscription{log: c.log, fn: fn}
+	sub, err := c.nc.Subscribe(HeartbeatSubjectPrefix+">", s.handle)
+	if err != nil {
+		return nil, fmt.Errorf("bus: subscribe heartbeats: %w", err)
+	}
+	if err := c.nc.Flush(); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("bus: subscribe heartbeats: %w", err)
+	}
+	s.sub = sub
+	return s, nil
+}
+
+// handle is one heartbeat, behind a recover (safego.Call, "bus.heartbeat"):
+// a panic is logged and counted, and the heartbeat is lost.
+func (s *HeartbeatSubscription) handle(m *nats.Msg) {
+	_ = safego.Call("bus.heartbeat", s.log, func() error { s.heard1(m); return nil })
+}
+
+func (s *HeartbeatSubscription) heard1(m *nats.Msg) {
+	node := strings.TrimPrefix(m.Subject, HeartbeatSubjectPrefix)
+	hb, err := decodeHeartbeat(node, m.Data)
+	if err != nil {
+		s.ignored.Add(1)
+		if s.warnedOnce.CompareAndSwap(false, true) {
+			s.log.Warn("bus: heartbeat ignored (said once; counted after)", "subject", m.Subject, "err", err)
+		}
+		return
+	}
+	s.heard.Add(1)
+	s.fn(node, hb)
+}
+
+func decodeHeartbeat(node string, b []byte) (Heartbeat, error) {
+	if err := ValidNode(node); err != nil {
+		return Heartbeat{}, err
+	}
+	if len(b) > maxHeartbeat {
+		return Heartbeat{}, fmt.Errorf("a heartbeat of %d bytes: at most %d", len(b), maxHeartbeat)
+	}
+	var hb Heartbeat
+	if err := json.Unmarshal(b, &hb); err != nil {
+		return Heartbeat{}, fmt.Errorf("heartbeat: %w", err)
+	}
+	if hb.Node != node {
+		return Heartbeat{}, fmt.Errorf("a heartbeat on %s's subject claims node %q", node, hb.Node)
+	}
+	return hb, nil
+}
+
+// Stats says what the subscription heard and ignored.
+func (s *HeartbeatSubscription) Stats() HeartbeatStats {
+	return HeartbeatStats{Heard: s.heard.Load(), Ignored: s.ignored.Load()}
+}
+
+// Stop ends the subscription.
+func (s *HeartbeatSubscription) Stop() {
+	if err := s.sub.Unsubscribe(); err != nil {
+		s.log.Debug("bus: unsubscribe heartbeats", "err", err)
+	}
+}
