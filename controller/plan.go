@@ -225,34 +225,46 @@ func LastPushed(ctx context.Context, store events.Store, reg *events.Registry, n
 	}
 	d := declaration.Declaration{Node: node, ID: composed.Declaration, Digest: composed.Digest}
 	for _, ref := range composed.Resources {
-		r := declaration.Resource{Name: ref.Name, Kind: ref.Kind, Module: ref.Module, Digest: ref.Digest}
 		raw, ok := specs[ref.Digest]
 		if !ok {
 			continue
 		}
-		var target any
-		switch ref.Kind {
-		case declaration.KindContainer:
-			r.Container = &declaration.Container{}
-			target = r.Container
-		case declaration.KindDirectory:
-			r.Directory = &declaration.Directory{}
-			target = r.Directory
-		case declaration.KindFile:
-			r.File = &declaration.File{}
-			target = r.File
-		default:
-			continue
-		}
-		if err := json.Unmarshal(raw, target); err != nil {
+		r, ok, err := resourceOf(ref, raw)
+		if err != nil {
 			return declaration.Declaration{}, fmt.Errorf("spec %s of %s in %s: %w", ref.Digest, ref.Name, composed.Declaration, err)
 		}
-		d.Resources = append(d.Resources, r)
+		if ok {
+			d.Resources = append(d.Resources, r)
+		}
 	}
 	if slices.Equal(composed.Roster, rosterNames(next)) {
 		d.Hosts = next.Hosts
 	}
 	return d, nil
+}
+
+// resourceOf is the declared resource ref with its spec raw (as a
+// composed event holds it); false for a kind this build does not know.
+func resourceOf(ref events.ResourceRef, raw json.RawMessage) (declaration.Resource, bool, error) {
+	r := declaration.Resource{Name: ref.Name, Kind: ref.Kind, Module: ref.Module, Digest: ref.Digest}
+	var target any
+	switch ref.Kind {
+	case declaration.KindContainer:
+		r.Container = &declaration.Container{}
+		target = r.Container
+	case declaration.KindDirectory:
+		r.Directory = &declaration.Directory{}
+		target = r.Directory
+	case declaration.KindFile:
+		r.File = &declaration.File{}
+		target = r.File
+	default:
+		return r, false, nil
+	}
+	if err := json.Unmarshal(raw, target); err != nil {
+		return r, false, err
+	}
+	return r, true, nil
 }
 
 func rosterNames(d declaration.Declaration) []string {
