@@ -141,7 +141,7 @@ var plan = api.PlanResponse{
 		},
 		{
 			Preview: api.Preview{Node: "d1", Declaration: "d1/2", Outcome: events.ApplyReported{Node: "d1", Declaration: "d1/2", Sent: 1, Unchanged: 1}, Unchanged: 1},
-			Source:  api.PlanByDeclarations, NoAnswer: "no answer in 5s", Headline: "d1: nothing to do",
+			Source:  api.PlanByDeclarations, NoAnswer: "no answer in 5s", Against: "d1/2", Unapplied: "d1/3", Headline: "d1: nothing to do",
 		},
 		{Preview: api.Preview{Node: "spare"}, Source: api.PlanNotComposed, ComposeError: "no module assigned", Headline: "spare: does not compose: no module assigned"},
 	},
