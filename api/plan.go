@@ -9,6 +9,13 @@ package api
 type PlanRequest struct {
 	Nodes []string `json:"nodes,omitempty"`
 	After []string `json:"after,omitempty"`
+	// Files are the module files After's "module define FILE..." lines
+	// name, by the path as written there, each as the caller read and
+	// parsed it (the controller does not read the caller's files).
+	Files map[string]ModuleDefinition `json:"files,omitempty"`
+	// Reached, with no Nodes, plans only the nodes whose declaration the
+	// After commands change (mesh module define --plan).
+	Reached bool `json:"reached,omitempty"`
 }
 
 // PlanResponse is a plan per node, in node order. Heavy says at least one

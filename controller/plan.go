@@ -335,21 +335,60 @@ func rosterNames(d declaration.Declaration) []string {
 	return out
 }
 
+// afterWords are the --after commands, as mesh plan's refusal names them.
+const afterWords = `deploy MODULE [--digest D], assign|take|release MODULE NODE, node adopt NODE, node set NODE KEY [VALUE], or module define FILE...`
+
 // ParseAfter reads mesh plan's --after commands, each a mesh command line
 // without "mesh": "deploy MODULE [--digest D]", "assign|take|release MODULE
-// NODE", "node adopt NODE". Anything else is a rejection (invalid) naming
-// it.
-func ParseAfter(lines []string) ([]commands.Command, error) {
+// NODE", "node adopt NODE", "node set NODE KEY [VALUE]" (no VALUE clears
+// it), "module define FILE...". A module define's files are taken from
+// files (the caller read them: api.PlanRequest.Files); one not there is a
+// rejection naming it. Anything else is a rejection (invalid) naming it.
+func ParseAfter(lines []string, files map[string]api.ModuleDefinition) ([]commands.Command, error) {
 	var out []commands.Command
 	for _, line := range lines {
-		c, ok := parseAfter(strings.Fields(line))
+		w := strings.Fields(line)
+		if len(w) >= 3 && w[0] == "module" && w[1] == "define" {
+			for _, f := range w[2:] {
+				d, ok := files[f]
+				if !ok {
+					return nil, &commands.Rejection{Code: commands.CodeInvalid, Msg: fmt.Sprintf(
+						"--after %q: module file %s was not sent with the plan (mesh plan reads it)", line, f)}
+				}
+				out = append(out, commands.DefineModule{Module: d.Module, Spec: d.Spec})
+			}
+			continue
+		}
+		c, ok := parseAfter(w)
 		if !ok {
-			return nil, &commands.Rejection{Code: commands.CodeInvalid, Msg: fmt.Sprintf(
-				"--after %q: want a command: deploy MODULE [--digest D], assign|take|release MODULE NODE, or node adopt NODE", line)}
+			return nil, &commands.Rejection{Code: commands.CodeInvalid, Msg: fmt.Sprintf("--after %q: want a command: %s", line, afterWords)}
 		}
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// CheckAfter says whether line is one of the --after commands, by its
+// words alone (a module define's files are not read).
+func CheckAfter(line string) error {
+	w := strings.Fields(line)
+	if len(w) >= 3 && w[0] == "module" && w[1] == "define" {
+		return nil
+	}
+	if _, ok := parseAfter(w); !ok {
+		return fmt.Errorf("want a command: %s", afterWords)
+	}
+	return nil
+}
+
+// AfterFiles are the module files line names, when it is a module define
+// ("module define FILE..."); none otherwise.
+func AfterFiles(line string) []string {
+	w := strings.Fields(line)
+	if len(w) >= 3 && w[0] == "module" && w[1] == "define" {
+		return w[2:]
+	}
+	return nil
 }
 
 func parseAfter(w []string) (commands.Command, bool) {
@@ -368,6 +407,10 @@ func parseAfter(w []string) (commands.Command, bool) {
 		return commands.ReleaseModule{Module: w[1], Node: w[2]}, true
 	case len(w) == 3 && w[0] == "node" && w[1] == "adopt":
 		return commands.AdoptNode{Node: w[2]}, true
+	case len(w) == 4 && w[0] == "node" && w[1] == "set":
+		return commands.SetNodeSetting{Node: w[2], Key: w[3]}, true
+	case len(w) == 5 && w[0] == "node" && w[1] == "set":
+		return commands.SetNodeSetting{Node: w[2], Key: w[3], Value: w[4]}, true
 	}
 	return nil, false
 }
@@ -378,7 +421,7 @@ func parseAfter(w []string) (commands.Command, bool) {
 // controller has one; otherwise, or when a node does not answer, its plan
 // is the declaration-to-declaration diff, labelled so.
 func (c *Controller) Plan(ctx context.Context, req api.PlanRequest) (api.PlanResponse, error) {
-	cs, err := ParseAfter(req.After)
+	cs, err := ParseAfter(req.After, req.Files)
 	if err != nil {
 		return api.PlanResponse{}, err
 	}
@@ -408,6 +451,9 @@ func (c *Controller) Plan(ctx context.Context, req api.PlanRequest) (api.PlanRes
 		np, err := PlanNode(ctx, p, node)
 		if err != nil {
 			return api.PlanResponse{}, err
+		}
+		if req.Reached && len(req.Nodes) == 0 && !np.New && np.Source != api.PlanNotComposed {
+			continue // the commands leave its declaration as it is
 		}
 		out.Heavy = out.Heavy || np.Heavy
 		out.Nodes = append(out.Nodes, np)

@@ -11,7 +11,8 @@ import (
 )
 
 func (e *env) moduleDefineCmd() *cobra.Command {
-	return &cobra.Command{
+	var plan bool
+	cmd := &cobra.Command{
 		Use:   "define FILE...",
 		Short: "define (or redefine) modules from module files, all or none",
 		Long: `Define (or redefine) modules from module files, all or none: every file is
@@ -21,10 +22,17 @@ a second YAML document in it (after "---") is refused, naming the file and
 the line it starts on, never dropped; put each module in a file of its own.
 Module, container and port names are DNS labels (1 to 63 lower-case
 letters, digits and '-', no '-' at either end): the refusal names the rule
-a name breaks.`,
+a name breaks. --plan appends nothing: it shows the plan of every node the
+definitions reach (mesh plan --after "module define FILE...").`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("name at least one module file")
+			}
+			if plan {
+				return planDefine(cmd, args)
+			}
+			if cmd.Flags().Changed("output") || cmd.Flags().Changed("json") {
+				return usagef("-o goes with --plan: a definition prints what it appended")
 			}
 			defs, err := readModuleFiles(args)
 			if err != nil {
@@ -37,6 +45,9 @@ a name breaks.`,
 			return e.execute(cmd, cs...)
 		},
 	}
+	cmd.Flags().BoolVar(&plan, "plan", false, "append nothing: show the plan of every node the definitions reach (exit 4: heavy)")
+	addOutput(cmd)
+	return cmd
 }
 
 // readModuleFiles reads and parses every module file before anything is

@@ -3,10 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"meshplane/api"
 	"meshplane/internal/flagcheck"
-	"meshplane/render"
-	"meshplane/session"
 )
 
 // exitHeavy is mesh plan's exit code when a node's plan is heavy: it would
@@ -27,35 +24,26 @@ func (e *env) planCmd() *cobra.Command {
 and asks the node's agent what it would do with it, against what the node holds, without
 applying it: per resource create, replace (with the fields that change, from what to what),
 update in place, remove, or hold (with the reason), and how many are unchanged. A node that
-does not answer is planned from the declaration last pushed to it, and says so: what it
-found and holds is not known then. --after plans as if commands had run first (repeatable):
---after "deploy forge", --after "assign route-proxy novox". Nothing is stored.
+does not answer is planned from the declaration its last apply report applied, and says so
+(and names a push it has not applied yet): what it found and holds is not known then.
+--after plans as if commands had run first (repeatable): --after "deploy forge",
+--after "assign route-proxy novox", --after "release forge novox", --after "node set novox
+port.store 3001", --after "module define forge.yaml" (the file is read here and sent with the
+plan). Nothing is stored.
 
 A plan that would create, replace or remove at least half of a node's resources, or of its
 containers (a container its last apply failed, created now, is a retry and not counted), is
 heavy (a heavy pass, rule 7): its first line says so, and mesh plan exits 4.`,
 		ValidArgsFunction: completeNodes,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out, err := outputOf(cmd)
+			req, err := planRequest(args, after)
 			if err != nil {
 				return err
 			}
-			return withSession(cmd, false, nil, func(s *session.Session) error {
-				resp, err := s.Service.Plan(cmd.Context(), api.PlanRequest{Nodes: args, After: after})
-				if err != nil {
-					return err
-				}
-				if err := render.Plan(cmd.OutOrStdout(), render.Format(out), resp); err != nil {
-					return err
-				}
-				if resp.Heavy {
-					return &exitError{exitHeavy}
-				}
-				return nil
-			})
+			return runPlan(cmd, req)
 		},
 	}
-	cmd.Flags().StringArrayVar(&after, "after", nil, "plan as if this `command` had run first (\"deploy forge\", \"assign route-proxy novox\"); repeatable")
+	cmd.Flags().StringArrayVar(&after, "after", nil, "plan as if this `command` had run first (\"deploy forge\", \"assign route-proxy novox\", \"node set N K V\", \"module define FILE\"); repeatable")
 	flagcheck.Install(cmd.Flags(), map[string]flagcheck.Check{"after": planAfter})
 	addOutput(cmd)
 	return cmd
