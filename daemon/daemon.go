@@ -122,6 +122,9 @@ type Config struct {
 	// Interval is how often every node is composed and what changed pushed
 	// (--interval); controller.DefaultInterval (5m) when zero.
 	Interval time.Duration
+	// HoldDefines makes a module definition wait for an explicit push
+	// (--push-on-define=false; controller.Config.HoldDefines).
+	HoldDefines bool
 	// Version is reported by the API's info.
 	Version string
 	// Logger gets the controller's log; nil means text on stderr.
@@ -257,7 +260,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		pub = notifyingPublisher{pub, cfg.Pushed}
 	}
 	ctl, err := controller.New(controller.Config{
-		Store: cm.store(store), Publisher: pub, Interval: cfg.Interval,
+		Store: cm.store(store), Publisher: pub, Interval: cfg.Interval, HoldDefines: cfg.HoldDefines,
 		Version: cfg.Version, Logger: log, Standby: lock != nil,
 	})
 	if err != nil {

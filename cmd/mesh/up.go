@@ -30,12 +30,13 @@ type upOptions struct {
 	tlsCert, tlsKey, tlsCA  string
 	advertise               string
 	insecure, once          bool
+	pushOnDefine            bool
 	interval                time.Duration
 	bus                     busOptions // up_bus.go
 }
 
 // controllerFlags are the controller's flags, refused with --passes.
-var controllerFlags = []string{"listen", "bus-listen", "nats", "advertise", "tls-cert", "tls-key", "insecure", "interval", "once"}
+var controllerFlags = []string{"listen", "bus-listen", "nats", "advertise", "tls-cert", "tls-key", "insecure", "interval", "once", "push-on-define"}
 
 func (e *env) upCmd() *cobra.Command {
 	var o upOptions
@@ -105,6 +106,7 @@ bus, no API): N passes of push and apply, then exit.`,
 	fs.BoolVar(&o.insecure, "insecure", false, "controller: serve beyond loopback without TLS")
 	fs.DurationVar(&o.interval, "interval", 5*time.Minute, "controller: compose every node and push what changed every `duration`")
 	fs.BoolVar(&o.once, "once", false, "controller: set up, run one pass, and exit")
+	fs.BoolVar(&o.pushOnDefine, "push-on-define", true, "controller: a module definition pushes the nodes it changes at once (the default); false: it waits for mesh push, and the interval pass pushes nothing until then")
 	addBusFlags(fs, &o.bus)
 	flagcheck.Install(fs, map[string]flagcheck.Check{
 		"passes": flagcheck.AtLeast(1), "interval": flagcheck.Positive,
@@ -160,6 +162,7 @@ func (e *env) up(cmd *cobra.Command, o upOptions, bolt bool) error {
 			Data: o.data, Listen: o.listen, BusListen: o.busListen,
 			TLSCert: o.tlsCert, TLSKey: o.tlsKey, Insecure: o.insecure,
 			Interval: o.interval, Store: o.store, AdvertiseURL: o.advertise,
+			HoldDefines: !o.pushOnDefine,
 		},
 		SetUp: o.once || fs.Changed("mesh") || fs.Changed("modules"), MeshPath: o.meshPath,
 		Clock: e.now, Actor: operator(), Once: o.once, TLSCA: o.tlsCA, Out: e.stdout, Log: e.stderr,
