@@ -30,10 +30,7 @@ func CollapseTouches(ts []Touch) []Touch {
 	out := make([]Touch, 0, len(ts))
 	for _, t := range ts {
 		if n := len(out); n > 0 {
-			last := out[n-1]
-			if last.Action == t.Action && last.Reason == t.Reason && slices.Equal(last.Fields, t.Fields) &&
-				last.Entry.Declaration == t.Entry.Declaration && last.Entry.Node == t.Entry.Node &&
-				last.Entry.Churn == "" && t.Entry.Churn == "" {
+			if last := out[n-1]; sameTouch(last, t) {
 				out[n-1].Entry.Run = extend(last.Entry, t.Entry)
 				continue
 			}
@@ -41,6 +38,43 @@ func CollapseTouches(ts []Touch) []Touch {
 		out = append(out, t)
 	}
 	return out
+}
+
+// CollapseWhy is CollapseTouches for a why answer: each run keeps its
+// first touch's push, deploy, changes and commands.
+func CollapseWhy(ts []WhyTouch) []WhyTouch {
+	out := make([]WhyTouch, 0, len(ts))
+	for _, t := range ts {
+		if n := len(out); n > 0 && sameTouch(out[n-1].Touch, t.Touch) {
+			out[n-1].Entry.Run = extend(out[n-1].Entry, t.Entry)
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// Behind is what a touch's commands and deploy name, each once, oldest
+// first: the commands behind its declaration and the builds it runs.
+func (t WhyTouch) Behind() []Entry {
+	out := append(slices.Clone(t.Commands), t.Deploy...)
+	slices.SortStableFunc(out, func(a, b Entry) int {
+		switch {
+		case a.Position < b.Position:
+			return -1
+		case a.Position > b.Position:
+			return 1
+		}
+		return 0
+	})
+	return slices.CompactFunc(out, func(a, b Entry) bool { return a.Position == b.Position })
+}
+
+// sameTouch reports whether b continues a's run (CollapseTouches).
+func sameTouch(a, b Touch) bool {
+	return a.Action == b.Action && a.Reason == b.Reason && slices.Equal(a.Fields, b.Fields) &&
+		a.Entry.Declaration == b.Entry.Declaration && a.Entry.Node == b.Entry.Node &&
+		a.Entry.Churn == "" && b.Entry.Churn == ""
 }
 
 func sameOutcome(a, b Entry) bool {

@@ -9,6 +9,13 @@ package api
 type PlanRequest struct {
 	Nodes []string `json:"nodes,omitempty"`
 	After []string `json:"after,omitempty"`
+	// Files are the module files After's "module define FILE..." lines
+	// name, by the path as written there, each as the caller read and
+	// parsed it (the controller does not read the caller's files).
+	Files map[string]ModuleDefinition `json:"files,omitempty"`
+	// Reached, with no Nodes, plans only the nodes whose declaration the
+	// After commands change (mesh module define --plan).
+	Reached bool `json:"reached,omitempty"`
 }
 
 // PlanResponse is a plan per node, in node order. Heavy says at least one
@@ -39,8 +46,9 @@ const (
 	// observes, without applying (a dry run over the bus, or in process).
 	PlanByAgent = "agent"
 	// PlanByDeclarations: the node did not answer in time; the plan is the
-	// declaration-to-declaration diff against the last declaration pushed
-	// to it, which cannot know what the node found or holds.
+	// declaration-to-declaration diff against the declaration its last
+	// apply report applied (Against), which cannot know what the node
+	// found or holds.
 	PlanByDeclarations = "declarations"
 	// PlanNotComposed: the node's declaration did not compose; the push
 	// would send nothing.
@@ -58,6 +66,13 @@ type NodePlan struct {
 	// NoAnswer is why the node's agent did not answer (Source
 	// PlanByDeclarations).
 	NoAnswer string `json:"no_answer,omitempty"`
+	// Against is the declaration a PlanByDeclarations plan was diffed
+	// against: the one the node's last apply report applied ("" when it
+	// has reported none: the diff is against nothing).
+	Against string `json:"against,omitempty"`
+	// Unapplied is the declaration pushed to the node after Against and
+	// not applied yet, by its reports ("" when the last push is applied).
+	Unapplied string `json:"unapplied,omitempty"`
 	// ComposeError is why the declaration did not compose (Source
 	// PlanNotComposed).
 	ComposeError string `json:"compose_error,omitempty"`

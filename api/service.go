@@ -204,6 +204,16 @@ type WhyTouch struct {
 	// module.deployed (an operator's, a roll-out policy's, or a first
 	// build's), in order (projections.Timeline.DeployBehind).
 	Deploy []Entry `json:"deploy,omitempty"`
+	// Changes is, for a replace or an update, each field it names with
+	// what it was declared before and is declared now (a secret, or a
+	// value longer than a line, as its digest: agent.DeclaredChanges).
+	Changes []Change `json:"changes,omitempty"`
+	// Commands are the commands behind the declaration it applied: the
+	// module.defined, module.deployed, assign, take or release of its
+	// module and the node's node.setting-set since the declaration
+	// applied before, each with its actor and time
+	// (projections.Timeline.CommandsBehind).
+	Commands []Entry `json:"commands,omitempty"`
 }
 
 // RosterHistory is every declaration composed for a node, oldest first.

@@ -133,7 +133,18 @@ func (r PlanRequest) Validate() error {
 	if err := each("nodes", r.Nodes, checkRef); err != nil {
 		return err
 	}
-	return each("after", r.After, func(field, v string) error { return checkText(field, v, MaxPlanCommandLen) })
+	if err := each("after", r.After, func(field, v string) error { return checkText(field, v, MaxPlanCommandLen) }); err != nil {
+		return err
+	}
+	for path, d := range r.Files {
+		if err := checkText("files", path, MaxPlanCommandLen); err != nil {
+			return err
+		}
+		if err := checkRef("files."+path+".module", d.Module); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Validate checks the fields of a RebuildRequest, as the door above says.

@@ -12,4 +12,5 @@ a second YAML document in it (after "---") is refused, naming the file and
 the line it starts on, never dropped; put each module in a file of its own.
 Module, container and port names are DNS labels (1 to 63 lower-case
 letters, digits and '-', no '-' at either end): the refusal names the rule
-a name breaks.`
+a name breaks. --plan appends nothing: it shows the plan of every node the
+definitions reach (mesh plan --after "module define FILE...").`

@@ -35,7 +35,7 @@ type Planning struct {
 	// the mesh as it would be after some commands (Handler.Hypothetical).
 	Reader commands.Reader
 	// Store and Registry read the node's stream for the fallback: the
-	// declaration last pushed to it.
+	// declaration its last apply report applied.
 	Store    events.Store
 	Registry *events.Registry
 	// DryRun asks the node's agent; nil when none can be asked, NoDryRun
@@ -55,7 +55,8 @@ type Planning struct {
 // node's agent for a dry run of that declaration: the agent's Diff against
 // what the node holds, found data and holds included. A node that does not
 // answer within the timeout is planned by the same Diff against the
-// declaration last pushed to it (agent.Declared), labelled so. A
+// declaration its last apply report applied (agent.Declared, LastApplied),
+// labelled so, naming a push not applied yet. A
 // declaration that does not compose is a plan of nothing, saying why. A
 // failed read is an error (rule 1), never a plan.
 func PlanNode(ctx context.Context, p Planning, node string) (api.NodePlan, error) {
@@ -91,13 +92,14 @@ func PlanNode(ctx context.Context, p Planning, node string) (api.NodePlan, error
 		if noAnswer == "" {
 			noAnswer = "no agent could be asked"
 		}
-		prev, err := LastPushed(ctx, p.Store, p.Registry, node, d)
+		last, err := LastApplied(ctx, p.Store, p.Registry, node, d)
 		if err != nil {
 			return api.NodePlan{}, fmt.Errorf("plan %s: %w", node, err)
 		}
-		obs, st := agent.Declared(prev)
+		obs, st := agent.Declared(last.Applied)
 		pv = agent.PreviewOf(node, d, agent.Diff(d, obs, st))
 		np.Source, np.NoAnswer = api.PlanByDeclarations, noAnswer
+		np.Against, np.Unapplied = last.Applied.ID, last.Unapplied()
 	}
 	np.Preview = previewOf(pv)
 	w := events.Weigh(&np.Outcome, planContext(d, pv, lastFailed(p.Status, node)))
@@ -177,31 +179,87 @@ func headline(np api.NodePlan, w events.Weight) string {
 }
 
 // LastPushed rebuilds, from node's stream, the declaration last pushed to
-// it (the one its agent holds, as far as the mesh knows): its resources
-// with their specs (each spec stands once in the stream, in the composed
-// event that first declared its digest). The hosts file is not in the
-// stream: it is taken to be next's when the roster's names are the same,
-// and to differ otherwise. No push yet is the empty declaration (the node
-// holds nothing the mesh made). A resource whose spec the stream does not
-// hold (an event written by hand) is left out: the plan then creates it.
+// it: its resources with their specs (each spec stands once in the stream,
+// in the composed event that first declared its digest). The hosts file
+// is not in the stream: it is taken to be next's when the roster's names
+// are the same, and to differ otherwise. No push yet is the empty
+// declaration (the node holds nothing the mesh made). A resource whose
+// spec the stream does not hold (an event written by hand) is left out:
+// the plan then creates it.
 func LastPushed(ctx context.Context, store events.Store, reg *events.Registry, node string, next declaration.Declaration) (declaration.Declaration, error) {
-	evs, err := store.ReadStream(ctx, events.NodeStream(node), 0, 0)
-	if err != nil {
-		return declaration.Declaration{}, fmt.Errorf("read %s: %w", events.NodeStream(node), err)
+	d, _, err := lastOf(ctx, store, reg, node, next, events.TypeDeclarationPushed)
+	return d, err
+}
+
+// Last is what a plan that cannot ask the agent compares with: the
+// declaration the node's last apply report applied (what its agent holds,
+// as far as the mesh knows), and the one last pushed to it.
+type Last struct {
+	Applied declaration.Declaration // empty when the node has reported no apply
+	Pushed  string                  // the id last pushed; "" when none
+}
+
+// Unapplied is the declaration pushed after the one last applied, ""
+// when the last push has been applied (or there is none).
+func (l Last) Unapplied() string {
+	if l.Pushed != "" && l.Pushed != l.Applied.ID {
+		return l.Pushed
 	}
-	pushed := ""
+	return ""
+}
+
+// LastApplied rebuilds, from node's stream, the declaration of the node's
+// last apply report (as LastPushed rebuilds the last pushed one), and names
+// the declaration last pushed.
+func LastApplied(ctx context.Context, store events.Store, reg *events.Registry, node string, next declaration.Declaration) (Last, error) {
+	d, evs, err := lastOf(ctx, store, reg, node, next, events.TypeApplyReported)
+	if err != nil {
+		return Last{}, err
+	}
+	out := Last{Applied: d}
 	for _, ev := range slices.Backward(evs) {
 		if ev.Type == events.TypeDeclarationPushed {
 			p, err := events.DecodeAs[events.DeclarationPushed](reg, ev)
 			if err != nil {
-				return declaration.Declaration{}, fmt.Errorf("read %s #%d: %w", events.NodeStream(node), ev.Version, err)
+				return Last{}, fmt.Errorf("read %s #%d: %w", events.NodeStream(node), ev.Version, err)
 			}
-			pushed = p.Declaration
+			out.Pushed = p.Declaration
 			break
 		}
 	}
-	if pushed == "" {
-		return declaration.Declaration{}, nil
+	return out, nil
+}
+
+// lastOf rebuilds the declaration named by node's last event of typ
+// (declaration.pushed or apply.reported), and returns the stream read.
+func lastOf(ctx context.Context, store events.Store, reg *events.Registry, node string, next declaration.Declaration, typ string) (declaration.Declaration, []events.Event, error) {
+	evs, err := store.ReadStream(ctx, events.NodeStream(node), 0, 0)
+	if err != nil {
+		return declaration.Declaration{}, nil, fmt.Errorf("read %s: %w", events.NodeStream(node), err)
+	}
+	want := ""
+	for _, ev := range slices.Backward(evs) {
+		if ev.Type != typ {
+			continue
+		}
+		switch typ {
+		case events.TypeDeclarationPushed:
+			p, err := events.DecodeAs[events.DeclarationPushed](reg, ev)
+			if err != nil {
+				return declaration.Declaration{}, nil, fmt.Errorf("read %s #%d: %w", events.NodeStream(node), ev.Version, err)
+			}
+			want = p.Declaration
+		case events.TypeApplyReported:
+			p, err := events.DecodeAs[events.ApplyReported](reg, ev)
+			if err != nil {
+				return declaration.Declaration{}, nil, fmt.Errorf("read %s #%d: %w", events.NodeStream(node), ev.Version, err)
+			}
+			want = p.Declaration
+		}
+		break
+	}
+	if want == "" {
+		return declaration.Declaration{}, evs, nil
 	}
 	specs := map[string]json.RawMessage{}
 	var composed *events.DeclarationComposed
@@ -211,48 +269,60 @@ func LastPushed(ctx context.Context, store events.Store, reg *events.Registry, n
 		}
 		p, err := events.DecodeAs[events.DeclarationComposed](reg, ev)
 		if err != nil {
-			return declaration.Declaration{}, fmt.Errorf("read %s #%d: %w", events.NodeStream(node), ev.Version, err)
+			return declaration.Declaration{}, nil, fmt.Errorf("read %s #%d: %w", events.NodeStream(node), ev.Version, err)
 		}
 		for dg, s := range p.Specs {
 			specs[dg] = s
 		}
-		if p.Declaration == pushed {
+		if p.Declaration == want {
 			composed = &p
 		}
 	}
 	if composed == nil {
-		return declaration.Declaration{}, nil
+		return declaration.Declaration{}, evs, nil
 	}
 	d := declaration.Declaration{Node: node, ID: composed.Declaration, Digest: composed.Digest}
 	for _, ref := range composed.Resources {
-		r := declaration.Resource{Name: ref.Name, Kind: ref.Kind, Module: ref.Module, Digest: ref.Digest}
 		raw, ok := specs[ref.Digest]
 		if !ok {
 			continue
 		}
-		var target any
-		switch ref.Kind {
-		case declaration.KindContainer:
-			r.Container = &declaration.Container{}
-			target = r.Container
-		case declaration.KindDirectory:
-			r.Directory = &declaration.Directory{}
-			target = r.Directory
-		case declaration.KindFile:
-			r.File = &declaration.File{}
-			target = r.File
-		default:
-			continue
+		r, ok, err := resourceOf(ref, raw)
+		if err != nil {
+			return declaration.Declaration{}, nil, fmt.Errorf("spec %s of %s in %s: %w", ref.Digest, ref.Name, composed.Declaration, err)
 		}
-		if err := json.Unmarshal(raw, target); err != nil {
-			return declaration.Declaration{}, fmt.Errorf("spec %s of %s in %s: %w", ref.Digest, ref.Name, composed.Declaration, err)
+		if ok {
+			d.Resources = append(d.Resources, r)
 		}
-		d.Resources = append(d.Resources, r)
 	}
 	if slices.Equal(composed.Roster, rosterNames(next)) {
 		d.Hosts = next.Hosts
 	}
-	return d, nil
+	return d, evs, nil
+}
+
+// resourceOf is the declared resource ref with its spec raw (as a
+// composed event holds it); false for a kind this build does not know.
+func resourceOf(ref events.ResourceRef, raw json.RawMessage) (declaration.Resource, bool, error) {
+	r := declaration.Resource{Name: ref.Name, Kind: ref.Kind, Module: ref.Module, Digest: ref.Digest}
+	var target any
+	switch ref.Kind {
+	case declaration.KindContainer:
+		r.Container = &declaration.Container{}
+		target = r.Container
+	case declaration.KindDirectory:
+		r.Directory = &declaration.Directory{}
+		target = r.Directory
+	case declaration.KindFile:
+		r.File = &declaration.File{}
+		target = r.File
+	default:
+		return r, false, nil
+	}
+	if err := json.Unmarshal(raw, target); err != nil {
+		return r, false, err
+	}
+	return r, true, nil
 }
 
 func rosterNames(d declaration.Declaration) []string {
@@ -265,21 +335,60 @@ func rosterNames(d declaration.Declaration) []string {
 	return out
 }
 
+// afterWords are the --after commands, as mesh plan's refusal names them.
+const afterWords = `deploy MODULE [--digest D], assign|take|release MODULE NODE, node adopt NODE, node set NODE KEY [VALUE], or module define FILE...`
+
 // ParseAfter reads mesh plan's --after commands, each a mesh command line
 // without "mesh": "deploy MODULE [--digest D]", "assign|take|release MODULE
-// NODE", "node adopt NODE". Anything else is a rejection (invalid) naming
-// it.
-func ParseAfter(lines []string) ([]commands.Command, error) {
+// NODE", "node adopt NODE", "node set NODE KEY [VALUE]" (no VALUE clears
+// it), "module define FILE...". A module define's files are taken from
+// files (the caller read them: api.PlanRequest.Files); one not there is a
+// rejection naming it. Anything else is a rejection (invalid) naming it.
+func ParseAfter(lines []string, files map[string]api.ModuleDefinition) ([]commands.Command, error) {
 	var out []commands.Command
 	for _, line := range lines {
-		c, ok := parseAfter(strings.Fields(line))
+		w := strings.Fields(line)
+		if len(w) >= 3 && w[0] == "module" && w[1] == "define" {
+			for _, f := range w[2:] {
+				d, ok := files[f]
+				if !ok {
+					return nil, &commands.Rejection{Code: commands.CodeInvalid, Msg: fmt.Sprintf(
+						"--after %q: module file %s was not sent with the plan (mesh plan reads it)", line, f)}
+				}
+				out = append(out, commands.DefineModule{Module: d.Module, Spec: d.Spec})
+			}
+			continue
+		}
+		c, ok := parseAfter(w)
 		if !ok {
-			return nil, &commands.Rejection{Code: commands.CodeInvalid, Msg: fmt.Sprintf(
-				"--after %q: want a command: deploy MODULE [--digest D], assign|take|release MODULE NODE, or node adopt NODE", line)}
+			return nil, &commands.Rejection{Code: commands.CodeInvalid, Msg: fmt.Sprintf("--after %q: want a command: %s", line, afterWords)}
 		}
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// CheckAfter says whether line is one of the --after commands, by its
+// words alone (a module define's files are not read).
+func CheckAfter(line string) error {
+	w := strings.Fields(line)
+	if len(w) >= 3 && w[0] == "module" && w[1] == "define" {
+		return nil
+	}
+	if _, ok := parseAfter(w); !ok {
+		return fmt.Errorf("want a command: %s", afterWords)
+	}
+	return nil
+}
+
+// AfterFiles are the module files line names, when it is a module define
+// ("module define FILE..."); none otherwise.
+func AfterFiles(line string) []string {
+	w := strings.Fields(line)
+	if len(w) >= 3 && w[0] == "module" && w[1] == "define" {
+		return w[2:]
+	}
+	return nil
 }
 
 func parseAfter(w []string) (commands.Command, bool) {
@@ -298,6 +407,10 @@ func parseAfter(w []string) (commands.Command, bool) {
 		return commands.ReleaseModule{Module: w[1], Node: w[2]}, true
 	case len(w) == 3 && w[0] == "node" && w[1] == "adopt":
 		return commands.AdoptNode{Node: w[2]}, true
+	case len(w) == 4 && w[0] == "node" && w[1] == "set":
+		return commands.SetNodeSetting{Node: w[2], Key: w[3]}, true
+	case len(w) == 5 && w[0] == "node" && w[1] == "set":
+		return commands.SetNodeSetting{Node: w[2], Key: w[3], Value: w[4]}, true
 	}
 	return nil, false
 }
@@ -308,7 +421,7 @@ func parseAfter(w []string) (commands.Command, bool) {
 // controller has one; otherwise, or when a node does not answer, its plan
 // is the declaration-to-declaration diff, labelled so.
 func (c *Controller) Plan(ctx context.Context, req api.PlanRequest) (api.PlanResponse, error) {
-	cs, err := ParseAfter(req.After)
+	cs, err := ParseAfter(req.After, req.Files)
 	if err != nil {
 		return api.PlanResponse{}, err
 	}
@@ -338,6 +451,9 @@ func (c *Controller) Plan(ctx context.Context, req api.PlanRequest) (api.PlanRes
 		np, err := PlanNode(ctx, p, node)
 		if err != nil {
 			return api.PlanResponse{}, err
+		}
+		if req.Reached && len(req.Nodes) == 0 && !np.New && np.Source != api.PlanNotComposed {
+			continue // the commands leave its declaration as it is
 		}
 		out.Heavy = out.Heavy || np.Heavy
 		out.Nodes = append(out.Nodes, np)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"meshplane/api"
 	"meshplane/commands"
@@ -147,7 +148,10 @@ func page(query func(projections.Filter) []projections.Entry, req api.TimelineRe
 	return got, got[0].Position
 }
 
-// Why is every apply that touched resource on node, with its push.
+// Why is every apply that touched resource on node, with its push, the
+// commands behind it, the deploy of the build it runs, and each changed
+// field's old and new value (from the node's stream: the specs the
+// timeline does not keep).
 func (c *Controller) Why(ctx context.Context, req api.WhyRequest) (api.WhyResponse, error) {
 	if c.tlQuery != nil {
 		return api.WhyResponse{}, errTimelineOnDisk("why")
@@ -159,10 +163,27 @@ func (c *Controller) Why(ctx context.Context, req api.WhyRequest) (api.WhyRespon
 	if err != nil {
 		return api.WhyResponse{}, queryErr(err)
 	}
+	decl, err := readDeclared(ctx, c.store, c.reg, req.Node)
+	if err != nil {
+		return api.WhyResponse{}, fmt.Errorf("why %s on %s: %w", req.Resource, req.Node, err)
+	}
 	out := api.WhyResponse{Node: req.Node, Resource: req.Resource, Touches: make([]api.WhyTouch, len(touches))}
 	for i, t := range touches {
 		out.Touches[i].Touch = touchOf(t)
 		out.Touches[i].Deploy = entriesOf(deployBehind(c.views.Timeline, req.Node, req.Resource, t))
+		// A run of applies of one declaration (most touches) shares the
+		// commands behind it, and its changes when the fields are the same.
+		if prev := i - 1; prev >= 0 && touches[prev].Entry.Declaration == t.Entry.Declaration {
+			out.Touches[i].Commands = out.Touches[prev].Commands
+			if slices.Equal(touches[prev].Fields, t.Fields) && touches[prev].Action == t.Action {
+				out.Touches[i].Changes = out.Touches[prev].Changes
+			} else {
+				out.Touches[i].Changes = decl.changes(req.Resource, t)
+			}
+		} else {
+			out.Touches[i].Changes = decl.changes(req.Resource, t)
+			out.Touches[i].Commands = entriesOf(c.views.Timeline.CommandsBehind(req.Node, req.Resource, t.Entry.Position))
+		}
 		if t.Entry.Correlation == "" {
 			continue
 		}

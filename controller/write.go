@@ -48,6 +48,10 @@ func (c *Controller) execute(ctx context.Context, operator string, cs ...command
 	if err := c.syncTo(ctx, last); err != nil {
 		return res, err
 	}
+	if c.holdDefines && onlyDefines(cs) {
+		c.holding.Store(true) // it waits for mesh push (Config.HoldDefines)
+		return res, nil
+	}
 	if nodes := touched(cs); c.pub != nil && (nodes == nil || len(nodes) > 0) {
 		if _, err := c.pushNodes(ctx, nodes, false); err != nil {
 			// The commands are recorded; the next pass pushes again.
@@ -55,6 +59,16 @@ func (c *Controller) execute(ctx context.Context, operator string, cs ...command
 		}
 	}
 	return res, nil
+}
+
+// onlyDefines reports whether every one of cs is a module definition.
+func onlyDefines(cs []commands.Command) bool {
+	for _, c := range cs {
+		if _, ok := c.(commands.DefineModule); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // append checks and appends cs under the command lock, all or nothing
@@ -177,6 +191,9 @@ func (c *Controller) Push(ctx context.Context, req api.PushRequest) (api.PushRes
 	if req.Node != "" {
 		nodes = []string{req.Node}
 	}
+	if req.Node == "" {
+		c.holding.Store(false) // a held definition is pushed now
+	}
 	rs, err := c.pushNodes(ctx, nodes, true)
 	if err != nil {
 		return api.PushResponse{}, err
@@ -197,6 +214,7 @@ func (c *Controller) PushChanged(ctx context.Context) ([]api.PushResult, error) 
 	if c.pub == nil {
 		return nil, errors.New("controller: push: no bus is attached (run 'mesh up', or point the CLI at the controller)")
 	}
+	c.holding.Store(false) // a held definition is pushed now
 	return c.pushNodes(ctx, nil, false)
 }
 

@@ -128,6 +128,9 @@ type Config struct {
 	// records node.went-silent; controller.DefaultSilentAfter (30s) when
 	// zero.
 	SilentAfter time.Duration
+	// HoldDefines makes a module definition wait for an explicit push
+	// (--push-on-define=false; controller.Config.HoldDefines).
+	HoldDefines bool
 	// Version is reported by the API's info.
 	Version string
 	// Logger gets the controller's log; nil means text on stderr.
@@ -263,7 +266,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		pub = notifyingPublisher{pub, cfg.Pushed}
 	}
 	ctl, err := controller.New(controller.Config{
-		Store: cm.store(store), Publisher: pub, Interval: cfg.Interval,
+		Store: cm.store(store), Publisher: pub, Interval: cfg.Interval, HoldDefines: cfg.HoldDefines,
 		Version: cfg.Version, Logger: log, Standby: lock != nil,
 		SilentAfter: cmp.Or(cfg.SilentAfter, controller.DefaultSilentAfter),
 	})

@@ -37,7 +37,14 @@ func Plan(w io.Writer, f Format, resp api.PlanResponse) error {
 		case api.PlanNotComposed:
 			continue
 		case api.PlanByDeclarations:
-			fmt.Fprintf(w, "  NOT ASKED: %s's agent did not answer (%s): this is the diff against the declaration last pushed to it; what the node found and holds is not known\n", np.Node, np.NoAnswer)
+			against := "no declaration: the node has reported no apply"
+			if np.Against != "" {
+				against = "the declaration its last apply report applied, " + np.Against
+			}
+			fmt.Fprintf(w, "  NOT ASKED: %s's agent did not answer (%s): this is the diff against %s; what the node found and holds is not known\n", np.Node, np.NoAnswer, against)
+			if np.Unapplied != "" {
+				fmt.Fprintf(w, "  NOT APPLIED YET: %s was pushed to %s after it and no report has applied it\n", np.Unapplied, np.Node)
+			}
 		}
 		if np.New {
 			fmt.Fprintf(w, "  declaration %s (new)\n", np.Declaration)

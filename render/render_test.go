@@ -91,7 +91,7 @@ var why = api.WhyResponse{
 	Node: "novox", Resource: "forge-web",
 	Touches: []api.WhyTouch{
 		{
-			Touch: api.Touch{Entry: api.Entry{Position: 30, At: at(time.Hour), Node: "novox", Declaration: "novox/4", Correlation: "c-4"}, Action: "replaced", Fields: []string{"image", "mounts./data"}},
+			Touch: api.Touch{Entry: api.Entry{Position: 30, At: at(time.Hour), Node: "novox", Declaration: "novox/4", Correlation: "c-4"}, Action: "replaced", Fields: []string{"image", "mounts./data", "env.FORGE_TOKEN"}},
 			Push: []api.Entry{
 				{Position: 28, Type: events.TypeDeclarationComposed, Summary: "composed novox/4"},
 				{Position: 29, Type: events.TypeDeclarationPushed, Summary: "pushed novox/4"},
@@ -99,8 +99,17 @@ var why = api.WhyResponse{
 				{Position: 31, Type: events.TypeReportDeliveredLate, Summary: "left out: late"},
 			},
 			Deploy: []api.Entry{
-				{Position: 25, Type: events.TypeArtifactRecorded, Summary: "recorded forge/web sha256:aa", Actor: "operator:ana"},
-				{Position: 26, Type: events.TypeModuleDeployed, Summary: "deployed forge"},
+				{Position: 25, Type: events.TypeArtifactRecorded, Summary: "recorded forge/web sha256:aa", Actor: "operator:ana", At: at(50 * time.Minute)},
+				{Position: 26, Type: events.TypeModuleDeployed, Summary: "deployed forge", Actor: "operator:ana", At: at(51 * time.Minute)},
+			},
+			Changes: []api.Change{
+				{Field: "image", From: "forge@sha256:01", To: "forge@sha256:aa"},
+				{Field: "mounts./data", From: "/var/lib/forge", To: "/srv/forge"},
+				{Field: "env.FORGE_TOKEN", From: "", To: "sha256:5e884898da28"},
+			},
+			Commands: []api.Entry{
+				{Position: 24, Type: events.TypeModuleDefined, Summary: "module forge defined: 1 container(s), 1 routed name(s)", Actor: "operator:ana", At: at(49 * time.Minute)},
+				{Position: 26, Type: events.TypeModuleDeployed, Summary: "deployed forge", Actor: "operator:ana", At: at(51 * time.Minute)},
 			},
 		},
 		{Touch: api.Touch{Entry: api.Entry{Position: 40, At: at(2 * time.Hour), Node: "novox", Declaration: "novox/5"}, Action: "held", Reason: "module forge is not taken"}},
@@ -145,7 +154,7 @@ var plan = api.PlanResponse{
 		},
 		{
 			Preview: api.Preview{Node: "d1", Declaration: "d1/2", Outcome: events.ApplyReported{Node: "d1", Declaration: "d1/2", Sent: 1, Unchanged: 1}, Unchanged: 1},
-			Source:  api.PlanByDeclarations, NoAnswer: "no answer in 5s", Headline: "d1: nothing to do",
+			Source:  api.PlanByDeclarations, NoAnswer: "no answer in 5s", Against: "d1/2", Unapplied: "d1/3", Headline: "d1: nothing to do",
 		},
 		{Preview: api.Preview{Node: "spare"}, Source: api.PlanNotComposed, ComposeError: "no module assigned", Headline: "spare: does not compose: no module assigned"},
 	},

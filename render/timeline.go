@@ -46,20 +46,13 @@ func Timeline(w io.Writer, f Format, matches []api.Entry, sk api.Skipped) error 
 }
 
 // Why shows every apply that touched a resource on a node, quiet passes
-// collapsed into one touch (api.CollapseTouches, which keeps the first's
-// entry and so its push), each with the push and the deploy behind it
-// (mesh why); its JSON is the collapsed touches. sk is what the answer
-// left out.
+// collapsed into one touch (api.CollapseWhy, which keeps the first's
+// entry and so its push), each with every changed field's old and new
+// value, the push, the commands behind it (with their actor and time) and
+// the deploy of the build it runs (mesh why); its JSON is the collapsed
+// touches. sk is what the answer left out.
 func Why(w io.Writer, f Format, resp api.WhyResponse, sk api.Skipped) error {
-	push := map[uint64][]api.Entry{}
-	deploy := map[uint64][]api.Entry{}
-	touches := make([]api.Touch, len(resp.Touches))
-	for i, t := range resp.Touches {
-		touches[i] = t.Touch
-		push[t.Entry.Position] = t.Push
-		deploy[t.Entry.Position] = t.Deploy
-	}
-	touches = api.CollapseTouches(touches)
+	touches := api.CollapseWhy(resp.Touches)
 	if f == JSON {
 		if err := WriteJSON(w, touches); err != nil {
 			return err
@@ -82,10 +75,14 @@ func Why(w io.Writer, f Format, resp api.WhyResponse, sk api.Skipped) error {
 		if t.Reason != "" {
 			fmt.Fprintf(w, ": %s", t.Reason)
 		}
+		fmt.Fprintln(w)
+		for _, c := range t.Changes {
+			fmt.Fprintf(w, "      %s\n", ChangeWords(c))
+		}
 		if r := t.Entry.Run; r != nil {
-			fmt.Fprintf(w, "\n      by applies #%d to #%d of %s", r.FirstPosition, r.LastPosition, orDash(t.Entry.Declaration))
+			fmt.Fprintf(w, "      by applies #%d to #%d of %s", r.FirstPosition, r.LastPosition, orDash(t.Entry.Declaration))
 		} else {
-			fmt.Fprintf(w, "\n      by apply #%d of %s", t.Entry.Position, orDash(t.Entry.Declaration))
+			fmt.Fprintf(w, "      by apply #%d of %s", t.Entry.Position, orDash(t.Entry.Declaration))
 		}
 		if t.Entry.Correlation != "" {
 			fmt.Fprintf(w, " (push %s: mesh timeline --correlation %s)", t.Entry.Correlation, t.Entry.Correlation)
@@ -93,16 +90,30 @@ func Why(w io.Writer, f Format, resp api.WhyResponse, sk api.Skipped) error {
 		fmt.Fprintln(w)
 		// What the push behind it composed, and what it read (every apply
 		// of a declaration shares its correlation: those are left out).
-		for _, en := range push[t.Entry.Position] {
+		for _, en := range t.Push {
 			if t.Entry.Correlation == "" || en.Type == events.TypeApplyReported || en.Type == events.TypeReportDeliveredLate {
 				continue
 			}
 			fmt.Fprintf(w, "      #%d %s %s\n", en.Position, en.Type, en.Summary)
 		}
-		// The build it runs, and what deployed it (seed 002).
-		for _, en := range deploy[t.Entry.Position] {
-			fmt.Fprintf(w, "      #%d %s %s (%s)\n", en.Position, en.Type, en.Summary, orDash(en.Actor))
+		// The commands behind it, then the build it runs and what deployed
+		// it (seed 002), each once.
+		for _, en := range t.Behind() {
+			fmt.Fprintf(w, "      #%d %s %s (%s, %s)\n", en.Position, en.Type, en.Summary, orDash(en.Actor), stamp(en.At))
 		}
 	}
 	return Partial(sk, false)
+}
+
+// ChangeWords is one changed field as why and the page word it:
+// "env.GREETING: hello → bonjour" ("(none)" for an absent value).
+func ChangeWords(c api.Change) string {
+	from, to := c.From, c.To
+	if from == "" {
+		from = "(none)"
+	}
+	if to == "" {
+		to = "(none)"
+	}
+	return fmt.Sprintf("%s: %s → %s", c.Field, from, to)
 }

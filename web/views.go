@@ -30,6 +30,13 @@ var funcs = template.FuncMap{
 		return t.UTC().Format(time.RFC3339)
 	},
 	"short": shortDigest,
+	// orNone is a changed field's value, "(none)" when absent.
+	"orNone": func(s string) string {
+		if s == "" {
+			return "(none)"
+		}
+		return s
+	},
 	"sortedFields": func(m map[string]int) []fieldCount {
 		out := make([]fieldCount, 0, len(m))
 		for _, k := range slices.Sorted(maps.Keys(m)) {
@@ -502,27 +509,11 @@ func (h *handler) why(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	v := whyView{Node: node, Resource: res, Touches: collapseWhy(resp.Touches)}
+	v := whyView{Node: node, Resource: res, Touches: api.CollapseWhy(resp.Touches)}
 	if n := len(v.Touches); n > whyTouches {
 		v.Earlier = n - whyTouches
 		v.Touches = v.Touches[n-whyTouches:]
 	}
 	slices.Reverse(v.Touches) // newest first
 	h.render(w, r, "why.html", v)
-}
-
-// collapseWhy collapses runs of the same touch (api.CollapseTouches)
-// and keeps, for each, the push behind its first.
-func collapseWhy(ts []api.WhyTouch) []api.WhyTouch {
-	plain := make([]api.Touch, len(ts))
-	push := make(map[uint64][]api.Entry, len(ts))
-	for i, t := range ts {
-		plain[i] = t.Touch
-		push[t.Entry.Position] = t.Push
-	}
-	out := make([]api.WhyTouch, 0, len(ts))
-	for _, t := range api.CollapseTouches(plain) {
-		out = append(out, api.WhyTouch{Touch: t, Push: push[t.Entry.Position]})
-	}
-	return out
 }

@@ -33,8 +33,5 @@ func label(s string) error {
 
 // planAfter is one of mesh plan's --after commands (controller.ParseAfter).
 func planAfter(s string) error {
-	if _, err := controller.ParseAfter([]string{s}); err != nil {
-		return errors.New("want a command: deploy MODULE [--digest D], assign|take|release MODULE NODE, or node adopt NODE")
-	}
-	return nil
+	return controller.CheckAfter(s)
 }

@@ -39,6 +39,9 @@ func mesh(t *testing.T, args ...string) (int, string, string) {
 var (
 	uuidRE     = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 	durationRE = regexp.MustCompile(`in [0-9.]+(µs|ms|s)`)
+	// cliTimeRE is the time of a command the test ran itself (mesh deploy,
+	// as operator:cli), which why prints: stamped by the wall clock.
+	cliTimeRE = regexp.MustCompile(`\(operator:cli, [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}\)`)
 )
 
 // golden compares got with testdata/name.golden, after replacing what
@@ -48,6 +51,7 @@ func golden(t *testing.T, name, got, dir string) {
 	got = strings.ReplaceAll(got, dir, "DATA")
 	got = uuidRE.ReplaceAllString(got, "UUID")
 	got = durationRE.ReplaceAllString(got, "in DURATION")
+	got = cliTimeRE.ReplaceAllString(got, "(operator:cli, TIME)")
 	path := filepath.Join("testdata", name+".golden")
 	if *update {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {

@@ -8,13 +8,20 @@ import (
 )
 
 func (e *env) moduleDefineCmd() *cobra.Command {
-	return &cobra.Command{
+	var plan bool
+	cmd := &cobra.Command{
 		Use:   "define FILE...",
 		Short: "define (or redefine) modules from module files, all or none",
 		Long:  commands.DefineHelp,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("name at least one module file")
+			}
+			if plan {
+				return planDefine(cmd, args)
+			}
+			if cmd.Flags().Changed("output") || cmd.Flags().Changed("json") {
+				return usagef("-o goes with --plan: a definition prints what it appended")
 			}
 			defs, err := meshup.ReadModuleFiles(args)
 			if err != nil {
@@ -27,4 +34,7 @@ func (e *env) moduleDefineCmd() *cobra.Command {
 			return e.execute(cmd, cs...)
 		},
 	}
+	cmd.Flags().BoolVar(&plan, "plan", false, "append nothing: show the plan of every node the definitions reach (exit 4: heavy)")
+	addOutput(cmd)
+	return cmd
 }

@@ -3,11 +3,9 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"meshplane/api"
 	"meshplane/controller"
 	"meshplane/internal/flagcheck"
-	"meshplane/render"
-	"meshplane/session"
+	"meshplane/meshup"
 )
 
 // exitHeavy is mesh plan's exit code when a node's plan is heavy: it would
@@ -32,29 +30,14 @@ func (e *env) planCmd() *cobra.Command {
 		Long:              controller.PlanHelp,
 		ValidArgsFunction: completeNodes,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out, err := outputOf(cmd)
+			req, err := meshup.PlanRequest(args, after)
 			if err != nil {
 				return err
 			}
-			return withSession(cmd, false, nil, func(s *session.Session) error {
-				resp, err := s.Service.Plan(cmd.Context(), api.PlanRequest{Nodes: args, After: after})
-				if err != nil {
-					return err
-				}
-				if err := render.Plan(cmd.OutOrStdout(), render.Format(out), resp); err != nil {
-					return err
-				}
-				if len(resp.NotComposed()) > 0 {
-					return &exitError{exitNotComposed}
-				}
-				if resp.Heavy {
-					return &exitError{exitHeavy}
-				}
-				return nil
-			})
+			return runPlan(cmd, req)
 		},
 	}
-	cmd.Flags().StringArrayVar(&after, "after", nil, "plan as if this `command` had run first (\"deploy forge\", \"assign route-proxy novox\"); repeatable")
+	cmd.Flags().StringArrayVar(&after, "after", nil, "plan as if this `command` had run first (\"deploy forge\", \"assign route-proxy novox\", \"node set N K V\", \"module define FILE\"); repeatable")
 	flagcheck.Install(cmd.Flags(), map[string]flagcheck.Check{"after": planAfter})
 	addOutput(cmd)
 	return cmd

@@ -21,16 +21,17 @@ import (
 // meshup.Passes: define, set up, run N passes over simulated nodes in this
 // process, exit), kept for scripts and golden tests that need no processes.
 type upOptions struct {
-	ctl        daemon.Config // the controller's flags, bound into its config
-	modulesDir string
-	meshPath   string
-	passes     int
-	nats       string
-	once       bool
+	ctl          daemon.Config // the controller's flags, bound into its config
+	modulesDir   string
+	meshPath     string
+	passes       int
+	nats         string
+	once         bool
+	pushOnDefine bool
 }
 
 // controllerFlags are the controller's flags, refused with --passes.
-var controllerFlags = []string{"listen", "bus-listen", "nats", "advertise", "tls-cert", "tls-key", "insecure", "interval", "silent-after", "once"}
+var controllerFlags = []string{"listen", "bus-listen", "nats", "advertise", "tls-cert", "tls-key", "insecure", "interval", "silent-after", "once", "push-on-define"}
 
 func (e *env) upCmd() *cobra.Command {
 	var o upOptions
@@ -73,6 +74,7 @@ func (e *env) upCmd() *cobra.Command {
 	fs.DurationVar(&o.ctl.Interval, "interval", 5*time.Minute, "controller: compose every node and push what changed every `duration`")
 	fs.DurationVar(&o.ctl.SilentAfter, "silent-after", 30*time.Second, "controller: a node with no heartbeat for this `duration` is unreachable (node.went-silent)")
 	fs.BoolVar(&o.once, "once", false, "controller: set up, run one pass, and exit")
+	fs.BoolVar(&o.pushOnDefine, "push-on-define", true, "controller: a module definition pushes the nodes it changes at once (the default); false: it waits for mesh push, and the interval pass pushes nothing until then")
 	addBusFlags(fs, &o.ctl)
 	flagcheck.Install(fs, map[string]flagcheck.Check{
 		"passes": flagcheck.AtLeast(1), "interval": flagcheck.Positive, "silent-after": flagcheck.Positive,
@@ -115,6 +117,7 @@ func (e *env) up(cmd *cobra.Command, o upOptions, bolt bool) error {
 		Clock: e.now, Actor: operator(), Once: o.once, TLSCA: o.ctl.TLSCA, Out: e.stdout, Log: e.stderr,
 		Ready: func(r daemon.Ready) error { meshup.SayReady(e.stdout, o.ctl.Data, r, o.once); return nil },
 	}
+	cfg.Controller.HoldDefines = !o.pushOnDefine
 	if o.nats != "" {
 		cfg.Controller.NATS = []string{o.nats}
 	}
