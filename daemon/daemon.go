@@ -349,10 +349,10 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	joinHandler := httpapi.JoinHandler(ctl, caPEM, httpapi.WithLogger(log))
 	mux.Handle("/v1/join", joinHandler)
 	mux.Handle("/v1/join/ca", joinHandler)
-	mux.Handle("/", web.Handler(ctl, token, web.Options{Feed: ctl, Logger: log, Done: serveCtx.Done()}))
+	mux.Handle("/", web.Handler(ctl, token, web.Options{Feed: ctl, Authenticate: ctl.Authenticate, Logger: log, Done: serveCtx.Done()}))
 	go func() {
 		served <- safego.Call("api.serve", log, func() error {
-			return httpapi.Serve(serveCtx, ln, cm.handler(mux, token),
+			return httpapi.Serve(serveCtx, ln, cm.handler(mux, httpapi.NewGate(token, ctl.Authenticate)),
 				httpapi.ServeOptions{TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey, Insecure: cfg.Insecure, Logger: log})
 		})
 	}()
