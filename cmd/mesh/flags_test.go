@@ -131,7 +131,7 @@ var freeFormFlags = map[string]string{
 	"agent --sim-found": "paths", "agent --docker-prefix": "a name prefix", "agent --runtime": "the verb checks it first",
 	"export --file": "a path", "export --since": "a position: pflag parses every uint64",
 	"up --mesh": "a path", "up --modules": "a path", "up --tls-cert": "a path", "up --tls-key": "a path",
-	"up --bus-trust": "a path", "up --nats-creds": "a path", "up --nats-ca": "a path", "up --nats-account-seed": "a path",
+	"up --bus-trust": "a path", "up --nats-creds": "a path", "up --nats-ca": "a path", "up --nats-account-seed": "a path", "up --nats-operator-seed": "a path", "up --nats-system-creds": "a path",
 	"roster --diff":       "the verb checks it first (FROM,TO)",
 	"scenario run --tags": "an expression godog parses",
 	"sim --nodes":         "the verb checks it first", "sim --modules": "the verb checks it first",

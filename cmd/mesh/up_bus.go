@@ -21,11 +21,13 @@ type busOptions struct {
 	natsCreds   string   // --nats-creds
 	natsCA      string   // --nats-ca
 	accountSeed string   // --nats-account-seed
+	opSeed      string   // --nats-operator-seed
+	sysCreds    string   // --nats-system-creds
 }
 
 // busFlagNames are the controller's flags addBusFlags adds, refused with
 // --passes as the other controller flags are.
-var busFlagNames = []string{"bus-cluster", "bus-peers", "bus-trust", "bus-replicas", "nats-creds", "nats-ca", "nats-account-seed"}
+var busFlagNames = []string{"bus-cluster", "bus-peers", "bus-trust", "bus-replicas", "nats-creds", "nats-ca", "nats-account-seed", "nats-operator-seed", "nats-system-creds"}
 
 func init() { controllerFlags = append(controllerFlags, busFlagNames...) }
 
@@ -38,6 +40,8 @@ func addBusFlags(fs *pflag.FlagSet, o *busOptions) {
 	fs.StringVar(&o.natsCreds, "nats-creds", "", "controller: with --nats, the controller user's NATS .creds `file` (mesh bus account writes one)")
 	fs.StringVar(&o.natsCA, "nats-ca", "", "controller: with --nats, the PEM `file` of the cluster's CA when it is a private one")
 	fs.StringVar(&o.accountSeed, "nats-account-seed", "", "controller: with --nats, a `file` holding a signing key seed (SA...) of the mesh account, to mint node users with (mesh bus account writes one)")
+	fs.StringVar(&o.opSeed, "nats-operator-seed", "", "controller: with --nats, a `file` holding a signing key seed (SO...) of the operator, to sign the account's revocations with (mesh node revoke); with --nats-system-creds (mesh bus account writes both)")
+	fs.StringVar(&o.sysCreds, "nats-system-creds", "", "controller: with --nats, a system account user's NATS .creds `file`, to send the account's revocations as; with --nats-operator-seed")
 	flagcheck.Install(fs, map[string]flagcheck.Check{
 		"bus-cluster":  flagcheck.Optional(flagcheck.ListenAddr),
 		"bus-peers":    flagcheck.ListOf(flagcheck.URLOf("nats-route")),
@@ -60,8 +64,10 @@ func (o busOptions) apply(cfg *daemon.Config, tlsCA string) error {
 	cfg.NATS = nats
 	external := len(nats) > 0
 	switch {
-	case !external && (o.natsCreds != "" || o.natsCA != "" || o.accountSeed != ""):
-		return usagef("--nats-creds, --nats-ca and --nats-account-seed go with --nats")
+	case !external && (o.natsCreds != "" || o.natsCA != "" || o.accountSeed != "" || o.opSeed != "" || o.sysCreds != ""):
+		return usagef("--nats-creds, --nats-ca, --nats-account-seed, --nats-operator-seed and --nats-system-creds go with --nats")
+	case (o.opSeed == "") != (o.sysCreds == ""):
+		return usagef("--nats-operator-seed and --nats-system-creds go together")
 	case external && (o.cluster != "" || len(o.peers) > 0 || o.trust != ""):
 		return usagef("--bus-cluster, --bus-peers and --bus-trust are the embedded bus's; --nats uses another")
 	case len(o.peers) > 0 && o.cluster == "":
@@ -69,6 +75,7 @@ func (o busOptions) apply(cfg *daemon.Config, tlsCA string) error {
 	}
 	cfg.BusCluster, cfg.BusPeers, cfg.BusTrust, cfg.BusReplicas = o.cluster, o.peers, o.trust, o.replicas
 	cfg.NATSCreds, cfg.NATSCA, cfg.NATSAccountSeed = o.natsCreds, o.natsCA, o.accountSeed
+	cfg.NATSOperatorSeed, cfg.NATSSystemCreds = o.opSeed, o.sysCreds
 	cfg.TLSCA = tlsCA
 	return nil
 }
