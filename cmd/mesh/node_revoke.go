@@ -6,18 +6,26 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
+	"meshplane/bus"
 	"meshplane/session"
 )
 
 func (e *env) nodeRevokeCmd() *cobra.Command {
-	return &cobra.Command{
+	var credsFiles, keys []string
+	cmd := &cobra.Command{
 		Use:   "revoke NODE",
 		Short: "revoke every bus user of a node, at once",
 		Long: `Revoke every bus user of NODE that its history knows (its joins and the
 credentials minted for it): node.credentials-revoked, and the bus's
 revocation list, at once: the agent's connection is closed and a
 reconnection refused, also after a restart. 'mesh node join-token NODE'
-lets the host join again with a new key.`,
+lets the host join again with a new key.
+
+Credentials minted before their key was recorded (node.credentials-issued,
+which older versions did not record) are unknown to history: name them
+with --creds FILE (the credentials file, whose node must be NODE) or --key
+U... (the user's public key), and they are recorded as NODE's, then
+revoked with the rest.`,
 		ValidArgsFunction: completeNodes,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -28,7 +36,18 @@ lets the host join again with a new key.`,
 				if !ok {
 					return fmt.Errorf("this client revokes nothing")
 				}
-				res, err := a.Revoke(cmd.Context(), api.NodeRequest{Operator: operator(), Node: args[0]})
+				req := api.RevokeRequest{Operator: operator(), Node: args[0], PublicKeys: keys}
+				for _, f := range credsFiles {
+					node, pub, err := bus.CredsUser(f)
+					if err != nil {
+						return err
+					}
+					if node != args[0] {
+						return usagef("--creds %s is node %s's, not %s's", f, node, args[0])
+					}
+					req.PublicKeys = append(req.PublicKeys, pub)
+				}
+				res, err := a.Revoke(cmd.Context(), req)
 				if err != nil {
 					return err
 				}
@@ -43,4 +62,7 @@ lets the host join again with a new key.`,
 			})
 		},
 	}
+	cmd.Flags().StringArrayVar(&credsFiles, "creds", nil, "also revoke the user of this credentials `FILE` (one minted before its key was recorded); repeatable")
+	cmd.Flags().StringArrayVar(&keys, "key", nil, "also revoke the user of this public `KEY` (U...), recorded as the node's first; repeatable")
+	return cmd
 }
