@@ -114,8 +114,9 @@ type Access interface {
 	// included (POST /v1/nodes/{node}/creds).
 	NodeCreds(ctx context.Context, req NodeRequest) (NodeCredsResponse, error)
 	// Revoke revokes every bus user of a node, at once on the bus
-	// (POST /v1/nodes/{node}/revoke).
-	Revoke(ctx context.Context, req NodeRequest) (RevokeResponse, error)
+	// (POST /v1/nodes/{node}/revoke), and first records as the node's
+	// the public keys the request names (node.credentials-issued).
+	Revoke(ctx context.Context, req RevokeRequest) (RevokeResponse, error)
 }
 
 // JoinTokenRequest asks for a join token for Node, good for TTLSeconds
@@ -175,6 +176,20 @@ type NodeCredsResponse struct {
 	Node  string    `json:"node"`
 	Creds NodeCreds `json:"creds"`
 }
+
+// RevokeRequest revokes every bus user of Node history knows, and the
+// users of PublicKeys (NATS user public keys, U...): credentials minted
+// for Node before node.credentials-issued was recorded, which history
+// does not know. Each is recorded as Node's (node.credentials-issued)
+// before the revocation.
+type RevokeRequest struct {
+	Operator   string   `json:"operator"`
+	Node       string   `json:"node"`
+	PublicKeys []string `json:"public_keys,omitempty"`
+}
+
+// Validate checks the request's fields.
+func (r RevokeRequest) Validate() error { return checkOperator(r.Operator) }
 
 // RevokeResponse lists the public keys revoked by this request (none when
 // every one was revoked before) and every key revoked for the node.

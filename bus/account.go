@@ -27,7 +27,11 @@ import (
 // keeps the account JWTs in a directory of its own), so that an account
 // JWT re-signed later (a revocation, a new signing key) can be pushed to
 // every server through the system account rather than by editing each
-// configuration.
+// configuration: to revoke a node's user the controller re-signs the mesh
+// account's JWT with its revocation list, with a signing key of the
+// operator (--nats-operator-seed), and sends it as a user of the system
+// account (--nats-system-creds) on $SYS.REQ.ACCOUNT.<id>.CLAIMS.UPDATE,
+// as nsc push does (ExternalRevoker).
 //
 // ExternalAccount's files, in its directory (DATA/bus-account by `mesh bus
 // account`), each written once, mode 0600:
@@ -36,19 +40,30 @@ import (
 //	system-account.nk  the system account's seed
 //	mesh-account.nk    the mesh account's own seed (SA...): keep it offline
 //	signing.nk         a signing key of the mesh account: --nats-account-seed
+//	operator-signing.nk  a signing key of the operator: --nats-operator-seed
 //	controller.creds   the controller's user (NATS .creds): --nats-creds
+//	system.creds       a user of the system account: --nats-system-creds
 //	nats-server.conf   the servers' configuration fragment (ServerConfig)
+//
+// An operator signing key signs any account of the operator: the
+// controller that holds it could re-sign the system account too. It is
+// the least NATS offers for pushing an account's revocations (an account
+// JWT is signed by its operator); an operator who will not hand it over
+// leaves --nats-operator-seed out, and `mesh node revoke` then records the
+// revocation and says the cluster did not take it.
 const (
 	signingSeedFile     = "signing.nk"
+	OperatorSigningFile = "operator-signing.nk"
 	ControllerCredsFile = "controller.creds"
+	SystemCredsFile     = "system.creds"
 	ServerConfFile      = "nats-server.conf"
 )
 
 // ExternalAccount is the trust of an external NATS cluster dedicated to
 // meshplane.
 type ExternalAccount struct {
-	Dir                                string
-	operator, system, account, signing nkeys.KeyPair
+	Dir                                           string
+	operator, system, account, signing, opSigning nkeys.KeyPair
 }
 
 // LoadExternalAccount reads the trust from dir, making what is missing
@@ -69,26 +84,35 @@ func LoadExternalAccount(dir string) (*ExternalAccount, error) {
 		{&a.system, systemSeedFile, nkeys.PrefixByteAccount},
 		{&a.account, accountSeedFile, nkeys.PrefixByteAccount},
 		{&a.signing, signingSeedFile, nkeys.PrefixByteAccount},
+		{&a.opSigning, OperatorSigningFile, nkeys.PrefixByteOperator},
 	} {
 		if *k.kp, err = loadOrMakeSeed(filepath.Join(dir, k.file), k.prefix); err != nil {
 			return nil, err
 		}
 	}
-	creds := filepath.Join(dir, ControllerCredsFile)
-	if _, err := os.Stat(creds); errors.Is(err, fs.ErrNotExist) {
-		u, err := a.Issuer().Controller()
-		if err != nil {
-			return nil, err
-		}
-		b, err := jwt.FormatUserConfig(u.JWT, []byte(u.Seed))
-		if err != nil {
-			return nil, fmt.Errorf("bus: account: controller creds: %w", err)
-		}
-		if err := atomicfile.WriteFile(creds, b, 0o600); err != nil {
+	for _, f := range []struct {
+		name string
+		user func() (User, error)
+	}{
+		{ControllerCredsFile, a.Issuer().Controller},
+		{SystemCredsFile, a.systemUser},
+	} {
+		path := filepath.Join(dir, f.name)
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			u, err := f.user()
+			if err != nil {
+				return nil, err
+			}
+			b, err := jwt.FormatUserConfig(u.JWT, []byte(u.Seed))
+			if err != nil {
+				return nil, fmt.Errorf("bus: account: %s: %w", f.name, err)
+			}
+			if err := atomicfile.WriteFile(path, b, 0o600); err != nil {
+				return nil, fmt.Errorf("bus: account: %w", err)
+			}
+		} else if err != nil {
 			return nil, fmt.Errorf("bus: account: %w", err)
 		}
-	} else if err != nil {
-		return nil, fmt.Errorf("bus: account: %w", err)
 	}
 	conf, err := a.ServerConfig()
 	if err != nil {
@@ -103,6 +127,26 @@ func LoadExternalAccount(dir string) (*ExternalAccount, error) {
 // Issuer is the mesh account's signing key as an issuer of users.
 func (a *ExternalAccount) Issuer() *Issuer {
 	return &Issuer{key: a.signing, account: mustPub(a.account)}
+}
+
+// systemUser is a user of the system account, signed by its key: the
+// user the controller sends account JWTs as (--nats-system-creds).
+func (a *ExternalAccount) systemUser() (User, error) {
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		return User{}, fmt.Errorf("bus: account: system user: %w", err)
+	}
+	uc := jwt.NewUserClaims(mustPub(kp))
+	uc.Name = "controller:system"
+	tok, err := uc.Encode(a.system)
+	if err != nil {
+		return User{}, fmt.Errorf("bus: account: sign the system user: %w", err)
+	}
+	seed, err := kp.Seed()
+	if err != nil {
+		return User{}, fmt.Errorf("bus: account: system user: %w", err)
+	}
+	return User{JWT: tok, Seed: string(seed)}, nil
 }
 
 // AccountPublicKey is the mesh account's public key (A...).
@@ -122,6 +166,7 @@ func (a *ExternalAccount) ServerConfig() (string, error) {
 	op := jwt.NewOperatorClaims(mustPub(a.operator))
 	op.Name = "meshplane"
 	op.SystemAccount = sysPub
+	op.SigningKeys.Add(mustPub(a.opSigning))
 	opJWT, err := op.Encode(a.operator)
 	if err != nil {
 		return "", fmt.Errorf("bus: account: sign operator: %w", err)

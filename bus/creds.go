@@ -137,3 +137,18 @@ func LoadCreds(path string) (Creds, error) {
 	}
 	return c, nil
 }
+
+// CredsUser reads a node's credentials file (LoadCreds) and says its node
+// and the public key of its user: what `mesh node revoke --creds` revokes
+// of credentials minted before their key was recorded.
+func CredsUser(path string) (node, publicKey string, err error) {
+	c, err := LoadCreds(path)
+	if err != nil {
+		return "", "", err
+	}
+	pub, err := UserPublicKey(c.JWT)
+	if err != nil {
+		return "", "", fmt.Errorf("bus: creds %s: %w", path, err)
+	}
+	return c.Node, pub, nil
+}

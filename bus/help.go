@@ -25,10 +25,21 @@ the controller runs against them:
 
   mesh up --nats nats://a:4222,nats://b:4222,nats://c:4222 \
     --nats-creds DATA/bus-account/controller.creds \
-    --nats-account-seed DATA/bus-account/signing.nk [--nats-ca CA.pem]
+    --nats-account-seed DATA/bus-account/signing.nk \
+    --nats-operator-seed DATA/bus-account/operator-signing.nk \
+    --nats-system-creds DATA/bus-account/system.creds [--nats-ca CA.pem]
 
 controller.creds is the controller's user (every right in MESH), signed by
 the signing key in signing.nk, which the controller keeps to mint each node's
-user (and nothing else). operator.nk and mesh-account.nk can be taken
-offline once the configuration is on the servers. Running it again prints the
-same trust (the keys are kept; the JWTs are signed anew).`
+user (mesh agent join). To revoke one (mesh node revoke), the controller signs
+the MESH account's JWT anew with its revocation list, with the operator's
+signing key in operator-signing.nk, and sends it to the servers' resolvers
+as the system account's user in system.creds
+($SYS.REQ.ACCOUNT.<id>.CLAIMS.UPDATE, as nsc push does); the servers close
+the revoked user's connection and refuse it from then on. Leave those two
+flags out and revocations are recorded but not pushed (an operator signing
+key can sign any account of the operator). operator.nk and mesh-account.nk
+can be taken offline once the configuration is on the servers. Running it
+again prints the same trust (the keys are kept; the JWTs are signed anew:
+put the fragment on the servers again only with a revocation pushed after,
+since its preloaded MESH account JWT carries none).`

@@ -65,6 +65,7 @@ func DialNode(ctx context.Context, c Creds, o NodeOptions) (*Node, error) {
 			inbox: NodeInbox(c.Node), logger: log, reconnected: n.reconnected, noBuffer: true,
 		})
 		if err == nil {
+			log.Info("bus: connected", "conn", "agent:"+c.Node, "url", nc.ConnectedUrlRedacted())
 			break
 		}
 		if !o.WaitForBus || !errors.Is(err, nats.ErrNoServers) {

@@ -185,11 +185,13 @@ func (c *Controller) NodeCreds(ctx context.Context, req api.NodeRequest) (api.No
 	return api.NodeCredsResponse{Node: req.Node, Creds: creds}, nil
 }
 
-// Revoke revokes every bus user of the node that history knows
-// (node.credentials-revoked), then puts the whole revocation list on the
-// bus. A revoke whose keys were all revoked before appends nothing and
-// still puts the list on the bus.
-func (c *Controller) Revoke(ctx context.Context, req api.NodeRequest) (api.RevokeResponse, error) {
+// Revoke records req.PublicKeys as users of the node
+// (node.credentials-issued, each unless history knows it: credentials
+// minted before that event was recorded), revokes every bus user of the
+// node that history knows (node.credentials-revoked), then puts the whole
+// revocation list on the bus. A revoke whose keys were all revoked before
+// appends nothing and still puts the list on the bus.
+func (c *Controller) Revoke(ctx context.Context, req api.RevokeRequest) (api.RevokeResponse, error) {
 	who, err := actor(req.Operator)
 	if err != nil {
 		return api.RevokeResponse{}, err
@@ -198,9 +200,19 @@ func (c *Controller) Revoke(ctx context.Context, req api.NodeRequest) (api.Revok
 	if err != nil {
 		return api.RevokeResponse{}, err
 	}
+	for _, k := range req.PublicKeys {
+		if err := m.CheckKey(k); err != nil {
+			return api.RevokeResponse{}, reject(commands.CodeBadPublicKey, "public key %.60q: %v", k, err)
+		}
+	}
 	before, err := c.handler.Node(ctx, req.Node)
 	if err != nil {
 		return api.RevokeResponse{}, err
+	}
+	for _, k := range req.PublicKeys {
+		if _, err := c.appendAccess(ctx, who, commands.RecordCredentials{Node: req.Node, PublicKey: k, By: who}); err != nil {
+			return api.RevokeResponse{}, err
+		}
 	}
 	if _, err := c.appendAccess(ctx, who, commands.RevokeNode{Node: req.Node, By: who}); err != nil {
 		return api.RevokeResponse{}, err

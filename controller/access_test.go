@@ -121,14 +121,14 @@ func TestJoinAndRevoke(t *testing.T) {
 	if _, err := ctl.NodeCreds(ctx, api.NodeRequest{Operator: "ana", Node: "n9"}); codeOf(err) != commands.CodeNodeUnknown {
 		t.Fatalf("NodeCreds of an unknown node = %v", err)
 	}
-	rr, err := ctl.Revoke(ctx, api.NodeRequest{Operator: "ana", Node: "n4"})
+	rr, err := ctl.Revoke(ctx, api.RevokeRequest{Operator: "ana", Node: "n4"})
 	if err != nil || len(rr.Revoked) != 2 || rr.Revoked[0] != key {
 		t.Fatalf("Revoke = %+v, %v; want the joined key and the issued one", rr, err)
 	}
 	if _, ok := m.revoked[key]; !ok || len(m.revoked) != 2 {
 		t.Fatalf("the bus was given %v", m.revoked)
 	}
-	again, err := ctl.Revoke(ctx, api.NodeRequest{Operator: "ana", Node: "n4"})
+	again, err := ctl.Revoke(ctx, api.RevokeRequest{Operator: "ana", Node: "n4"})
 	if err != nil || len(again.Revoked) != 0 || len(again.All) != 2 {
 		t.Fatalf("Revoke again = %+v, %v", again, err)
 	}

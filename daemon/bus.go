@@ -39,6 +39,19 @@ type startedBus struct {
 	// when there is none (an external bus whose node users are made by
 	// its operator).
 	issuer *bus.Issuer
+	// revoker puts the revocation list on the bus: the embedded server,
+	// or an external cluster's ExternalRevoker (--nats-operator-seed and
+	// --nats-system-creds); nil when there is none.
+	revoker revoker
+	// external: the bus is an external NATS cluster (--nats), whose URLs
+	// agents are given as the operator wrote them, with its CA (caPEM).
+	external bool
+	caPEM    []byte
+}
+
+// revoker puts the whole revocation list (public key → when) on the bus.
+type revoker interface {
+	Revoke(ctx context.Context, revoked map[string]time.Time) error
 }
 
 // startBus starts the embedded bus (alone, or one server of a cluster with
@@ -71,7 +84,6 @@ func startBus(cfg Config, log *slog.Logger) (startedBus, error) {
 	if err != nil {
 		return startedBus{}, fmt.Errorf("controller: %w", err)
 	}
-	cfg.join.set(srv)
 	cc, err := srv.Controller(log)
 	if err != nil {
 		srv.Shutdown(context.Background())
@@ -84,7 +96,7 @@ func startBus(cfg Config, log *slog.Logger) (startedBus, error) {
 	}
 	return startedBus{
 		cfg: cc, urls: srv.URLs, stop: srv.Shutdown, refused: srv.RouteRefused,
-		clustered: srv.Clustered(), issuer: srv.Authority().Issuer(),
+		clustered: srv.Clustered(), issuer: srv.Authority().Issuer(), revoker: srv,
 	}, nil
 }
 
@@ -99,9 +111,10 @@ func busReplicas(flag, servers int) int {
 }
 
 // externalBus reads an external NATS cluster's configuration: the
-// controller's user (--nats-creds), the cluster's CA (--nats-ca), and the
+// controller's user (--nats-creds), the cluster's CA (--nats-ca), the
 // mesh account's signing key (--nats-account-seed) the controller mints
-// node users with.
+// node users with, and the operator's signing key and system user
+// (--nats-operator-seed, --nats-system-creds) it revokes them with.
 func externalBus(cfg Config, log *slog.Logger) (startedBus, error) {
 	if cfg.NATSCreds == "" {
 		return startedBus{}, errors.New("controller: --nats needs --nats-creds, the controller user's .creds file (mesh bus account writes one)")
@@ -131,8 +144,29 @@ func externalBus(cfg Config, log *slog.Logger) (startedBus, error) {
 		}
 	}
 	urls := append([]string(nil), cfg.NATS...)
+	var rv revoker
+	switch {
+	case (cfg.NATSOperatorSeed == "") != (cfg.NATSSystemCreds == ""):
+		return startedBus{}, errors.New("controller: --nats-operator-seed and --nats-system-creds go together: the controller signs the account's revocations with the one and sends them as the other")
+	case cfg.NATSOperatorSeed != "":
+		op, err := os.ReadFile(cfg.NATSOperatorSeed)
+		if err != nil {
+			return startedBus{}, fmt.Errorf("controller: --nats-operator-seed: %w", err)
+		}
+		sys, err := os.ReadFile(cfg.NATSSystemCreds)
+		if err != nil {
+			return startedBus{}, fmt.Errorf("controller: --nats-system-creds: %w", err)
+		}
+		account, err := bus.AccountOf(u)
+		if err != nil {
+			return startedBus{}, fmt.Errorf("controller: --nats-creds %s: %w", cfg.NATSCreds, err)
+		}
+		if rv, err = bus.NewExternalRevoker(urls, ca, sys, op, account, log); err != nil {
+			return startedBus{}, fmt.Errorf("controller: %w", err)
+		}
+	}
 	cc := bus.ControllerConfig{URLs: urls, User: u, CA: ca, Logger: log, Replicas: busReplicas(cfg.BusReplicas, len(urls))}
-	return startedBus{cfg: cc, urls: func() []string { return urls }, issuer: issuer}, nil
+	return startedBus{cfg: cc, urls: func() []string { return urls }, issuer: issuer, revoker: rv, external: true, caPEM: ca}, nil
 }
 
 // serverName is this controller's bus server's name in a cluster: made

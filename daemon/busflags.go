@@ -22,8 +22,10 @@ func (c *Config) CheckBus() error {
 	c.NATS = nats
 	external := len(nats) > 0
 	switch {
-	case !external && (c.NATSCreds != "" || c.NATSCA != "" || c.NATSAccountSeed != ""):
-		return usage.Errorf("--nats-creds, --nats-ca and --nats-account-seed go with --nats")
+	case !external && (c.NATSCreds != "" || c.NATSCA != "" || c.NATSAccountSeed != "" || c.NATSOperatorSeed != "" || c.NATSSystemCreds != ""):
+		return usage.Errorf("--nats-creds, --nats-ca, --nats-account-seed, --nats-operator-seed and --nats-system-creds go with --nats")
+	case (c.NATSOperatorSeed == "") != (c.NATSSystemCreds == ""):
+		return usage.Errorf("--nats-operator-seed and --nats-system-creds go together")
 	case external && (c.BusCluster != "" || len(c.BusPeers) > 0 || c.BusTrust != ""):
 		return usage.Errorf("--bus-cluster, --bus-peers and --bus-trust are the embedded bus's; --nats uses another")
 	case len(c.BusPeers) > 0 && c.BusCluster == "":

@@ -18,9 +18,10 @@ func TestCheckBus(t *testing.T) {
 		t.Fatalf("CheckBus: %v, NATS %q", err, c.NATS)
 	}
 	for want, c := range map[string]Config{
-		"--nats-creds, --nats-ca and --nats-account-seed go with --nats": {NATSCA: "ca.pem"},
-		"are the embedded bus's; --nats uses another":                    {NATS: []string{"nats://a:4222"}, BusTrust: "trust"},
-		"--bus-peers needs --bus-cluster":                                {BusPeers: []string{"nats-route://b:6222"}},
+		"--nats-creds, --nats-ca, --nats-account-seed, --nats-operator-seed and --nats-system-creds go with --nats": {NATSCA: "ca.pem"},
+		"--nats-operator-seed and --nats-system-creds go together":                                                  {NATS: []string{"nats://a:4222"}, NATSOperatorSeed: "op.nk"},
+		"are the embedded bus's; --nats uses another":                                                               {NATS: []string{"nats://a:4222"}, BusTrust: "trust"},
+		"--bus-peers needs --bus-cluster":                                                                           {BusPeers: []string{"nats-route://b:6222"}},
 	} {
 		if err := c.CheckBus(); !errors.Is(err, usage.Err) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%+v: %v, want usage.Err saying %q", c, err, want)

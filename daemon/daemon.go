@@ -113,12 +113,19 @@ type Config struct {
 	// cluster's CA when it is a private one, and NATSAccountSeed
 	// (--nats-account-seed) a file holding a signing key seed (SA...) of
 	// the mesh account, the controller user's account, with which the
-	// controller mints node users. `mesh bus account` makes all of them and
-	// the servers' configuration; see package bus.
-	NATS            []string
-	NATSCreds       string
-	NATSCA          string
-	NATSAccountSeed string
+	// controller mints node users. NATSOperatorSeed (--nats-operator-seed,
+	// an operator signing key's seed, SO...) and NATSSystemCreds
+	// (--nats-system-creds, a system account user's .creds) go together:
+	// with them mesh node revoke pushes the account's revocation list to
+	// the cluster (bus.ExternalRevoker); without them it is recorded only.
+	// `mesh bus account` makes all of them and the servers' configuration;
+	// see package bus.
+	NATS             []string
+	NATSCreds        string
+	NATSCA           string
+	NATSAccountSeed  string
+	NATSOperatorSeed string
+	NATSSystemCreds  string
 
 	// Interval is how often every node is composed and what changed pushed
 	// (--interval); controller.DefaultInterval (5m) when zero.
@@ -364,10 +371,10 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	joinHandler := httpapi.JoinHandler(ctl, caPEM, httpapi.WithLogger(log))
 	mux.Handle("/v1/join", joinHandler)
 	mux.Handle("/v1/join/ca", joinHandler)
-	mux.Handle("/", web.Handler(ctl, token, web.Options{Feed: ctl, Logger: log, Done: serveCtx.Done()}))
+	mux.Handle("/", web.Handler(ctl, token, web.Options{Feed: ctl, Authenticate: ctl.Authenticate, Logger: log, Done: serveCtx.Done()}))
 	go func() {
 		served <- safego.Call("api.serve", log, func() error {
-			return httpapi.Serve(serveCtx, ln, cm.handler(mux, token),
+			return httpapi.Serve(serveCtx, ln, cm.handler(mux, httpapi.NewGate(token, ctl.Authenticate)),
 				httpapi.ServeOptions{TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey, Insecure: cfg.Insecure, Logger: log})
 		})
 	}()
@@ -379,14 +386,19 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 	addr := ln.Addr().String()
 	ready := Ready{APIURL: scheme + "://" + addr, Listen: addr, BusURLs: busURLs, Token: token}
-	if srv := cfg.join.server; srv != nil {
-		m := &busMinter{issuer: srv.Authority().Issuer(), server: srv, urls: agentURLs(busURLs, advertisedAPI(cfg, ready.APIURL)), ca: caPEM, apiURL: advertisedAPI(cfg, ready.APIURL)}
-		if caPEM != nil {
-			if m.caPrint, err = httpapi.CAFingerprint(caPEM); err != nil {
-				return fmt.Errorf("controller: %w", err)
-			}
-		}
+	m, err := newMinter(sb, busURLs, advertisedAPI(cfg, ready.APIURL), caPEM)
+	if err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+	if m != nil {
 		ctl.SetMinter(m)
+	}
+	if sb.external && sb.revoker != nil && len(revoked) > 0 {
+		// A revocation recorded while the cluster did not take it: given
+		// again at each start (the embedded bus starts with the list).
+		if err := sb.revoker.Revoke(ctx, revoked); err != nil {
+			log.Warn("controller: the external cluster did not take history's revocation list; mesh node revoke gives it again", "keys", len(revoked), "err", err)
+		}
 	}
 	removeInfo, err := controller.WriteInfo(cfg.Data, controller.Info{Listen: addr, URL: ready.APIURL})
 	if err != nil {

@@ -21,12 +21,31 @@ import (
 	"meshplane/events"
 )
 
-// joinWiring is what Run hands the bus's start and takes back from it for
-// joining: the revocation list history gives (the embedded bus starts
-// with it) and the embedded server (nil: an external NATS).
+// joinWiring is what Run hands the bus's start for joining: the revocation list history gives (the embedded bus starts
+// with it; an external cluster is given it once the controller is
+// connected).
 type joinWiring struct {
 	revoked map[string]time.Time
-	server  *bus.Server
+}
+
+// newMinter is the minter of the bus b (nil when it mints nothing: an
+// external cluster without --nats-account-seed), for an API at apiURL and
+// busURLs the bus's; caPEM is the API's CA, which the embedded bus shares.
+func newMinter(b startedBus, busURLs []string, apiURL string, caPEM []byte) (*busMinter, error) {
+	if b.issuer == nil {
+		return nil, nil
+	}
+	m := &busMinter{issuer: b.issuer, revoker: b.revoker, urls: agentURLs(busURLs, apiURL), ca: caPEM, apiURL: apiURL}
+	if b.external {
+		m.urls, m.ca = busURLs, b.caPEM
+	}
+	if caPEM != nil {
+		var err error
+		if m.caPrint, err = httpapi.CAFingerprint(caPEM); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
 }
 
 func (j *joinWiring) revokedList() map[string]time.Time {
@@ -34,12 +53,6 @@ func (j *joinWiring) revokedList() map[string]time.Time {
 		return nil
 	}
 	return j.revoked
-}
-
-func (j *joinWiring) set(s *bus.Server) {
-	if j != nil {
-		j.server = s
-	}
 }
 
 // loadCA reads the PEM of the CA the API's and the bus's certificates
@@ -94,10 +107,11 @@ func loadCA(cfg Config, log *slog.Logger) ([]byte, error) {
 	return nil, nil
 }
 
-// busMinter is controller.Minter over the embedded bus's trust root.
+// busMinter is controller.Minter over the embedded bus's trust root, or
+// over an external cluster's account signing key.
 type busMinter struct {
 	issuer  *bus.Issuer
-	server  *bus.Server
+	revoker revoker  // nil: Revoke fails with bus.ErrNoRevoker
 	urls    []string // the bus URLs agents dial
 	ca      []byte   // PEM, nil without a private CA
 	apiURL  string
@@ -136,7 +150,10 @@ func (m *busMinter) NewNodeCreds(node string) (api.NodeCreds, string, error) {
 }
 
 func (m *busMinter) Revoke(ctx context.Context, revoked map[string]time.Time) error {
-	return m.server.Revoke(ctx, revoked)
+	if m.revoker == nil {
+		return bus.ErrNoRevoker
+	}
+	return m.revoker.Revoke(ctx, revoked)
 }
 
 // agentURLs are the bus URLs the credentials name: the bus's own, where

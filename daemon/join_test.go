@@ -154,7 +154,7 @@ func TestJoinRevokeRejoin(t *testing.T) {
 	}
 	defer nc.Close()
 
-	rr, err := op.Revoke(ctx, api.NodeRequest{Operator: "ana", Node: "n4"})
+	rr, err := op.Revoke(ctx, api.RevokeRequest{Operator: "ana", Node: "n4"})
 	if err != nil || len(rr.Revoked) != 1 {
 		t.Fatalf("Revoke = %+v, %v", rr, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"meshplane/api/httpapi"
 	"meshplane/events"
 	"meshplane/internal/safego"
 	"meshplane/metrics"
@@ -44,7 +45,7 @@ func (cm *controllerMetrics) start(ctx context.Context, ctl metrics.Watched, sto
 	return func(context.Context) error { cancel(); <-done; return nil }
 }
 
-// handler serves /metrics (behind token, as the API) and h for the rest.
-func (cm *controllerMetrics) handler(h http.Handler, token string) http.Handler {
-	return metrics.Mount(h, cm.m, token)
+// handler serves /metrics (behind gate, the API's) and h for the rest.
+func (cm *controllerMetrics) handler(h http.Handler, gate *httpapi.Gate) http.Handler {
+	return metrics.Mount(h, cm.m, gate.Require)
 }

@@ -71,8 +71,10 @@
 //
 // # Authorization
 //
-// Handler serves the controller's /metrics behind the API token, as every
-// API route: a Prometheus scrape job sends it with
+// Mount serves the controller's /metrics behind the API's tokens, as every
+// API route (the bootstrap token, or a live per-operator one: give
+// Prometheus its own, mesh token create prometheus): a scrape job sends it
+// with
 //
 //	authorization:
 //	  type: Bearer

@@ -39,11 +39,21 @@ func Handler(reg *prometheus.Registry, token string) http.Handler {
 	})
 }
 
-// Mount serves h, but Path with m behind token: how mesh up puts the
-// metrics on the API's listener.
-func Mount(h http.Handler, m *Controller, token string) http.Handler {
+// Mount serves h, but Path with m behind guard: how mesh up puts the
+// metrics on the API's listener, guard being the API's gate
+// (httpapi.Gate.Require), so that a scrape takes every token the API takes
+// (the bootstrap token, a live per-operator one) and none it refuses. A
+// nil guard refuses every scrape.
+func Mount(h http.Handler, m *Controller, guard func(http.Handler) http.Handler) http.Handler {
+	var served http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="meshplane"`)
+		http.Error(w, "no token is accepted here", http.StatusUnauthorized)
+	})
+	if guard != nil {
+		served = guard(Handler(m.Registry(), ""))
+	}
 	mux := http.NewServeMux()
-	mux.Handle("GET "+Path, Handler(m.Registry(), token))
+	mux.Handle("GET "+Path, served)
 	mux.Handle("/", h)
 	return mux
 }

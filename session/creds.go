@@ -8,6 +8,7 @@ import (
 	"meshplane/bus"
 	"meshplane/commands"
 	"meshplane/daemon"
+	"meshplane/internal/usage"
 )
 
 // WriteNodeCreds writes node's bus credential file, for operator: asked of
@@ -44,4 +45,26 @@ func (s *Session) WriteNodeCreds(ctx context.Context, data, operator, node, file
 	by := "operator:" + operator
 	_, err = s.Local.Handler().Execute(ctx, by, commands.RecordCredentials{Node: node, PublicKey: pub, By: by})
 	return err
+}
+
+// Revoke revokes, for operator, every bus user of node its history knows,
+// and the users of keys and of the credentials files creds, recorded as
+// node's first (a file of another node is bad usage, usage.Err).
+func (s *Session) Revoke(ctx context.Context, operator, node string, keys, creds []string) (api.RevokeResponse, error) {
+	a, ok := s.Service.(api.Access)
+	if !ok {
+		return api.RevokeResponse{}, errors.New("this client revokes nothing")
+	}
+	req := api.RevokeRequest{Operator: operator, Node: node, PublicKeys: keys}
+	for _, f := range creds {
+		of, pub, err := bus.CredsUser(f)
+		if err != nil {
+			return api.RevokeResponse{}, err
+		}
+		if of != node {
+			return api.RevokeResponse{}, usage.Errorf("--creds %s is node %s's, not %s's", f, of, node)
+		}
+		req.PublicKeys = append(req.PublicKeys, pub)
+	}
+	return a.Revoke(ctx, req)
 }

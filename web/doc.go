@@ -26,9 +26,11 @@
 //	GET /ui/events          server-sent events: the projections' position
 //
 // The page and its static files carry no data and are served to anyone;
-// everything under /ui/ wants "Authorization: Bearer TOKEN", the API's
-// token (DATA/api-token), compared in constant time, and answers 401
-// without it. The page asks for the token once and keeps it in the
+// everything under /ui/ wants "Authorization: Bearer TOKEN", a token the
+// API takes (httpapi.Gate): the bootstrap token (DATA/api-token), compared
+// in constant time, or a live per-operator one (mesh token create, with
+// Options.Authenticate), and answers 401 without it; a revoked token is
+// refused from its revocation on, and ends the event stream it holds. The page asks for the token once and keeps it in the
 // browser's sessionStorage (gone when the tab closes); the script sends it
 // with every fetch, the event stream included (read with fetch, since
 // EventSource cannot send a header; a token is never put in a URL).

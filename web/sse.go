@@ -11,7 +11,10 @@ import (
 
 // events streams the projections' position (the format is in the package
 // comment): at once, then each time they move, at most once per
-// MinInterval, with a keep-alive comment when idle.
+// MinInterval, with a keep-alive comment when idle. Before each line it
+// checks the request's token again: a token revoked meanwhile ends the
+// stream (its revocation moves the projections, so at once), and the
+// page's next request is refused.
 func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 	if h.opts.Feed == nil {
 		http.Error(w, "this page is not live: the server has no feed of changes", http.StatusServiceUnavailable)
@@ -57,6 +60,11 @@ func (h *handler) events(w http.ResponseWriter, r *http.Request) {
 		})
 	}()
 	send := func(format string, args ...any) bool {
+		// A token revoked while the stream runs ends it: the
+		// revocation's event moves the feed, so at once.
+		if _, _, err := h.gate.Check(r); err != nil {
+			return false
+		}
 		// A write that cannot finish within the keep-alive is a browser
 		// that stopped reading: the stream ends.
 		_ = rc.SetWriteDeadline(time.Now().Add(h.opts.KeepAlive))

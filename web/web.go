@@ -3,8 +3,6 @@ package web
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"embed"
 	"errors"
 	"fmt"
@@ -13,7 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"meshplane/api"
@@ -54,6 +51,12 @@ type Options struct {
 	// KeepAlive is how often an idle stream gets a comment line (25s when
 	// zero).
 	KeepAlive time.Duration
+	// Authenticate, if set, tells the per-operator API tokens (the
+	// controller's Authenticate, as the API is given it): the page takes
+	// them beside the bootstrap token, refuses a revoked one at once, and
+	// ends an event stream whose token is revoked while it runs. nil: the
+	// bootstrap token alone.
+	Authenticate httpapi.Authenticator
 	// Done, when closed, ends every event stream: an http.Server's
 	// Shutdown waits for requests in flight, and a stream never ends by
 	// itself. Close it as the server stops (the daemon passes its serving
@@ -74,11 +77,13 @@ const (
 //go:embed templates static
 var assets embed.FS
 
-// Handler serves the page and its fragments from q, under the API's token.
-// An empty token refuses every fragment.
+// Handler serves the page and its fragments from q, under the API's
+// tokens: the bootstrap token and, with opts.Authenticate, every live
+// per-operator one (httpapi.Gate). An empty token and no Authenticate
+// refuse every fragment.
 func Handler(q Queries, token string, opts Options) http.Handler {
 	h := &handler{
-		q: q, token: sha256.Sum256([]byte(token)), empty: token == "",
+		q: q, gate: httpapi.NewGate(token, opts.Authenticate),
 		opts: opts, log: opts.Logger, mux: http.NewServeMux(),
 	}
 	if h.log == nil {
@@ -106,13 +111,12 @@ func Handler(q Queries, token string, opts Options) http.Handler {
 }
 
 type handler struct {
-	q     Queries
-	token [sha256.Size]byte
-	empty bool
-	opts  Options
-	log   *slog.Logger
-	mux   *http.ServeMux
-	tmpl  *template.Template
+	q    Queries
+	gate *httpapi.Gate
+	opts Options
+	log  *slog.Logger
+	mux  *http.ServeMux
+	tmpl *template.Template
 }
 
 // contentSecurity allows the page's own script, style and images, and
@@ -126,15 +130,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// authed wants the API's token, as httpapi.Handler does: a bearer token
-// compared in constant time, over digests so not even its length leaks.
+// authed wants a token the API takes, as httpapi.Handler does
+// (httpapi.Gate): the bootstrap token, compared in constant time over
+// digests, or a live per-operator token.
 func (h *handler) authed(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		sum := sha256.Sum256([]byte(got))
-		if !ok || h.empty || subtle.ConstantTimeCompare(sum[:], h.token[:]) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="meshplane"`)
-			http.Error(w, "a valid token is required (the controller keeps it in DATA/api-token)", http.StatusUnauthorized)
+		if _, _, err := h.gate.Check(r); err != nil {
+			httpapi.WriteRefusal(w, err)
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")

@@ -39,7 +39,7 @@
 //	POST   /v1/modules/{module}/deploy                     Deploy           {"operator","digest"} ("" deploys the latest builds)
 //	POST   /v1/nodes/{node}/join-token                     JoinToken        {"operator","ttl_seconds"} registers the node if needed; api.Access
 //	POST   /v1/nodes/{node}/creds                          NodeCreds        {"operator"} whole credentials, seed included; api.Access
-//	POST   /v1/nodes/{node}/revoke                         Revoke           {"operator"} every bus user of the node, at once; api.Access
+//	POST   /v1/nodes/{node}/revoke                         Revoke           {"operator","public_keys"} every bus user of the node, at once; api.Access
 //	POST   /v1/join                                        Join             {"token","public_key","agent_version","node"} NO operator token (JoinHandler)
 //	POST   /v1/tokens                                      CreateToken      {"operator","name","ttl_seconds"} the secret, once; api.Tokens
 //	GET    /v1/tokens                                      Tokens           every API token, revoked ones too; api.Tokens

@@ -3,8 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +11,6 @@ import (
 	"net/http"
 	"reflect"
 	"strconv"
-	"strings"
 	"time"
 
 	"meshplane/api"
@@ -50,9 +47,8 @@ func WithAuthenticator(auth Authenticator) HandlerOption {
 
 type handler struct {
 	auth    Authenticator
+	gate    *Gate
 	svc     api.Service
-	token   [sha256.Size]byte
-	empty   bool // no token: every request is refused
 	maxBody int64
 	log     *slog.Logger
 	mux     *http.ServeMux
@@ -79,12 +75,13 @@ func (r registrar) HandleFunc(pattern string, fn http.HandlerFunc) {
 // An empty token refuses every request.
 func Handler(svc api.Service, token string, opts ...HandlerOption) http.Handler {
 	h := &handler{
-		svc: svc, token: sha256.Sum256([]byte(token)), empty: token == "",
+		svc:     svc,
 		maxBody: DefaultMaxBody, log: slog.Default(), mux: http.NewServeMux(),
 	}
 	for _, o := range opts {
 		o(h)
 	}
+	h.gate = NewGate(token, h.auth)
 	m := registrar{h.mux, &h.patterns}
 	m.HandleFunc("GET /v1/info", h.info)
 	m.HandleFunc("GET /v1/nodes", h.status)
@@ -118,18 +115,17 @@ func Handler(svc api.Service, token string, opts ...HandlerOption) http.Handler 
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !h.authorized(r) {
-		op, err := h.authenticate(r)
-		var refused *tokenRefused
-		switch {
-		case errors.As(err, &refused):
-			w.Header().Set("WWW-Authenticate", `Bearer realm="meshplane"`)
-			writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, refused.msg)
-			return
-		case err != nil:
-			h.fail(w, r, err)
-			return
-		}
+	op, boot, err := h.gate.Check(r)
+	var refused *TokenRefusedError
+	switch {
+	case errors.As(err, &refused):
+		w.Header().Set("WWW-Authenticate", `Bearer realm="meshplane"`)
+		writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, refused.Msg)
+		return
+	case err != nil:
+		h.fail(w, r, err)
+		return
+	case !boot:
 		r = r.WithContext(context.WithValue(r.Context(), operatorKey{}, op))
 	}
 	if r.Body != nil {
@@ -138,34 +134,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// tokenRefused is a request's token refused: 401 with msg.
-type tokenRefused struct{ msg string }
-
-func (e *tokenRefused) Error() string { return e.msg }
-
 // operatorKey holds, in a request's context, the operator its
 // per-operator token names.
 type operatorKey struct{}
-
-// authenticate tells a request's per-operator token's operator, or why it
-// is refused (*tokenRefused), or the authenticator's failure.
-func (h *handler) authenticate(r *http.Request) (string, error) {
-	const need = "a valid token is required (Authorization: Bearer TOKEN: the controller's DATA/api-token, or an operator's token from mesh token create)"
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || got == "" || h.auth == nil {
-		return "", &tokenRefused{need}
-	}
-	op, err := h.auth(r.Context(), got)
-	switch {
-	case errors.Is(err, api.ErrTokenRefused):
-		return "", &tokenRefused{err.Error()}
-	case err != nil:
-		return "", fmt.Errorf("api: authenticate: %w", err)
-	case op == "":
-		return "", &tokenRefused{need}
-	}
-	return op, nil
-}
 
 // asOperator overwrites the Operator field of the request v points at, if
 // it has one, with the operator of the request's per-operator token.
@@ -181,17 +152,6 @@ func asOperator(r *http.Request, v any) {
 	if f := rv.Elem().FieldByName("Operator"); f.IsValid() && f.Kind() == reflect.String && f.CanSet() {
 		f.SetString(op)
 	}
-}
-
-// authorized compares the request's bearer token with the controller's in
-// constant time (over their digests, so not even the length leaks).
-func (h *handler) authorized(r *http.Request) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || h.empty {
-		return false
-	}
-	sum := sha256.Sum256([]byte(got))
-	return subtle.ConstantTimeCompare(sum[:], h.token[:]) == 1
 }
 
 func (h *handler) info(w http.ResponseWriter, r *http.Request) {

@@ -105,7 +105,7 @@ func (h *handler) nodeCreds(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) revoke(w http.ResponseWriter, r *http.Request) {
 	a, ok := h.access(w, r)
-	var req api.NodeRequest
+	var req api.RevokeRequest
 	if ok && h.decode(w, r, &req) && h.samePath(w, r, "node", &req.Node) && h.valid(w, r, req) {
 		h.reply(w, r)(a.Revoke(r.Context(), req))
 	}
@@ -124,7 +124,7 @@ func (c *Client) NodeCreds(ctx context.Context, req api.NodeRequest) (api.NodeCr
 }
 
 // Revoke asks POST /v1/nodes/{node}/revoke.
-func (c *Client) Revoke(ctx context.Context, req api.NodeRequest) (api.RevokeResponse, error) {
+func (c *Client) Revoke(ctx context.Context, req api.RevokeRequest) (api.RevokeResponse, error) {
 	var out api.RevokeResponse
 	return out, c.do(ctx, http.MethodPost, node(req.Node)+"/revoke", nil, req, &out)
 }

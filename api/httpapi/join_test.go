@@ -127,7 +127,7 @@ func TestJoinOverTLS(t *testing.T) {
 	if _, err := host.JoinToken(e.ctx, api.JoinTokenRequest{Operator: "ana", Node: "n4"}); !errors.Is(err, httpapi.ErrUnauthorized) {
 		t.Fatalf("a join token without the operator token = %v; want ErrUnauthorized", err)
 	}
-	if _, err := host.Revoke(e.ctx, api.NodeRequest{Operator: "ana", Node: "n4"}); !errors.Is(err, httpapi.ErrUnauthorized) {
+	if _, err := host.Revoke(e.ctx, api.RevokeRequest{Operator: "ana", Node: "n4"}); !errors.Is(err, httpapi.ErrUnauthorized) {
 		t.Fatalf("a revoke without the operator token = %v; want ErrUnauthorized", err)
 	}
 	ns, err := op.NodeShow(e.ctx, "n4")
@@ -138,7 +138,7 @@ func TestJoinOverTLS(t *testing.T) {
 	if err != nil || cr.Creds.Seed == "" {
 		t.Fatalf("NodeCreds = %+v, %v", cr, err)
 	}
-	rr, err := op.Revoke(e.ctx, api.NodeRequest{Operator: "ana", Node: "n4"})
+	rr, err := op.Revoke(e.ctx, api.RevokeRequest{Operator: "ana", Node: "n4"})
 	if err != nil || len(rr.Revoked) != 2 || rr.Revoked[0] != key {
 		t.Fatalf("Revoke = %+v, %v", rr, err)
 	}

@@ -31,8 +31,8 @@ func (e *env) busAccountCmd() *cobra.Command {
 				return err
 			}
 			fmt.Fprint(e.stdout, conf)
-			fmt.Fprintf(e.stderr, "mesh bus account: MESH account %s; in %s: the controller's %s (--nats-creds), the signing key %s (--nats-account-seed), this configuration %s\n",
-				a.AccountPublicKey(), dir, bus.ControllerCredsFile, "signing.nk", bus.ServerConfFile)
+			fmt.Fprintf(e.stderr, "mesh bus account: MESH account %s; in %s: the controller's %s (--nats-creds), the signing key %s (--nats-account-seed), the operator's signing key %s (--nats-operator-seed), the system user %s (--nats-system-creds), this configuration %s\n",
+				a.AccountPublicKey(), dir, bus.ControllerCredsFile, "signing.nk", bus.OperatorSigningFile, bus.SystemCredsFile, bus.ServerConfFile)
 			return nil
 		},
 	}

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -82,8 +83,9 @@ func (c *hostsCtl) role(t testing.TB) string {
 // store frees the partitioned leader's lock within
 // pgstore.LeaderSessionBound, the partitioned leader steps down on its
 // own), every agent's report of that push and of the next is recorded
-// exactly once, and the agents, all on the partitioned leader's bus,
-// reconnect to another server without a restart.
+// exactly once, and the agents on the partitioned leader's server (a1 at
+// least: its credentials name that server alone) reconnect to another
+// server, the same processes, without a restart.
 func TestHostsFailover(t *testing.T) {
 	began := time.Now()
 	nt := hosttest.New(t, 7)
@@ -154,9 +156,14 @@ func TestHostsFailover(t *testing.T) {
 
 	nodes := []string{"a1", "a2", "a3"}
 	agents := map[string]*hostAgent{}
-	for i, n := range nodes {
-		agents[n] = leader.startAgent(t, nt.Host(4+i), n, "--interval", "10m")
+	for i, n := range nodes[1:] {
+		agents[n] = leader.startAgent(t, nt.Host(5+i), n, "--interval", "10m")
 	}
+	// a1's credentials name the leader's server alone, so that one agent
+	// at least is on the server whose link goes down (a NATS client picks
+	// one of its URLs at random); it learns the others from the cluster,
+	// as every NATS client does.
+	agents["a1"] = startAgentOn(t, leader, nt.Host(4), "a1", leader.ctl.Addr().String())
 	leader.mustCLI(t, leader.ctl, "module", "define", hostsModule(t, "motd"))
 	for _, n := range nodes {
 		leader.mustCLI(t, leader.ctl, "assign", "motd", n)
@@ -199,6 +206,19 @@ func TestHostsFailover(t *testing.T) {
 	// The fault: a push to every node, and the leader's link pulled as its
 	// reports come.
 	leader.mustCLI(t, leader.ctl, "push")
+	onLeader := map[string]*hostAgent{} // the agents on the leader's server as its link goes down
+	for n, a := range agents {
+		if u := lastBusURL(a.proc.Output()); strings.Contains(u, "//"+leader.ctl.Addr().String()+":") {
+			onLeader[n] = a
+		}
+	}
+	if onLeader["a1"] == nil {
+		t.Fatalf("a1, whose credentials name the leader's server alone, is on %q", lastBusURL(agents["a1"].proc.Output()))
+	}
+	outAtCut := map[string]int{}
+	for n, a := range agents {
+		outAtCut[n] = len(a.proc.Output())
+	}
 	leader.ctl.LinkDown()
 	cut := time.Now()
 	defer leader.ctl.LinkUp() // harmless twice
@@ -235,12 +255,23 @@ func TestHostsFailover(t *testing.T) {
 	inSync(next, 45*time.Second)
 	t.Logf("the next push recorded %.1f s after the link went down (the old leader knew it lost its lock by %.1f s at most)", time.Since(cut).Seconds(), stepDown.Seconds())
 
+	// The agents on the partitioned server reconnected to another one,
+	// the same processes (each agent is one process the test started and
+	// none exited), and their reports
+	// of both pushes were recorded (above), by the new leader for the
+	// second: the old one had stepped down.
 	for n, a := range agents {
 		if exited, err := a.proc.Exited(); exited {
 			t.Errorf("agent %s exited: %v\n%s", n, err, a.proc.Output())
 		}
-		if !strings.Contains(a.proc.Output(), "reconnected") {
-			t.Logf("agent %s does not say it reconnected (was it on the partitioned server's bus?)", n)
+	}
+	for n, a := range onLeader {
+		after := a.proc.Output()[outAtCut[n]:]
+		u := lastBusURL(after)
+		if !strings.Contains(after, "bus: reconnected") || u == "" || strings.Contains(u, "//"+leader.ctl.Addr().String()+":") {
+			t.Errorf("agent %s, on the partitioned leader's server, did not reconnect to another (last bus URL after the cut: %q)\n%s", n, u, after)
+		} else {
+			t.Logf("agent %s, on the partitioned leader's server, reconnected to %s", n, u)
 		}
 	}
 	evs, err := s.ReadAll(context.Background(), 0, 0)
@@ -290,4 +321,47 @@ func TestHostsJoinToFirstReport(t *testing.T) {
 	first := time.Since(start)
 	t.Logf("join to first report recorded: %.2f s (the join itself %.2f s)", first.Seconds(), joined.Seconds())
 	fmt.Printf("BENCH hosts-join first-report=%.2fs join=%.2fs\n", first.Seconds(), joined.Seconds())
+}
+
+// startAgentOn joins host h as node through c, keeps in its credentials
+// only the bus URLs on the host at addr, and starts its agent.
+func startAgentOn(t *testing.T, c *hostsCtl, h *hosttest.Host, node, addr string) *hostAgent {
+	t.Helper()
+	a := &hostAgent{host: h, node: node, data: t.TempDir()}
+	args, env := c.joinHost(t, h, node, a.data)
+	path := filepath.Join(a.data, "node.creds")
+	creds, err := bus.LoadCreds(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var urls []string
+	for _, u := range creds.URLs {
+		if strings.Contains(u, "//"+addr+":") {
+			urls = append(urls, u)
+		}
+	}
+	if len(urls) == 0 {
+		t.Fatalf("%s's credentials name no server on %s: %v", node, addr, creds.URLs)
+	}
+	creds.URLs = urls
+	if err := bus.WriteCreds(path, creds); err != nil {
+		t.Fatal(err)
+	}
+	args = append([]string{"agent", "--data", a.data, "--runtime", "sim", "--interval", "10m"}, args...)
+	a.proc = h.Start(t, append([]string{"MESH_SERVER=", "MESH_TOKEN=", "MESH_DATA="}, env...), binary(t), args...)
+	return a
+}
+
+// busLine is an agent's log line of a bus connection made (bus:
+// connected, bus: reconnected), with the server's URL.
+var busLine = regexp.MustCompile(`msg="bus: (?:re)?connected".* url=(\S+)`)
+
+// lastBusURL is the URL of the last bus connection an agent's log says
+// it made ("" when none).
+func lastBusURL(log string) string {
+	m := busLine.FindAllStringSubmatch(log, -1)
+	if len(m) == 0 {
+		return ""
+	}
+	return m[len(m)-1][1]
 }

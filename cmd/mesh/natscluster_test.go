@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"meshplane/bus"
 	"meshplane/controller"
 	"meshplane/events/pgstore/pgtest"
@@ -37,7 +39,10 @@ func natsServer(t *testing.T) string {
 // included in each server's own configuration of listen, cluster and
 // JetStream); mesh up --nats against them with the credentials it wrote;
 // an agent whose user is minted with the signing key the controller keeps
-// reports, and its report is recorded; one server killed (SIGKILL), the
+// reports, and its report is recorded; a host joins with a token (mesh
+// agent join: the controller signs its key with that signing key), its
+// report is recorded, and mesh node revoke closes its connections on the
+// cluster at once and refuses new ones; one server killed (SIGKILL), the
 // next push is applied and reported all the same.
 func TestExternalNATSCluster(t *testing.T) {
 	bin := natsServer(t)
@@ -116,7 +121,9 @@ include meshplane.conf
 	p := startProc(t, nil, "up", "--data", ctlData, "--listen", freeAddr(t), "--interval", "1h",
 		"--nats", strings.Join(urls, ","),
 		"--nats-creds", filepath.Join(accountDir, bus.ControllerCredsFile),
-		"--nats-account-seed", filepath.Join(accountDir, "signing.nk"))
+		"--nats-account-seed", filepath.Join(accountDir, "signing.nk"),
+		"--nats-operator-seed", filepath.Join(accountDir, bus.OperatorSigningFile),
+		"--nats-system-creds", filepath.Join(accountDir, bus.SystemCredsFile))
 	c := &ctlProc{proc: p, data: ctlData}
 	eventually(t, 60*time.Second, func() error {
 		select {
@@ -177,6 +184,9 @@ include meshplane.conf
 	procInSync(t, env, "n1")
 	t.Logf("n1's report recorded %v after the controller's start", time.Since(started).Round(time.Millisecond))
 
+	// A host joins with a token, and is revoked.
+	externalJoinAndRevoke(t, env, c.url, urls)
+
 	// One server killed: the bucket and the stream (R3) carry on.
 	before := statusJSON(t, env, "n1")
 	_ = srvs[0].Process.Kill()
@@ -197,4 +207,80 @@ include meshplane.conf
 		return nil
 	})
 	t.Logf("a server killed: n1's next report recorded %v after", time.Since(killed).Round(time.Millisecond))
+}
+
+// externalJoinAndRevoke: on the external cluster at urls, with the
+// controller at apiURL, node n2 joins with a token (mesh agent join
+// --no-start, then mesh agent --data), its report is recorded; then mesh
+// node revoke n2: a connection of n2's user made before it is closed
+// within seconds (the servers took the account's new revocation list), a
+// new one is refused, the agent says so, and its next push is not applied.
+func externalJoinAndRevoke(t *testing.T, env []string, apiURL string, urls []string) {
+	t.Helper()
+	mustCLI(t, env, "node", "register", "n2")
+	mustCLI(t, env, "node", "adopt", "n2")
+	mustCLI(t, env, "assign", "searxng", "n2")
+	mustCLI(t, env, "take", "searxng", "n2")
+	token := strings.TrimSpace(mustCLI(t, env, "node", "join-token", "n2"))
+	data := t.TempDir()
+	mustCLI(t, []string{"MESH_SERVER=", "MESH_TOKEN="}, "agent", "join", apiURL, "--token", token, "--data", data, "--no-start")
+	creds, err := bus.LoadCreds(filepath.Join(data, "node.creds"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(creds.URLs, ",") != strings.Join(urls, ",") {
+		t.Errorf("n2's credentials name %v, want the cluster's %v", creds.URLs, urls)
+	}
+	agent := startProc(t, []string{"MESH_SERVER=", "MESH_TOKEN="}, "agent", "--data", data, "--runtime", "sim")
+	mustCLI(t, env, "push", "n2")
+	procInSync(t, env, "n2")
+
+	// A connection of n2's user, beside the agent's.
+	closed := make(chan error, 1)
+	nc, err := nats.Connect(strings.Join(urls, ","), nats.UserJWTAndSeed(creds.JWT, creds.Seed),
+		nats.NoReconnect(), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			select {
+			case closed <- err:
+			default:
+			}
+		}), nats.ClosedHandler(func(c *nats.Conn) {
+			select {
+			case closed <- c.LastError():
+			default:
+			}
+		}))
+	if err != nil {
+		t.Fatalf("n2's user cannot connect before the revoke: %v", err)
+	}
+	defer nc.Close()
+	before := statusJSON(t, env, "n2")
+
+	revoked := time.Now()
+	out := mustCLI(t, env, "node", "revoke", "n2")
+	if !strings.HasPrefix(out, "revoked U") {
+		t.Errorf("node revoke n2 printed %q", out)
+	}
+	select {
+	case err := <-closed:
+		t.Logf("n2's connection closed %v after the revoke: %v", time.Since(revoked).Round(time.Millisecond), err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("n2's connection is still open 10s after node revoke")
+	}
+	if nc2, err := nats.Connect(strings.Join(urls, ","), nats.UserJWTAndSeed(creds.JWT, creds.Seed), nats.NoReconnect()); err == nil {
+		nc2.Close()
+		t.Error("n2's revoked user connects again")
+	} else if !strings.Contains(strings.ToLower(err.Error()), "authoriz") && !strings.Contains(strings.ToLower(err.Error()), "revoked") {
+		t.Errorf("n2's revoked user is refused with %v; want an authorization error", err)
+	}
+	eventually(t, 20*time.Second, func() error {
+		if o := strings.ToLower(agent.out.String()); !strings.Contains(o, "revoked") && !strings.Contains(o, "authorization violation") {
+			return errors.New("the agent of n2 does not say its user was refused")
+		}
+		return nil
+	})
+	mustCLI(t, env, "push", "n2")
+	time.Sleep(3 * time.Second)
+	if st := statusJSON(t, env, "n2"); st.Applied != nil && before.Applied != nil && st.Applied.At.After(before.Applied.At) {
+		t.Errorf("n2 applied a push after its revocation: %+v", st.Applied)
+	}
 }

@@ -9,7 +9,7 @@ import (
 
 // busFlagNames are the controller's flags addBusFlags adds, refused with
 // --passes as the other controller flags are.
-var busFlagNames = []string{"bus-cluster", "bus-peers", "bus-trust", "bus-replicas", "nats-creds", "nats-ca", "nats-account-seed"}
+var busFlagNames = []string{"bus-cluster", "bus-peers", "bus-trust", "bus-replicas", "nats-creds", "nats-ca", "nats-account-seed", "nats-operator-seed", "nats-system-creds"}
 
 func init() { controllerFlags = append(controllerFlags, busFlagNames...) }
 
@@ -25,6 +25,8 @@ func addBusFlags(fs *pflag.FlagSet, cfg *daemon.Config) {
 	fs.StringVar(&cfg.NATSCreds, "nats-creds", "", "controller: with --nats, the controller user's NATS .creds `file` (mesh bus account writes one)")
 	fs.StringVar(&cfg.NATSCA, "nats-ca", "", "controller: with --nats, the PEM `file` of the cluster's CA when it is a private one")
 	fs.StringVar(&cfg.NATSAccountSeed, "nats-account-seed", "", "controller: with --nats, a `file` holding a signing key seed (SA...) of the mesh account, to mint node users with (mesh bus account writes one)")
+	fs.StringVar(&cfg.NATSOperatorSeed, "nats-operator-seed", "", "controller: with --nats, a `file` holding a signing key seed (SO...) of the operator, to sign the account's revocations with (mesh node revoke); with --nats-system-creds (mesh bus account writes both)")
+	fs.StringVar(&cfg.NATSSystemCreds, "nats-system-creds", "", "controller: with --nats, a system account user's NATS .creds `file`, to send the account's revocations as; with --nats-operator-seed")
 	flagcheck.Install(fs, map[string]flagcheck.Check{
 		"bus-cluster":  flagcheck.Optional(flagcheck.ListenAddr),
 		"bus-peers":    flagcheck.ListOf(flagcheck.URLOf("nats-route")),
