@@ -2,7 +2,6 @@ package projections
 
 import (
 	"slices"
-	"sort"
 
 	"meshplane/events"
 )
@@ -34,9 +33,8 @@ var commandTypes = map[string]bool{
 func (t *Timeline) CommandsBehind(node, resource string, position uint64) []Entry {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	idx := t.byNode[node]
-	k := sort.Search(len(idx), func(k int) bool { return t.at(int(idx[k])).position >= position })
-	if k == len(idx) || t.at(int(idx[k])).position != position {
+	idx, k, ok := t.nodeAt(node, position)
+	if !ok {
 		return nil
 	}
 	apply := t.at(int(idx[k]))

@@ -5,6 +5,7 @@ package projections
 
 import (
 	"slices"
+	"sort"
 	"time"
 
 	"meshplane/events"
@@ -50,6 +51,14 @@ func (s *slab[T]) add(v T) *T {
 }
 
 func (t *Timeline) at(i int) *entry { return &t.chunks[i/chunkSize][i%chunkSize] }
+
+// nodeAt finds node's entry at position: its node index, the entry's
+// place in it, and ok false when node has none there. t.mu is held.
+func (t *Timeline) nodeAt(node string, position uint64) (idx []int32, k int, ok bool) {
+	idx = t.byNode[node]
+	k = sort.Search(len(idx), func(k int) bool { return t.at(int(idx[k])).position >= position })
+	return idx, k, k < len(idx) && t.at(int(idx[k])).position == position
+}
 
 func (t *Timeline) push(e entry) {
 	if t.n%chunkSize == 0 {
