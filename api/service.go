@@ -24,6 +24,11 @@ type Service interface {
 	Status(ctx context.Context, req StatusRequest) (StatusResponse, error)
 	// NodeShow is one node: its status and its own holds.
 	NodeShow(ctx context.Context, node string) (NodeShow, error)
+	// Resources is what runs on a node now: every resource of the
+	// declaration it last applied, with the state that apply left it in
+	// (running, held and why, failed and why, restarted after it was
+	// found stopped). An unknown node is a rejection (node-unknown).
+	Resources(ctx context.Context, node string) (NodeResources, error)
 	// Timeline is one page of the audit timeline, filtered.
 	Timeline(ctx context.Context, req TimelineRequest) (TimelinePage, error)
 	// Why is every apply that touched a resource on a node, and the push

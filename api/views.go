@@ -117,6 +117,40 @@ type ApplyRecord struct {
 	Summary string               `json:"summary"`
 }
 
+// NodeResources is what runs on a node now, as its last apply report
+// says: every resource of the declaration it applied, with the state that
+// apply left it in.
+type NodeResources struct {
+	Node string `json:"node"`
+	// Applied is the last apply's declaration and the apply's time (the
+	// agent's clock); nil when the node never reported one.
+	Applied *DeclMark `json:"applied,omitempty"`
+	// ReceivedAt is when the controller received that report.
+	ReceivedAt time.Time       `json:"received_at,omitzero"`
+	Resources  []ResourceState `json:"resources"` // in the declaration's order
+	Removed    []string        `json:"removed,omitempty"`
+	// Partial: the applied declaration's compose is not known here, and
+	// Resources lists only those its report named.
+	Partial bool `json:"partial,omitempty"`
+}
+
+// ResourceState is one declared resource as the last apply left it.
+type ResourceState struct {
+	Name   string `json:"name"`
+	Kind   string `json:"kind,omitempty"`
+	Module string `json:"module,omitempty"`
+	Digest string `json:"digest,omitempty"`
+	// State: running, in-place (a directory or file as declared),
+	// restarted (found stopped behind the agent's back, started again),
+	// held or failed.
+	State string `json:"state"`
+	// Outcome is what the last apply did: unchanged, created, replaced,
+	// updated, held or failed.
+	Outcome string   `json:"outcome"`
+	Fields  []string `json:"fields,omitempty"`
+	Reason  string   `json:"reason,omitempty"` // why held, the failure, or why restarted
+}
+
 // Hold is one held resource.
 type Hold struct {
 	Name   string `json:"name"`

@@ -100,6 +100,19 @@ func (c *Controller) NodeShow(ctx context.Context, node string) (api.NodeShow, e
 	return api.NodeShow{Status: ns, Holds: mapSlice(holds, holdOf), Access: access}, nil
 }
 
+// Resources is every resource of node's last applied declaration, with
+// its state.
+func (c *Controller) Resources(ctx context.Context, node string) (api.NodeResources, error) {
+	if err := c.Sync(ctx); err != nil {
+		return api.NodeResources{}, err
+	}
+	r, err := c.views.Status.Resources(node)
+	if err != nil {
+		return api.NodeResources{}, queryErr(err)
+	}
+	return resourcesOf(r), nil
+}
+
 // Timeline is one page of the filtered timeline (see api.TimelineRequest).
 func (c *Controller) Timeline(ctx context.Context, req api.TimelineRequest) (api.TimelinePage, error) {
 	switch {

@@ -89,6 +89,18 @@ func statusOf(s projections.NodeStatus) api.NodeStatus {
 	return out
 }
 
+func resourcesOf(r projections.NodeResources) api.NodeResources {
+	out := api.NodeResources{
+		Node: r.Node, ReceivedAt: r.ReceivedAt, Removed: r.Removed, Partial: r.Partial,
+		Resources: mapSlice(r.Resources, func(s projections.ResourceState) api.ResourceState { return api.ResourceState(s) }),
+	}
+	if r.Applied != nil {
+		m := api.DeclMark(*r.Applied)
+		out.Applied = &m
+	}
+	return out
+}
+
 func holdOf(h projections.Hold) api.Hold {
 	return api.Hold{Name: h.Name, Module: h.Module, Reason: h.Reason, Since: api.HoldSince(h.Since)}
 }

@@ -1,17 +1,19 @@
 // Package web is the controller's page: every node's status on one screen,
-// each node's timeline in swimlanes with its churn episodes as shaded
-// bands, the roster diff between two declarations, and live updates. The
-// controller daemon (cmd/mesh) serves it at / beside the API at /v1, on the
-// same origin and with the same token.
+// what runs on each node now (every resource of the declaration it last
+// applied, with its state and why: api.Service's Resources), each node's
+// timeline in swimlanes with its churn episodes as shaded bands, the
+// roster diff between two declarations, and live updates. The controller
+// daemon (cmd/mesh) serves it at / beside the API at /v1, on the same
+// origin and with the same token.
 //
 // The pages are html/template rendered on the server from the api.Service
-// queries (status, the timeline paged by position, churn, roster diff,
-// why); a little script (static/app.js) fetches them as fragments and
-// swaps them in. Every asset is embedded in the binary: controllers run on
-// machines without internet access, so nothing comes from a CDN. Every
-// query is bounded: the timeline is read a page at a time (at most
-// MaxColumns entries), never whole, so the page answers as fast with a
-// million events in the store as with a hundred.
+// queries (status, resources, the timeline paged by position, churn,
+// roster diff, why); a little script (static/app.js) fetches them as
+// fragments and swaps them in. Every asset is embedded in the binary:
+// controllers run on machines without internet access, so nothing comes
+// from a CDN. Every query is bounded: the timeline is read a page at a
+// time (at most MaxColumns entries), never whole, so the page answers as
+// fast with a million events in the store as with a hundred.
 //
 // # Routes
 //
@@ -19,8 +21,8 @@
 //	GET /static/{file}      the script, the style sheet, the icon
 //	GET /ui/status          fragment: every node's status, and the controller's
 //	GET /ui/node            fragment: ?node=N [&before=P | &after=P] [&limit=L]
-//	                        the node's swimlanes, churn bands and evidence,
-//	                        and the roster diff form
+//	                        what runs on the node now, its swimlanes, churn
+//	                        bands and evidence, and the roster diff form
 //	GET /ui/diff            fragment: ?node=N&from=DECL&to=DECL
 //	GET /ui/why             fragment: ?node=N&resource=R
 //	GET /ui/events          server-sent events: the projections' position
@@ -51,4 +53,11 @@
 // script then fetches the status again, and the node's latest page when it
 // shows the latest; a page paged back in history says that newer events
 // came and stays where it is.
+//
+// # Colours
+//
+// Every state is a word on the page; a colour only repeats it, and two
+// meanings never share one: a failure (a failed resource, compose, push or
+// apply) is red, a heavy pass and a churn band magenta, a hold amber, a
+// resource restarted after it was found stopped orange, what runs green.
 package web

@@ -76,6 +76,13 @@ type nodeRow struct {
 	api.NodeStatus
 	Held      string // "route-proxy: 2, photos: 1"
 	HeldTotal int
+	// Seen is when the node was last heard of, and SeenLabel what that
+	// time is. Today it is the last apply report ("last report"): when
+	// received by the controller, else the apply's own time. Hook: when
+	// NodeStatus carries the agent's heartbeat (issue 20, item 2:
+	// liveness), seenOf takes it and SeenLabel reads "last seen".
+	Seen      time.Time
+	SeenLabel string
 	// Pending are the modules assigned and absent from the applied
 	// declaration, by name, each with why (its compose failed, ...).
 	Pending []pendingModule
@@ -131,6 +138,7 @@ func laneOf(typ string) int {
 type nodeView struct {
 	Node     string
 	Status   *nodeRow
+	Now      nowView // what runs now
 	Columns  []column
 	Lanes    []lane
 	Bands    []bandCell
@@ -234,6 +242,11 @@ func (h *handler) node(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	now, err := h.q.Resources(ctx, node)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	churn, err := h.q.Churn(ctx, api.ChurnRequest{Nodes: []string{node}})
 	if err != nil {
 		h.fail(w, r, err)
@@ -249,6 +262,7 @@ func (h *handler) node(w http.ResponseWriter, r *http.Request) {
 		eps = churn.Nodes[0].Episodes
 	}
 	v := buildNode(node, page, forward, before > 0, eps, limit)
+	v.Now = buildNow(now)
 	if len(st.Nodes) == 1 {
 		row := statusRow(st.Nodes[0])
 		v.Status = &row
@@ -273,12 +287,87 @@ func statusRow(ns api.NodeStatus) nodeRow {
 		row.HeldTotal += mc.Count
 	}
 	row.Held = strings.Join(parts, ", ")
+	row.Seen, row.SeenLabel = seenOf(ns)
 	for _, m := range slices.Sorted(maps.Keys(ns.Modules)) {
 		if ms := ns.Modules[m]; ms.State == modulePending {
 			row.Pending = append(row.Pending, pendingModule{Module: m, Reason: ms.Reason})
 		}
 	}
 	return row
+}
+
+// seenOf is when node status ns was last heard of, and what that time is
+// (nodeRow.Seen): its last apply report, received or made.
+func seenOf(ns api.NodeStatus) (time.Time, string) {
+	a := ns.Applied
+	switch {
+	case a == nil:
+		return time.Time{}, "never reported"
+	case !a.Report.ReceivedAt.IsZero():
+		return a.Report.ReceivedAt, "last report"
+	}
+	return a.At, "last report"
+}
+
+// --- what runs now ---
+
+// nowView is what runs on a node now, as its last apply left it: every
+// resource of the applied declaration with its state, in the
+// declaration's order, and the states counted.
+type nowView struct {
+	api.NodeResources
+	Rows   []resourceRow
+	Counts []stateCount // the states present, worst first
+}
+
+// resourceRow is one resource as the page shows it.
+type resourceRow struct {
+	api.ResourceState
+	StateLabel string // "running", "held", "failed", "restarted", "in place"
+	Did        string // what the last apply did: "replaced (env.GREETING)"
+}
+
+type stateCount struct {
+	State, Label string
+	Count        int
+}
+
+// Resource states, as the API carries them (projections' Resource*), worst
+// first, with their words on the page.
+var resourceStates = []struct{ state, label string }{
+	{"failed", "failed"},
+	{"restarted", "restarted"},
+	{"held", "held"},
+	{"running", "running"},
+	{"in-place", "in place"},
+}
+
+func buildNow(r api.NodeResources) nowView {
+	v := nowView{NodeResources: r}
+	count := map[string]int{}
+	for _, rs := range r.Resources {
+		row := resourceRow{ResourceState: rs, StateLabel: rs.State, Did: rs.Outcome}
+		for _, s := range resourceStates {
+			if s.state == rs.State {
+				row.StateLabel = s.label
+			}
+		}
+		if len(rs.Fields) > 0 {
+			row.Did += " (" + strings.Join(rs.Fields, ", ") + ")"
+		}
+		count[rs.State]++
+		v.Rows = append(v.Rows, row)
+	}
+	for _, s := range resourceStates {
+		if n := count[s.state]; n > 0 {
+			v.Counts = append(v.Counts, stateCount{State: s.state, Label: s.label, Count: n})
+			delete(count, s.state)
+		}
+	}
+	for _, st := range slices.Sorted(maps.Keys(count)) { // a state this page does not know yet
+		v.Counts = append(v.Counts, stateCount{State: st, Label: st, Count: count[st]})
+	}
+	return v
 }
 
 // buildNode lays a page of a node's timeline out in lanes: one column per

@@ -23,6 +23,7 @@ import (
 type Queries interface {
 	Info(ctx context.Context) (api.Info, error)
 	Status(ctx context.Context, req api.StatusRequest) (api.StatusResponse, error)
+	Resources(ctx context.Context, node string) (api.NodeResources, error)
 	Timeline(ctx context.Context, req api.TimelineRequest) (api.TimelinePage, error)
 	Why(ctx context.Context, req api.WhyRequest) (api.WhyResponse, error)
 	RosterDiff(ctx context.Context, req api.RosterDiffRequest) (api.RosterDiff, error)

@@ -115,6 +115,17 @@ func TestQueriesRoundTrip(t *testing.T) {
 				t.Errorf("why = %+v", w)
 			}
 		}},
+		{"resources", func(s api.Service) (any, error) { return s.Resources(e.ctx, "a") }, func(t *testing.T, v any) {
+			r := v.(api.NodeResources)
+			if r.Applied == nil || r.Applied.Declaration != d.ID || len(r.Resources) != len(d.Resources) {
+				t.Fatalf("resources = %+v, want every resource of %s", r, d.ID)
+			}
+			for i, rs := range r.Resources {
+				if rs.Name != d.Resources[i].Name || rs.Outcome != projections.ActionCreated || rs.State == "" {
+					t.Errorf("resource %d = %+v, want %s created", i, rs, d.Resources[i].Name)
+				}
+			}
+		}},
 		{"roster", func(s api.Service) (any, error) { return s.Roster(e.ctx, "a") }, func(t *testing.T, v any) {
 			if r := v.(api.ComposedDecl); !slices.Contains(r.Roster, "forge.mesh.example") {
 				t.Errorf("roster = %v", r.Roster)
@@ -285,6 +296,10 @@ func TestRejections(t *testing.T) {
 		}, commands.CodeNodeUnknown, http.StatusNotFound},
 		{"node unknown (status)", func(s api.Service) error {
 			_, err := s.Status(e.ctx, api.StatusRequest{Nodes: []string{"a", "ghost"}})
+			return err
+		}, commands.CodeNodeUnknown, http.StatusNotFound},
+		{"node unknown (resources)", func(s api.Service) error {
+			_, err := s.Resources(e.ctx, "ghost")
 			return err
 		}, commands.CodeNodeUnknown, http.StatusNotFound},
 		{"node unknown (push)", func(s api.Service) error {

@@ -196,6 +196,12 @@ func (c *Client) Why(ctx context.Context, req api.WhyRequest) (api.WhyResponse, 
 	return out, c.do(ctx, http.MethodGet, node(req.Node)+"/why", url.Values{"resource": {req.Resource}}, nil, &out)
 }
 
+// Resources asks GET /v1/nodes/{node}/resources.
+func (c *Client) Resources(ctx context.Context, name string) (api.NodeResources, error) {
+	var out api.NodeResources
+	return out, c.do(ctx, http.MethodGet, node(name)+"/resources", nil, nil, &out)
+}
+
 // Roster asks GET /v1/nodes/{node}/roster.
 func (c *Client) Roster(ctx context.Context, name string) (api.ComposedDecl, error) {
 	var out api.ComposedDecl

@@ -25,6 +25,7 @@
 //	POST   /v1/nodes/{node}/modules/{module}/release       Release          {"operator"}
 //	POST   /v1/nodes/{node}/push                           Push             {"operator"}
 //	POST   /v1/push                                        Push (all)       {"operator"}
+//	GET    /v1/nodes/{node}/resources                      Resources        what runs now: the last apply's state of each resource
 //	GET    /v1/nodes/{node}/roster                         Roster
 //	GET    /v1/nodes/{node}/roster/history                 RosterHistory
 //	GET    /v1/nodes/{node}/roster/diff                    RosterDiff       ?from=DECL&to=DECL

@@ -94,6 +94,7 @@ func Handler(svc api.Service, token string, opts ...HandlerOption) http.Handler 
 	m.HandleFunc("POST /v1/nodes/{node}/modules/{module}/release", h.moduleNode(svc.Release))
 	m.HandleFunc("POST /v1/nodes/{node}/push", h.push)
 	m.HandleFunc("POST /v1/push", h.push)
+	m.HandleFunc("GET /v1/nodes/{node}/resources", h.resources)
 	m.HandleFunc("GET /v1/nodes/{node}/roster", h.roster)
 	m.HandleFunc("GET /v1/nodes/{node}/roster/history", h.rosterHistory)
 	m.HandleFunc("GET /v1/nodes/{node}/roster/diff", h.rosterDiff)
@@ -168,6 +169,12 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 func (h *handler) nodeShow(w http.ResponseWriter, r *http.Request) {
 	if node := r.PathValue("node"); h.valid(w, r, api.NodeRef(node)) {
 		h.reply(w, r)(h.svc.NodeShow(r.Context(), node))
+	}
+}
+
+func (h *handler) resources(w http.ResponseWriter, r *http.Request) {
+	if node := r.PathValue("node"); h.valid(w, r, api.NodeRef(node)) {
+		h.reply(w, r)(h.svc.Resources(r.Context(), node))
 	}
 }
 
