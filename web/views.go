@@ -297,10 +297,15 @@ func statusRow(ns api.NodeStatus) nodeRow {
 }
 
 // seenOf is when node status ns was last heard of, and what that time is
-// (nodeRow.Seen): its last apply report, received or made.
+// (nodeRow.Seen): its last heartbeat the controller heard (liveness), else
+// its last apply report, received or made.
 func seenOf(ns api.NodeStatus) (time.Time, string) {
 	a := ns.Applied
 	switch {
+	case ns.LastSeen != nil && !ns.LastSeen.IsZero():
+		return *ns.LastSeen, "last heartbeat"
+	case ns.Sync == api.SyncUnreachable && a == nil:
+		return time.Time{}, "never heard"
 	case a == nil:
 		return time.Time{}, "never reported"
 	case !a.Report.ReceivedAt.IsZero():
