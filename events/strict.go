@@ -79,8 +79,8 @@ func UnmarshalJSONLineStrict(line []byte) (Event, error) {
 }
 
 var (
-	lineType  = reflect.TypeFor[jsonLine]() // the envelope and its chain value
-	rawType   = reflect.TypeFor[json.RawMessage]()
+	lineType = reflect.TypeFor[jsonLine]() // the envelope and its chain value
+	rawType  = reflect.TypeFor[json.RawMessage]()
 )
 
 // keyScanner walks JSON already known to be valid, guided by the Go type
