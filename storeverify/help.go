@@ -48,5 +48,6 @@ the last position, its chain value (SHA-256 over the value before it and the
 record's bytes; see events/chain.go) and its event's time (RFC 3339, UTC).
 Keep it off the host (a ticket, a log shipper, a second machine): mesh store
 verify --anchor LINE later proves the history up to it intact, or names where
-it is not. The controller logs the same line every 10 minutes and exposes it
-at /metrics (mesh_store_chain_head) and in its info (GET /v1/info).`
+it is not. It reads the store itself (read-only): a bolt file held by a
+running controller is locked, so run it beside a stopped one, or against
+PostgreSQL (--store postgres://...), which any number of readers share.`
