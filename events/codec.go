@@ -220,22 +220,38 @@ func DecodeAs[T Payload](r *Registry, ev Event) (T, error) {
 }
 
 // MarshalJSONLine encodes ev as one line of JSON (the export format, and the
-// doc-string format of scenario steps), without a trailing newline.
-func MarshalJSONLine(ev Event) ([]byte, error) { return json.Marshal(ev) }
+// doc-string format of scenario steps), without a trailing newline. An
+// event with a chain value carries it last, as "chain":"sha256:<hex>".
+func MarshalJSONLine(ev Event) ([]byte, error) {
+	if ev.Chain.IsZero() {
+		return json.Marshal(ev)
+	}
+	return json.Marshal(jsonLine{Event: ev, Chain: &ev.Chain})
+}
+
+// jsonLine is an event line: the envelope and its chain value.
+type jsonLine struct {
+	Event
+	Chain *Hash `json:"chain,omitempty"`
+}
 
 // UnmarshalJSONLine decodes one event from a line of JSON. Fields the store
-// assigns (version, position) are read but an append ignores them; a missing
-// id is left nil for the caller to fill. Unknown fields are refused, so a
-// misspelt "strem" is an error, not a silently empty stream.
+// assigns (version, position, chain) are read but an append ignores them; a
+// missing id is left nil for the caller to fill. Unknown fields are refused,
+// so a misspelt "strem" is an error, not a silently empty stream.
 func UnmarshalJSONLine(line []byte) (Event, error) {
-	var ev Event
+	var l jsonLine
 	dec := json.NewDecoder(bytesReader(line))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&ev); err != nil {
+	if err := dec.Decode(&l); err != nil {
 		return Event{}, fmt.Errorf("events: event line: %v: %w", err, ErrInvalid)
 	}
 	if rest := bytes.TrimLeft(line[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
 		return Event{}, fmt.Errorf("events: event line: %q after the event: %w", truncate(rest, 20), ErrInvalid)
+	}
+	ev := l.Event
+	if l.Chain != nil {
+		ev.Chain = *l.Chain
 	}
 	if ev.Schema == 0 {
 		ev.Schema = 1

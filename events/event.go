@@ -44,6 +44,12 @@ type Event struct {
 	Causation   string          `json:"causation,omitempty"`
 	Correlation string          `json:"correlation,omitempty"`
 	Data        json.RawMessage `json:"data"`
+	// Chain is the event's chain value (see chain.go), set by the store on
+	// every event it returns (Append, reads, Subscribe); zero for an event
+	// stored before its store chained. Append ignores it, SameContent does
+	// not compare it, and the envelope's JSON leaves it out (the export
+	// line carries it: MarshalJSONLine).
+	Chain Hash `json:"-"`
 }
 
 // SameContent reports whether two events carry the same content: everything
@@ -144,7 +150,7 @@ func Prepare(stream string, evs []Event, now time.Time) ([]Event, error) {
 		if len(e.Data) == 0 {
 			e.Data = json.RawMessage("{}")
 		}
-		e.Version, e.Position = 0, 0
+		e.Version, e.Position, e.Chain = 0, 0, Hash{}
 		if err := e.Validate(field); err != nil {
 			return nil, err
 		}

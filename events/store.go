@@ -77,6 +77,12 @@ type Store interface {
 	// Head returns the position of the last stored event (0 when empty).
 	Head(ctx context.Context) (uint64, error)
 
+	// ChainHead returns the head of the hash chain: the last stored
+	// position, its chain value and its event's time (the zero ChainHead
+	// when empty). Every event a store returns carries its chain value
+	// (Event.Chain; see chain.go).
+	ChainHead(ctx context.Context) (ChainHead, error)
+
 	// Close releases the store. Blocked calls return ErrClosed.
 	Close() error
 }

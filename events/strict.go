@@ -72,15 +72,15 @@ func UnmarshalJSONLineStrict(line []byte) (Event, error) {
 		return UnmarshalJSONLine(line) // its words for what is wrong
 	}
 	s := keyScanner{b: line, skipRaw: true}
-	if err := s.value(eventType, ""); err != nil {
+	if err := s.value(lineType, ""); err != nil {
 		return Event{}, err
 	}
 	return UnmarshalJSONLine(line)
 }
 
 var (
-	eventType = reflect.TypeFor[Event]()
-	rawType   = reflect.TypeFor[json.RawMessage]()
+	lineType = reflect.TypeFor[jsonLine]() // the envelope and its chain value
+	rawType  = reflect.TypeFor[json.RawMessage]()
 )
 
 // keyScanner walks JSON already known to be valid, guided by the Go type

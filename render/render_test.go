@@ -187,6 +187,12 @@ var rebuilt = api.RebuildResult{
 	Projections: []api.Compared{{Name: "roster", Same: true, OldBytes: 900, NewBytes: 900}, {Name: "timeline", OldBytes: 5000, NewBytes: 5120}},
 }
 
+// chainHead and chainAnchor are the chain printers' heads.
+var (
+	chainHead   = events.ChainHead{Position: 1240, Chain: events.Hash{0xab, 0xcd, 31: 0x01}, At: time.Date(2026, 12, 1, 23, 0, 0, 123456789, time.UTC)}
+	chainAnchor = events.ChainHead{Position: 1234, Chain: events.Hash{0x12, 31: 0x34}, At: time.Date(2026, 12, 1, 22, 59, 0, 0, time.UTC)}
+)
+
 // TestPrinters: every printer, in each of its forms, against its golden
 // file in testdata (go test ./render -update rewrites them). A golden file
 // holds what the printer wrote and then, after "--- error:", the error it
@@ -309,6 +315,22 @@ func TestPrinters(t *testing.T) {
 		{"revoked", func(w *bytes.Buffer) error {
 			render.Revoked(w, api.RevokeResponse{Node: "n4", Revoked: []string{"UABC", "UDEF"}, All: []string{"UABC", "UDEF"}})
 			render.Revoked(w, api.RevokeResponse{Node: "n4", All: []string{"UABC", "UDEF"}})
+			return nil
+		}, false},
+		{"chain-head", func(w *bytes.Buffer) error {
+			render.ChainHead(w, chainHead)
+			render.ChainHead(w, events.ChainHead{})
+			return nil
+		}, false},
+		{"chain-verified", func(w *bytes.Buffer) error {
+			render.ChainReport(w, events.ChainReport{Start: 1, Checked: 1240, Head: chainHead, Anchor: &chainAnchor, AnchorChecked: true})
+			render.ChainReport(w, events.ChainReport{Start: 17, Checked: 1240, Head: chainHead})
+			render.ChainReport(w, events.ChainReport{Checked: 3})
+			return nil
+		}, false},
+		{"chain-broken", func(w *bytes.Buffer) error {
+			render.ChainReport(w, events.ChainReport{Start: 1, Checked: 1233, Anchor: &chainAnchor, Break: &events.ChainBreak{
+				Position: 1234, Reason: "the history ends at position 1233, and the anchor is at position 1234: positions 1234 to 1234 were removed (truncated)"}})
 			return nil
 		}, false},
 		{"migrated", func(w *bytes.Buffer) error {

@@ -26,4 +26,28 @@ With --agent-data DIR it checks an agent's data directory instead (on the
 node: mesh agent --data DIR): every report kept in DIR/outbox and the agent's
 state, checksums included, without changing anything. A damaged file is named
 (exit 1); the agent moves it aside (NAME.damaged) and logs it when it next
-reads its outbox.`
+reads its outbox.
+
+With --anchor LINE it checks the hash chain instead, of any store (bolt,
+--store postgres://... or esdb://...): every record from position 1 against
+its chain value, recomputed from its bytes and the value before it, and the
+history against LINE, a head printed by mesh store head and kept off the host.
+It names the first position that is not intact: a record changed (even with
+its checksum made again), removed or moved, a history rewritten at or before
+the anchor (the anchor's value differs), or cut short of it (the anchor is
+past the store's head: its newest records were removed, which the chain alone
+cannot see). Records older than the chain (a store made before it) are read,
+not checked: it says where the chain starts. Exit 1 when not intact.`
+
+// HeadHelp is mesh store head's help.
+const HeadHelp = `Head prints the head of the store's hash chain as one line:
+
+  meshplane-head position=N chain=sha256:HEX at=TIME
+
+the last position, its chain value (SHA-256 over the value before it and the
+record's bytes; see events/chain.go) and its event's time (RFC 3339, UTC).
+Keep it off the host (a ticket, a log shipper, a second machine): mesh store
+verify --anchor LINE later proves the history up to it intact, or names where
+it is not. It reads the store itself (read-only): a bolt file held by a
+running controller is locked, so run it beside a stopped one, or against
+PostgreSQL (--store postgres://...), which any number of readers share.`

@@ -104,7 +104,7 @@ status, holds, timeline and churn are projections of the stream.`,
 	artifact := clihelp.Group("artifact", "artifacts: push")
 	artifact.AddCommand(e.artifactPushCmd())
 	store := clihelp.Group("store", "the event store: verify, migrate")
-	store.AddCommand(e.storeVerifyCmd(), e.storeMigrateCmd())
+	store.AddCommand(e.storeVerifyCmd(), e.storeMigrateCmd(), e.storeHeadCmd())
 	scenario := clihelp.Group("scenario", "Gherkin scenarios: run")
 	scenario.AddCommand(e.scenarioRunCmd())
 	busGroup := clihelp.Group("bus", "the bus: account")

@@ -193,7 +193,8 @@ func TestVerifyClean(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !rep.OK() || rep.Records != len(all) || rep.Checksummed != len(all) || rep.IDs != len(all) ||
-		rep.StreamEntries != len(all) || rep.Streams != 4 || rep.Head != uint64(len(all)) || rep.Layout != layoutChecksummed {
+		rep.StreamEntries != len(all) || rep.Streams != 4 || rep.Head != uint64(len(all)) || rep.Layout != layoutChained ||
+		rep.ChainStart != 1 || rep.Chained != len(all) {
 		t.Errorf("verify of a clean store: %+v", rep)
 	}
 }

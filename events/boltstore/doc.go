@@ -10,13 +10,24 @@
 //	streams  stream name → nested bucket, its sequence the stream's version
 //	           version → position        (one nested bucket per stream)
 //	ids      16-byte event id → position (idempotence and id conflicts)
-//	meta     "layout" → 1 or 2          (anything else is refused)
+//	chain    position → chain value     (layout 3: 32 bytes, then a CRC-32C of
+//	                                     the position's 8 bytes and the value)
+//	meta     "layout" → 1, 2 or 3       (anything else is refused)
 //	         "head"   → position        (the last stored position; 0 when empty)
+//	         "chainstart" → position    (layout 3: the first chained position)
 //
-// Layout 2 (every file created since records carry a checksum): every record
+// Layout 3 (every file created since records are chained): layout 2, and
+// every position from chainstart on has its chain value (events' chain.go)
+// in chain, written in the transaction that writes its record, from the
+// value of the position before. A layout-2 file opened for writing becomes
+// layout 3, chainstart its head plus one: its records keep their format and
+// carry no chain value. The value is beside the record, not in it, since the
+// record's bytes are what it covers; its CRC catches damage as a record's
+// does (a read fails), while Verify recomputes the chain, which catches a
+// record rewritten with a CRC made again. Layout 2: every record
 // is format 3, with its CRC-32C (see events.AppendRecord), and a format-1
 // record is damage. Layout 1 (older files): records are format 1, or format
-// 2 when appended since; the file keeps layout 1.
+// 2 when appended since; the file keeps layout 1, and is not chained.
 //
 // Invariants, kept by the single writer goroutine and checked at Open where
 // cheap to do so:

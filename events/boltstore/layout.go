@@ -13,17 +13,22 @@ var (
 	bucketStreams = []byte("streams")
 	bucketIDs     = []byte("ids")
 	bucketMeta    = []byte("meta")
+	bucketChain   = []byte("chain")
 
-	metaLayout = []byte("layout")
-	metaHead   = []byte("head")
+	metaLayout     = []byte("layout")
+	metaHead       = []byte("head")
+	metaChainStart = []byte("chainstart")
 )
 
-// Layouts this package reads. It creates layout 2; a layout-1 file (made
-// before records carried a checksum) is read and written as it is: its old
+// Layouts this package reads. It creates layout 3; a layout-2 file (made
+// before records were chained) becomes layout 3 when opened for writing,
+// its chain starting after its head; a layout-1 file (made before records
+// carried a checksum) is read and written as it is, unchained: its old
 // records are format 1, its new ones format 3.
 const (
 	layoutPlain       = 1 // records of format 1 or 2
 	layoutChecksummed = 2 // every record is format 3: a format-1 record is damage
+	layoutChained     = 3 // layout 2, and a chain value for every position from chainstart
 )
 
 // Fill percents: keys of events and of stream buckets only grow.
@@ -50,19 +55,57 @@ func initLayout(tx *bolt.Tx) (layout, head uint64, err error) {
 	if k, _ := tx.Cursor().First(); k != nil {
 		return 0, 0, damagedf("no meta bucket, but a bucket %q: not a meshplane store", k)
 	}
-	for _, name := range [][]byte{bucketEvents, bucketStreams, bucketIDs, bucketMeta} {
+	for _, name := range [][]byte{bucketEvents, bucketStreams, bucketIDs, bucketMeta, bucketChain} {
 		if _, err := tx.CreateBucket(name); err != nil {
 			return 0, 0, fmt.Errorf("create bucket %s: %w", name, err)
 		}
 	}
 	meta := tx.Bucket(bucketMeta)
-	if err := meta.Put(metaLayout, u64key(layoutChecksummed)); err != nil {
+	if err := meta.Put(metaLayout, u64key(layoutChained)); err != nil {
 		return 0, 0, fmt.Errorf("write layout: %w", err)
 	}
 	if err := meta.Put(metaHead, u64key(0)); err != nil {
 		return 0, 0, fmt.Errorf("write head: %w", err)
 	}
-	return layoutChecksummed, 0, nil
+	if err := meta.Put(metaChainStart, u64key(1)); err != nil {
+		return 0, 0, fmt.Errorf("write chain start: %w", err)
+	}
+	return layoutChained, 0, nil
+}
+
+// upgradeLayout makes a layout-2 file layout 3, in the writer's Open: its
+// chain starts after its head. Other layouts are left as they are.
+func upgradeLayout(tx *bolt.Tx, layout, head uint64) (uint64, error) {
+	if layout != layoutChecksummed {
+		return layout, nil
+	}
+	if _, err := tx.CreateBucket(bucketChain); err != nil {
+		return 0, fmt.Errorf("create bucket %s: %w", bucketChain, err)
+	}
+	meta := tx.Bucket(bucketMeta)
+	if err := meta.Put(metaChainStart, u64key(head+1)); err != nil {
+		return 0, fmt.Errorf("write chain start: %w", err)
+	}
+	if err := meta.Put(metaLayout, u64key(layoutChained)); err != nil {
+		return 0, fmt.Errorf("write layout: %w", err)
+	}
+	return layoutChained, nil
+}
+
+// chainStart returns the first chained position of a layout-3 file (0 for
+// other layouts: none is chained).
+func chainStart(tx *bolt.Tx, layout uint64) (uint64, error) {
+	if layout != layoutChained {
+		return 0, nil
+	}
+	if tx.Bucket(bucketChain) == nil {
+		return 0, damagedf("bucket %s missing", bucketChain)
+	}
+	start, ok := u64val(tx.Bucket(bucketMeta).Get(metaChainStart))
+	if !ok || start == 0 {
+		return 0, damagedf("meta chainstart missing or malformed")
+	}
+	return start, nil
 }
 
 // checkLayout checks the buckets and layout of an existing file, and its
@@ -77,9 +120,9 @@ func checkLayout(tx *bolt.Tx) (layout, head uint64, err error) {
 	switch {
 	case !ok:
 		return 0, 0, damagedf("meta layout is %x, not 8 bytes", v)
-	case layout != layoutPlain && layout != layoutChecksummed:
+	case layout != layoutPlain && layout != layoutChecksummed && layout != layoutChained:
 		// Likely a newer build's: not damage.
-		return 0, 0, fmt.Errorf("unknown layout %d (this build reads layouts %d and %d)", layout, layoutPlain, layoutChecksummed)
+		return 0, 0, fmt.Errorf("unknown layout %d (this build reads layouts %d to %d)", layout, layoutPlain, layoutChained)
 	}
 	for _, name := range [][]byte{bucketEvents, bucketStreams, bucketIDs} {
 		if tx.Bucket(name) == nil {

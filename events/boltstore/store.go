@@ -2,8 +2,10 @@ package boltstore
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"os"
 	"runtime/debug"
@@ -69,6 +71,9 @@ type Store struct {
 	// checked says every record is format 3, with its checksum (layout 2);
 	// in a layout-1 file, records written before the checksum are format 1.
 	checked bool
+	// chainStart is the first chained position (layout 3); 0 when the file
+	// is not chained (layout 1, or layout 2 opened read-only).
+	chainStart uint64
 	// broken is set when bbolt panicked inside a write transaction: its
 	// locks may be held, so the file is not touched again (see guard).
 	broken atomic.Pointer[error]
@@ -110,16 +115,25 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
-	var head, layout uint64
+	var head, layout, start uint64
 	err = guard(func() error {
 		if cfg.readOnly {
 			return db.View(func(tx *bolt.Tx) error {
-				layout, head, err = checkLayout(tx)
+				if layout, head, err = checkLayout(tx); err != nil {
+					return err
+				}
+				start, err = chainStart(tx, layout)
 				return err
 			})
 		}
 		return db.Update(func(tx *bolt.Tx) error {
-			layout, head, err = initLayout(tx)
+			if layout, head, err = initLayout(tx); err != nil {
+				return err
+			}
+			if layout, err = upgradeLayout(tx, layout, head); err != nil {
+				return err
+			}
+			start, err = chainStart(tx, layout)
 			return err
 		})
 	})
@@ -129,13 +143,14 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
 	s := &Store{
-		lazy:     lazy,
-		db:       db,
-		path:     path,
-		now:      cfg.now,
-		readOnly: cfg.readOnly,
-		checked:  layout >= layoutChecksummed,
-		sig:      events.NewSignal(),
+		lazy:       lazy,
+		db:         db,
+		path:       path,
+		now:        cfg.now,
+		readOnly:   cfg.readOnly,
+		checked:    layout >= layoutChecksummed,
+		chainStart: start,
+		sig:        events.NewSignal(),
 	}
 	s.head.Store(head)
 	if !cfg.readOnly {
@@ -375,6 +390,7 @@ func (s *Store) ReadAll(ctx context.Context, after uint64, limit int) ([]events.
 		}
 		out = make([]events.Event, 0, n)
 		c := tx.Bucket(bucketEvents).Cursor()
+		chain := tx.Bucket(bucketChain)
 		want := after + 1
 		for k, v := c.Seek(u64key(want)); k != nil && uint64(len(out)) < n; k, v = c.Next() {
 			if len(out)%ctxCheckEvery == ctxCheckEvery-1 {
@@ -384,6 +400,9 @@ func (s *Store) ReadAll(ctx context.Context, after uint64, limit int) ([]events.
 			}
 			e, err := s.decodeAt(k, v, want)
 			if err != nil {
+				return err
+			}
+			if e.Chain, err = s.chainAt(chain, want); err != nil {
 				return err
 			}
 			out = append(out, e)
@@ -420,6 +439,66 @@ func (s *Store) decodeAt(k, v []byte, want uint64) (events.Event, error) {
 		return events.Event{}, damagedf("record at position %d says position %d", pos, e.Position)
 	}
 	return e, nil
+}
+
+// chainAt returns the chain value of position pos from the chain bucket b
+// (nil in a file that has none): zero before the chain starts, and damage
+// if it is missing, malformed or fails its checksum after.
+func (s *Store) chainAt(b *bolt.Bucket, pos uint64) (events.Hash, error) {
+	var h events.Hash
+	if s.chainStart == 0 || pos < s.chainStart {
+		return h, nil
+	}
+	if b == nil {
+		return h, damagedf("bucket %s missing", bucketChain)
+	}
+	v := b.Get(u64key(pos))
+	if len(v) != chainValueSize {
+		return h, damagedf("position %d: chain value is %d bytes, want %d (the chain starts at position %d)", pos, len(v), chainValueSize, s.chainStart)
+	}
+	copy(h[:], v)
+	if want := binary.BigEndian.Uint32(v[len(h):]); chainCRC(pos, h) != want {
+		return events.Hash{}, damagedf("position %d: chain value fails its checksum", pos)
+	}
+	return h, nil
+}
+
+// chainValueSize is a chain bucket value's: the hash, then a CRC-32C of the
+// position (8 bytes, big-endian) and the hash.
+const chainValueSize = len(events.Hash{}) + 4
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// chainCRC is the checksum of the chain value h of position pos.
+func chainCRC(pos uint64, h events.Hash) uint32 {
+	var b [8 + len(events.Hash{})]byte
+	binary.BigEndian.PutUint64(b[:8], pos)
+	copy(b[8:], h[:])
+	return crc32.Checksum(b[:], crcTable)
+}
+
+// appendChainValue appends the chain bucket's value for h at pos.
+func appendChainValue(b []byte, pos uint64, h events.Hash) []byte {
+	return binary.BigEndian.AppendUint32(append(b, h[:]...), chainCRC(pos, h))
+}
+
+// ChainHead implements events.Store: the head, its chain value and its
+// event's time, read in one transaction.
+func (s *Store) ChainHead(ctx context.Context) (events.ChainHead, error) {
+	if err := s.check(ctx); err != nil {
+		return events.ChainHead{}, fmt.Errorf("boltstore: chain head: %w", err)
+	}
+	evs, err := s.ReadAll(ctx, max(s.head.Load(), 1)-1, 1)
+	if err != nil {
+		return events.ChainHead{}, fmt.Errorf("boltstore: chain head: %w", err)
+	}
+	if len(evs) == 0 {
+		return events.ChainHead{}, nil
+	}
+	// A commit between the Load and the read: the head read is still one
+	// the store held, and a later call sees the newer.
+	e := evs[len(evs)-1]
+	return events.ChainHead{Position: e.Position, Chain: e.Chain, At: e.At}, nil
 }
 
 // checkStreamNames checks that each stream bucket's name is the stream of
@@ -507,7 +586,7 @@ func (s *Store) ReadStream(ctx context.Context, stream string, after uint64, lim
 		if _, err := s.streamVersion(sb, stream); err != nil {
 			return err
 		}
-		evb := tx.Bucket(bucketEvents)
+		evb, chain := tx.Bucket(bucketEvents), tx.Bucket(bucketChain)
 		c := sb.Cursor()
 		want := after + 1
 		for k, v := c.Seek(u64key(want)); k != nil && (limit <= 0 || len(out) < limit); k, v = c.Next() {
@@ -534,6 +613,9 @@ func (s *Store) ReadStream(ctx context.Context, stream string, after uint64, lim
 			}
 			if e.Stream != stream || e.Version != ver {
 				return damagedf("stream %s: version %d points at position %d, which holds %s", stream, ver, pos, e)
+			}
+			if e.Chain, err = s.chainAt(chain, pos); err != nil {
+				return err
 			}
 			out = append(out, e)
 			want++

@@ -18,8 +18,12 @@ type Report struct {
 	Path   string
 	Size   int64  // bytes
 	Pages  int    // bbolt pages walked
-	Layout uint64 // 1: records may lack a checksum; 2: all carry one
+	Layout uint64 // 1: records may lack a checksum; 2: all carry one; 3: and are chained
 	Head   uint64
+	// ChainStart is the first chained position (0: none is); Chained
+	// counts the records whose chain value matched its recomputation.
+	ChainStart uint64
+	Chained    int
 
 	Records       int // records read, checked and decoded
 	Checksummed   int // of which carry a checksum (format 3)
@@ -135,8 +139,8 @@ func verifyStore(ctx context.Context, tx *bolt.Tx, r *Report) error {
 		return nil
 	}
 	layout, ok := u64val(meta.Get(metaLayout))
-	if !ok || (layout != layoutPlain && layout != layoutChecksummed) {
-		r.damage("meta layout is %x, want %d or %d", meta.Get(metaLayout), layoutPlain, layoutChecksummed)
+	if !ok || (layout != layoutPlain && layout != layoutChecksummed && layout != layoutChained) {
+		r.damage("meta layout is %x, want %d to %d", meta.Get(metaLayout), layoutPlain, layoutChained)
 		return nil
 	}
 	r.Layout = layout
@@ -154,7 +158,16 @@ func verifyStore(ctx context.Context, tx *bolt.Tx, r *Report) error {
 	if evb == nil || sb == nil || idb == nil {
 		return nil
 	}
-	s := &Store{checked: layout == layoutChecksummed}
+	start, err := chainStart(tx, layout)
+	if err != nil {
+		r.damage("%s", trimDamaged(err))
+		return nil
+	}
+	r.ChainStart = start
+	s := &Store{checked: layout >= layoutChecksummed, chainStart: start}
+	chain := tx.Bucket(bucketChain)
+	var prev events.Hash // the chain value of the last record read
+	chainBroken := false // reported once: every value after a break differs too
 
 	// Records, by position: each is kept as its stream, version and id, for
 	// the indexes to be checked against.
@@ -206,6 +219,20 @@ func verifyStore(ctx context.Context, tx *bolt.Tx, r *Report) error {
 		if events.RecordFormat(v) == events.RecordFormatChecked {
 			r.Checksummed++
 		}
+		if start != 0 && pos >= start && !chainBroken {
+			stored, err := s.chainAt(chain, pos)
+			switch {
+			case err != nil:
+				r.damage("%s", trimDamaged(err))
+				chainBroken = true
+			case stored != events.ChainRecord(prev, v):
+				r.damage("position %d: the record does not match its chain value: it, or the order or number of records before it, was changed since it was written", pos)
+				chainBroken = true
+			default:
+				r.Chained++
+				prev = stored
+			}
+		}
 		name, ok := names[e.Stream]
 		if !ok {
 			names[e.Stream], name = e.Stream, e.Stream
@@ -218,6 +245,12 @@ func verifyStore(ctx context.Context, tx *bolt.Tx, r *Report) error {
 	} else {
 		r.checked("records: %d at positions 1..%d, each decoded and at its position; %d with a checksum, all matching it (layout %d)",
 			r.Records, len(recs), r.Checksummed, layout)
+	}
+	if start != 0 {
+		if n := chain.Stats().KeyN; uint64(n) != uint64(len(recs))+1-min(start, uint64(len(recs))+1) {
+			r.damage("chain: %d values, for positions %d..%d", n, start, len(recs))
+		}
+		r.checked("chain: from position %d, %d values each recomputed from its record and the one before", start, r.Chained)
 	}
 	at := func(v []byte) (uint64, *rec, bool) {
 		p, ok := u64val(v)

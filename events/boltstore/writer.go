@@ -120,8 +120,18 @@ func (w *writer) commit(group []*groupcommit.Request) ([]groupcommit.Result, uin
 				events:  tx.Bucket(bucketEvents),
 				streams: tx.Bucket(bucketStreams),
 				ids:     tx.Bucket(bucketIDs),
+				chain:   tx.Bucket(bucketChain),
 				head:    head,
-				arena:   make([]byte, 0, size),
+				arena:   make([]byte, 0, size+chainValueSize*len(group)),
+			}
+			if w.store.chainStart != 0 {
+				// The chain goes on from the head's value, read in
+				// this transaction (zero before the chain's start).
+				var err error
+				if t.prev, err = w.store.chainAt(t.chain, head); err != nil {
+					return err
+				}
+				t.chain.FillPercent = fillSequential
 			}
 			t.events.FillPercent = fillSequential
 			t.ids.FillPercent = fillIDs
@@ -161,8 +171,10 @@ type txn struct {
 	events  *bolt.Bucket
 	streams *bolt.Bucket
 	ids     *bolt.Bucket
-	head    uint64 // last position written in this transaction
-	arena   []byte // records and keys: bbolt keeps them until the commit
+	chain   *bolt.Bucket // nil in an unchained file
+	prev    events.Hash  // the chain value of head
+	head    uint64       // last position written in this transaction
+	arena   []byte       // records and keys: bbolt keeps them until the commit
 }
 
 // apply checks r against what is stored (including earlier requests of the
@@ -210,6 +222,17 @@ func (t *txn) apply(r *groupcommit.Request) ([]events.Event, error) {
 		pos := t.key(t.head)
 		if err := t.events.Put(pos, rec); err != nil {
 			return nil, fmt.Errorf("write position %d: %w", t.head, err)
+		}
+		if t.store.chainStart != 0 {
+			// The chain value, computed where the position is
+			// assigned: in this transaction, from the one before.
+			e.Chain = events.ChainRecord(t.prev, rec)
+			t.prev = e.Chain
+			start := len(t.arena)
+			t.arena = appendChainValue(t.arena, t.head, e.Chain)
+			if err := t.chain.Put(pos, t.arena[start:len(t.arena):len(t.arena)]); err != nil {
+				return nil, fmt.Errorf("chain value of position %d: %w", t.head, err)
+			}
 		}
 		if err := sb.Put(t.key(version), pos); err != nil {
 			return nil, fmt.Errorf("index %s version %d: %w", r.Stream, version, err)
@@ -272,6 +295,9 @@ func (t *txn) storedIDs(evs []events.Event) ([]events.Event, error) {
 		}
 		if old.ID != e.ID {
 			return nil, damagedf("id %s points at position %d, which holds id %s", e.ID, p, old.ID)
+		}
+		if old.Chain, err = t.store.chainAt(t.chain, p); err != nil {
+			return nil, fmt.Errorf("id %s: %w", e.ID, err)
 		}
 		if stored == nil {
 			stored = make([]events.Event, len(evs))

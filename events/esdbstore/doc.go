@@ -105,6 +105,19 @@
 // the table's end until its events are numbered (concurrent appends share
 // those reads), so it costs at least two round trips.
 //
+// # The hash chain
+//
+// Not yet kept: events read from this store carry no chain value
+// (events.Event.Chain is zero) and ChainHead's chain is zero, so mesh store
+// verify says no record is chained. The design, for when it is: a position
+// is known only once $all has numbered the event (see Positions), so the
+// chain value cannot travel in the event's metadata, written before; it
+// would be computed by the reader that numbers the event, from the value
+// before it, exactly as positions are (every reader computes the same), and
+// kept in the position table's entries (a new chunk format, 64 bytes an
+// entry), which an open resumes from and which other processes' chunks are
+// checked against.
+//
 // # Idempotence
 //
 // The contract: re-appending ids that are all stored with the same content is

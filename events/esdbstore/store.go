@@ -1015,6 +1015,24 @@ func (s *Store) Head(ctx context.Context) (uint64, error) {
 	return s.headLocked(), nil
 }
 
+// ChainHead implements events.Store. This store does not chain yet (see
+// the package comment, "The hash chain"): its head's chain value is zero,
+// as is every event's, and verify says no record is chained.
+func (s *Store) ChainHead(ctx context.Context) (events.ChainHead, error) {
+	head, err := s.Head(ctx)
+	if err != nil || head == 0 {
+		return events.ChainHead{}, err
+	}
+	evs, err := s.ReadAll(ctx, head-1, 1)
+	if err != nil {
+		return events.ChainHead{}, err
+	}
+	if len(evs) == 0 {
+		return events.ChainHead{}, fmt.Errorf("esdbstore: chain head: no event at head %d: %w", head, events.ErrDamaged)
+	}
+	return events.ChainHead{Position: head, At: evs[0].At}, nil
+}
+
 // Close implements events.Store: it ends every call in flight (they return
 // ErrClosed), waits for them, and closes the client. It is harmless to
 // repeat.

@@ -12,6 +12,9 @@
 //     the store holds a reference to their Data: Append copies Data in,
 //     reads copy it out (one buffer per page, so ReadAll costs two
 //     allocations whatever the page size).
+//   - log[i].Chain is the chain value of log[i] following log[i-1]'s
+//     (events' chain.go), computed under the lock that assigns its
+//     position; the chain starts at position 1.
 //   - log[i].Position == i+1; streams[s][v-1] is the position of version v
 //     of stream s; ids[id] is the position of the event with that id.
 //
@@ -151,7 +154,8 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 		version++
 		pos := uint64(len(s.log)) + 1
 		stored[i].Version, stored[i].Position = version, pos
-		out[i].Version, out[i].Position = version, pos
+		stored[i].Chain = events.ChainOf(s.chainLocked(), stored[i])
+		out[i].Version, out[i].Position, out[i].Chain = version, pos, stored[i].Chain
 		s.log = append(s.log, stored[i])
 		positions = append(positions, pos)
 		s.ids[stored[i].ID] = pos
@@ -177,7 +181,7 @@ func (s *Store) replayed(evs []events.Event) (done bool, err error) {
 	}
 	if done, err = events.Replayed(evs, stored); done {
 		for i := range evs {
-			evs[i].Version, evs[i].Position = stored[i].Version, stored[i].Position
+			evs[i].Version, evs[i].Position, evs[i].Chain = stored[i].Version, stored[i].Position, stored[i].Chain
 		}
 	}
 	return done, err
@@ -271,6 +275,32 @@ func (s *Store) Head(ctx context.Context) (uint64, error) {
 		return 0, fmt.Errorf("memstore: head: %w", events.ErrClosed)
 	}
 	return uint64(len(s.log)), nil
+}
+
+// chainLocked is the chain value of the last stored event (zero when
+// empty), under the lock.
+func (s *Store) chainLocked() events.Hash {
+	if len(s.log) == 0 {
+		return events.Hash{}
+	}
+	return s.log[len(s.log)-1].Chain
+}
+
+// ChainHead implements events.Store.
+func (s *Store) ChainHead(ctx context.Context) (events.ChainHead, error) {
+	if err := s.check(ctx, OpHead, ""); err != nil {
+		return events.ChainHead{}, fmt.Errorf("memstore: chain head: %w", err)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return events.ChainHead{}, fmt.Errorf("memstore: chain head: %w", events.ErrClosed)
+	}
+	if len(s.log) == 0 {
+		return events.ChainHead{}, nil
+	}
+	e := s.log[len(s.log)-1]
+	return events.ChainHead{Position: e.Position, Chain: e.Chain, At: e.At}, nil
 }
 
 // Close implements events.Store. It drops the stored events, wakes every

@@ -157,7 +157,7 @@ func benchRawReadAll(b *testing.B, decode bool) {
 	b.ResetTimer()
 	sink := 0
 	for range b.N {
-		rs, err := pool.Query(ctx, "SELECT "+columns+" FROM raw_events")
+		rs, err := pool.Query(ctx, "SELECT "+columns+", NULL::bytea FROM raw_events")
 		if err != nil {
 			b.Fatal(err)
 		}

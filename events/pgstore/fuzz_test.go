@@ -16,7 +16,7 @@ func encodeRow(e events.Event) [][]byte {
 	return [][]byte{
 		u64(e.Position), e.ID[:], []byte(e.Stream), u64(e.Version), []byte(e.Type),
 		binary.BigEndian.AppendUint32(nil, uint32(int32(e.Schema))), u64(uint64(e.At.UnixNano())),
-		[]byte(e.Actor), []byte(e.Causation), []byte(e.Correlation), e.Data,
+		[]byte(e.Actor), []byte(e.Causation), []byte(e.Correlation), e.Data, chainValue(e),
 	}
 }
 
@@ -31,6 +31,9 @@ func FuzzDecodeRow(f *testing.F) {
 			ID: events.NewID(), Stream: string(stream), Type: string(typ), Position: pos, Version: pos / 2,
 			Schema: int(int32(schema)), At: time.Unix(0, at).UTC(), Actor: "agent:novox", Data: data,
 		}
+		if cut%2 == 0 {
+			e.Chain = events.ChainOf(events.Hash{}, e) // else NULL: a row older than the chain
+		}
 		raw := encodeRow(e)
 		// Decoded alone, and through a names that has met the row before
 		// (its strings are then the ones handed out the first time).
@@ -41,21 +44,21 @@ func FuzzDecodeRow(f *testing.F) {
 				t.Fatalf("decodeRow of an encoded event: %v", err)
 			}
 			got.Data = raw[10]
-			if !got.SameContent(e) || got.Position != e.Position || got.Version != e.Version || !bytes.Equal(got.Data, e.Data) {
+			if !got.SameContent(e) || got.Position != e.Position || got.Version != e.Version || !bytes.Equal(got.Data, e.Data) || got.Chain != e.Chain {
 				t.Fatalf("round trip:\n got %+v\nwant %+v", got, e)
 			}
 		}
 		// Damage one column (or drop the last) and decode again: no panic,
 		// and the fixed-size columns of whatever is accepted are whole.
-		i := int(cut) % 12
-		if i == 11 {
-			raw = raw[:10]
+		i := int(cut) % 13
+		if i == 12 {
+			raw = raw[:11]
 		} else {
 			raw[i] = append(raw[i], cut)
 		}
 		if d, err := decodeRow(raw, nil); err == nil {
 			for _, col := range []int{0, 1, 3, 5, 6} {
-				if len(raw) != 11 || len(raw[col]) != map[int]int{0: 8, 1: 16, 3: 8, 5: 4, 6: 8}[col] {
+				if len(raw) != 12 || len(raw[11]) != 0 && len(raw[11]) != 32 || len(raw[col]) != map[int]int{0: 8, 1: 16, 3: 8, 5: 4, 6: 8}[col] {
 					t.Fatalf("decodeRow accepted a damaged row (column %d): %+v", i, d)
 				}
 			}

@@ -48,6 +48,7 @@ type config struct {
 	onRetry       func(op string, err error)
 	notify        string                          // the channel commits notify: notifyChannel but in tests
 	beforeWrite   func(ctx context.Context) error // tests: runs in the append transaction before the rows are written
+	unchained     bool                            // benchmarks: appends as before the chain (no value; pipelined)
 }
 
 // WithClock sets the clock that dates events appended with a zero At
@@ -180,8 +181,13 @@ func (s *Store) check(ctx context.Context) error {
 	}
 }
 
-// columns, in the order every read selects and decodeRow expects them.
-const columns = "position, id, stream, version, type, schema, at_ns, actor, causation, correlation, data"
+// columns, in the order every write inserts them; readColumns, in the
+// order every read selects and decodeRow expects them (the chain value,
+// NULL in rows older than the chain, last).
+const (
+	columns     = "position, id, stream, version, type, schema, at_ns, actor, causation, correlation, data"
+	readColumns = columns + ", chain"
+)
 
 // ReadStream implements events.Store.
 func (s *Store) ReadStream(ctx context.Context, stream string, after uint64, limit int) ([]events.Event, error) {
@@ -191,7 +197,7 @@ func (s *Store) ReadStream(ctx context.Context, stream string, after uint64, lim
 	if err := s.check(ctx); err != nil {
 		return nil, fmt.Errorf("pgstore: read %s: %w", stream, err)
 	}
-	evs, err := s.query(ctx, limit, "SELECT "+columns+" FROM events WHERE stream = $1 AND version > $2 ORDER BY version LIMIT $3",
+	evs, err := s.query(ctx, limit, "SELECT "+readColumns+" FROM events WHERE stream = $1 AND version > $2 ORDER BY version LIMIT $3",
 		stream, clampAfter(after), sqlLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: read %s: %w", stream, s.closedOr(err))
@@ -206,7 +212,7 @@ func (s *Store) ReadAll(ctx context.Context, after uint64, limit int) ([]events.
 	if err := s.check(ctx); err != nil {
 		return nil, fmt.Errorf("pgstore: read all: %w", err)
 	}
-	evs, err := s.query(ctx, limit, "SELECT "+columns+" FROM events WHERE position > $1 ORDER BY position LIMIT $2",
+	evs, err := s.query(ctx, limit, "SELECT "+readColumns+" FROM events WHERE position > $1 ORDER BY position LIMIT $2",
 		clampAfter(after), sqlLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: read all: %w", s.closedOr(err))
@@ -224,6 +230,30 @@ func (s *Store) Head(ctx context.Context) (uint64, error) {
 		return 0, fmt.Errorf("pgstore: head: %w", s.closedOr(err))
 	}
 	return uint64(head), nil
+}
+
+// ChainHead implements events.Store: the last row's position, chain value
+// and time, in one statement.
+func (s *Store) ChainHead(ctx context.Context) (events.ChainHead, error) {
+	if err := s.check(ctx); err != nil {
+		return events.ChainHead{}, fmt.Errorf("pgstore: chain head: %w", err)
+	}
+	var (
+		pos, at int64
+		chain   []byte
+	)
+	err := s.pool.QueryRow(ctx, "SELECT position, chain, at_ns FROM events ORDER BY position DESC LIMIT 1").Scan(&pos, &chain, &at)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return events.ChainHead{}, nil
+	case err != nil:
+		return events.ChainHead{}, fmt.Errorf("pgstore: chain head: %w", s.closedOr(err))
+	}
+	h := events.ChainHead{Position: uint64(pos), At: time.Unix(0, at).UTC()}
+	if len(chain) != 0 && copy(h.Chain[:], chain) != len(chain) {
+		return events.ChainHead{}, fmt.Errorf("pgstore: chain head: %w: chain value of %d bytes", errCorrupt, len(chain))
+	}
+	return h, nil
 }
 
 // closedOr returns ErrClosed for an error caused by Close (the pool closed
@@ -284,7 +314,7 @@ func (s *Store) ScanAll(ctx context.Context, after uint64, limit int, fn func(ev
 		return fmt.Errorf("pgstore: scan all: %w", err)
 	}
 	var fnErr error
-	err := s.scan(ctx, "SELECT "+columns+" FROM events WHERE position > $1 ORDER BY position LIMIT $2",
+	err := s.scan(ctx, "SELECT "+readColumns+" FROM events WHERE position > $1 ORDER BY position LIMIT $2",
 		[]any{clampAfter(after), sqlLimit(limit)}, func(e events.Event) error {
 			fnErr = fn(e)
 			return fnErr
@@ -354,8 +384,15 @@ var errCorrupt = errors.New("pgstore: corrupt row")
 // from n, which may be nil.
 func decodeRow(raw [][]byte, n *names) (events.Event, error) {
 	var e events.Event
-	if len(raw) != 11 {
-		return e, fmt.Errorf("%w: %d columns, want 11", errCorrupt, len(raw))
+	if len(raw) != 12 {
+		return e, fmt.Errorf("%w: %d columns, want 12", errCorrupt, len(raw))
+	}
+	switch len(raw[11]) {
+	case 0: // NULL: older than the chain
+	case len(e.Chain):
+		copy(e.Chain[:], raw[11])
+	default:
+		return e, fmt.Errorf("%w: chain value of %d bytes, want %d", errCorrupt, len(raw[11]), len(e.Chain))
 	}
 	for i, n := range [...]int{0: 8, 1: 16, 3: 8, 5: 4, 6: 8} {
 		if n != 0 && len(raw[i]) != n {

@@ -277,7 +277,7 @@ var errIDTaken = errors.New("an id of the group is stored")
 // with errIDTaken, and the group starts over by commitOnce with every id
 // looked up first.
 func (s *Store) commit(group []*groupcommit.Request) ([]groupcommit.Result, error) {
-	if s.cfg.beforeWrite == nil && pipelinable(group) {
+	if s.cfg.unchained && s.cfg.beforeWrite == nil && pipelinable(group) {
 		results, refused, err := s.commitPipelined(group)
 		if errors.Is(err, errIDTaken) {
 			return s.commitOnce(group, true)
@@ -336,19 +336,22 @@ func (s *Store) commitOnce(group []*groupcommit.Request, lookUpIDs bool) ([]grou
 		}
 	}
 	var head int64
+	var headChain []byte // the chain value of head; NULL (nil) before the chain
 	stored := map[uuid.UUID]events.Event{}
 	// Round trip 1: begin, lock, read.
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue("SELECT pg_advisory_xact_lock($1, $2)", lockClass, lockAppend)
 	// Read after the lock, in a statement snapshot of its own (READ
-	// COMMITTED): it sees every commit of the previous holder.
-	b.Queue(`SELECT (SELECT coalesce(max(position), 0) FROM events), s,
+	// COMMITTED): it sees every commit of the previous holder. The head's
+	// chain value is read with the head, so the chain goes on from the
+	// position the rows go on from.
+	b.Queue(`SELECT h.p, (SELECT chain FROM events WHERE position = h.p), s,
 			coalesce((SELECT max(version) FROM events WHERE stream = s), 0)
-		FROM unnest($1::text[]) AS s`, streams).Query(func(rows pgx.Rows) error {
+		FROM (SELECT coalesce(max(position), 0) AS p FROM events) AS h, unnest($1::text[]) AS s`, streams).Query(func(rows pgx.Rows) error {
 		var name string
 		var v int64
-		_, err := pgx.ForEachRow(rows, []any{&head, &name, &v}, func() error {
+		_, err := pgx.ForEachRow(rows, []any{&head, &headChain, &name, &v}, func() error {
 			known[name] = uint64(v)
 			return nil
 		})
@@ -364,8 +367,13 @@ func (s *Store) commitOnce(group []*groupcommit.Request, lookUpIDs bool) ([]grou
 	var results []groupcommit.Result
 	var rows []events.Event
 	var pos uint64
+	var start events.Hash
+	if len(headChain) != 0 && copy(start[:], headChain) != len(headChain) {
+		return nil, fmt.Errorf("%w: chain value of position %d is %d bytes", errCorrupt, head, len(headChain))
+	}
 	decide := func() (complete bool) {
 		results, rows, pos = make([]groupcommit.Result, len(group)), nil, uint64(head)
+		prev := start
 		versions := maps.Clone(known)
 		accepted := maps.Clone(stored) // and what the group accepts, which a later request may replay
 		for i, r := range group {
@@ -385,6 +393,12 @@ func (s *Store) commitOnce(group []*groupcommit.Request, lookUpIDs bool) ([]grou
 				v++
 				pos++
 				r.Events[j].Version, r.Events[j].Position = v, pos
+				if !s.cfg.unchained {
+					// The chain value, computed in the transaction
+					// that assigns the position, under its lock.
+					r.Events[j].Chain = events.ChainOf(prev, r.Events[j])
+					prev = r.Events[j].Chain
+				}
 				accepted[r.Events[j].ID] = r.Events[j]
 				rows = append(rows, r.Events[j])
 			}
@@ -453,7 +467,7 @@ func queueIDs(b *pgx.Batch, group []*groupcommit.Request, stored map[uuid.UUID]e
 			ids = append(ids, e.ID)
 		}
 	}
-	b.Queue("SELECT "+columns+" FROM events WHERE id = ANY($1::uuid[])", ids).Query(func(rows pgx.Rows) error {
+	b.Queue("SELECT "+readColumns+" FROM events WHERE id = ANY($1::uuid[])", ids).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			raw := rows.RawValues()
 			e, err := decodeRow(raw, nil)
@@ -482,20 +496,29 @@ func replayed(evs []events.Event, known map[uuid.UUID]events.Event) (done bool, 
 	}
 	if done, err = events.Replayed(evs, stored); done {
 		for i := range evs {
-			evs[i].Version, evs[i].Position = stored[i].Version, stored[i].Position
+			evs[i].Version, evs[i].Position, evs[i].Chain = stored[i].Version, stored[i].Position, stored[i].Chain
 		}
 	}
 	return done, err
 }
 
-var rowColumns = []string{"position", "id", "stream", "version", "type", "schema", "at_ns", "actor", "causation", "correlation", "data"}
+var rowColumns = []string{"position", "id", "stream", "version", "type", "schema", "at_ns", "actor", "causation", "correlation", "data", "chain"}
+
+// chainValue is e's chain value as a column: NULL when it has none (an
+// unchained benchmark store).
+func chainValue(e events.Event) []byte {
+	if e.Chain.IsZero() {
+		return nil
+	}
+	return e.Chain[:]
+}
 
 // copyRows writes rows with COPY.
 func copyRows(ctx context.Context, c *pgx.Conn, rows []events.Event) error {
 	_, err := c.CopyFrom(ctx, pgx.Identifier{"events"}, rowColumns, pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
 		e := rows[i]
 		return []any{int64(e.Position), [16]byte(e.ID), e.Stream, int64(e.Version), e.Type, int32(e.Schema),
-			e.At.UnixNano(), e.Actor, e.Causation, e.Correlation, []byte(e.Data)}, nil
+			e.At.UnixNano(), e.Actor, e.Causation, e.Correlation, []byte(e.Data), chainValue(e)}, nil
 	}))
 	return err
 }
@@ -509,16 +532,16 @@ func queueInsert(b *pgx.Batch, rows []events.Event) {
 		ids                               = make([][16]byte, n)
 		stream, typ, actor, cause, correl = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		schema                            = make([]int32, n)
-		data                              = make([][]byte, n)
+		data, chain                       = make([][]byte, n), make([][]byte, n)
 	)
 	for i, e := range rows {
 		pos[i], ids[i], stream[i], ver[i], typ[i], schema[i] = int64(e.Position), e.ID, e.Stream, int64(e.Version), e.Type, int32(e.Schema)
-		at[i], actor[i], cause[i], correl[i], data[i] = e.At.UnixNano(), e.Actor, e.Causation, e.Correlation, e.Data
+		at[i], actor[i], cause[i], correl[i], data[i], chain[i] = e.At.UnixNano(), e.Actor, e.Causation, e.Correlation, e.Data, chainValue(e)
 	}
-	b.Queue(`INSERT INTO events (`+columns+`)
+	b.Queue(`INSERT INTO events (`+readColumns+`)
 		SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::bigint[], $5::text[], $6::integer[],
-			$7::bigint[], $8::text[], $9::text[], $10::text[], $11::bytea[])`,
-		pos, ids, stream, ver, typ, schema, at, actor, cause, correl, data)
+			$7::bigint[], $8::text[], $9::text[], $10::text[], $11::bytea[], $12::bytea[])`,
+		pos, ids, stream, ver, typ, schema, at, actor, cause, correl, data, chain)
 }
 
 // isUnique reports whether err is a unique violation.

@@ -134,3 +134,7 @@ func benchReadAll(b *testing.B, f Factory) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)*ReadAllEvents/b.Elapsed().Seconds(), "events/s")
 }
+
+// BenchAppend is Bench's append/batch=B/writers=W alone, for a store's own
+// comparisons (the chain's cost: the same appends with it and without).
+func BenchAppend(b *testing.B, f Factory, batch, writers int) { benchAppend(b, f, batch, writers) }

@@ -9,6 +9,8 @@
 // The suite checks the contract written on events.Store and in the events
 // package comment: expected versions, dense versions and positions,
 // idempotent appends by id, atomic batches, validation, exact round trips,
+// the hash chain (every event read carries its value, each recomputed from
+// the one before; the chain head),
 // subscriptions (catch-up, live, cancellation, close), concurrent writers and,
 // for stores that persist, reopening.
 //
@@ -38,6 +40,10 @@ type Factory struct {
 	// nil for stores that do not persist (memstore): the reopen tests are
 	// then skipped with t.Skip and a reason.
 	Reopen func(t testing.TB, s events.Store) events.Store
+	// Unchained, when set, says why the store keeps no hash chain yet
+	// (esdbstore): the chain tests then check that it says so (every
+	// event's chain value and its head's are zero) rather than a chain.
+	Unchained string
 }
 
 // waitLimit bounds every wait of the suite: a store that has not answered by
@@ -69,6 +75,8 @@ func Run(t *testing.T, f Factory) {
 	t.Run("ConcurrentSameStream", s.testConcurrentSameStream)
 	t.Run("ConcurrentStreamsWithSubscriber", s.testConcurrentStreamsWithSubscriber)
 	t.Run("Reopen", s.testReopen)
+	t.Run("Chain", s.testChain)
+	t.Run("ChainReopen", s.testChainReopen)
 }
 
 type suite struct{ f Factory }
@@ -191,14 +199,16 @@ func collect(t testing.TB, st events.Store, after uint64, n int) []events.Event 
 func describe(e events.Event) string {
 	return fmt.Sprintf("{id %s stream %q v%d #%d type %q schema %d at %s (%s) actor %q causation %q correlation %q data %q}",
 		e.ID, e.Stream, e.Version, e.Position, e.Type, e.Schema, e.At.Format(time.RFC3339Nano), e.At.Location(),
-		e.Actor, e.Causation, e.Correlation, e.Data)
+		e.Actor, e.Causation, e.Correlation, e.Data) + " chain " + e.Chain.String()
 }
 
 // sameEvent reports whether got is want exactly: every field, the time as
-// the same instant in UTC, and the data byte for byte.
+// the same instant in UTC, the data byte for byte, and the chain value when
+// want has one (events read from the store: a test's own have none).
 func sameEvent(got, want events.Event) bool {
 	return got.SameContent(want) && got.Version == want.Version && got.Position == want.Position &&
-		got.At.Location() == time.UTC && bytes.Equal(got.Data, want.Data)
+		got.At.Location() == time.UTC && bytes.Equal(got.Data, want.Data) &&
+		(want.Chain.IsZero() || got.Chain == want.Chain)
 }
 
 func checkEvents(t testing.TB, what string, got, want []events.Event) {
