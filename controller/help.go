@@ -20,3 +20,42 @@ containers (a container its last apply failed, created now, is a retry and not c
 heavy (a heavy pass, rule 7): its first line says so, and mesh plan exits 4. A node whose
 declaration does not compose (its line says "does not compose" and why) makes mesh plan
 exit 5, over 4.`
+
+// RevokeHelp is mesh node revoke's help: what Revoke records and revokes.
+const RevokeHelp = `Revoke every bus user of NODE that its history knows (its joins and the
+credentials minted for it): node.credentials-revoked, and the bus's
+revocation list, at once: the agent's connection is closed and a
+reconnection refused, also after a restart. 'mesh node join-token NODE'
+lets the host join again with a new key.
+
+Credentials minted before their key was recorded (node.credentials-issued,
+which older versions did not record) are unknown to history: name them
+with --creds FILE (the credentials file, whose node must be NODE) or --key
+U... (the user's public key), and they are recorded as NODE's, then
+revoked with the rest.`
+
+// JoinTokenHelp is mesh node join-token's help: what JoinToken issues.
+const JoinTokenHelp = `Ask the controller (--server) for a one-time join token for NODE, registering
+the node if needed (node.join-token-issued; the token's secret is never
+stored, only its SHA-256). The token is single use, expires after --ttl,
+and carries the controller's API URL and its CA certificate's fingerprint.
+On the host, run the command printed after it: the agent checks the
+controller's certificate against the fingerprint, makes its own bus key,
+and sends only the public half; the seed never leaves the host.
+
+The token is printed alone on stdout; the commands to run on the host go
+to stderr.`
+
+// TokenHelp is mesh token's help: what per-operator tokens are
+// (Authenticate).
+const TokenHelp = `Per-operator API tokens. A request made with an operator's token is that
+operator's: every event it appends is recorded with actor operator:NAME,
+whatever MESH_OPERATOR says. Tokens are the controller's: the verbs need
+--server (or MESH_SERVER).`
+
+// TokenCreateHelp is mesh token create's help: what CreateToken records.
+const TokenCreateHelp = `Make an API token for the operator NAME (token.created; only the SHA-256 of
+its secret is recorded). The token is printed alone on stdout, this once;
+give it to NAME, who passes it as MESH_TOKEN (or in a --token-file). NAME
+has one live token at a time: revoke it to make another. --ttl 0: no
+expiry.`

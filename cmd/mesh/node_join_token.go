@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
+	"meshplane/controller"
 	"meshplane/internal/flagcheck"
 	"meshplane/render"
 	"meshplane/session"
@@ -15,18 +16,9 @@ import (
 func (e *env) nodeJoinTokenCmd() *cobra.Command {
 	var ttl time.Duration
 	cmd := &cobra.Command{
-		Use:   "join-token NODE",
-		Short: "a one-time token for a host to join as NODE (registered if needed)",
-		Long: `Ask the controller (--server) for a one-time join token for NODE, registering
-the node if needed (node.join-token-issued; the token's secret is never
-stored, only its SHA-256). The token is single use, expires after --ttl,
-and carries the controller's API URL and its CA certificate's fingerprint.
-On the host, run the command printed after it: the agent checks the
-controller's certificate against the fingerprint, makes its own bus key,
-and sends only the public half; the seed never leaves the host.
-
-The token is printed alone on stdout; the commands to run on the host go
-to stderr.`,
+		Use:               "join-token NODE",
+		Short:             "a one-time token for a host to join as NODE (registered if needed)",
+		Long:              controller.JoinTokenHelp,
 		ValidArgsFunction: completeNodes,
 		Args:              exactArgs(1, "name one node"),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"meshplane/controller"
 	"meshplane/render"
 	"meshplane/session"
 )
@@ -10,19 +11,9 @@ import (
 func (e *env) nodeRevokeCmd() *cobra.Command {
 	var credsFiles, keys []string
 	cmd := &cobra.Command{
-		Use:   "revoke NODE",
-		Short: "revoke every bus user of a node, at once",
-		Long: `Revoke every bus user of NODE that its history knows (its joins and the
-credentials minted for it): node.credentials-revoked, and the bus's
-revocation list, at once: the agent's connection is closed and a
-reconnection refused, also after a restart. 'mesh node join-token NODE'
-lets the host join again with a new key.
-
-Credentials minted before their key was recorded (node.credentials-issued,
-which older versions did not record) are unknown to history: name them
-with --creds FILE (the credentials file, whose node must be NODE) or --key
-U... (the user's public key), and they are recorded as NODE's, then
-revoked with the rest.`,
+		Use:               "revoke NODE",
+		Short:             "revoke every bus user of a node, at once",
+		Long:              controller.RevokeHelp,
 		ValidArgsFunction: completeNodes,
 		Args:              exactArgs(1, "name one node"),
 		RunE: func(cmd *cobra.Command, args []string) error {

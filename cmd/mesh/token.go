@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
+	"meshplane/controller"
 	"meshplane/internal/flagcheck"
 	"meshplane/render"
 	"meshplane/session"
@@ -18,10 +19,7 @@ func (e *env) tokenGroup() *cobra.Command {
 	g := &cobra.Command{
 		Use:   "token",
 		Short: "per-operator API tokens: create, list, revoke",
-		Long: `Per-operator API tokens. A request made with an operator's token is that
-operator's: every event it appends is recorded with actor operator:NAME,
-whatever MESH_OPERATOR says. Tokens are the controller's: the verbs need
---server (or MESH_SERVER).`,
+		Long:  controller.TokenHelp,
 	}
 	g.AddCommand(e.tokenCreateCmd(), e.tokenListCmd(), e.tokenRevokeCmd())
 	return g
@@ -61,12 +59,8 @@ func (e *env) tokenCreateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create NAME",
 		Short: "make an API token for the operator NAME (printed once)",
-		Long: `Make an API token for the operator NAME (token.created; only the SHA-256 of
-its secret is recorded). The token is printed alone on stdout, this once;
-give it to NAME, who passes it as MESH_TOKEN (or in a --token-file). NAME
-has one live token at a time: revoke it to make another. --ttl 0: no
-expiry.`,
-		Args: exactArgs(1, "name one operator"),
+		Long:  controller.TokenCreateHelp,
+		Args:  exactArgs(1, "name one operator"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withTokens(cmd, "create", true, func(t api.Tokens) error {
 				res, err := t.CreateToken(cmd.Context(), api.CreateTokenRequest{Operator: operator(), Name: args[0], TTLSeconds: int64(ttl / time.Second)})
