@@ -106,12 +106,24 @@ func readHistory(ctx context.Context, path string, reg *events.Registry, until u
 
 // round is one pass of the recorded history.
 type round struct {
-	ops      []events.Event // operator commands, run before its push
-	ctl      []events.Event // the controller's events of its push
-	applies  []events.Event // apply.reported, in order
-	applied  map[string]bool
-	from, to uint64    // positions in the store: (from, to]
-	at       time.Time // of its first event
+	ops     []events.Event // operator commands, run before its push
+	ctl     []events.Event // the controller's events of its push
+	applies []events.Event // apply.reported delivered in it, in order (late ones too)
+	applied map[string]bool
+	// apply lists the nodes that applied in it, by the agents' time: those
+	// whose report was delivered in it, and those whose report was kept in
+	// an outbox and delivered late (report.delivered-late), in a later one.
+	apply    []nodeAt
+	late     map[string]bool // nodes whose late reports were delivered in it
+	from, to uint64          // positions in the store: (from, to]
+	at       time.Time       // of its first event
+}
+
+// nodeAt is a node's apply at a time.
+type nodeAt struct {
+	node string
+	at   time.Time
+	late bool // its report was delivered late
 }
 
 func (r *round) empty() bool { return len(r.ops)+len(r.ctl)+len(r.applies) == 0 }
@@ -154,15 +166,26 @@ func nodeOf(ev events.Event) string {
 
 // splitRounds cuts evs into rounds (the package doc says how).
 func splitRounds(reg *events.Registry, evs []events.Event) []round {
+	// Reports delivered late belong to the round of their apply (by the
+	// agent's time), not to the one they were delivered in.
+	late := map[string]bool{}
+	for _, ev := range evs {
+		if ev.Type == events.TypeReportDeliveredLate {
+			if v, err := events.DecodeAs[events.ReportDeliveredLate](reg, ev); err == nil {
+				late[v.ApplyID] = true
+			}
+		}
+	}
+	var lateApplies []nodeAt
 	var out []round
-	cur := round{applied: map[string]bool{}}
+	cur := round{applied: map[string]bool{}, late: map[string]bool{}}
 	var last uint64
 	closeRound := func() {
 		if !cur.empty() {
 			cur.to = last
 			out = append(out, cur)
 		}
-		cur = round{applied: map[string]bool{}, from: last}
+		cur = round{applied: map[string]bool{}, late: map[string]bool{}, from: last}
 	}
 	for _, ev := range evs {
 		switch {
@@ -176,6 +199,10 @@ func splitRounds(reg *events.Registry, evs []events.Event) []round {
 				closeRound()
 			}
 			cur.ctl = append(cur.ctl, ev)
+		case ev.Type == events.TypeApplyReported && late[applyID(reg, ev)]:
+			cur.applies = append(cur.applies, ev)
+			cur.late[nodeOf(ev)] = true
+			lateApplies = append(lateApplies, nodeAt{nodeOf(ev), ev.At, true})
 		case ev.Type == events.TypeApplyReported:
 			n := nodeOf(ev)
 			if cur.applied[n] {
@@ -183,6 +210,7 @@ func splitRounds(reg *events.Registry, evs []events.Event) []round {
 			}
 			cur.applies = append(cur.applies, ev)
 			cur.applied[n] = true
+			cur.apply = append(cur.apply, nodeAt{n, ev.At, false})
 		default:
 			last = ev.Position
 			continue
@@ -193,7 +221,34 @@ func splitRounds(reg *events.Registry, evs []events.Event) []round {
 		last = ev.Position
 	}
 	closeRound()
+	for _, a := range lateApplies {
+		// The last round begun by then, or the next one without an apply
+		// of the node (a node applies once a round: a round's first
+		// recorded event may come after an apply whose report was kept).
+		i, _ := slices.BinarySearchFunc(out, a.at, func(r round, t time.Time) int { return r.at.Compare(t) })
+		if i == len(out) || (i > 0 && out[i].at.After(a.at)) {
+			i--
+		}
+		for i < len(out) && slices.ContainsFunc(out[i].apply, func(b nodeAt) bool { return b.node == a.node }) {
+			i++
+		}
+		if i >= 0 && i < len(out) {
+			out[i].apply = append(out[i].apply, a)
+		}
+	}
+	for i := range out {
+		slices.SortStableFunc(out[i].apply, func(a, b nodeAt) int { return a.at.Compare(b.at) })
+	}
 	return out
+}
+
+// applyID is an apply.reported's apply id: its payload's, or (as stored
+// since) the event's own.
+func applyID(reg *events.Registry, ev events.Event) string {
+	if v, err := events.DecodeAs[events.ApplyReported](reg, ev); err == nil && v.ApplyID != "" {
+		return v.ApplyID
+	}
+	return ev.ID.String()
 }
 
 // roundOf is the round (from 1) whose range holds position p in ends

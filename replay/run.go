@@ -49,7 +49,7 @@ func Run(ctx context.Context, path string, o Options) (*Report, error) {
 	recF := newFacts(reg)
 	recPasses := make([]map[string]*nodePass, len(h.rounds))
 	recEnds := make([]uint64, len(h.rounds))
-	found := map[string][]string{}   // node → directories found on its disk
+	found := map[string][]string{} // node → directories found on its disk
 	removed := make([][]removal, len(h.rounds))
 	running := map[string]map[string]bool{} // node → containers of the declaration it last applied
 	nodes := map[string]bool{}
@@ -101,6 +101,7 @@ func Run(ctx context.Context, path string, o Options) (*Report, error) {
 	todayEnds := make([]uint64, len(h.rounds))
 	faults := map[string]map[string]bool{} // node whose reads fail → the nodes whose recorded compose said so
 	unreplayed := map[string]bool{}
+	cut := map[string]bool{} // nodes whose bus is cut
 	for k, rd := range h.rounds {
 		clk.set(rd.at)
 		from, err := m.Store.Head(ctx)
@@ -169,13 +170,32 @@ func Run(ctx context.Context, path string, o Options) (*Report, error) {
 			m.Store.FailReads(x, false)
 			rep.Inputs.FailedReads++
 		}
-		var cut []string
+		// A bus cut lasts from a send that failed until a send that
+		// succeeded, or until the node's kept reports were delivered late.
 		for _, n := range slices.Sorted(maps.Keys(recPasses[k])) {
-			if recPasses[k][n].pushFailed != nil {
+			p := recPasses[k][n]
+			switch {
+			case p.pushFailed != nil && !cut[n]:
 				if err := m.CutBus(n); err != nil {
 					return nil, err
 				}
-				cut = append(cut, n)
+				cut[n] = true
+				rep.Inputs.Cuts++
+			case p.pushFailed == nil && p.pushed && cut[n]:
+				if err := m.RestoreBus(ctx, n); err != nil {
+					return nil, err
+				}
+				delete(cut, n)
+			}
+		}
+		// An apply whose report was delivered late, with the node's reads
+		// not failing (the other reason a report is kept), had its bus cut.
+		for _, a := range rd.apply {
+			if a.late && !cut[a.node] && faults[a.node] == nil {
+				if err := m.CutBus(a.node); err != nil {
+					return nil, err
+				}
+				cut[a.node] = true
 				rep.Inputs.Cuts++
 			}
 		}
@@ -190,20 +210,23 @@ func Run(ctx context.Context, path string, o Options) (*Report, error) {
 			rep.Inputs.Removed++
 		}
 		// The controller's pass, then the applies.
-		if len(rd.ctl) > 0 || len(rd.applies) > 0 {
+		if len(rd.ctl) > 0 || len(rd.apply) > 0 {
 			if err := m.PushChanged(ctx); err != nil {
 				return nil, fmt.Errorf("replay: pass %d: push: %w", k+1, err)
 			}
 		}
-		for _, ev := range rd.applies {
-			if _, _, err := m.Apply(ctx, nodeOf(ev)); err != nil {
+		for _, a := range rd.apply {
+			if _, _, err := m.Apply(ctx, a.node); err != nil {
 				return nil, fmt.Errorf("replay: pass %d: %w", k+1, err)
 			}
 		}
 		m.Store.Recover()
-		for _, n := range cut {
-			if err := m.RestoreBus(ctx, n); err != nil {
-				return nil, err
+		for _, n := range slices.Sorted(maps.Keys(rd.late)) {
+			if cut[n] {
+				if err := m.RestoreBus(ctx, n); err != nil {
+					return nil, err
+				}
+				delete(cut, n)
 			}
 		}
 		to, err := m.Store.Head(ctx)
