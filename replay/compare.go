@@ -21,6 +21,8 @@ func composeKind(p *nodePass) string {
 	switch {
 	case p == nil:
 		return noneKind
+	case p.composed != nil && p.prev != nil && p.prev.Digest == p.composed.Digest:
+		return noneKind // the same declaration again (after a failed compose): nothing new
 	case p.composed != nil:
 		return composedKind
 	case p.failed != nil:
@@ -45,6 +47,9 @@ func composeText(p *nodePass) string {
 			return "compose failed: read " + p.failed.Read
 		}
 		return "compose failed: " + p.failed.Error
+	}
+	if p != nil && p.composed != nil {
+		return fmt.Sprintf("nothing new composed (the same declaration again, as %s)", p.composed.Declaration)
 	}
 	return "nothing new composed"
 }

@@ -31,9 +31,6 @@ func record(t *testing.T, spec string, passes int) string {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "history.jsonl")
-	if p := os.Getenv("REPLAY_KEEP"); p != "" {
-		path = p
-	}
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
