@@ -99,7 +99,11 @@ func groupResources(d replay.Divergence) []string {
 				what = "other digests (a spec is not recorded: fields unknown)"
 			}
 		default:
-			what = fmt.Sprintf("recorded %s, today %s", orNothing(res.Recorded), orNothing(res.Today))
+			none := "unchanged"
+			if d.Kind == replay.KindHolds {
+				none = "not held"
+			}
+			what = fmt.Sprintf("recorded %s, today %s", orNone(res.Recorded, none), orNone(res.Today, none))
 			if len(res.Fields) > 0 {
 				what += " (" + strings.Join(res.Fields, " ") + ")"
 			}
@@ -125,9 +129,9 @@ func groupResources(d replay.Divergence) []string {
 	return out
 }
 
-func orNothing(s string) string {
+func orNone(s, none string) string {
 	if s == "" {
-		return "unchanged"
+		return none
 	}
 	return s
 }
