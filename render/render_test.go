@@ -15,6 +15,7 @@ import (
 	"meshplane/commands"
 	"meshplane/events"
 	"meshplane/render"
+	"meshplane/replay"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -193,6 +194,51 @@ var (
 	chainAnchor = events.ChainHead{Position: 1234, Chain: events.Hash{0x12, 31: 0x34}, At: time.Date(2026, 12, 1, 22, 59, 0, 0, time.UTC)}
 )
 
+// replayed is a replay that diverges: a flip in the recorded run, a
+// failed compose today.
+var replayed = replay.Report{
+	History: "incident.jsonl", Through: 84, At: at(25 * time.Minute), Events: 84, Passes: 4, Nodes: []string{"control", "novox"},
+	Inputs:   replay.Inputs{Commands: 12, FailedReads: 1, Removed: 2, Unreplayed: []string{"read the node list"}},
+	Recorded: replay.Totals{Composed: 5, ComposeFailed: 1, Applies: 8, Created: 3, Replaced: 6, ReplacingPasses: 2, Episodes: 1},
+	Today:    replay.Totals{Composed: 3, ComposeFailed: 2, Applies: 8, Created: 3},
+	Divergences: []replay.Divergence{
+		{Pass: 2, At: at(10 * time.Minute), Position: 40, Node: "control", Kind: replay.KindDeclaration,
+			Recorded: "composed control/2 sha256:a042c6cd070c (roster +searxng.zurag.be; 3 resource(s) changed)",
+			Today:    "composed control/2 sha256:eec52b08132d (roster +searxng.zurag.be; 0 resource(s) changed)",
+			Resources: []replay.ResourceDiff{
+				{Name: "mesh-bus", Recorded: "sha256:01", Today: "sha256:02", Fields: []string{"extra_hosts", "mounts"}},
+				{Name: "mesh-store", Recorded: "sha256:03", Today: "sha256:04", Fields: []string{"extra_hosts", "mounts"}},
+				{Name: "web", Recorded: "sha256:05"},
+			}},
+		{Pass: 2, At: at(10 * time.Minute), Position: 40, Node: "novox", Kind: replay.KindDeclaration,
+			Recorded: "composed novox/2 sha256:9ebc4ace0b5c (1 resource(s) changed)", Today: "composed novox/2 sha256:7b5df3e15c7c (1 resource(s) changed)"},
+		{Pass: 3, At: at(16 * time.Minute), Position: 54, Node: "control", Kind: replay.KindCompose,
+			Recorded: "composed control/3 sha256:a946f9a95744 (roster -searxng.zurag.be; 3 resource(s) changed)", Today: "compose failed: read node novox"},
+		{Pass: 3, At: at(16 * time.Minute), Position: 54, Node: "control", Kind: replay.KindApply,
+			Recorded: "control/3: applied 3 resource(s)", Today: "control/2: applied 3 resource(s)",
+			Resources: []replay.ResourceDiff{
+				{Name: "mesh-bus", Recorded: "replaced", Fields: []string{"extra_hosts"}},
+				{Name: "mesh-store", Recorded: "replaced", Fields: []string{"extra_hosts"}},
+				{Name: "web", Recorded: "replaced", Fields: []string{"extra_hosts"}},
+				{Name: "www", Recorded: "replaced", Fields: []string{"extra_hosts"}},
+			}},
+		{Pass: 3, At: at(16 * time.Minute), Position: 54, Node: "control", Kind: replay.KindChurn,
+			Recorded: "churn loop and flip from pass 3, detected at pass 4, still open (2 heavy pass(es), 1 flip(s))", Today: "no churn episode"},
+		{Pass: 4, At: at(20 * time.Minute), Position: 70, Node: "novox", Kind: replay.KindHolds, Recorded: "1 held", Today: "0 held",
+			Resources: []replay.ResourceDiff{{Name: "/srv/photos", Recorded: "held: photos: module photos is not taken"}}},
+	},
+	ChurnRecorded: []replay.Episode{{Node: "control", Loop: true, Flip: true, Start: 3, Detected: 4, HeavyPasses: 2, Flips: 1}},
+	ChurnToday:    []replay.Episode{},
+}
+
+// replayAgree is a replay that finds nothing.
+var replayAgree = replay.Report{
+	History: "mine.jsonl", Through: 120, At: at(time.Hour), Events: 120, Passes: 12, Nodes: []string{"n1", "n2"}, Agree: true,
+	Inputs:   replay.Inputs{Commands: 9, Builds: 1, Cuts: 1},
+	Recorded: replay.Totals{Composed: 4, Applies: 24, Created: 8}, Today: replay.Totals{Composed: 4, Applies: 24, Created: 8},
+	Divergences: []replay.Divergence{}, ChurnRecorded: []replay.Episode{}, ChurnToday: []replay.Episode{},
+}
+
 // TestPrinters: every printer, in each of its forms, against its golden
 // file in testdata (go test ./render -update rewrites them). A golden file
 // holds what the printer wrote and then, after "--- error:", the error it
@@ -342,6 +388,9 @@ func TestPrinters(t *testing.T) {
 			render.ArtifactPushed(w, "web.tar", "10.0.0.2:5000", "forge/web", "sha256:ab")
 			return nil
 		}, false},
+		{"replay", func(w *bytes.Buffer) error { return render.Replay(w, render.Table, &replayed) }, false},
+		{"replay-agree", func(w *bytes.Buffer) error { return render.Replay(w, render.Table, &replayAgree) }, false},
+		{"replay-json", func(w *bytes.Buffer) error { return render.Replay(w, render.JSON, &replayed) }, false},
 		{"rebuild", func(w *bytes.Buffer) error { return render.Rebuild(w, nil, rebuilt) }, false},
 		{"rebuild-some-skipped", func(w *bytes.Buffer) error { return render.Rebuild(w, []string{"roster", "timeline"}, partialRebuild) }, true},
 		{"rebuild-local", func(w *bytes.Buffer) error {

@@ -1,0 +1,262 @@
+// Package replay runs an exported history again against this build: it
+// reads from the history what the world did (the operators' commands,
+// the builds recorded and deployed, the store's failed reads, the bus
+// cut, containers removed from outside), re-runs that in a sandbox (a
+// memory store, simulated nodes and bus, a simulated clock: package sim)
+// through today's commands, compose, controller pass and agent, pass by
+// pass, and says where today's run diverges from the recorded one:
+// declarations composed differently, resources replaced or not, holds
+// that differ, churn episodes that open in one and not the other.
+//
+// It is how a fix is proven (DESIGN.md rule 7: exiting a loop by luck is
+// not a fix): the incident, replayed, does not happen.
+//
+// A pass is what the recorded history shows as one round of the
+// controller's pass and the nodes' applies: the operators' commands
+// before it, then the controller's events (declaration.composed,
+// compose-failed, pushed, push-failed), then each node's apply.reported,
+// up to the next command, or the next controller event or apply of a
+// node that already applied in the round. The sandbox runs each round as
+// the controller runs a pass (controller.Controller.PushChanged: every
+// node composed, what changed pushed) and then applies on the nodes that
+// applied in it, in the recorded order.
+//
+// Run reads the history file and the sandbox lives in memory: nothing is
+// written anywhere.
+package replay
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"meshplane/commands/importfile"
+	"meshplane/events"
+	"meshplane/events/memstore"
+)
+
+// ErrHistory marks a history file that cannot be replayed: it does not
+// read, or it holds lines mesh import would refuse.
+var ErrHistory = errors.New("not a history to replay")
+
+// history is a recorded history, read back: its events in a memory store
+// (positions from 1, in the file's order), each one's position in the
+// file, and its rounds.
+type history struct {
+	store   *memstore.Store
+	events  []events.Event // as stored, position i+1 at i
+	filePos []uint64       // the file's position of events[i] (0 when the line had none)
+	rounds  []round
+}
+
+// readHistory checks the file at path as mesh import checks it (the
+// door: commands/importfile), then reads its events up to file position
+// until (0: all) into a memory store.
+func readHistory(ctx context.Context, path string, reg *events.Registry, until uint64) (*history, error) {
+	c, err := importfile.Check(ctx, path, reg, importfile.Store{None: true})
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w: %w", ErrHistory, err)
+	}
+	bad := c.Listed(5)
+	c.Close()
+	if len(bad) > 0 {
+		return nil, fmt.Errorf("replay %s: %w: mesh import would refuse it: %s", path, ErrHistory, strings.Join(bad, "; "))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	defer f.Close()
+	h := &history{store: memstore.New()}
+	r := bufio.NewReaderSize(f, 64<<10)
+	for n := 1; ; n++ {
+		line, err := r.ReadBytes('\n')
+		if len(strings.TrimSpace(string(line))) > 0 {
+			ev, derr := events.UnmarshalJSONLineStrict(line)
+			if derr != nil {
+				return nil, fmt.Errorf("replay %s: line %d: %w: %w", path, n, ErrHistory, derr)
+			}
+			if until > 0 && ev.Position > until {
+				break
+			}
+			pos := ev.Position
+			stored, aerr := h.store.Append(ctx, ev.Stream, events.Any, ev)
+			if aerr != nil {
+				return nil, fmt.Errorf("replay %s: line %d: %w", path, n, aerr)
+			}
+			h.events = append(h.events, stored...)
+			h.filePos = append(h.filePos, pos)
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("replay %s: %w", path, err)
+		}
+	}
+	h.rounds = splitRounds(reg, h.events)
+	return h, nil
+}
+
+// round is one pass of the recorded history.
+type round struct {
+	ops     []events.Event // operator commands, run before its push
+	ctl     []events.Event // the controller's events of its push
+	applies []events.Event // apply.reported delivered in it, in order (late ones too)
+	applied map[string]bool
+	// apply lists the nodes that applied in it, by the agents' time: those
+	// whose report was delivered in it, and those whose report was kept in
+	// an outbox and delivered late (report.delivered-late), in a later one.
+	apply    []nodeAt
+	late     map[string]bool // nodes whose late reports were delivered in it
+	from, to uint64          // positions in the store: (from, to]
+	at       time.Time       // of its first event
+}
+
+// nodeAt is a node's apply at a time.
+type nodeAt struct {
+	node string
+	at   time.Time
+	late bool // its report was delivered late
+}
+
+func (r *round) empty() bool { return len(r.ops)+len(r.ctl)+len(r.applies) == 0 }
+
+// inputTypes are the operators' commands a replay runs again.
+var inputTypes = map[string]bool{
+	events.TypeNodeRegistered: true, events.TypeNodeAdopted: true, events.TypeNodeSettingSet: true,
+	events.TypeModuleDefined: true, events.TypeModuleAssigned: true, events.TypeModuleReleased: true,
+	events.TypeModuleTaken: true, events.TypeArtifactRecorded: true, events.TypeModuleDeployed: true,
+}
+
+// controlTypes are the controller's events of a push.
+var controlTypes = map[string]bool{
+	events.TypeDeclarationComposed: true, events.TypeDeclarationComposeFailed: true,
+	events.TypeDeclarationPushed: true, events.TypeDeclarationPushFailed: true,
+}
+
+// isInput reports whether ev is an operator's command to run again: a
+// deploy only when an operator made it (a roll-out's or a first build's
+// follows from the build, which is run again).
+func isInput(reg *events.Registry, ev events.Event) bool {
+	if !inputTypes[ev.Type] {
+		return false
+	}
+	if ev.Type != events.TypeModuleDeployed {
+		return true
+	}
+	p, err := events.DecodeAs[events.ModuleDeployed](reg, ev)
+	return err == nil && p.By == events.DeployedByOperator
+}
+
+// nodeOf is the node of a node stream's event ("" for another stream).
+func nodeOf(ev events.Event) string {
+	n, ok := strings.CutPrefix(ev.Stream, "node-")
+	if !ok {
+		return ""
+	}
+	return n
+}
+
+// splitRounds cuts evs into rounds (the package doc says how).
+func splitRounds(reg *events.Registry, evs []events.Event) []round {
+	// Reports delivered late belong to the round of their apply (by the
+	// agent's time), not to the one they were delivered in.
+	late := map[string]bool{}
+	for _, ev := range evs {
+		if ev.Type == events.TypeReportDeliveredLate {
+			if v, err := events.DecodeAs[events.ReportDeliveredLate](reg, ev); err == nil {
+				late[v.ApplyID] = true
+			}
+		}
+	}
+	var lateApplies []nodeAt
+	var out []round
+	cur := round{applied: map[string]bool{}, late: map[string]bool{}}
+	var last uint64
+	closeRound := func() {
+		if !cur.empty() {
+			cur.to = last
+			out = append(out, cur)
+		}
+		cur = round{applied: map[string]bool{}, late: map[string]bool{}, from: last}
+	}
+	for _, ev := range evs {
+		switch {
+		case isInput(reg, ev):
+			if len(cur.ctl)+len(cur.applies) > 0 {
+				closeRound()
+			}
+			cur.ops = append(cur.ops, ev)
+		case controlTypes[ev.Type]:
+			if cur.applied[nodeOf(ev)] {
+				closeRound()
+			}
+			cur.ctl = append(cur.ctl, ev)
+		case ev.Type == events.TypeApplyReported && late[applyID(reg, ev)]:
+			cur.applies = append(cur.applies, ev)
+			cur.late[nodeOf(ev)] = true
+			lateApplies = append(lateApplies, nodeAt{nodeOf(ev), ev.At, true})
+		case ev.Type == events.TypeApplyReported:
+			n := nodeOf(ev)
+			if cur.applied[n] {
+				closeRound()
+			}
+			cur.applies = append(cur.applies, ev)
+			cur.applied[n] = true
+			cur.apply = append(cur.apply, nodeAt{n, ev.At, false})
+		default:
+			last = ev.Position
+			continue
+		}
+		if cur.at.IsZero() {
+			cur.at = ev.At
+		}
+		last = ev.Position
+	}
+	closeRound()
+	for _, a := range lateApplies {
+		// The last round begun by then, or the next one without an apply
+		// of the node (a node applies once a round: a round's first
+		// recorded event may come after an apply whose report was kept).
+		i, _ := slices.BinarySearchFunc(out, a.at, func(r round, t time.Time) int { return r.at.Compare(t) })
+		if i == len(out) || (i > 0 && out[i].at.After(a.at)) {
+			i--
+		}
+		for i < len(out) && slices.ContainsFunc(out[i].apply, func(b nodeAt) bool { return b.node == a.node }) {
+			i++
+		}
+		if i >= 0 && i < len(out) {
+			out[i].apply = append(out[i].apply, a)
+		}
+	}
+	for i := range out {
+		slices.SortStableFunc(out[i].apply, func(a, b nodeAt) int { return a.at.Compare(b.at) })
+	}
+	return out
+}
+
+// applyID is an apply.reported's apply id: its payload's, or (as stored
+// since) the event's own.
+func applyID(reg *events.Registry, ev events.Event) string {
+	if v, err := events.DecodeAs[events.ApplyReported](reg, ev); err == nil && v.ApplyID != "" {
+		return v.ApplyID
+	}
+	return ev.ID.String()
+}
+
+// roundOf is the round (from 1) whose range holds position p in ends
+// (each round's last position, ascending); 0 before the first.
+func roundOf(ends []uint64, p uint64) int {
+	i, _ := slices.BinarySearch(ends, p)
+	if i >= len(ends) {
+		return len(ends)
+	}
+	return i + 1
+}
