@@ -44,7 +44,7 @@ func startClusterCtls(t *testing.T, db, trust string, n int) []*clusterCtl {
 			}
 		}
 		data := t.TempDir()
-		p := startProc(t, nil, "up", "--data", data, "--store", db, "--listen", freeAddr(t),
+		p := startProc(t, nil, "up", "--data", data, "--store", db, "--listen", "127.0.0.1:0",
 			"--bus-listen", buses[i], "--bus-cluster", routes[i], "--bus-peers", strings.Join(peers, ","),
 			"--bus-trust", trust, "--interval", "1h")
 		ctls[i] = &clusterCtl{ctlProc: &ctlProc{proc: p, data: data}, bus: "nats://" + buses[i]}

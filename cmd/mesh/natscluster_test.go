@@ -118,7 +118,7 @@ include meshplane.conf
 	// The controller, as the verb's help says.
 	ctlData := t.TempDir()
 	started := time.Now()
-	p := startProc(t, nil, "up", "--data", ctlData, "--listen", freeAddr(t), "--interval", "1h",
+	p := startProc(t, nil, "up", "--data", ctlData, "--listen", "127.0.0.1:0", "--interval", "1h",
 		"--nats", strings.Join(urls, ","),
 		"--nats-creds", filepath.Join(accountDir, bus.ControllerCredsFile),
 		"--nats-account-seed", filepath.Join(accountDir, "signing.nk"),
