@@ -14,11 +14,6 @@ import (
 	"meshplane/internal/flagcheck"
 )
 
-// outboxDir is where, in an agent's data directory, its reports wait
-// (agentd.OutboxDir; the format is agent.OpenOutbox's): the verbs that read
-// an agent's directory (store verify) find it there.
-const outboxDir = agentd.OutboxDir
-
 // agentOptions are mesh agent's flags (agentd.Config's fields, flags()
 // says which is which).
 type agentOptions struct {

@@ -13,28 +13,15 @@ import (
 	"meshplane/session"
 )
 
-// artifactPushCmd uploads an image tarball to the artifact store and
-// records the build: its module, its name and its digest, never an address
-// (DESIGN.md rule 6). The store is found where it is used: at the private
-// address of the node holding it (`node set NODE artifact-store PORT`), or
-// by loopback while that node has none yet and is the mesh's only node (a
-// first node, mid-genesis); --registry overrides.
-//
-// The store is read, the image pushed, then the build recorded: the event
-// store is not held open during the upload, and nothing is recorded unless
-// the store holds the image. Against a controller (--server) the module and
-// the node settings are not read (the API has no such query): --registry is
-// required, and the controller refuses the record of an undefined module.
 func (e *env) artifactPushCmd() *cobra.Command {
 	var registry string
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "push MODULE NAME IMAGE.tar",
 		Short: "push an image tarball to the artifact store and record the build (module, name, digest)",
+		Long:  artifacts.PushHelp,
+		Args:  exactArgs(3, "want MODULE NAME IMAGE.tar (an image tarball, as docker save writes it)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 3 {
-				return usagef("want MODULE NAME IMAGE.tar (an image tarball, as docker save writes it)")
-			}
 			module, name, tarball := args[0], args[1], args[2]
 			t, err := targetOf(cmd, false)
 			if err != nil {

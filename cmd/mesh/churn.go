@@ -1,11 +1,12 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
 	"meshplane/render"
-	"meshplane/session"
 )
 
 func (e *env) churnCmd() *cobra.Command {
@@ -14,18 +15,9 @@ func (e *env) churnCmd() *cobra.Command {
 		Short:             "churn loops and flips, open and past, with their evidence",
 		ValidArgsFunction: completeNodes,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out, err := outputOf(cmd)
-			if err != nil {
-				return err
-			}
-			return withQuery(cmd, func(s *session.Session) error {
-				resp, err := s.Service.Churn(cmd.Context(), api.ChurnRequest{Nodes: args})
-				if err != nil {
-					return err
-				}
-				// The answer carries no skipped events: they are known locally only.
-				return render.Churn(cmd.OutOrStdout(), render.Format(out), resp, s.Skipped(api.Skipped{}))
-			})
+			return ask(cmd, true, func(ctx context.Context, svc api.Service) (api.ChurnResponse, error) {
+				return svc.Churn(ctx, api.ChurnRequest{Nodes: args})
+			}, render.Churn)
 		},
 	}
 	addOutput(cmd)

@@ -2,12 +2,10 @@ package main
 
 import (
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
 	"meshplane/events/export"
-	"meshplane/internal/atomicfile"
 	"meshplane/render"
 	"meshplane/session"
 )
@@ -30,19 +28,8 @@ func (e *env) exportCmd() *cobra.Command {
 				return err
 			}
 			defer s.Close()
-			store := s.Store
 			report, stop := render.ProgressFunc(e.stderr, "exporting")
-			var n int
-			write := func(w io.Writer) (err error) {
-				n, err = export.Write(cmd.Context(), store, since, w, report)
-				return err
-			}
-			if output == "" || output == "-" {
-				err = write(e.stdout)
-			} else {
-				// Renamed over the file once whole: a failed export leaves none.
-				err = atomicfile.Write(output, 0o600, write)
-			}
+			n, err := export.WriteTo(cmd.Context(), s.Store, since, output, e.stdout, report)
 			stop()
 			if err != nil {
 				return err

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"meshplane/agent/agentd"
 	"meshplane/api"
 	"meshplane/api/httpapi"
 	"meshplane/events"
@@ -170,7 +171,7 @@ func (m *hostsMesh) startAgentWith(t *testing.T, h *hosttest.Host, node string, 
 // queued are the apply ids of the reports waiting in the agent's outbox.
 func (a *hostAgent) queued(t testing.TB) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(a.data, outboxDir, "report-*.json"))
+	files, err := filepath.Glob(filepath.Join(a.data, agentd.OutboxDir, "report-*.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"meshplane/agent"
+	"meshplane/agent/agentd"
 	"meshplane/events"
 	"meshplane/events/boltstore"
 	"meshplane/projections/snapstore"
@@ -321,7 +322,7 @@ func TestStoreVerifyCaches(t *testing.T) {
 // is (the agent moves it aside itself).
 func TestStoreVerifyAgentData(t *testing.T) {
 	dir := t.TempDir()
-	box, err := agent.OpenOutbox(filepath.Join(dir, outboxDir))
+	box, err := agent.OpenOutbox(filepath.Join(dir, agentd.OutboxDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +339,7 @@ func TestStoreVerifyAgentData(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "reports kept: 2, each with a matching checksum") || !strings.Contains(out, "state: sound") {
 		t.Fatalf("a sound outbox: exit %d\n%s%s", code, out, errOut)
 	}
-	path := filepath.Join(dir, outboxDir, "report-00000000000000000002.json")
+	path := filepath.Join(dir, agentd.OutboxDir, "report-00000000000000000002.json")
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,14 @@
 package main
 
 import (
+	"context"
+	"io"
+
 	"github.com/spf13/cobra"
 
+	"meshplane/api"
 	"meshplane/projections/snapstore"
+	"meshplane/render"
 	"meshplane/session"
 )
 
@@ -37,4 +42,28 @@ func withQuery(cmd *cobra.Command, fn func(*session.Session) error) error {
 	}
 	defer s.Close()
 	return fn(s)
+}
+
+// ask is a query verb's body: it reads -o, opens cmd's target (resuming
+// from the data directory's snapshot when resume: withQuery), asks q, and
+// prints its answer with print, with what the projections could not fold
+// (the answers carry none: that is known locally only).
+func ask[T any](cmd *cobra.Command, resume bool, q func(context.Context, api.Service) (T, error), print func(io.Writer, render.Format, T, api.Skipped) error) error {
+	out, err := outputOf(cmd)
+	if err != nil {
+		return err
+	}
+	open := withQuery
+	if !resume {
+		open = func(cmd *cobra.Command, fn func(*session.Session) error) error {
+			return withSession(cmd, false, nil, fn)
+		}
+	}
+	return open(cmd, func(s *session.Session) error {
+		v, err := q(cmd.Context(), s.Service)
+		if err != nil {
+			return err
+		}
+		return print(cmd.OutOrStdout(), render.Format(out), v, s.Skipped(api.Skipped{}))
+	})
 }

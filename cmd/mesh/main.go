@@ -10,7 +10,8 @@
 // localquery.go); remotely an httpapi.Client. When the local store is locked and DATA/controller.json names
 // a live controller, the verb asks that controller.
 //
-// The CLI is built on cobra, one file per verb (status.go, timeline.go,
+// The CLI is built on cobra, one file per verb or family of verbs
+// (status.go, timeline.go, module_node.go for assign, take and release,
 // ...), flags anywhere on the line, usage written once by cobra.
 package main
 

@@ -1,11 +1,12 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
 	"meshplane/render"
-	"meshplane/session"
 )
 
 func (e *env) nodeShowCmd() *cobra.Command {
@@ -15,18 +16,9 @@ func (e *env) nodeShowCmd() *cobra.Command {
 		ValidArgsFunction: completeNodes,
 		Args:              exactArgs(1, "name one node"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out, err := outputOf(cmd)
-			if err != nil {
-				return err
-			}
-			return withQuery(cmd, func(s *session.Session) error {
-				ns, err := s.Service.NodeShow(cmd.Context(), args[0])
-				if err != nil {
-					return err
-				}
-				// The answer carries no skipped events: they are known locally only.
-				return render.NodeShow(cmd.OutOrStdout(), render.Format(out), ns, s.Skipped(api.Skipped{}))
-			})
+			return ask(cmd, true, func(ctx context.Context, svc api.Service) (api.NodeShow, error) {
+				return svc.NodeShow(ctx, args[0])
+			}, render.NodeShow)
 		},
 	}
 	addOutput(cmd)

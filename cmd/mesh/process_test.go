@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"meshplane/agent/agentd"
 	"meshplane/api"
 	"meshplane/api/httpapi"
 	"meshplane/bus"
@@ -346,7 +347,7 @@ func TestProcessLateReportsRecordedOnce(t *testing.T) {
 	// Several drift applies, kept in the agent's outbox (one file each) while
 	// no controller records them: wait for three rather than for a time.
 	eventually(t, 30*time.Second, func() error {
-		queued, err := filepath.Glob(filepath.Join(agentData, outboxDir, "report-*.json"))
+		queued, err := filepath.Glob(filepath.Join(agentData, agentd.OutboxDir, "report-*.json"))
 		if err != nil {
 			return err
 		}

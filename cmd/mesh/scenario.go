@@ -3,11 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 
-	"github.com/cucumber/godog/colors"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"meshplane/features"
 	"meshplane/features/scenario"
@@ -39,10 +36,7 @@ func (e *env) scenarioRunCmd() *cobra.Command {
 					fmt.Fprintf(e.stderr, "mesh scenario run: %v\n", cerr)
 				}
 			}()
-			o.Paths, o.Store, o.Output = args, ss, e.stdout
-			if f, ok := e.stdout.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) || os.Getenv("NO_COLOR") != "" {
-				o.Output = colors.Uncolored(e.stdout)
-			}
+			o.Paths, o.Store, o.Output = args, ss, scenario.Colored(e.stdout)
 			err = scenario.Run(o)
 			if errors.Is(err, scenario.ErrFailed) {
 				fmt.Fprintf(e.stderr, "mesh scenario run: %v\n", err)

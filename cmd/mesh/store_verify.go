@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"meshplane/agent/agentd"
 	"meshplane/render"
 	"meshplane/storeverify"
 )
@@ -47,7 +48,7 @@ func (e *env) storeVerifyCmd() *cobra.Command {
 // verifyAgentData checks the agent outbox in the agent data directory
 // dir and prints what it found.
 func (e *env) verifyAgentData(dir string) error {
-	rep, err := storeverify.Agent(filepath.Join(dir, outboxDir))
+	rep, err := storeverify.Agent(filepath.Join(dir, agentd.OutboxDir))
 	if err != nil {
 		return err
 	}

@@ -1,11 +1,12 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
 	"meshplane/render"
-	"meshplane/session"
 )
 
 func (e *env) whyCmd() *cobra.Command {
@@ -15,22 +16,11 @@ func (e *env) whyCmd() *cobra.Command {
 		Long: `Why a resource on a node is as it is: every apply that touched it, and the push
 behind each.` + slowLocal,
 		ValidArgsFunction: completeNodes,
+		Args:              exactArgs(2, "want NODE RESOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out, err := outputOf(cmd)
-			if err != nil {
-				return err
-			}
-			if len(args) != 2 {
-				return usagef("want NODE RESOURCE")
-			}
-			return withSession(cmd, false, nil, func(s *session.Session) error {
-				resp, err := s.Service.Why(cmd.Context(), api.WhyRequest{Node: args[0], Resource: args[1]})
-				if err != nil {
-					return err
-				}
-				// The answer carries no skipped events: they are known locally only.
-				return render.Why(cmd.OutOrStdout(), render.Format(out), resp, s.Skipped(api.Skipped{}))
-			})
+			return ask(cmd, false, func(ctx context.Context, svc api.Service) (api.WhyResponse, error) {
+				return svc.Why(ctx, api.WhyRequest{Node: args[0], Resource: args[1]})
+			}, render.Why)
 		},
 	}
 	addOutput(cmd)

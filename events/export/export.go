@@ -24,6 +24,7 @@ import (
 	"io"
 
 	"meshplane/events"
+	"meshplane/internal/atomicfile"
 )
 
 // Page is how many events Write reads at a time.
@@ -70,4 +71,18 @@ func Write(ctx context.Context, store events.Store, since uint64, w io.Writer, p
 		return n, fmt.Errorf("export: write: %w", err)
 	}
 	return n, nil
+}
+
+// WriteTo is Write to the file at path, or to stdout when path is "" or
+// "-": a file is renamed over path once whole (internal/atomicfile), so a
+// failed export leaves none.
+func WriteTo(ctx context.Context, store events.Store, since uint64, path string, stdout io.Writer, progress func(done, total uint64)) (n int, err error) {
+	write := func(w io.Writer) (err error) {
+		n, err = Write(ctx, store, since, w, progress)
+		return err
+	}
+	if path == "" || path == "-" {
+		return n, write(stdout)
+	}
+	return n, atomicfile.Write(path, 0o600, write)
 }

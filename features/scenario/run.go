@@ -4,8 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"meshplane/features"
+
+	"github.com/cucumber/godog/colors"
+	"golang.org/x/term"
 )
 
 // ErrFailed is the error of a run in which a scenario failed (or a step
@@ -54,4 +58,13 @@ func Run(o Options) error {
 		return fmt.Errorf("%w: %s", ErrNoneRan, why)
 	}
 	return nil
+}
+
+// Colored is w for the report: in colour when w is a terminal and
+// NO_COLOR is not set (no-color.org), else without escape codes.
+func Colored(w io.Writer) io.Writer {
+	if f, ok := w.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) || os.Getenv("NO_COLOR") != "" {
+		return colors.Uncolored(w)
+	}
+	return w
 }
