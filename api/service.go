@@ -95,6 +95,9 @@ type Info struct {
 	Nodes              int       `json:"nodes"`               // nodes the status projection knows
 	Interval           string    `json:"interval,omitempty"`  // between pushes of what changed ("5m0s")
 	Publishing         bool      `json:"publishing"`          // a bus is attached: commands push
+	// Chain is the store's hash chain head, as mesh store head prints it
+	// (events.ChainHead.String): the line to keep off the host.
+	Chain string `json:"chain,omitempty"`
 }
 
 // Roles.

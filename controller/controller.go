@@ -374,6 +374,11 @@ func (c *Controller) Info(ctx context.Context) (api.Info, error) {
 		ProjectionPosition: c.runner.Position(), Nodes: len(c.views.Status.Nodes()),
 		Publishing: c.pub != nil,
 	}
+	ch, err := c.store.ChainHead(ctx)
+	if err != nil {
+		return api.Info{}, fmt.Errorf("controller: chain head: %w", err)
+	}
+	info.Chain = ch.String()
 	if c.running.Load() || c.standby.Load() {
 		info.Role = api.RoleLeader
 		if c.standby.Load() {

@@ -135,6 +135,10 @@ type Config struct {
 	// records node.went-silent; controller.DefaultSilentAfter (30s) when
 	// zero.
 	SilentAfter time.Duration
+	// ChainLogEvery is how often the store's hash chain head is logged
+	// ("store: chain head", head=LINE); DefaultChainLogEvery (10m) when
+	// zero, never when negative.
+	ChainLogEvery time.Duration
 	// HoldDefines makes a module definition wait for an explicit push
 	// (--push-on-define=false; controller.Config.HoldDefines).
 	HoldDefines bool
@@ -293,6 +297,11 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		runDone <- safego.Call("controller.run", log, func() error { return ctl.Run(runCtx) })
 	}()
 	stops = append(stops, func(context.Context) error { stopRun(); return <-runDone })
+	if every := cmp.Or(cfg.ChainLogEvery, DefaultChainLogEvery); every > 0 {
+		chainCtx, stopChain := context.WithCancel(context.WithoutCancel(ctx))
+		chainDone := logChainHead(chainCtx, store, every, log)
+		stops = append(stops, func(context.Context) error { stopChain(); <-chainDone; return nil })
+	}
 	if err := waitRunning(ctx, ctl, runDone); err != nil {
 		return err
 	}

@@ -60,6 +60,7 @@ type Controller struct {
 	store   events.Store
 
 	lagEvents, lagSeconds, position, holds, churning, composeFailed, pending *prometheus.Desc
+	chainHead                                                                *prometheus.Desc
 	health, lastApply, lastSeen, unreachable                                 *prometheus.Desc // nodes.go
 
 	buildOnce sync.Once
@@ -110,6 +111,8 @@ func NewController(clock func() time.Time) *Controller {
 			"Age of the oldest event the projections have not folded yet (0 when caught up).", nil, nil),
 		position: prometheus.NewDesc(namespace+"_projection_position",
 			"The last position the projections folded.", nil, nil),
+		chainHead: prometheus.NewDesc(namespace+"_store_chain_head",
+			"The event store's hash chain head: its position, labelled with its chain value (mesh store head; keep it off the host to prove the history with mesh store verify --anchor).", []string{"chain"}, nil),
 		holds: prometheus.NewDesc(namespace+"_holds",
 			"Resources held now for untaken modules (each node's latest apply), by module.", []string{"module"}, nil),
 		churning: prometheus.NewDesc(namespace+"_churn_loops_active",
@@ -272,7 +275,7 @@ func Outcomes(a events.ApplyReported) map[string]int {
 type gauges Controller
 
 func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{g.lagEvents, g.lagSeconds, g.position, g.holds, g.churning, g.composeFailed, g.pending} {
+	for _, d := range []*prometheus.Desc{g.lagEvents, g.lagSeconds, g.position, g.holds, g.churning, g.composeFailed, g.pending, g.chainHead} {
 		ch <- d
 	}
 }
@@ -293,6 +296,11 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
 	g.collectLag(ctx, ch, store, pos)
+	if h, err := store.ChainHead(ctx); err != nil {
+		ch <- prometheus.NewInvalidMetric(g.chainHead, fmt.Errorf("metrics: chain head: %w", err))
+	} else {
+		ch <- prometheus.MustNewConstMetric(g.chainHead, prometheus.GaugeValue, float64(h.Position), h.Chain.String())
+	}
 	for module, n := range HeldByModule(views.Holds) {
 		ch <- prometheus.MustNewConstMetric(g.holds, prometheus.GaugeValue, float64(n), module)
 	}

@@ -40,6 +40,7 @@
 //	meshplane_projection_lag_events                gauge     the store's head minus the projections' position
 //	meshplane_projection_lag_seconds               gauge     how long ago the oldest event not yet folded was made (0 when caught up)
 //	meshplane_projection_position                  gauge     the projections' position
+//	meshplane_store_chain_head{chain}              gauge     the store's hash chain head: its position, labelled with its chain value
 //	meshplane_pushes_total{result}                 counter   pushed, push-failed, compose-failed
 //	meshplane_apply_outcomes_total{kind}           counter   resources per outcome in apply reports: created, updated, replaced, removed, held, failed, unchanged
 //	meshplane_holds{module}                        gauge     resources held now (latest apply of each node), per module

@@ -26,5 +26,8 @@ func Info(w io.Writer, f Format, info api.Info) error {
 		fmt.Fprintf(tw, "interval\t%s\n", info.Interval)
 	}
 	fmt.Fprintf(tw, "publishing\t%t\n", info.Publishing)
+	if info.Chain != "" {
+		fmt.Fprintf(tw, "chain head\t%s\n", info.Chain)
+	}
 	return tw.Flush()
 }

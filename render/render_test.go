@@ -181,7 +181,7 @@ var churn = api.ChurnResponse{Nodes: []api.NodeChurn{
 	{Node: "calm"},
 }}
 
-var info = api.Info{Version: "v0.18.0", Role: "leader", Started: at(0), StoreHead: 420, ProjectionPosition: 419, Nodes: 3, Interval: "30s", Publishing: true}
+var info = api.Info{Version: "v0.18.0", Role: "leader", Started: at(0), StoreHead: 420, ProjectionPosition: 419, Nodes: 3, Interval: "30s", Publishing: true, Chain: chainHead.String()}
 
 var rebuilt = api.RebuildResult{
 	Position: 420, Events: 420, Millis: 1532,

@@ -49,6 +49,7 @@
 //	controller.projections the projections' loop               mesh up stops, exit 70
 //	controller.lead        a standby's wait to lead            mesh up stops, exit 70
 //	controller.metrics     the metrics follower                mesh up stops, exit 70 (Fatal)
+//	daemon.chain           the chain head's periodic log       mesh up stops, exit 70 (Fatal)
 //	api.serve              the API's server                    mesh up stops, exit 70
 //	up.controller          mesh up's controller                mesh up stops, exit 70
 //	boltstore.write        the bolt store's writer             the process stops, exit 70 (Fatal)
