@@ -42,10 +42,10 @@ func BenchmarkPushToRecorded(b *testing.B) {
 	// The ceiling, in the same run: the embedded NATS alone (benchRawNATS).
 	b.Run("raw-nats,agents=1000", func(b *testing.B) { benchRawNATS(b, 1000, false) })
 	// Seed 002's node (346 resources, 16 held) on every node: compose and
-	// the agents' diff measured too; 100 nodes, since each is made through
+	// the agents' diff measured too; 20 nodes, since each is made through
 	// the API one command at a time (27 commands a node).
-	b.Run("agents=100,node=seed-002", func(b *testing.B) { benchPushToRecordedSeed(b, 100) })
-	b.Run("raw-nats,agents=100,node=seed-002", func(b *testing.B) { benchRawNATS(b, 100, true) })
+	b.Run("agents=20,node=seed-002", func(b *testing.B) { benchPushToRecordedSeed(b, 20) })
+	b.Run("raw-nats,agents=20,node=seed-002", func(b *testing.B) { benchRawNATS(b, 20, true) })
 }
 
 // recordings collects, per node, when its first report after mark was
