@@ -191,10 +191,8 @@ func (a *Agent) Apply(ctx context.Context, d declaration.Declaration) (Report, e
 	last := a.state.Last.after(rep)
 	a.state = NextState(a.state, d, res.made)
 	a.state.Last = last
-	if err := a.cfg.Outbox.Put(rep); err != nil {
-		return rep, fmt.Errorf("agent: apply %s: %w", d.ID, err)
-	}
-	if err := a.cfg.Outbox.SaveState(a.state); err != nil {
+	// The report and the State in one record: one durable write.
+	if err := a.cfg.Outbox.Keep(rep, a.state); err != nil {
 		return rep, fmt.Errorf("agent: apply %s: %w", d.ID, err)
 	}
 	if _, err := a.cfg.Outbox.Flush(ctx, a.cfg.Deliver); err != nil && !errors.Is(err, ErrUndelivered) && ctx.Err() == nil {

@@ -73,9 +73,9 @@
 // decision is pure (compactAgainst); the Report keeps the whole outcome, so
 // its Summary still reads the hold line of rule 3.
 //
-// A report is written to the Outbox (one JSON file per report, written
-// atomically; see outbox.go for the format) before its delivery is
-// attempted, and removed once delivered. A failed delivery keeps it, with its
+// A report is written to the Outbox (a line of its log, with the State,
+// fsynced: one durable write an apply; see outbox.go for the format)
+// before its delivery is attempted, and dropped once delivered. A failed delivery keeps it, with its
 // attempt count and last error; Agent.Flush (and every later Apply) retries
 // the kept reports in apply order. A new Agent over the same outbox has the
 // kept reports and the State (rule 8, seed 000: "applied, and could not tell

@@ -56,14 +56,20 @@ func outboxDamages(size int) []struct {
 	return ds
 }
 
-// TestOutboxDamagedFiles damages, in copies of an outbox holding three
-// undelivered reports and the agent's state, each report file and the
-// state file (20 truncations, 20 bit flips each), and opens each copy as a
-// restarted agent would: the outbox always opens and the agent starts;
-// every report it still holds is exactly the one written; a damaged file
-// is never silently lost: it is moved aside (NAME.damaged) and the log
-// names it and why; a damaged state reads as empty, never as another.
-func TestOutboxDamagedFiles(t *testing.T) {
+// TestOutboxDamagedLog damages, in copies of an outbox whose log holds a
+// delivered report, three undelivered ones (each with its failed rounds)
+// and the agent's state after each apply, the log (20 truncations, 20 bit
+// flips), and opens each copy as a restarted agent would: the outbox always
+// opens and the agent starts; every report it still holds is one written,
+// in apply order, with at most the attempts it had; the state is one the
+// outbox saved (the last, or an earlier one when what followed it is lost)
+// or empty, never one it never held. Damage is never silently lost: unless
+// the cut falls exactly between two lines (which reads as the log was then,
+// like a deleted legacy file), at least one record is passed over, the log
+// as found is copied aside byte for byte (outbox.log.damaged), the log
+// names each damaged record and why, and the rewritten log reopens with
+// nothing to pass over.
+func TestOutboxDamagedLog(t *testing.T) {
 	orig := t.TempDir()
 	box, err := agent.OpenOutbox(orig)
 	if err != nil {
@@ -71,9 +77,12 @@ func TestOutboxDamagedFiles(t *testing.T) {
 	}
 	fx := newFixture(t)
 	fx.ag = fx.agent(t, box)
+	written := []agent.Report{fx.apply(t, decl("novox/0", forge("/srv/forge")...))}
+	states := []agent.State{{}, fx.ag.State()}
 	fx.sink.setCut(errors.New("down"))
 	for _, d := range []string{"novox/1", "novox/2", "novox/3"} {
-		fx.apply(t, decl(d, forge("/srv/forge")...))
+		written = append(written, fx.apply(t, decl(d, forge("/srv/forge")...)))
+		states = append(states, fx.ag.State())
 	}
 	wantReports, err := box.Pending()
 	if err != nil || len(wantReports) != 3 {
@@ -90,77 +99,83 @@ func TestOutboxDamagedFiles(t *testing.T) {
 		}
 		return string(b)
 	}
-	names, err := os.ReadDir(orig)
+	// Where each report was written, and its attempts at the end.
+	place := map[string]int{}
+	attempts := map[string]int{}
+	for i, r := range written {
+		place[r.Outcome.ApplyID] = i
+	}
+	for _, r := range wantReports {
+		attempts[r.Outcome.ApplyID] = r.Attempts
+	}
+	good, err := os.ReadFile(filepath.Join(orig, "outbox.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var passed int
-	for _, n := range names {
-		file := n.Name()
-		good, err := os.ReadFile(filepath.Join(orig, file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range outboxDamages(len(good)) {
-			t.Run(file+"/"+d.name, func(t *testing.T) {
-				dir := t.TempDir()
-				for _, m := range names {
-					b, err := os.ReadFile(filepath.Join(orig, m.Name()))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if m.Name() == file {
-						b = d.do(bytes.Clone(good))
-					}
-					if err := os.WriteFile(filepath.Join(dir, m.Name()), b, 0o600); err != nil {
-						t.Fatal(err)
-					}
+	for _, d := range outboxDamages(len(good)) {
+		t.Run(d.name, func(t *testing.T) {
+			dir := t.TempDir()
+			bad := d.do(bytes.Clone(good))
+			if err := os.WriteFile(filepath.Join(dir, "outbox.log"), bad, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			boundary := len(bad) > 0 && len(bad) < len(good) && bad[len(bad)-1] == '\n' && bytes.HasPrefix(good, bad)
+			var log bytes.Buffer
+			box, err := agent.OpenOutbox(dir, agent.OutboxLogger(slog.New(slog.NewTextHandler(&log, nil))))
+			if err != nil {
+				t.Fatalf("open: %v", err)
+			}
+			fx := newFixture(t)
+			ag := fx.agent(t, box) // loads the state
+			pending, err := ag.Pending()
+			if err != nil {
+				t.Fatalf("pending: %v", err)
+			}
+			last := -1
+			for _, r := range pending {
+				i, ok := place[r.Outcome.ApplyID]
+				if !ok || asJSON(r.Outcome) != asJSON(written[i].Outcome) || r.Attempts > attempts[r.Outcome.ApplyID] || i <= last {
+					t.Errorf("a report the outbox never held, or out of order: %+v", r)
 				}
-				var log bytes.Buffer
-				box, err := agent.OpenOutbox(dir, agent.OutboxLogger(slog.New(slog.NewTextHandler(&log, nil))))
-				if err != nil {
-					t.Fatalf("open: %v", err)
+				last = i
+			}
+			st := ag.State()
+			if !slices.ContainsFunc(states, func(s agent.State) bool { return asJSON(s) == asJSON(st) }) {
+				t.Errorf("the state read as %+v, none the outbox saved, nor empty", st)
+			}
+			if boundary {
+				if box.PassedOver() != 0 {
+					t.Errorf("a log cut between two lines: %d records passed over, want 0", box.PassedOver())
 				}
-				fx := newFixture(t)
-				ag := fx.agent(t, box) // loads the state
-				pending, err := ag.Pending()
-				if err != nil {
-					t.Fatalf("pending: %v", err)
-				}
-				for _, r := range pending {
-					if !slices.ContainsFunc(wantReports, func(w agent.Report) bool { return asJSON(w) == asJSON(r) }) {
-						t.Errorf("a report the outbox never held: %+v", r)
-					}
-				}
-				st := ag.State()
-				stateKept := asJSON(st) == asJSON(wantState)
-				if !stateKept && asJSON(st) != asJSON(agent.State{}) {
-					t.Errorf("the state read as %+v, neither the one saved nor empty", st)
-				}
-				lost := len(pending) < len(wantReports) || !stateKept
-				if !lost {
-					return
-				}
+			} else {
 				passed++
-				if box.PassedOver() != 1 {
-					t.Errorf("%d files passed over, want 1", box.PassedOver())
+				if box.PassedOver() < 1 {
+					t.Errorf("damage passed over nothing")
 				}
-				if _, err := os.Stat(filepath.Join(dir, file+".damaged")); err != nil {
-					t.Errorf("%s was not moved aside: %v", file, err)
+				if aside, err := os.ReadFile(filepath.Join(dir, "outbox.log.damaged")); err != nil || !bytes.Equal(aside, bad) {
+					t.Errorf("the log as found was not copied aside whole: %v", err)
 				}
-				if l := log.String(); !strings.Contains(l, "passed over a damaged file") || !strings.Contains(l, "file="+file) || !strings.Contains(l, "reason=") {
-					t.Errorf("the log does not name %s and why: %s", file, l)
+				if l := log.String(); strings.Count(l, "passed over a damaged record") != box.PassedOver() || !strings.Contains(l, "file=outbox.log") || !strings.Contains(l, "reason=") {
+					t.Errorf("the log does not name each of %d damaged records and why: %s", box.PassedOver(), l)
 				}
-				// The agent goes on: its next apply is kept and the
-				// reports it held are delivered.
-				fx.sink.setCut(nil)
-				fx.ag = ag
-				fx.apply(t, decl("novox/4", forge("/srv/forge")...))
-				if got := len(fx.sink.reports()); got != len(pending)+1 {
-					t.Errorf("delivered %d reports after the restart, want %d", got, len(pending)+1)
+				again, err := agent.OpenOutbox(dir)
+				if err != nil || again.PassedOver() != 0 {
+					t.Errorf("the rewritten log: %v, %d passed over", err, again.PassedOver())
 				}
-			})
-		}
+			}
+			// The agent goes on: its next apply is kept and the
+			// reports it held are delivered.
+			fx.sink.setCut(nil)
+			fx.ag = ag
+			fx.apply(t, decl("novox/4", forge("/srv/forge")...))
+			if got := len(fx.sink.reports()); got != len(pending)+1 {
+				t.Errorf("delivered %d reports after the restart, want %d", got, len(pending)+1)
+			}
+		})
 	}
-	t.Logf("%d damaged copies passed a file over", passed)
+	if passed == 0 {
+		t.Fatal("no damaged copy passed a record over")
+	}
+	t.Logf("%d damaged copies passed a record over", passed)
 }

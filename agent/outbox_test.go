@@ -3,7 +3,10 @@ package agent_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"hash/crc32"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -118,6 +121,10 @@ func TestFlushHonoursCancelledContext(t *testing.T) {
 	}
 }
 
+// The directory holds one log, every line of it JSON and its checksum
+// (cat reads it); a leftover temporary file is removed on open; a record
+// that does not decode is passed over, named in the log with why, and the
+// others are kept.
 func TestOutboxDirectoryFormat(t *testing.T) {
 	dir := t.TempDir()
 	box, err := agent.OpenOutbox(dir)
@@ -129,7 +136,7 @@ func TestOutboxDirectoryFormat(t *testing.T) {
 	fx.sink.setCut(errors.New("down"))
 	fx.apply(t, decl("novox/1", forge("/srv/forge")...))
 	// A crash mid-write leaves a temporary file; opening removes it.
-	if err := os.WriteFile(filepath.Join(dir, ".tmp-report-x"), []byte("{half"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, ".tmp-outbox.log-x"), []byte("{half"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := agent.OpenOutbox(dir); err != nil {
@@ -140,29 +147,106 @@ func TestOutboxDirectoryFormat(t *testing.T) {
 	for _, n := range names {
 		base = append(base, filepath.Base(n))
 	}
-	want := []string{"report-00000000000000000001.json", "state.json"}
-	if !slices.Equal(base, want) {
+	if want := []string{"outbox.log"}; !slices.Equal(base, want) {
 		t.Fatalf("outbox holds %v, want %v", base, want)
 	}
-	// A corrupt report is passed over: moved aside, named in the log; the
-	// others are kept.
-	if err := os.WriteFile(filepath.Join(dir, "report-00000000000000000002.json"), []byte(`{"version":1}`), 0o600); err != nil {
+	b, err := os.ReadFile(filepath.Join(dir, "outbox.log"))
+	if err != nil {
 		t.Fatal(err)
 	}
+	var ops []string
+	for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		i := strings.LastIndex(line, " crc32c ")
+		var rec struct {
+			Version int    `json:"version"`
+			Op      string `json:"op"`
+		}
+		if i < 0 || len(line)-i != len(" crc32c ")+8 || json.Unmarshal([]byte(line[:i]), &rec) != nil || rec.Version != 3 {
+			t.Fatalf("not a line of JSON and its checksum: %q", line)
+		}
+		if sum := fmt.Sprintf("%08x", crc32.Checksum([]byte(line[:i]), crc32.MakeTable(crc32.Castagnoli))); sum != line[i+8:] {
+			t.Fatalf("checksum %s, want %s: %q", line[i+8:], sum, line)
+		}
+		ops = append(ops, rec.Op)
+	}
+	// The header, the apply (its report and state in one record), its
+	// failed round.
+	if want := []string{"log", "put", "fail"}; !slices.Equal(ops, want) {
+		t.Fatalf("records %v, want %v", ops, want)
+	}
+	// A record that checks but does not decode as one is passed over: the
+	// log as found copied aside, the record named in the log with why.
+	body := `{"version":3,"op":"put","report":{"outcome":{"node":"novox"}}}`
+	line := fmt.Sprintf("%s crc32c %08x\n", body, crc32.Checksum([]byte(body), crc32.MakeTable(crc32.Castagnoli)))
+	f, err := os.OpenFile(filepath.Join(dir, "outbox.log"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(line); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
 	var log bytes.Buffer
 	again, err := agent.OpenOutbox(dir, agent.OutboxLogger(slog.New(slog.NewTextHandler(&log, nil))))
 	if err != nil {
-		t.Fatalf("open with a corrupt entry: %v", err)
+		t.Fatalf("open with a corrupt record: %v", err)
 	}
 	if p, err := again.Pending(); err != nil || len(p) != 1 || again.PassedOver() != 1 {
-		t.Fatalf("pending beside a corrupt entry: %d reports (%v), %d passed over; want 1 and 1", len(p), err, again.PassedOver())
+		t.Fatalf("pending beside a corrupt record: %d reports (%v), %d passed over; want 1 and 1", len(p), err, again.PassedOver())
 	}
-	if _, err := os.Stat(filepath.Join(dir, "report-00000000000000000002.json.damaged")); err != nil {
-		t.Errorf("the corrupt entry was not moved aside: %v", err)
+	if _, err := os.Stat(filepath.Join(dir, "outbox.log.damaged")); err != nil {
+		t.Errorf("the log was not copied aside: %v", err)
 	}
-	if l := log.String(); !strings.Contains(l, "file=report-00000000000000000002.json") || !strings.Contains(l, "moved_to=report-00000000000000000002.json.damaged") ||
-		!strings.Contains(l, "seq missing") {
+	if l := log.String(); !strings.Contains(l, "file=outbox.log") || !strings.Contains(l, "copied_to=outbox.log.damaged") ||
+		!strings.Contains(l, "line 4") || !strings.Contains(l, "put record without seq") {
 		t.Errorf("the log does not say what was passed over and why: %s", l)
+	}
+}
+
+// An apply costs one durable write: one record (its report and the State)
+// appended; its delivery one more, not synced (an ack). A delivered log
+// that grows past its bound is compacted to its header and state.
+func TestOutboxOneRecordAnApply(t *testing.T) {
+	dir := t.TempDir()
+	box, err := agent.OpenOutbox(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx := newFixture(t)
+	fx.ag = fx.agent(t, box)
+	lines := func() int {
+		b, err := os.ReadFile(filepath.Join(dir, "outbox.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bytes.Count(b, []byte("\n"))
+	}
+	before := lines()
+	fx.apply(t, decl("novox/1", forge("/srv/forge")...))
+	if got := lines() - before; got != 2 {
+		t.Fatalf("an apply delivered at once added %d records, want 2 (put, ack)", got)
+	}
+	// Past its bound (1 MiB; 16 KiB here) with nothing pending, the log
+	// is compacted.
+	defer agent.SetCompactBytes(16 << 10)()
+	for i := 0; ; i++ {
+		fx.apply(t, decl(fmt.Sprintf("novox/%d", i+2), forge("/srv/forge")...))
+		if fi, err := os.Stat(filepath.Join(dir, "outbox.log")); err != nil || fi.Size() > 20<<10 {
+			t.Fatalf("the log grew past its bound: %v", err)
+		}
+		if lines() == 2 {
+			break // compacted: the header and the state
+		}
+		if i > 1000 {
+			t.Fatal("the log was never compacted")
+		}
+	}
+	again, err := agent.OpenOutbox(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := again.LoadState(); !slices.Equal(st.Made, fx.ag.State().Made) || st.Last.Declaration != fx.ag.State().Last.Declaration {
+		t.Fatalf("state after compaction %+v, want %+v", st, fx.ag.State())
 	}
 }
 

@@ -77,20 +77,23 @@ func TestAgent(t *testing.T) {
 	if err != nil || rep.Err() != nil || rep.Reports != 1 {
 		t.Fatalf("a sound outbox: %+v %v", rep, err)
 	}
-	names, _ := filepath.Glob(filepath.Join(dir, "report-*.json"))
-	if len(names) != 1 {
-		t.Fatalf("reports %v", names)
-	}
-	b, err := os.ReadFile(names[0])
+	// A bit flipped in the report's record (the log's second line).
+	path := filepath.Join(dir, "outbox.log")
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b[len(b)/2] ^= 4
-	if err := os.WriteFile(names[0], b, 0o600); err != nil {
+	first := bytes.IndexByte(b, '\n')
+	b[first+(len(b)-first)/2] ^= 4
+	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if rep, err = storeverify.Agent(dir); err != nil || !errors.Is(rep.Err(), storeverify.ErrAgentDataDamaged) {
+	if rep, err = storeverify.Agent(dir); err != nil || !errors.Is(rep.Err(), storeverify.ErrAgentDataDamaged) ||
+		len(rep.Damaged) != 1 || !strings.HasPrefix(rep.Damaged[0], "outbox.log: line 2 ") {
 		t.Errorf("a damaged report: %+v %v", rep, err)
+	}
+	if after, err := os.ReadFile(path); err != nil || !bytes.Equal(after, b) {
+		t.Errorf("verify changed the log: %v", err)
 	}
 	if _, err := storeverify.Agent(filepath.Join(t.TempDir(), "outbox")); err == nil || !strings.Contains(err.Error(), "no agent outbox at") {
 		t.Errorf("no outbox: %v", err)

@@ -39,6 +39,13 @@ func BenchmarkPushToRecorded(b *testing.B) {
 	// The agents' outboxes in memory: as if each agent had a disk of its
 	// own, instead of all sharing the store's.
 	b.Run("agents=1000,outbox=memory", func(b *testing.B) { benchPushToRecorded(b, 1000, true) })
+	// The ceiling, in the same run: the embedded NATS alone (benchRawNATS).
+	b.Run("raw-nats,agents=1000", func(b *testing.B) { benchRawNATS(b, 1000, false) })
+	// Seed 002's node (346 resources, 16 held) on every node: compose and
+	// the agents' diff measured too; 20 nodes, since each is made through
+	// the API one command at a time (27 commands a node).
+	b.Run("agents=20,node=seed-002", func(b *testing.B) { benchPushToRecordedSeed(b, 20) })
+	b.Run("raw-nats,agents=20,node=seed-002", func(b *testing.B) { benchRawNATS(b, 20, true) })
 }
 
 // recordings collects, per node, when its first report after mark was
@@ -137,37 +144,7 @@ func benchPushToRecorded(b *testing.B, n int, memOutbox bool) {
 		b.Fatalf("the first applies were not all recorded within 2m")
 	}
 
-	var p50, p99, total, push, putP50, putP99 time.Duration
-	b.ResetTimer()
-	for range b.N {
-		all := rec.reset(n)
-		start := time.Now()
-		if _, err := d.client.Push(ctx, api.PushRequest{Operator: testOperator}); err != nil {
-			b.Fatal(err)
-		}
-		push += time.Since(start)
-		select {
-		case <-all:
-		case <-time.After(time.Minute):
-			b.Fatalf("not every report recorded within 1m of the push")
-		}
-		lat, fromPut := rec.latencies()
-		if len(fromPut) != n {
-			b.Fatalf("%d declarations put, want %d", len(fromPut), n)
-		}
-		putP50 += percentile(fromPut, 50)
-		putP99 += percentile(fromPut, 99)
-		p50 += percentile(lat, 50)
-		p99 += percentile(lat, 99)
-		total += lat[len(lat)-1]
-	}
-	b.StopTimer()
-	b.ReportMetric(p50.Seconds()*1000/float64(b.N), "p50-ms")
-	b.ReportMetric(p99.Seconds()*1000/float64(b.N), "p99-ms")
-	b.ReportMetric(total.Seconds()*1000/float64(b.N), "all-ms")
-	b.ReportMetric(push.Seconds()*1000/float64(b.N), "push-ms")
-	b.ReportMetric(putP50.Seconds()*1000/float64(b.N), "put-p50-ms")
-	b.ReportMetric(putP99.Seconds()*1000/float64(b.N), "put-p99-ms")
+	runPushRounds(b, d, rec, n)
 }
 
 // percentile is the nearest-rank p-th percentile of sorted.

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"meshplane/agent"
 	"meshplane/agent/agentd"
 	"meshplane/api"
 	"meshplane/api/httpapi"
@@ -171,29 +172,13 @@ func (m *hostsMesh) startAgentWith(t *testing.T, h *hosttest.Host, node string, 
 // queued are the apply ids of the reports waiting in the agent's outbox.
 func (a *hostAgent) queued(t testing.TB) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(a.data, agentd.OutboxDir, "report-*.json"))
+	// Read as mesh store verify --agent-data does, while the agent may be
+	// appending (a line it is writing reads as cut short: not counted).
+	c, err := agent.CheckOutbox(filepath.Join(a.data, agentd.OutboxDir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ids []string
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if errors.Is(err, os.ErrNotExist) {
-			continue // delivered meanwhile
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		var e struct {
-			Report struct {
-				Outcome events.ApplyReported `json:"outcome"`
-			} `json:"report"`
-		}
-		// The entry's JSON, then its checksum line (agent/outbox.go).
-		if err := json.NewDecoder(bytes.NewReader(b)).Decode(&e); err != nil || e.Report.Outcome.ApplyID == "" {
-			t.Fatalf("outbox entry %s: %v, apply id %q", f, err, e.Report.Outcome.ApplyID)
-		}
-		ids = append(ids, e.Report.Outcome.ApplyID)
-	}
+	ids := c.Pending
 	return ids
 }
 

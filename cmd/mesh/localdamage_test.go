@@ -318,8 +318,8 @@ func TestStoreVerifyCaches(t *testing.T) {
 }
 
 // store verify --agent-data checks an agent's outbox, changing nothing: a
-// sound one exits 0; a damaged report is named, exit 1, and left where it
-// is (the agent moves it aside itself).
+// sound one exits 0; a damaged report's record is named (its line of the
+// log), exit 1, and left where it is (the agent copies it aside itself).
 func TestStoreVerifyAgentData(t *testing.T) {
 	dir := t.TempDir()
 	box, err := agent.OpenOutbox(filepath.Join(dir, agentd.OutboxDir))
@@ -339,17 +339,20 @@ func TestStoreVerifyAgentData(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "reports kept: 2, each with a matching checksum") || !strings.Contains(out, "state: sound") {
 		t.Fatalf("a sound outbox: exit %d\n%s%s", code, out, errOut)
 	}
-	path := filepath.Join(dir, agentd.OutboxDir, "report-00000000000000000002.json")
+	// A bit flipped in the second report's record (the log's third line).
+	path := filepath.Join(dir, agentd.OutboxDir, "outbox.log")
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b[len(b)/2] ^= 4
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	at := len(lines[0]) + len(lines[1]) + len(lines[2])/2
+	b[at] ^= 4
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errOut = mesh(t, "store", "verify", "--agent-data", dir)
-	if code != exitFailed || !strings.Contains(out, "report-00000000000000000002.json: ") || !strings.Contains(errOut, storeverify.ErrAgentDataDamaged.Error()) {
+	if code != exitFailed || !strings.Contains(out, "outbox.log: line 3 ") || !strings.Contains(errOut, storeverify.ErrAgentDataDamaged.Error()) {
 		t.Errorf("a damaged report: exit %d, want 1 naming it\n%s%s", code, out, errOut)
 	}
 	if after, err := os.ReadFile(path); err != nil || !bytes.Equal(after, b) {

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"meshplane/agent"
 	"meshplane/agent/agentd"
 	"meshplane/api"
 	"meshplane/api/httpapi"
@@ -344,14 +345,14 @@ func TestProcessLateReportsRecordedOnce(t *testing.T) {
 	procInSync(t, c.env(), "n1")
 
 	c.stop(t)
-	// Several drift applies, kept in the agent's outbox (one file each) while
+	// Several drift applies, kept in the agent's outbox (a record each) while
 	// no controller records them: wait for three rather than for a time.
 	eventually(t, 30*time.Second, func() error {
-		queued, err := filepath.Glob(filepath.Join(agentData, agentd.OutboxDir, "report-*.json"))
+		c, err := agent.CheckOutbox(filepath.Join(agentData, agentd.OutboxDir))
 		if err != nil {
 			return err
 		}
-		if len(queued) < 3 {
+		if queued := c.Pending; len(queued) < 3 {
 			return fmt.Errorf("%d report(s) queued in the agent's outbox, want at least 3", len(queued))
 		}
 		return nil
