@@ -72,6 +72,9 @@ const (
 	// CodeDeclarationUnknown: a query named a declaration never composed for
 	// that node.
 	CodeDeclarationUnknown = "declaration-unknown"
+	// CodeResourceUnknown: a query named a resource that no declaration of
+	// that node declared and no apply touched.
+	CodeResourceUnknown = "resource-unknown"
 )
 
 // Timeline page sizes.
