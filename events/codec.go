@@ -60,6 +60,8 @@ func NewRegistry() *Registry {
 	registerTyped[NodeCredentialsRevoked](r)
 	registerTyped[TokenCreated](r)
 	registerTyped[TokenRevoked](r)
+	registerTyped[ModuleRemoved](r)
+	registerTyped[NodeRemoved](r)
 	return r
 }
 

@@ -190,6 +190,8 @@ func TestVocabulary(t *testing.T) {
 		events.ApplyReported{Node: "novox", Declaration: "d1", Sent: 1, Applied: 1, Unchanged: 1, ReceivedAt: testAt.UTC()},
 		events.TokenCreated{Name: "alice", TokenID: "1a2b3c4d5e6f7a8b", SecretSHA256: strings.Repeat("1a2b3c4d", 8), ExpiresAt: testAt.UTC(), By: "operator:admin"},
 		events.TokenRevoked{Name: "alice", TokenID: "1a2b3c4d5e6f7a8b", By: "operator:admin"},
+		events.ModuleRemoved{Module: "forge"},
+		events.NodeRemoved{Node: "novox", Drained: []string{"forge"}},
 	}
 	var types []string
 	for _, p := range payloads {
