@@ -187,6 +187,8 @@ func nodeOf(ev events.Event, p events.Payload) string {
 		n = v.Node
 	case events.ReportThrottled:
 		n = v.Node
+	case events.NodeRemoved:
+		n = v.Node
 	}
 	if n == "" {
 		n = streamNode(ev.Stream)
