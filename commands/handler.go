@@ -582,7 +582,7 @@ func (h *Handler) AssignedNodes(ctx context.Context, module string) ([]string, e
 }
 
 // catalog is the set of registered nodes and defined modules, kept by type
-// and stream name alone, and which nodes each module is assigned to (the
+// and stream name alone (node.removed and module.removed take them out), and which nodes each module is assigned to (the
 // only payloads it decodes: module.assigned and module.released, folded
 // as EvolveNode folds them).
 type catalog struct {
@@ -607,6 +607,16 @@ func (c *catalog) catchUp(ctx context.Context, s events.Store, reg *events.Regis
 				c.nodes[strings.TrimPrefix(ev.Stream, "node-")] = true
 			case events.TypeModuleDefined:
 				c.modules[strings.TrimPrefix(ev.Stream, "module-")] = true
+			case events.TypeNodeRemoved:
+				node := strings.TrimPrefix(ev.Stream, "node-")
+				delete(c.nodes, node)
+				for _, nodes := range c.assigned {
+					delete(nodes, node)
+				}
+			case events.TypeModuleRemoved:
+				module := strings.TrimPrefix(ev.Stream, "module-")
+				delete(c.modules, module)
+				delete(c.assigned, module)
 			case events.TypeModuleAssigned, events.TypeModuleReleased:
 				p, err := reg.Decode(ev)
 				if err != nil {
