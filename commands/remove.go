@@ -2,6 +2,7 @@ package commands
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"meshplane/events"
@@ -15,19 +16,30 @@ const (
 
 // RemoveModule removes a defined module from the mesh (module.removed):
 // refused while it is assigned to a node (CodeModuleAssigned, naming the
-// nodes). Done when the module was removed and not defined since.
-type RemoveModule struct{ Module string }
+// nodes). Done when the module was removed and not defined since. Release
+// is what the operator asked of the request: the controller sends a
+// ReleaseModule for every node the module is assigned to before it, in
+// the same request (Decide itself releases nothing).
+type RemoveModule struct {
+	Module  string
+	Release bool
+}
 
 // RemoveNode removes a registered node from the mesh (node.removed),
 // revoking every bus user of it first (node.credentials-revoked, when it
 // has any left). Refused while modules are assigned to it
 // (CodeModulesAssigned, naming them), unless Drain: then each is released
 // first (module.released), in the same append. By is the actor recorded in
-// the revocation. Done when the node was removed and not registered since.
+// the revocation. Released are the modules a drain released before this
+// command, in requests of their own (the controller's, so that the emptied
+// declaration is pushed first): node.removed names them in Drained, with
+// those it releases itself. Done when the node was removed and not
+// registered since.
 type RemoveNode struct {
-	Node  string
-	Drain bool
-	By    string
+	Node     string
+	Drain    bool
+	By       string
+	Released []string
 }
 
 func (c RemoveModule) Stream() string { return events.ModuleStream(c.Module) }
@@ -70,10 +82,9 @@ func decideRemove(s State, c Command) ([]events.Payload, error) {
 		if keys := s.Node.Access.Unrevoked(); len(keys) > 0 {
 			out = append(out, events.NodeCredentialsRevoked{Node: c.Node, PublicKeys: keys, By: c.By})
 		}
-		if len(assigned) == 0 {
-			assigned = nil
-		}
-		return append(out, events.NodeRemoved{Node: c.Node, Drained: assigned}), nil
+		drained := slices.Concat(c.Released, assigned)
+		slices.Sort(drained)
+		return append(out, events.NodeRemoved{Node: c.Node, Drained: slices.Compact(drained)}), nil
 	}
 	return nil, reject(CodeInvalid, "unknown command %T", c)
 }

@@ -138,6 +138,7 @@ func (c *Controller) RemoveNode(ctx context.Context, req api.RemoveNodeRequest) 
 		for _, m := range n.AssignedModules() {
 			releases = append(releases, commands.ReleaseModule{Module: m, Node: req.Node})
 		}
+		remove.Released = n.AssignedModules()
 		for _, r := range releases {
 			// One at a time: a request names a stream once.
 			got, err := c.execute(ctx, req.Operator, r)

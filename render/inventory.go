@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"meshplane/api"
-	"meshplane/commands"
 )
 
 // NodeList shows every registered node, one a row (mesh node list); its
@@ -116,21 +115,6 @@ func ModuleShow(w io.Writer, f Format, m api.ModuleShow) error {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", b.Name, b.Digest, yesNo(b.Latest), yesNo(b.Deployed))
 	}
 	return tw.Flush()
-}
-
-// Removed shows what a removal appended (mesh module remove, mesh node
-// remove), or that it was done already.
-func Removed(w io.Writer, res api.CommandResult, c commands.Command) {
-	n := 0
-	for _, a := range res.Results {
-		for _, ev := range a.Events {
-			n++
-			fmt.Fprintf(w, "%s #%d %s\n", ev.Stream, ev.Position, ev.Type)
-		}
-	}
-	if n == 0 {
-		fmt.Fprintf(w, "%s, nothing to do\n", commands.UnchangedNote(c))
-	}
 }
 
 // Version shows this binary's version and, when the CLI asked one, the

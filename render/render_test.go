@@ -346,13 +346,6 @@ func TestPrinters(t *testing.T) {
 			return render.ModuleShow(w, render.Table, api.ModuleShow{Module: "bare", Upgrade: events.UpgradeManual, Spec: events.ModuleSpec{Containers: []events.ContainerSpec{{Name: "web", Image: "nginx:1"}}}})
 		}, false},
 		{"module-show-json", func(w *bytes.Buffer) error { return render.ModuleShow(w, render.JSON, moduleShow) }, false},
-		{"removed", func(w *bytes.Buffer) error {
-			render.Removed(w, api.CommandResult{Results: []api.Appended{
-				{Stream: "node-novox", Events: []api.EventRef{{Stream: "node-novox", Position: 30, Type: events.TypeModuleReleased}, {Stream: "node-novox", Position: 31, Type: events.TypeNodeCredentialsRevoked}, {Stream: "node-novox", Position: 32, Type: events.TypeNodeRemoved}}},
-			}}, commands.RemoveNode{Node: "novox"})
-			render.Removed(w, api.CommandResult{Results: []api.Appended{{Stream: "module-forge"}}}, commands.RemoveModule{Module: "forge"})
-			return nil
-		}, false},
 		{"version", func(w *bytes.Buffer) error {
 			return render.Version(w, render.Table, render.VersionInfo{Mesh: "0.20.0", Go: "go1.26.0 linux/amd64", Controller: "0.19.3"})
 		}, false},
