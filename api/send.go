@@ -54,6 +54,10 @@ func Send(ctx context.Context, svc Service, op string, cs []commands.Command) (C
 		return svc.RecordArtifact(ctx, RecordArtifactRequest{Operator: op, Module: c.Module, Name: c.Name, Digest: c.Digest})
 	case commands.DeployModule:
 		return svc.Deploy(ctx, DeployRequest{Operator: op, Module: c.Module, Digest: c.Digest})
+	case commands.RemoveModule:
+		return svc.RemoveModule(ctx, RemoveModuleRequest{Operator: op, Module: c.Module, Release: c.Release})
+	case commands.RemoveNode:
+		return svc.RemoveNode(ctx, RemoveNodeRequest{Operator: op, Node: c.Node, Drain: c.Drain})
 	}
 	return CommandResult{}, fmt.Errorf("%T has no request of the API", cs[0])
 }

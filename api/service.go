@@ -43,6 +43,12 @@ type Service interface {
 	RosterDiff(ctx context.Context, req RosterDiffRequest) (RosterDiff, error)
 	// Churn is each node's churn episodes, open and past.
 	Churn(ctx context.Context, req ChurnRequest) (ChurnResponse, error)
+	// NodeList is every registered node.
+	NodeList(ctx context.Context) (NodeList, error)
+	// ModuleList is every defined module.
+	ModuleList(ctx context.Context) (ModuleList, error)
+	// ModuleShow is one defined module (module-unknown otherwise).
+	ModuleShow(ctx context.Context, module string) (ModuleShow, error)
 
 	// RegisterNodes registers several nodes, all or none: if one is refused,
 	// none is registered.
@@ -70,6 +76,12 @@ type Service interface {
 	// Push composes and pushes now, whether or not the declaration changed:
 	// one node, or every node when Node is empty.
 	Push(ctx context.Context, req PushRequest) (PushResponse, error)
+	// RemoveModule removes a module (module.removed), refused while it is
+	// assigned unless Release (module.released on each node first).
+	RemoveModule(ctx context.Context, req RemoveModuleRequest) (CommandResult, error)
+	// RemoveNode removes a node (node.removed), revoking its bus users,
+	// refused while modules are assigned to it unless Drain.
+	RemoveNode(ctx context.Context, req RemoveNodeRequest) (CommandResult, error)
 }
 
 // Rejection codes the read side adds to those of package commands.
@@ -77,6 +89,9 @@ const (
 	// CodeDeclarationUnknown: a query named a declaration never composed for
 	// that node.
 	CodeDeclarationUnknown = "declaration-unknown"
+	// CodeResourceUnknown: a query named a resource that no declaration of
+	// that node declared and no apply touched.
+	CodeResourceUnknown = "resource-unknown"
 )
 
 // Timeline page sizes.

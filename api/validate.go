@@ -193,3 +193,15 @@ type NodeRef string
 
 // Validate checks the name: bounded, UTF-8, printable.
 func (n NodeRef) Validate() error { return checkRef("node", string(n)) }
+
+// ModuleRef is a module named in a path (GET /v1/modules/{module}).
+type ModuleRef string
+
+// Validate checks the module's length and bytes, as NodeRef does.
+func (m ModuleRef) Validate() error { return checkRef("module", string(m)) }
+
+// Validate checks the operator; the module's name is the command's.
+func (r RemoveModuleRequest) Validate() error { return checkOperator(r.Operator) }
+
+// Validate checks the operator; the node's name is the command's.
+func (r RemoveNodeRequest) Validate() error { return checkOperator(r.Operator) }

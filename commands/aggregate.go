@@ -20,14 +20,17 @@ import (
 type Node struct {
 	Name       string
 	Registered bool
-	Adopted    bool
-	Settings   map[string]string // node.setting-set keys (events.Setting*) to values
-	Assigned   map[string]bool   // modules assigned to the node
-	Taken      map[string]bool   // modules taken on the node (adopted nodes)
-	Composed   uint64            // declarations composed so far; the next is Composed+1
-	Declared   map[string]string // resource name → digest, of the last composed declaration
-	Current    Current           // the last composed declaration
-	Version    uint64            // the stream version this state reflects
+	// Removed says the node's latest node.removed is after its latest
+	// node.registered (Registered is then false).
+	Removed  bool
+	Adopted  bool
+	Settings map[string]string // node.setting-set keys (events.Setting*) to values
+	Assigned map[string]bool   // modules assigned to the node
+	Taken    map[string]bool   // modules taken on the node (adopted nodes)
+	Composed uint64            // declarations composed so far; the next is Composed+1
+	Declared map[string]string // resource name → digest, of the last composed declaration
+	Current  Current           // the last composed declaration
+	Version  uint64            // the stream version this state reflects
 	// Applies are the node's last apply reports, by apply id and version:
 	// what RecordApply reads back to tell a report delivered again from
 	// another one under a used apply id.
@@ -100,8 +103,11 @@ type Current struct {
 // Module is the module aggregate's state, folded from its stream by
 // EvolveModule. Like Node, it is a value.
 type Module struct {
-	Name      string
-	Defined   bool
+	Name    string
+	Defined bool
+	// Removed says the module's latest module.removed is after its latest
+	// module.defined (Defined is then false, and its builds forgotten).
+	Removed   bool
 	Spec      events.ModuleSpec
 	Artifacts map[string]string // artifact name → digest of its latest recorded build
 	// Deployed maps an artifact name to the digest of the build compose
@@ -111,8 +117,10 @@ type Module struct {
 	Deployed map[string]string
 	// Builds maps the digest of every build ever recorded to its artifact
 	// name, for mesh deploy --digest.
-	Builds  map[string]string
-	Version uint64
+	Builds map[string]string
+	// Recorded is every build recorded, in the order first recorded.
+	Recorded []events.Build
+	Version  uint64
 }
 
 // Upgrade returns the module's upgrade policy: events.UpgradeManual unless
@@ -170,7 +178,9 @@ func EvolveNode(s Node, ev events.Event, p events.Payload) Node {
 	s.Version = ev.Version
 	switch p := p.(type) {
 	case events.NodeRegistered:
-		s.Name, s.Registered = p.Node, true
+		s.Name, s.Registered, s.Removed = p.Node, true, false
+	case events.NodeRemoved:
+		s = forgetNode(s)
 	case events.NodeAdopted:
 		s.Adopted = true
 	case events.NodeSettingSet:
@@ -231,7 +241,7 @@ func nodeDecodes(typ string) bool {
 		events.TypeModuleAssigned, events.TypeModuleReleased, events.TypeModuleTaken,
 		events.TypeDeclarationComposed, events.TypeNodeJoinTokenIssued, events.TypeNodeJoined,
 		events.TypeNodeCredentialsIssued, events.TypeNodeCredentialsRevoked,
-		events.TypeNodeWentSilent, events.TypeNodeCameBack:
+		events.TypeNodeWentSilent, events.TypeNodeCameBack, events.TypeNodeRemoved:
 		return true
 	}
 	return false
@@ -239,7 +249,11 @@ func nodeDecodes(typ string) bool {
 
 // moduleDecodes is nodeDecodes for EvolveModule.
 func moduleDecodes(typ string) bool {
-	return typ == events.TypeModuleDefined || typ == events.TypeArtifactRecorded || typ == events.TypeModuleDeployed
+	switch typ {
+	case events.TypeModuleDefined, events.TypeArtifactRecorded, events.TypeModuleDeployed, events.TypeModuleRemoved:
+		return true
+	}
+	return false
 }
 
 // EvolveModule folds one event of a module's stream into s.
@@ -247,7 +261,13 @@ func EvolveModule(s Module, ev events.Event, p events.Payload) Module {
 	s.Version = ev.Version
 	switch p := p.(type) {
 	case events.ModuleDefined:
-		s.Name, s.Defined, s.Spec = p.Module, true, p.Spec
+		s.Name, s.Defined, s.Removed, s.Spec = p.Module, true, false, p.Spec
+	case events.ArtifactRecorded:
+		s.Recorded = withBuild(s.Recorded, events.Build{Name: p.Name, Digest: p.Digest})
+	case events.ModuleRemoved:
+		s = Module{Name: s.Name, Removed: true, Version: s.Version}
+	}
+	switch p := p.(type) {
 	case events.ArtifactRecorded:
 		s.Artifacts = withString(s.Artifacts, p.Name, p.Digest)
 		s.Builds = withString(s.Builds, p.Digest, p.Name)
@@ -261,6 +281,13 @@ func EvolveModule(s Module, ev events.Event, p events.Payload) Module {
 		}
 	}
 	return s
+}
+
+func withBuild(bs []events.Build, b events.Build) []events.Build {
+	if slices.Contains(bs, b) {
+		return bs
+	}
+	return append(slices.Clip(bs), b)
 }
 
 func withString(m map[string]string, k, v string) map[string]string {

@@ -97,6 +97,9 @@ type State struct {
 	// those of every other module assigned to a node. Nil for the other
 	// commands.
 	Claims map[string]string
+	// AssignedTo is, for RemoveModule, the nodes the module is assigned
+	// to, sorted.
+	AssignedTo []string
 }
 
 // Decide is the whole write-side policy: given the state of the aggregates a
@@ -121,6 +124,8 @@ func Decide(s State, c Command) ([]events.Payload, error) {
 	switch c := c.(type) {
 	case IssueJoinToken, JoinNode, RecordCredentials, RevokeNode:
 		return decideAccess(s, c)
+	case RemoveModule, RemoveNode:
+		return decideRemove(s, c)
 	case RegisterNode:
 		if s.Node.Registered {
 			return nil, nil
@@ -297,6 +302,9 @@ func UnchangedNote(c Command) string {
 	if n := accessNote(c); n != "" {
 		return n
 	}
+	if n := removeNote(c); n != "" {
+		return n
+	}
 	return fmt.Sprintf("%T changes nothing", c)
 }
 
@@ -329,7 +337,7 @@ func checkNames(c Command) error {
 func isNodeCommand(c Command) bool {
 	switch c.(type) {
 	case RegisterNode, AdoptNode, SetNodeSetting, AssignModule, ReleaseModule, TakeModule,
-		IssueJoinToken, JoinNode, RecordCredentials, RevokeNode:
+		IssueJoinToken, JoinNode, RecordCredentials, RevokeNode, RemoveNode:
 		return true
 	}
 	return false
@@ -337,7 +345,7 @@ func isNodeCommand(c Command) bool {
 
 func isModuleCommand(c Command) bool {
 	switch c.(type) {
-	case DefineModule, AssignModule, ReleaseModule, TakeModule, RecordArtifact, DeployModule:
+	case DefineModule, AssignModule, ReleaseModule, TakeModule, RecordArtifact, DeployModule, RemoveModule:
 		return true
 	}
 	return false

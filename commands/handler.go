@@ -123,6 +123,8 @@ type source interface {
 	Assignments(ctx context.Context) (map[string]int, error)
 	// Token is an operator's token stream.
 	Token(ctx context.Context, name string) (Token, error)
+	// AssignedNodes lists the nodes module is assigned to, sorted.
+	AssignedNodes(ctx context.Context, module string) ([]string, error)
 }
 
 // stateOf reads the state c needs from src, and the version of the stream c
@@ -131,9 +133,15 @@ func stateOf(ctx context.Context, src source, c Command) (State, uint64, error) 
 	var s State
 	var err error
 	switch c := c.(type) {
-	case RegisterNode, AdoptNode, SetNodeSetting, IssueJoinToken, JoinNode, RecordCredentials, RevokeNode:
+	case RegisterNode, AdoptNode, SetNodeSetting, IssueJoinToken, JoinNode, RecordCredentials, RevokeNode, RemoveNode:
 		s.Node, err = src.Node(ctx, nodeOf(c))
 		return s, s.Node.Version, err
+	case RemoveModule:
+		if s.Module, err = src.Module(ctx, c.Module); err != nil {
+			return s, 0, err
+		}
+		s.AssignedTo, err = src.AssignedNodes(ctx, c.Module)
+		return s, s.Module.Version, err
 	case AssignModule, ReleaseModule, TakeModule:
 		node, module := nodeOf(c), moduleOf(c)
 		if s.Node, err = src.Node(ctx, node); err != nil {
@@ -333,6 +341,23 @@ func (o *overlay) Assignments(ctx context.Context) (map[string]int, error) {
 	return counts, nil
 }
 
+// AssignedNodes are the base's, with the nodes the overlay changed as it
+// leaves them.
+func (o *overlay) AssignedNodes(ctx context.Context, module string) ([]string, error) {
+	names, err := o.base.AssignedNodes(ctx, module)
+	if err != nil {
+		return nil, err
+	}
+	for name, n := range o.nodes {
+		names = slices.DeleteFunc(names, func(x string) bool { return x == name })
+		if n.Assigned[module] {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
 // fold folds the payloads c was decided to produce from s into the overlay.
 func (o *overlay) fold(c Command, s State, ps []events.Payload) {
 	if len(ps) == 0 {
@@ -348,7 +373,7 @@ func (o *overlay) fold(c Command, s State, ps []events.Payload) {
 			o.tokens = map[string]Token{}
 		}
 		o.tokens[tokenOf(c)] = t
-	case DefineModule, RecordArtifact, DeployModule:
+	case DefineModule, RecordArtifact, DeployModule, RemoveModule:
 		m := s.Module
 		for _, p := range ps {
 			m = EvolveModule(m, events.Event{Version: m.Version + 1, Type: p.EventType()}, p)
@@ -385,6 +410,8 @@ func nodeOf(c Command) string {
 		return c.Node
 	case RevokeNode:
 		return c.Node
+	case RemoveNode:
+		return c.Node
 	}
 	return ""
 }
@@ -403,6 +430,8 @@ func moduleOf(c Command) string {
 		return c.Module
 	case DeployModule:
 		return c.Module
+	case RemoveModule:
+		return c.Module
 	}
 	return ""
 }
@@ -413,7 +442,7 @@ func describe(c Command) string {
 	switch c := c.(type) {
 	case AssignModule, ReleaseModule, TakeModule:
 		return fmt.Sprintf("%s %s on %s", name, moduleOf(c), nodeOf(c))
-	case DefineModule, RecordArtifact, DeployModule:
+	case DefineModule, RecordArtifact, DeployModule, RemoveModule:
 		return fmt.Sprintf("%s %s", name, moduleOf(c))
 	case CreateToken, RevokeToken:
 		return describeToken(c)
@@ -541,8 +570,19 @@ func (h *Handler) Assignments(ctx context.Context) (map[string]int, error) {
 	return counts, nil
 }
 
+// AssignedNodes lists the nodes module is assigned to, sorted, from the
+// catalog.
+func (h *Handler) AssignedNodes(ctx context.Context, module string) ([]string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.catalog.catchUp(ctx, h.store, h.reg); err != nil {
+		return nil, fmt.Errorf("commands: assignments of %s: %w", module, err)
+	}
+	return slices.Sorted(maps.Keys(h.catalog.assigned[module])), nil
+}
+
 // catalog is the set of registered nodes and defined modules, kept by type
-// and stream name alone, and which nodes each module is assigned to (the
+// and stream name alone (node.removed and module.removed take them out), and which nodes each module is assigned to (the
 // only payloads it decodes: module.assigned and module.released, folded
 // as EvolveNode folds them).
 type catalog struct {
@@ -567,6 +607,16 @@ func (c *catalog) catchUp(ctx context.Context, s events.Store, reg *events.Regis
 				c.nodes[strings.TrimPrefix(ev.Stream, "node-")] = true
 			case events.TypeModuleDefined:
 				c.modules[strings.TrimPrefix(ev.Stream, "module-")] = true
+			case events.TypeNodeRemoved:
+				node := strings.TrimPrefix(ev.Stream, "node-")
+				delete(c.nodes, node)
+				for _, nodes := range c.assigned {
+					delete(nodes, node)
+				}
+			case events.TypeModuleRemoved:
+				module := strings.TrimPrefix(ev.Stream, "module-")
+				delete(c.modules, module)
+				delete(c.assigned, module)
 			case events.TypeModuleAssigned, events.TypeModuleReleased:
 				p, err := reg.Decode(ev)
 				if err != nil {

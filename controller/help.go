@@ -59,3 +59,22 @@ its secret is recorded). The token is printed alone on stdout, this once;
 give it to NAME, who passes it as MESH_TOKEN (or in a --token-file). NAME
 has one live token at a time: revoke it to make another. --ttl 0: no
 expiry.`
+
+// RemoveModuleHelp is mesh module remove's help: what RemoveModule does.
+const RemoveModuleHelp = `Remove MODULE from the mesh (module.removed): its definition and builds are
+forgotten, and 'mesh module define' of the same name later defines it anew, with
+no builds. Refused while it is assigned to a node (exit 3, naming the nodes),
+unless --release: then it is released from every node first (a module.released
+on each), in the same request, checked whole (all or nothing), and what changed
+is pushed. 'mesh plan NODE --after "release MODULE NODE"' shows what the release
+does on a node before it is made.`
+
+// RemoveNodeHelp is mesh node remove's help: what RemoveNode does.
+const RemoveNodeHelp = `Remove NODE from the mesh (node.removed): its bus users are revoked at once
+(node.credentials-revoked; the bus's revocation list, also at every start), and
+its registration, adoption, settings and unused join tokens are forgotten: status,
+node list, node show, roster and churn no longer list it; its history stays in
+the timeline. 'mesh node register' of the same name later registers it anew.
+Refused while modules are assigned to it (exit 3, naming them), unless --drain:
+then each is released first (module.released) and the emptied declaration is
+pushed to it, so its agent, if it is still connected, removes what ran there.`

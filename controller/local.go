@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -66,8 +67,17 @@ func (c *Controller) QueryTimeline(ctx context.Context, req api.TimelineRequest)
 	if err := c.Sync(ctx); err != nil {
 		return nil, err
 	}
-	es, err := c.queryTimeline(filterOf(req))
-	return entriesOf(es), err
+	types, err := c.checkTimeline(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	var qerr error
+	es := queryTypes(func(f projections.Filter) []projections.Entry {
+		es, err := c.queryTimeline(f)
+		qerr = cmp.Or(qerr, err)
+		return es
+	}, filterOf(req), types)
+	return entriesOf(es), qerr
 }
 
 // Skipped is what the projections could not fold so far (what a Status or

@@ -127,11 +127,17 @@ func (c *Controller) Timeline(ctx context.Context, req api.TimelineRequest) (api
 	if err := c.Sync(ctx); err != nil {
 		return api.TimelinePage{}, err
 	}
+	types, err := c.checkTimeline(ctx, req)
+	if err != nil {
+		return api.TimelinePage{}, err
+	}
 	var qerr error
 	entries, next := page(func(f projections.Filter) []projections.Entry {
-		es, err := c.queryTimeline(f)
-		qerr = cmp.Or(qerr, err)
-		return es
+		return queryTypes(func(f projections.Filter) []projections.Entry {
+			es, err := c.queryTimeline(f)
+			qerr = cmp.Or(qerr, err)
+			return es
+		}, f, types)
 	}, req)
 	if qerr != nil {
 		return api.TimelinePage{}, qerr
@@ -175,6 +181,9 @@ func (c *Controller) Why(ctx context.Context, req api.WhyRequest) (api.WhyRespon
 	touches, err := c.views.Timeline.Why(req.Node, req.Resource)
 	if err != nil {
 		return api.WhyResponse{}, queryErr(err)
+	}
+	if err := c.checkResource(req.Node, req.Resource, len(touches)); err != nil {
+		return api.WhyResponse{}, err
 	}
 	decl, err := readDeclared(ctx, c.store, c.reg, req.Node)
 	if err != nil {
@@ -259,6 +268,9 @@ func (c *Controller) RosterDiff(ctx context.Context, req api.RosterDiffRequest) 
 // Churn is each node's churn episodes.
 func (c *Controller) Churn(ctx context.Context, req api.ChurnRequest) (api.ChurnResponse, error) {
 	if err := c.Sync(ctx); err != nil {
+		return api.ChurnResponse{}, err
+	}
+	if err := c.checkNodes(ctx, req.Nodes...); err != nil {
 		return api.ChurnResponse{}, err
 	}
 	nodes := c.nodesOr(req.Nodes) // a node without events has no episodes, as in local mode

@@ -62,6 +62,8 @@ func NewRegistry() *Registry {
 	registerTyped[TokenRevoked](r)
 	registerTyped[NodeWentSilent](r)
 	registerTyped[NodeCameBack](r)
+	registerTyped[ModuleRemoved](r)
+	registerTyped[NodeRemoved](r)
 	return r
 }
 

@@ -192,6 +192,8 @@ func TestVocabulary(t *testing.T) {
 		events.TokenRevoked{Name: "alice", TokenID: "1a2b3c4d5e6f7a8b", By: "operator:admin"},
 		events.NodeWentSilent{Node: "novox", LastSeen: testAt.UTC(), Bound: "30s"},
 		events.NodeCameBack{Node: "novox", LastSeen: testAt.UTC().Add(time.Minute), SilentFor: "1m0s"},
+		events.ModuleRemoved{Module: "forge"},
+		events.NodeRemoved{Node: "novox", Drained: []string{"forge"}},
 	}
 	var types []string
 	for _, p := range payloads {

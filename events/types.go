@@ -34,6 +34,8 @@ const (
 	TypeTokenRevoked             = "token.revoked"
 	TypeNodeWentSilent           = "node.went-silent"
 	TypeNodeCameBack             = "node.came-back"
+	TypeModuleRemoved            = "module.removed"
+	TypeNodeRemoved              = "node.removed"
 )
 
 // NodeStream is the stream of a node's events.
@@ -550,6 +552,34 @@ type TokenRevoked struct {
 	TokenID string `json:"token_id"`
 	By      string `json:"by"`
 }
+
+// ModuleRemoved (public payload, on stream "module-<name>"): the module
+// left the mesh (mesh module remove), assigned to no node when it did. Its
+// definition and builds are forgotten from then on; a later module.defined
+// of the same name defines it anew, with no builds.
+//
+//	{"module": "forge"}
+type ModuleRemoved struct {
+	Module string `json:"module"`
+}
+
+// NodeRemoved (public payload, on stream "node-<name>"): the node left the
+// mesh (mesh node remove), no module assigned to it when it did (a drain
+// releases them first, in module.released events before it), its bus users
+// revoked (a node.credentials-revoked before it, when it had any not
+// revoked). Its registration, adoption, settings and unused join tokens
+// are forgotten from then on; its history stays, and a later
+// node.registered of the same name registers it anew. Drained says the
+// removal released modules first.
+//
+//	{"node": "n4", "drained": ["forge"]}
+type NodeRemoved struct {
+	Node    string   `json:"node"`
+	Drained []string `json:"drained,omitempty"`
+}
+
+func (ModuleRemoved) EventType() string { return TypeModuleRemoved }
+func (NodeRemoved) EventType() string   { return TypeNodeRemoved }
 
 func (NodeRegistered) EventType() string           { return TypeNodeRegistered }
 func (NodeAdopted) EventType() string              { return TypeNodeAdopted }

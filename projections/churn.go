@@ -187,6 +187,15 @@ func (c *Churn) fold(ev *events.Event, p events.Payload, node string) error {
 		}
 		return nil
 	}
+	if _, ok := p.(events.NodeRemoved); ok {
+		// Its episodes go with it: a node registered again under its name
+		// starts with none.
+		delete(c.nodes, node)
+		for _, nodes := range c.assigned {
+			delete(nodes, node)
+		}
+		return nil
+	}
 	n := c.node(node)
 	switch v := p.(type) {
 	case events.NodeRegistered, events.NodeAdopted, events.NodeSettingSet,

@@ -73,6 +73,12 @@ func (h *Holds) Fold(ev events.Event, p events.Payload) error {
 
 // fold is Fold of an event concerning node (nodeOf).
 func (h *Holds) fold(ev *events.Event, p events.Payload, node string) error {
+	if _, ok := p.(events.NodeRemoved); ok && node != "" {
+		h.mu.Lock()
+		delete(h.nodes, node)
+		h.mu.Unlock()
+		return nil
+	}
 	a, ok := p.(events.ApplyReported)
 	if !ok {
 		return nil

@@ -191,6 +191,8 @@ func nodeOf(ev events.Event, p events.Payload) string {
 		n = v.Node
 	case events.NodeCameBack:
 		n = v.Node
+	case events.NodeRemoved:
+		n = v.Node
 	}
 	if n == "" {
 		n = streamNode(ev.Stream)

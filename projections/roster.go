@@ -72,6 +72,14 @@ func (r *Roster) Fold(ev events.Event, p events.Payload) error {
 
 // fold is Fold of an event concerning node (nodeOf).
 func (r *Roster) fold(ev *events.Event, p events.Payload, node string) error {
+	if _, ok := p.(events.NodeRemoved); ok && node != "" {
+		// A removed node has no roster: a node registered again under
+		// its name composes anew (its declaration ids go on counting).
+		r.mu.Lock()
+		delete(r.nodes, node)
+		r.mu.Unlock()
+		return nil
+	}
 	c, ok := p.(events.DeclarationComposed)
 	if !ok {
 		return nil

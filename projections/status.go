@@ -204,7 +204,7 @@ func (s *Status) fold(ev *events.Event, p events.Payload, node string) error {
 	switch p.(type) {
 	case events.NodeRegistered, events.NodeAdopted, events.ModuleAssigned, events.ModuleReleased,
 		events.ModuleTaken, events.DeclarationComposed, events.DeclarationComposeFailed,
-		events.DeclarationPushed, events.DeclarationPushFailed, events.ApplyReported, events.ReportRefused:
+		events.DeclarationPushed, events.DeclarationPushFailed, events.ApplyReported, events.ReportRefused, events.NodeRemoved:
 	default:
 		return nil
 	}
@@ -213,6 +213,12 @@ func (s *Status) fold(ev *events.Event, p events.Payload, node string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, ok := p.(events.NodeRemoved); ok {
+		// A removed node is no node: status forgets it, and a node
+		// registered again under its name starts anew.
+		delete(s.nodes, node)
+		return nil
+	}
 	if a, ok := p.(events.ApplyReported); ok {
 		var err error
 		if p, err = s.reports.resolve(ev, a, true); err != nil {

@@ -193,6 +193,10 @@ func modules(e *entry) []string {
 		return []string{v.Module}
 	case events.ModuleDeployed:
 		return []string{v.Module}
+	case events.ModuleRemoved:
+		return []string{v.Module}
+	case events.NodeRemoved:
+		return v.Drained
 	case *events.DeclarationComposed, events.DeclarationPushed:
 		if e.decl != nil {
 			return e.decl.modules

@@ -169,6 +169,13 @@ func summarize(e *entry) string {
 		return fmt.Sprintf("bus credentials minted for %s: user %s", e.node, v.PublicKey)
 	case events.NodeCredentialsRevoked:
 		return fmt.Sprintf("%d bus user(s) of %s revoked: %s", len(v.PublicKeys), e.node, strings.Join(v.PublicKeys, ", "))
+	case events.NodeRemoved:
+		if len(v.Drained) > 0 {
+			return fmt.Sprintf("node %s removed, drained of %s", e.node, strings.Join(v.Drained, ", "))
+		}
+		return fmt.Sprintf("node %s removed", e.node)
+	case events.ModuleRemoved:
+		return fmt.Sprintf("module %s removed", v.Module)
 	}
 	return e.typ
 }

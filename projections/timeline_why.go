@@ -5,6 +5,8 @@ package projections
 import (
 	"fmt"
 	"slices"
+
+	"meshplane/events"
 )
 
 // Touch is one thing an apply did to one resource.
@@ -112,4 +114,26 @@ func CollapseTouches(ts []Touch) []Touch {
 		out = append(out, t)
 	}
 	return out
+}
+
+// Declared reports whether any declaration composed for node declared a
+// resource named resource (why's test of a name it knows, beside the
+// applies that touched it).
+func (t *Timeline) Declared(node, resource string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	found := false
+	t.scan(node, func(e *entry) bool {
+		if e.typ != events.TypeDeclarationComposed || e.decl == nil {
+			return true
+		}
+		for _, r := range e.decl.resources {
+			if r.Name == resource {
+				found = true
+				return false
+			}
+		}
+		return true
+	})
+	return found
 }

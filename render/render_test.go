@@ -70,6 +70,36 @@ var (
 	failing = api.NodeStatus{Node: "spare", Sync: "never-pushed", Health: "failing", Held: []events.ModuleCount{{Module: "x", Count: 1}}}
 )
 
+// The day-one verbs' answers.
+var (
+	nodeList = api.NodeList{Nodes: []api.NodeSummary{
+		{Node: "d1", Sync: "stale", Health: "waiting-on-take", Modules: []string{"photos", "route-proxy"}},
+		{Node: "novox", Adopted: true, Sync: "in-sync", Health: "converged", Modules: []string{"forge", "route-proxy"}},
+		{Node: "spare", Modules: []string{}, Sync: "never-pushed", Health: "unknown"},
+	}}
+	moduleList = api.ModuleList{Modules: []api.ModuleSummary{
+		{Module: "forge", Nodes: []string{"novox"}, Containers: 2, Routes: []string{"forge.zurag.be"}, Upgrade: events.UpgradeRollOut, Builds: 3},
+		{Module: "idle", Nodes: []string{}, Containers: 1, Routes: []string{}, Upgrade: events.UpgradeManual},
+	}}
+	moduleShow = api.ModuleShow{
+		Module: "forge", Upgrade: events.UpgradeManual,
+		Spec: events.ModuleSpec{
+			Routes: []string{"forge.zurag.be"},
+			Containers: []events.ContainerSpec{
+				{Name: "web", Artifact: "forge/web", Env: map[string]string{"GREETING": "hello"}, Ports: []events.PortRead{{Port: "store", Env: "STORE_PORT"}},
+					Mounts: []events.Mount{{Source: "/var/lib/forge", Target: "/data"}, {Source: "/etc/forge", ReadOnly: true}}},
+				{Name: "db", Image: "postgres:17"},
+			},
+			Directories: []events.DirectorySpec{{Path: "/var/lib/forge"}},
+		},
+		Nodes: []api.ModuleNode{{Node: "d1"}, {Node: "novox", Taken: true}},
+		Builds: []api.BuildView{
+			{Name: "forge/web", Digest: "sha256:3ccce11a2a888784e88e862248d98651773d12ee70502e473c2e654e5dab08b0", Deployed: true},
+			{Name: "forge/web", Digest: "sha256:5ac036b6109b0b9f2c41d0aa3ccce11a2a888784e88e862248d98651773d12ee", Latest: true},
+		},
+	}
+)
+
 // apply is an apply.reported entry of node at position p.
 func apply(p uint64, node, decl, summary string, d time.Duration) api.Entry {
 	return api.Entry{Position: p, At: at(d), Stream: "node-" + node, Type: events.TypeApplyReported, Actor: "agent:" + node, Node: node, Declaration: decl, Summary: summary}
@@ -391,6 +421,23 @@ func TestPrinters(t *testing.T) {
 		{"replay", func(w *bytes.Buffer) error { return render.Replay(w, render.Table, &replayed) }, false},
 		{"replay-agree", func(w *bytes.Buffer) error { return render.Replay(w, render.Table, &replayAgree) }, false},
 		{"replay-json", func(w *bytes.Buffer) error { return render.Replay(w, render.JSON, &replayed) }, false},
+		{"node-list", func(w *bytes.Buffer) error { return render.NodeList(w, render.Table, nodeList) }, false},
+		{"node-list-json", func(w *bytes.Buffer) error { return render.NodeList(w, render.JSON, nodeList) }, false},
+		{"node-list-none", func(w *bytes.Buffer) error { return render.NodeList(w, render.Table, api.NodeList{}) }, false},
+		{"module-list", func(w *bytes.Buffer) error { return render.ModuleList(w, render.Table, moduleList) }, false},
+		{"module-list-json", func(w *bytes.Buffer) error { return render.ModuleList(w, render.JSON, moduleList) }, false},
+		{"module-list-none", func(w *bytes.Buffer) error { return render.ModuleList(w, render.Table, api.ModuleList{}) }, false},
+		{"module-show", func(w *bytes.Buffer) error { return render.ModuleShow(w, render.Table, moduleShow) }, false},
+		{"module-show-bare", func(w *bytes.Buffer) error {
+			return render.ModuleShow(w, render.Table, api.ModuleShow{Module: "bare", Upgrade: events.UpgradeManual, Spec: events.ModuleSpec{Containers: []events.ContainerSpec{{Name: "web", Image: "nginx:1"}}}})
+		}, false},
+		{"module-show-json", func(w *bytes.Buffer) error { return render.ModuleShow(w, render.JSON, moduleShow) }, false},
+		{"version", func(w *bytes.Buffer) error {
+			return render.Version(w, render.Table, render.VersionInfo{Mesh: "0.20.0", Go: "go1.26.0 linux/amd64", Controller: "0.19.3"})
+		}, false},
+		{"version-json", func(w *bytes.Buffer) error {
+			return render.Version(w, render.JSON, render.VersionInfo{Mesh: "0.20.0", Go: "go1.26.0 linux/amd64"})
+		}, false},
 		{"rebuild", func(w *bytes.Buffer) error { return render.Rebuild(w, nil, rebuilt) }, false},
 		{"rebuild-some-skipped", func(w *bytes.Buffer) error { return render.Rebuild(w, []string{"roster", "timeline"}, partialRebuild) }, true},
 		{"rebuild-local", func(w *bytes.Buffer) error {

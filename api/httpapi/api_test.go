@@ -543,7 +543,9 @@ func TestTimelinePaging(t *testing.T) {
 		{Type: events.TypeDeclarationComposed},
 		{Module: "forge"},
 		{Node: "nd", Since: time.Date(2026, 9, 29, 22, 1, 0, 0, time.UTC)},
-		{Node: "nobody"},
+		{Node: "a", Type: events.TypeModuleTaken}, // none: an empty page (an unknown node is refused: TestUnknownNamesRefused)
+		{Node: "na", Type: "node."},               // a prefix: the pages of two types, merged
+		{Node: "a", Type: "declaration."},
 	}
 	for _, f := range filters {
 		all := f

@@ -45,6 +45,11 @@
 //	POST   /v1/tokens                                      CreateToken      {"operator","name","ttl_seconds"} the secret, once; api.Tokens
 //	GET    /v1/tokens                                      Tokens           every API token, revoked ones too; api.Tokens
 //	DELETE /v1/tokens/{name}                               RevokeToken      {"operator"} refused at once from then on; api.Tokens
+//	GET    /v1/inventory/nodes                             NodeList         every registered node: adopted, modules, sync, health
+//	GET    /v1/inventory/modules                           ModuleList       every defined module
+//	GET    /v1/modules/{module}                            ModuleShow       its spec, nodes and builds
+//	POST   /v1/modules/{module}/remove                     RemoveModule     {"operator","release"} refused while assigned unless release
+//	POST   /v1/nodes/{node}/remove                         RemoveNode       {"operator","drain"} revokes its bus users; refused while assigned unless drain
 //	GET    /v1/join/ca                                     (JoinHandler)    the CA certificate, PEM text; 404 no-ca on plain HTTP; NO token
 //
 // A body naming a node, module or key names the same one as the path, or

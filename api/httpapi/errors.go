@@ -53,9 +53,10 @@ type errorDetail struct {
 // handler cannot parse is 400, still with code "invalid".
 func StatusOf(code string) int {
 	switch code {
-	case commands.CodeNodeUnknown, commands.CodeModuleUnknown, api.CodeDeclarationUnknown, commands.CodeTokenUnknown, commands.CodeNoSuchToken, CodeNoCA:
+	case commands.CodeNodeUnknown, commands.CodeModuleUnknown, api.CodeDeclarationUnknown, api.CodeResourceUnknown, commands.CodeTokenUnknown, commands.CodeNoSuchToken, CodeNoCA:
 		return http.StatusNotFound
-	case commands.CodeNotAssigned, commands.CodeNotAdopted, commands.CodeRouteClaimed, commands.CodeNoBuild, api.CodeStandby,
+	case commands.CodeModuleAssigned, commands.CodeModulesAssigned,
+		commands.CodeNotAssigned, commands.CodeNotAdopted, commands.CodeRouteClaimed, commands.CodeNoBuild, api.CodeStandby,
 		commands.CodeTokenUsed, commands.CodeTokenExpired, commands.CodeTokenOtherNode, commands.CodeTokenExists:
 		return http.StatusConflict
 	default:

@@ -112,6 +112,11 @@ func Handler(svc api.Service, token string, opts ...HandlerOption) http.Handler 
 	m.HandleFunc("POST /v1/tokens", h.createToken)
 	m.HandleFunc("GET /v1/tokens", h.listTokens)
 	m.HandleFunc("DELETE /v1/tokens/{name}", h.revokeToken)
+	m.HandleFunc("GET /v1/inventory/nodes", h.nodeList)
+	m.HandleFunc("GET /v1/inventory/modules", h.moduleList)
+	m.HandleFunc("GET /v1/modules/{module}", h.moduleShow)
+	m.HandleFunc("POST /v1/modules/{module}/remove", h.removeModule)
+	m.HandleFunc("POST /v1/nodes/{node}/remove", h.removeNode)
 	return h
 }
 

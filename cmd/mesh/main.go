@@ -97,11 +97,11 @@ status, holds, timeline and churn are projections of the stream.`,
 	root.SetErr(e.stderr)
 	addTarget(root)
 
-	node := clihelp.Group("node", "nodes: register, adopt, set, show")
+	node, module := clihelp.Group("node", "nodes: list, register, adopt, set, show, remove"), clihelp.Group("module", "modules: list, show, define, remove")
+	nodeVerbs, moduleVerbs := e.inventoryCmds()
 	node.AddCommand(e.nodeShowCmd(), e.nodeRegisterCmd(), e.nodeAdoptCmd(), e.nodeSetCmd())
-	node.AddCommand(e.nodeJoinTokenCmd(), e.nodeRevokeCmd())
-	module := clihelp.Group("module", "modules: define")
-	module.AddCommand(e.moduleDefineCmd())
+	node.AddCommand(append(nodeVerbs, e.nodeJoinTokenCmd(), e.nodeRevokeCmd())...)
+	module.AddCommand(append(moduleVerbs, e.moduleDefineCmd())...)
 	artifact := clihelp.Group("artifact", "artifacts: push")
 	artifact.AddCommand(e.artifactPushCmd())
 	store := clihelp.Group("store", "the event store: verify, migrate")
@@ -112,7 +112,7 @@ status, holds, timeline and churn are projections of the stream.`,
 	busGroup.AddCommand(e.busAccountCmd())
 
 	root.AddCommand(
-		e.upCmd(), e.agentCmd(), e.statusCmd(), e.infoCmd(), node, module,
+		e.upCmd(), e.agentCmd(), e.statusCmd(), e.infoCmd(), e.versionCmd(), node, module,
 		e.assignCmd(), e.takeCmd(), e.releaseCmd(), e.pushCmd(), artifact, e.deployCmd(), e.planCmd(),
 		e.timelineCmd(), e.rosterCmd(), e.whyCmd(), e.churnCmd(),
 		e.rebuildCmd(), e.exportCmd(), e.importCmd(), e.replayCmd(), store, scenario, e.simCmd(), busGroup,

@@ -16,11 +16,14 @@ import (
 )
 
 func (e *env) rebuildCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "rebuild [PROJECTION...]",
+	var only []string
+	cmd := &cobra.Command{
+		Use:   "rebuild [--projection NAME]...",
 		Short: "rebuild projections from position 0: in the shadow and swapped in on a running controller; locally, checked against a second rebuild and saved as the data directory's snapshot",
 		Long: `Rebuild folds the event stream from position 0 into fresh projections
-(every one, or those named: ` + strings.Join(projections.Names(), ", ") + `).
+(every one, or those --projection names: ` + strings.Join(projections.Names(), ", ") + `;
+'mesh rebuild --projection status' rebuilds the status projection, and
+says nothing of a rebuild's status). Naming them as arguments still works.
 
 Against a running controller (--server, or a data directory whose store a
 controller holds), the controller rebuilds in the shadow while its queries
@@ -34,6 +37,7 @@ saved as the data directory's snapshot (projections.snap and timeline.db).
 A progress bar (events/s, time left) is shown on stderr when it is a
 terminal.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			args = append(slices.Clone(only), args...)
 			for _, a := range args {
 				if !slices.Contains(projections.Names(), a) {
 					return usagef("no projection %q: want %s", a, strings.Join(projections.Names(), ", "))
@@ -54,6 +58,8 @@ terminal.`,
 			return e.rebuildLocal(cmd.Context(), t, s, args)
 		},
 	}
+	cmd.Flags().StringSliceVar(&only, "projection", nil, "rebuild only this `projection` (repeat, or a,b)")
+	return cmd
 }
 
 // rebuildRemote asks the controller to rebuild in the shadow.

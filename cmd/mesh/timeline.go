@@ -23,7 +23,9 @@ func (e *env) timelineCmd() *cobra.Command {
 		Short: "the audit timeline, filtered",
 		Long: `The audit timeline, filtered: every event, oldest first, quiet passes collapsed
 into one line with their count and time range. Without --limit every match is
-printed (from a controller, page after page).`,
+printed (from a controller, page after page). A node or a module no event
+names, or a --type no event type is or begins, is refused (exit 3), naming
+what there is.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out, err := outputOf(cmd)
@@ -44,7 +46,7 @@ printed (from a controller, page after page).`,
 	fs.StringVar(&req.Node, "node", "", "only events of this `node`")
 	fs.StringVar(&req.Module, "module", "", "only events naming this `module`")
 	fs.StringVar(&req.Resource, "resource", "", "only applies that touched this `resource`")
-	fs.StringVar(&req.Type, "type", "", "only events of this `type` (apply.reported, ...)")
+	fs.StringVar(&req.Type, "type", "", "only events of this `type`, or of every type it begins (apply, declaration.); one that matches none is refused, exit 3")
 	fs.StringVar(&req.Correlation, "correlation", "", "only events of this push (`id`)")
 	fs.StringVar(&since, "since", "", "only events at or after this `time` (RFC 3339)")
 	fs.StringVar(&until, "until", "", "only events before this `time` (RFC 3339)")

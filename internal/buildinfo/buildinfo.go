@@ -4,7 +4,10 @@
 // show.
 package buildinfo
 
-import "runtime/debug"
+import (
+	"runtime"
+	"runtime/debug"
+)
 
 // Version is this binary's version: the module's, or the VCS revision it
 // was built from (with "+dirty" for a modified tree), or "devel".
@@ -39,3 +42,7 @@ func versionOf(bi *debug.BuildInfo) string {
 	}
 	return rev + dirty
 }
+
+// Platform is the toolchain and platform the binary was built with
+// ("go1.26.0 linux/amd64").
+func Platform() string { return runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH }
