@@ -109,14 +109,3 @@ func short(digest string) string {
 	}
 	return digest
 }
-
-// Printed prints an answer with p, or returns the error that came
-// instead of it: Printed(w, f, NodeList)(svc.NodeList(ctx)).
-func Printed[T any](w io.Writer, f Format, p func(io.Writer, Format, T) error) func(T, error) error {
-	return func(v T, err error) error {
-		if err != nil {
-			return err
-		}
-		return p(w, f, v)
-	}
-}

@@ -98,10 +98,9 @@ status, holds, timeline and churn are projections of the stream.`,
 	addTarget(root)
 
 	node, module := clihelp.Group("node", "nodes: list, register, adopt, set, show, remove"), clihelp.Group("module", "modules: list, show, define, remove")
-	nodeVerbs, moduleVerbs := e.inventoryCmds()
-	node.AddCommand(e.nodeShowCmd(), e.nodeRegisterCmd(), e.nodeAdoptCmd(), e.nodeSetCmd())
-	node.AddCommand(append(nodeVerbs, e.nodeJoinTokenCmd(), e.nodeRevokeCmd())...)
-	module.AddCommand(append(moduleVerbs, e.moduleDefineCmd())...)
+	node.AddCommand(e.nodeListCmd(), e.nodeShowCmd(), e.nodeRegisterCmd(), e.nodeAdoptCmd(), e.nodeSetCmd())
+	node.AddCommand(e.nodeRemoveCmd(), e.nodeJoinTokenCmd(), e.nodeRevokeCmd())
+	module.AddCommand(e.moduleListCmd(), e.moduleShowCmd(), e.moduleDefineCmd(), e.moduleRemoveCmd())
 	artifact := clihelp.Group("artifact", "artifacts: push")
 	artifact.AddCommand(e.artifactPushCmd())
 	store := clihelp.Group("store", "the event store: verify, migrate")

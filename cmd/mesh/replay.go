@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"meshplane/internal/flagcheck"
 	"meshplane/render"
 	"meshplane/replay"
 )
@@ -35,6 +36,7 @@ func (e *env) replayCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().Uint64Var(&o.Until, "until", 0, "replay the history up to this `position` (0: all of it)")
+	flagcheck.Install(cmd.Flags(), map[string]flagcheck.Check{"until": flagcheck.AtLeast(0)})
 	addOutput(cmd)
 	return cmd
 }
