@@ -107,7 +107,11 @@ func (t *Timeline) reset() {
 	t.decls = map[string]*declIndex[*tlDecl]{}
 	t.last = map[string]*tlDecl{}
 	t.hist = map[string]*events.PassHistory{}
-	t.reports = NewReports()
+	if t.reports == nil {
+		t.reports = NewReports()
+	} else {
+		t.reports.Reset() // keeps its lookup
+	}
 	t.composed, t.applies = slab[events.DeclarationComposed]{}, slab[tlApply]{}
 }
 
