@@ -15,6 +15,7 @@ import (
 func (e *env) exportCmd() *cobra.Command {
 	var since uint64
 	var output string
+	var compact bool
 	cmd := &cobra.Command{
 		Use:   "export [--since POS] [-f FILE]",
 		Short: "write the event stream as JSON lines (one event a line, in position order) for mesh import",
@@ -34,7 +35,11 @@ func (e *env) exportCmd() *cobra.Command {
 			report, stop := render.ProgressFunc(e.stderr, "exporting")
 			var n int
 			write := func(w io.Writer) (err error) {
-				n, err = export.Write(cmd.Context(), store, since, w, report)
+				form := export.Write
+				if compact {
+					form = export.WriteCompact
+				}
+				n, err = form(cmd.Context(), store, since, w, report)
 				return err
 			}
 			if output == "" || output == "-" {
@@ -55,5 +60,6 @@ func (e *env) exportCmd() *cobra.Command {
 	}
 	cmd.Flags().Uint64Var(&since, "since", 0, "export the events after this `position` (0: every event)")
 	cmd.Flags().StringVarP(&output, "file", "f", "", "write to this `file` instead of stdout")
+	cmd.Flags().BoolVar(&compact, "compact", false, "write each payload as stored: a quiet apply report's held_since without its holds")
 	return cmd
 }

@@ -34,6 +34,17 @@ const Page = 4096
 // how many it wrote. progress, if set, is called as it goes with the
 // events written and how many it will write in all, first with none.
 func Write(ctx context.Context, store events.Store, since uint64, w io.Writer, progress func(done, total uint64)) (int, error) {
+	return write(ctx, store, since, w, progress, false)
+}
+
+// WriteCompact is Write giving each payload in its stored form: a quiet
+// apply.reported with held_since alone, as the store keeps it.
+func WriteCompact(ctx context.Context, store events.Store, since uint64, w io.Writer, progress func(done, total uint64)) (int, error) {
+	return write(ctx, store, since, w, progress, true)
+}
+
+func write(ctx context.Context, store events.Store, since uint64, w io.Writer, progress func(done, total uint64), compact bool) (int, error) {
+	pub := public(store)
 	head, err := store.Head(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("export: head: %w", err)
@@ -54,6 +65,11 @@ func Write(ctx context.Context, store events.Store, since uint64, w io.Writer, p
 			return n, fmt.Errorf("export: the store read nothing after %d, below its head %d", pos, head)
 		}
 		for _, ev := range page {
+			if !compact {
+				if ev, err = pub.Event(ctx, ev); err != nil {
+					return n, fmt.Errorf("export: %w (mesh export --compact writes it as stored)", err)
+				}
+			}
 			line, err := events.MarshalJSONLine(ev)
 			if err != nil {
 				return n, fmt.Errorf("export: event at position %d: %w", ev.Position, err)
@@ -70,4 +86,11 @@ func Write(ctx context.Context, store events.Store, since uint64, w io.Writer, p
 		return n, fmt.Errorf("export: write: %w", err)
 	}
 	return n, nil
+}
+
+// public is the events.Public an export hands its events out through,
+// looking held lists up through store when it reads by id.
+func public(store events.Store) *events.Public {
+	r, _ := store.(events.IDReader)
+	return events.NewPublic(events.NewRegistry(), r)
 }
