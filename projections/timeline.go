@@ -84,6 +84,10 @@ type Entry struct {
 	// failed nothing (it may have held, as before): a run of them reads
 	// "nothing changed".
 	Idle bool `json:"idle,omitempty"`
+	// Held is every resource an apply held, and why, in full: a quiet
+	// report stored with held_since is given the held list it names (rule
+	// 3: a hold is a line in every report).
+	Held []events.Held `json:"held,omitempty"`
 }
 
 var _ Projection = (*Timeline)(nil)
