@@ -190,6 +190,9 @@ type Entry struct {
 	// Idle marks an apply that created, updated, replaced, removed and
 	// failed nothing (it may have held, as before).
 	Idle bool `json:"idle,omitempty"`
+	// Held is every resource an apply held, and why, in full, a quiet
+	// report's too (its stored held_since resolved).
+	Held []events.Held `json:"held,omitempty"`
 }
 
 // Run is a run of entries of one node with identical outcomes, collapsed

@@ -85,6 +85,7 @@ type Import struct {
 	settled map[Need]bool     // after Settle: what the store holds; nil before
 	seen    []seenLine        // every line Line checked, in order
 	next    int               // the next of seen that Replay hands over
+	pub     publicForms       // apply reports in the public form (importheld.go)
 }
 
 // seenLine is a line Line checked: its number, a digest of its bytes, and
@@ -125,6 +126,9 @@ func (im *Import) Line(line []byte, n int) (events.Event, error) {
 
 func (im *Import) line(line []byte, n int) (events.Event, error) {
 	ev, err := im.envelope(line, n)
+	if err == nil {
+		ev, err = im.public(ev, n)
+	}
 	if err != nil {
 		return events.Event{}, &ImportLineError{Line: n, Err: err}
 	}
@@ -225,6 +229,9 @@ func (im *Import) Replay(line []byte, n int) (ev events.Event, ok bool, err erro
 	// The bytes Line accepted: the plain decoder reads them as the strict
 	// one did.
 	if ev, err = events.UnmarshalJSONLine(line); err != nil {
+		return events.Event{}, false, fmt.Errorf("line %d: %w", n, err)
+	}
+	if ev, _, _, err = storedForm(im.reg, ev); err != nil {
 		return events.Event{}, false, fmt.Errorf("line %d: %w", n, err)
 	}
 	return normalize(ev), true, nil

@@ -110,7 +110,7 @@ func entryOf(e projections.Entry) api.Entry {
 		Position: e.Position, At: e.At, Stream: e.Stream, Type: e.Type, Actor: e.Actor,
 		Correlation: e.Correlation, Node: e.Node, Modules: e.Modules, Resources: e.Resources,
 		Declaration: e.Declaration, Digest: e.Digest, Heavy: e.Heavy, Churn: e.Churn, Summary: e.Summary,
-		Idle: e.Idle,
+		Idle: e.Idle, Held: e.Held,
 	}
 	if e.Run != nil {
 		r := api.Run(*e.Run)

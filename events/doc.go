@@ -25,5 +25,21 @@
 // event whose id is already stored, with the same content, is a no-op that
 // returns the stored event (with its original version and position); this is
 // what makes an agent's outbox deliver exactly once. The same id with other
-// content is refused with ErrIDConflict.
+// content is refused with ErrIDConflict. Every store also reads an event by
+// its id alone (IDReader), through that same index.
+//
+// # Stored and public payloads
+//
+// Two payloads are public (DESIGN.md, "Events"): declaration.composed and
+// apply.reported. A quiet apply.reported is stored compact (ApplyReported):
+// a held list equal to one an earlier report of the node carried in full is
+// left out, and held_since names that report by its apply id. held_since
+// is an optional field of the public payload too, with this meaning: "the
+// holds of this apply are those of the earlier apply held_since names". A
+// surface that hands events out (mesh export, the API, scenario checks, the
+// page) never gives held_since alone: it gives held in full beside it
+// (Public, PublicApplyData; HeldOf finds the list through IDReader at any
+// distance), so every event it hands out reads alone. mesh export
+// --compact writes the stored form, and mesh import takes both, storing
+// the public form compact again, byte for byte (StoredApplyData).
 package events

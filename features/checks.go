@@ -50,6 +50,10 @@ func (w *World) lastApply(ctx context.Context, node string) (events.ApplyReporte
 		return events.ApplyReported{}, err
 	}
 	reports := projections.NewReports()
+	if r, ok := w.store.(events.IDReader); ok {
+		// A held list named further back than the resolver keeps.
+		reports.SetLookup(projections.StoreHeldLookup(ctx, r, w.mesh.Registry))
+	}
 	var last events.ApplyReported
 	found := false
 	for _, ev := range evs {

@@ -10,9 +10,15 @@ import (
 )
 
 // ErrUnresolved means a compact apply report names, in HeldSince, a report
-// this resolver has not seen carry a held list: the stream lacks it, or it
-// was folded by another resolver.
+// this resolver has not seen carry a held list and its lookup (SetLookup)
+// did not find either: the stream lacks it, or the resolver has no lookup.
 var ErrUnresolved = errors.New("apply report refers to a report not seen")
+
+// HeldLookup finds the held list that HeldSince names: that of the apply
+// report appended on stream under the apply id (events.HeldOf, through the
+// store's id index). An error wrapping events.ErrHeldUnresolved says the
+// stream holds no such report; any other is a failed read.
+type HeldLookup func(stream, applyID string) ([]events.Held, error)
 
 // Reports resolves compact apply reports (see events.ApplyReported) into the
 // full form they stand for, so a projection folds the same report whether
@@ -30,9 +36,17 @@ var ErrUnresolved = errors.New("apply report refers to a report not seen")
 // own (projections fold concurrently) and resets it with its state. It keeps
 // per node the last report's declaration and digest, and the last
 // maxHeldLists held lists carried in full (a held list changes on take,
-// release or assign, rarely). It is not safe for concurrent use.
+// release or assign, rarely). A HeldSince those lists miss (a report that
+// names one more than maxHeldLists lists back, or a resolver that started
+// after it: a snapshot, a reader of the tail) is looked up through the
+// store when the resolver has a lookup (SetLookup; a Runner on a store
+// that is an events.IDReader sets one on every projection it feeds), and
+// the list found is kept as one carried in full: a report resolves at any
+// distance from the one it names, and the quiet passes after it from
+// memory. It is not safe for concurrent use.
 type Reports struct {
-	nodes map[string]*reportsNode
+	nodes  map[string]*reportsNode
+	lookup HeldLookup // nil: what the lists miss is ErrUnresolved
 }
 
 type reportsNode struct {
@@ -53,8 +67,14 @@ const maxHeldLists = 8
 // NewReports returns an empty resolver.
 func NewReports() *Reports { return &Reports{nodes: map[string]*reportsNode{}} }
 
-// Reset forgets everything.
+// Reset forgets everything but the lookup.
 func (r *Reports) Reset() { r.nodes = map[string]*reportsNode{} }
+
+// SetLookup makes r look up, with fn, a HeldSince its lists miss (nil: no
+// lookup). fn is called on the goroutine that resolves. The stored report
+// it reads never changes, so a fold that looks one up is the same fold as
+// one that had it in memory.
+func (r *Reports) SetLookup(fn HeldLookup) { r.lookup = fn }
 
 // Resolve returns a, the payload of ev, in full. The held list it fills in
 // is shared with the report that carried it: never modify it. A HeldSince
@@ -93,21 +113,40 @@ func (r *Reports) resolve(ev *events.Event, a events.ApplyReported, withID bool)
 	switch {
 	case a.HeldSince != "":
 		i := slices.IndexFunc(n.held, func(h heldList) bool { return h.apply == a.HeldSince })
-		if i < 0 {
+		switch {
+		case i >= 0:
+			a.Held = n.held[i].held
+		case r.lookup != nil:
+			held, lerr := r.lookup(ev.Stream, a.HeldSince)
+			if lerr != nil {
+				err = fmt.Errorf("projections: apply report at position %d: held list of apply %s: %w", ev.Position, a.HeldSince, lerr)
+				if errors.Is(lerr, events.ErrHeldUnresolved) {
+					err = fmt.Errorf("%w (%w)", err, ErrUnresolved)
+				}
+				a.Held = nil
+				break
+			}
+			a.Held = slices.Clip(held)
+			n.keep(a.HeldSince, a.Held)
+		default:
 			err = fmt.Errorf("projections: apply report at position %d: held list of apply %s: %w", ev.Position, a.HeldSince, ErrUnresolved)
 			a.Held = nil
-		} else {
-			a.Held = n.held[i].held
 		}
 		a.HeldSince = ""
 	case len(a.Held) > 0:
 		a.Held = slices.Clip(a.Held)
-		if len(n.held) == maxHeldLists {
-			n.held = slices.Delete(n.held, 0, 1)
-		}
-		n.held = append(n.held, heldList{apply: a.ApplyID, held: a.Held})
+		n.keep(a.ApplyID, a.Held)
 	}
 	return a, err
+}
+
+// keep adds a held list carried in full (or looked up) by apply, dropping
+// the oldest past maxHeldLists.
+func (n *reportsNode) keep(apply string, held []events.Held) {
+	if len(n.held) == maxHeldLists {
+		n.held = slices.Delete(n.held, 0, 1)
+	}
+	n.held = append(n.held, heldList{apply: apply, held: held})
 }
 
 // Reports in a snapshot (snapshot.go has the file format, its version and

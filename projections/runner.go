@@ -92,8 +92,9 @@ type Runner struct {
 	cp    Checkpoints
 	name  string
 
-	fold   sync.Mutex // held while folding; guards loaded
-	loaded bool       // the checkpoint was read
+	fold    sync.Mutex      // held while folding; guards loaded and foldCtx
+	loaded  bool            // the checkpoint was read
+	foldCtx context.Context // of the catch-up or run folding: held lists are looked up under it
 
 	mu       sync.RWMutex // guards what follows
 	pos      uint64
@@ -120,10 +121,12 @@ func NewRunner(store events.Store, reg *events.Registry, ps ...Projection) *Runn
 // NewRunnerWithCheckpoints returns a runner feeding ps from store,
 // checkpointed in cp under name.
 func NewRunnerWithCheckpoints(store events.Store, reg *events.Registry, cp Checkpoints, name string, ps ...Projection) *Runner {
-	return &Runner{
+	r := &Runner{
 		store: store, reg: reg, ps: ps, cp: cp, name: name,
 		unknown: map[string]int{}, moved: events.NewSignal(),
 	}
+	r.lookHeldUp()
+	return r
 }
 
 // Position is the last position every projection has folded.
@@ -209,6 +212,7 @@ func (r *Runner) CatchUpTo(ctx context.Context, limit uint64) error {
 
 // catchUp folds to the head, or to limit when limit > 0 is below it.
 func (r *Runner) catchUp(ctx context.Context, limit uint64) error {
+	r.foldCtx = ctx
 	if err := r.load(ctx); err != nil {
 		return err
 	}
@@ -544,6 +548,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		case ev.Position != at+1:
 			return fmt.Errorf("projections: run: expected position %d, store delivered %d", at+1, ev.Position)
 		}
+		r.foldCtx = ctx
 		r.apply(ev)
 		return r.advance(ctx, ev.Position)
 	})

@@ -84,6 +84,10 @@ type Entry struct {
 	// failed nothing (it may have held, as before): a run of them reads
 	// "nothing changed".
 	Idle bool `json:"idle,omitempty"`
+	// Held is every resource an apply held, and why, in full: a quiet
+	// report stored with held_since is given the held list it names (rule
+	// 3: a hold is a line in every report).
+	Held []events.Held `json:"held,omitempty"`
 }
 
 var _ Projection = (*Timeline)(nil)
@@ -107,7 +111,11 @@ func (t *Timeline) reset() {
 	t.decls = map[string]*declIndex[*tlDecl]{}
 	t.last = map[string]*tlDecl{}
 	t.hist = map[string]*events.PassHistory{}
-	t.reports = NewReports()
+	if t.reports == nil {
+		t.reports = NewReports()
+	} else {
+		t.reports.Reset() // keeps its lookup
+	}
 	t.composed, t.applies = slab[events.DeclarationComposed]{}, slab[tlApply]{}
 }
 

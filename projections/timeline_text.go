@@ -86,6 +86,7 @@ func (t *Timeline) show(e *entry) Entry {
 		out.Resources = touched(a)
 		out.Heavy = v.heavy()
 		out.Idle = a.Changes() == 0 && len(a.Updated) == 0 && len(a.Failed) == 0
+		out.Held = a.Held
 	case events.ReportDeliveredLate:
 		out.Declaration = v.Declaration
 	case events.ReportRefused:

@@ -13,6 +13,7 @@ import (
 func (e *env) exportCmd() *cobra.Command {
 	var since uint64
 	var output string
+	var compact bool
 	cmd := &cobra.Command{
 		Use:   "export [--since POS] [-f FILE]",
 		Short: "write the event stream as JSON lines (one event a line, in position order) for mesh import",
@@ -29,7 +30,7 @@ func (e *env) exportCmd() *cobra.Command {
 			}
 			defer s.Close()
 			report, stop := render.ProgressFunc(e.stderr, "exporting")
-			n, err := export.WriteTo(cmd.Context(), s.Store, since, output, e.stdout, report)
+			n, err := export.WriteTo(cmd.Context(), s.Store, since, compact, output, e.stdout, report)
 			stop()
 			if err != nil {
 				return err
@@ -42,5 +43,6 @@ func (e *env) exportCmd() *cobra.Command {
 	}
 	cmd.Flags().Uint64Var(&since, "since", 0, "export the events after this `position` (0: every event)")
 	cmd.Flags().StringVarP(&output, "file", "f", "", "write to this `file` instead of stdout")
+	cmd.Flags().BoolVar(&compact, "compact", false, "write each payload as stored: a quiet apply report's held_since without its holds")
 	return cmd
 }

@@ -29,5 +29,12 @@ stderr with its number and why, and import exits 3 (refused).
 --skip-invalid appends the others instead, listing what it skipped.
 Consecutive events of one stream are appended together, in batches.
 
+It takes either form mesh export writes: a quiet apply.reported given with
+its holds in full beside held_since (the default) is stored as the source
+stored it, held_since alone, once its holds are found to be those of the
+report held_since names (earlier in the file, or in the store); one with
+other holds, or naming no report of its node, is a bad line. A --compact
+export is stored as it is.
+
 A progress bar (events/s, time left) is shown on stderr when it is a
 terminal.`

@@ -103,6 +103,9 @@ func Check(ctx context.Context, path string, reg *events.Registry, target Store)
 	if err != nil {
 		return nil, err
 	}
+	if err := c.settleHeld(ctx, reg); err != nil {
+		return nil, err
+	}
 	if len(c.im.Pending()) == 0 {
 		return c, nil
 	}

@@ -35,6 +35,17 @@ const Page = 4096
 // how many it wrote. progress, if set, is called as it goes with the
 // events written and how many it will write in all, first with none.
 func Write(ctx context.Context, store events.Store, since uint64, w io.Writer, progress func(done, total uint64)) (int, error) {
+	return write(ctx, store, since, w, progress, false)
+}
+
+// WriteCompact is Write giving each payload in its stored form: a quiet
+// apply.reported with held_since alone, as the store keeps it.
+func WriteCompact(ctx context.Context, store events.Store, since uint64, w io.Writer, progress func(done, total uint64)) (int, error) {
+	return write(ctx, store, since, w, progress, true)
+}
+
+func write(ctx context.Context, store events.Store, since uint64, w io.Writer, progress func(done, total uint64), compact bool) (int, error) {
+	pub := public(store)
 	head, err := store.Head(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("export: head: %w", err)
@@ -55,6 +66,11 @@ func Write(ctx context.Context, store events.Store, since uint64, w io.Writer, p
 			return n, fmt.Errorf("export: the store read nothing after %d, below its head %d", pos, head)
 		}
 		for _, ev := range page {
+			if !compact {
+				if ev, err = pub.Event(ctx, ev); err != nil {
+					return n, fmt.Errorf("export: %w (mesh export --compact writes it as stored)", err)
+				}
+			}
 			line, err := events.MarshalJSONLine(ev)
 			if err != nil {
 				return n, fmt.Errorf("export: event at position %d: %w", ev.Position, err)
@@ -73,16 +89,27 @@ func Write(ctx context.Context, store events.Store, since uint64, w io.Writer, p
 	return n, nil
 }
 
-// WriteTo is Write to the file at path, or to stdout when path is "" or
-// "-": a file is renamed over path once whole (internal/atomicfile), so a
-// failed export leaves none.
-func WriteTo(ctx context.Context, store events.Store, since uint64, path string, stdout io.Writer, progress func(done, total uint64)) (n int, err error) {
+// WriteTo is Write (WriteCompact when compact) to the file at path, or
+// to stdout when path is "" or "-": a file is renamed over path once whole
+// (internal/atomicfile), so a failed export leaves none.
+func WriteTo(ctx context.Context, store events.Store, since uint64, compact bool, path string, stdout io.Writer, progress func(done, total uint64)) (n int, err error) {
+	form := Write
+	if compact {
+		form = WriteCompact
+	}
 	write := func(w io.Writer) (err error) {
-		n, err = Write(ctx, store, since, w, progress)
+		n, err = form(ctx, store, since, w, progress)
 		return err
 	}
 	if path == "" || path == "-" {
 		return n, write(stdout)
 	}
 	return n, atomicfile.Write(path, 0o600, write)
+}
+
+// public is the events.Public an export hands its events out through,
+// looking held lists up through store when it reads by id.
+func public(store events.Store) *events.Public {
+	r, _ := store.(events.IDReader)
+	return events.NewPublic(events.NewRegistry(), r)
 }

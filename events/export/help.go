@@ -7,7 +7,12 @@ package export
 const Help = `Export writes every event after position --since (default 0: all) to
 stdout, or to --file, as JSON lines: each line is one event's envelope
 (id, stream, version, position, type, schema, at, actor, causation,
-correlation) with its payload as stored in data. It reads the store
+correlation) with its public payload in data: as stored, but a quiet
+apply.reported, which the store keeps with held_since (the apply id of the
+earlier report whose holds it repeats) instead of its holds, is given with
+its holds in full beside held_since, so that every line reads alone.
+--compact writes each payload as stored instead (held_since alone: smaller,
+and what mesh import stores either way). It reads the store
 directly (any backend, --store); a store a running controller holds is
 refused: export from its database (--store postgres://...), or stop it.
 A progress bar (events/s, time left) is shown on stderr when it is a

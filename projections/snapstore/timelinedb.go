@@ -25,8 +25,9 @@ import (
 var ErrTimelineDB = errors.New("snapstore: timeline.db unusable")
 
 // dbVersion is timeline.db's format: "2" since every entry carries its
-// checksum. A file of another version is replaced by an empty one.
-const dbVersion = "2"
+// checksum, "3" since an apply's entry carries its held list. A file of
+// another version is replaced by an empty one.
+const dbVersion = "3"
 
 var (
 	bMeta    = []byte("meta")

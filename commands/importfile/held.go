@@ -1,0 +1,34 @@
+package importfile
+
+import (
+	"context"
+
+	"meshplane/commands"
+	"meshplane/events"
+)
+
+// settleHeld checks, in the store, the public apply reports of the file
+// whose held_since names a report the file does not hold
+// (commands.Import.SettleHeld): a store that does not exist yet holds
+// none, and is not opened.
+func (c *Checked) settleHeld(ctx context.Context, reg *events.Registry) error {
+	if c.im.HeldPending() == 0 {
+		return nil
+	}
+	var lookup func(stream, apply string) ([]events.Held, error)
+	if !c.target.None {
+		st, err := c.open()
+		if err != nil {
+			return err
+		}
+		lookup = commands.HeldLookup(ctx, st, reg)
+	}
+	refused, err := c.im.SettleHeld(lookup)
+	if err != nil {
+		c.Close()
+		return err
+	}
+	c.Accepted -= len(refused)
+	c.Bad = mergeLines(c.Bad, refused)
+	return nil
+}

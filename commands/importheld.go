@@ -1,0 +1,151 @@
+package commands
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"meshplane/events"
+)
+
+// The public form of an apply report in an import file (mesh export
+// writes it; events.PublicApplyData): a quiet report's held_since given
+// beside the held list it names, in full. Import stores such a report as
+// the store keeps it, held_since alone (events.StoredApplyData: the bytes
+// the export's source stored), once it has checked that the list the line
+// gives is the one held_since names: that of an apply report of the same
+// node earlier in the file, or, for one that is not (an export --since),
+// in the store (SettleHeld). A line whose list differs, or whose
+// held_since names no such report, is refused.
+
+// publicForms is what Import keeps to check public apply reports.
+type publicForms struct {
+	sums    map[string]heldSum // apply id -> the held list its report carried in full
+	pending []heldNeed         // public lines whose named report is not in the file
+}
+
+type heldSum struct {
+	stream string
+	sum    [32]byte
+}
+
+// heldNeed is a public line whose held list is to be checked against the
+// store.
+type heldNeed struct {
+	line          int
+	stream, apply string
+	sum           [32]byte
+}
+
+func sumHeld(held []events.Held) [32]byte {
+	b, _ := json.Marshal(held)
+	return sha256.Sum256(b)
+}
+
+// storedForm is ev as the store keeps it: an apply report in the public
+// form with its held list left out. It also returns the list and the
+// held_since the line gave (both empty for any other line).
+func storedForm(reg *events.Registry, ev events.Event) (events.Event, []events.Held, string, error) {
+	if ev.Type != events.TypeApplyReported || !bytes.Contains(ev.Data, []byte(`"held_since"`)) {
+		return ev, nil, "", nil
+	}
+	a, err := events.DecodeAs[events.ApplyReported](reg, ev)
+	if err != nil || a.HeldSince == "" || len(a.Held) == 0 {
+		return ev, nil, "", nil // checked (and refused) as it is
+	}
+	if ev.Data, err = events.StoredApplyData(ev.Data, a.Held); err != nil {
+		return ev, nil, "", err
+	}
+	return ev, a.Held, a.HeldSince, nil
+}
+
+// public checks line n, ev, for the public form and returns it as the
+// store keeps it; it records a held list carried in full for the lines
+// after it.
+func (im *Import) public(ev events.Event, n int) (events.Event, error) {
+	if ev.Type != events.TypeApplyReported {
+		return ev, nil
+	}
+	if im.pub.sums == nil {
+		im.pub.sums = map[string]heldSum{}
+	}
+	ev, held, since, err := storedForm(im.reg, ev)
+	if err != nil {
+		return ev, err
+	}
+	if since == "" {
+		if bytes.Contains(ev.Data, []byte(`"held":[{`)) {
+			if a, err := events.DecodeAs[events.ApplyReported](im.reg, ev); err == nil && a.HeldSince == "" && len(a.Held) > 0 {
+				id := cmp.Or(a.ApplyID, ev.ID.String())
+				im.pub.sums[id] = heldSum{stream: ev.Stream, sum: sumHeld(a.Held)}
+			}
+		}
+		return ev, nil
+	}
+	sum := sumHeld(held)
+	named, ok := im.pub.sums[since]
+	switch {
+	case !ok:
+		im.pub.pending = append(im.pub.pending, heldNeed{line: n, stream: ev.Stream, apply: since, sum: sum})
+	case named.stream != ev.Stream:
+		return ev, fmt.Errorf("apply.reported: held_since %s names a report on %s, not on %s", since, short(named.stream), short(ev.Stream))
+	case named.sum != sum:
+		return ev, fmt.Errorf("apply.reported: held (%d) is not the held list of apply %s, which held_since names", len(held), since)
+	}
+	return ev, nil
+}
+
+// HeldPending is how many lines give a held list beside a held_since that
+// names a report not in the file: SettleHeld checks them in the store.
+func (im *Import) HeldPending() int { return len(im.pub.pending) }
+
+// SettleHeld checks the lines HeldPending counts: lookup (events.HeldOf
+// through the store, or nil for a store that does not exist yet, which
+// holds no report) gives the held list each held_since names. It returns
+// the lines refused, in line order: held_since names no report of the
+// node (an error wrapping events.ErrHeldUnresolved), or one with another
+// list. Another error of lookup is returned: a failed read refuses
+// nothing.
+func (im *Import) SettleHeld(lookup func(stream, apply string) ([]events.Held, error)) ([]*ImportLineError, error) {
+	var refused []*ImportLineError
+	for _, p := range im.pub.pending {
+		var held []events.Held
+		err := fmt.Errorf("not in the store: %w", events.ErrHeldUnresolved)
+		if lookup != nil {
+			held, err = lookup(p.stream, p.apply)
+		}
+		switch {
+		case errors.Is(err, events.ErrHeldUnresolved):
+			refused = append(refused, &ImportLineError{Line: p.line, Err: fmt.Errorf(
+				"apply.reported: held_since %s names no apply report of this node, earlier in the file or in the store", p.apply)})
+		case err != nil:
+			return nil, fmt.Errorf("commands: import: line %d: %w", p.line, err)
+		case sumHeld(held) != p.sum:
+			refused = append(refused, &ImportLineError{Line: p.line, Err: fmt.Errorf(
+				"apply.reported: held is not the held list of apply %s (%d in the store), which held_since names", p.apply, len(held))})
+		}
+	}
+	im.pub.pending = nil
+	for _, r := range refused {
+		if i, ok := slices.BinarySearchFunc(im.seen, r.Line, func(l seenLine, n int) int { return cmp.Compare(l.n, n) }); ok {
+			im.seen[i].ok = false
+		}
+	}
+	return refused, nil
+}
+
+// HeldLookup is the lookup SettleHeld takes, through store's id index
+// when it reads by id (nil when it does not: every pending line is then
+// refused, as one naming a report not to be found).
+func HeldLookup(ctx context.Context, store events.Store, reg *events.Registry) func(stream, apply string) ([]events.Held, error) {
+	r, ok := store.(events.IDReader)
+	if !ok {
+		return nil
+	}
+	return func(stream, apply string) ([]events.Held, error) { return events.HeldOf(ctx, r, reg, stream, apply) }
+}

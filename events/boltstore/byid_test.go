@@ -1,0 +1,9 @@
+package boltstore
+
+import (
+	"testing"
+
+	"meshplane/events/storetest"
+)
+
+func TestReadByID(t *testing.T) { storetest.RunByID(t, factory) }
