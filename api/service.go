@@ -73,6 +73,11 @@ type Service interface {
 	// Deploy makes compose run a module's recorded builds: the one with
 	// the digest given, or the latest of each artifact.
 	Deploy(ctx context.Context, req DeployRequest) (CommandResult, error)
+	// Revert makes a module again what it was at a moment: its definition
+	// and the builds it ran then, as new events naming the revert (history
+	// is never rewritten). A moment before the module was defined is a
+	// rejection (module-unknown).
+	Revert(ctx context.Context, req RevertRequest) (RevertResult, error)
 	// Push composes and pushes now, whether or not the declaration changed:
 	// one node, or every node when Node is empty.
 	Push(ctx context.Context, req PushRequest) (PushResponse, error)

@@ -92,6 +92,8 @@ type State struct {
 	Module Module
 	// Token is the token stream a token command names.
 	Token Token
+	// Then is the module as it stood at the moment a RevertModule names.
+	Then Then
 	// Claims maps a routed name to another module that routes it: for
 	// DefineModule every other defined module's routes, for AssignModule
 	// those of every other module assigned to a node. Nil for the other
@@ -238,6 +240,9 @@ func Decide(s State, c Command) ([]events.Payload, error) {
 		}
 		return out, nil
 
+	case RevertModule:
+		return decideRevert(s, c)
+
 	case DeployModule:
 		if !s.Module.Defined {
 			return nil, reject(CodeModuleUnknown, "cannot deploy module %s: it is not defined", short(c.Module))
@@ -298,6 +303,8 @@ func UnchangedNote(c Command) string {
 			return fmt.Sprintf("module %s already runs build %s", c.Module, c.Digest)
 		}
 		return fmt.Sprintf("module %s already runs its latest recorded builds", c.Module)
+	case RevertModule:
+		return fmt.Sprintf("module %s is already as it was at %s", c.Module, c.To)
 	}
 	if n := accessNote(c); n != "" {
 		return n
@@ -345,7 +352,7 @@ func isNodeCommand(c Command) bool {
 
 func isModuleCommand(c Command) bool {
 	switch c.(type) {
-	case DefineModule, AssignModule, ReleaseModule, TakeModule, RecordArtifact, DeployModule, RemoveModule:
+	case DefineModule, AssignModule, ReleaseModule, TakeModule, RecordArtifact, DeployModule, RemoveModule, RevertModule:
 		return true
 	}
 	return false

@@ -89,7 +89,7 @@ func (h *Handler) Execute(ctx context.Context, actor string, c Command) ([]event
 			return nil, err
 		}
 		corr := h.newID().String()
-		evs, err := h.events(c.Stream(), payloads, events.Meta{Actor: actor, Correlation: corr})
+		evs, err := h.events(c.Stream(), payloads, events.Meta{Actor: actor, Correlation: corr, Causation: causeOf(c)})
 		if err != nil {
 			return nil, err
 		}
@@ -125,6 +125,8 @@ type source interface {
 	Token(ctx context.Context, name string) (Token, error)
 	// AssignedNodes lists the nodes module is assigned to, sorted.
 	AssignedNodes(ctx context.Context, module string) ([]string, error)
+	// ModuleAt is a module as its stream stood at a moment.
+	ModuleAt(ctx context.Context, name string, to Moment) (Then, error)
 }
 
 // stateOf reads the state c needs from src, and the version of the stream c
@@ -167,6 +169,17 @@ func stateOf(ctx context.Context, src source, c Command) (State, uint64, error) 
 		return s, s.Module.Version, err
 	case DeployModule:
 		s.Module, err = src.Module(ctx, c.Module)
+		return s, s.Module.Version, err
+	case RevertModule:
+		if s.Module, err = src.Module(ctx, c.Module); err != nil {
+			return s, 0, err
+		}
+		if s.Then, err = src.ModuleAt(ctx, c.Module, c.To); err != nil {
+			return s, 0, err
+		}
+		if len(s.Then.Module.Spec.Routes) > 0 {
+			s.Claims, err = definedClaims(ctx, src, c.Module)
+		}
 		return s, s.Module.Version, err
 	case CreateToken, RevokeToken:
 		s.Token, err = src.Token(ctx, tokenOf(c))
@@ -291,6 +304,12 @@ func (o *overlay) Module(ctx context.Context, name string) (Module, error) {
 	return o.base.Module(ctx, name)
 }
 
+// ModuleAt is the base's: what a batch would append comes after any moment
+// that has been.
+func (o *overlay) ModuleAt(ctx context.Context, name string, to Moment) (Then, error) {
+	return o.base.ModuleAt(ctx, name, to)
+}
+
 func (o *overlay) Nodes(ctx context.Context) ([]string, error) {
 	names, err := o.base.Nodes(ctx)
 	if err != nil {
@@ -373,7 +392,7 @@ func (o *overlay) fold(c Command, s State, ps []events.Payload) {
 			o.tokens = map[string]Token{}
 		}
 		o.tokens[tokenOf(c)] = t
-	case DefineModule, RecordArtifact, DeployModule, RemoveModule:
+	case DefineModule, RecordArtifact, DeployModule, RemoveModule, RevertModule:
 		m := s.Module
 		for _, p := range ps {
 			m = EvolveModule(m, events.Event{Version: m.Version + 1, Type: p.EventType()}, p)
@@ -432,6 +451,17 @@ func moduleOf(c Command) string {
 		return c.Module
 	case RemoveModule:
 		return c.Module
+	case RevertModule:
+		return c.Module
+	}
+	return ""
+}
+
+// causeOf is the causation of the events c appends: a revert names itself
+// (RevertCause); other commands name none.
+func causeOf(c Command) string {
+	if r, ok := c.(RevertModule); ok {
+		return RevertCause(r)
 	}
 	return ""
 }
@@ -442,7 +472,7 @@ func describe(c Command) string {
 	switch c := c.(type) {
 	case AssignModule, ReleaseModule, TakeModule:
 		return fmt.Sprintf("%s %s on %s", name, moduleOf(c), nodeOf(c))
-	case DefineModule, RecordArtifact, DeployModule, RemoveModule:
+	case DefineModule, RecordArtifact, DeployModule, RemoveModule, RevertModule:
 		return fmt.Sprintf("%s %s", name, moduleOf(c))
 	case CreateToken, RevokeToken:
 		return describeToken(c)

@@ -399,9 +399,9 @@ func checkPayload(ev events.Event, p events.Payload, node string) error {
 			}
 		}
 		switch p.By {
-		case events.DeployedByOperator, events.DeployedByRollOut, events.DeployedByFirstBuild:
+		case events.DeployedByOperator, events.DeployedByRollOut, events.DeployedByFirstBuild, events.DeployedByRevert:
 		default:
-			return fmt.Errorf("by %s is not what deploys (%s, %s or %s)", quote(p.By), events.DeployedByOperator, events.DeployedByRollOut, events.DeployedByFirstBuild)
+			return fmt.Errorf("by %s is not what deploys (%s, %s, %s or %s)", quote(p.By), events.DeployedByOperator, events.DeployedByRollOut, events.DeployedByFirstBuild, events.DeployedByRevert)
 		}
 	case events.DeclarationComposed:
 		return ofNode(p.Declaration, true)

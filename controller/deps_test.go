@@ -37,7 +37,7 @@ var forbidden = []string{
 
 var layers = map[string]layer{
 	"meshplane/events": {imports: []string{
-		"bytes", "context", "encoding", "encoding/binary", "encoding/hex", "encoding/json", "errors", "fmt",
+		"bytes", "context", "crypto/sha256", "encoding", "encoding/binary", "encoding/hex", "encoding/json", "errors", "fmt",
 		"github.com/goccy/go-json", "github.com/google/uuid", "hash/crc32", "maps", "math", "reflect", "slices",
 		"sort", "strconv", "strings", "sync", "time", "unicode/utf8",
 	}},

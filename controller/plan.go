@@ -336,10 +336,11 @@ func rosterNames(d declaration.Declaration) []string {
 }
 
 // afterWords are the --after commands, as mesh plan's refusal names them.
-const afterWords = `deploy MODULE [--digest D], assign|take|release MODULE NODE, node adopt NODE, node set NODE KEY [VALUE], or module define FILE...`
+const afterWords = `deploy MODULE [--digest D], revert MODULE --to TIME|POSITION, assign|take|release MODULE NODE, node adopt NODE, node set NODE KEY [VALUE], or module define FILE...`
 
 // ParseAfter reads mesh plan's --after commands, each a mesh command line
-// without "mesh": "deploy MODULE [--digest D]", "assign|take|release MODULE
+// without "mesh": "deploy MODULE [--digest D]", "revert MODULE --to
+// TIME|POSITION", "assign|take|release MODULE
 // NODE", "node adopt NODE", "node set NODE KEY [VALUE]" (no VALUE clears
 // it), "module define FILE...". A module define's files are taken from
 // files (the caller read them: api.PlanRequest.Files); one not there is a
@@ -359,6 +360,14 @@ func ParseAfter(lines []string, files map[string]api.ModuleDefinition) ([]comman
 			}
 			continue
 		}
+		if to, ok := revertTo(w); ok {
+			m, err := commands.ParseMoment(to)
+			if err != nil {
+				return nil, &commands.Rejection{Code: commands.CodeInvalid, Msg: fmt.Sprintf("--after %q: --to %v", line, err)}
+			}
+			out = append(out, commands.RevertModule{Module: w[1], To: m})
+			continue
+		}
 		c, ok := parseAfter(w)
 		if !ok {
 			return nil, &commands.Rejection{Code: commands.CodeInvalid, Msg: fmt.Sprintf("--after %q: want a command: %s", line, afterWords)}
@@ -375,6 +384,10 @@ func CheckAfter(line string) error {
 	if len(w) >= 3 && w[0] == "module" && w[1] == "define" {
 		return nil
 	}
+	if to, ok := revertTo(w); ok {
+		_, err := commands.ParseMoment(to)
+		return err
+	}
 	if _, ok := parseAfter(w); !ok {
 		return fmt.Errorf("want a command: %s", afterWords)
 	}
@@ -389,6 +402,18 @@ func AfterFiles(line string) []string {
 		return w[2:]
 	}
 	return nil
+}
+
+// revertTo is the moment of "revert MODULE --to MOMENT" (or --to=MOMENT),
+// and whether w is one.
+func revertTo(w []string) (string, bool) {
+	switch {
+	case len(w) == 3 && w[0] == "revert" && strings.HasPrefix(w[2], "--to="):
+		return strings.TrimPrefix(w[2], "--to="), true
+	case len(w) == 4 && w[0] == "revert" && w[2] == "--to":
+		return w[3], true
+	}
+	return "", false
 }
 
 func parseAfter(w []string) (commands.Command, bool) {

@@ -96,6 +96,10 @@ func TestParseAfter(t *testing.T) {
 		{"node set novox port.store", []commands.Command{commands.SetNodeSetting{Node: "novox", Key: "port.store"}}, ""},
 		{"module define hello.yaml b.yaml", []commands.Command{commands.DefineModule{Module: "hello"}, commands.DefineModule{Module: "b"}}, ""},
 		{"module define other.yaml", nil, "other.yaml was not sent"},
+		{"revert forge --to 41", []commands.Command{commands.RevertModule{Module: "forge", To: commands.Moment{Position: 41}}}, ""},
+		{"revert forge --to=2026-09-29T22:46:00Z", []commands.Command{commands.RevertModule{Module: "forge", To: commands.Moment{At: time.Date(2026, 9, 29, 22, 46, 0, 0, time.UTC)}}}, ""},
+		{"revert forge --to yesterday", nil, "RFC 3339"},
+		{"revert forge", nil, "want a command"},
 		{"node set novox", nil, "want a command"},
 		{"destroy forge", nil, "want a command"},
 	}
@@ -106,7 +110,7 @@ func TestParseAfter(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("ParseAfter = %v, %v; want an error naming %q", got, err, tt.err)
 				}
-				if controller.CheckAfter(tt.line) == nil && tt.err == "want a command" {
+				if controller.CheckAfter(tt.line) == nil && (tt.err == "want a command" || tt.err == "RFC 3339") {
 					t.Errorf("CheckAfter lets %q by", tt.line)
 				}
 				return

@@ -186,9 +186,9 @@ const (
 //
 // By is DeployedByOperator (mesh deploy), DeployedByRollOut (the module's
 // upgrade policy deployed the build as it was recorded: the event follows
-// that artifact.recorded, under its correlation) or DeployedByFirstBuild
+// that artifact.recorded, under its correlation), DeployedByFirstBuild
 // (the first recorded build of an artifact deploys itself, whatever the
-// policy). Fields may be added, never removed or renamed.
+// policy) or DeployedByRevert (mesh revert). Fields may be added, never removed or renamed.
 type ModuleDeployed struct {
 	Module string  `json:"module"`
 	Builds []Build `json:"builds"`
@@ -206,6 +206,11 @@ const (
 	DeployedByOperator   = "operator"
 	DeployedByRollOut    = "roll-out"
 	DeployedByFirstBuild = "first-build"
+	// DeployedByRevert: mesh revert ran again the builds a module ran at a
+	// moment; the event's causation names the revert ("revert forge --to
+	// 41"), and a module.defined before it, under its correlation, the
+	// definition then when it differed.
+	DeployedByRevert = "revert"
 )
 
 // DeclarationComposed (public payload): the controller composed a node's

@@ -62,6 +62,7 @@ type World struct {
 	modules map[string]*events.ModuleSpec // as the scenario has defined them
 	before  []byte                        // the projections before a rebuild
 	plans   map[string]api.NodePlan       // the last plan per node
+	moments map[string]uint64             // store positions kept by name (revert_steps.go)
 }
 
 type worldKey struct{}
@@ -154,6 +155,7 @@ func Initialize(sc *godog.ScenarioContext, opts Options) {
 	sc.Step(`^the plan for "([^"]*)" is not heavy$`, planIsNotHeavy)
 	sc.Step(`^the plan for "([^"]*)" was made without its agent$`, planWithoutAgent)
 	sc.Step(`^the last pass on "([^"]*)" did what the plan said$`, lastPassDidWhatThePlanSaid)
+	revertSteps(sc)
 }
 
 func newWorld(opts Options) (*World, error) {

@@ -212,6 +212,8 @@ func deployedLine(v events.ModuleDeployed) string {
 		b.WriteString("; the first build deploys itself")
 	case events.DeployedByOperator:
 		b.WriteString("; deployed by mesh deploy")
+	case events.DeployedByRevert:
+		b.WriteString("; deployed again by mesh revert")
 	}
 	return b.String()
 }

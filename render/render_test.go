@@ -369,6 +369,17 @@ func TestPrinters(t *testing.T) {
 			}}, []commands.Command{commands.RegisterNode{Node: "novox"}, commands.RegisterNode{Node: "d1"}})
 			return nil
 		}, false},
+		{"reverted", func(w *bytes.Buffer) error {
+			r := api.RevertResult{
+				Module: "forge", To: "41", Position: 38, At: at(3 * time.Minute), SpecDigest: "sha256:0123456789abcdef0123",
+				Builds: []events.Build{{Name: "forge/web", Digest: "sha256:3ccce11a2a888784e88e862248d98651773d12ee70502e473c2e654e5dab08b0"}, {Name: "forge/worker", Digest: "sha256:5ac0"}},
+				Events: []api.EventRef{{ID: "e1", Stream: "module-forge", Position: 90, Type: "module.defined"}, {ID: "e2", Stream: "module-forge", Position: 91, Type: "module.deployed"}},
+			}
+			render.Reverted(w, r)
+			r.Events, r.To, r.Builds = []api.EventRef{}, "2026-11-30T10:04:00Z", nil
+			render.Reverted(w, r)
+			return nil
+		}, false},
 		{"token-list", func(w *bytes.Buffer) error {
 			at := time.Date(2026, 12, 1, 23, 0, 0, 0, time.UTC)
 			return render.Tokens(w, api.TokenList{Tokens: []api.TokenInfo{

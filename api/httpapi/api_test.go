@@ -330,6 +330,14 @@ func TestRejections(t *testing.T) {
 			_, err := s.RegisterNodes(e.ctx, api.RegisterNodesRequest{Operator: op, Nodes: []string{"c", "c"}})
 			return err
 		}, commands.CodeInvalid, http.StatusUnprocessableEntity},
+		{"revert to before the module was defined", func(s api.Service) error {
+			_, err := s.Revert(e.ctx, api.RevertRequest{Operator: op, Module: "forge", To: "2"}) // nodes a and b registered, forge not yet
+			return err
+		}, commands.CodeModuleUnknown, http.StatusNotFound},
+		{"revert to no moment", func(s api.Service) error {
+			_, err := s.Revert(e.ctx, api.RevertRequest{Operator: op, Module: "forge", To: "yesterday"})
+			return err
+		}, commands.CodeInvalid, http.StatusUnprocessableEntity},
 		{"define batch with a bad spec", func(s api.Service) error {
 			bad := module("broken")
 			bad.Spec.Containers[0].Image = "" // neither image nor artifact

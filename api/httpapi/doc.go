@@ -38,6 +38,7 @@
 //	POST   /v1/rebuild                                     Rebuild          {"projections":[...]} (none: every one); Rebuilder
 //	POST   /v1/plan                                        Plan             {"nodes":[...],"after":["deploy forge",...]} appends nothing
 //	POST   /v1/modules/{module}/deploy                     Deploy           {"operator","digest"} ("" deploys the latest builds)
+//	POST   /v1/modules/{module}/revert                     Revert           {"operator","to"} (a time in RFC 3339 or a store position)
 //	POST   /v1/nodes/{node}/join-token                     JoinToken        {"operator","ttl_seconds"} registers the node if needed; api.Access
 //	POST   /v1/nodes/{node}/creds                          NodeCreds        {"operator"} whole credentials, seed included; api.Access
 //	POST   /v1/nodes/{node}/revoke                         Revoke           {"operator","public_keys"} every bus user of the node, at once; api.Access

@@ -105,6 +105,7 @@ func Handler(svc api.Service, token string, opts ...HandlerOption) http.Handler 
 	m.HandleFunc("POST /v1/modules/{module}/artifacts", h.recordArtifact)
 	m.HandleFunc("POST /v1/rebuild", h.rebuild)
 	m.HandleFunc("POST /v1/modules/{module}/deploy", h.deploy)
+	m.HandleFunc("POST /v1/modules/{module}/revert", h.revert)
 	m.HandleFunc("POST /v1/plan", h.plan)
 	m.HandleFunc("POST /v1/nodes/{node}/join-token", h.joinToken)
 	m.HandleFunc("POST /v1/nodes/{node}/creds", h.nodeCreds)

@@ -1,0 +1,54 @@
+package controller
+
+import (
+	"context"
+
+	"meshplane/api"
+	"meshplane/commands"
+	"meshplane/declaration"
+	"meshplane/events"
+)
+
+// RevertHelp is mesh revert's help.
+const RevertHelp = `revert makes a module again what it was at a moment: its definition then and the builds
+it ran then (image digest and configuration together), from the next push. --to is a time in
+RFC 3339 (2026-09-29T22:46:00Z) or a store position (as mesh timeline and mesh export show
+them); the module is taken as it stood after its last event at or before it.
+
+Nothing in history changes: the revert appends a module.defined (when the definition differs
+now) and a module.deployed "by revert" (when the builds differ), in one append, their causation
+"revert MODULE --to MOMENT". A module removed since is defined again. A revert that changes
+nothing appends nothing and says so; a moment before the module was first defined is refused
+(exit 3), naming when it was. Plan it first: mesh plan --after "revert forge --to 41".`
+
+// Revert makes a module again what it was at a moment (mesh revert): the
+// module as its stream stood then (commands.Handler.ModuleAt), and what
+// commands.RevertModule appends to make it so; the nodes it changes are
+// pushed as after any command.
+func (c *Controller) Revert(ctx context.Context, req api.RevertRequest) (api.RevertResult, error) {
+	to, err := commands.ParseMoment(req.To)
+	if err != nil {
+		return api.RevertResult{}, err
+	}
+	// Read before the append: the moment is one that has been, so what
+	// the revert appends comes after it.
+	then, err := c.handler.ModuleAt(ctx, req.Module, to)
+	if err != nil {
+		return api.RevertResult{}, err
+	}
+	res, err := c.execute(ctx, req.Operator, commands.RevertModule{Module: req.Module, To: to})
+	if err != nil {
+		return api.RevertResult{}, err
+	}
+	out := api.RevertResult{
+		Module: req.Module, To: to.String(), Position: then.Position, At: then.At,
+		SpecDigest: declaration.Digest(then.Module.Spec), Builds: then.Builds(), Events: []api.EventRef{},
+	}
+	if out.Builds == nil {
+		out.Builds = []events.Build{}
+	}
+	if len(res.Results) > 0 {
+		out.Events = res.Results[0].Events
+	}
+	return out, nil
+}
