@@ -1,5 +1,11 @@
 package controller
 
+import (
+	"fmt"
+	"meshplane/projections"
+	"strings"
+)
+
 // The help of the verbs that run this package, kept beside the code it
 // describes so that the two change together.
 
@@ -78,3 +84,24 @@ the timeline. 'mesh node register' of the same name later registers it anew.
 Refused while modules are assigned to it (exit 3, naming them), unless --drain:
 then each is released first (module.released) and the emptied declaration is
 pushed to it, so its agent, if it is still connected, removes what ran there.`
+
+// RebuildHelp is mesh rebuild's help: what Rebuild (in the shadow) and
+// RebuildLocal (twice, compared) do, naming the projections.
+func RebuildHelp() string {
+	return fmt.Sprintf(`Rebuild folds the event stream from position 0 into fresh projections
+(every one, or those --projection names: %s;
+'mesh rebuild --projection status' rebuilds the status projection, and
+says nothing of a rebuild's status). Naming them as arguments still works.
+
+Against a running controller (--server, or a data directory whose store a
+controller holds), the controller rebuilds in the shadow while its queries
+keep answering from the live projections, compares each rebuilt projection
+with the live one at the same position, and swaps it in.
+
+On a local store, the rebuild is checked against a second one (the
+projections must be deterministic), and a rebuild of every projection is
+saved as the data directory's snapshot (projections.snap and timeline.db).
+
+A progress bar (events/s, time left) is shown on stderr when it is a
+terminal.`, strings.Join(projections.Names(), ", "))
+}

@@ -3,8 +3,10 @@ package projections
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Compared is one projection's state before and after Adopt, at the same
@@ -208,4 +210,25 @@ func lockBoth(a, b interface {
 	b.Lock()
 	defer b.Unlock()
 	fn()
+}
+
+// ErrNoProjection means a name is none of Names.
+var ErrNoProjection = errors.New("no such projection")
+
+// noProjection is an ErrNoProjection that says only which.
+type noProjection string
+
+func (e noProjection) Error() string        { return string(e) }
+func (e noProjection) Is(target error) bool { return target == ErrNoProjection }
+
+// CheckNames refuses a name that is none of Names (ErrNoProjection),
+// naming them.
+func CheckNames(names []string) error {
+	all := Names()
+	for _, n := range names {
+		if !slices.Contains(all, n) {
+			return noProjection(fmt.Sprintf("no projection %q: want %s", n, strings.Join(all, ", ")))
+		}
+	}
+	return nil
 }

@@ -3,7 +3,9 @@ package projections_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"meshplane/events"
@@ -148,4 +150,16 @@ func (fakeApply) EventType() string { return events.TypeApplyReported }
 var smallWorkload = sim.Workload{
 	Nodes: 6, Modules: 8, Containers: 2, ModulesPerNode: 2,
 	ChurnEvery: 3, FlakyEvery: 5, ReassignEvery: 3, BusCutEvery: 4, AdoptedEvery: 2,
+}
+
+// TestCheckNames: every name of Names passes; another is ErrNoProjection
+// naming them all.
+func TestCheckNames(t *testing.T) {
+	if err := projections.CheckNames(projections.Names()); err != nil {
+		t.Fatal(err)
+	}
+	err := projections.CheckNames([]string{"status", "nosuch"})
+	if !errors.Is(err, projections.ErrNoProjection) || !strings.Contains(err.Error(), `no projection "nosuch": want `+strings.Join(projections.Names(), ", ")) {
+		t.Errorf("CheckNames(nosuch): %v", err)
+	}
 }

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
+	"meshplane/controller"
 	"meshplane/projections"
 	"meshplane/projections/snapstore"
 	"meshplane/render"
@@ -20,28 +20,11 @@ func (e *env) rebuildCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rebuild [--projection NAME]...",
 		Short: "rebuild projections from position 0: in the shadow and swapped in on a running controller; locally, checked against a second rebuild and saved as the data directory's snapshot",
-		Long: `Rebuild folds the event stream from position 0 into fresh projections
-(every one, or those --projection names: ` + strings.Join(projections.Names(), ", ") + `;
-'mesh rebuild --projection status' rebuilds the status projection, and
-says nothing of a rebuild's status). Naming them as arguments still works.
-
-Against a running controller (--server, or a data directory whose store a
-controller holds), the controller rebuilds in the shadow while its queries
-keep answering from the live projections, compares each rebuilt projection
-with the live one at the same position, and swaps it in.
-
-On a local store, the rebuild is checked against a second one (the
-projections must be deterministic), and a rebuild of every projection is
-saved as the data directory's snapshot (projections.snap and timeline.db).
-
-A progress bar (events/s, time left) is shown on stderr when it is a
-terminal.`,
+		Long:  controller.RebuildHelp(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			args = append(slices.Clone(only), args...)
-			for _, a := range args {
-				if !slices.Contains(projections.Names(), a) {
-					return usagef("no projection %q: want %s", a, strings.Join(projections.Names(), ", "))
-				}
+			if err := projections.CheckNames(args); err != nil {
+				return usagef("%v", err)
 			}
 			t, err := targetOf(cmd, false)
 			if err != nil {
