@@ -21,6 +21,7 @@ import (
 	"meshplane/api"
 	"meshplane/api/httpapi"
 	"meshplane/commands"
+	"meshplane/commands/importfile"
 	"meshplane/controller"
 	"meshplane/events"
 	"meshplane/events/boltstore"
@@ -268,4 +269,19 @@ func (s *Session) Timeline(ctx context.Context, req api.TimelineRequest, limit, 
 	req.Limit = page
 	raw, sk, err := api.FetchTimeline(ctx, s.Service, req, limit)
 	return raw, s.Skipped(sk), err
+}
+
+// ImportStore is the store an import appends to (importfile.Store): t's
+// own, opened when the file's checks need it, never through a running
+// controller; None says a bolt data directory holds no store yet.
+func ImportStore(ctx context.Context, t Target, clock func() time.Time) importfile.Store {
+	open := func() (events.Store, error) {
+		s, err := OpenStore(ctx, t, Options{Write: true, Clock: clock}, "import appends to the store itself; stop the controller first")
+		if err != nil {
+			return nil, err
+		}
+		return s.Store, nil // closing it closes s
+	}
+	_, err := os.Stat(storeurl.Path(t.Data))
+	return importfile.Store{Open: open, None: t.Bolt() && err != nil}
 }

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	"meshplane/commands/importfile"
 	"meshplane/events"
-	"meshplane/events/storeurl"
 	"meshplane/render"
 	"meshplane/session"
 )
@@ -35,15 +33,7 @@ func (e *env) importCmd() *cobra.Command {
 // importRun is mesh import: check the file, settle what it needs of the
 // store, refuse it or skip its bad lines, append the rest.
 func (e *env) importRun(ctx context.Context, t target, path string, skipInvalid bool) error {
-	open := func() (events.Store, error) {
-		s, err := session.OpenStore(ctx, t.Target, session.Options{Write: true, Clock: wallClock}, "import appends to the store itself; stop the controller first")
-		if err != nil {
-			return nil, err
-		}
-		return s.Store, nil // closing it closes s
-	}
-	_, err := os.Stat(storeurl.Path(t.Data))
-	c, err := importfile.Check(ctx, path, events.NewRegistry(), importfile.Store{Open: open, None: t.Bolt() && err != nil})
+	c, err := importfile.Check(ctx, path, events.NewRegistry(), session.ImportStore(ctx, t.Target, wallClock))
 	if err != nil {
 		return err
 	}

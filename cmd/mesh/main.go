@@ -43,17 +43,11 @@ type env struct {
 func main() {
 	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// A loop that panicked (safego.Fatal) stops the process as a signal
-	// would, its panic the cause: every part stops in order, mesh up's
-	// agents too, and runRoot exits exitPanic. One that does not stop
-	// within fatalGrace is ended.
-	ctx, crash := context.WithCancelCause(sigCtx)
-	safego.SetFatal(func(err error) {
-		crash(err)
-		time.AfterFunc(fatalGrace, func() {
-			fmt.Fprintf(os.Stderr, "mesh: %v\n\nmesh: did not stop within %s of the panic above; exiting %d\n", err, fatalGrace, exitPanic)
-			os.Exit(exitPanic)
-		})
+	// A loop that panicked stops the process as a signal would; runRoot
+	// exits exitPanic (safego.StopOnFatal).
+	ctx := safego.StopOnFatal(sigCtx, fatalGrace, func(err error) {
+		fmt.Fprintf(os.Stderr, "mesh: %v\n\nmesh: did not stop within %s of the panic above; exiting %d\n", err, fatalGrace, exitPanic)
+		os.Exit(exitPanic)
 	})
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -63,6 +63,7 @@
 package safego
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -73,6 +74,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // ErrPanic is what a *PanicError is (errors.Is): a goroutine panicked and
@@ -273,6 +275,20 @@ func SetFatal(fn func(err error)) (previous func(error)) {
 		return *old
 	}
 	return nil
+}
+
+// StopOnFatal is the hook a program's main sets (SetFatal): a loop that
+// panicked stops the process as a signal would, parent's context
+// cancelled with the panic as its cause, so every part stops in order.
+// One that does not stop within grace is ended: onLate is called with the
+// panic (to say so and exit).
+func StopOnFatal(parent context.Context, grace time.Duration, onLate func(error)) context.Context {
+	ctx, crash := context.WithCancelCause(parent)
+	SetFatal(func(err error) {
+		crash(err)
+		time.AfterFunc(grace, func() { onLate(err) })
+	})
+	return ctx
 }
 
 // Fatal stops the process for err, a loop's panic: through the hook

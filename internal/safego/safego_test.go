@@ -2,6 +2,7 @@ package safego
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"strings"
@@ -217,5 +218,26 @@ func TestCatchStopsBeforeTheLoopsDefers(t *testing.T) {
 	}
 	if n := Panics()["test.catch"]; n != 1 {
 		t.Errorf("counted %d", n)
+	}
+}
+
+// TestStopOnFatal: Fatal cancels the context with the panic as its cause
+// at once, and calls onLate with it after the grace.
+func TestStopOnFatal(t *testing.T) {
+	late := make(chan error, 1)
+	ctx := StopOnFatal(context.Background(), 20*time.Millisecond, func(err error) { late <- err })
+	defer SetFatal(nil)
+	pe := Recovered("test.loop", "boom")
+	Fatal(pe)
+	if !errors.Is(context.Cause(ctx), ErrPanic) || ctx.Err() == nil {
+		t.Fatalf("cause %v, err %v: want the panic, cancelled", context.Cause(ctx), ctx.Err())
+	}
+	select {
+	case err := <-late:
+		if !errors.Is(err, ErrPanic) {
+			t.Errorf("onLate got %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("onLate not called after the grace")
 	}
 }
