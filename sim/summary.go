@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -230,4 +232,26 @@ func size(n float64) string {
 		return fmt.Sprintf("%.1f KB", n/1e3)
 	}
 	return fmt.Sprintf("%.0f B", n)
+}
+
+// ErrTargetsMissed means the churn detector missed a target of the
+// score; the summary says which.
+var ErrTargetsMissed = errors.New("the churn detector missed a target (see the summary)")
+
+// Print writes the summary of run o to w, as indented JSON or as text
+// (then, when the events stayed in the bolt store, where to look), and
+// is ErrTargetsMissed when the score missed a target.
+func (s Summary) Print(w io.Writer, asJSON bool, o Options) error {
+	var err error
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(s)
+	} else if err = s.WriteText(w); err == nil && o.Store == "bolt" {
+		err = WhereToLook(w, o.Data)
+	}
+	if err == nil && !s.Score.Met() {
+		err = ErrTargetsMissed
+	}
+	return err
 }

@@ -53,9 +53,6 @@ func (e *env) simCmd() *cobra.Command {
 	return cmd
 }
 
-// errTargetsMissed: the summary is printed; exit 1.
-var errTargetsMissed = errors.New("the churn detector missed a target (see the summary)")
-
 func (e *env) sim(ctx context.Context, o sim.Options, out string) error {
 	if b := render.PassBar(e.stderr, o.Passes); b != nil {
 		o.Bar = b
@@ -67,16 +64,5 @@ func (e *env) sim(ctx context.Context, o sim.Options, out string) error {
 	if err != nil {
 		return err
 	}
-	if out == outJSON {
-		err = render.WriteJSON(e.stdout, sum)
-	} else {
-		err = sum.WriteText(e.stdout)
-		if err == nil && o.Store == "bolt" {
-			err = sim.WhereToLook(e.stdout, o.Data)
-		}
-	}
-	if err == nil && !sum.Score.Met() {
-		err = errTargetsMissed
-	}
-	return err
+	return sum.Print(e.stdout, out == outJSON, o)
 }

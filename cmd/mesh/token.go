@@ -29,16 +29,16 @@ func (e *env) tokenGroup() *cobra.Command {
 // is refused before any store is opened.
 func withTokens(cmd *cobra.Command, verb string, write bool, fn func(api.Tokens) error) error {
 	t, err := targetOf(cmd, false)
+	if err == nil && t.Server == "" {
+		err = usagef("token %s needs --server (or MESH_SERVER): tokens are the running controller's", verb)
+	}
 	if err != nil {
 		return err
 	}
-	if t.Server == "" {
-		return usagef("token %s needs --server (or MESH_SERVER): tokens are the running controller's", verb)
-	}
 	return withSession(cmd, write, nil, func(s *session.Session) error {
 		tk, ok := s.Service.(api.Tokens)
-		if s.Local != nil || !ok {
-			return usagef("token %s needs --server (or MESH_SERVER): tokens are the running controller's", verb)
+		if !ok {
+			return errors.New("this client has no tokens")
 		}
 		return fn(tk)
 	})
