@@ -4,6 +4,8 @@ package main
 // notes on where a command works and its exit codes.
 
 import (
+	"meshplane/session"
+
 	"github.com/spf13/cobra"
 )
 
@@ -19,23 +21,7 @@ Commands:
 Flags (every command takes them, anywhere on the line):
 {{.LocalFlags.FlagUsages | trimTrailingWhitespaces}}
 
-Where a command works:
-  On a local store by default: --data DIR (default ".mesh", or $MESH_DATA), the
-  directory holding the event store (events.db, a bbolt file locked while a
-  command uses it). Or against a running controller: --server URL (or
-  $MESH_SERVER), with the token from --token-file FILE (the controller's
-  DATA/api-token) or $MESH_TOKEN, and --tls-ca FILE for a private CA. The
-  output is the same either way. When the local store is locked and
-  DATA/controller.json names a live controller, the command asks it (with the
-  token in DATA/api-token). up, rebuild, store verify and scenario run work
-  on a local store only.
-
-  Commands that only read open the store read-only (any number at once); only
-  up and the write verbs create it or write to it. A command whose work is
-  already done (registering a registered node, assigning an assigned module,
-  ...) writes nothing, says so, and exits 0. A command with several items (node
-  register a b c, module define f1 f2, the set-up of mesh up) checks them all
-  first and writes nothing if one is refused.
+` + session.WhereHelp + `
 
   Every query takes -o table|json; the JSON field names are a public API, the
   tables are for people. 'mesh COMMAND --help' lists a command's flags;

@@ -16,15 +16,6 @@ import (
 // make the thresholds small, to save snapshots on small stores).
 var snapshotOptions snapstore.Options
 
-// slowLocal ends the help of the verbs that fold every event on a local
-// store.
-const slowLocal = `
-
-On a local store (--data) this folds every event from position 0 (it needs every
-declaration and timeline entry in memory), so on a long history it is slower
-than status, node show, timeline and churn, which resume from the snapshot the
-data directory keeps. A controller (--server) answers it from memory.`
-
 // withQuery is withSession for the queries a snapshot answers: status,
 // node show, timeline and churn. On the local bolt store they resume from
 // the projections saved in the data directory and fold only the events

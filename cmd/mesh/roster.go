@@ -17,7 +17,7 @@ func (e *env) rosterCmd() *cobra.Command {
 		Use:   "roster NODE",
 		Short: "a node's roster: its current routed names, every declaration's, and what changed between two",
 		Long: `A node's roster: its current routed names, every declaration's (--history), and
-what changed between two.` + slowLocal,
+what changed between two.` + session.SlowLocal,
 		ValidArgsFunction: completeNodes,
 		Args:              exactArgs(1, "name one node"),
 		RunE: func(cmd *cobra.Command, args []string) error {

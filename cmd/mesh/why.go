@@ -7,6 +7,7 @@ import (
 
 	"meshplane/api"
 	"meshplane/render"
+	"meshplane/session"
 )
 
 func (e *env) whyCmd() *cobra.Command {
@@ -14,7 +15,7 @@ func (e *env) whyCmd() *cobra.Command {
 		Use:   "why NODE RESOURCE",
 		Short: "why a resource on a node is as it is: every apply that touched it, and the push behind each",
 		Long: `Why a resource on a node is as it is: every apply that touched it, and the push
-behind each.` + slowLocal,
+behind each.` + session.SlowLocal,
 		ValidArgsFunction: completeNodes,
 		Args:              exactArgs(2, "want NODE RESOURCE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
