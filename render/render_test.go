@@ -425,6 +425,11 @@ func TestPrinters(t *testing.T) {
 			render.Migrated(w, nil, 4)
 			return nil
 		}, false},
+		{"joined", func(w *bytes.Buffer) error {
+			render.Joined(w, "/var/lib/mesh-agent", "n4", "/var/lib/mesh-agent/node.creds", false)
+			render.Joined(w, "/var/lib/mesh-agent", "n4", "/var/lib/mesh-agent/node.creds", true)
+			return nil
+		}, false},
 		{"artifact-pushed", func(w *bytes.Buffer) error {
 			render.ArtifactPushed(w, "web.tar", "10.0.0.2:5000", "forge/web", "sha256:ab")
 			return nil

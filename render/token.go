@@ -84,3 +84,13 @@ func Migrated(w io.Writer, applied []int, version int) {
 	}
 	fmt.Fprintf(w, "schema at version %d\n", version)
 }
+
+// Joined says what mesh agent join did in the data directory data: joined
+// as node, its credentials in creds, or found joined already.
+func Joined(w io.Writer, data, node, creds string, already bool) {
+	if already {
+		fmt.Fprintf(w, "mesh agent join: %s is joined already as %s; its credentials are kept\n", data, node)
+		return
+	}
+	fmt.Fprintf(w, "mesh agent join: joined as %s; credentials in %s\n", node, creds)
+}

@@ -3,6 +3,8 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
+	"path/filepath"
 
 	"meshplane/api"
 	"meshplane/bus"
@@ -67,4 +69,20 @@ func (s *Session) Revoke(ctx context.Context, operator, node string, keys, creds
 		req.PublicKeys = append(req.PublicKeys, pub)
 	}
 	return a.Revoke(ctx, req)
+}
+
+// CheckMintable refuses, before anything is written, credentials for node
+// that t cannot mint: a name the registration refuses, or, on a local
+// store, a data directory with no bus trust root (never made here).
+func CheckMintable(t Target, node string) error {
+	if _, err := commands.Decide(commands.State{}, commands.RegisterNode{Node: node}); err != nil {
+		return err
+	}
+	if t.Server != "" {
+		return nil
+	}
+	if _, err := bus.OpenAuthority(filepath.Join(t.Data, daemon.BusDir)); err != nil {
+		return fmt.Errorf("%w; on another machine than the controller's, use --server URL (or 'mesh node join-token %s')", err, node)
+	}
+	return nil
 }

@@ -30,15 +30,9 @@ func (e *env) agentInstallCmd() *cobra.Command {
 		Short: "join this host and run its agent as the systemd service mesh-agent",
 		Long:  install.Help,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 1 {
-				return usagef("unexpected argument %q", args[1])
-			}
-			if token == "" {
-				return usagef("give --token T (from 'mesh node join-token NODE')")
-			}
-			url := ""
-			if len(args) == 1 {
-				url = args[0]
+			url, err := joinURL(args, token)
+			if err != nil {
+				return err
 			}
 			data, err := agentDataDir(cmd)
 			if err != nil {

@@ -1,13 +1,12 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"meshplane/host/join"
 	"meshplane/internal/buildinfo"
 	"meshplane/internal/flagcheck"
+	"meshplane/render"
 )
 
 func (e *env) agentJoinCmd() *cobra.Command {
@@ -19,26 +18,16 @@ func (e *env) agentJoinCmd() *cobra.Command {
 		Short: "join this host to the mesh with a join token, then run its agent",
 		Long:  join.Help,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 1 {
-				return usagef("unexpected argument %q", args[1])
-			}
-			if token == "" {
-				return usagef("give --token T (from 'mesh node join-token NODE')")
-			}
-			url := ""
-			if len(args) == 1 {
-				url = args[0]
+			url, err := joinURL(args, token)
+			if err != nil {
+				return err
 			}
 			o.data, _ = cmd.Flags().GetString(flagData)
 			res, err := join.Join(cmd.Context(), join.Options{URL: url, Token: token, Data: o.data, Insecure: insecure, AgentVersion: buildinfo.Version()})
 			if err != nil {
 				return err
 			}
-			if res.Already {
-				fmt.Fprintf(cmd.ErrOrStderr(), "mesh agent join: %s is joined already as %s; its credentials are kept\n", o.data, res.Node)
-			} else {
-				fmt.Fprintf(cmd.ErrOrStderr(), "mesh agent join: joined as %s; credentials in %s\n", res.Node, res.Creds)
-			}
+			render.Joined(cmd.ErrOrStderr(), o.data, res.Node, res.Creds, res.Already)
 			if noStart {
 				return nil
 			}
@@ -53,4 +42,18 @@ func (e *env) agentJoinCmd() *cobra.Command {
 	o.flags(fs)
 	flagcheck.Install(fs, map[string]flagcheck.Check{"token": joinToken})
 	return cmd
+}
+
+// joinURL is agent join's and install's URL argument ("" for the
+// token's), refusing more than one, or no --token.
+func joinURL(args []string, token string) (string, error) {
+	switch {
+	case len(args) > 1:
+		return "", usagef("unexpected argument %q", args[1])
+	case token == "":
+		return "", usagef("give --token T (from 'mesh node join-token NODE')")
+	case len(args) == 1:
+		return args[0], nil
+	}
+	return "", nil
 }

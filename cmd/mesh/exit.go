@@ -15,6 +15,7 @@ import (
 	"meshplane/api/httpapi"
 	"meshplane/commands"
 	"meshplane/events"
+	"meshplane/internal/clihelp"
 	"meshplane/internal/safego"
 	"meshplane/internal/usage"
 	"meshplane/meshup"
@@ -104,18 +105,4 @@ func (e *env) runRoot(ctx context.Context, root *cobra.Command, args []string) (
 }
 
 // noArgs and exactArgs check a verb's arguments as bad usage (exit 2).
-func noArgs(_ *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return usagef("unexpected argument %q", args[0])
-	}
-	return nil
-}
-
-func exactArgs(n int, want string) cobra.PositionalArgs {
-	return func(_ *cobra.Command, args []string) error {
-		if len(args) != n {
-			return usagef("%s", want)
-		}
-		return nil
-	}
-}
+var noArgs, exactArgs = clihelp.NoArgs, clihelp.ExactArgs

@@ -1,14 +1,9 @@
 package main
 
 import (
-	"fmt"
-	"path/filepath"
-
 	"github.com/spf13/cobra"
 
-	"meshplane/bus"
 	"meshplane/commands"
-	"meshplane/daemon"
 	"meshplane/internal/flagcheck"
 	"meshplane/session"
 )
@@ -30,16 +25,9 @@ func (e *env) nodeRegisterCmd() *cobra.Command {
 			if len(busURLs) > 0 && creds == "" {
 				return usagef("--bus-url goes with --creds")
 			}
-			if creds != "" {
-				// A bad name is refused as the command refuses it.
-				if _, err := commands.Decide(commands.State{}, commands.RegisterNode{Node: args[0]}); err != nil {
+			if t, err := targetOf(cmd, false); err == nil && creds != "" {
+				if err := session.CheckMintable(t.Target, args[0]); err != nil {
 					return err
-				}
-				// Refused before anything is written: no trust root here.
-				if t, err := targetOf(cmd, false); err == nil && t.Server == "" {
-					if _, err := bus.OpenAuthority(filepath.Join(t.Data, daemon.BusDir)); err != nil {
-						return fmt.Errorf("%w; on another machine than the controller's, use --server URL (or 'mesh node join-token %s')", err, args[0])
-					}
 				}
 			}
 			cs := make([]commands.Command, len(args))

@@ -1,7 +1,8 @@
 // Package clihelp is the help of a cobra command tree whose verbs sit in
 // groups ("mesh node show"): a group command that only holds verbs, every
-// verb of a tree in the order added, and the list of them a root's usage
-// template prints ({{verbs .}}). It knows nothing of mesh, as kubectl's
+// verb of a tree in the order added, the list of them a root's usage
+// template prints ({{verbs .}}), and a verb's arguments checked as bad
+// usage (NoArgs, ExactArgs). It knows nothing of mesh, as kubectl's
 // templates package knows nothing of kubectl's verbs.
 package clihelp
 
@@ -76,4 +77,22 @@ func List(root *cobra.Command) string {
 		fmt.Fprintf(&b, "  %-*s  %s\n", width, Name(v), v.Short)
 	}
 	return b.String()
+}
+
+// NoArgs refuses any argument, as bad usage (usage.Err).
+func NoArgs(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usage.Errorf("unexpected argument %q", args[0])
+	}
+	return nil
+}
+
+// ExactArgs refuses other than n arguments, as bad usage saying want.
+func ExactArgs(n int, want string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usage.Errorf("%s", want)
+		}
+		return nil
+	}
 }

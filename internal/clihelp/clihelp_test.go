@@ -51,3 +51,20 @@ func TestGroup(t *testing.T) {
 		}
 	}
 }
+
+// TestArgs: NoArgs and ExactArgs refuse as bad usage, saying which.
+func TestArgs(t *testing.T) {
+	if err := NoArgs(nil, []string{"x"}); !errors.Is(err, usage.Err) || err.Error() != `unexpected argument "x"` {
+		t.Errorf("NoArgs(x): %v", err)
+	}
+	if err := NoArgs(nil, nil); err != nil {
+		t.Errorf("NoArgs(): %v", err)
+	}
+	two := ExactArgs(2, "want NODE RESOURCE")
+	if err := two(nil, []string{"a"}); !errors.Is(err, usage.Err) || err.Error() != "want NODE RESOURCE" {
+		t.Errorf("ExactArgs(2)(a): %v", err)
+	}
+	if err := two(nil, []string{"a", "b"}); err != nil {
+		t.Errorf("ExactArgs(2)(a, b): %v", err)
+	}
+}
