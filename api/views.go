@@ -52,6 +52,10 @@ type NodeStatus struct {
 	// when it was not heard within the controller's bound
 	// (--silent-after).
 	LastSeen *time.Time `json:"last_seen,omitempty"`
+	// AgentVersion is the version the node's agent said in its last
+	// heartbeat (mesh version on the host); absent as LastSeen is, or
+	// when the agent said none.
+	AgentVersion string `json:"agent_version,omitempty"`
 }
 
 // SyncUnreachable is the sync of a node whose agent the controller has not

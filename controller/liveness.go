@@ -37,6 +37,7 @@ type liveness struct {
 
 	mu     sync.Mutex
 	seen   map[string]time.Time // node → last heartbeat heard, controller's clock
+	agents map[string]string    // node → the agent version its last heartbeat said
 	silent map[string]bool      // node → its last transition as this leader knows it (absent: not asked yet)
 	since  time.Time            // when this controller started tracking (Run)
 	leads  time.Time            // when it started leading: the grace of the transitions
@@ -47,7 +48,18 @@ func newLiveness(bound time.Duration) *liveness {
 	if bound <= 0 {
 		return nil
 	}
-	return &liveness{bound: bound, seen: map[string]time.Time{}, silent: map[string]bool{}, kick: make(chan struct{}, 1)}
+	return &liveness{bound: bound, seen: map[string]time.Time{}, agents: map[string]string{}, silent: map[string]bool{}, kick: make(chan struct{}, 1)}
+}
+
+// HeardAgent is Heard of a heartbeat that said its agent's version:
+// status shows it beside the last heartbeat (AgentVersion).
+func (c *Controller) HeardAgent(node, version string) {
+	if l := c.live; l != nil && version != "" {
+		l.mu.Lock()
+		l.agents[node] = version
+		l.mu.Unlock()
+	}
+	c.Heard(node)
 }
 
 // Heard records a heartbeat of node, heard now (the controller's clock).
@@ -116,6 +128,9 @@ func (c *Controller) withLiveness(st *api.NodeStatus) {
 	if !last.IsZero() {
 		l := last.UTC()
 		st.LastSeen = &l
+		c.live.mu.Lock()
+		st.AgentVersion = c.live.agents[st.Node]
+		c.live.mu.Unlock()
 	}
 	if unreachable {
 		st.Sync = api.SyncUnreachable

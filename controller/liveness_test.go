@@ -210,3 +210,28 @@ func TestLivenessTransitions(t *testing.T) {
 	want = append(want, "node.came-back node-b")
 	wantLive(t, "b heard", store, want...)
 }
+
+// TestHeardAgentVersion: a heartbeat that says its agent's version shows
+// it in status beside the last heartbeat; one that says none keeps the
+// last said.
+func TestHeardAgentVersion(t *testing.T) {
+	store := memstore.New()
+	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	clk := &fakeClock{now: t0}
+	c, stop := liveController(t, store, clk, false)
+	defer stop()
+	if _, err := c.RegisterNodes(context.Background(), api.RegisterNodesRequest{Operator: "tester", Nodes: []string{"a", "b"}}); err != nil {
+		t.Fatal(err)
+	}
+	c.HeardAgent("a", "v0.21.0")
+	if st := nodeStatus(t, c, "a"); st.AgentVersion != "v0.21.0" || st.LastSeen == nil {
+		t.Fatalf("a heard with its version: %+v", st)
+	}
+	c.HeardAgent("a", "")
+	if st := nodeStatus(t, c, "a"); st.AgentVersion != "v0.21.0" {
+		t.Errorf("a heard without a version: %q, want the last said", st.AgentVersion)
+	}
+	if st := nodeStatus(t, c, "b"); st.AgentVersion != "" {
+		t.Errorf("b never heard: agent version %q", st.AgentVersion)
+	}
+}

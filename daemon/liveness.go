@@ -15,7 +15,7 @@ import (
 // leading knows who was heard. The returned stop ends the subscription and
 // logs what it heard and ignored.
 func hearHeartbeats(bc *bus.Controller, ctl *controller.Controller, log *slog.Logger) (func(context.Context) error, error) {
-	sub, err := bc.SubscribeHeartbeats(func(node string, _ bus.Heartbeat) { ctl.Heard(node) })
+	sub, err := bc.SubscribeHeartbeats(func(node string, hb bus.Heartbeat) { ctl.HeardAgent(node, hb.Version) })
 	if err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}

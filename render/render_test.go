@@ -307,7 +307,9 @@ func TestPrinters(t *testing.T) {
 			return render.Status(w, render.Table, api.StatusResponse{Nodes: []api.NodeStatus{heard, silent}})
 		}, false},
 		{"node-show-liveness", func(w *bytes.Buffer) error {
-			return render.NodeShow(w, render.Table, api.NodeShow{Status: heard}, api.Skipped{})
+			h := heard
+			h.AgentVersion = "v0.21.0"
+			return render.NodeShow(w, render.Table, api.NodeShow{Status: h}, api.Skipped{})
 		}, false},
 		{"node-show", func(w *bytes.Buffer) error {
 			return render.NodeShow(w, render.Table, api.NodeShow{Status: waiting, Holds: []api.Hold{{Name: "route-proxy", Module: "route-proxy", Reason: "module route-proxy is not taken"}}}, api.Skipped{})

@@ -113,6 +113,9 @@ func NodeShow(w io.Writer, f Format, ns api.NodeShow, sk api.Skipped) error {
 	if hasLiveness(st) {
 		if st.LastSeen != nil {
 			fmt.Fprintf(w, "seen     %s (last heartbeat)\n", stamp(*st.LastSeen))
+			if st.AgentVersion != "" {
+				fmt.Fprintf(w, "agent    %s\n", st.AgentVersion)
+			}
 		} else {
 			fmt.Fprintln(w, "seen     never (no heartbeat since the controller started)")
 		}
