@@ -19,6 +19,7 @@ import (
 	"meshplane/api"
 	"meshplane/api/httpapi"
 	"meshplane/bus"
+	"meshplane/commands"
 	"meshplane/daemon"
 	"meshplane/events"
 	"meshplane/projections"
@@ -177,8 +178,10 @@ func TestDaemonForgedReports(t *testing.T) {
 	if last := refused[len(refused)-1]; n1.Health != projections.HealthFailing || n1.ReportRefused == nil || n1.ReportRefused.Reason != last.reason {
 		t.Errorf("n1's status after the refusals: health %s, refused %+v; want failing, %s", n1.Health, n1.ReportRefused, last.reason)
 	}
-	if page := must(d.client.Timeline(ctx, api.TimelineRequest{Node: "ghost", Limit: 10}))(t); len(page.Entries) != 0 {
-		t.Errorf("ghost has a stream: %+v", page.Entries)
+	// No event names ghost: its timeline is refused as an unknown node.
+	var rej *commands.Rejection
+	if page, err := d.client.Timeline(ctx, api.TimelineRequest{Node: "ghost", Limit: 10}); !errors.As(err, &rej) || rej.Code != commands.CodeNodeUnknown {
+		t.Errorf("ghost's timeline: %+v, %v; want refused, %s", page.Entries, err, commands.CodeNodeUnknown)
 	}
 	noneOutstanding(t, d, data)
 	wantRefused := map[string]int{events.RefusedCounts: 2, events.RefusedUnknownNode: 1}

@@ -148,7 +148,7 @@ func TestExitCodes(t *testing.T) {
 		{"missing argument", []string{"why", "--data", dir, "novox"}, exitUsage, "want NODE RESOURCE"},
 		{"bad flag", []string{"status", "--nope"}, exitUsage, "unknown flag: --nope"},
 		{"bad output", []string{"status", "--data", dir, "-o", "yaml"}, exitUsage, `-o "yaml": want table or json`},
-		{"a group alone", []string{"node", "--data", dir}, exitUsage, "name a command: show, register, adopt, set"},
+		{"a group alone", []string{"node", "--data", dir}, exitUsage, "name a command: list, show, register, adopt, set"},
 		{"a group's unknown verb", []string{"node", "frobnicate", "--data", dir}, exitUsage, `unknown command "frobnicate" for "mesh node"`},
 		{"local only", []string{"store", "verify", "--server", "http://127.0.0.1:1"}, exitUsage, "works on a local store only"},
 		{"creds for two nodes", []string{"node", "register", "a", "b", "--creds", "x.creds", "--data", dir}, exitUsage, "--creds writes one node's credentials"},

@@ -17,7 +17,7 @@ func (s *Store) ReadByID(ctx context.Context, id uuid.UUID) (events.Event, error
 	if err := s.check(ctx); err != nil {
 		return events.Event{}, fmt.Errorf("pgstore: read id %s: %w", id, err)
 	}
-	evs, err := s.query(ctx, 1, "SELECT "+columns+" FROM events WHERE id = $1::uuid", [16]byte(id))
+	evs, err := s.query(ctx, 1, "SELECT "+readColumns+" FROM events WHERE id = $1::uuid", [16]byte(id))
 	if err != nil {
 		return events.Event{}, fmt.Errorf("pgstore: read id %s: %w", id, s.closedOr(err))
 	}
