@@ -21,6 +21,15 @@ func view(ctx context.Context) (*World, error) {
 	return w, w.mesh.CatchUp(ctx)
 }
 
+// statusOf is node's status once the projections caught up.
+func statusOf(ctx context.Context, node string) (projections.NodeStatus, error) {
+	w, err := view(ctx)
+	if err != nil {
+		return projections.NodeStatus{}, err
+	}
+	return w.mesh.Views.Status.Of(node)
+}
+
 // stream reads a node's stream from the store itself: checks are not
 // subject to injected read faults.
 func (w *World) stream(ctx context.Context, node string) ([]events.Event, error) {
@@ -222,11 +231,7 @@ func converged(ctx context.Context, node string, want bool) error {
 // failure, whose message names what (the read, or the modules), and its
 // health is failing (whatever its agent re-applied since).
 func statusShowsFailedCompose(ctx context.Context, node, what string) error {
-	w, err := view(ctx)
-	if err != nil {
-		return err
-	}
-	st, err := w.mesh.Views.Status.Of(node)
+	st, err := statusOf(ctx, node)
 	if err != nil {
 		return err
 	}
@@ -244,11 +249,7 @@ func statusShowsFailedCompose(ctx context.Context, node, what string) error {
 // statusShowsPending: module is assigned to node and absent from its
 // applied declaration, pending, with a reason that contains because.
 func statusShowsPending(ctx context.Context, node, module, because string) error {
-	w, err := view(ctx)
-	if err != nil {
-		return err
-	}
-	st, err := w.mesh.Views.Status.Of(node)
+	st, err := statusOf(ctx, node)
 	if err != nil {
 		return err
 	}
@@ -267,11 +268,7 @@ func statusShowsPending(ctx context.Context, node, module, because string) error
 // healthIs: node's health is want (converged, waiting-on-take, failing,
 // churning, unknown).
 func healthIs(ctx context.Context, node, want string) error {
-	w, err := view(ctx)
-	if err != nil {
-		return err
-	}
-	st, err := w.mesh.Views.Status.Of(node)
+	st, err := statusOf(ctx, node)
 	if err != nil {
 		return err
 	}
