@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	"github.com/nats-io/jwt/v2"
@@ -93,17 +92,3 @@ func (a *Authority) systemUser() (User, error) {
 	}
 	return User{JWT: tok, Seed: string(seed)}, nil
 }
-
-// Revocations is the revocation list a history gives: each public key
-// with the time it was first revoked.
-type Revocations map[string]time.Time
-
-// Add records pub as revoked at at, unless it was revoked before.
-func (r Revocations) Add(pub string, at time.Time) {
-	if was, ok := r[pub]; !ok || at.Before(was) {
-		r[pub] = at
-	}
-}
-
-// Clone returns a copy of r.
-func (r Revocations) Clone() Revocations { return maps.Clone(r) }

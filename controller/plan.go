@@ -178,19 +178,6 @@ func headline(np api.NodePlan, w events.Weight) string {
 	return fmt.Sprintf("%s: %s, %d unchanged", node, strings.Join(parts, ", "), np.Unchanged)
 }
 
-// LastPushed rebuilds, from node's stream, the declaration last pushed to
-// it: its resources with their specs (each spec stands once in the stream,
-// in the composed event that first declared its digest). The hosts file
-// is not in the stream: it is taken to be next's when the roster's names
-// are the same, and to differ otherwise. No push yet is the empty
-// declaration (the node holds nothing the mesh made). A resource whose
-// spec the stream does not hold (an event written by hand) is left out:
-// the plan then creates it.
-func LastPushed(ctx context.Context, store events.Store, reg *events.Registry, node string, next declaration.Declaration) (declaration.Declaration, error) {
-	d, _, err := lastOf(ctx, store, reg, node, next, events.TypeDeclarationPushed)
-	return d, err
-}
-
 // Last is what a plan that cannot ask the agent compares with: the
 // declaration the node's last apply report applied (what its agent holds,
 // as far as the mesh knows), and the one last pushed to it.
@@ -209,10 +196,9 @@ func (l Last) Unapplied() string {
 }
 
 // LastApplied rebuilds, from node's stream, the declaration of the node's
-// last apply report (as LastPushed rebuilds the last pushed one), and names
-// the declaration last pushed.
+// last apply report, and names the declaration last pushed.
 func LastApplied(ctx context.Context, store events.Store, reg *events.Registry, node string, next declaration.Declaration) (Last, error) {
-	d, evs, err := lastOf(ctx, store, reg, node, next, events.TypeApplyReported)
+	d, evs, err := lastApplied(ctx, store, reg, node, next)
 	if err != nil {
 		return Last{}, err
 	}
@@ -230,32 +216,29 @@ func LastApplied(ctx context.Context, store events.Store, reg *events.Registry, 
 	return out, nil
 }
 
-// lastOf rebuilds the declaration named by node's last event of typ
-// (declaration.pushed or apply.reported), and returns the stream read.
-func lastOf(ctx context.Context, store events.Store, reg *events.Registry, node string, next declaration.Declaration, typ string) (declaration.Declaration, []events.Event, error) {
+// lastApplied rebuilds the declaration node's last apply report names,
+// and returns the stream read: its resources with their specs (each spec
+// stands once in the stream, in the composed event that first declared
+// its digest). The hosts file is not in the stream: it is taken to be
+// next's when the roster's names are the same, and to differ otherwise.
+// No apply yet is the empty declaration. A resource whose spec the stream
+// does not hold (an event written by hand) is left out: the plan then
+// creates it.
+func lastApplied(ctx context.Context, store events.Store, reg *events.Registry, node string, next declaration.Declaration) (declaration.Declaration, []events.Event, error) {
 	evs, err := store.ReadStream(ctx, events.NodeStream(node), 0, 0)
 	if err != nil {
 		return declaration.Declaration{}, nil, fmt.Errorf("read %s: %w", events.NodeStream(node), err)
 	}
 	want := ""
 	for _, ev := range slices.Backward(evs) {
-		if ev.Type != typ {
+		if ev.Type != events.TypeApplyReported {
 			continue
 		}
-		switch typ {
-		case events.TypeDeclarationPushed:
-			p, err := events.DecodeAs[events.DeclarationPushed](reg, ev)
-			if err != nil {
-				return declaration.Declaration{}, nil, fmt.Errorf("read %s #%d: %w", events.NodeStream(node), ev.Version, err)
-			}
-			want = p.Declaration
-		case events.TypeApplyReported:
-			p, err := events.DecodeAs[events.ApplyReported](reg, ev)
-			if err != nil {
-				return declaration.Declaration{}, nil, fmt.Errorf("read %s #%d: %w", events.NodeStream(node), ev.Version, err)
-			}
-			want = p.Declaration
+		p, err := events.DecodeAs[events.ApplyReported](reg, ev)
+		if err != nil {
+			return declaration.Declaration{}, nil, fmt.Errorf("read %s #%d: %w", events.NodeStream(node), ev.Version, err)
 		}
+		want = p.Declaration
 		break
 	}
 	if want == "" {
