@@ -105,9 +105,10 @@ func (l *liveness) lead(now time.Time) {
 }
 
 // view is what status shows of node's liveness at now: its last heartbeat
-// (zero: none heard) and whether it is unreachable (unheard for longer
-// than the bound since it was last heard, or since tracking began).
-func (l *liveness) view(node string, now time.Time) (last time.Time, unreachable bool) {
+// (zero: none heard), the agent version it said, and whether the node is
+// unreachable (unheard for longer than the bound since it was last heard,
+// or since tracking began).
+func (l *liveness) view(node string, now time.Time) (last time.Time, agent string, unreachable bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	last = l.seen[node]
@@ -115,7 +116,7 @@ func (l *liveness) view(node string, now time.Time) (last time.Time, unreachable
 	if from.Before(l.since) {
 		from = l.since
 	}
-	return last, !l.since.IsZero() && now.Sub(from) > l.bound
+	return last, l.agents[node], !l.since.IsZero() && now.Sub(from) > l.bound
 }
 
 // withLiveness puts what the controller heard of st's node into st: LastSeen, and
@@ -124,13 +125,10 @@ func (c *Controller) withLiveness(st *api.NodeStatus) {
 	if c.live == nil {
 		return
 	}
-	last, unreachable := c.live.view(st.Node, c.clock())
+	last, agent, unreachable := c.live.view(st.Node, c.clock())
 	if !last.IsZero() {
 		l := last.UTC()
-		st.LastSeen = &l
-		c.live.mu.Lock()
-		st.AgentVersion = c.live.agents[st.Node]
-		c.live.mu.Unlock()
+		st.LastSeen, st.AgentVersion = &l, agent
 	}
 	if unreachable {
 		st.Sync = api.SyncUnreachable
@@ -144,7 +142,7 @@ func (c *Controller) LastSeen(node string) (last time.Time, unreachable, on bool
 	if c.live == nil {
 		return time.Time{}, false, false
 	}
-	last, unreachable = c.live.view(node, c.clock())
+	last, _, unreachable = c.live.view(node, c.clock())
 	return last, unreachable, true
 }
 
