@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"strconv"
 	"strings"
@@ -72,7 +73,7 @@ func (s *Store) leader(ctx context.Context, wait bool) (*Leader, bool, error) {
 	stop := context.AfterFunc(s.bg, cancel)
 	defer stop()
 
-	conn, err := pgx.ConnectConfig(ctx, leaderConnConfig(s.connCf))
+	conn, err := pgx.ConnectConfig(ctx, boundedConnConfig(s.connCf, nil))
 	if err != nil {
 		return nil, false, fmt.Errorf("pgstore: leader: connect: %w", s.closedOr(err))
 	}
@@ -98,46 +99,58 @@ func (s *Store) leader(ctx context.Context, wait bool) (*Leader, bool, error) {
 	return l, true, nil
 }
 
-// The bounds of a leader lock's session over a network that partitions
-// (the leader's link goes down: no FIN, no RST, the sockets just go quiet).
-// Without them PostgreSQL keeps the partitioned leader's session, and its
-// lock, until the kernel's keepalive gives up (about 2 h 11 min by
-// default), and no standby can lead meanwhile.
+// The bounds of every session of a store over a network that partitions
+// (a controller's link goes down: no FIN, no RST, the sockets just go
+// quiet). Without them PostgreSQL keeps the partitioned controller's
+// sessions until the kernel's keepalive gives up (about 2 h 11 min by
+// default): the leader lock's, so that no standby can lead meanwhile, and
+// an append's caught between its two round trips, whose transaction holds
+// the append lock, so that the standby, leading, cannot append.
 //
-// The server's side: the lock's session sets PostgreSQL's tcp_keepalives_*
-// and tcp_user_timeout for its own socket (user-settable parameters, sent
-// in the startup packet, so no server configuration is needed): the server
-// ends the session, releasing the lock, once the leader has not answered
+// The server's side: each session sets PostgreSQL's tcp_keepalives_* and
+// tcp_user_timeout for its own socket (user-settable parameters, sent in the
+// startup packet, so no server configuration is needed): the server ends
+// the session, releasing its locks, once the controller has not answered
 // for LeaderSessionBound at most (keepalives idle 3 s, then 3 probes 1 s
-// apart; or 6 s of data unacknowledged). The client's side: the dialer
-// sets the same keepalives and TCP_USER_TIMEOUT on the leader's socket, and
-// the leader's check (a ping every leader check interval, 1 s by default,
-// each bounded by max(interval, 1 s)) closes Lost at the first ping that
-// fails, so a partitioned leader steps down within about two check
-// intervals, well before the server frees the lock.
+// apart; or 6 s of data unacknowledged). A session of the pool also sets
+// idle_in_transaction_session_timeout (IdleInTransactionBound), for a
+// controller that hangs between an append's round trips with its link up.
+// The client's side: the dialer sets the same keepalives and
+// TCP_USER_TIMEOUT on every socket, and the leader's check (a ping every
+// leader check interval, 1 s by default, each bounded by max(interval,
+// 1 s)) closes Lost at the first ping that fails, so a partitioned leader
+// steps down within about two check intervals, well before the server
+// frees the lock. A URL's own setting of any of these wins.
 const (
 	leaderKeepIdle     = 3 * time.Second
 	leaderKeepInterval = time.Second
 	leaderKeepCount    = 3
 	leaderUserTimeout  = 6 * time.Second
-	// LeaderSessionBound is how long PostgreSQL may keep the session (and
-	// the leader lock) of a leader it no longer hears from.
+	// LeaderSessionBound is how long PostgreSQL may keep a session (and
+	// the leader lock, or the append lock) of a controller it no longer
+	// hears from.
 	LeaderSessionBound = leaderUserTimeout
+	// IdleInTransactionBound is how long PostgreSQL lets a session of the
+	// pool sit in a transaction waiting for its client.
+	IdleInTransactionBound = 15 * time.Second
 )
 
-// leaderConnConfig is cf with the bounds above, for a lock's connection.
-func leaderConnConfig(cf *pgx.ConnConfig) *pgx.ConnConfig {
+// boundedConnConfig is cf with the bounds above, for any of the store's
+// connections; extra are further runtime parameters (a URL's own wins).
+func boundedConnConfig(cf *pgx.ConnConfig, extra map[string]string) *pgx.ConnConfig {
 	cf = cf.Copy()
 	if cf.RuntimeParams == nil {
 		cf.RuntimeParams = map[string]string{}
 	}
 	secs := func(d time.Duration) string { return strconv.Itoa(int(d / time.Second)) }
-	for k, v := range map[string]string{
+	params := map[string]string{
 		"tcp_keepalives_idle":     secs(leaderKeepIdle),
 		"tcp_keepalives_interval": secs(leaderKeepInterval),
 		"tcp_keepalives_count":    strconv.Itoa(leaderKeepCount),
 		"tcp_user_timeout":        strconv.Itoa(int(leaderUserTimeout / time.Millisecond)),
-	} {
+	}
+	maps.Copy(params, extra)
+	for k, v := range params {
 		if _, set := cf.RuntimeParams[k]; !set { // the URL's own wins
 			cf.RuntimeParams[k] = v
 		}
@@ -157,6 +170,13 @@ func leaderConnConfig(cf *pgx.ConnConfig) *pgx.ConnConfig {
 	}
 	cf.DialFunc = d.DialContext
 	return cf
+}
+
+// poolConnConfig is cf with the bounds above, for a connection of the pool.
+func poolConnConfig(cf *pgx.ConnConfig) *pgx.ConnConfig {
+	return boundedConnConfig(cf, map[string]string{
+		"idle_in_transaction_session_timeout": strconv.Itoa(int(IdleInTransactionBound / time.Millisecond)),
+	})
 }
 
 // watch checks the connection until Release, closing lost at the first

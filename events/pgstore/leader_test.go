@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"maps"
 	"testing"
 	"time"
 
@@ -158,6 +159,17 @@ func TestLeaderSessionBounds(t *testing.T) {
 		{"tcp", srv.TCPURL("postgres"), map[string]string{"tcp_keepalives_idle": "3", "tcp_keepalives_interval": "1", "tcp_keepalives_count": "3", "tcp_user_timeout": "6000"}},
 		{"tcp, the URL's own idle", srv.TCPURL("postgres") + "&tcp_keepalives_idle=7", map[string]string{"tcp_keepalives_idle": "7", "tcp_user_timeout": "6000"}},
 	} {
+		t.Run(tc.name+", the pool's session", func(t *testing.T) {
+			s := openURL(t, tc.url)
+			want := map[string]string{"idle_in_transaction_session_timeout": "15s"}
+			maps.Copy(want, tc.want)
+			for k, want := range want {
+				var got string
+				if err := s.Pool().QueryRow(testCtx(t, time.Minute), "SHOW "+k).Scan(&got); err != nil || got != want {
+					t.Errorf("a session of the pool: %s = %q (%v), want %q", k, got, err, want)
+				}
+			}
+		})
 		t.Run(tc.name, func(t *testing.T) {
 			s := openURL(t, tc.url)
 			l, ok, err := s.TryLeader(testCtx(t, time.Minute))
@@ -172,5 +184,40 @@ func TestLeaderSessionBounds(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAppendLockOfAStalledWriter: a writer that stops between an append's
+// round trips (its transaction holding the append lock, as a controller
+// whose link goes down after the first) does not stop every other writer
+// for good: PostgreSQL ends its session after
+// idle_in_transaction_session_timeout (here the URL's own, 1 s; 15 s by
+// default) and the other's append goes through. Over a partition the
+// keepalives end it sooner (TestHostsFailover, in cmd/mesh).
+func TestAppendLockOfAStalledWriter(t *testing.T) {
+	pgtest.Need(t, srv)
+	url := srv.Database(t)
+	stalled := openURL(t, url+"&idle_in_transaction_session_timeout=1000")
+	other := openURL(t, url, WithCommitTimeout(20*time.Second))
+	ctx := testCtx(t, time.Minute)
+	tx, err := stalled.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1, $2)", lockClass, lockAppend); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	if _, err := other.Append(ctx, "node-novox", events.NoStream, event("test.first")); err != nil {
+		t.Fatalf("an append while another writer stalls in its transaction: %v", err)
+	}
+	waited := time.Since(began)
+	if waited < 500*time.Millisecond {
+		t.Errorf("the append went through in %v: the stalled writer did not hold the append lock", waited)
+	}
+	t.Logf("the append went through %v after the stalled writer took the lock", waited.Round(time.Millisecond))
+	if err := tx.Commit(ctx); err == nil {
+		t.Error("the stalled writer's transaction committed after its session was ended")
 	}
 }

@@ -111,6 +111,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open: %w", err)
 	}
+	pcfg.ConnConfig = poolConnConfig(pcfg.ConnConfig)
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open %s: %w", pcfg.ConnConfig.Database, err)
