@@ -68,6 +68,14 @@ const (
 	ackWait = 30 * time.Second
 	// maxAckPending bounds the reports handed out and not yet acknowledged.
 	maxAckPending = 4096
+	// pullExpiry is how long one pull request of the report consumer lives
+	// (nats.go's default is 30 s); its heartbeat is half of it, and two
+	// missed heartbeats make the client pull again. On a clustered bus the
+	// consumer's leader may move (its server partitioned away): the pulls
+	// it held are gone, and with the default the controller heard no report
+	// for about 30 s after it (TestHostsFailover). So: 5 s, a pull every 5 s
+	// when idle.
+	pullExpiry = 5 * time.Second
 )
 
 // ControllerConfig is how the controller reaches the bus. Server.Controller
@@ -339,7 +347,7 @@ func (c *Controller) ConsumeReports(ctx context.Context, h Handler, opts ...Cons
 		dispatch(m)
 	}
 	k.said.Go(func() { k.sayThrottled(ctx) })
-	cc, err := cons.Consume(deliver,
+	cc, err := cons.Consume(deliver, jetstream.PullExpiry(pullExpiry),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			c.log.Warn("bus: report consumer", "err", err)
 		}))
