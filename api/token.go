@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"meshplane/commands"
@@ -11,6 +12,11 @@ import (
 // ErrTokenRefused is wrapped by every refusal of a per-operator API token
 // (unknown, revoked, expired): the API answers it 401.
 var ErrTokenRefused = errors.New("API token refused")
+
+// ErrTokenUnknown is the refusal of a token no token record names: the
+// only refusal that leaves the bootstrap token (DATA/api-token) good, since
+// it is good before the controller records it.
+var ErrTokenUnknown = fmt.Errorf("%w: no such API token", ErrTokenRefused)
 
 // TokenPrefix starts every per-operator API token's secret.
 const TokenPrefix = "mtk_"

@@ -23,7 +23,7 @@ import (
 
 // Authenticate's refusals; each wraps api.ErrTokenRefused.
 var (
-	ErrTokenUnknown = fmt.Errorf("%w: no such API token", api.ErrTokenRefused)
+	ErrTokenUnknown = api.ErrTokenUnknown
 	ErrTokenRevoked = fmt.Errorf("%w: the API token is revoked", api.ErrTokenRefused)
 	ErrTokenExpired = fmt.Errorf("%w: the API token has expired", api.ErrTokenRefused)
 )

@@ -17,7 +17,12 @@ const needToken = "a valid token is required (Authorization: Bearer TOKEN: the c
 // Gate tells who a request's bearer token is, as the API's Handler does:
 // the bootstrap token (DATA/api-token, compared in constant time over
 // digests), or a per-operator token told by an Authenticator (a revoked
-// or expired one is refused at once). The page (package web) and /metrics
+// or expired one is refused at once). The controller records the
+// bootstrap token too, as the token "admin": once that record is revoked
+// (or expired) the bootstrap token is refused like any other, though the
+// file still holds it. Before it is recorded (api.ErrTokenUnknown), and
+// while the authenticator cannot tell (its store unreachable), the
+// bootstrap token is taken: it is the token to repair the mesh with. The page (package web) and /metrics
 // stand behind the same gate as the API, so that every token the API
 // takes they take, and none it refuses.
 type Gate struct {
@@ -51,6 +56,9 @@ func (g *Gate) Check(r *http.Request) (operator string, bootstrap bool, err erro
 	if !g.empty {
 		sum := sha256.Sum256([]byte(got))
 		if subtle.ConstantTimeCompare(sum[:], g.token[:]) == 1 {
+			if err := g.bootstrapRevoked(r, got); err != nil {
+				return "", false, err
+			}
 			return "", true, nil
 		}
 	}
@@ -67,6 +75,19 @@ func (g *Gate) Check(r *http.Request) (operator string, bootstrap bool, err erro
 		return "", false, &TokenRefusedError{needToken}
 	}
 	return op, false, nil
+}
+
+// bootstrapRevoked refuses the bootstrap token secret if its record is
+// revoked or expired.
+func (g *Gate) bootstrapRevoked(r *http.Request, secret string) error {
+	if g.auth == nil {
+		return nil
+	}
+	_, err := g.auth(r.Context(), secret)
+	if errors.Is(err, api.ErrTokenRefused) && !errors.Is(err, api.ErrTokenUnknown) {
+		return &TokenRefusedError{"the bootstrap token (DATA/api-token): " + err.Error() + "; use an operator's token (mesh token create)"}
+	}
+	return nil
 }
 
 // Require serves next only to a request Check takes; it answers the

@@ -93,3 +93,69 @@ func TestOperatorTokens(t *testing.T) {
 		t.Error("revoking a name without a token was done")
 	}
 }
+
+// TestBootstrapTokenRevoked: the bootstrap token is taken before the
+// controller records it, and refused, naming the revocation, once its
+// record ("admin") is revoked, on the API as on the page's gate; an
+// operator's token still works.
+func TestBootstrapTokenRevoked(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := memstore.New()
+	defer store.Close()
+	ctrl, err := controller.New(controller.Config{Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	gate := httpapi.NewGate(token, ctrl.Authenticate)
+	page := httptest.NewServer(gate.Require(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {})))
+	defer page.Close()
+	pageCode := func() int {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, page.URL, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	srv := httptest.NewServer(httpapi.Handler(ctrl, token, httpapi.WithAuthenticator(ctrl.Authenticate)))
+	defer srv.Close()
+	boot, err := httpapi.NewClient(srv.URL, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := boot.Status(ctx, api.StatusRequest{}); err != nil {
+		t.Fatalf("the bootstrap token before it is recorded: %v", err)
+	}
+	if ok, err := ctrl.RecordToken(ctx, "admin", token, "controller"); err != nil || !ok {
+		t.Fatalf("RecordToken: %v, %v", ok, err)
+	}
+	made, err := boot.CreateToken(ctx, api.CreateTokenRequest{Operator: "root", Name: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := pageCode(); code != http.StatusOK {
+		t.Errorf("the page with the recorded bootstrap token: %d, want 200", code)
+	}
+	if _, err := boot.RevokeToken(ctx, api.RevokeTokenRequest{Operator: "root", Name: "admin"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := boot.Status(ctx, api.StatusRequest{}); !errors.Is(err, httpapi.ErrUnauthorized) || !strings.Contains(err.Error(), "revoked") {
+		t.Errorf("a read with the revoked bootstrap token: %v, want ErrUnauthorized naming the revocation", err)
+	}
+	if code := pageCode(); code != http.StatusUnauthorized {
+		t.Errorf("the page with the revoked bootstrap token: %d, want 401", code)
+	}
+	alice, err := httpapi.NewClient(srv.URL, made.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.Status(ctx, api.StatusRequest{}); err != nil {
+		t.Errorf("an operator's token after the bootstrap token's revocation: %v", err)
+	}
+}
