@@ -63,19 +63,27 @@
 // than in two alternating halves.
 //
 // Round trips: a group of up to 128 rows is one pipelined round trip, in
-// one implicit transaction: the lock; one INSERT ... SELECT from unnest()
-// for each layer of requests to distinct streams (the k-th request to a
-// stream in the group is in layer k), which reads the head and its
-// streams' versions in its own snapshot (after the lock, and seeing the
-// earlier layers) and writes the rows of the requests whose expected
-// version holds; NOTIFY. A larger group is
-// an explicit transaction of two round trips (BEGIN, the lock, the reads;
-// then the rows, by COPY from 64 rows, NOTIFY and COMMIT), since COPY costs
-// less per row. Ids are not looked up first, since almost every append
-// carries new ones: a request refused by its expected version (it may be a
-// replay, which succeeds whatever it expected) is decided again with its
-// ids looked up, and an insert that hits a stored id makes the group start
-// over with every id looked up.
+// one implicit transaction, when the committer can predict it: the lock,
+// and one INSERT ... SELECT from unnest() of every accepted row, at the
+// positions, versions and chain values that follow its last commit (the
+// committer keeps that commit's head, the head's chain value and the
+// versions of the streams it read or wrote: its tail). The INSERT writes
+// only if the head, read in its own snapshot after the lock, is still the
+// tail's, with the tail's chain value: since rows are never updated or
+// deleted, that proves nothing was appended since, so every version the
+// tail holds is still its stream's. If another writer appended (another
+// process, or the other of two controllers), the INSERT writes nothing and
+// the group goes as below. A group with a stream the tail does not know,
+// or a request the tail refuses by its version (it may be a replay), goes
+// as below at once; so does a larger group: an explicit transaction of two
+// round trips (BEGIN, the lock, the reads of the head, its chain value and
+// the streams' versions; then the rows, by COPY from 64 rows, and COMMIT),
+// since COPY costs less per row. Ids are not looked up first, since almost
+// every append carries new ones: a request refused by its expected version
+// (it may be a replay, which succeeds whatever it expected) is decided
+// again with its ids looked up, and an insert that hits a stored id makes
+// the group start over with every id looked up. Any failure drops the
+// tail: the next group reads the head.
 //
 // The alternative, reading below pg_snapshot_xmin with a
 // (pg_current_xact_id(), id) cursor, lets writers run in parallel but

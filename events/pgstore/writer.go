@@ -269,41 +269,68 @@ var errIDTaken = errors.New("an id of the group is stored")
 // a whole, err is set and nothing of the group was written (or, for a
 // failure during the commit itself, the outcome is unknown).
 //
-// A group of up to pipelineRows rows goes by commitPipelined, one round
-// trip; the requests it refuses by their version are decided again by
-// commitOnce, which looks their ids up (a replay succeeds whatever its
-// expected version). A larger group goes by commitOnce, which writes with
-// COPY. Either way a stored id that was not looked up fails the transaction
-// with errIDTaken, and the group starts over by commitOnce with every id
-// looked up first.
+// A group of up to pipelineRows rows whose streams the committer knows
+// goes by commitPredicted, one round trip, at the positions that follow
+// the last commit; if another writer appended since, it writes nothing and
+// the group goes by commitOnce. A larger group goes by commitOnce, which
+// writes with COPY. Either way a stored id that was not looked up fails the
+// transaction with errIDTaken, and the group starts over by commitOnce with
+// every id looked up first. (An unchained store, for benchmarks, takes
+// small groups by commitPipelined, as before the chain.)
+//
+// The committer's tail is taken at the start: only a commit that
+// succeeds leaves one, so after any failure the next group reads the head.
 func (s *Store) commit(group []*groupcommit.Request) ([]groupcommit.Result, error) {
+	prev := s.tail
+	s.tail = tail{}
 	if s.cfg.unchained && s.cfg.beforeWrite == nil && pipelinable(group) {
-		results, refused, err := s.commitPipelined(group)
-		if errors.Is(err, errIDTaken) {
-			return s.commitOnce(group, true)
-		}
-		if err != nil || len(refused) == 0 {
-			return results, err
-		}
-		again := make([]*groupcommit.Request, len(refused))
-		for k, i := range refused {
-			again[k] = group[i]
-		}
-		res, err := s.commitOnce(again, true)
-		for k, i := range refused {
-			if err != nil {
-				results[i].Err = s.uniqueErr(group[i], err)
-			} else {
-				results[i] = res[k]
-			}
-		}
-		return results, nil
+		return s.commitUnchained(group)
 	}
-	res, err := s.commitOnce(group, false)
+	if !s.cfg.unchained && s.cfg.beforeWrite == nil && pipelinable(group) {
+		res, err := s.commitPredicted(group, prev)
+		switch {
+		case err == nil:
+			return res, nil
+		case errors.Is(err, errIDTaken):
+			return s.commitOnce(group, true, tail{})
+		case !errors.Is(err, errMissed):
+			return nil, err
+		}
+		// commitOnce keeps prev's versions only if it reads prev's head.
+	}
+	res, err := s.commitOnce(group, false, prev)
 	if errors.Is(err, errIDTaken) {
-		return s.commitOnce(group, true)
+		return s.commitOnce(group, true, tail{})
 	}
 	return res, err
+}
+
+// commitUnchained is commit for an unchained store's small group: one
+// pipelined round trip, and the requests it refuses by their version
+// decided again by commitOnce, which looks their ids up (a replay succeeds
+// whatever its expected version).
+func (s *Store) commitUnchained(group []*groupcommit.Request) ([]groupcommit.Result, error) {
+	results, refused, err := s.commitPipelined(group)
+	if errors.Is(err, errIDTaken) {
+		return s.commitOnce(group, true, tail{})
+	}
+	if err != nil || len(refused) == 0 {
+		return results, err
+	}
+	again := make([]*groupcommit.Request, len(refused))
+	for k, i := range refused {
+		again[k] = group[i]
+	}
+	res, err := s.commitOnce(again, true, tail{})
+	for k, i := range refused {
+		if err != nil {
+			results[i].Err = s.uniqueErr(group[i], err)
+		} else {
+			results[i] = res[k]
+		}
+	}
+	s.tail = tail{} // commitPipelined leaves none
+	return results, nil
 }
 
 // commitOnce commits group in one explicit transaction of two round trips
@@ -314,7 +341,7 @@ func (s *Store) commit(group []*groupcommit.Request) ([]groupcommit.Result, erro
 // and COMMIT. With lookUpIDs the group's stored ids are read with the
 // versions; without, only if some request fails its version check, in the
 // same transaction, before every request is decided again.
-func (s *Store) commitOnce(group []*groupcommit.Request, lookUpIDs bool) ([]groupcommit.Result, error) {
+func (s *Store) commitOnce(group []*groupcommit.Request, lookUpIDs bool, prev tail) ([]groupcommit.Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.commitTimeout)
 	defer cancel()
 	conn, err := s.pool.Acquire(ctx)
@@ -364,62 +391,26 @@ func (s *Store) commitOnce(group []*groupcommit.Request, lookUpIDs bool) ([]grou
 		return nil, fmt.Errorf("lock and read: %w", err)
 	}
 
-	var results []groupcommit.Result
-	var rows []events.Event
-	var pos uint64
 	var start events.Hash
 	if len(headChain) != 0 && copy(start[:], headChain) != len(headChain) {
 		return nil, fmt.Errorf("%w: chain value of position %d is %d bytes", errCorrupt, head, len(headChain))
 	}
-	decide := func() (complete bool) {
-		results, rows, pos = make([]groupcommit.Result, len(group)), nil, uint64(head)
-		prev := start
-		versions := maps.Clone(known)
-		accepted := maps.Clone(stored) // and what the group accepts, which a later request may replay
-		for i, r := range group {
-			if done, err := replayed(r.Events, accepted); done || err != nil {
-				results[i] = groupcommit.Result{Events: r.Events, Err: err}
-				continue
-			}
-			v := versions[r.Stream]
-			if !r.Expected.Check(v) {
-				if !lookUpIDs {
-					return false
-				}
-				results[i].Err = &events.VersionError{Stream: r.Stream, Expected: r.Expected, Actual: v}
-				continue
-			}
-			for j := range r.Events {
-				v++
-				pos++
-				r.Events[j].Version, r.Events[j].Position = v, pos
-				if !s.cfg.unchained {
-					// The chain value, computed in the transaction
-					// that assigns the position, under its lock.
-					r.Events[j].Chain = events.ChainOf(prev, r.Events[j])
-					prev = r.Events[j].Chain
-				}
-				accepted[r.Events[j].ID] = r.Events[j]
-				rows = append(rows, r.Events[j])
-			}
-			versions[r.Stream] = v
-			results[i].Events = r.Events
-		}
-		return true
-	}
-	if !decide() {
+	d, complete := s.decide(group, uint64(head), start, known, stored, lookUpIDs)
+	if !complete {
 		lookUpIDs = true
 		b = &pgx.Batch{}
 		queueIDs(b, group, stored)
 		if err := c.SendBatch(ctx, b).Close(); err != nil {
 			return nil, fmt.Errorf("read ids: %w", err)
 		}
-		decide()
+		d, _ = s.decide(group, uint64(head), start, known, stored, lookUpIDs)
 	}
+	results, rows := d.results, d.rows
 	if len(rows) == 0 {
 		if _, err := c.Exec(ctx, "ROLLBACK"); err != nil {
 			return nil, fmt.Errorf("rollback: %w", err)
 		}
+		s.keep(prev, uint64(head), start, d)
 		return results, nil
 	}
 	if s.cfg.beforeWrite != nil {
@@ -445,7 +436,66 @@ func (s *Store) commitOnce(group []*groupcommit.Request, lookUpIDs bool) ([]grou
 	if err := c.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("write %d events and commit: %w", len(rows), idTaken(err, lookUpIDs))
 	}
+	s.keep(prev, uint64(head), start, d)
 	return results, nil
+}
+
+// decision is a group decided against a state of the log: each request's
+// result, the rows to write, and the log after them (its head, the head's
+// chain value, the versions of the group's streams).
+type decision struct {
+	results  []groupcommit.Result
+	rows     []events.Event
+	head     uint64
+	chain    events.Hash
+	versions map[string]uint64
+}
+
+// decide decides each request of group in queue order (ids, then the
+// expected version; a refused request writes nothing and does not affect
+// the others) against a log whose head is head, with chain value start,
+// whose streams have the versions known and whose stored ids of the group
+// are stored, and sets the accepted events' versions, positions and chain
+// values. Unless lookedUp (stored holds every stored id of the group), a
+// request refused by its version may be a replay: decide then reports the
+// decision incomplete, and the caller looks the ids up and decides again.
+func (s *Store) decide(group []*groupcommit.Request, head uint64, start events.Hash, known map[string]uint64,
+	stored map[uuid.UUID]events.Event, lookedUp bool) (d decision, complete bool) {
+	d = decision{results: make([]groupcommit.Result, len(group)), head: head, chain: start, versions: maps.Clone(known)}
+	accepted := maps.Clone(stored) // and what the group accepts, which a later request may replay
+	if accepted == nil {
+		accepted = map[uuid.UUID]events.Event{}
+	}
+	for i, r := range group {
+		if done, err := replayed(r.Events, accepted); done || err != nil {
+			d.results[i] = groupcommit.Result{Events: r.Events, Err: err}
+			continue
+		}
+		v := d.versions[r.Stream]
+		if !r.Expected.Check(v) {
+			if !lookedUp {
+				return d, false
+			}
+			d.results[i].Err = &events.VersionError{Stream: r.Stream, Expected: r.Expected, Actual: v}
+			continue
+		}
+		for j := range r.Events {
+			v++
+			d.head++
+			r.Events[j].Version, r.Events[j].Position = v, d.head
+			if !s.cfg.unchained {
+				// The chain value, computed in the transaction that
+				// assigns the position, under its lock.
+				r.Events[j].Chain = events.ChainOf(d.chain, r.Events[j])
+				d.chain = r.Events[j].Chain
+			}
+			accepted[r.Events[j].ID] = r.Events[j]
+			d.rows = append(d.rows, r.Events[j])
+		}
+		d.versions[r.Stream] = v
+		d.results[i].Events = r.Events
+	}
+	return d, true
 }
 
 // idTaken turns a violation of the id's uniqueness, in a transaction that
@@ -526,6 +576,15 @@ func copyRows(ctx context.Context, c *pgx.Conn, rows []events.Event) error {
 // queueInsert queues one INSERT of rows as unnest()ed arrays: one
 // statement, one plan, whatever the number of rows.
 func queueInsert(b *pgx.Batch, rows []events.Event) {
+	b.Queue(`INSERT INTO events (`+readColumns+`)
+		SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::bigint[], $5::text[], $6::integer[],
+			$7::bigint[], $8::text[], $9::text[], $10::text[], $11::bytea[], $12::bytea[])`,
+		insertArgs(rows)...)
+}
+
+// insertArgs returns rows as the twelve arrays of queueInsert's
+// statement, one a column of readColumns.
+func insertArgs(rows []events.Event) []any {
 	n := len(rows)
 	var (
 		pos, ver, at                      = make([]int64, n), make([]int64, n), make([]int64, n)
@@ -538,10 +597,7 @@ func queueInsert(b *pgx.Batch, rows []events.Event) {
 		pos[i], ids[i], stream[i], ver[i], typ[i], schema[i] = int64(e.Position), e.ID, e.Stream, int64(e.Version), e.Type, int32(e.Schema)
 		at[i], actor[i], cause[i], correl[i], data[i], chain[i] = e.At.UnixNano(), e.Actor, e.Causation, e.Correlation, e.Data, chainValue(e)
 	}
-	b.Queue(`INSERT INTO events (`+readColumns+`)
-		SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::bigint[], $5::text[], $6::integer[],
-			$7::bigint[], $8::text[], $9::text[], $10::text[], $11::bytea[], $12::bytea[])`,
-		pos, ids, stream, ver, typ, schema, at, actor, cause, correl, data, chain)
+	return append(make([]any, 0, 14), pos, ids, stream, ver, typ, schema, at, actor, cause, correl, data, chain)
 }
 
 // isUnique reports whether err is a unique violation.

@@ -1,0 +1,120 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"meshplane/events"
+	"meshplane/events/internal/groupcommit"
+)
+
+// maxTailStreams bounds the stream versions the committer's tail keeps;
+// past it the tail starts again from the group's streams.
+const maxTailStreams = 1 << 14
+
+// tail is the log as the committer's last commit left it: its head, the
+// head's chain value, and the versions of the streams that commit (and the
+// ones before it, while no other writer appended) read or wrote. Only the
+// committer goroutine uses it. It is a prediction, not a cache that is
+// trusted: commitPredicted checks, under the append lock, that the head is
+// still the one it holds, which proves that nothing was appended since, and
+// so that every version it holds is still the stream's.
+type tail struct {
+	ok       bool
+	head     uint64
+	chain    events.Hash // zero for an empty store or a head that predates the chain
+	versions map[string]uint64
+}
+
+// errMissed is commitPredicted's signal that it could not predict the
+// group (a stream the tail does not know, a request refused by its version,
+// which may be a replay) or that the head moved (another writer appended):
+// it wrote nothing, and the group goes by commitOnce.
+var errMissed = errors.New("the log is not where the last commit left it")
+
+// keep sets the tail after a commit that read the head head (with chain
+// value start) under the lock, and wrote d. prev's versions are kept if
+// prev was the log at that head: nothing was appended between the two.
+func (s *Store) keep(prev tail, head uint64, start events.Hash, d decision) {
+	t := tail{ok: true, head: d.head, chain: d.chain, versions: prev.versions}
+	if !prev.ok || prev.head != head || prev.chain != start || len(prev.versions)+len(d.versions) > maxTailStreams {
+		t.versions = make(map[string]uint64, len(d.versions))
+	}
+	for name, v := range d.versions {
+		t.versions[name] = v
+	}
+	s.tail = t
+}
+
+// predictedInsert is queueInsert's statement, guarded: it writes its rows
+// only if the head is still $13 with chain value $14, read after the lock
+// in the statement's own snapshot (READ COMMITTED), so only if nothing was
+// appended since the committer's last commit; else it writes nothing.
+const predictedInsert = `INSERT INTO events (` + readColumns + `)
+	SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::bigint[], $5::text[], $6::integer[],
+		$7::bigint[], $8::text[], $9::text[], $10::text[], $11::bytea[], $12::bytea[])
+	WHERE (SELECT coalesce(max(position), 0) FROM events) = $13::bigint
+		AND (SELECT chain FROM events WHERE position = $13::bigint) IS NOT DISTINCT FROM $14::bytea`
+
+// commitPredicted commits group in one round trip, in one implicit
+// transaction (pgx sends a batch with one Sync): the lock, then one INSERT
+// of every accepted row, at the positions and versions, and with the chain
+// values, that follow the tail, written only if the head is still the
+// tail's (predictedInsert). Decided as commitOnce decides, against the
+// tail rather than a read: ids are not looked up (a stored one fails the
+// insert with errIDTaken), and a request refused by its version, or a
+// stream the tail does not know, is errMissed before anything is sent. A
+// head that moved is errMissed after the round trip, having written
+// nothing.
+func (s *Store) commitPredicted(group []*groupcommit.Request, t tail) ([]groupcommit.Result, error) {
+	if !t.ok {
+		return nil, errMissed
+	}
+	known := make(map[string]uint64, len(group))
+	for _, r := range group {
+		v, ok := t.versions[r.Stream]
+		if !ok {
+			return nil, errMissed
+		}
+		known[r.Stream] = v
+	}
+	d, complete := s.decide(group, t.head, t.chain, known, nil, false)
+	if !complete {
+		return nil, errMissed
+	}
+	if len(d.rows) == 0 { // every request replays one before it in the group
+		s.keep(t, t.head, t.chain, d)
+		return d.results, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.commitTimeout)
+	defer cancel()
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Release() // broken after a failure: the pool discards it
+	b := &pgx.Batch{}
+	b.Queue("SELECT pg_advisory_xact_lock($1, $2)", lockClass, lockAppend)
+	var inserted int64
+	args := append(insertArgs(d.rows), int64(t.head), chainValue(events.Event{Chain: t.chain}))
+	b.Queue(predictedInsert, args...).Exec(func(tag pgconn.CommandTag) error {
+		inserted = tag.RowsAffected()
+		return nil
+	})
+	if err := conn.Conn().SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("write %d events and commit: %w", len(d.rows), idTaken(err, false))
+	}
+	switch inserted {
+	case int64(len(d.rows)):
+	case 0:
+		return nil, errMissed
+	default: // cannot happen: one statement, one condition for all its rows
+		return nil, fmt.Errorf("write %d events: %d inserted", len(d.rows), inserted)
+	}
+	s.keep(t, t.head, t.chain, d)
+	return d.results, nil
+}
