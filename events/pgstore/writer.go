@@ -464,9 +464,16 @@ type decision struct {
 func (s *Store) decide(group []*groupcommit.Request, head uint64, start events.Hash, known map[string]uint64,
 	stored map[uuid.UUID]events.Event, lookedUp bool) (d decision, complete bool) {
 	d = decision{results: make([]groupcommit.Result, len(group)), head: head, chain: start, versions: maps.Clone(known)}
-	accepted := maps.Clone(stored) // and what the group accepts, which a later request may replay
-	if accepted == nil {
-		accepted = map[uuid.UUID]events.Event{}
+	n := len(stored)
+	for _, r := range group {
+		n += len(r.Events)
+	}
+	// The stored events, and what the group accepts, which a later request
+	// may replay; by pointer, since an Event is large and a group has up to
+	// a thousand.
+	accepted := make(map[uuid.UUID]*events.Event, n)
+	for id, e := range stored {
+		accepted[id] = &e
 	}
 	for i, r := range group {
 		if done, err := replayed(r.Events, accepted); done || err != nil {
@@ -491,7 +498,7 @@ func (s *Store) decide(group []*groupcommit.Request, head uint64, start events.H
 				r.Events[j].Chain = events.ChainOf(d.chain, r.Events[j])
 				d.chain = r.Events[j].Chain
 			}
-			accepted[r.Events[j].ID] = r.Events[j]
+			accepted[r.Events[j].ID] = &r.Events[j]
 			d.rows = append(d.rows, r.Events[j])
 		}
 		d.versions[r.Stream] = v
@@ -536,14 +543,14 @@ func queueIDs(b *pgx.Batch, group []*groupcommit.Request, stored map[uuid.UUID]e
 // replayed decides a request's ids, by events.Replayed, against the stored
 // events (and those accepted earlier in the group). If the request replays
 // them it fills evs with their versions and positions and reports done.
-func replayed(evs []events.Event, known map[uuid.UUID]events.Event) (done bool, err error) {
+func replayed(evs []events.Event, known map[uuid.UUID]*events.Event) (done bool, err error) {
 	var stored []events.Event // nil while no id is stored: the usual request
 	for i, e := range evs {
 		if old, ok := known[e.ID]; ok {
 			if stored == nil {
 				stored = make([]events.Event, len(evs))
 			}
-			stored[i] = old
+			stored[i] = *old
 		}
 	}
 	if done, err = events.Replayed(evs, stored); done {
