@@ -60,6 +60,21 @@ const predictedInsert = `INSERT INTO events (` + readColumns + `)
 	WHERE (SELECT coalesce(max(position), 0) FROM events) = $13::bigint
 		AND (SELECT chain FROM events WHERE position = $13::bigint) IS NOT DISTINCT FROM $14::bytea`
 
+// predictedInsertOne is predictedInsert for one row, its columns as
+// parameters rather than arrays of one: the usual lone append, which
+// spends less of the server's time decoding arrays and planning unnest().
+const predictedInsertOne = `INSERT INTO events (` + readColumns + `)
+	SELECT $1::bigint, $2::uuid, $3::text, $4::bigint, $5::text, $6::integer,
+		$7::bigint, $8::text, $9::text, $10::text, $11::bytea, $12::bytea
+	WHERE (SELECT coalesce(max(position), 0) FROM events) = $13::bigint
+		AND (SELECT chain FROM events WHERE position = $13::bigint) IS NOT DISTINCT FROM $14::bytea`
+
+// rowArgs returns e as predictedInsertOne's first twelve parameters.
+func rowArgs(e events.Event) []any {
+	return append(make([]any, 0, 14), int64(e.Position), [16]byte(e.ID), e.Stream, int64(e.Version), e.Type, int32(e.Schema),
+		e.At.UnixNano(), e.Actor, e.Causation, e.Correlation, []byte(e.Data), chainValue(e))
+}
+
 // commitPredicted commits group in one round trip, in one implicit
 // transaction (pgx sends a batch with one Sync): the lock, then one INSERT
 // of every accepted row, at the positions and versions, and with the chain
@@ -100,8 +115,12 @@ func (s *Store) commitPredicted(group []*groupcommit.Request, t tail) ([]groupco
 	b := &pgx.Batch{}
 	b.Queue("SELECT pg_advisory_xact_lock($1, $2)", lockClass, lockAppend)
 	var inserted int64
-	args := append(insertArgs(d.rows), int64(t.head), chainValue(events.Event{Chain: t.chain}))
-	b.Queue(predictedInsert, args...).Exec(func(tag pgconn.CommandTag) error {
+	sql, args := predictedInsert, insertArgs(d.rows)
+	if len(d.rows) == 1 {
+		sql, args = predictedInsertOne, rowArgs(d.rows[0])
+	}
+	args = append(args, int64(t.head), chainValue(events.Event{Chain: t.chain}))
+	b.Queue(sql, args...).Exec(func(tag pgconn.CommandTag) error {
 		inserted = tag.RowsAffected()
 		return nil
 	})
