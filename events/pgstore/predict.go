@@ -2,8 +2,10 @@ package pgstore
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -75,11 +77,45 @@ func rowArgs(e events.Event) []any {
 		e.At.UnixNano(), e.Actor, e.Causation, e.Correlation, []byte(e.Data), chainValue(e))
 }
 
+// missedMark is in the error of predictedCopy's guard.
+const missedMark = "is not the predicted head"
+
+// predictedCopy is the query of a large predicted group: the lock, the
+// guard, and the COPY of its rows, in one simple query and so in one
+// implicit transaction, which commits when the COPY ends (pgconn sends the
+// rows without waiting for the server: one round trip). The guard fails
+// the transaction, with an invalid cast naming missedMark, unless the head
+// is t's with t's chain value (read after the lock, in the statement's own
+// snapshot); its value is cast only when it fails, so it is not folded.
+func predictedCopy(t tail) string {
+	chain := "NULL"
+	if !t.chain.IsZero() {
+		chain = `'\x` + hex.EncodeToString(t.chain[:]) + `'::bytea`
+	}
+	return fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d, %d);
+		SELECT (h.p::text || ' %s')::integer FROM (SELECT coalesce(max(position), 0) AS p FROM events) AS h
+			WHERE h.p <> %d OR (SELECT chain FROM events WHERE position = %d) IS DISTINCT FROM %s;
+		%s`, lockClass, lockAppend, missedMark, t.head, t.head, chain, copySQL)
+}
+
+// predictionErr turns the failure of predictedCopy's guard into errMissed,
+// and so does a taken position (the head moved past the guard's read: a
+// writer that bypassed the lock). Other errors are returned as they are.
+func predictionErr(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "22P02" && strings.Contains(pgErr.Message, missedMark) ||
+		pgErr.Code == "23505" && pgErr.ConstraintName == "events_pkey") {
+		return errMissed
+	}
+	return err
+}
+
 // commitPredicted commits group in one round trip, in one implicit
-// transaction (pgx sends a batch with one Sync): the lock, then one INSERT
-// of every accepted row, at the positions and versions, and with the chain
-// values, that follow the tail, written only if the head is still the
-// tail's (predictedInsert). Decided as commitOnce decides, against the
+// transaction: the lock, then every accepted row, at the positions and
+// versions, and with the chain values, that follow the tail, written only
+// if the head is still the tail's. Below copyMin rows that is a pgx batch
+// (one Sync) of the lock and one INSERT (predictedInsert, or
+// predictedInsertOne); from copyMin rows, one simple query (predictedCopy). Decided as commitOnce decides, against the
 // tail rather than a read: ids are not looked up (a stored one fails the
 // insert with errIDTaken), and a request refused by its version, or a
 // stream the tail does not know, is errMissed before anything is sent. A
@@ -112,6 +148,13 @@ func (s *Store) commitPredicted(group []*groupcommit.Request, t tail) ([]groupco
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Release() // broken after a failure: the pool discards it
+	if len(d.rows) >= copyMin {
+		if err := copyRows(ctx, conn.Conn(), predictedCopy(t), d.rows); err != nil {
+			return nil, fmt.Errorf("write %d events and commit: %w", len(d.rows), predictionErr(idTaken(err, false)))
+		}
+		s.keep(t, t.head, t.chain, d)
+		return d.results, nil
+	}
 	b := &pgx.Batch{}
 	b.Queue("SELECT pg_advisory_xact_lock($1, $2)", lockClass, lockAppend)
 	var inserted int64

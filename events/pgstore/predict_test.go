@@ -44,6 +44,12 @@ func TestPredictedAppends(t *testing.T) {
 		{name: "a replay, predicted, whatever it expected", store: 1, stream: "node-c", expected: events.NoStream, evs: replay, wantPos: 8, wantVer: 1, predict: true},
 		{name: "a replay by the store that did not write it", store: 0, stream: "node-c", expected: events.Exactly(7), evs: replay, wantPos: 8, wantVer: 1},
 		{name: "after the replay", store: 0, stream: "node-c", expected: events.Exactly(1), wantPos: 9, wantVer: 2, predict: true},
+		{name: "a large batch, predicted (COPY)", store: 0, stream: "node-a", expected: events.Exactly(5), evs: batchOf(copyMin + 36),
+			wantPos: 10, wantVer: 6, predict: true},
+		{name: "a large batch behind: the guard fails, nothing written", store: 1, stream: "node-c", expected: events.Any, evs: batchOf(copyMin + 36),
+			wantPos: 110, wantVer: 3},
+		{name: "a large batch after it, predicted", store: 1, stream: "node-c", expected: events.Exactly(102), evs: batchOf(copyMin + 36),
+			wantPos: 210, wantVer: 103, predict: true},
 	}
 	for _, s := range steps {
 		st := st[s.store]
@@ -77,8 +83,8 @@ func TestPredictedAppends(t *testing.T) {
 	for _, e := range all {
 		v.Add(e)
 	}
-	if r := v.Report(); r.Err() != nil || r.Checked != 9 || r.Start != 1 {
-		t.Fatalf("verify: %+v, %v; want 9 positions chained from 1", r, r.Err())
+	if r := v.Report(); r.Err() != nil || r.Checked != 309 || r.Start != 1 {
+		t.Fatalf("verify: %+v, %v; want 309 positions chained from 1", r, r.Err())
 	}
 }
 
@@ -90,4 +96,13 @@ func headOf(t *testing.T, s *Store) uint64 {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// batchOf returns n new events.
+func batchOf(n int) []events.Event {
+	evs := make([]events.Event, n)
+	for i := range evs {
+		evs[i] = event("test.batch")
+	}
+	return evs
 }

@@ -271,14 +271,15 @@ var errIDTaken = errors.New("an id of the group is stored")
 // a whole, err is set and nothing of the group was written (or, for a
 // failure during the commit itself, the outcome is unknown).
 //
-// A group of up to pipelineRows rows whose streams the committer knows
-// goes by commitPredicted, one round trip, at the positions that follow
-// the last commit; if another writer appended since, it writes nothing and
-// the group goes by commitOnce. A larger group goes by commitOnce, which
-// writes with COPY. Either way a stored id that was not looked up fails the
+// A group whose streams the committer knows goes by commitPredicted, one
+// round trip, at the positions that follow the last commit; if another
+// writer appended since, it writes nothing and the group goes by
+// commitOnce, which reads the head first (and writes with COPY from copyMin
+// rows). Either way a stored id that was not looked up fails the
 // transaction with errIDTaken, and the group starts over by commitOnce with
 // every id looked up first. (An unchained store, for benchmarks, takes
-// small groups by commitPipelined, as before the chain.)
+// groups of up to pipelineRows rows by commitPipelined, as before the
+// chain.)
 //
 // The committer's tail is taken at the start: only a commit that
 // succeeds leaves one, so after any failure the next group reads the head.
@@ -288,7 +289,7 @@ func (s *Store) commit(group []*groupcommit.Request) ([]groupcommit.Result, erro
 	if s.cfg.unchained && s.cfg.beforeWrite == nil && pipelinable(group) {
 		return s.commitUnchained(group)
 	}
-	if !s.cfg.unchained && s.cfg.beforeWrite == nil && pipelinable(group) {
+	if !s.cfg.unchained && s.cfg.beforeWrite == nil {
 		res, err := s.commitPredicted(group, prev)
 		switch {
 		case err == nil:
@@ -423,7 +424,7 @@ func (s *Store) commitOnce(group []*groupcommit.Request, lookUpIDs bool, prev ta
 	// Round trip 2 (and one more for COPY): write and commit.
 	b = &pgx.Batch{}
 	if len(rows) >= copyMin {
-		if err := copyRows(ctx, c, rows); err != nil {
+		if err := copyRows(ctx, c, copySQL, rows); err != nil {
 			return nil, fmt.Errorf("write %d events: %w", len(rows), idTaken(err, lookUpIDs))
 		}
 	} else {
@@ -578,7 +579,8 @@ const copySQL = "COPY events (" + readColumns + ") FROM STDIN (FORMAT binary)"
 // copyRows writes rows with COPY, in its binary format, encoded here
 // (appendCopyRow) rather than value by value through pgx's type map, which
 // cost the committer about a microsecond a row.
-func copyRows(ctx context.Context, c *pgx.Conn, rows []events.Event) error {
+// sql is the query that holds the COPY: copySQL, or statements ending in it.
+func copyRows(ctx context.Context, c *pgx.Conn, sql string, rows []events.Event) error {
 	size := 19 + 2
 	for _, e := range rows {
 		size += 2 + 12*4 + 8 + 16 + 8 + 4 + 8 + 32 + len(e.Stream) + len(e.Type) + len(e.Actor) + len(e.Causation) + len(e.Correlation) + len(e.Data)
@@ -590,7 +592,7 @@ func copyRows(ctx context.Context, c *pgx.Conn, rows []events.Event) error {
 		buf = appendCopyRow(buf, e)
 	}
 	buf = binary.BigEndian.AppendUint16(buf, 0xffff) // the trailer: -1
-	_, err := c.PgConn().CopyFrom(ctx, bytes.NewReader(buf), copySQL)
+	_, err := c.PgConn().CopyFrom(ctx, bytes.NewReader(buf), sql)
 	return err
 }
 
