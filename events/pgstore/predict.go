@@ -90,7 +90,7 @@ const missedMark = "is not the predicted head"
 func predictedCopy(t tail) string {
 	chain := "NULL"
 	if !t.chain.IsZero() {
-		chain = `'\x` + hex.EncodeToString(t.chain[:]) + `'::bytea`
+		chain = "decode('" + hex.EncodeToString(t.chain[:]) + "', 'hex')" // whatever standard_conforming_strings says
 	}
 	return fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d, %d);
 		SELECT (h.p::text || ' %s')::integer FROM (SELECT coalesce(max(position), 0) AS p FROM events) AS h

@@ -106,3 +106,37 @@ func batchOf(n int) []events.Event {
 	}
 	return evs
 }
+
+// TestPredictionChecksTheHeadChain: the head's chain value changed behind
+// the store's back (its position unmoved) fails the prediction, for a
+// small group (the guarded INSERT) and a large one (the COPY's guard):
+// the next rows chain from the value stored, not from the one the
+// committer remembers.
+func TestPredictionChecksTheHeadChain(t *testing.T) {
+	pgtest.Need(t, srv)
+	for _, n := range []int{1, copyMin} {
+		s := openURL(t, srv.Database(t))
+		ctx := testCtx(t, time.Minute)
+		first, err := s.Append(ctx, "node-a", events.NoStream, event("test.first"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !s.tail.ok || s.tail.chain != first[0].Chain {
+			t.Fatalf("batch of %d: tail %+v after the first append", n, s.tail)
+		}
+		var stored events.Hash
+		for i := range stored {
+			stored[i] = 7
+		}
+		if _, err := s.pool.Exec(ctx, "UPDATE events SET chain = $1 WHERE position = 1", stored[:]); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Append(ctx, "node-a", events.Exactly(1), batchOf(n)...)
+		if err != nil {
+			t.Fatalf("batch of %d: %v", n, err)
+		}
+		if want := events.ChainOf(stored, got[0]); got[0].Position != 2 || got[0].Chain != want {
+			t.Fatalf("batch of %d: position %d chain %s, want 2 and %s (from the stored head)", n, got[0].Position, got[0].Chain, want)
+		}
+	}
+}
