@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -231,4 +232,90 @@ func benchRawReadAll(b *testing.B, decode bool, appendRecord func([]byte, events
 		b.Fatal("read nothing")
 	}
 	b.ReportMetric(float64(b.N)*storetest.ReadAllEvents/b.Elapsed().Seconds(), "events/s")
+}
+
+// BenchmarkPaired measures the store and its ceiling, raw bbolt writing the
+// same record bytes (benchRawAppend's), in alternation, rounds of one
+// second each (5 rounds unless PAIRED_ROUNDS says otherwise), so that load
+// from outside the benchmark, which drifts from second to second on a
+// shared machine, falls on both alike. The workload is storetest.Bench's
+// (W writers, each on its own stream, appending batches of B
+// apply.reported events, events.Any). Run it with -benchtime=1x: one
+// iteration is all the rounds. It reports events/s for both and the
+// store's share of the raw rate.
+func BenchmarkPaired(b *testing.B) {
+	rounds := 5
+	if v, err := strconv.Atoi(os.Getenv("PAIRED_ROUNDS")); err == nil && v > 0 {
+		rounds = v
+	}
+	for _, batch := range []int{1, 100} {
+		for _, writers := range []int{1, 8} {
+			b.Run(fmt.Sprintf("batch=%d/writers=%d", batch, writers), func(b *testing.B) {
+				st, err := Open(filepath.Join(b.TempDir(), "events.db"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer st.Close()
+				db := openRaw(b)
+				defer db.Close()
+				var head uint64       // raw bbolt's, guarded by its writer lock
+				var seq atomic.Uint64 // the raw records' versions and positions, of the sizes the store writes
+				var sum [2]struct {
+					n int
+					d time.Duration
+				}
+				// run has writers append for a second and returns the events appended.
+				run := func(mode int) (int, time.Duration) {
+					var total atomic.Int64
+					var wg sync.WaitGroup
+					start := time.Now()
+					stop := start.Add(time.Second)
+					for w := range writers {
+						wg.Go(func() {
+							stream := fmt.Sprintf("node-bench%02d", w)
+							evs := make([]events.Event, batch)
+							recs := make([][]byte, batch)
+							for time.Now().Before(stop) {
+								var err error
+								if mode == 0 {
+									for i := range evs {
+										evs[i] = rawEvent("")
+									}
+									_, err = st.Append(b.Context(), stream, events.Any, evs...)
+								} else {
+									for i := range recs {
+										e := rawEvent(stream)
+										e.Version = seq.Add(1)
+										e.Position = e.Version
+										recs[i] = events.AppendRecord(nil, e)
+									}
+									err = rawPut(db, &head, recs)
+								}
+								if err != nil {
+									b.Errorf("mode %d: %v", mode, err)
+									return
+								}
+								total.Add(int64(batch))
+							}
+						})
+					}
+					wg.Wait()
+					return int(total.Load()), time.Since(start)
+				}
+				for range b.N {
+					for range rounds {
+						for mode := range sum {
+							n, d := run(mode)
+							sum[mode].n += n
+							sum[mode].d += d
+						}
+					}
+				}
+				rate := func(m int) float64 { return float64(sum[m].n) / sum[m].d.Seconds() }
+				b.ReportMetric(rate(0), "store-events/s")
+				b.ReportMetric(rate(1), "raw-events/s")
+				b.ReportMetric(rate(0)/rate(1), "store/raw")
+			})
+		}
+	}
 }

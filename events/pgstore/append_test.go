@@ -145,6 +145,7 @@ func TestLargeBatchThroughCopy(t *testing.T) {
 		for j := range evs {
 			evs[j] = event("test.batch")
 			evs[j].Data = json.RawMessage(`{"j":` + string(rune('0'+j%10)) + `}`)
+			evs[j].Actor, evs[j].Causation, evs[j].Correlation = "agent:növox", "cause-ü", "push-42"
 		}
 		head, _ := s.Head(ctx)
 		got, err := s.Append(ctx, stream, events.NoStream, evs...)
@@ -159,7 +160,8 @@ func TestLargeBatchThroughCopy(t *testing.T) {
 			t.Fatalf("append of %d: returned %d, stored %d", n, len(got), len(read))
 		}
 		for j := range read {
-			if !read[j].SameContent(got[j]) || read[j].Version != uint64(j+1) || read[j].Position != head+uint64(j+1) {
+			if !read[j].SameContent(got[j]) || read[j].Version != uint64(j+1) || read[j].Position != head+uint64(j+1) ||
+				read[j].Chain.IsZero() || read[j].Chain != got[j].Chain {
 				t.Fatalf("batch of %d, event %d: stored %s, appended %s", n, j, read[j], got[j])
 			}
 		}

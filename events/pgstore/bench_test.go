@@ -65,33 +65,37 @@ func openRaw(b *testing.B, writers int) *pgxpool.Pool {
 	b.Cleanup(pool.Close)
 	if _, err := pool.Exec(ctx, `CREATE TABLE raw_events (
 		position bigint, id uuid, stream text, version bigint, type text, schema integer,
-		at_ns bigint, actor text, causation text, correlation text, data bytea)`); err != nil {
+		at_ns bigint, actor text, causation text, correlation text, data bytea, chain bytea)`); err != nil {
 		b.Fatal(err)
 	}
 	return pool
 }
 
+// rawChain is the raw rows' chain value: 32 bytes, as the store's rows
+// carry, not computed.
+var rawChain = make([]byte, 32)
+
 // rawRow is a bench event's row, with the position as its version too.
 func rawRow(stream string, pos int64) []any {
 	return []any{pos, [16]byte(events.NewID()), stream, pos, events.TypeApplyReported, int32(1),
 		time.Date(2026, 9, 29, 22, 46, 0, 123456789, time.UTC).UnixNano(), "agent:novox", "", "push-42",
-		[]byte(storetest.BenchPayload)}
+		[]byte(storetest.BenchPayload), rawChain}
 }
 
-// insertSQL is a multi-row INSERT of n rows of the eleven columns.
+// insertSQL is a multi-row INSERT of n rows of the twelve columns.
 func insertSQL(n int) string {
 	var sb strings.Builder
-	sb.WriteString("INSERT INTO raw_events (" + columns + ") VALUES ")
+	sb.WriteString("INSERT INTO raw_events (" + readColumns + ") VALUES ")
 	for i := range n {
 		if i > 0 {
 			sb.WriteString(", ")
 		}
 		sb.WriteByte('(')
-		for j := range 11 {
+		for j := range len(rowColumns) {
 			if j > 0 {
 				sb.WriteString(", ")
 			}
-			fmt.Fprintf(&sb, "$%d", i*11+j+1)
+			fmt.Fprintf(&sb, "$%d", i*len(rowColumns)+j+1)
 		}
 		sb.WriteByte(')')
 	}
@@ -111,7 +115,7 @@ func benchRawAppend(b *testing.B, mode string, batch, writers int) {
 		wg.Go(func() {
 			stream := fmt.Sprintf("node-bench%02d", w)
 			rows := make([][]any, batch)
-			args := make([]any, 0, batch*11)
+			args := make([]any, 0, batch*len(rowColumns))
 			for next.Add(1) <= int64(b.N) {
 				first := pos.Add(int64(batch)) - int64(batch)
 				args = args[:0]
@@ -157,7 +161,7 @@ func benchRawReadAll(b *testing.B, decode bool) {
 	b.ResetTimer()
 	sink := 0
 	for range b.N {
-		rs, err := pool.Query(ctx, "SELECT "+columns+", NULL::bytea FROM raw_events")
+		rs, err := pool.Query(ctx, "SELECT "+readColumns+" FROM raw_events")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -230,7 +234,7 @@ func BenchmarkPaired(b *testing.B) {
 							stream := fmt.Sprintf("node-bench%02d", w)
 							evs := make([]events.Event, batch)
 							rows := make([][]any, batch)
-							args := make([]any, 0, batch*11)
+							args := make([]any, 0, batch*len(rowColumns))
 							for time.Now().Before(stop) {
 								var err error
 								switch mode {

@@ -62,20 +62,31 @@
 // that writers that each wait for their answer commit together rather
 // than in two alternating halves.
 //
-// Round trips: a group of up to 128 rows is one pipelined round trip, in
-// one implicit transaction: the lock; one INSERT ... SELECT from unnest()
-// for each layer of requests to distinct streams (the k-th request to a
-// stream in the group is in layer k), which reads the head and its
-// streams' versions in its own snapshot (after the lock, and seeing the
-// earlier layers) and writes the rows of the requests whose expected
-// version holds; NOTIFY. A larger group is
-// an explicit transaction of two round trips (BEGIN, the lock, the reads;
-// then the rows, by COPY from 64 rows, NOTIFY and COMMIT), since COPY costs
-// less per row. Ids are not looked up first, since almost every append
-// carries new ones: a request refused by its expected version (it may be a
-// replay, which succeeds whatever it expected) is decided again with its
-// ids looked up, and an insert that hits a stored id makes the group start
-// over with every id looked up.
+// Round trips: a group is one round trip, in one implicit transaction,
+// when the committer can predict it: the lock, and the group's accepted
+// rows at the positions, versions and chain values that follow its last
+// commit (the committer keeps that commit's head, the head's chain value
+// and the versions of the streams it read or wrote: its tail). Up to 64
+// rows go by one pipelined INSERT ... SELECT (from unnest() for more than
+// one), which writes only if the head, read in its own snapshot after the
+// lock, is still the tail's, with the tail's chain value; from 64 rows, by
+// one simple query of the lock, a guard that fails the transaction unless
+// the head is the tail's, and a COPY of the rows in its binary format,
+// sent without waiting for the server. Since rows are never updated or
+// deleted, the head unmoved proves nothing was appended since, so every
+// version the tail holds is still its stream's. If another writer appended
+// (another process, or the other of two controllers), nothing is written
+// and the group goes as below. A group with a stream the tail does not
+// know, or a request the tail refuses by its version (it may be a replay),
+// goes as below at once: an explicit transaction of two round trips
+// (BEGIN, the lock, the reads of the head, its chain value and the
+// streams' versions; then the rows, by COPY from 64 rows, and COMMIT). Ids
+// are not looked up first, since almost every append carries new ones: a
+// request refused by its expected version (it may be a replay, which
+// succeeds whatever it expected) is decided again with its ids looked up,
+// and an insert that hits a stored id makes the group start over with
+// every id looked up. Any failure drops the tail: the next group reads the
+// head.
 //
 // The alternative, reading below pg_snapshot_xmin with a
 // (pg_current_xact_id(), id) cursor, lets writers run in parallel but

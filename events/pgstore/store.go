@@ -90,6 +90,7 @@ type Store struct {
 	sig    *events.Signal
 
 	commits   *groupcommit.Committer
+	tail      tail          // the log as the last commit left it: the committer's alone
 	quit      chan struct{} // closed by Close
 	bg        context.Context
 	stop      context.CancelFunc // cancels bg: the listener, poller and notifier

@@ -1,7 +1,9 @@
 package pgstore
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -269,41 +271,69 @@ var errIDTaken = errors.New("an id of the group is stored")
 // a whole, err is set and nothing of the group was written (or, for a
 // failure during the commit itself, the outcome is unknown).
 //
-// A group of up to pipelineRows rows goes by commitPipelined, one round
-// trip; the requests it refuses by their version are decided again by
-// commitOnce, which looks their ids up (a replay succeeds whatever its
-// expected version). A larger group goes by commitOnce, which writes with
-// COPY. Either way a stored id that was not looked up fails the transaction
-// with errIDTaken, and the group starts over by commitOnce with every id
-// looked up first.
+// A group whose streams the committer knows goes by commitPredicted, one
+// round trip, at the positions that follow the last commit; if another
+// writer appended since, it writes nothing and the group goes by
+// commitOnce, which reads the head first (and writes with COPY from copyMin
+// rows). Either way a stored id that was not looked up fails the
+// transaction with errIDTaken, and the group starts over by commitOnce with
+// every id looked up first. (An unchained store, for benchmarks, takes
+// groups of up to pipelineRows rows by commitPipelined, as before the
+// chain.)
+//
+// The committer's tail is taken at the start: only a commit that
+// succeeds leaves one, so after any failure the next group reads the head.
 func (s *Store) commit(group []*groupcommit.Request) ([]groupcommit.Result, error) {
+	prev := s.tail
+	s.tail = tail{}
 	if s.cfg.unchained && s.cfg.beforeWrite == nil && pipelinable(group) {
-		results, refused, err := s.commitPipelined(group)
-		if errors.Is(err, errIDTaken) {
-			return s.commitOnce(group, true)
-		}
-		if err != nil || len(refused) == 0 {
-			return results, err
-		}
-		again := make([]*groupcommit.Request, len(refused))
-		for k, i := range refused {
-			again[k] = group[i]
-		}
-		res, err := s.commitOnce(again, true)
-		for k, i := range refused {
-			if err != nil {
-				results[i].Err = s.uniqueErr(group[i], err)
-			} else {
-				results[i] = res[k]
-			}
-		}
-		return results, nil
+		return s.commitUnchained(group)
 	}
-	res, err := s.commitOnce(group, false)
+	if !s.cfg.unchained && s.cfg.beforeWrite == nil {
+		res, err := s.commitPredicted(group, prev)
+		switch {
+		case err == nil:
+			return res, nil
+		case errors.Is(err, errIDTaken):
+			return s.commitOnce(group, true, tail{})
+		case !errors.Is(err, errMissed):
+			return nil, err
+		}
+		// commitOnce keeps prev's versions only if it reads prev's head.
+	}
+	res, err := s.commitOnce(group, false, prev)
 	if errors.Is(err, errIDTaken) {
-		return s.commitOnce(group, true)
+		return s.commitOnce(group, true, tail{})
 	}
 	return res, err
+}
+
+// commitUnchained is commit for an unchained store's small group: one
+// pipelined round trip, and the requests it refuses by their version
+// decided again by commitOnce, which looks their ids up (a replay succeeds
+// whatever its expected version).
+func (s *Store) commitUnchained(group []*groupcommit.Request) ([]groupcommit.Result, error) {
+	results, refused, err := s.commitPipelined(group)
+	if errors.Is(err, errIDTaken) {
+		return s.commitOnce(group, true, tail{})
+	}
+	if err != nil || len(refused) == 0 {
+		return results, err
+	}
+	again := make([]*groupcommit.Request, len(refused))
+	for k, i := range refused {
+		again[k] = group[i]
+	}
+	res, err := s.commitOnce(again, true, tail{})
+	for k, i := range refused {
+		if err != nil {
+			results[i].Err = s.uniqueErr(group[i], err)
+		} else {
+			results[i] = res[k]
+		}
+	}
+	s.tail = tail{} // commitPipelined leaves none
+	return results, nil
 }
 
 // commitOnce commits group in one explicit transaction of two round trips
@@ -314,7 +344,7 @@ func (s *Store) commit(group []*groupcommit.Request) ([]groupcommit.Result, erro
 // and COMMIT. With lookUpIDs the group's stored ids are read with the
 // versions; without, only if some request fails its version check, in the
 // same transaction, before every request is decided again.
-func (s *Store) commitOnce(group []*groupcommit.Request, lookUpIDs bool) ([]groupcommit.Result, error) {
+func (s *Store) commitOnce(group []*groupcommit.Request, lookUpIDs bool, prev tail) ([]groupcommit.Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.commitTimeout)
 	defer cancel()
 	conn, err := s.pool.Acquire(ctx)
@@ -364,62 +394,26 @@ func (s *Store) commitOnce(group []*groupcommit.Request, lookUpIDs bool) ([]grou
 		return nil, fmt.Errorf("lock and read: %w", err)
 	}
 
-	var results []groupcommit.Result
-	var rows []events.Event
-	var pos uint64
 	var start events.Hash
 	if len(headChain) != 0 && copy(start[:], headChain) != len(headChain) {
 		return nil, fmt.Errorf("%w: chain value of position %d is %d bytes", errCorrupt, head, len(headChain))
 	}
-	decide := func() (complete bool) {
-		results, rows, pos = make([]groupcommit.Result, len(group)), nil, uint64(head)
-		prev := start
-		versions := maps.Clone(known)
-		accepted := maps.Clone(stored) // and what the group accepts, which a later request may replay
-		for i, r := range group {
-			if done, err := replayed(r.Events, accepted); done || err != nil {
-				results[i] = groupcommit.Result{Events: r.Events, Err: err}
-				continue
-			}
-			v := versions[r.Stream]
-			if !r.Expected.Check(v) {
-				if !lookUpIDs {
-					return false
-				}
-				results[i].Err = &events.VersionError{Stream: r.Stream, Expected: r.Expected, Actual: v}
-				continue
-			}
-			for j := range r.Events {
-				v++
-				pos++
-				r.Events[j].Version, r.Events[j].Position = v, pos
-				if !s.cfg.unchained {
-					// The chain value, computed in the transaction
-					// that assigns the position, under its lock.
-					r.Events[j].Chain = events.ChainOf(prev, r.Events[j])
-					prev = r.Events[j].Chain
-				}
-				accepted[r.Events[j].ID] = r.Events[j]
-				rows = append(rows, r.Events[j])
-			}
-			versions[r.Stream] = v
-			results[i].Events = r.Events
-		}
-		return true
-	}
-	if !decide() {
+	d, complete := s.decide(group, uint64(head), start, known, stored, lookUpIDs)
+	if !complete {
 		lookUpIDs = true
 		b = &pgx.Batch{}
 		queueIDs(b, group, stored)
 		if err := c.SendBatch(ctx, b).Close(); err != nil {
 			return nil, fmt.Errorf("read ids: %w", err)
 		}
-		decide()
+		d, _ = s.decide(group, uint64(head), start, known, stored, lookUpIDs)
 	}
+	results, rows := d.results, d.rows
 	if len(rows) == 0 {
 		if _, err := c.Exec(ctx, "ROLLBACK"); err != nil {
 			return nil, fmt.Errorf("rollback: %w", err)
 		}
+		s.keep(prev, uint64(head), start, d)
 		return results, nil
 	}
 	if s.cfg.beforeWrite != nil {
@@ -430,7 +424,7 @@ func (s *Store) commitOnce(group []*groupcommit.Request, lookUpIDs bool) ([]grou
 	// Round trip 2 (and one more for COPY): write and commit.
 	b = &pgx.Batch{}
 	if len(rows) >= copyMin {
-		if err := copyRows(ctx, c, rows); err != nil {
+		if err := copyRows(ctx, c, copySQL, rows); err != nil {
 			return nil, fmt.Errorf("write %d events: %w", len(rows), idTaken(err, lookUpIDs))
 		}
 	} else {
@@ -445,7 +439,73 @@ func (s *Store) commitOnce(group []*groupcommit.Request, lookUpIDs bool) ([]grou
 	if err := c.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("write %d events and commit: %w", len(rows), idTaken(err, lookUpIDs))
 	}
+	s.keep(prev, uint64(head), start, d)
 	return results, nil
+}
+
+// decision is a group decided against a state of the log: each request's
+// result, the rows to write, and the log after them (its head, the head's
+// chain value, the versions of the group's streams).
+type decision struct {
+	results  []groupcommit.Result
+	rows     []events.Event
+	head     uint64
+	chain    events.Hash
+	versions map[string]uint64
+}
+
+// decide decides each request of group in queue order (ids, then the
+// expected version; a refused request writes nothing and does not affect
+// the others) against a log whose head is head, with chain value start,
+// whose streams have the versions known and whose stored ids of the group
+// are stored, and sets the accepted events' versions, positions and chain
+// values. Unless lookedUp (stored holds every stored id of the group), a
+// request refused by its version may be a replay: decide then reports the
+// decision incomplete, and the caller looks the ids up and decides again.
+func (s *Store) decide(group []*groupcommit.Request, head uint64, start events.Hash, known map[string]uint64,
+	stored map[uuid.UUID]events.Event, lookedUp bool) (d decision, complete bool) {
+	d = decision{results: make([]groupcommit.Result, len(group)), head: head, chain: start, versions: maps.Clone(known)}
+	n := len(stored)
+	for _, r := range group {
+		n += len(r.Events)
+	}
+	// The stored events, and what the group accepts, which a later request
+	// may replay; by pointer, since an Event is large and a group has up to
+	// a thousand.
+	accepted := make(map[uuid.UUID]*events.Event, n)
+	for id, e := range stored {
+		accepted[id] = &e
+	}
+	for i, r := range group {
+		if done, err := replayed(r.Events, accepted); done || err != nil {
+			d.results[i] = groupcommit.Result{Events: r.Events, Err: err}
+			continue
+		}
+		v := d.versions[r.Stream]
+		if !r.Expected.Check(v) {
+			if !lookedUp {
+				return d, false
+			}
+			d.results[i].Err = &events.VersionError{Stream: r.Stream, Expected: r.Expected, Actual: v}
+			continue
+		}
+		for j := range r.Events {
+			v++
+			d.head++
+			r.Events[j].Version, r.Events[j].Position = v, d.head
+			if !s.cfg.unchained {
+				// The chain value, computed in the transaction that
+				// assigns the position, under its lock.
+				r.Events[j].Chain = events.ChainOf(d.chain, r.Events[j])
+				d.chain = r.Events[j].Chain
+			}
+			accepted[r.Events[j].ID] = &r.Events[j]
+			d.rows = append(d.rows, r.Events[j])
+		}
+		d.versions[r.Stream] = v
+		d.results[i].Events = r.Events
+	}
+	return d, true
 }
 
 // idTaken turns a violation of the id's uniqueness, in a transaction that
@@ -484,14 +544,14 @@ func queueIDs(b *pgx.Batch, group []*groupcommit.Request, stored map[uuid.UUID]e
 // replayed decides a request's ids, by events.Replayed, against the stored
 // events (and those accepted earlier in the group). If the request replays
 // them it fills evs with their versions and positions and reports done.
-func replayed(evs []events.Event, known map[uuid.UUID]events.Event) (done bool, err error) {
+func replayed(evs []events.Event, known map[uuid.UUID]*events.Event) (done bool, err error) {
 	var stored []events.Event // nil while no id is stored: the usual request
 	for i, e := range evs {
 		if old, ok := known[e.ID]; ok {
 			if stored == nil {
 				stored = make([]events.Event, len(evs))
 			}
-			stored[i] = old
+			stored[i] = *old
 		}
 	}
 	if done, err = events.Replayed(evs, stored); done {
@@ -513,19 +573,68 @@ func chainValue(e events.Event) []byte {
 	return e.Chain[:]
 }
 
-// copyRows writes rows with COPY.
-func copyRows(ctx context.Context, c *pgx.Conn, rows []events.Event) error {
-	_, err := c.CopyFrom(ctx, pgx.Identifier{"events"}, rowColumns, pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
-		e := rows[i]
-		return []any{int64(e.Position), [16]byte(e.ID), e.Stream, int64(e.Version), e.Type, int32(e.Schema),
-			e.At.UnixNano(), e.Actor, e.Causation, e.Correlation, []byte(e.Data), chainValue(e)}, nil
-	}))
+// copySQL is copyRows' statement: rowColumns, in COPY's binary format.
+const copySQL = "COPY events (" + readColumns + ") FROM STDIN (FORMAT binary)"
+
+// copyRows writes rows with COPY, in its binary format, encoded here
+// (appendCopyRow) rather than value by value through pgx's type map, which
+// cost the committer about a microsecond a row.
+// sql is the query that holds the COPY: copySQL, or statements ending in it.
+func copyRows(ctx context.Context, c *pgx.Conn, sql string, rows []events.Event) error {
+	size := 19 + 2
+	for _, e := range rows {
+		size += 2 + 12*4 + 8 + 16 + 8 + 4 + 8 + 32 + len(e.Stream) + len(e.Type) + len(e.Actor) + len(e.Causation) + len(e.Correlation) + len(e.Data)
+	}
+	buf := make([]byte, 0, size)
+	buf = append(buf, "PGCOPY\n\xff\r\n\x00"...)
+	buf = append(buf, 0, 0, 0, 0, 0, 0, 0, 0) // flags, header extension length
+	for _, e := range rows {
+		buf = appendCopyRow(buf, e)
+	}
+	buf = binary.BigEndian.AppendUint16(buf, 0xffff) // the trailer: -1
+	_, err := c.PgConn().CopyFrom(ctx, bytes.NewReader(buf), sql)
 	return err
+}
+
+// appendCopyRow appends e as one tuple of COPY's binary format: the field
+// count, then each of rowColumns as its length and its value in the
+// type's binary form (bigint and integer big-endian, uuid its 16 bytes,
+// text and bytea their bytes, a missing chain value NULL: length -1).
+func appendCopyRow(buf []byte, e events.Event) []byte {
+	be := binary.BigEndian
+	i64 := func(b []byte, v int64) []byte { return be.AppendUint64(be.AppendUint32(b, 8), uint64(v)) }
+	bs := func(b []byte, v []byte) []byte { return append(be.AppendUint32(b, uint32(len(v))), v...) }
+	str := func(b []byte, v string) []byte { return append(be.AppendUint32(b, uint32(len(v))), v...) }
+	buf = be.AppendUint16(buf, uint16(len(rowColumns)))
+	buf = i64(buf, int64(e.Position))
+	buf = bs(buf, e.ID[:])
+	buf = str(buf, e.Stream)
+	buf = i64(buf, int64(e.Version))
+	buf = str(buf, e.Type)
+	buf = be.AppendUint32(be.AppendUint32(buf, 4), uint32(int32(e.Schema)))
+	buf = i64(buf, e.At.UnixNano())
+	buf = str(buf, e.Actor)
+	buf = str(buf, e.Causation)
+	buf = str(buf, e.Correlation)
+	buf = bs(buf, e.Data)
+	if e.Chain.IsZero() {
+		return be.AppendUint32(buf, 0xffffffff) // NULL
+	}
+	return bs(buf, e.Chain[:])
 }
 
 // queueInsert queues one INSERT of rows as unnest()ed arrays: one
 // statement, one plan, whatever the number of rows.
 func queueInsert(b *pgx.Batch, rows []events.Event) {
+	b.Queue(`INSERT INTO events (`+readColumns+`)
+		SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::bigint[], $5::text[], $6::integer[],
+			$7::bigint[], $8::text[], $9::text[], $10::text[], $11::bytea[], $12::bytea[])`,
+		insertArgs(rows)...)
+}
+
+// insertArgs returns rows as the twelve arrays of queueInsert's
+// statement, one a column of readColumns.
+func insertArgs(rows []events.Event) []any {
 	n := len(rows)
 	var (
 		pos, ver, at                      = make([]int64, n), make([]int64, n), make([]int64, n)
@@ -538,10 +647,7 @@ func queueInsert(b *pgx.Batch, rows []events.Event) {
 		pos[i], ids[i], stream[i], ver[i], typ[i], schema[i] = int64(e.Position), e.ID, e.Stream, int64(e.Version), e.Type, int32(e.Schema)
 		at[i], actor[i], cause[i], correl[i], data[i], chain[i] = e.At.UnixNano(), e.Actor, e.Causation, e.Correlation, e.Data, chainValue(e)
 	}
-	b.Queue(`INSERT INTO events (`+readColumns+`)
-		SELECT * FROM unnest($1::bigint[], $2::uuid[], $3::text[], $4::bigint[], $5::text[], $6::integer[],
-			$7::bigint[], $8::text[], $9::text[], $10::text[], $11::bytea[], $12::bytea[])`,
-		pos, ids, stream, ver, typ, schema, at, actor, cause, correl, data, chain)
+	return append(make([]any, 0, 14), pos, ids, stream, ver, typ, schema, at, actor, cause, correl, data, chain)
 }
 
 // isUnique reports whether err is a unique violation.
