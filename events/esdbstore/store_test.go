@@ -64,7 +64,6 @@ func factory(server func(t testing.TB) string) storetest.Factory {
 			}
 			return reopenable{openStore(t, r.url, esdbstore.WithPrefix(r.prefix)), r.url, r.prefix}
 		},
-		Unchained: "esdbstore keeps no chain yet: see its package comment",
 	}
 }
 

@@ -239,18 +239,20 @@ func TestTableWritersRace(t *testing.T) {
 // events.ErrDamaged, naming the table; the store's own stream name for it is
 // refused.
 func TestDamagedTable(t *testing.T) {
-	t.Run("not a chunk", func(t *testing.T) {
-		d := startDouble(t, esdbdouble.Config{})
-		_, err := rawClient(t, d.URL()).AppendToStream(ctxFor(t), "mesh-"+esdbstore.TableStream, esdb.AppendToStreamOptions{},
-			esdb.EventData{EventID: events.NewID(), EventType: "$mesh-positions", ContentType: esdb.ContentTypeBinary, Data: []byte("mpt1 and nonsense")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = esdbstore.Open(ctxFor(t), d.URL())
-		if !errors.Is(err, events.ErrDamaged) || !strings.Contains(err.Error(), "mesh-$positions@0") {
-			t.Errorf("Open over a table of nonsense: %v, want ErrDamaged naming mesh-$positions@0", err)
-		}
-	})
+	for _, table := range []string{esdbstore.TableStream, esdbstore.LegacyTableStream} {
+		t.Run("not a chunk in "+table, func(t *testing.T) {
+			d := startDouble(t, esdbdouble.Config{})
+			_, err := rawClient(t, d.URL()).AppendToStream(ctxFor(t), "mesh-"+table, esdb.AppendToStreamOptions{},
+				esdb.EventData{EventID: events.NewID(), EventType: "$mesh-positions", ContentType: esdb.ContentTypeBinary, Data: []byte("mpt1 and nonsense")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = esdbstore.Open(ctxFor(t), d.URL())
+			if want := "mesh-" + table + "@0"; !errors.Is(err, events.ErrDamaged) || !strings.Contains(err.Error(), want) {
+				t.Errorf("Open over a table of nonsense: %v, want ErrDamaged naming %s", err, want)
+			}
+		})
+	}
 	t.Run("another prefix's table", func(t *testing.T) {
 		d := startDouble(t, esdbdouble.Config{})
 		a := openStore(t, d.URL(), esdbstore.WithPrefix("a-"), esdbstore.WithChunk(2))
