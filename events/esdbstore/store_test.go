@@ -102,6 +102,23 @@ func BenchmarkAgainstDouble(b *testing.B) {
 	}})
 }
 
+// BenchmarkChainAgainstDouble is storetest.Bench against the double, as
+// the store runs (chained) and opened WithoutChain (every chain value zero:
+// no event decoded to number it, no SHA-256), in one run, so that the
+// chain's cost is the ratio of the two. Not KurrentDB.
+func BenchmarkChainAgainstDouble(b *testing.B) {
+	for _, v := range []struct {
+		name string
+		opts []esdbstore.Option
+	}{{"chained", nil}, {"unchained", []esdbstore.Option{esdbstore.WithoutChain()}}} {
+		b.Run(v.name, func(b *testing.B) {
+			storetest.Bench(b, storetest.Factory{Open: func(t testing.TB) events.Store {
+				return openStore(t, startDouble(t, esdbdouble.Config{}).URL(), v.opts...)
+			}})
+		})
+	}
+}
+
 // BenchmarkAgainstKurrentDB is storetest.Bench against the real server of
 // MESH_ESDB_URL, each store on a fresh prefix.
 func BenchmarkAgainstKurrentDB(b *testing.B) {

@@ -310,3 +310,37 @@ func BenchmarkOpenAgainstDouble(b *testing.B) {
 	}
 	b.ReportMetric(float64(d.Traffic().All-before.All)/float64(b.N), "all-events/open")
 }
+
+// BenchmarkFullOpenAgainstDouble opens a store of 20,000 events with no
+// table (WithChunk(1<<20): no open writes one), so that every open reads
+// and numbers the whole log, as the first open after an upgrade from an
+// older build's table does: chained (each event decoded and chained) and
+// WithoutChain, in one run, on the gRPC double (not KurrentDB).
+func BenchmarkFullOpenAgainstDouble(b *testing.B) {
+	const n, batch = 20_000, 100
+	d := startDouble(b, esdbdouble.Config{})
+	s := openStore(b, d.URL(), esdbstore.WithChunk(1<<20))
+	for i := range n / batch {
+		evs := make([]events.Event, batch)
+		for j := range evs {
+			evs[j] = ev("test.bench")
+		}
+		mustAppend(b, s, fmt.Sprintf("node-%d", i%10), evs...)
+	}
+	s.Close()
+	for _, v := range []struct {
+		name string
+		opts []esdbstore.Option
+	}{{"chained", nil}, {"unchained", []esdbstore.Option{esdbstore.WithoutChain()}}} {
+		b.Run(v.name, func(b *testing.B) {
+			for b.Loop() {
+				s := openStore(b, d.URL(), append([]esdbstore.Option{esdbstore.WithChunk(1 << 20)}, v.opts...)...)
+				if h, err := s.Head(ctxFor(b)); err != nil || h != n {
+					b.Fatalf("Head: %d, %v; want %d", h, err, n)
+				}
+				s.Close()
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
