@@ -43,9 +43,9 @@
 //
 // $all is append-only and totally ordered, so every reader, in every
 // process, numbers the same events the same way, and a position never
-// changes. The store keeps the table p -> (commit, prepare, event id): in
-// memory as it reads, and in KurrentDB, in a stream of its own, so that an
-// open need not count the whole log again.
+// changes. The store keeps the table p -> (commit, prepare, event id, chain
+// value): in memory as it reads, and in KurrentDB, in a stream of its own,
+// so that an open need not count the whole log again.
 //
 // Reads and subscriptions go through the table: ReadAll(after) reads $all
 // from the (commit, prepare) of position after, Subscribe(after) opens a
