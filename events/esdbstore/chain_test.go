@@ -1,6 +1,7 @@
 package esdbstore_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -188,4 +189,45 @@ func TestWrongChainInTable(t *testing.T) {
 			t.Errorf("verify of a table with a wrong chain value at position 3: %+v, %v", r, r.Err())
 		}
 	})
+}
+
+// TestChainBeyondTheTable: a store reading events another wrote since its
+// last catch-up (beyond its table) computes their chain values as the
+// writer did, in ReadAll and in Subscribe.
+func TestChainBeyondTheTable(t *testing.T) {
+	d := startDouble(t, esdbdouble.Config{})
+	writer, reader := openStore(t, d.URL()), openStore(t, d.URL())
+	defer writer.Close()
+	defer reader.Close()
+	want := appendN(t, writer, 12)
+	got, err := reader.ReadAll(ctxFor(t), 0, 0) // from position 0: no catch-up first
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("ReadAll: %d events, %v; want %d", len(got), err, len(want))
+	}
+	for i := range got {
+		if got[i].Chain != want[i].Chain || got[i].Chain.IsZero() {
+			t.Errorf("ReadAll[%d]: chain %s, the writer's %s", i, got[i].Chain, want[i].Chain)
+		}
+	}
+	want = append(want, appendN(t, writer, 4)...)
+	var seen []events.Event
+	ctx, cancel := context.WithCancel(ctxFor(t))
+	defer cancel()
+	err = reader.Subscribe(ctx, 0, func(e events.Event) error { // from 0: no catch-up first either
+		if seen = append(seen, e); len(seen) == len(want) {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) || len(seen) != len(want) {
+		t.Fatalf("Subscribe: %d events, %v; want %d", len(seen), err, len(want))
+	}
+	for i := range seen {
+		if seen[i].Chain != want[i].Chain {
+			t.Errorf("Subscribe[%d]: chain %s, the writer's %s", i, seen[i].Chain, want[i].Chain)
+		}
+	}
+	if h, err := reader.ChainHead(ctxFor(t)); err != nil || h.Chain != want[len(want)-1].Chain {
+		t.Errorf("ChainHead: %s, %v; want the writer's last value %s", h, err, want[len(want)-1].Chain)
+	}
 }
