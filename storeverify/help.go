@@ -50,4 +50,5 @@ Keep it off the host (a ticket, a log shipper, a second machine): mesh store
 verify --anchor LINE later proves the history up to it intact, or names where
 it is not. It reads the store itself (read-only): a bolt file held by a
 running controller is locked, so run it beside a stopped one, or against
-PostgreSQL (--store postgres://...), which any number of readers share.`
+PostgreSQL (--store postgres://...) or KurrentDB (--store esdb://...), which
+any number of readers share.`

@@ -216,7 +216,7 @@ func Supported(url string) error {
 	if kind, _ := storeurl.KindOf(url); kind != storeurl.Bolt {
 		return fmt.Errorf("%w: mesh store verify checks the bolt file's pages, records and indexes; "+
 			"a %s store is checked by its server (PostgreSQL: its own checksums and amcheck; KurrentDB: its scavenge and verification tools). "+
-			"Give --store bolt (or none) to verify DATA/events.db", ErrUnsupported, kind)
+			"Give --store bolt (or none) to verify DATA/events.db, or --anchor LINE (a line of mesh store head) to check this store's hash chain", ErrUnsupported, kind)
 	}
 	return nil
 }

@@ -43,9 +43,9 @@
 //
 // $all is append-only and totally ordered, so every reader, in every
 // process, numbers the same events the same way, and a position never
-// changes. The store keeps the table p -> (commit, prepare, event id): in
-// memory as it reads, and in KurrentDB, in a stream of its own, so that an
-// open need not count the whole log again.
+// changes. The store keeps the table p -> (commit, prepare, event id, chain
+// value): in memory as it reads, and in KurrentDB, in a stream of its own,
+// so that an open need not count the whole log again.
 //
 // Reads and subscriptions go through the table: ReadAll(after) reads $all
 // from the (commit, prepare) of position after, Subscribe(after) opens a
@@ -69,9 +69,10 @@
 // # The position table
 //
 // The table's stream is the prefix followed by TableStream
-// ("mesh-$positions"; Append and ReadStream refuse that name). Each of its
-// events is one chunk: the entries of 4096 consecutive positions, and a
-// directory of where every chunk before it begins, as binary data under a
+// ("mesh-$positions-chained"; Append and ReadStream refuse that name, and
+// LegacyTableStream's). Each of its events is one chunk: the entries of 4096
+// consecutive positions, each with its chain value (see The hash chain), and
+// a directory of where every chunk before it begins, as binary data under a
 // $ event type, which no store counts among its events (an older build's
 // neither); the format is documented in table.go. Chunk k is revision k of
 // the stream, written with expected revision k-1, so chunks follow each
@@ -79,10 +80,11 @@
 //
 // Open reads the last chunk (one event, read backwards from the end),
 // checks that $all still holds its last position's event where the chunk
-// says, and reads $all on from there: an open costs one chunk and what a
-// read of the events since it costs, not a read of the whole log. A store
-// written without a table (by an older build) is read from the start once,
-// and that open writes the table.
+// says (and its chain value), and reads $all on from there: an open costs
+// one chunk and what a read of the events since it costs, not a read of the
+// whole log. A store written without a table (by an older build), or whose
+// table an older build wrote (see The hash chain), is read from the start
+// once, and that open writes the table.
 //
 // Whichever store (of any process) has read a chunk's worth of positions
 // past the last chunk writes the next one, after its read of $all. If
@@ -99,24 +101,57 @@
 // Chunks before the last are read when a call needs them: ReadAll or
 // Subscribe from a position in one, ReadStream of events in one, and the
 // first append of a process, whose id check (see Idempotence) needs every
-// id of the store: 32 bytes a position, not the events. A process keeps
-// what it has read (about 60 bytes a position: 60 MB for a million) and
+// id of the store: 64 bytes a position, not the events. A process keeps
+// what it has read (about 100 bytes a position: 100 MB for a million) and
 // what it reads on. An append learns its positions by reading $all on from
 // the table's end until its events are numbered (concurrent appends share
 // those reads), so it costs at least two round trips.
 //
 // # The hash chain
 //
-// Not yet kept: events read from this store carry no chain value
-// (events.Event.Chain is zero) and ChainHead's chain is zero, so mesh store
-// verify says no record is chained. The design, for when it is: a position
-// is known only once $all has numbered the event (see Positions), so the
-// chain value cannot travel in the event's metadata, written before; it
-// would be computed by the reader that numbers the event, from the value
-// before it, exactly as positions are (every reader computes the same), and
-// kept in the position table's entries (a new chunk format, 64 bytes an
-// entry), which an open resumes from and which other processes' chunks are
-// checked against.
+// Every position has its chain value (events/chain.go: SHA-256 over the
+// value before it and the event's record, with its version and position),
+// from position 1. A position is known only once $all has numbered the
+// event (see Positions), so the value cannot travel in the event's
+// metadata, written before: the reader that numbers an event computes it,
+// from the value before it, as it counts the position, and every reader, in
+// every process, computes the same. So it needs the event itself: the read
+// of $all that numbers events decodes each one, and an event in the
+// prefix's streams that is not esdbstore's fails it (every read would
+// refuse it anyway). The values are kept in the position table's entries,
+// with the value before each chunk in its header and in the directory.
+// Reads hand out the table's values, and compute them (as numbering does)
+// for events newer than the table.
+//
+// The chunks are checked against what a reader computes where it has read
+// the events: an open checks that the last chunk's last entry chains from
+// the entry before it (recomputing it from its event, which it reads to
+// resume), and a store taking a chunk another wrote first compares every
+// value with its own; a chunk read when needed must begin with the value
+// the directory says and end with the one the next chunk follows. A chunk
+// that fails any of these is damage: events.ErrDamaged, naming the chunk.
+// A value wrong inside a chunk that no reader of this process computed is
+// not found by reads; it is what mesh store verify finds (storeverify.Chain
+// recomputes every value from position 1), naming its position. A chunk
+// another store wrote past what this one had read is taken as it is, its
+// values too, as its positions are.
+//
+// KurrentDB rewrites no event in place; what the chain adds here is a
+// check of the table, and, against a head kept off the host (ChainHead,
+// mesh store head), that the history read through this store is the one
+// the head was taken of: no event removed (a scavenge, a truncation), the
+// newest included.
+//
+// An older build's table, in chunks of the format before the chain, is in
+// LegacyTableStream ("mesh-$positions"). A store with no chunk in
+// TableStream and one there reads its last chunk, reads $all from the start
+// (once: chaining from position 1 needs every event), checks that $all holds
+// the old chunk's last event where it says (else damage, naming the old
+// chunk), and writes TableStream's chunks; it never writes the old table,
+// which an older build still running keeps writing, and reading, as before.
+// So the chain of a KurrentDB store always starts at position 1, unlike
+// bolt's and PostgreSQL's for a store made before the chain: the events are
+// all there to compute it from.
 //
 // # Idempotence
 //

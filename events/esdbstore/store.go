@@ -61,7 +61,8 @@ type Store struct {
 	calls  sync.WaitGroup // calls in flight, waited for by Close
 	client *esdb.Client   // replaced when the client gives up (see conn)
 
-	chunk int // positions a chunk of the table holds (see table.go)
+	chunk     int  // positions a chunk of the table holds (see table.go)
+	unchained bool // no chain values computed (zero): for benchmarks of the chain's cost only
 
 	// The position table (see the package comment and table.go).
 	sync   sync.Mutex // one reader extends the table at a time
@@ -73,6 +74,7 @@ type Store struct {
 	chunks []*chunk             // chunks[k]: chunk k, nil until read
 	tail   chunk                // the positions after the last chunk, read from $all
 	check  *tableEntry          // the last chunk's last entry, which the first catch-up finds in $all
+	legacy *tableEntry          // the last entry of an older build's table, which the first catch-up finds in $all
 	retry  int                  // the tail's length at which a failed chunk write is tried again
 	ids    map[uuid.UUID]uint64 // id -> position, of the tail and the chunks read (the first, were an id stored twice)
 	idsAll bool                 // every chunk has been read: ids holds every id
@@ -352,14 +354,15 @@ func (s *Store) append(ctx context.Context, stream string, expected events.Expec
 	var commit uint64 // of the events found under the batch's ids
 	for i := range out {
 		p, ok := s.ids[out[i].ID]
-		at, inTable := s.atLocked(p)
+		en, inTable := s.entryLocked(p)
 		if !ok || !inTable || (i > 0 && p != out[i-1].Position+1) {
 			s.tab.Unlock()
 			return nil, fmt.Errorf("esdbstore: appended event %s not found in $all where expected (position %d)", out[i].ID, p)
 		}
-		commit = at.Commit
+		commit = en.at.Commit
 		out[i].Version = last - uint64(len(out)-1-i)
 		out[i].Position = p
+		out[i].Chain = en.chain
 	}
 	s.tab.Unlock()
 	if commit != res.CommitPosition {
@@ -402,31 +405,36 @@ func (s *Store) lockStream(ctx context.Context, stream string) (unlock func(), e
 
 // checkStream refuses the stream names KurrentDB or the store keep for
 // themselves: with the empty prefix a name starting with $ is a system
-// stream, and TableStream is the position table's.
+// stream, and TableStream and LegacyTableStream are the position table's.
 func (s *Store) checkStream(stream string) error {
 	switch {
-	case stream == TableStream:
-		return &events.InvalidError{Field: "stream", Reason: TableStream + " is the store's position table"}
+	case stream == TableStream, stream == LegacyTableStream:
+		return &events.InvalidError{Field: "stream", Reason: stream + " is the store's position table"}
 	case s.prefix == "" && strings.HasPrefix(stream, "$"):
 		return &events.InvalidError{Field: "stream", Reason: "starts with $, which KurrentDB reserves"}
 	}
 	return nil
 }
 
-// atLocked returns where in $all position p is, if the tail or a chunk in
-// memory holds it. The caller holds s.tab.
-func (s *Store) atLocked(p uint64) (esdb.Position, bool) {
+// entryLocked returns where in $all position p is and its chain value, if
+// the tail or a chunk in memory holds it (position 0: the zero entry). The
+// caller holds s.tab.
+func (s *Store) entryLocked(p uint64) (entry, bool) {
+	if p == 0 {
+		return entry{}, true
+	}
 	if p >= s.tail.first {
 		if i := p - s.tail.first; i < uint64(len(s.tail.at)) {
-			return s.tail.at[i], true
+			return entry{at: s.tail.at[i], chain: s.tail.chain[i]}, true
 		}
-		return esdb.Position{}, false
+		return entry{}, false
 	}
 	k := s.chunkOf(p)
 	if k < 0 || s.chunks[k] == nil {
-		return esdb.Position{}, false
+		return entry{}, false
 	}
-	return s.chunks[k].at[p-s.chunks[k].first], true
+	c := s.chunks[k]
+	return entry{at: c.at[p-c.first], chain: c.chain[p-c.first]}, true
 }
 
 // headLocked is the store's last position. The caller holds s.tab.
@@ -621,6 +629,10 @@ func (s *Store) readStream(ctx context.Context, stream string, after uint64, lim
 			got++
 			rec := ev.OriginalEvent()
 			p, err := s.position(ctx, rec)
+			var en entry
+			if err == nil {
+				en, _, err = s.entryAt(ctx, p) // in the table: position found it there
+			}
 			if err != nil {
 				rs.Close()
 				return nil, s.fail(ctx, err)
@@ -630,6 +642,7 @@ func (s *Store) readStream(ctx context.Context, stream string, after uint64, lim
 				rs.Close()
 				return nil, err
 			}
+			e.Chain = en.chain
 			out = append(out, e)
 			after = e.Version
 		}
@@ -670,9 +683,10 @@ func (s *Store) readAll(ctx context.Context, after uint64, limit int) ([]events.
 			return nil, err // beyond the head, if no error
 		}
 	}
+	prev := from.chain
 	var out []events.Event
 	p := after
-	cursor := from
+	cursor := from.at
 	for {
 		n := page
 		if limit > 0 {
@@ -704,15 +718,12 @@ func (s *Store) readAll(ctx context.Context, after uint64, limit int) ([]events.
 				continue
 			}
 			p++
-			if err := s.agree(ctx, p, rec.Position); err != nil {
-				rs.Close()
-				return nil, err
-			}
-			e, err := s.decode(rec, p)
+			e, err := s.decodeAt(ctx, rec, p, prev)
 			if err != nil {
 				rs.Close()
 				return nil, err
 			}
+			prev = e.Chain
 			out = append(out, e)
 			if limit > 0 && len(out) == limit {
 				rs.Close()
@@ -730,31 +741,67 @@ func (s *Store) readAll(ctx context.Context, after uint64, limit int) ([]events.
 // subscriptions do, gives the number the table has for the same event: the
 // table and the count are two derivations of one numbering, and a
 // disagreement (events deleted, truncated or scavenged away) would hand out
-// wrong positions.
-func (s *Store) agree(ctx context.Context, p uint64, at esdb.Position) error {
+// wrong positions. It returns the table's entry of p; false if p is beyond
+// the table.
+func (s *Store) agree(ctx context.Context, p uint64, at esdb.Position) (entry, bool, error) {
 	want, ok, err := s.entryAt(ctx, p)
 	if err != nil {
-		return err
+		return entry{}, false, err
 	}
-	if ok && want != at {
-		return fmt.Errorf("esdbstore: position %d: counted at $all %d/%d, the table has %d/%d: events were removed from $all",
-			p, at.Commit, at.Prepare, want.Commit, want.Prepare)
+	if ok && want.at != at {
+		return entry{}, false, fmt.Errorf("esdbstore: position %d: counted at $all %d/%d, the table has %d/%d: events were removed from $all",
+			p, at.Commit, at.Prepare, want.at.Commit, want.at.Prepare)
 	}
-	return nil
+	return want, ok, nil
+}
+
+// decodeAt decodes the event rec of $all, counted as position p after the
+// chain value prev: agree checks its place, and its chain value is the
+// table's, or, beyond the table (an event newer than the last catch-up),
+// computed from prev as catchUp computes it.
+func (s *Store) decodeAt(ctx context.Context, rec *esdb.RecordedEvent, p uint64, prev events.Hash) (events.Event, error) {
+	en, ok, err := s.agree(ctx, p, rec.Position)
+	if err != nil {
+		return events.Event{}, err
+	}
+	e, err := s.decode(rec, p)
+	if err != nil {
+		return events.Event{}, err
+	}
+	if e.Chain = en.chain; !ok {
+		e.Chain = s.chainOf(prev, e)
+	}
+	return e, nil
+}
+
+// chainOf is events.ChainOf (zero for a store opened unchained, in
+// benchmarks).
+func (s *Store) chainOf(prev events.Hash, e events.Event) events.Hash {
+	if s.unchained {
+		return events.Hash{}
+	}
+	return events.ChainOf(prev, e)
+}
+
+// readFrom is where a read after a position starts: the $all position to read
+// from (exclusive; esdb.Start{} for position 0) and the chain value of the
+// position.
+type readFrom struct {
+	at    esdb.AllPosition
+	chain events.Hash
 }
 
 // lookup returns where in $all the store's events after position after
-// begin: esdb.Start{} for 0, the (commit, prepare) of position after, or
-// false if after is beyond the table.
-func (s *Store) lookup(ctx context.Context, after uint64) (esdb.AllPosition, bool, error) {
+// begin, or false if after is beyond the table.
+func (s *Store) lookup(ctx context.Context, after uint64) (readFrom, bool, error) {
 	if after == 0 {
-		return esdb.Start{}, true, nil
+		return readFrom{at: esdb.Start{}}, true, nil
 	}
-	at, ok, err := s.entryAt(ctx, after)
+	en, ok, err := s.entryAt(ctx, after)
 	if err != nil || !ok {
-		return nil, false, err
+		return readFrom{}, false, err
 	}
-	return at, true, nil
+	return readFrom{at: en.at, chain: en.chain}, true, nil
 }
 
 // beyond reports whether the $all position at is past cursor (Start: any).
@@ -789,80 +836,153 @@ func (s *Store) catchUp(ctx context.Context, enough ...func() bool) error {
 	}
 	s.runs++
 	run := s.runs
-	cursor := s.seen
+	from := counted{cursor: s.seen, p: s.headLocked(), prev: s.tail.last()}
 	check := s.check
 	s.tab.Unlock()
 	for {
-		c := s.conn()
-		rs, err := c.ReadAll(ctx, esdb.ReadAllOptions{From: cursor}, page)
-		err = by(c, err)
+		got, err := s.countPage(ctx, from, check)
 		if err != nil {
 			return err
 		}
-		got := 0
-		var add []esdb.Position
-		var ids []uuid.UUID
-		for {
-			ev, err := rs.Recv()
-			if isEOF(err) {
-				break
-			}
-			if err != nil {
-				rs.Close()
-				return err
-			}
-			got++
-			rec := ev.OriginalEvent()
-			if check != nil {
-				// The first read after Open starts at the last chunk's last
-				// event, which must still be there.
-				if rec.Position != check.at || rec.EventID != check.id || !s.ours(rec) {
-					rs.Close()
-					return s.lost(check)
-				}
-				check = nil
-				s.tab.Lock()
-				s.check = nil
-				s.tab.Unlock()
-			}
-			if !beyond(rec.Position, cursor) {
-				continue
-			}
-			cursor = rec.Position
-			if s.ours(rec) {
-				add = append(add, rec.Position)
-				ids = append(ids, rec.EventID)
-			}
-		}
-		rs.Close()
 		if check != nil {
-			return s.lost(check)
+			check = nil
+			s.tab.Lock()
+			s.check = nil
+			s.tab.Unlock()
 		}
-		s.tab.Lock()
-		s.tail.at = append(s.tail.at, add...)
-		s.tail.ids = append(s.tail.ids, ids...)
-		for i, id := range ids {
-			if _, dup := s.ids[id]; !dup {
-				s.ids[id] = s.tail.next() - uint64(len(ids)-i)
-			}
+		if err := s.extend(got, run); err != nil {
+			return err
 		}
-		s.seen = cursor
-		if got < page {
-			s.ran = run
-		}
-		s.tab.Unlock()
-		if got < page {
+		if got.read < page {
 			return s.writeChunks(ctx)
 		}
+		from = counted{cursor: got.cursor, p: got.p, prev: got.prev}
 	}
 }
 
-// lost is the error of a table whose last chunk names an event $all does
-// not hold at that position (or not as one of the store's: a table copied
-// from another prefix).
-func (s *Store) lost(e *tableEntry) error {
-	return fmt.Errorf("esdbstore: position table %s: %w: its last chunk has position %d (id %s) at $all %d/%d, which $all does not hold: events were removed from $all",
-		s.tableName(), events.ErrDamaged, e.p, e.id, e.at.Commit, e.at.Prepare)
+// counted is what a page of catchUp's read of $all counted: the entries of
+// the store's events it found, and where the count stands after them: the
+// cursor in $all, the last position and its chain value.
+type counted struct {
+	at     []esdb.Position
+	ids    []uuid.UUID
+	chain  []events.Hash
+	cursor esdb.AllPosition
+	p      uint64
+	prev   events.Hash
+	read   int // events of $all read
+}
+
+// countPage reads a page of $all after from.cursor and numbers the store's
+// events in it from from.p, computing each one's chain value from the one
+// before (events/chain.go): each needs its event decoded, so an event that
+// is not esdbstore's fails the read. With check set, the page starts at the
+// last chunk's last event, which must be there, with its chain value.
+func (s *Store) countPage(ctx context.Context, from counted, check *tableEntry) (counted, error) {
+	c := s.conn()
+	rs, err := c.ReadAll(ctx, esdb.ReadAllOptions{From: from.cursor}, page)
+	if err = by(c, err); err != nil {
+		return counted{}, err
+	}
+	defer rs.Close()
+	for {
+		ev, err := rs.Recv()
+		if isEOF(err) {
+			break
+		}
+		if err != nil {
+			return counted{}, err
+		}
+		from.read++
+		rec := ev.OriginalEvent()
+		if check != nil {
+			if err := s.checkLast(check, rec); err != nil {
+				return counted{}, err
+			}
+			check = nil
+		}
+		if !beyond(rec.Position, from.cursor) {
+			continue
+		}
+		from.cursor = rec.Position
+		if !s.ours(rec) {
+			continue
+		}
+		from.p++
+		if !s.unchained {
+			e, err := s.decode(rec, from.p)
+			if err != nil {
+				return counted{}, err
+			}
+			from.prev = events.ChainOf(from.prev, e)
+		}
+		from.at = append(from.at, rec.Position)
+		from.ids = append(from.ids, rec.EventID)
+		from.chain = append(from.chain, from.prev)
+	}
+	if check != nil {
+		return counted{}, s.lost(s.tableName(), check)
+	}
+	return from, nil
+}
+
+// checkLast checks the first event a catch-up after Open reads: the last
+// chunk's last event, which must still be in $all where the chunk says, and
+// chain to the value the chunk has for it.
+func (s *Store) checkLast(e *tableEntry, rec *esdb.RecordedEvent) error {
+	if rec.Position != e.at || rec.EventID != e.id || !s.ours(rec) {
+		return s.lost(s.tableName(), e)
+	}
+	if s.unchained {
+		return nil
+	}
+	ev, err := s.decode(rec, e.p)
+	if err != nil {
+		return err
+	}
+	if got := events.ChainOf(e.prev, ev); got != e.chain {
+		return fmt.Errorf("esdbstore: position table %s@%d: %w: its chain value of position %d is %s, and the event there chains to %s",
+			s.tableName(), e.chunk, events.ErrDamaged, e.p, e.chain, got)
+	}
+	return nil
+}
+
+// extend adds a counted page to the tail, and checks an older build's table
+// against it (see loadLegacy). run is the catch-up run, complete when the
+// page was the last.
+func (s *Store) extend(got counted, run uint64) error {
+	s.tab.Lock()
+	defer s.tab.Unlock()
+	s.tail.at = append(s.tail.at, got.at...)
+	s.tail.ids = append(s.tail.ids, got.ids...)
+	s.tail.chain = append(s.tail.chain, got.chain...)
+	for i, id := range got.ids {
+		if _, dup := s.ids[id]; !dup {
+			s.ids[id] = s.tail.next() - uint64(len(got.ids)-i)
+		}
+	}
+	s.seen = got.cursor
+	if l := s.legacy; l != nil && l.p >= s.tail.first && l.p < s.tail.next() {
+		if i := l.p - s.tail.first; s.tail.at[i] != l.at || s.tail.ids[i] != l.id {
+			return s.lost(s.prefix+LegacyTableStream, l)
+		}
+		s.legacy = nil
+	}
+	if got.read < page {
+		if s.legacy != nil {
+			return s.lost(s.prefix+LegacyTableStream, s.legacy)
+		}
+		s.ran = run
+	}
+	return nil
+}
+
+// lost is the error of a table (the stream table) whose last chunk names an
+// event $all does not hold at that position (or not as one of the store's:
+// a table copied from another prefix).
+func (s *Store) lost(table string, e *tableEntry) error {
+	return fmt.Errorf("esdbstore: position table %s@%d: %w: its last chunk has position %d (id %s) at $all %d/%d, which $all does not hold: events were removed from $all",
+		table, e.chunk, events.ErrDamaged, e.p, e.id, e.at.Commit, e.at.Prepare)
 }
 
 // position returns the store's position of an event read from a stream: by
@@ -965,8 +1085,9 @@ func (s *Store) Subscribe(ctx context.Context, after uint64, fn func(events.Even
 			}
 		}
 	}
+	prev := from.chain
 	c := s.conn()
-	sub, err := c.SubscribeToAll(cctx, esdb.SubscribeToAllOptions{From: from})
+	sub, err := c.SubscribeToAll(cctx, esdb.SubscribeToAllOptions{From: from.at})
 	err = by(c, err)
 	if err != nil {
 		return fail(err)
@@ -979,19 +1100,16 @@ func (s *Store) Subscribe(ctx context.Context, after uint64, fn func(events.Even
 			return fail(ev.SubscriptionDropped.Error)
 		case ev.EventAppeared != nil:
 			rec := ev.EventAppeared.OriginalEvent()
-			if !beyond(rec.Position, from) || !s.ours(rec) {
+			if !beyond(rec.Position, from.at) || !s.ours(rec) {
 				continue
 			}
 			p++
-			if err := s.agree(cctx, p, rec.Position); err != nil {
+			e, err := s.decodeAt(cctx, rec, p, prev)
+			if err != nil {
 				return fail(err)
 			}
-			if p <= after {
+			if prev = e.Chain; p <= after {
 				continue
-			}
-			e, err := s.decode(rec, p)
-			if err != nil {
-				return fmt.Errorf("esdbstore: subscribe: %w", err)
 			}
 			if err := fn(e); err != nil {
 				return err
@@ -1015,9 +1133,9 @@ func (s *Store) Head(ctx context.Context) (uint64, error) {
 	return s.headLocked(), nil
 }
 
-// ChainHead implements events.Store. This store does not chain yet (see
-// the package comment, "The hash chain"): its head's chain value is zero,
-// as is every event's, and verify says no record is chained.
+// ChainHead implements events.Store: the head's position and chain value
+// from the table (see the package comment, "The hash chain"), brought up to
+// date, and its event's time.
 func (s *Store) ChainHead(ctx context.Context) (events.ChainHead, error) {
 	head, err := s.Head(ctx)
 	if err != nil || head == 0 {
@@ -1030,7 +1148,7 @@ func (s *Store) ChainHead(ctx context.Context) (events.ChainHead, error) {
 	if len(evs) == 0 {
 		return events.ChainHead{}, fmt.Errorf("esdbstore: chain head: no event at head %d: %w", head, events.ErrDamaged)
 	}
-	return events.ChainHead{Position: head, At: evs[0].At}, nil
+	return events.ChainHead{Position: head, Chain: evs[0].Chain, At: evs[0].At}, nil
 }
 
 // Close implements events.Store: it ends every call in flight (they return

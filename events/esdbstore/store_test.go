@@ -64,7 +64,6 @@ func factory(server func(t testing.TB) string) storetest.Factory {
 			}
 			return reopenable{openStore(t, r.url, esdbstore.WithPrefix(r.prefix)), r.url, r.prefix}
 		},
-		Unchained: "esdbstore keeps no chain yet: see its package comment",
 	}
 }
 
@@ -101,6 +100,23 @@ func BenchmarkAgainstDouble(b *testing.B) {
 	storetest.Bench(b, storetest.Factory{Open: func(t testing.TB) events.Store {
 		return openStore(t, startDouble(t, esdbdouble.Config{}).URL())
 	}})
+}
+
+// BenchmarkChainAgainstDouble is storetest.Bench against the double, as
+// the store runs (chained) and opened WithoutChain (every chain value zero:
+// no event decoded to number it, no SHA-256), in one run, so that the
+// chain's cost is the ratio of the two. Not KurrentDB.
+func BenchmarkChainAgainstDouble(b *testing.B) {
+	for _, v := range []struct {
+		name string
+		opts []esdbstore.Option
+	}{{"chained", nil}, {"unchained", []esdbstore.Option{esdbstore.WithoutChain()}}} {
+		b.Run(v.name, func(b *testing.B) {
+			storetest.Bench(b, storetest.Factory{Open: func(t testing.TB) events.Store {
+				return openStore(t, startDouble(t, esdbdouble.Config{}).URL(), v.opts...)
+			}})
+		})
+	}
 }
 
 // BenchmarkAgainstKurrentDB is storetest.Bench against the real server of

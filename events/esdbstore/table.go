@@ -16,50 +16,68 @@ import (
 )
 
 // TableStream is the contract stream name the position table takes: its
-// KurrentDB stream is the prefix followed by it ("mesh-$positions"). Append
-// and ReadStream refuse it.
-const TableStream = "$positions"
+// KurrentDB stream is the prefix followed by it ("mesh-$positions-chained").
+// Append and ReadStream refuse it, and LegacyTableStream.
+const TableStream = "$positions-chained"
+
+// LegacyTableStream is the stream of the table an older build kept, in
+// chunks of the format before the chain (chunkV1), and keeps while it runs:
+// this build reads its last chunk once, to check it against $all, and never
+// writes it.
+const LegacyTableStream = "$positions"
 
 // chunkType is the event type of the table's chunks: a $ type, so that no
 // store counts them among its events (see ours), this build or an older one.
 const chunkType = "$mesh-positions"
 
-// defaultChunk is how many positions a chunk holds: 128 KiB of entries.
+// defaultChunk is how many positions a chunk holds: 256 KiB of entries.
 const defaultChunk = 4096
 
 // maxChunkData bounds a chunk's bytes below KurrentDB's default
 // MaxAppendSize (1 MiB), with room for the append's framing. A chunk grows
-// with the directory it carries (24 bytes a chunk before it): past about
-// 40,000 chunks the store writes no more, and an open reads $all from the
-// last chunk written.
+// with the directory it carries (56 bytes a chunk before it): past about
+// 13,000 chunks (53 million positions, at 4096 a chunk) the store writes no
+// more, and an open reads $all from the last chunk written.
 const maxChunkData = 1_000_000
 
-// The chunk format, a persisted format (change chunkMagic to change it), is
+// The chunk format, a persisted format (a new format takes a new magic), is
 // the binary data of one KurrentDB event of type chunkType, content type
 // binary, at revision k of the table stream. All integers are big-endian.
 //
-//	header, 32 bytes:
-//	  [0:4]   "mpt1"
+//	header, 64 bytes:
+//	  [0:4]   "mpt2"
 //	  [4:12]  k, the chunk's index: its revision in the table stream
 //	  [12:20] first, the store position of its first entry (chunk 0: 1)
 //	  [20:24] n, its entries, at least 1
 //	  [24:28] d, its directory's entries: k
 //	  [28:32] CRC-32C (Castagnoli) of the header's first 28 bytes and all
-//	          that follows it
-//	n entries, 32 bytes each, for positions first .. first+n-1:
-//	  the event's $all commit position (8), prepare position (8), id (16)
-//	d directory entries, 24 bytes each, one for each chunk before this one:
-//	  its first (8), and the commit (8) and prepare (8) positions of its
-//	  first entry
+//	          that follows them from byte 32
+//	  [32:64] prev, the chain value of position first-1 (chunk 0: zero)
+//	n entries, 64 bytes each, for positions first .. first+n-1:
+//	  the event's $all commit position (8), prepare position (8), id (16),
+//	  and the chain value of the position (32; events/chain.go)
+//	d directory entries, 56 bytes each, one for each chunk before this one:
+//	  its first (8), the commit (8) and prepare (8) positions of its first
+//	  entry, and its prev (32)
 //
 // Chunks follow each other with no gap or overlap (chunk k+1's first is
-// chunk k's first plus n), and entries are in $all order. The directory lets
-// the last chunk alone tell an open where every chunk begins.
-const (
-	chunkMagic    = "mpt1"
-	chunkHeader   = 32
-	chunkEntry    = 32
-	chunkDirEntry = 24
+// chunk k's first plus n, its prev chunk k's last chain value), and entries
+// are in $all order. The directory lets the last chunk alone tell an open
+// where every chunk begins, and with which chain value.
+//
+// The format before it, "mpt1" (chunkV1), is the same with no chain: a
+// header of 32 bytes (no prev), entries of 32 (no chain value), directory
+// entries of 24 (no prev). Its chunks are in LegacyTableStream, never in
+// TableStream.
+type chunkFormat struct {
+	magic                   string
+	header, entry, dirEntry int
+	chained                 bool
+}
+
+var (
+	chunkV1 = chunkFormat{magic: "mpt1", header: 32, entry: 32, dirEntry: 24}
+	chunkV2 = chunkFormat{magic: "mpt2", header: 64, entry: 64, dirEntry: 56, chained: true}
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -67,67 +85,111 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // chunk is a run of consecutive positions of the table.
 type chunk struct {
 	first uint64          // the position of at[0]
+	prev  events.Hash     // the chain value of position first-1
 	at    []esdb.Position // where in $all each event is
 	ids   []uuid.UUID     // and its id
+	chain []events.Hash   // and its chain value (nil in a chunkV1 chunk)
 }
 
 // next is the position after the chunk's last.
 func (c *chunk) next() uint64 { return c.first + uint64(len(c.at)) }
 
+// last is the chain value of the chunk's last position (prev if it has
+// none).
+func (c *chunk) last() events.Hash {
+	if len(c.chain) == 0 {
+		return c.prev
+	}
+	return c.chain[len(c.chain)-1]
+}
+
 // chunkRef is a directory entry: where a chunk begins.
 type chunkRef struct {
 	first uint64
 	at    esdb.Position // of its first entry
+	prev  events.Hash   // the chain value before its first entry
 }
 
-func encodeChunk(k uint64, c *chunk, dir []chunkRef) []byte {
-	b := make([]byte, chunkHeader+len(c.at)*chunkEntry+len(dir)*chunkDirEntry)
+// encodeChunk is the chunk k in the current format.
+func encodeChunk(k uint64, c *chunk, dir []chunkRef) []byte { return encodeChunkAs(chunkV2, k, c, dir) }
+
+// encodeChunkAs writes the chunk k in the format f (the chain values, in
+// f.chained only).
+func encodeChunkAs(f chunkFormat, k uint64, c *chunk, dir []chunkRef) []byte {
+	b := make([]byte, f.header+len(c.at)*f.entry+len(dir)*f.dirEntry)
 	be := binary.BigEndian
-	copy(b, chunkMagic)
+	copy(b, f.magic)
 	be.PutUint64(b[4:], k)
 	be.PutUint64(b[12:], c.first)
 	be.PutUint32(b[20:], uint32(len(c.at)))
 	be.PutUint32(b[24:], uint32(len(dir)))
-	o := chunkHeader
+	if f.chained {
+		copy(b[32:64], c.prev[:])
+	}
+	o := f.header
 	for i, at := range c.at {
 		be.PutUint64(b[o:], at.Commit)
 		be.PutUint64(b[o+8:], at.Prepare)
 		copy(b[o+16:o+32], c.ids[i][:])
-		o += chunkEntry
+		if f.chained {
+			copy(b[o+32:o+64], c.chain[i][:])
+		}
+		o += f.entry
 	}
 	for _, d := range dir {
 		be.PutUint64(b[o:], d.first)
 		be.PutUint64(b[o+8:], d.at.Commit)
 		be.PutUint64(b[o+16:], d.at.Prepare)
-		o += chunkDirEntry
+		if f.chained {
+			copy(b[o+24:o+56], d.prev[:])
+		}
+		o += f.dirEntry
 	}
 	be.PutUint32(b[28:], chunkCRC(b))
 	return b
 }
 
+// chunkCRC is the checksum of a chunk of either format: its first 28 bytes
+// and all from byte 32.
 func chunkCRC(b []byte) uint32 {
-	return crc32.Update(crc32.Checksum(b[:28], crcTable), crcTable, b[chunkHeader:])
+	return crc32.Update(crc32.Checksum(b[:28], crcTable), crcTable, b[32:])
 }
 
-// decodeChunk reads what encodeChunk wrote, and refuses anything else with
-// an error wrapping events.ErrDamaged.
+// formatOf is the format whose magic b starts with.
+func formatOf(b []byte) (chunkFormat, bool) {
+	for _, f := range [...]chunkFormat{chunkV1, chunkV2} {
+		if len(b) >= f.header && string(b[:4]) == f.magic {
+			return f, true
+		}
+	}
+	return chunkFormat{}, false
+}
+
+// decodeChunk reads what encodeChunkAs wrote, in either format (c.chain is
+// nil for chunkV1), and refuses anything else with an error wrapping
+// events.ErrDamaged.
 func decodeChunk(b []byte) (k uint64, c *chunk, dir []chunkRef, err error) {
 	damaged := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", events.ErrDamaged, fmt.Sprintf(format, args...))
 	}
 	be := binary.BigEndian
-	if len(b) < chunkHeader || string(b[:4]) != chunkMagic {
+	f, ok := formatOf(b)
+	if !ok {
 		return 0, nil, nil, damaged("not a chunk of the position table (%d bytes)", len(b))
 	}
 	k = be.Uint64(b[4:])
 	n, d := uint64(be.Uint32(b[20:])), uint64(be.Uint32(b[24:]))
-	if want := chunkHeader + n*chunkEntry + d*chunkDirEntry; uint64(len(b)) != want {
+	if want := uint64(f.header) + n*uint64(f.entry) + d*uint64(f.dirEntry); uint64(len(b)) != want {
 		return 0, nil, nil, damaged("chunk of %d bytes, its header says %d", len(b), want)
 	}
 	if sum := be.Uint32(b[28:]); sum != chunkCRC(b) {
 		return 0, nil, nil, damaged("chunk checksum %08x, its bytes sum to %08x", sum, chunkCRC(b))
 	}
 	c = &chunk{first: be.Uint64(b[12:]), at: make([]esdb.Position, n), ids: make([]uuid.UUID, n)}
+	if f.chained {
+		copy(c.prev[:], b[32:64])
+		c.chain = make([]events.Hash, n)
+	}
 	switch {
 	case n == 0:
 		return 0, nil, nil, damaged("chunk %d holds no entry", k)
@@ -136,27 +198,35 @@ func decodeChunk(b []byte) (k uint64, c *chunk, dir []chunkRef, err error) {
 	case c.first == 0 || c.first > math.MaxUint64-n:
 		return 0, nil, nil, damaged("chunk %d begins at position %d", k, c.first)
 	}
-	o := chunkHeader
+	o := f.header
 	for i := range c.at {
 		c.at[i] = esdb.Position{Commit: be.Uint64(b[o:]), Prepare: be.Uint64(b[o+8:])}
 		copy(c.ids[i][:], b[o+16:o+32])
+		if f.chained {
+			copy(c.chain[i][:], b[o+32:o+64])
+		}
 		if i > 0 && comparePos(c.at[i-1], c.at[i]) >= 0 {
 			return 0, nil, nil, damaged("chunk %d: position %d is not after %d in $all", k, c.first+uint64(i), c.first+uint64(i)-1)
 		}
-		o += chunkEntry
+		o += f.entry
 	}
 	dir = make([]chunkRef, d)
 	for j := range dir {
 		dir[j] = chunkRef{first: be.Uint64(b[o:]), at: esdb.Position{Commit: be.Uint64(b[o+8:]), Prepare: be.Uint64(b[o+16:])}}
-		if j == 0 && dir[j].first != 1 ||
+		if f.chained {
+			copy(dir[j].prev[:], b[o+24:o+56])
+		}
+		if j == 0 && (dir[j].first != 1 || !dir[j].prev.IsZero()) ||
 			j > 0 && (dir[j].first <= dir[j-1].first || comparePos(dir[j-1].at, dir[j].at) >= 0) {
 			return 0, nil, nil, damaged("chunk %d: directory entry %d (position %d) is out of order", k, j, dir[j].first)
 		}
-		o += chunkDirEntry
+		o += f.dirEntry
 	}
 	switch {
 	case d == 0 && c.first != 1:
 		return 0, nil, nil, damaged("chunk 0 begins at position %d, not 1", c.first)
+	case d == 0 && !c.prev.IsZero():
+		return 0, nil, nil, damaged("chunk 0 has a chain value before position 1")
 	case d > 0 && (dir[d-1].first >= c.first || comparePos(dir[d-1].at, c.at[0]) >= 0):
 		return 0, nil, nil, damaged("chunk %d begins before the chunk before it", k)
 	}
@@ -177,57 +247,107 @@ func comparePos(a, b esdb.Position) int {
 func (s *Store) tableName() string { return s.prefix + TableStream }
 
 // loadLast reads the table's last chunk, at Open: the directory of every
-// chunk, and the $all position from which the events not yet in a chunk
-// follow. A store without a table (new, or written by an older build) reads
-// $all from the start.
+// chunk, and the $all position and chain value from which the events not yet
+// in a chunk follow. A store without a table (new, or written by an older
+// build: see loadLegacy) reads $all from the start.
 func (s *Store) loadLast(ctx context.Context) error {
-	c := s.conn()
-	rs, err := c.ReadStream(ctx, s.tableName(), esdb.ReadStreamOptions{Direction: esdb.Backwards, From: esdb.End{}}, 1)
-	if err = by(c, err); err != nil {
+	rec, err := s.lastOf(ctx, s.tableName())
+	if err != nil || rec == nil {
+		if err == nil {
+			err = s.loadLegacy(ctx)
+		}
 		return err
 	}
-	defer rs.Close()
-	ev, err := rs.Recv()
-	switch {
-	case isNotFound(err) || isEOF(err):
-		return nil
-	case err != nil:
-		return by(c, err)
-	}
-	k, last, dir, err := s.decodeRecorded(ev.OriginalEvent())
+	k, last, dir, err := decodeRecorded(rec, chunkV2)
 	if err != nil {
 		return err
 	}
 	s.tab.Lock()
 	defer s.tab.Unlock()
-	s.dir = append(dir, chunkRef{first: last.first, at: last.at[0]})
+	s.dir = append(dir, chunkRef{first: last.first, at: last.at[0], prev: last.prev})
 	s.chunks = make([]*chunk, k+1)
 	s.chunks[k] = last
 	s.addIDs(last)
 	n := len(last.at) - 1
-	s.tail = chunk{first: last.next()}
+	s.tail = chunk{first: last.next(), prev: last.last()}
 	s.seen = last.at[n]
-	s.check = &tableEntry{at: last.at[n], id: last.ids[n], p: last.first + uint64(n)}
+	s.check = &tableEntry{at: last.at[n], id: last.ids[n], p: last.first + uint64(n), chain: last.chain[n], prev: last.prev, chunk: k}
+	if n > 0 {
+		s.check.prev = last.chain[n-1]
+	}
 	return nil
 }
 
-// tableEntry is one position of the table.
-type tableEntry struct {
-	at esdb.Position
-	id uuid.UUID
-	p  uint64
+// loadLegacy reads the last chunk of the table an older build kept
+// (LegacyTableStream, chunkV1), which has no chain values: the open reads
+// $all from the start, computing them from position 1, writes the table
+// anew in the current format, and checks on the way that $all holds the old
+// chunk's last event where it says (see catchUp).
+func (s *Store) loadLegacy(ctx context.Context) error {
+	rec, err := s.lastOf(ctx, s.prefix+LegacyTableStream)
+	if err != nil || rec == nil {
+		return err
+	}
+	k, last, _, err := decodeRecorded(rec, chunkV1)
+	if err != nil {
+		return err
+	}
+	n := len(last.at) - 1
+	s.tab.Lock()
+	s.legacy = &tableEntry{at: last.at[n], id: last.ids[n], p: last.first + uint64(n), chunk: k}
+	s.tab.Unlock()
+	return nil
 }
 
-// decodeRecorded decodes a chunk read from the table stream.
-func (s *Store) decodeRecorded(rec *esdb.RecordedEvent) (uint64, *chunk, []chunkRef, error) {
+// lastOf reads the last event of a stream; nil if there is none.
+func (s *Store) lastOf(ctx context.Context, stream string) (*esdb.RecordedEvent, error) {
+	c := s.conn()
+	rs, err := c.ReadStream(ctx, stream, esdb.ReadStreamOptions{Direction: esdb.Backwards, From: esdb.End{}}, 1)
+	if err = by(c, err); err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	ev, err := rs.Recv()
+	switch {
+	case isNotFound(err) || isEOF(err):
+		return nil, nil
+	case err != nil:
+		return nil, by(c, err)
+	}
+	return ev.OriginalEvent(), nil
+}
+
+// tableEntry is one position of the table, with the chain value before it,
+// and the chunk it was read from.
+type tableEntry struct {
+	at          esdb.Position
+	id          uuid.UUID
+	p           uint64
+	prev, chain events.Hash
+	chunk       uint64
+}
+
+// entry is where in $all a position's event is, and its chain value.
+type entry struct {
+	at    esdb.Position
+	chain events.Hash
+}
+
+// decodeRecorded decodes a chunk read from a table stream, which holds
+// chunks of the format f only.
+func decodeRecorded(rec *esdb.RecordedEvent, f chunkFormat) (uint64, *chunk, []chunkRef, error) {
 	where := fmt.Sprintf("%s@%d", rec.StreamID, rec.EventNumber)
 	if rec.EventType != chunkType {
 		return 0, nil, nil, fmt.Errorf("esdbstore: position table %s: %w: an event of type %q, not %q",
 			where, events.ErrDamaged, rec.EventType, chunkType)
 	}
 	k, c, dir, err := decodeChunk(rec.Data)
-	if err == nil && k != rec.EventNumber {
+	switch {
+	case err != nil:
+	case k != rec.EventNumber:
 		err = fmt.Errorf("%w: chunk %d stored as revision %d", events.ErrDamaged, k, rec.EventNumber)
+	case (c.chain != nil) != f.chained:
+		err = fmt.Errorf("%w: a chunk of another format than %q", events.ErrDamaged, f.magic)
 	}
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("esdbstore: position table %s: %w", where, err)
@@ -263,7 +383,7 @@ func (s *Store) readChunks(ctx context.Context, k, n uint64) ([]*chunk, error) {
 		if err != nil {
 			return nil, by(c, err)
 		}
-		j, ch, dir, err := s.decodeRecorded(ev.OriginalEvent())
+		j, ch, dir, err := decodeRecorded(ev.OriginalEvent(), chunkV2)
 		if err != nil {
 			return nil, err
 		}
@@ -290,11 +410,11 @@ func (s *Store) keep(k uint64, c *chunk, dir []chunkRef) error {
 	switch {
 	case k >= uint64(len(s.dir)):
 		return bad("beyond the directory")
-	case s.dir[k] != (chunkRef{first: c.first, at: c.at[0]}):
-		return bad("it does not begin where the directory says")
-	case k+1 < uint64(len(s.dir)) && c.next() != s.dir[k+1].first,
-		k+1 == uint64(len(s.dir)) && c.next() != s.tail.first:
-		return bad("it does not end where the next chunk begins")
+	case s.dir[k] != (chunkRef{first: c.first, at: c.at[0], prev: c.prev}):
+		return bad("it does not begin where the directory says, with its chain value")
+	case k+1 < uint64(len(s.dir)) && (c.next() != s.dir[k+1].first || c.last() != s.dir[k+1].prev),
+		k+1 == uint64(len(s.dir)) && (c.next() != s.tail.first || c.last() != s.tail.prev):
+		return bad("it does not end where the next chunk begins, with the chain value it follows")
 	case !slices.Equal(dir, s.dir[:k]):
 		return bad("its directory is not the last chunk's")
 	}
@@ -348,24 +468,25 @@ func (s *Store) loadIDs(ctx context.Context) error {
 	return nil
 }
 
-// entryAt returns where in $all the store's position p is, reading its
-// chunk if need be; false if p is beyond the table.
-func (s *Store) entryAt(ctx context.Context, p uint64) (esdb.Position, bool, error) {
+// entryAt returns where in $all the store's position p is, and its chain
+// value, reading its chunk if need be; false if p is beyond the table.
+// Position 0 is the zero entry.
+func (s *Store) entryAt(ctx context.Context, p uint64) (entry, bool, error) {
 	s.tab.Lock()
-	at, ok := s.atLocked(p)
+	en, ok := s.entryLocked(p)
 	k := -1
 	if !ok && p < s.tail.first {
 		k = s.chunkOf(p)
 	}
 	s.tab.Unlock()
 	if ok || k < 0 {
-		return at, ok, nil
+		return en, ok, nil
 	}
 	c, err := s.chunkAt(ctx, k)
 	if err != nil {
-		return esdb.Position{}, false, err
+		return entry{}, false, err
 	}
-	return c.at[p-c.first], true, nil
+	return entry{at: c.at[p-c.first], chain: c.chain[p-c.first]}, true, nil
 }
 
 // chunkOf returns the chunk that holds position p, -1 if none does (p is 0,
@@ -421,7 +542,9 @@ func (s *Store) writeChunks(ctx context.Context) error {
 			return nil
 		}
 		k := len(s.dir)
-		c := &chunk{first: s.tail.first, at: slices.Clone(s.tail.at[:s.chunk]), ids: slices.Clone(s.tail.ids[:s.chunk])}
+		t := &s.tail
+		c := &chunk{first: t.first, prev: t.prev,
+			at: slices.Clone(t.at[:s.chunk]), ids: slices.Clone(t.ids[:s.chunk]), chain: slices.Clone(t.chain[:s.chunk])}
 		data := encodeChunk(uint64(k), c, s.dir)
 		s.tab.Unlock()
 		giveUp := func() {
@@ -475,7 +598,7 @@ func (s *Store) readWritten(ctx context.Context, k int) (*chunk, error) {
 	if err != nil {
 		return nil, by(c, err)
 	}
-	_, ch, dir, err := s.decodeRecorded(ev.OriginalEvent())
+	_, ch, dir, err := decodeRecorded(ev.OriginalEvent(), chunkV2)
 	if err != nil {
 		return nil, err
 	}
@@ -501,15 +624,19 @@ func (s *Store) adopt(k int, c *chunk) error {
 		return fmt.Errorf("esdbstore: position table %s@%d: %w: the chunk (positions %d to %d) disagrees with $all as this store read it",
 			s.tableName(), k, events.ErrDamaged, c.first, c.next()-1)
 	}
-	s.dir = append(s.dir, chunkRef{first: c.first, at: c.at[0]})
+	if c.prev != t.prev || !slices.Equal(c.chain[:n], t.chain[:n]) {
+		return fmt.Errorf("esdbstore: position table %s@%d: %w: the chunk's chain values (positions %d to %d) disagree with those this store computed from $all",
+			s.tableName(), k, events.ErrDamaged, c.first, c.next()-1)
+	}
+	s.dir = append(s.dir, chunkRef{first: c.first, at: c.at[0], prev: c.prev})
 	s.chunks = append(s.chunks, c)
 	s.addIDs(c)
 	s.retry = 0
-	if len(c.at) <= len(t.at) {
-		s.tail = chunk{first: c.next(), at: t.at[len(c.at):], ids: t.ids[len(c.at):]}
+	if m := len(c.at); m <= len(t.at) {
+		s.tail = chunk{first: c.next(), prev: c.last(), at: t.at[m:], ids: t.ids[m:], chain: t.chain[m:]}
 		return nil
 	}
-	s.tail = chunk{first: c.next()}
+	s.tail = chunk{first: c.next(), prev: c.last()}
 	if last := c.at[len(c.at)-1]; beyond(last, s.seen) {
 		s.seen = last
 	}

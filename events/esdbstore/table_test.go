@@ -239,18 +239,20 @@ func TestTableWritersRace(t *testing.T) {
 // events.ErrDamaged, naming the table; the store's own stream name for it is
 // refused.
 func TestDamagedTable(t *testing.T) {
-	t.Run("not a chunk", func(t *testing.T) {
-		d := startDouble(t, esdbdouble.Config{})
-		_, err := rawClient(t, d.URL()).AppendToStream(ctxFor(t), "mesh-"+esdbstore.TableStream, esdb.AppendToStreamOptions{},
-			esdb.EventData{EventID: events.NewID(), EventType: "$mesh-positions", ContentType: esdb.ContentTypeBinary, Data: []byte("mpt1 and nonsense")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = esdbstore.Open(ctxFor(t), d.URL())
-		if !errors.Is(err, events.ErrDamaged) || !strings.Contains(err.Error(), "mesh-$positions@0") {
-			t.Errorf("Open over a table of nonsense: %v, want ErrDamaged naming mesh-$positions@0", err)
-		}
-	})
+	for _, table := range []string{esdbstore.TableStream, esdbstore.LegacyTableStream} {
+		t.Run("not a chunk in "+table, func(t *testing.T) {
+			d := startDouble(t, esdbdouble.Config{})
+			_, err := rawClient(t, d.URL()).AppendToStream(ctxFor(t), "mesh-"+table, esdb.AppendToStreamOptions{},
+				esdb.EventData{EventID: events.NewID(), EventType: "$mesh-positions", ContentType: esdb.ContentTypeBinary, Data: []byte("mpt1 and nonsense")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = esdbstore.Open(ctxFor(t), d.URL())
+			if want := "mesh-" + table + "@0"; !errors.Is(err, events.ErrDamaged) || !strings.Contains(err.Error(), want) {
+				t.Errorf("Open over a table of nonsense: %v, want ErrDamaged naming %s", err, want)
+			}
+		})
+	}
 	t.Run("another prefix's table", func(t *testing.T) {
 		d := startDouble(t, esdbdouble.Config{})
 		a := openStore(t, d.URL(), esdbstore.WithPrefix("a-"), esdbstore.WithChunk(2))
@@ -307,4 +309,38 @@ func BenchmarkOpenAgainstDouble(b *testing.B) {
 		s.Close()
 	}
 	b.ReportMetric(float64(d.Traffic().All-before.All)/float64(b.N), "all-events/open")
+}
+
+// BenchmarkFullOpenAgainstDouble opens a store of 20,000 events with no
+// table (WithChunk(1<<20): no open writes one), so that every open reads
+// and numbers the whole log, as the first open after an upgrade from an
+// older build's table does: chained (each event decoded and chained) and
+// WithoutChain, in one run, on the gRPC double (not KurrentDB).
+func BenchmarkFullOpenAgainstDouble(b *testing.B) {
+	const n, batch = 20_000, 100
+	d := startDouble(b, esdbdouble.Config{})
+	s := openStore(b, d.URL(), esdbstore.WithChunk(1<<20))
+	for i := range n / batch {
+		evs := make([]events.Event, batch)
+		for j := range evs {
+			evs[j] = ev("test.bench")
+		}
+		mustAppend(b, s, fmt.Sprintf("node-%d", i%10), evs...)
+	}
+	s.Close()
+	for _, v := range []struct {
+		name string
+		opts []esdbstore.Option
+	}{{"chained", nil}, {"unchained", []esdbstore.Option{esdbstore.WithoutChain()}}} {
+		b.Run(v.name, func(b *testing.B) {
+			for b.Loop() {
+				s := openStore(b, d.URL(), append([]esdbstore.Option{esdbstore.WithChunk(1 << 20)}, v.opts...)...)
+				if h, err := s.Head(ctxFor(b)); err != nil || h != n {
+					b.Fatalf("Head: %d, %v; want %d", h, err, n)
+				}
+				s.Close()
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
 }
