@@ -172,12 +172,12 @@ var meshDiff = api.MeshDiff{
 	}},
 	Nodes: []api.NodeDiff{{
 		Node: "d1", Registered: &api.DiffMark{Position: 45, At: at(5 * time.Minute), Actor: "operator:jo"}, Adopted: &api.DiffMark{Position: 46, At: at(5 * time.Minute), Actor: "operator:jo"},
-		Modules:     []api.ModuleEvent{{DiffMark: api.DiffMark{Position: 47, At: at(6 * time.Minute), Actor: "operator:jo"}, Type: "module.assigned", Module: "photos"}},
-		Sync:        &api.ValueChange{To: "in-sync"},
-		Health:      &api.ValueChange{To: "waiting-on-take"},
-		Composed:    1,
-		Declaration: &api.ValueChange{To: "d1/1"},
-		RosterAdded: []string{"photos.mesh"},
+		Modules:        []api.ModuleEvent{{DiffMark: api.DiffMark{Position: 47, At: at(6 * time.Minute), Actor: "operator:jo"}, Type: "module.assigned", Module: "photos"}},
+		Sync:           &api.ValueChange{To: "in-sync"},
+		Health:         &api.ValueChange{To: "waiting-on-take"},
+		Composed:       1,
+		Declaration:    &api.ValueChange{To: "d1/1"},
+		RosterAdded:    []string{"photos.mesh"},
 		ResourcesAdded: []events.ResourceRef{{Name: "photos-web", Kind: "container", Module: "photos", Digest: "sha256:aa"}},
 		HoldsAppeared:  []api.Hold{{Name: "photos-web", Module: "photos", Reason: "module photos is not taken"}},
 	}, {
