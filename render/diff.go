@@ -35,13 +35,13 @@ func Diff(w io.Writer, f Format, d api.MeshDiff, sk api.Skipped) error {
 	return Partial(sk, false)
 }
 
-// at is an event's position, time and actor, as a diff line starts.
+// at is an event's position, actor and time, as a diff line starts
+// ("#28 (operator:jo, 2026-11-30 10:03:00)", as why names a command).
 func at(m api.DiffMark) string {
-	s := fmt.Sprintf("#%d %s", m.Position, stamp(m.At))
-	if m.Actor != "" {
-		s += " " + m.Actor
+	if m.Actor == "" {
+		return fmt.Sprintf("#%d (%s)", m.Position, stamp(m.At))
 	}
-	return s
+	return fmt.Sprintf("#%d (%s, %s)", m.Position, m.Actor, stamp(m.At))
 }
 
 func moduleDiff(w io.Writer, m api.ModuleDiff) {
