@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"sort"
 	"time"
 
 	"meshplane/agent"
@@ -97,21 +96,22 @@ func PositionAt(ctx context.Context, store events.Store, m commands.Moment, head
 	if m.At.IsZero() {
 		return m.Position, nil
 	}
-	var ferr error
-	// The first position whose event is stamped after m: the one before
-	// it is the answer.
-	i := sort.Search(int(head), func(i int) bool {
-		if ferr != nil {
-			return true
+	// The first position whose event is stamped after m (head+1 if
+	// none): the one before it is the answer.
+	lo, hi := uint64(1), head+1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		at, err := timeAt(ctx, store, mid)
+		if err != nil {
+			return 0, err
 		}
-		at, err := timeAt(ctx, store, uint64(i)+1)
-		ferr = err
-		return err == nil && at.After(m.At)
-	})
-	if ferr != nil {
-		return 0, ferr
+		if at.After(m.At) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
 	}
-	return uint64(i), nil
+	return lo - 1, nil
 }
 
 // timeAt is the time of the event at pos (zero at 0).
