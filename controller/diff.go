@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -265,7 +266,7 @@ func (c *Controller) meshDiffOf(ctx context.Context, d Diffed) (api.MeshDiff, er
 	for _, n := range d.Nodes {
 		nd := nodeDiffOf(n)
 		if len(n.ResourcesChanged) > 0 {
-			decl, err := readDeclared(ctx, c.store, c.reg, n.Node)
+			decl, err := readComposed(ctx, c.store, c.reg, n.Node, d.To.Position)
 			if err != nil {
 				return api.MeshDiff{}, fmt.Errorf("controller: diff: %w", err)
 			}
@@ -276,6 +277,35 @@ func (c *Controller) meshDiffOf(ctx context.Context, d Diffed) (api.MeshDiff, er
 		out.Nodes = append(out.Nodes, nd)
 	}
 	return out, nil
+}
+
+// readComposed reads node's stream up to position to for what
+// specChanges needs: each declaration composed and every spec by digest
+// (why's readDeclared, without the applies: only the composes decoded).
+func readComposed(ctx context.Context, store events.Store, reg *events.Registry, node string, to uint64) (*declared, error) {
+	evs, err := store.ReadStream(ctx, events.NodeStream(node), 0, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", events.NodeStream(node), err)
+	}
+	d := &declared{composed: map[string]events.DeclarationComposed{}, specs: map[string]json.RawMessage{}}
+	for _, ev := range evs {
+		if ev.Position > to {
+			break
+		}
+		if ev.Type != events.TypeDeclarationComposed {
+			continue
+		}
+		p, err := events.DecodeAs[events.DeclarationComposed](reg, ev)
+		if err != nil {
+			return nil, fmt.Errorf("read %s #%d: %w", events.NodeStream(node), ev.Version, err)
+		}
+		for dg, spec := range p.Specs {
+			d.specs[dg] = spec
+		}
+		p.Specs = nil
+		d.composed[p.Declaration] = p
+	}
+	return d, nil
 }
 
 // specChanges is what each field of resource is in declaration to and was
