@@ -49,6 +49,10 @@ type Service interface {
 	ModuleList(ctx context.Context) (ModuleList, error)
 	// ModuleShow is one defined module (module-unknown otherwise).
 	ModuleShow(ctx context.Context, module string) (ModuleShow, error)
+	// Diff is what changed in the mesh between two moments, per node and
+	// per module. A moment that does not parse, is past the head, or a
+	// From after To is a rejection (invalid).
+	Diff(ctx context.Context, req DiffRequest) (MeshDiff, error)
 
 	// RegisterNodes registers several nodes, all or none: if one is refused,
 	// none is registered.

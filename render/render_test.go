@@ -156,6 +156,45 @@ var composed = api.ComposedDecl{
 	Resources: []events.ResourceRef{{Name: "forge-web", Kind: "container", Module: "forge", Digest: "sha256:01"}},
 }
 
+// meshDiff is a diff over an hour of the mesh: a module redefined, built
+// and deployed, a node joining, another whose declaration and health moved.
+var meshDiff = api.MeshDiff{
+	From: api.DiffEnd{Position: 40, At: at(0)}, To: api.DiffEnd{Position: 90, At: at(time.Hour)}, Events: 50,
+	Modules: []api.ModuleDiff{{
+		Module: "forge",
+		Definitions: []api.Definition{
+			{DiffMark: api.DiffMark{Position: 41, At: at(time.Minute), Actor: "operator:jo"}, Fields: []string{"containers[web].env", "containers[web].image"}},
+		},
+		Builds:  []api.BuildMark{{DiffMark: api.DiffMark{Position: 42, At: at(2 * time.Minute), Actor: "operator:ci"}, Name: "forge/web", Digest: "sha256:3ccce11a2a888784e88e86"}},
+		Deploys: []api.DeployMark{{DiffMark: api.DiffMark{Position: 43, At: at(3 * time.Minute), Actor: "operator:jo"}, By: "operator", Builds: []events.Build{{Name: "forge/web", Digest: "sha256:3ccce11a2a888784e88e86"}}}},
+	}, {
+		Module: "photos", Definitions: []api.Definition{{DiffMark: api.DiffMark{Position: 44, At: at(4 * time.Minute), Actor: "operator:jo"}, New: true}},
+	}},
+	Nodes: []api.NodeDiff{{
+		Node: "d1", Registered: &api.DiffMark{Position: 45, At: at(5 * time.Minute), Actor: "operator:jo"}, Adopted: &api.DiffMark{Position: 46, At: at(5 * time.Minute), Actor: "operator:jo"},
+		Modules:        []api.ModuleEvent{{DiffMark: api.DiffMark{Position: 47, At: at(6 * time.Minute), Actor: "operator:jo"}, Type: "module.assigned", Module: "photos"}},
+		Sync:           &api.ValueChange{To: "in-sync"},
+		Health:         &api.ValueChange{To: "waiting-on-take"},
+		Composed:       1,
+		Declaration:    &api.ValueChange{To: "d1/1"},
+		RosterAdded:    []string{"photos.mesh"},
+		ResourcesAdded: []events.ResourceRef{{Name: "photos-web", Kind: "container", Module: "photos", Digest: "sha256:aa"}},
+		HoldsAppeared:  []api.Hold{{Name: "photos-web", Module: "photos", Reason: "module photos is not taken"}},
+	}, {
+		Node: "novox", Composed: 3,
+		Health:           &api.ValueChange{From: "converged", To: "churning"},
+		Declaration:      &api.ValueChange{From: "novox/3", To: "novox/6"},
+		RosterAdded:      []string{"photos.mesh"},
+		RosterRemoved:    []string{"old.mesh"},
+		ResourcesRemoved: []events.ResourceRef{{Name: "old-web", Kind: "container", Module: "old", Digest: "sha256:bb"}},
+		ResourcesChanged: []api.ResourceChange{{Name: "forge-web", Kind: "container", Module: "forge", From: "sha256:0123456789abcdef0123", To: "sha256:fedcba9876543210fedc",
+			Changes: []api.Change{{Field: "image", From: "forge@sha256:0123", To: "forge@sha256:3ccc"}, {Field: "env.GREETING", From: "hello", To: "bonjour"}}}},
+		HoldsCleared: []api.Hold{{Name: "forge-data", Module: "forge", Reason: "module forge is not taken"}},
+		ChurnOpened:  []api.Episode{{Node: "novox", Loop: true, Start: api.Mark{Position: 60, At: at(20 * time.Minute)}, Detected: api.Mark{Position: 70, At: at(30 * time.Minute)}}},
+		ChurnClosed:  []api.Episode{{Node: "novox", Flip: true, End: &api.Mark{Position: 50, At: at(10 * time.Minute)}}},
+	}},
+}
+
 var rosterDiff = api.RosterDiff{From: "novox/3", To: "novox/7", Added: []string{"photos.mesh"}, ResourcesChanged: []string{"forge-web", "hosts"}}
 
 var history = api.RosterHistory{Node: "novox", Declarations: []api.RosterHistoryEntry{
@@ -339,6 +378,11 @@ func TestPrinters(t *testing.T) {
 		{"roster-diff-json", func(w *bytes.Buffer) error {
 			return render.RosterDiff(w, render.JSON, "novox", rosterDiff, api.Skipped{})
 		}, false},
+		{"diff", func(w *bytes.Buffer) error { return render.Diff(w, render.Table, meshDiff, api.Skipped{}) }, false},
+		{"diff-none", func(w *bytes.Buffer) error {
+			return render.Diff(w, render.Table, api.MeshDiff{From: api.DiffEnd{Position: 90, At: at(time.Hour)}, To: api.DiffEnd{Position: 90, At: at(time.Hour)}}, skipped)
+		}, true},
+		{"diff-json", func(w *bytes.Buffer) error { return render.Diff(w, render.JSON, meshDiff, api.Skipped{}) }, false},
 		{"plan", func(w *bytes.Buffer) error { return render.Plan(w, render.Table, plan) }, false},
 		{"plan-one-heavy", func(w *bytes.Buffer) error {
 			return render.Plan(w, render.Table, api.PlanResponse{Nodes: plan.Nodes[:1], Heavy: true})

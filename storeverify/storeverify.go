@@ -21,9 +21,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"meshplane/agent"
+	"meshplane/agent/agentd"
 	"meshplane/events"
 	"meshplane/events/boltstore"
 	"meshplane/events/storeurl"
@@ -219,4 +221,28 @@ func Supported(url string) error {
 			"Give --store bolt (or none) to verify DATA/events.db, or --anchor LINE (a line of mesh store head) to check this store's hash chain", ErrUnsupported, kind)
 	}
 	return nil
+}
+
+// DataText is Data, its report written to w as mesh store verify prints
+// it: an error when a check could not run or anything is damaged.
+func DataText(ctx context.Context, w io.Writer, dir string) error {
+	rep, err := Data(ctx, dir)
+	if rep != nil {
+		rep.WriteText(w)
+	}
+	if err != nil {
+		return err
+	}
+	return rep.Err()
+}
+
+// AgentText is Agent on the outbox of the agent data directory dir, its
+// report written to w as mesh store verify --agent-data prints it.
+func AgentText(w io.Writer, dir string) error {
+	rep, err := Agent(filepath.Join(dir, agentd.OutboxDir))
+	if err != nil {
+		return err
+	}
+	rep.WriteText(w)
+	return rep.Err()
 }

@@ -144,6 +144,12 @@ func TestQueriesRoundTrip(t *testing.T) {
 				t.Errorf("diff = %+v", d)
 			}
 		}},
+		{"diff", func(s api.Service) (any, error) { return s.Diff(e.ctx, api.DiffRequest{From: "1"}) }, func(t *testing.T, v any) {
+			d := v.(api.MeshDiff)
+			if d.From.Position != 1 || d.Events == 0 || len(d.Nodes) == 0 || len(d.Modules) == 0 {
+				t.Errorf("diff = %+v", d)
+			}
+		}},
 		{"churn", func(s api.Service) (any, error) { return s.Churn(e.ctx, api.ChurnRequest{}) }, func(t *testing.T, v any) {
 			if c := v.(api.ChurnResponse); len(c.Nodes) != 2 || c.Nodes[0].Episodes == nil {
 				t.Errorf("churn = %+v", c)
@@ -334,6 +340,14 @@ func TestRejections(t *testing.T) {
 			_, err := s.Revert(e.ctx, api.RevertRequest{Operator: op, Module: "forge", To: "2"}) // nodes a and b registered, forge not yet
 			return err
 		}, commands.CodeModuleUnknown, http.StatusNotFound},
+		{"diff backwards", func(s api.Service) error {
+			_, err := s.Diff(e.ctx, api.DiffRequest{From: "2", To: "1"})
+			return err
+		}, commands.CodeInvalid, http.StatusUnprocessableEntity},
+		{"diff from no moment", func(s api.Service) error {
+			_, err := s.Diff(e.ctx, api.DiffRequest{})
+			return err
+		}, commands.CodeInvalid, http.StatusUnprocessableEntity},
 		{"revert to no moment", func(s api.Service) error {
 			_, err := s.Revert(e.ctx, api.RevertRequest{Operator: op, Module: "forge", To: "yesterday"})
 			return err

@@ -100,6 +100,7 @@ func Handler(svc api.Service, token string, opts ...HandlerOption) http.Handler 
 	m.HandleFunc("GET /v1/nodes/{node}/roster/diff", h.rosterDiff)
 	m.HandleFunc("GET /v1/nodes/{node}/why", h.why)
 	m.HandleFunc("GET /v1/churn", h.churn)
+	m.HandleFunc("GET /v1/diff", h.diff)
 	m.HandleFunc("GET /v1/timeline", h.timeline)
 	m.HandleFunc("POST /v1/modules", h.defineModules)
 	m.HandleFunc("POST /v1/modules/{module}/artifacts", h.recordArtifact)

@@ -62,5 +62,13 @@ func TestWhyNamesTheDeployGolden(t *testing.T) {
 			t.Fatalf("%v: exit %d\n%s%s", args, code, out, errOut)
 		}
 	}
-	goldenCases(t, dir, []goldenCase{{"why-deployed", []string{"why", "novox", "forge-web"}, false, nil}})
+	goldenCases(t, dir, []goldenCase{
+		{"why-deployed", []string{"why", "novox", "forge-web"}, false, nil},
+		// mesh diff across the build, the deploy and the pass after
+		// (upExample's history ends at 24), by position and by time, in
+		// both modes alike.
+		{"diff-deployed", []string{"diff", "--from", "24"}, false, nil},
+		{"diff-deployed-json", []string{"diff", "--from", "24", "--to", "27", "-o", "json"}, false, nil}, // before the deploy's wall-clock time
+		{"diff-since-epoch", []string{"diff", "--from", "2026-09-29T22:00:00Z", "--to", "24"}, false, nil},
+	})
 }

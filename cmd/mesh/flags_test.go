@@ -128,6 +128,8 @@ var freeFormFlags = map[string]string{
 	"agent --creds": "a path", "node register --creds": "a path", "agent --docker-root": "a path",
 	"store verify --agent-data": "a path", "rebuild --projection": "the verb checks it against projections.Names, naming them",
 	"revert --to":           "the verb checks it first (commands.ParseMoment: a time or a position)",
+	"diff --from":           "the verb checks it first (commands.ParseMoment: a time or a position)",
+	"diff --to":             "the verb checks it first (commands.ParseMoment: a time or a position; empty: the head)",
 	"store verify --anchor": "the verb parses it first (events.ParseChainHead), before it opens the store",
 	"agent join --creds":    "a path", "agent join --docker-root": "a path", "agent join --sim-found": "paths",
 	"agent join --docker-prefix": "a name prefix", "agent join --runtime": "the verb checks it first",

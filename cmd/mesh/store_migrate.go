@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -25,7 +23,12 @@ func (e *env) storeMigrateCmd() *cobra.Command {
 			kind, _ := storeurl.KindOf(t.Store)
 			switch kind {
 			case storeurl.Postgres:
-				return storeMigrate(cmd.Context(), e.stdout, t.Store)
+				applied, err := pgstore.Migrate(cmd.Context(), t.Store)
+				if err != nil {
+					return fmt.Errorf("migrate %s: %w", storeurl.Redact(t.Store), err)
+				}
+				render.Migrated(e.stdout, applied, pgstore.SchemaVersion())
+				return nil
 			case storeurl.Bolt:
 				return usagef("mesh store migrate works on a PostgreSQL store: give --store postgres://... (the bolt file needs no migration: mesh up creates it, and it is checked when opened)")
 			default:
@@ -33,15 +36,4 @@ func (e *env) storeMigrateCmd() *cobra.Command {
 			}
 		},
 	}
-}
-
-// storeMigrate applies the migrations the database at url lacks (none when
-// it is at this build's version) and prints what it applied.
-func storeMigrate(ctx context.Context, w io.Writer, url string) error {
-	applied, err := pgstore.Migrate(ctx, url)
-	if err != nil {
-		return fmt.Errorf("migrate %s: %w", storeurl.Redact(url), err)
-	}
-	render.Migrated(w, applied, pgstore.SchemaVersion())
-	return nil
 }

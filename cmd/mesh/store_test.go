@@ -173,6 +173,7 @@ func readCommands() [][]string {
 		{"why", "novox", "ca"},
 		{"roster", "--history", "novox"},
 		{"churn"},
+		{"diff", "--from", "1"},
 		{"rebuild"},
 		{"store", "verify"},
 	}

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"context"
-	"path/filepath"
-
 	"github.com/spf13/cobra"
 
-	"meshplane/agent/agentd"
 	"meshplane/render"
 	"meshplane/storeverify"
 )
@@ -24,7 +20,7 @@ func (e *env) storeVerifyCmd() *cobra.Command {
 				return err
 			}
 			if agentData != "" {
-				return e.verifyAgentData(agentData)
+				return storeverify.AgentText(e.stdout, agentData)
 			}
 			if anchor != "" {
 				rep, err := storeverify.Anchored(cmd.Context(), t.Store, t.Data, anchor)
@@ -37,34 +33,10 @@ func (e *env) storeVerifyCmd() *cobra.Command {
 			if err := storeverify.Supported(t.Store); err != nil {
 				return err
 			}
-			return e.storeVerify(cmd.Context(), t.Data)
+			return storeverify.DataText(cmd.Context(), e.stdout, t.Data)
 		},
 	}
 	cmd.Flags().StringVar(&anchor, "anchor", "", "check the hash chain of the store (any kind) against a head line of mesh store head, and name the first position not intact")
 	cmd.Flags().StringVar(&agentData, "agent-data", "", "check an agent's data directory (its outbox's reports and state) instead of the event store")
 	return cmd
-}
-
-// verifyAgentData checks the agent outbox in the agent data directory
-// dir and prints what it found.
-func (e *env) verifyAgentData(dir string) error {
-	rep, err := storeverify.Agent(filepath.Join(dir, agentd.OutboxDir))
-	if err != nil {
-		return err
-	}
-	rep.WriteText(e.stdout)
-	return rep.Err()
-}
-
-// storeVerify checks the store in data and the cache files beside it,
-// prints what it checked and what is damaged, and fails on any damage.
-func (e *env) storeVerify(ctx context.Context, data string) error {
-	rep, err := storeverify.Data(ctx, data)
-	if rep != nil {
-		rep.WriteText(e.stdout)
-	}
-	if err != nil {
-		return err
-	}
-	return rep.Err()
 }

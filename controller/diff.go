@@ -1,0 +1,376 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"meshplane/agent"
+	"meshplane/api"
+	"meshplane/commands"
+	"meshplane/events"
+	"meshplane/projections"
+)
+
+// DiffHelp is mesh diff's help.
+const DiffHelp = `diff says what changed in the mesh between two moments, per node and per module: module
+definitions (defined, redefined with the spec fields it changed, removed), builds recorded and
+deploys; per node its registration or removal, the assignments, takes and releases, the
+declarations composed (the resources added, removed, or changed with each field that changed,
+as mesh why words it) and the routed names that came and went, the holds that appeared and
+cleared, its sync and health, and the churn episodes detected or ended.
+
+--from and --to are each a time in RFC 3339 (2026-09-29T22:46:00Z) or a store position (as
+mesh timeline and mesh export show them); a time stands for the last event at or before it.
+--to defaults to the store's head. A moment past the head, or --from after --to, is refused
+(exit 3). The diff compares the projections as they stood after each end, and reads the
+events in between; only nodes and modules something changed on are shown.`
+
+// Diff is what changed in the mesh between two moments (mesh diff): the
+// projections folded afresh to each end (viewsAt), the events in between,
+// and projections.DiffMesh over them.
+func (c *Controller) Diff(ctx context.Context, req api.DiffRequest) (api.MeshDiff, error) {
+	if err := req.Validate(); err != nil {
+		return api.MeshDiff{}, err
+	}
+	from, to, err := c.diffEnds(ctx, req)
+	if err != nil {
+		return api.MeshDiff{}, err
+	}
+	d, err := DiffBetween(ctx, c.store, c.reg, from, to)
+	if err != nil {
+		return api.MeshDiff{}, err
+	}
+	return c.meshDiffOf(ctx, d)
+}
+
+// diffEnds resolves req's moments to positions: from after to, or either
+// past the head, is a rejection.
+func (c *Controller) diffEnds(ctx context.Context, req api.DiffRequest) (from, to uint64, err error) {
+	head, err := c.store.Head(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("controller: diff: head: %w", err)
+	}
+	to = head
+	if req.To != "" {
+		if to, err = c.momentPosition(ctx, "to", req.To, head); err != nil {
+			return 0, 0, err
+		}
+	}
+	if from, err = c.momentPosition(ctx, "from", req.From, head); err != nil {
+		return 0, 0, err
+	}
+	if from > to {
+		return 0, 0, &commands.Rejection{Code: commands.CodeInvalid, Msg: fmt.Sprintf(
+			"--from %s (position %d) is after --to (position %d): a diff goes forward in time", req.From, from, to)}
+	}
+	return from, to, nil
+}
+
+// momentPosition reads flag's moment s and resolves it to a position
+// (PositionAt): one past the head, or a time after now, is a rejection.
+func (c *Controller) momentPosition(ctx context.Context, flag, s string, head uint64) (uint64, error) {
+	m, err := commands.ParseMoment(s)
+	if err != nil {
+		return 0, fmt.Errorf("--%s: %w", flag, err)
+	}
+	switch {
+	case m.At.IsZero() && m.Position > head:
+		return 0, &commands.Rejection{Code: commands.CodeInvalid, Msg: fmt.Sprintf(
+			"--%s: position %d is past the store's last event (%d)", flag, m.Position, head)}
+	case !m.At.IsZero() && m.At.After(c.clock()):
+		return 0, &commands.Rejection{Code: commands.CodeInvalid, Msg: fmt.Sprintf(
+			"--%s: %s is after now (%s)", flag, s, c.clock().UTC().Format(time.RFC3339))}
+	}
+	return PositionAt(ctx, c.store, m, head)
+}
+
+// PositionAt is the position a moment stands for: a position itself, or
+// for a time the last event at or before it (0 when the first event is
+// after it). It finds it by a binary search over positions, reading one
+// event a step: events are stamped as they are appended, so their times
+// rise with their positions (a clock stepped back finds one of the
+// positions where the time crosses). The one place a time becomes a
+// position for mesh diff; a time index would replace it.
+func PositionAt(ctx context.Context, store events.Store, m commands.Moment, head uint64) (uint64, error) {
+	if m.At.IsZero() {
+		return m.Position, nil
+	}
+	// The first position whose event is stamped after m (head+1 if
+	// none): the one before it is the answer.
+	lo, hi := uint64(1), head+1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		at, err := timeAt(ctx, store, mid)
+		if err != nil {
+			return 0, err
+		}
+		if at.After(m.At) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo - 1, nil
+}
+
+// timeAt is the time of the event at pos (zero at 0).
+func timeAt(ctx context.Context, store events.Store, pos uint64) (time.Time, error) {
+	if pos == 0 {
+		return time.Time{}, nil
+	}
+	evs, err := store.ReadAll(ctx, pos-1, 1)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("controller: read the event at %d: %w", pos, err)
+	}
+	if len(evs) == 0 {
+		return time.Time{}, fmt.Errorf("controller: no event at position %d", pos)
+	}
+	return evs[0].At, nil
+}
+
+// ViewsAt folds a fresh projections.Set (all but the timeline) from
+// position 0 to pos, and returns it with the runner that fed it (fold on
+// with its CatchUpTo). The one place mesh diff gets the projections as
+// they stood at a position: checkpoints would start it from the nearest
+// one below pos instead of 0.
+func ViewsAt(ctx context.Context, store events.Store, reg *events.Registry, pos uint64) (*projections.Set, *projections.Runner, error) {
+	set := projections.New()
+	r := projections.NewRunner(store, reg, set.Small()...)
+	if pos == 0 {
+		return set, r, nil
+	}
+	if err := r.CatchUpTo(ctx, pos); err != nil {
+		return nil, nil, fmt.Errorf("controller: fold to %d: %w", pos, err)
+	}
+	return set, r, nil
+}
+
+// Diffed is a mesh diff and what explaining its changed resources needs:
+// each node's declaration at both ends.
+type Diffed struct {
+	projections.MeshDiff
+	declFrom, declTo map[string]string // node → declaration at each end
+}
+
+// DiffBetween is what changed from position from to position to (from <=
+// to <= the head): the projections at each end, the events in between, and
+// each module's definition at from.
+func DiffBetween(ctx context.Context, store events.Store, reg *events.Registry, from, to uint64) (Diffed, error) {
+	set, r, err := ViewsAt(ctx, store, reg, from)
+	if err != nil {
+		return Diffed{}, err
+	}
+	atFrom, err := timeAt(ctx, store, from)
+	if err != nil {
+		return Diffed{}, err
+	}
+	a := projections.StateOf(set, from, atFrom)
+	if to > from {
+		if err := r.CatchUpTo(ctx, to); err != nil {
+			return Diffed{}, fmt.Errorf("controller: fold to %d: %w", to, err)
+		}
+	}
+	atTo, err := timeAt(ctx, store, to)
+	if err != nil {
+		return Diffed{}, err
+	}
+	b := projections.StateOf(set, to, atTo)
+	evs, err := decodedBetween(ctx, store, reg, from, to)
+	if err != nil {
+		return Diffed{}, err
+	}
+	before, err := modulesAt(ctx, store, reg, evs, from)
+	if err != nil {
+		return Diffed{}, err
+	}
+	d := Diffed{MeshDiff: projections.DiffMesh(a, b, evs, before), declFrom: map[string]string{}, declTo: map[string]string{}}
+	for n, st := range a.Nodes {
+		d.declFrom[n] = st.Declaration
+	}
+	for n, st := range b.Nodes {
+		d.declTo[n] = st.Declaration
+	}
+	return d, nil
+}
+
+// decodedBetween reads and decodes the events in (from, to]; those of a
+// type this build does not know, or that do not decode, are passed over
+// (the projections count them).
+func decodedBetween(ctx context.Context, store events.Store, reg *events.Registry, from, to uint64) ([]projections.Decoded, error) {
+	var out []projections.Decoded
+	for after := from; after < to; {
+		page, err := store.ReadAll(ctx, after, int(min(to-after, projections.PageSize)))
+		if err != nil {
+			return nil, fmt.Errorf("controller: diff: read after %d: %w", after, err)
+		}
+		if len(page) == 0 {
+			return nil, fmt.Errorf("controller: diff: the store read nothing after %d, below %d", after, to)
+		}
+		for _, ev := range page {
+			if p, err := reg.Decode(ev); err == nil {
+				ev.Data = nil
+				out = append(out, projections.Decoded{Event: ev, Payload: p})
+			}
+		}
+		after = page[len(page)-1].Position
+	}
+	return out, nil
+}
+
+// modulesAt is, for each module evs define, its spec at position pos (if
+// it was defined then and not removed), read from its stream.
+func modulesAt(ctx context.Context, store events.Store, reg *events.Registry, evs []projections.Decoded, pos uint64) (map[string]events.ModuleSpec, error) {
+	out := map[string]events.ModuleSpec{}
+	seen := map[string]bool{}
+	for _, e := range evs {
+		v, ok := e.Payload.(events.ModuleDefined)
+		if !ok || seen[v.Module] {
+			continue
+		}
+		seen[v.Module] = true
+		stream := events.ModuleStream(v.Module)
+		mevs, err := store.ReadStream(ctx, stream, 0, 0)
+		if err != nil {
+			return nil, fmt.Errorf("controller: diff: read %s: %w", stream, err)
+		}
+		for _, ev := range mevs {
+			if ev.Position > pos {
+				break
+			}
+			switch p, _ := reg.Decode(ev); p := p.(type) {
+			case events.ModuleDefined:
+				out[v.Module] = p.Spec
+			case events.ModuleRemoved:
+				delete(out, v.Module)
+			}
+		}
+	}
+	return out, nil
+}
+
+// meshDiffOf is d as the API gives it, each changed resource with the
+// fields that changed when the specs of both declarations are known.
+func (c *Controller) meshDiffOf(ctx context.Context, d Diffed) (api.MeshDiff, error) {
+	out := api.MeshDiff{
+		From:    api.DiffEnd{Position: d.From.Position, At: d.From.At},
+		To:      api.DiffEnd{Position: d.To.Position, At: d.To.At},
+		Events:  d.Events,
+		Nodes:   []api.NodeDiff{},
+		Modules: mapSlice(d.Modules, moduleDiffOf),
+	}
+	if out.Modules == nil {
+		out.Modules = []api.ModuleDiff{}
+	}
+	for _, n := range d.Nodes {
+		nd := nodeDiffOf(n)
+		if len(n.ResourcesChanged) > 0 {
+			decl, err := readComposed(ctx, c.store, c.reg, n.Node, d.To.Position)
+			if err != nil {
+				return api.MeshDiff{}, fmt.Errorf("controller: diff: %w", err)
+			}
+			for i, rc := range n.ResourcesChanged {
+				nd.ResourcesChanged[i].Changes = decl.specChanges(d.declFrom[n.Node], d.declTo[n.Node], rc.Name)
+			}
+		}
+		out.Nodes = append(out.Nodes, nd)
+	}
+	return out, nil
+}
+
+// readComposed reads node's stream up to position to for what
+// specChanges needs: each declaration composed and every spec by digest
+// (why's readDeclared, without the applies: only the composes decoded).
+func readComposed(ctx context.Context, store events.Store, reg *events.Registry, node string, to uint64) (*declared, error) {
+	evs, err := store.ReadStream(ctx, events.NodeStream(node), 0, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", events.NodeStream(node), err)
+	}
+	d := &declared{composed: map[string]events.DeclarationComposed{}, specs: map[string]json.RawMessage{}}
+	for _, ev := range evs {
+		if ev.Position > to {
+			break
+		}
+		if ev.Type != events.TypeDeclarationComposed {
+			continue
+		}
+		p, err := events.DecodeAs[events.DeclarationComposed](reg, ev)
+		if err != nil {
+			return nil, fmt.Errorf("read %s #%d: %w", events.NodeStream(node), ev.Version, err)
+		}
+		for dg, spec := range p.Specs {
+			d.specs[dg] = spec
+		}
+		p.Specs = nil
+		d.composed[p.Declaration] = p
+	}
+	return d, nil
+}
+
+// specChanges is what each field of resource is in declaration to and was
+// in declaration from, as why words it (agent.DeclaredChanges); none when
+// either spec is unknown.
+func (d *declared) specChanges(from, to, resource string) []api.Change {
+	have, ok1 := d.resource(from, resource)
+	want, ok2 := d.resource(to, resource)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	fields := []string{"module", "mode", "content"}
+	if have.Container != nil && want.Container != nil {
+		for _, ch := range agent.ContainerChanges(*have.Container, *want.Container) {
+			fields = append(fields, ch.Field)
+		}
+	}
+	return mapSlice(agent.DeclaredChanges(have, want, fields), func(ch agent.Change) api.Change { return api.Change(ch) })
+}
+
+func diffMarkOf(m projections.EventMark) api.DiffMark { return api.DiffMark(m) }
+
+func diffMarkPtr(m *projections.EventMark) *api.DiffMark {
+	if m == nil {
+		return nil
+	}
+	v := diffMarkOf(*m)
+	return &v
+}
+
+func valueChangeOf(ch *projections.Change) *api.ValueChange {
+	if ch == nil {
+		return nil
+	}
+	return &api.ValueChange{From: ch.From, To: ch.To}
+}
+
+func nodeDiffOf(n projections.NodeDiff) api.NodeDiff {
+	return api.NodeDiff{
+		Node: n.Node, Registered: diffMarkPtr(n.Registered), Removed: diffMarkPtr(n.Removed), Adopted: diffMarkPtr(n.Adopted),
+		Modules: mapSlice(n.Modules, func(m projections.ModuleEvent) api.ModuleEvent {
+			return api.ModuleEvent{DiffMark: diffMarkOf(m.EventMark), Type: m.Type, Module: m.Module}
+		}),
+		Sync: valueChangeOf(n.Sync), Health: valueChangeOf(n.Health), Composed: n.Composed, Declaration: valueChangeOf(n.Decl),
+		RosterAdded: n.RosterAdded, RosterRemoved: n.RosterRemoved,
+		ResourcesAdded: n.ResourcesAdded, ResourcesRemoved: n.ResourcesRemoved,
+		ResourcesChanged: mapSlice(n.ResourcesChanged, func(r projections.ResourceChange) api.ResourceChange {
+			return api.ResourceChange{Name: r.Name, Kind: r.Kind, Module: r.Module, From: r.From, To: r.To}
+		}),
+		HoldsAppeared: mapSlice(n.HoldsAppeared, holdOf), HoldsCleared: mapSlice(n.HoldsCleared, holdOf),
+		ChurnOpened: mapSlice(n.ChurnOpened, episodeOf), ChurnClosed: mapSlice(n.ChurnClosed, episodeOf),
+	}
+}
+
+func moduleDiffOf(m projections.ModuleDiff) api.ModuleDiff {
+	return api.ModuleDiff{
+		Module: m.Module, Removed: diffMarkPtr(m.Removed),
+		Definitions: mapSlice(m.Definitions, func(d projections.Definition) api.Definition {
+			return api.Definition{DiffMark: diffMarkOf(d.EventMark), New: d.New, Fields: d.Fields}
+		}),
+		Builds: mapSlice(m.Builds, func(b projections.BuildMark) api.BuildMark {
+			return api.BuildMark{DiffMark: diffMarkOf(b.EventMark), Name: b.Name, Digest: b.Digest}
+		}),
+		Deploys: mapSlice(m.Deploys, func(d projections.DeployMark) api.DeployMark {
+			return api.DeployMark{DiffMark: diffMarkOf(d.EventMark), By: d.By, Builds: d.Builds}
+		}),
+	}
+}
