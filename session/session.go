@@ -28,6 +28,7 @@ import (
 	"meshplane/events/memstore"
 	"meshplane/events/storeurl"
 	"meshplane/projections/snapstore"
+	"meshplane/secrets"
 )
 
 // ErrNoStore means a read found no event store in the data directory: there
@@ -79,6 +80,10 @@ type Options struct {
 	OnNote   func(string)
 	// Clock is the controller's clock in local mode.
 	Clock func() time.Time
+	// SecretKey makes the data directory's secret key (secrets.KeyFile)
+	// when there is none (mesh secret set, locally). Without it the key is
+	// loaded when there is one: no other verb needs it.
+	SecretKey bool
 }
 
 // Session is one command's api.Service: a controller over the local store,
@@ -155,12 +160,31 @@ func Open(ctx context.Context, t Target, o Options) (*Session, error) {
 	if bs, ok := s.(*boltstore.Store); ok && o.Resume && !o.Write {
 		return resumed(ctx, t, o, bs)
 	}
-	c, err := controller.New(controller.Config{Store: s, Clock: o.Clock})
+	key, err := secretKey(t.Data, o.SecretKey)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	c, err := controller.New(controller.Config{Store: s, Clock: o.Clock, SecretKey: key})
 	if err != nil {
 		s.Close()
 		return nil, err
 	}
 	return &Session{Service: c, Local: c, Store: s}, nil
+}
+
+// secretKey is the data directory's secret key: made when make is set,
+// else the one there is (nil, no error, when there is none or it does not
+// read: only mesh secret set needs it, and it makes it).
+func secretKey(dir string, make bool) (*secrets.Key, error) {
+	if make {
+		return secrets.LoadOrMakeKey(dir)
+	}
+	k, err := secrets.LoadKey(dir)
+	if err != nil {
+		return nil, nil
+	}
+	return k, nil
 }
 
 // resumed is the session of a read on store, the read-only bolt store in
