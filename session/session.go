@@ -80,10 +80,6 @@ type Options struct {
 	OnNote   func(string)
 	// Clock is the controller's clock in local mode.
 	Clock func() time.Time
-	// SecretKey makes the data directory's secret key (secrets.KeyFile)
-	// when there is none (mesh secret set, locally). Without it the key is
-	// loaded when there is one: no other verb needs it.
-	SecretKey bool
 }
 
 // Session is one command's api.Service: a controller over the local store,
@@ -160,7 +156,7 @@ func Open(ctx context.Context, t Target, o Options) (*Session, error) {
 	if bs, ok := s.(*boltstore.Store); ok && o.Resume && !o.Write {
 		return resumed(ctx, t, o, bs)
 	}
-	key, err := secretKey(t.Data, o.SecretKey)
+	key, err := secretKey(t.Data, o.Write)
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -173,9 +169,10 @@ func Open(ctx context.Context, t Target, o Options) (*Session, error) {
 	return &Session{Service: c, Local: c, Store: s}, nil
 }
 
-// secretKey is the data directory's secret key: made when make is set,
-// else the one there is (nil, no error, when there is none or it does not
-// read: only mesh secret set needs it, and it makes it).
+// secretKey is the data directory's secret key (secrets.KeyPath): made by
+// a write when there is none (mesh secret set needs it), else the one
+// there is (nil, no error, when there is none or it does not read: a read
+// opens no secret).
 func secretKey(dir string, make bool) (*secrets.Key, error) {
 	if make {
 		return secrets.LoadOrMakeKey(dir)
