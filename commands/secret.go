@@ -155,4 +155,19 @@ func secretDigests(ctx context.Context, src source, spec events.ModuleSpec) (map
 	return out, nil
 }
 
+// checkSecretSet is the import door's check of a secret.set: on its
+// secret's stream, what SetSecret would accept.
+func checkSecretSet(ev events.Event, p events.SecretSet) error {
+	if bad := badName("secret", p.Name); bad != "" {
+		return fmt.Errorf("%s: secret name %s", ev.Type, bad)
+	}
+	if want := events.SecretStream(p.Name); ev.Stream != want {
+		return fmt.Errorf("%s of secret %s on stream %s: a secret's events are on its own stream, %s", ev.Type, p.Name, short(ev.Stream), want)
+	}
+	if _, err := decideSecret(Secret{}, SetSecret{Name: p.Name, Digest: p.Digest, Sealed: p.Sealed, KeyID: p.KeyID}); err != nil {
+		return fmt.Errorf("%s: %w", ev.Type, err)
+	}
+	return nil
+}
+
 func describeSecret(c SetSecret) string { return fmt.Sprintf("SetSecret %s", c.Name) }
