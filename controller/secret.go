@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 
 	"meshplane/api"
@@ -116,8 +115,13 @@ func (c *Controller) SecretList(ctx context.Context) (api.SecretList, error) {
 			x.Digest, x.Set, x.By, x.Version = s.Digest, ev.At, s.By, x.Version+1
 		}
 	}
+	names := make([]string, 0, len(byName))
+	for n := range byName {
+		names = append(names, n)
+	}
+	slices.Sort(names)
 	out := api.SecretList{Secrets: []api.SecretInfo{}}
-	for _, n := range slices.Sorted(maps.Keys(byName)) {
+	for _, n := range names {
 		x := byName[n]
 		readers, err := c.secretReaders(ctx, n)
 		if err != nil {
