@@ -458,8 +458,10 @@ func ContainerFields(have, want declaration.Container) []string {
 	if !slices.Equal(have.Networks, want.Networks) {
 		out = append(out, "networks")
 	}
-	for _, k := range changedKeys(secretMap(have.Secrets), secretMap(want.Secrets)) {
-		out = append(out, "secret."+k)
+	if len(have.Secrets)+len(want.Secrets) > 0 {
+		for _, k := range changedKeys(secretMap(have.Secrets), secretMap(want.Secrets)) {
+			out = append(out, "secret."+k)
+		}
 	}
 	return out
 }

@@ -39,7 +39,8 @@
 // creates them, over its own authenticated bus connection (bus: the
 // node-scoped subject mesh.secret.<node>); the leading controller answers
 // only for secrets the node's current declaration names, at the digest it
-// names (Resolve), and logs every refusal. The agent holds the values in
+// names (the bus checks the declaration, controller.ResolveSecrets the
+// digest), and every refusal is logged. The agent holds the values in
 // memory only and hands them to the runtime; they are never in its outbox,
 // its reports or its data directory.
 //
