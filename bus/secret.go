@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -95,14 +96,21 @@ type SecretService struct {
 	sub               *nats.Subscription
 	resolve           SecretResolver
 	log               *slog.Logger
+	slots             chan struct{} // requests answered at once: maxSecretAnswers
 	answered, refused atomic.Uint64
+	dropped           atomic.Uint64
 }
+
+// maxSecretAnswers bounds the requests answered at once; one past it is
+// dropped unanswered (its agent's request times out, and its next apply
+// asks again), so a node flooding its subject cannot exhaust the controller.
+const maxSecretAnswers = 16
 
 // ServeSecrets answers the agents' secret requests on mesh.secret.> with
 // resolve, for the secrets the node's latest declaration names only, until
 // Stop or the connection closes.
 func (c *Controller) ServeSecrets(resolve SecretResolver) (*SecretService, error) {
-	s := &SecretService{c: c, resolve: resolve, log: c.log}
+	s := &SecretService{c: c, resolve: resolve, log: c.log, slots: make(chan struct{}, maxSecretAnswers)}
 	sub, err := c.nc.Subscribe(SecretSubjectPrefix+">", s.handle)
 	if err != nil {
 		return nil, fmt.Errorf("bus: serve secrets: %w", err)
@@ -119,8 +127,17 @@ func (c *Controller) ServeSecrets(resolve SecretResolver) (*SecretService, error
 // and the request goes unanswered. It runs on the connection's goroutine
 // only long enough to start one of its own (the answer reads the bucket).
 func (s *SecretService) handle(m *nats.Msg) {
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		s.dropped.Add(1)
+		return
+	}
 	go func() {
-		_ = safego.Call("bus.secret", s.log, func() error { s.answer(context.Background(), m); return nil })
+		defer func() { <-s.slots }()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = safego.Call("bus.secret", s.log, func() error { s.answer(ctx, m); return nil })
 	}()
 }
 
@@ -184,12 +201,13 @@ func (s *SecretService) values(ctx context.Context, node string, b []byte) (map[
 	return s.resolve(ctx, req.Secrets)
 }
 
-// SecretStats counts the answers and refusals of a SecretService.
-type SecretStats struct{ Answered, Refused uint64 }
+// SecretStats counts the answers, refusals and dropped requests of a
+// SecretService.
+type SecretStats struct{ Answered, Refused, Dropped uint64 }
 
 // Stats says what the service answered and refused.
 func (s *SecretService) Stats() SecretStats {
-	return SecretStats{Answered: s.answered.Load(), Refused: s.refused.Load()}
+	return SecretStats{Answered: s.answered.Load(), Refused: s.refused.Load(), Dropped: s.dropped.Load()}
 }
 
 // Stop ends the subscription.

@@ -45,7 +45,7 @@ func serveSecrets(bc *bus.Controller, ctl *controller.Controller, log *slog.Logg
 	return func(context.Context) error {
 		svc.Stop()
 		st := svc.Stats()
-		log.Info("controller: secret requests", "answered", st.Answered, "refused", st.Refused)
+		log.Info("controller: secret requests", "answered", st.Answered, "refused", st.Refused, "dropped", st.Dropped)
 		return nil
 	}, nil
 }
