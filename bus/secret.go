@@ -34,6 +34,11 @@ const SecretSubjectPrefix = "mesh.secret."
 // SecretSubject is the subject node's agent asks for secrets on.
 func SecretSubject(node string) string { return SecretSubjectPrefix + node }
 
+// SecretTimeout bounds a secret request made with no deadline of its own:
+// no answer by then (no leader, no bus) fails the containers that need it,
+// and the next apply asks again.
+const SecretTimeout = 10 * time.Second
+
 // maxSecretRequest bounds a secret request's bytes.
 const maxSecretRequest = 64 << 10
 
@@ -66,6 +71,11 @@ func (n *Node) Secrets(ctx context.Context, want []declaration.Secret) (map[stri
 	b, err := json.Marshal(SecretRequest{Node: n.node, Secrets: want})
 	if err != nil {
 		return nil, fmt.Errorf("bus: secrets of %s: %w", n.node, err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, SecretTimeout)
+		defer cancel()
 	}
 	m, err := n.nc.RequestWithContext(ctx, SecretSubject(n.node), b)
 	if err != nil {
