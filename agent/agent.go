@@ -94,6 +94,9 @@ type Config struct {
 	Deliver Deliver                   // hands a report to the mesh
 	Now     func() time.Time          // the clock
 	NewID   func() (uuid.UUID, error) // apply ids: UUIDv7 (uuid.NewV7)
+	// Secrets gives the values of the secrets the containers it creates
+	// read (secret.go); nil: such a container fails, no value to give it.
+	Secrets SecretSource
 }
 
 // Agent applies declarations to its node and reports the outcome. It is safe
@@ -174,7 +177,11 @@ func (a *Agent) Apply(ctx context.Context, d declaration.Declaration) (Report, e
 		plan, res = unobserved(d, err)
 	default:
 		plan = Diff(d, obs, a.state)
-		res = execute(ctx, a.cfg.Runtime, plan)
+		values, failed := a.secretsFor(ctx, plan)
+		res = execute(ctx, a.cfg.Runtime, plan, values)
+		for name, err := range failed {
+			res.failed[name] = err
+		}
 	}
 	id, err := a.cfg.NewID()
 	if err != nil {
@@ -299,7 +306,10 @@ func unobserved(d declaration.Declaration, cause error) (Plan, result) {
 
 // execute carries out plan through rt: the hosts file first (containers
 // mount it), then directories and files, then removals, then containers.
-func execute(ctx context.Context, rt Runtime, plan Plan) result {
+//
+// values are the secrets' values of the containers it creates; a step whose
+// secrets are missing from it is not carried out (secretsFor failed it).
+func execute(ctx context.Context, rt Runtime, plan Plan, values map[string]string) result {
 	res := result{failed: map[string]error{}}
 	if plan.Hosts.Write {
 		if err := rt.WriteFile(ctx, declaration.HostsPath, []byte(plan.Hosts.Content), HostsMode); err != nil {
@@ -326,7 +336,10 @@ func execute(ctx context.Context, rt Runtime, plan Plan) result {
 	}
 	sort.SliceStable(order, func(i, j int) bool { return phase(order[i]) < phase(order[j]) })
 	for _, s := range order {
-		err := do(ctx, rt, s)
+		if needsSecrets(s) && !hasSecrets(s, values) {
+			continue
+		}
+		err := do(ctx, rt, s, values)
 		if err != nil {
 			res.failed[s.Name] = err
 			continue
@@ -339,7 +352,7 @@ func execute(ctx context.Context, rt Runtime, plan Plan) result {
 }
 
 // do carries out one step. Its error names the step.
-func do(ctx context.Context, rt Runtime, s Step) error {
+func do(ctx context.Context, rt Runtime, s Step, values map[string]string) error {
 	r := s.Resource
 	switch s.Action {
 	case Reject:
@@ -352,7 +365,7 @@ func do(ctx context.Context, rt Runtime, s Step) error {
 	}
 	switch r.Kind {
 	case declaration.KindContainer:
-		c := Container{Name: r.Name, Module: r.Module, Digest: r.Digest, Spec: *r.Container}
+		c := Container{Name: r.Name, Module: r.Module, Digest: r.Digest, Spec: *r.Container, SecretEnv: secretEnv(r.Container, values)}
 		if s.Action == Update { // stopped: start it
 			if err := rt.StartContainer(ctx, r.Name); err != nil {
 				return fmt.Errorf("start %s: %w", r.Name, err)

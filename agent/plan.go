@@ -435,7 +435,8 @@ func changedKeys[V comparable](have, want map[string]V) []string {
 // ContainerFields names the fields in which two container specs differ, as
 // report paths: "image", "command", "env.KEY" per changed, added or removed
 // key (sorted), "mounts.TARGET" per changed, added or removed mount (sorted
-// by target), "networks". Equal specs give none.
+// by target), "networks", "secret.KEY" per secret variable whose secret or
+// digest changed (sorted). Equal specs give none.
 func ContainerFields(have, want declaration.Container) []string {
 	var out []string
 	if have.Image != want.Image {
@@ -457,7 +458,23 @@ func ContainerFields(have, want declaration.Container) []string {
 	if !slices.Equal(have.Networks, want.Networks) {
 		out = append(out, "networks")
 	}
+	if len(have.Secrets)+len(want.Secrets) > 0 {
+		for _, k := range changedKeys(secretMap(have.Secrets), secretMap(want.Secrets)) {
+			out = append(out, "secret."+k)
+		}
+	}
 	return out
+}
+
+// secretMap maps a container's secret variables to the secret and digest
+// they read ("forge-db hmac-sha256:…"): what a report and why show of a
+// secret, never its value.
+func secretMap(ss []declaration.Secret) map[string]string {
+	m := make(map[string]string, len(ss))
+	for _, x := range ss {
+		m[x.Env] = x.Secret + " " + x.Digest
+	}
+	return m
 }
 
 // ContainerChanges is ContainerFields with what each field was and what it
@@ -484,10 +501,28 @@ func ContainerChanges(have, want declaration.Container) []Change {
 			c.From, c.To = he[f[4:]], we[f[4:]]
 		case strings.HasPrefix(f, "mounts."):
 			c.From, c.To = mountWords(hm, f[7:]), mountWords(wm, f[7:])
+		case strings.HasPrefix(f, "secret."):
+			c.From, c.To = secretShown(have.Secrets, f[7:]), secretShown(want.Secrets, f[7:])
 		}
 		out = append(out, c)
 	}
 	return out
+}
+
+// secretShown is how why shows secret variable env of ss: the secret's
+// name and its digest's first 12 hex digits ("forge-db
+// hmac-sha256:3f2a…"); "" when absent.
+func secretShown(ss []declaration.Secret, env string) string {
+	for _, x := range ss {
+		if x.Env == env {
+			d := x.Digest
+			if i := strings.IndexByte(d, ':'); i >= 0 && len(d) > i+13 {
+				d = d[:i+13]
+			}
+			return x.Secret + " " + d
+		}
+	}
+	return ""
 }
 
 func mountWords(m map[string]declaration.Mount, target string) string {

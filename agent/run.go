@@ -80,6 +80,9 @@ type RunConfig struct {
 	// DryRuns, if set, is where the agent answers dry runs (mesh plan):
 	// the same observation and Diff as an apply, nothing applied.
 	DryRuns DryRunServer
+	// Secrets, if set, gives the values of the secrets the containers it
+	// creates read (secret.go): on the bus, the node's own connection.
+	Secrets SecretSource
 
 	// Interval is the drift check: the latest declaration is applied again
 	// this long after the last apply. 0 means DefaultInterval.
@@ -131,7 +134,7 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	r.defaults()
 	a, err := New(Config{
 		Node: cfg.Node, Runtime: cfg.Runtime, Outbox: cfg.Outbox,
-		Deliver: r.deliver, Now: r.cfg.Now, NewID: r.cfg.NewID,
+		Deliver: r.deliver, Now: r.cfg.Now, NewID: r.cfg.NewID, Secrets: cfg.Secrets,
 	})
 	if err != nil {
 		return fmt.Errorf("agent: run: %w", err)

@@ -134,6 +134,12 @@ type Container struct {
 	// not run (exited, or created and never started); the agent starts it.
 	// CreateContainer ignores it: a created container runs.
 	Stopped bool
+	// SecretEnv is, for CreateContainer only, the values of Spec.Secrets as
+	// "KEY=value", which the container's environment gets beside Spec.Env.
+	// A runtime never keeps them in what it persists of the container (its
+	// labels, its spec, a file of the agent's) and never lists them back;
+	// nothing of the agent's writes them anywhere (agent/secret.go).
+	SecretEnv []string `json:"-"`
 }
 
 // PathInfo is what Stat found at a path.

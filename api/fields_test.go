@@ -30,6 +30,7 @@ func TestFieldNames(t *testing.T) {
 		reflect.TypeFor[api.Service](),
 		reflect.TypeFor[api.Rebuilder](),
 		reflect.TypeFor[api.Tokens](),
+		reflect.TypeFor[api.Secrets](),
 	}
 	w := &fieldWalker{seen: map[reflect.Type]bool{}}
 	for _, it := range roots {

@@ -40,6 +40,12 @@ func (l AgentLink) Declarations(ctx context.Context) (<-chan declaration.Declara
 	return w.Updates(), nil
 }
 
+// Secrets asks the controller for the values of want on the node's own
+// subject (agent.SecretSource).
+func (l AgentLink) Secrets(ctx context.Context, want []declaration.Secret) (map[string]string, error) {
+	return l.n.Secrets(ctx, want)
+}
+
 // Report publishes r (in its wire form, Report.Wire) with its apply id as
 // the message id, and returns once the stream stored it (Node.PublishReport).
 // The node's connection does not buffer while the bus is away, so a report

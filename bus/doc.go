@@ -16,6 +16,9 @@
 //	                              ones are refused: its agent keeps them) and 2 MiB a
 //	                              message
 //	consumer "controller"         durable, on MESH_REPORTS, explicit ack
+//	request mesh.secret.<node>    core NATS: the node asks for the secrets its
+//	                              declaration names; only the leading controller
+//	                              answers, and refuses (and logs) any other (secret.go)
 //
 // A node name may hold '.', so a node's key and subjects may be several
 // subject tokens; permissions name them exactly, never with a wildcard after

@@ -106,6 +106,7 @@ func NodeInbox(node string) string { return nodeInboxRoot + strings.ReplaceAll(n
 //
 //	mesh.report.<node>                                                         its reports (the stream acks to its inbox)
 //	mesh.heartbeat.<node>                                                      its heartbeats (core NATS, nothing stored)
+//	mesh.secret.<node>                                                         requests for its declaration's secrets (secret.go)
 //	$JS.API.CONSUMER.CREATE.KV_mesh-declarations.*.$KV.mesh-declarations.<node> a consumer (any name) whose filter is its key:
 //	                                                                           the server refuses a config whose filter differs
 //	                                                                           from the one in the subject
@@ -134,6 +135,7 @@ func NodePermissions(node string) jwt.Permissions {
 	p.Pub.Allow.Add(
 		ReportSubject(node),
 		HeartbeatSubject(node),
+		SecretSubject(node),
 		"$JS.API.CONSUMER.CREATE."+declStream+".*."+DeclarationSubject(node),
 		"$JS.API.DIRECT.GET."+declStream+"."+DeclarationSubject(node),
 		"$JS.API.CONSUMER.DELETE."+declStream+".*",

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -378,6 +379,7 @@ func (m *mesh) container(n Node, mod Module, c events.ContainerSpec) (*declarati
 		image = ref
 	}
 	spec := &declaration.Container{Image: image, Command: c.Command}
+	var err error
 	keys := make([]string, 0, len(env))
 	for k := range env {
 		keys = append(keys, k)
@@ -385,6 +387,9 @@ func (m *mesh) container(n Node, mod Module, c events.ContainerSpec) (*declarati
 	sort.Strings(keys)
 	for _, k := range keys {
 		spec.Env = append(spec.Env, k+"="+env[k])
+	}
+	if spec.Secrets, err = secretEnv(n, mod, c); err != nil {
+		return nil, nil, err
 	}
 	for _, mt := range c.Mounts {
 		target := mt.Target
@@ -397,6 +402,25 @@ func (m *mesh) container(n Node, mod Module, c events.ContainerSpec) (*declarati
 	sort.Slice(spec.Mounts, func(i, j int) bool { return spec.Mounts[i].Target < spec.Mounts[j].Target })
 	spec.Networks = slices.Sorted(slices.Values(c.Networks))
 	return spec, warnings, nil
+}
+
+// secretEnv composes a container's secret variables: each names its secret
+// and the digest the module's definition holds, sorted by variable. A
+// secret with no digest (never set when the module was defined) is a
+// setting that reaches nothing: the node does not compose.
+func secretEnv(n Node, mod Module, c events.ContainerSpec) ([]declaration.Secret, error) {
+	if len(c.Secrets) == 0 {
+		return nil, nil
+	}
+	out := make([]declaration.Secret, 0, len(c.Secrets))
+	for _, k := range slices.Sorted(maps.Keys(c.Secrets)) {
+		ref := c.Secrets[k]
+		if ref.Digest == "" {
+			return nil, &IncoherentError{Node: n.Name, Reason: fmt.Sprintf("module %s's container %s reads secret %s, which is not set (mesh secret set %s)", mod.Name, c.Name, ref.Secret, ref.Secret)}
+		}
+		out = append(out, declaration.Secret{Env: k, Secret: ref.Secret, Digest: ref.Digest})
+	}
+	return out, nil
 }
 
 // artifactRef composes the image reference of the build of artifact the

@@ -92,6 +92,11 @@ type State struct {
 	Module Module
 	// Token is the token stream a token command names.
 	Token Token
+	// Secret is the secret stream a SetSecret names.
+	Secret Secret
+	// SecretDigests is, for DefineModule, the current digest of every
+	// secret its spec reads that is set.
+	SecretDigests map[string]string
 	// Then is the module as it stood at the moment a RevertModule names.
 	Then Then
 	// Claims maps a routed name to another module that routes it: for
@@ -122,6 +127,9 @@ func Decide(s State, c Command) ([]events.Payload, error) {
 	}
 	if isTokenCommand(c) {
 		return decideToken(s.Token, c)
+	}
+	if c, ok := c.(SetSecret); ok {
+		return decideSecret(s.Secret, c)
 	}
 	switch c := c.(type) {
 	case IssueJoinToken, JoinNode, RecordCredentials, RevokeNode:
@@ -159,6 +167,11 @@ func Decide(s State, c Command) ([]events.Payload, error) {
 		if err := ValidateSpec(c.Spec); err != nil {
 			return nil, reject(CodeInvalid, "module %s: %v", c.Module, err)
 		}
+		spec, err := withSecrets(c.Module, c.Spec, s.SecretDigests)
+		if err != nil {
+			return nil, err
+		}
+		c.Spec = spec
 		if s.Module.Defined && declaration.Digest(s.Module.Spec) == declaration.Digest(c.Spec) {
 			return nil, nil
 		}
@@ -338,6 +351,9 @@ func checkNames(c Command) error {
 	if isTokenCommand(c) {
 		return checkName("token", tokenOf(c))
 	}
+	if c, ok := c.(SetSecret); ok {
+		return checkName("secret", c.Name)
+	}
 	return nil
 }
 
@@ -489,6 +505,17 @@ func ValidateSpec(s events.ModuleSpec) error {
 		for k := range c.Env {
 			if k == "" || strings.ContainsAny(k, "= \t\n") {
 				return specErr(f+".env", "%s is not a variable name", quote(k))
+			}
+		}
+		for k, ref := range c.Secrets {
+			if k == "" || strings.ContainsAny(k, "= \t\n") {
+				return specErr(f+".env", "%s is not a variable name", quote(k))
+			}
+			if _, dup := c.Env[k]; dup {
+				return specErr(f+".env."+k, "is both a value and a secret")
+			}
+			if bad := badName("secret", ref.Secret); bad != "" {
+				return specErr(f+".env."+k+".secret", "%s", bad)
 			}
 		}
 		targets := map[string]int{}

@@ -123,6 +123,8 @@ type source interface {
 	Assignments(ctx context.Context) (map[string]int, error)
 	// Token is an operator's token stream.
 	Token(ctx context.Context, name string) (Token, error)
+	// Secret is a secret's stream.
+	Secret(ctx context.Context, name string) (Secret, error)
 	// AssignedNodes lists the nodes module is assigned to, sorted.
 	AssignedNodes(ctx context.Context, module string) ([]string, error)
 	// ModuleAt is a module as its stream stood at a moment.
@@ -160,6 +162,9 @@ func stateOf(ctx context.Context, src source, c Command) (State, uint64, error) 
 		if s.Module, err = src.Module(ctx, c.Module); err != nil {
 			return s, 0, err
 		}
+		if s.SecretDigests, err = secretDigests(ctx, src, c.Spec); err != nil {
+			return s, 0, err
+		}
 		if len(c.Spec.Routes) > 0 {
 			s.Claims, err = definedClaims(ctx, src, c.Module)
 		}
@@ -184,6 +189,9 @@ func stateOf(ctx context.Context, src source, c Command) (State, uint64, error) 
 	case CreateToken, RevokeToken:
 		s.Token, err = src.Token(ctx, tokenOf(c))
 		return s, s.Token.Version, err
+	case SetSecret:
+		s.Secret, err = src.Secret(ctx, c.Name)
+		return s, s.Secret.Version, err
 	}
 	return s, 0, reject(CodeInvalid, "unknown command %T", c)
 }
@@ -286,6 +294,7 @@ type overlay struct {
 	nodes   map[string]Node
 	modules map[string]Module
 	tokens  map[string]Token
+	secrets map[string]Secret
 }
 
 var _ source = (*overlay)(nil)
@@ -392,6 +401,15 @@ func (o *overlay) fold(c Command, s State, ps []events.Payload) {
 			o.tokens = map[string]Token{}
 		}
 		o.tokens[tokenOf(c)] = t
+	case SetSecret:
+		sec := s.Secret
+		for _, p := range ps {
+			sec = EvolveSecret(sec, events.Event{Version: sec.Version + 1, Type: p.EventType()}, p)
+		}
+		if o.secrets == nil {
+			o.secrets = map[string]Secret{}
+		}
+		o.secrets[c.(SetSecret).Name] = sec
 	case DefineModule, RecordArtifact, DeployModule, RemoveModule, RevertModule:
 		m := s.Module
 		for _, p := range ps {
@@ -476,6 +494,8 @@ func describe(c Command) string {
 		return fmt.Sprintf("%s %s", name, moduleOf(c))
 	case CreateToken, RevokeToken:
 		return describeToken(c)
+	case SetSecret:
+		return describeSecret(c)
 	default:
 		return fmt.Sprintf("%s %s", name, nodeOf(c))
 	}

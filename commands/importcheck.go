@@ -317,6 +317,9 @@ func (im *Import) check(ev events.Event) (subject, []Need, error) {
 	if err != nil {
 		return subject{}, nil, err
 	}
+	if ss, ok := p.(events.SecretSet); ok {
+		return subject{}, nil, checkSecretSet(ev, ss)
+	}
 	s := subjectOf(p)
 	if s.hasNode {
 		if bad := badName("node", s.node); bad != "" {

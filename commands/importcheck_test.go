@@ -95,6 +95,10 @@ func TestImportRefusesBadLines(t *testing.T) {
 			`node.setting-set: setting port.store: "99999" is not a port`},
 		{"a spec that is not valid", line("module-photos", "operator:test", events.ModuleDefined{Module: "photos", Spec: events.ModuleSpec{
 			Containers: []events.ContainerSpec{{Name: "web.a", Image: "x"}}}}), `module.defined: spec: containers[0].name: "web.a"`},
+		{"a secret on another secret's stream", line("secret-other", "operator:test", events.SecretSet{Name: "forge-db", Digest: "hmac-sha256:" + strings.Repeat("a", 64), Sealed: "x", KeyID: "k"}),
+			"secret.set of secret forge-db on stream secret-other: a secret's events are on its own stream, secret-forge-db"},
+		{"a secret with a plain digest", line("secret-forge-db", "operator:test", events.SecretSet{Name: "forge-db", Digest: importDigest, Sealed: "x", KeyID: "k"}),
+			"secret.set: secret forge-db: a digest is hmac-sha256: and 64 hex digits"},
 		{"a short digest", line("module-forge", "operator:test", events.ArtifactRecorded{Module: "forge", Name: "forge/web", Digest: "sha256:ab"}),
 			`artifact.recorded: digest "sha256:ab"`},
 		{"a deploy of nothing", line("module-forge", "operator:test", events.ModuleDeployed{Module: "forge", By: events.DeployedByOperator}),
@@ -162,6 +166,7 @@ func TestImportAcceptsWhatTheLivePathAppends(t *testing.T) {
 	ctx := context.Background()
 	src, store := setup(t)
 	mesh(t, src)
+	must(t, src, commands.SetSecret{Name: "forge-db", Digest: digestOf('a'), Sealed: "c2VhbGVk", KeyID: "k1", By: op})
 	must(t, src, commands.SetNodeSetting{Node: "novox", Key: "port.store", Value: "6852"})
 	all, err := store.ReadAll(ctx, 0, 0)
 	if err != nil {

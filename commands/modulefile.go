@@ -63,7 +63,7 @@ func (e *ModuleFileError) Is(target error) bool { return target == ErrModuleFile
 //	  - name: web
 //	    artifact: forge/web          # or image: registry/name:tag
 //	    command: [forge, serve]
-//	    env: {LOG: info}
+//	    env: {LOG: info, DB_PASSWORD: {secret: forge-db}}  # a secret: its name, never its value
 //	    ports:                       # node settings, read at compose time
 //	      - {port: store, env: STORE_PORT}
 //	    mounts:
@@ -286,7 +286,10 @@ func (p *mfParser) container(n *yaml.Node, f string) events.ContainerSpec {
 			c.Command = p.strs(v, f+".command")
 		case "env":
 			c.Env = map[string]string{}
-			p.mapping(v, f+".env", func(k string, ev *yaml.Node) { c.Env[k] = p.str(ev, f+".env."+k) })
+			p.mapping(v, f+".env", func(k string, ev *yaml.Node) { p.env(&c, ev, f+".env."+k, k) })
+			if len(c.Env) == 0 && len(c.Secrets) > 0 {
+				c.Env = nil
+			}
 		case "networks":
 			c.Networks = p.strs(v, f+".networks")
 		case "ports":
@@ -469,4 +472,33 @@ func yamlErrLine(err error) int {
 		return line
 	}
 	return 0
+}
+
+// env reads one environment variable of container c: a plain string, or
+// {secret: NAME}, a secret of the controller's secret store (mesh secret
+// set NAME), whose value the module file never holds.
+func (p *mfParser) env(c *events.ContainerSpec, v *yaml.Node, f, key string) {
+	if v.Kind != yaml.MappingNode {
+		c.Env[key] = p.str(v, f)
+		return
+	}
+	var ref events.SecretRef
+	p.mapping(v, f, func(k string, sv *yaml.Node) {
+		if k != "secret" {
+			p.fail(sv, f+"."+k, "unknown field (want secret)")
+			return
+		}
+		ref.Secret = p.str(sv, f+".secret")
+	})
+	if p.err != nil {
+		return
+	}
+	if bad := badName("secret", ref.Secret); bad != "" {
+		p.fail(v, f+".secret", "%s", bad)
+		return
+	}
+	if c.Secrets == nil {
+		c.Secrets = map[string]events.SecretRef{}
+	}
+	c.Secrets[key] = ref
 }

@@ -15,6 +15,7 @@ import (
 	"meshplane/events"
 	"meshplane/internal/safego"
 	"meshplane/projections"
+	"meshplane/secrets"
 )
 
 // DefaultInterval is how often the controller composes every node and
@@ -60,6 +61,10 @@ type Config struct {
 	// LivenessTicks, when set, replaces the liveness check's ticker
 	// (tests drive it, or call CheckLiveness themselves).
 	LivenessTicks <-chan time.Time
+
+	// SecretKey seals and opens secrets (mesh secret set, the agents'
+	// requests); nil: this controller sets and gives none.
+	SecretKey *secrets.Key
 
 	Version string       // reported by Info
 	Logger  *slog.Logger // nil: slog.Default()
@@ -138,6 +143,8 @@ type Controller struct {
 
 	access accessState // access.go: joining and revoking
 
+	secretKey *secrets.Key // secret.go; Config.SecretKey
+
 	tokens *projections.Tokens // token.go: fed by runner beside views; nil when preloaded
 
 	preloaded bool                                                  // see Config.Views
@@ -156,7 +163,7 @@ func New(cfg Config) (*Controller, error) {
 		store: cfg.Store, reg: cfg.Registry, pub: cfg.Publisher, clock: cfg.Clock,
 		interval: cfg.Interval, ticks: cfg.Ticks, passed: cfg.Passed, version: cfg.Version, log: cfg.Logger,
 		pushed: map[string]string{}, lead: make(chan struct{}, 1), readers: cfg.ComposeReader,
-		live: newLiveness(cfg.SilentAfter), liveTicks: cfg.LivenessTicks,
+		live: newLiveness(cfg.SilentAfter), liveTicks: cfg.LivenessTicks, secretKey: cfg.SecretKey,
 	}
 	c.standby.Store(cfg.Standby)
 	c.holdDefines = cfg.HoldDefines

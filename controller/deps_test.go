@@ -66,7 +66,7 @@ var layers = map[string]layer{
 			"cmp", "context", "crypto/rand", "crypto/sha256", "crypto/subtle", "encoding/base64", "encoding/hex", "encoding/json", "errors", "fmt",
 			"golang.org/x/sync/errgroup", "io", "io/fs", "log/slog",
 			"meshplane/agent", "meshplane/api", "meshplane/commands", "meshplane/declaration", "meshplane/events",
-			"meshplane/internal/atomicfile", "meshplane/internal/safego", "meshplane/projections", "os", "path/filepath", "slices", "strings", "sync",
+			"meshplane/internal/atomicfile", "meshplane/internal/safego", "meshplane/projections", "meshplane/secrets", "os", "path/filepath", "slices", "strings", "sync",
 			"sync/atomic", "syscall", "time",
 		},
 		fileIO: "controller.json (WriteInfo, ReadInfo)",

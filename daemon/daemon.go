@@ -276,8 +276,12 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if cfg.Pushed != nil {
 		pub = notifyingPublisher{pub, cfg.Pushed}
 	}
+	key, err := secretKey(cfg.Data)
+	if err != nil {
+		return err
+	}
 	ctl, err := controller.New(controller.Config{
-		Store: cm.store(store), Publisher: pub, Interval: cfg.Interval, HoldDefines: cfg.HoldDefines,
+		Store: cm.store(store), Publisher: pub, Interval: cfg.Interval, HoldDefines: cfg.HoldDefines, SecretKey: key,
 		Version: cfg.Version, Logger: log, Standby: lock != nil,
 		SilentAfter: cmp.Or(cfg.SilentAfter, controller.DefaultSilentAfter),
 	})
@@ -289,6 +293,11 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	stops = append(stops, stopHeard)
+	stopSecrets, err := serveSecrets(bc, ctl, log)
+	if err != nil {
+		return err
+	}
+	stops = append(stops, stopSecrets)
 
 	// The core runs (projections live, interval passes) until runCtx ends.
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))

@@ -82,6 +82,48 @@ type Container struct {
 	Env      []string `json:"env,omitempty"` // "KEY=value", sorted by key
 	Mounts   []Mount  `json:"mounts,omitempty"`
 	Networks []string `json:"networks,omitempty"`
+	// Added fields.
+	Secrets []Secret `json:"secrets,omitempty"` // sorted by Env
+}
+
+// Secret is an environment variable of a container whose value is a
+// secret of the controller's secret store. The declaration names the
+// secret and the keyed digest of its value, never the value: the agent asks
+// the controller for the value over its bus connection when it creates the
+// container, holds it in memory only and hands it to the runtime. The
+// digest is part of the container's identity, so a rotated secret replaces
+// the container.
+type Secret struct {
+	Env    string `json:"env"`
+	Secret string `json:"secret"`
+	Digest string `json:"digest"`
+}
+
+// Secrets lists the secrets d's containers name, by name, once each, sorted.
+func (d *Declaration) Secrets() []Secret {
+	seen := map[string]Secret{}
+	for _, r := range d.Resources {
+		if r.Container == nil {
+			continue
+		}
+		for _, s := range r.Container.Secrets {
+			seen[s.Secret] = Secret{Secret: s.Secret, Digest: s.Digest}
+		}
+	}
+	out := make([]Secret, 0, len(seen))
+	for _, s := range seen {
+		out = append(out, s)
+	}
+	sortSecrets(out)
+	return out
+}
+
+func sortSecrets(ss []Secret) {
+	for i := 1; i < len(ss); i++ {
+		for j := i; j > 0 && ss[j].Secret < ss[j-1].Secret; j-- {
+			ss[j], ss[j-1] = ss[j-1], ss[j]
+		}
+	}
 }
 
 // Mount is a host path or a volume mounted into a container.

@@ -64,6 +64,7 @@ func NewRegistry() *Registry {
 	registerTyped[NodeCameBack](r)
 	registerTyped[ModuleRemoved](r)
 	registerTyped[NodeRemoved](r)
+	registerTyped[SecretSet](r)
 	return r
 }
 

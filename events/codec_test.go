@@ -194,6 +194,7 @@ func TestVocabulary(t *testing.T) {
 		events.NodeCameBack{Node: "novox", LastSeen: testAt.UTC().Add(time.Minute), SilentFor: "1m0s"},
 		events.ModuleRemoved{Module: "forge"},
 		events.NodeRemoved{Node: "novox", Drained: []string{"forge"}},
+		events.SecretSet{Name: "forge-db", Digest: "hmac-sha256:ab", Sealed: "c2VhbGVk", KeyID: "3f2a", By: "operator:ana"},
 	}
 	var types []string
 	for _, p := range payloads {

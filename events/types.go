@@ -36,6 +36,7 @@ const (
 	TypeNodeCameBack             = "node.came-back"
 	TypeModuleRemoved            = "module.removed"
 	TypeNodeRemoved              = "node.removed"
+	TypeSecretSet                = "secret.set"
 )
 
 // NodeStream is the stream of a node's events.
@@ -43,6 +44,10 @@ func NodeStream(node string) string { return "node-" + node }
 
 // ModuleStream is the stream of a module's events.
 func ModuleStream(module string) string { return "module-" + module }
+
+// SecretStream is the stream of a secret's values (secret.set):
+// "secret-<name>".
+func SecretStream(name string) string { return "secret-" + name }
 
 // TokenStream is the stream of an operator's API tokens (token.created,
 // token.revoked): "token-<name>".
@@ -106,6 +111,19 @@ type ContainerSpec struct {
 	Mounts   []Mount           `json:"mounts,omitempty"`
 	Ports    []PortRead        `json:"ports,omitempty"` // node settings read into the environment
 	Networks []string          `json:"networks,omitempty"`
+	// Added fields.
+	Secrets map[string]SecretRef `json:"secrets,omitempty"` // env variable → the secret it holds
+}
+
+// SecretRef is an environment variable whose value is a secret of the
+// controller's secret store: only its name and the keyed digest of the
+// value it had when the module was (re)defined are event data, never the
+// value (see package secrets).
+//
+//	{"secret": "forge-db", "digest": "hmac-sha256:…"}
+type SecretRef struct {
+	Secret string `json:"secret"`
+	Digest string `json:"digest,omitempty"`
 }
 
 // Mount mounts a host path (or a volume, when Volume is set) into a container.
@@ -582,6 +600,26 @@ type NodeRemoved struct {
 	Node    string   `json:"node"`
 	Drained []string `json:"drained,omitempty"`
 }
+
+// SecretSet (public payload, on stream "secret-<name>"): an operator (By)
+// set the secret Name, the first time or again (a rotation). Digest is the
+// keyed digest of the value (HMAC-SHA256 under a key derived from the
+// secret store's key: a low-entropy password cannot be tried against it
+// without that key); Sealed is the value encrypted with the store's key
+// (AES-256-GCM, base64), KeyID names that key. The value itself is never
+// event data. Modules whose env holds the secret are defined again, under
+// the same correlation, with the new digest.
+//
+//	{"name": "forge-db", "digest": "hmac-sha256:…", "sealed": "…", "key_id": "3f2a…", "by": "operator:ana"}
+type SecretSet struct {
+	Name   string `json:"name"`
+	Digest string `json:"digest"`
+	Sealed string `json:"sealed"`
+	KeyID  string `json:"key_id"`
+	By     string `json:"by"`
+}
+
+func (SecretSet) EventType() string { return TypeSecretSet }
 
 func (ModuleRemoved) EventType() string { return TypeModuleRemoved }
 func (NodeRemoved) EventType() string   { return TypeNodeRemoved }

@@ -58,3 +58,16 @@ func readModuleFile(path string) (string, events.ModuleSpec, error) {
 	}
 	return commands.ReadModuleFile(path, f)
 }
+
+// ModuleCommands is ReadModuleFiles as commands (mesh module define).
+func ModuleCommands(paths []string) ([]commands.Command, error) {
+	defs, err := ReadModuleFiles(paths)
+	if err != nil {
+		return nil, err
+	}
+	cs := make([]commands.Command, len(defs))
+	for i, d := range defs {
+		cs[i] = d
+	}
+	return cs, nil
+}

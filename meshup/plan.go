@@ -1,6 +1,8 @@
 package meshup
 
 import (
+	"strings"
+
 	"meshplane/api"
 	"meshplane/controller"
 )
@@ -26,4 +28,12 @@ func PlanRequest(nodes, after []string) (api.PlanRequest, error) {
 		req.Files[paths[i]] = api.ModuleDefinition{Module: d.Module, Spec: d.Spec}
 	}
 	return req, nil
+}
+
+// DefinePlanRequest is mesh module define --plan's request: the plan of
+// every node the definitions in files reach, as if they were defined.
+func DefinePlanRequest(files []string) (api.PlanRequest, error) {
+	req, err := PlanRequest(nil, []string{"module define " + strings.Join(files, " ")})
+	req.Reached = true
+	return req, err
 }

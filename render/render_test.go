@@ -434,6 +434,16 @@ func TestPrinters(t *testing.T) {
 				{Name: "bob", ID: "00112233445566ff", Created: at.Add(2 * time.Minute), By: "operator:alice", ExpiresAt: at.Add(24 * time.Hour)},
 			}})
 		}, false},
+		{"secret-list", func(w *bytes.Buffer) error {
+			at := time.Date(2026, 12, 1, 23, 0, 0, 0, time.UTC)
+			if err := render.SecretList(w, render.Table, api.SecretList{}); err != nil {
+				return err
+			}
+			return render.SecretList(w, render.Table, api.SecretList{Secrets: []api.SecretInfo{
+				{Name: "forge-db", Digest: "hmac-sha256:" + strings.Repeat("ab", 32), Set: at, By: "operator:ana", Version: 2, Modules: []string{"forge"}},
+				{Name: "spare", Digest: "hmac-sha256:" + strings.Repeat("cd", 32), Set: at.Add(time.Hour), By: "operator:root", Version: 1},
+			}})
+		}, false},
 		{"join-token", func(w *bytes.Buffer) error {
 			at := time.Date(2026, 12, 1, 23, 0, 0, 0, time.UTC)
 			tok := api.JoinToken{URL: "https://10.213.0.1:7480", Node: "n4", Secret: strings.Repeat("A", 43), CAFingerprint: strings.Repeat("ab", 32)}.String()

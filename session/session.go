@@ -28,6 +28,7 @@ import (
 	"meshplane/events/memstore"
 	"meshplane/events/storeurl"
 	"meshplane/projections/snapstore"
+	"meshplane/secrets"
 )
 
 // ErrNoStore means a read found no event store in the data directory: there
@@ -155,12 +156,32 @@ func Open(ctx context.Context, t Target, o Options) (*Session, error) {
 	if bs, ok := s.(*boltstore.Store); ok && o.Resume && !o.Write {
 		return resumed(ctx, t, o, bs)
 	}
-	c, err := controller.New(controller.Config{Store: s, Clock: o.Clock})
+	key, err := secretKey(t.Data, o.Write)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	c, err := controller.New(controller.Config{Store: s, Clock: o.Clock, SecretKey: key})
 	if err != nil {
 		s.Close()
 		return nil, err
 	}
 	return &Session{Service: c, Local: c, Store: s}, nil
+}
+
+// secretKey is the data directory's secret key (secrets.KeyPath): made by
+// a write when there is none (mesh secret set needs it), else the one
+// there is (nil, no error, when there is none or it does not read: a read
+// opens no secret).
+func secretKey(dir string, make bool) (*secrets.Key, error) {
+	if make {
+		return secrets.LoadOrMakeKey(dir)
+	}
+	k, err := secrets.LoadKey(dir)
+	if err != nil {
+		return nil, nil
+	}
+	return k, nil
 }
 
 // resumed is the session of a read on store, the read-only bolt store in

@@ -506,3 +506,57 @@ func TestConcurrentCreatesMakeOneNetwork(t *testing.T) {
 		t.Fatalf("networks named %smesh: %d (%v), want 1", r.prefix, len(nets), err)
 	}
 }
+
+type fixedSecrets map[string]string
+
+func (f fixedSecrets) Secrets(_ context.Context, want []declaration.Secret) (map[string]string, error) {
+	out := map[string]string{}
+	for _, w := range want {
+		out[w.Secret] = f[w.Secret+" "+w.Digest]
+	}
+	return out, nil
+}
+
+// TestSecretInTheEnvOnly: a container reading a secret runs with its value
+// in its environment, which no label holds (the spec label names the
+// secret and its digest); a second pass changes nothing, and a rotated
+// digest replaces it with the new value.
+func TestSecretInTheEnvOnly(t *testing.T) {
+	r := newRT(t)
+	ag, err := agent.New(agent.Config{
+		Node: r.node, Runtime: r, Outbox: agent.NewMemOutbox(),
+		Deliver: func(context.Context, agent.Report) error { return nil },
+		Now:     time.Now, NewID: uuid.NewV7,
+		Secrets: fixedSecrets{"forge-db hmac-sha256:1": "pw-one-Value", "forge-db hmac-sha256:2": "pw-two-Value"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := web("/srv/forge")
+	c.Secrets = []declaration.Secret{{Env: "DB_PASSWORD", Secret: "forge-db", Digest: "hmac-sha256:1"}}
+	rs := append(forge("/srv/forge")[1:], ctrRes("web", "forge", c))
+	if o := apply(t, ag, decl(r.node, "1", hosts1, rs...)); len(o.Failed) != 0 {
+		t.Fatalf("first apply: %+v", o)
+	}
+	check := func(value string) {
+		t.Helper()
+		in := r.inspect(t, "web")
+		if !slices.Contains(in.Config.Env, "DB_PASSWORD="+value) {
+			t.Fatalf("web's env %v has no DB_PASSWORD=%s", in.Config.Env, value)
+		}
+		for k, v := range in.Config.Labels {
+			if strings.Contains(v, value) {
+				t.Fatalf("label %s holds the secret's value", k)
+			}
+		}
+	}
+	check("pw-one-Value")
+	noChange(t, apply(t, ag, decl(r.node, "1", hosts1, rs...)))
+	c.Secrets[0].Digest = "hmac-sha256:2"
+	rs[len(rs)-1] = ctrRes("web", "forge", c)
+	o := apply(t, ag, decl(r.node, "2", hosts1, rs...))
+	if len(o.Replaced) != 1 || !slices.Equal(o.Replaced[0].Fields, []string{"secret.DB_PASSWORD"}) {
+		t.Fatalf("rotation: %+v", o)
+	}
+	check("pw-two-Value")
+}

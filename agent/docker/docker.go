@@ -73,6 +73,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -443,7 +444,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, c agent.Container) error 
 
 	cfg := &container.Config{
 		Image: img,
-		Env:   c.Spec.Env,
+		Env:   append(slices.Clip(c.Spec.Env), c.SecretEnv...), // the secrets' values: never in a label
 		Labels: r.labelsWith(map[string]string{
 			agent.LabelResource: c.Name,
 			agent.LabelModule:   c.Module,

@@ -50,6 +50,10 @@ type container struct {
 	image   string
 	seq     int  // creation order, for determinism in inspection
 	stopped bool // exists but does not run
+	// secretEnv is the secrets' values it was created with, in memory
+	// only: never saved (a real engine would hold them in the process's
+	// environment, never in a label).
+	secretEnv []string
 }
 
 type node struct {
@@ -180,8 +184,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, c agent.Container) error 
 			agent.LabelDigest:  c.Digest,
 			agent.LabelSpec:    string(spec),
 		},
-		image: c.Spec.Image,
-		seq:   r.seq,
+		image:     c.Spec.Image,
+		seq:       r.seq,
+		secretEnv: slices.Clone(c.SecretEnv),
 	}
 	r.creates[c.Name]++
 	return r.save()
@@ -496,4 +501,19 @@ func (r *Runtime) Paths() string {
 		fmt.Fprintf(&b, "%s %o %s\n", kind, n.mode, p)
 	}
 	return b.String()
+}
+
+// Env is the environment the managed container name runs with: its spec's
+// and its secrets' values (those held in memory since this runtime created
+// it). Tests read it; nothing of the agent's does.
+func (r *Runtime) Env(name string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.containers[name]
+	if !ok {
+		return nil
+	}
+	var spec declaration.Container
+	_ = json.Unmarshal([]byte(c.labels[agent.LabelSpec]), &spec)
+	return append(spec.Env, c.secretEnv...)
 }

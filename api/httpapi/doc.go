@@ -47,6 +47,8 @@
 //	POST   /v1/tokens                                      CreateToken      {"operator","name","ttl_seconds"} the secret, once; api.Tokens
 //	GET    /v1/tokens                                      Tokens           every API token, revoked ones too; api.Tokens
 //	DELETE /v1/tokens/{name}                               RevokeToken      {"operator"} refused at once from then on; api.Tokens
+//	PUT    /v1/secrets/{name}                              SetSecret        {"operator","value"} sealed, never answered back; api.Secrets
+//	GET    /v1/secrets                                     SecretList       names, digests, when set: never a value; api.Secrets
 //	GET    /v1/inventory/nodes                             NodeList         every registered node: adopted, modules, sync, health
 //	GET    /v1/inventory/modules                           ModuleList       every defined module
 //	GET    /v1/modules/{module}                            ModuleShow       its spec, nodes and builds

@@ -114,6 +114,8 @@ func Handler(svc api.Service, token string, opts ...HandlerOption) http.Handler 
 	m.HandleFunc("POST /v1/tokens", h.createToken)
 	m.HandleFunc("GET /v1/tokens", h.listTokens)
 	m.HandleFunc("DELETE /v1/tokens/{name}", h.revokeToken)
+	m.HandleFunc("PUT /v1/secrets/{name}", h.setSecret)
+	m.HandleFunc("GET /v1/secrets", h.listSecrets)
 	m.HandleFunc("GET /v1/inventory/nodes", h.nodeList)
 	m.HandleFunc("GET /v1/inventory/modules", h.moduleList)
 	m.HandleFunc("GET /v1/modules/{module}", h.moduleShow)

@@ -7,15 +7,13 @@ import (
 	"meshplane/internal/flagcheck"
 )
 
-// deployCmd is mesh deploy: a build is not a deployment (seed 002). A
-// manual module (the default) runs the build it was last deployed with
-// until this says otherwise; a roll-out module is deployed as each build is
-// recorded.
+// deployCmd is mesh deploy (commands.DeployHelp).
 func (e *env) deployCmd() *cobra.Command {
 	var digest string
 	cmd := &cobra.Command{
 		Use:   "deploy MODULE",
 		Short: "deploy a module's latest recorded builds (or, with --digest, one recorded build): the next push runs them",
+		Long:  commands.DeployHelp,
 		Args:  exactArgs(1, "want MODULE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return e.execute(cmd, commands.DeployModule{Module: args[0], Digest: digest})

@@ -109,7 +109,7 @@ status, holds, timeline and churn are projections of the stream.`,
 		e.assignCmd(), e.takeCmd(), e.releaseCmd(), e.pushCmd(), artifact, e.deployCmd(), e.planCmd(),
 		e.timelineCmd(), e.rosterCmd(), e.whyCmd(), e.churnCmd(), e.revertCmd(), e.diffCmd(),
 		e.rebuildCmd(), e.exportCmd(), e.importCmd(), e.replayCmd(), store, scenario, e.simCmd(), busGroup,
-		e.tokenGroup(),
+		e.tokenGroup(), e.secretGroup(),
 	)
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {

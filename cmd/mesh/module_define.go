@@ -17,19 +17,19 @@ func (e *env) moduleDefineCmd() *cobra.Command {
 			if len(args) == 0 {
 				return usagef("name at least one module file")
 			}
-			if plan {
-				return planDefine(cmd, args)
+			if plan { // append nothing: the plan of every node the definitions reach
+				req, err := meshup.DefinePlanRequest(args)
+				if err != nil {
+					return err
+				}
+				return runPlan(cmd, req)
 			}
 			if cmd.Flags().Changed("output") || cmd.Flags().Changed("json") {
 				return usagef("-o goes with --plan: a definition prints what it appended")
 			}
-			defs, err := meshup.ReadModuleFiles(args)
+			cs, err := meshup.ModuleCommands(args)
 			if err != nil {
 				return err
-			}
-			cs := make([]commands.Command, len(defs))
-			for i, d := range defs {
-				cs[i] = d
 			}
 			return e.execute(cmd, cs...)
 		},

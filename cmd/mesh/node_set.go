@@ -10,10 +10,8 @@ func (e *env) nodeSetCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "set NODE KEY VALUE",
 		Short: "set a node setting (private-address, artifact-store, port.NAME); an empty VALUE clears it",
+		Args:  exactArgs(3, "want NODE KEY VALUE (an empty VALUE clears the setting)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 3 {
-				return usagef("want NODE KEY VALUE (an empty VALUE clears the setting)")
-			}
 			return e.execute(cmd, commands.SetNodeSetting{Node: args[0], Key: args[1], Value: args[2]})
 		},
 	}

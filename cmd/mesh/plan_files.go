@@ -1,12 +1,9 @@
 package main
 
 import (
-	"strings"
-
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
-	"meshplane/meshup"
 	"meshplane/render"
 	"meshplane/session"
 )
@@ -34,15 +31,4 @@ func runPlan(cmd *cobra.Command, req api.PlanRequest) error {
 		}
 		return nil
 	})
-}
-
-// planDefine is mesh module define --plan: the plan of every node the
-// definitions reach, as if they were defined; nothing is appended.
-func planDefine(cmd *cobra.Command, files []string) error {
-	req, err := meshup.PlanRequest(nil, []string{"module define " + strings.Join(files, " ")})
-	if err != nil {
-		return err
-	}
-	req.Reached = true
-	return runPlan(cmd, req)
 }
