@@ -133,6 +133,7 @@ var inputTypes = map[string]bool{
 	events.TypeNodeRegistered: true, events.TypeNodeAdopted: true, events.TypeNodeSettingSet: true,
 	events.TypeModuleDefined: true, events.TypeModuleAssigned: true, events.TypeModuleReleased: true,
 	events.TypeModuleTaken: true, events.TypeArtifactRecorded: true, events.TypeModuleDeployed: true,
+	events.TypeSecretSet: true, // sealed as recorded: the sandbox never opens it
 }
 
 // controlTypes are the controller's events of a push.

@@ -322,6 +322,8 @@ func commandOf(reg *events.Registry, ev events.Event) (commands.Command, error) 
 		return commands.TakeModule{Module: v.Module, Node: v.Node}, nil
 	case events.ArtifactRecorded:
 		return commands.RecordArtifact{Module: v.Module, Name: v.Name, Digest: v.Digest}, nil
+	case events.SecretSet:
+		return commands.SetSecret{Name: v.Name, Digest: v.Digest, Sealed: v.Sealed, KeyID: v.KeyID, By: v.By}, nil
 	case events.ModuleDeployed:
 		c := commands.DeployModule{Module: v.Module}
 		if len(v.Builds) == 1 {

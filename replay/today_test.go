@@ -1,14 +1,18 @@
 package replay_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"meshplane/commands"
 	"meshplane/events/export"
 	"meshplane/events/memstore"
 	"meshplane/replay"
+	"meshplane/secrets"
 	"meshplane/sim"
 )
 
@@ -65,5 +69,75 @@ func TestReplayOwnHistory(t *testing.T) {
 			}
 			t.Logf("%+v", rep.Inputs)
 		})
+	}
+}
+
+// TestReplaySecrets: a history whose module reads a secret replays with no
+// divergence: its secret.set runs again as recorded (sealed, never
+// opened), and the simulated agents get a placeholder naming the digest,
+// never the value.
+func TestReplaySecrets(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	defer store.Close()
+	m := sim.New(store)
+	key, err := secrets.NewKey(bytes.Repeat([]byte{7}, secrets.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const value = "hunter2-not-in-history"
+	sealed, err := key.Seal("forge-db", []byte(value))
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := key.Digest("forge-db", []byte(value))
+	_, spec, err := commands.ParseModuleFile("forge.yaml", []byte("module: forge\ncontainers:\n  - name: web\n    image: forge:1\n    env: {LOG: info, DB_PASSWORD: {secret: forge-db}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []commands.Command{
+		commands.SetSecret{Name: "forge-db", Digest: digest, Sealed: sealed, KeyID: key.ID(), By: sim.Actor},
+		commands.DefineModule{Module: "forge", Spec: spec},
+	} {
+		if err := m.Do(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := m.AddNode(ctx, "novox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Do(ctx, commands.AssignModule{Module: "forge", Node: "novox"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		rep, _, err := m.Pass(ctx, "novox")
+		if err != nil || len(rep.Outcome.Failed) > 0 {
+			t.Fatalf("a pass: %+v, %v", rep.Outcome, err)
+		}
+	}
+	if env := strings.Join(n.Runtime.Env("web"), " "); !strings.Contains(env, "DB_PASSWORD=sim:"+digest) || strings.Contains(env, value) {
+		t.Errorf("the simulated web's env %q, want the placeholder of %s and never the value", env, digest)
+	}
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := export.Write(ctx, store, 0, f, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	rep, err := replay.Run(ctx, path, replay.Options{})
+	if err != nil {
+		if rep != nil {
+			for _, d := range rep.Divergences {
+				t.Logf("pass %d %s %s: recorded %q, today %q", d.Pass, d.Node, d.Kind, d.Recorded, d.Today)
+			}
+		}
+		t.Fatal(err)
+	}
+	if !rep.Agree || rep.Passes < 3 {
+		t.Fatalf("agree %v, %d passes", rep.Agree, rep.Passes)
 	}
 }

@@ -154,6 +154,7 @@ func (m *Mesh) node(name string) (*Node, error) {
 		Node:    name,
 		Runtime: n.Runtime,
 		Outbox:  agent.NewMemOutbox(),
+		Secrets: simSecrets{},
 		Deliver: func(ctx context.Context, r agent.Report) error { return m.deliver(ctx, n, r) },
 		Now:     m.now,
 		NewID:   uuid.NewV7,
@@ -164,6 +165,20 @@ func (m *Mesh) node(name string) (*Node, error) {
 	n.Agent = a
 	m.nodes[name] = n
 	return n, nil
+}
+
+// simSecrets gives a simulated node's agent the secrets it asks for: a
+// placeholder naming each secret's digest, never its value. A simulated
+// runtime starts no process that could read one, and the simulator (mesh up
+// --passes, scenarios, replay) holds no secret key to open them with.
+type simSecrets struct{}
+
+func (simSecrets) Secrets(_ context.Context, want []declaration.Secret) (map[string]string, error) {
+	out := make(map[string]string, len(want))
+	for _, w := range want {
+		out[w.Secret] = "sim:" + w.Digest
+	}
+	return out, nil
 }
 
 // Nodes lists the simulated nodes, sorted.
