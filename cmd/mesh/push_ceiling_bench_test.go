@@ -134,11 +134,13 @@ func seedDeclaration(b *testing.B, node string, seed bool) declaration.Declarati
 // declaration at once with a report published to JetStream with its apply
 // id as message id (deduplicated by the stream); the controller's end
 // puts every node's declaration, pushWorkers at once, and its durable
-// consumer hands each report to a handler that notes the time. No store,
+// consumer hands each report to a handler that notes the time (pipelined:
+// every put in one bus.PutDeclarations, as the controller's push now puts
+// them, instead of pushWorkers puts each awaited). No store,
 // no compose, no outbox, no HTTP. The declaration is the one the system
 // case sends (seedDeclaration), under each node's name. Metrics as
 // benchPushToRecorded's (push-ms: every put acknowledged).
-func benchRawNATS(b *testing.B, n int, seed bool) {
+func benchRawNATS(b *testing.B, n int, seed, pipelined bool) {
 	const pushWorkers = 32 // controller's
 	s := natstest.Start(b)
 	ctl := natstest.Controller(b, s)
@@ -166,6 +168,20 @@ func benchRawNATS(b *testing.B, n int, seed bool) {
 		return d
 	}
 	push := func(round int) error {
+		if pipelined {
+			ds := make([]declaration.Declaration, len(nodes))
+			for i, node := range nodes {
+				ds[i] = declFor(node, round)
+			}
+			errs := ctl.PutDeclarations(ctx, ds)
+			for i, d := range ds {
+				if errs != nil && errs[i] != nil {
+					return errs[i]
+				}
+				rec.pushed(d)
+			}
+			return nil
+		}
 		var g errgroup.Group
 		g.SetLimit(pushWorkers)
 		for _, node := range nodes {
