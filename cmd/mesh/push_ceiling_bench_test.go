@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"runtime/pprof"
+	"strings"
 	"testing"
 	"time"
 
@@ -347,6 +350,7 @@ func benchPushToRecordedSeed(b *testing.B, n int) {
 func runPushRounds(b *testing.B, d *testDaemon, rec *recordings, n int) {
 	ctx := context.Background()
 	var p50, p99, total, push, putP50, putP99 time.Duration
+	defer profileTimed(b)()
 	b.ResetTimer()
 	for range b.N {
 		all := rec.reset(n)
@@ -372,6 +376,25 @@ func runPushRounds(b *testing.B, d *testDaemon, rec *recordings, n int) {
 	}
 	b.StopTimer()
 	reportPushMetrics(b, p50, p99, total, push, putP50, putP99)
+}
+
+// profileTimed starts a CPU profile of the timed loop alone, the whole
+// process (controller and agents), when MESH_BENCH_CPUPROFILE names a
+// file prefix: PREFIX-<case>.cpu (go test's -cpuprofile includes the
+// setup, and must not be given with it). It returns what stops it.
+func profileTimed(b *testing.B) func() {
+	prefix := os.Getenv("MESH_BENCH_CPUPROFILE")
+	if prefix == "" || b.N == 1 {
+		return func() {}
+	}
+	f, err := os.Create(prefix + "-" + strings.NewReplacer("/", "_", ",", "_", "=", "-").Replace(b.Name()) + ".cpu")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
 func reportPushMetrics(b *testing.B, p50, p99, total, push, putP50, putP99 time.Duration) {
