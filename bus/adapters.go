@@ -90,3 +90,8 @@ func (p DeclarationPublisher) PutDeclaration(ctx context.Context, d declaration.
 	_, err := p.c.PutDeclaration(ctx, d)
 	return err
 }
+
+// PutDeclarations puts every one of ds, pipelined (Controller.PutDeclarations).
+func (p DeclarationPublisher) PutDeclarations(ctx context.Context, ds []declaration.Declaration) []error {
+	return p.c.PutDeclarations(ctx, ds)
+}

@@ -216,6 +216,79 @@ func (c *Controller) PutDeclaration(ctx context.Context, d declaration.Declarati
 	return rev, nil
 }
 
+// putAckWait bounds the wait for a batch's acknowledgements (ctx may bound
+// it sooner): twice the JetStream client's default for one put (5s), since
+// a window of puts is acknowledged in turn. An unanswered put (the bus
+// went away after the publish) fails then.
+const putAckWait = 10 * time.Second
+
+// putWindow bounds a batch's puts awaiting their acknowledgement, well
+// under the JetStream client's own bound on pending asynchronous publishes
+// (4,000 by default; past it a publish stalls, then fails).
+const putWindow = 1024
+
+// PutDeclarations makes each of ds its node's latest declaration,
+// pipelined: up to putWindow puts are published before any of their
+// acknowledgements is awaited, so a batch costs about one round trip a
+// window, not one a declaration; every put not acknowledged within
+// putAckWait fails. It returns each put's error in the order
+// of ds (nil: acknowledged by the bucket's stream), or nil when every put
+// was acknowledged.
+func (c *Controller) PutDeclarations(ctx context.Context, ds []declaration.Declaration) []error {
+	wait, cancel := context.WithTimeout(ctx, putAckWait)
+	defer cancel()
+	errs := make([]error, len(ds))
+	failed := false
+	fail := func(i int, err error) {
+		errs[i], failed = fmt.Errorf("bus: put declaration %s: %w", ds[i].ID, err), true
+	}
+	futures := make([]jetstream.PubAckFuture, len(ds))
+	await := func(i int) {
+		if futures[i] == nil {
+			return
+		}
+		select {
+		case <-futures[i].Ok():
+		case err := <-futures[i].Err():
+			fail(i, err)
+		case <-wait.Done():
+			fail(i, fmt.Errorf("no acknowledgement: %w", wait.Err()))
+		}
+	}
+	for i, d := range ds {
+		if i >= putWindow {
+			await(i - putWindow)
+		}
+		if err := c.publishAsync(ctx, d, &futures[i]); err != nil {
+			fail(i, err)
+		}
+	}
+	for i := max(len(ds)-putWindow, 0); i < len(ds); i++ {
+		await(i)
+	}
+	if !failed {
+		return nil
+	}
+	return errs
+}
+
+// publishAsync publishes d under its node's key without awaiting the
+// acknowledgement, whose future it leaves in f.
+func (c *Controller) publishAsync(ctx context.Context, d declaration.Declaration, f *jetstream.PubAckFuture) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := ValidNode(d.Node); err != nil {
+		return err
+	}
+	b, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	*f, err = c.js.PublishMsgAsync(&nats.Msg{Subject: DeclarationSubject(d.Node), Data: b})
+	return err
+}
+
 // Handler records one report. It returns nil once the report is recorded
 // (then it is acknowledged), an error wrapping ErrRejected if it never can
 // be (then it is terminated), and any other error to have it redelivered.

@@ -41,7 +41,9 @@
 //
 // # Declarations
 //
-// Controller.PutDeclaration puts a declaration under its node's key. On the
+// Controller.PutDeclaration puts a declaration under its node's key;
+// Controller.PutDeclarations puts many, pipelined (every put of a window
+// published, then their acknowledgements awaited). On the
 // node, Node.Watch yields the latest declaration at once (an agent that was
 // away gets it on return), then each new one, keeping only the newest if
 // the agent is busy. The watch is a KV watch (an ordered push consumer with

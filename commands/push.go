@@ -90,8 +90,43 @@ func DecidePush(c Composition, err error, last LastPush) PushAction {
 // decided again, up to the handler's retries. It returns what it decided,
 // the declaration composed (zero when the compose failed), and the error of
 // the compose, the send or the record; a refusal returns the compose's
-// rejection and records nothing.
+// rejection and records nothing. It is StagePush, send, then FinishPush.
 func (h *Handler) PushNode(ctx context.Context, node string, reader Reader, last LastPush, send SendFunc) (PushAction, declaration.Declaration, error) {
+	st, err := h.StagePush(ctx, node, reader, last)
+	if st.Action != PushSend || err != nil {
+		return st.Action, st.Declaration(), err
+	}
+	d, err := h.FinishPush(ctx, st, send(ctx, st.Declaration()))
+	return PushSend, d, err
+}
+
+// StagedPush is one node's push between its record and its send: what
+// StagePush decided and, for PushSend, the composition to send, recorded
+// (declaration.composed appended, or the stored declaration unchanged).
+// Its declaration may be handed to the bus once StagePush returns; then
+// FinishPush records how the send went.
+type StagedPush struct {
+	Action      PushAction
+	Composition Composition // for PushSend, as recorded; for PushSkip, as composed
+	meta        events.Meta
+}
+
+// Declaration is the declaration to send (zero when the compose failed).
+func (s StagedPush) Declaration() declaration.Declaration { return s.Composition.Declaration }
+
+// Recorded says the node's stream already records a successful push of
+// s's declaration: FinishPush appends nothing after a send that succeeds.
+func (s StagedPush) Recorded() bool { return s.Composition.Unchanged && s.Composition.Pushed }
+
+// StagePush is the first half of PushNode: it composes node through reader
+// (nil: the store), decides with DecidePush against last, and records what
+// comes before a send (Push's first step: declaration.composed at the
+// version compose read, unless unchanged), composing again while the
+// node's stream moves on, up to the handler's retries. A failed compose is
+// recorded here (ComposeFailed) and returned as the error; a refusal
+// returns the compose's rejection and records nothing. Many nodes' stages
+// may run at once: their appends share the store's group commits.
+func (h *Handler) StagePush(ctx context.Context, node string, reader Reader, last LastPush) (StagedPush, error) {
 	if reader == nil {
 		reader = h
 	}
@@ -100,20 +135,20 @@ func (h *Handler) PushNode(ctx context.Context, node string, reader Reader, last
 		c, err := Compose(ctx, reader, node, "")
 		switch act := DecidePush(c, err, last); act {
 		case PushRefused:
-			return act, declaration.Declaration{}, err
+			return StagedPush{Action: act}, err
 		case PushSkip:
-			return act, c.Declaration, nil
+			return StagedPush{Action: act, Composition: c}, nil
 		case PushRecordFailure:
-			return act, declaration.Declaration{}, h.ComposeFailed(ctx, node, err)
+			return StagedPush{Action: act}, h.ComposeFailed(ctx, node, err)
 		}
-		d, err := h.Push(ctx, c, send)
+		st, err := h.record(ctx, c)
 		if errors.Is(err, events.ErrWrongExpectedVersion) {
 			lastErr = err
 			continue
 		}
-		return PushSend, d, err
+		return st, err
 	}
-	return PushSend, declaration.Declaration{}, fmt.Errorf("commands: push %s: gave up after %d attempts, the node kept changing: %w (last: %v)",
+	return StagedPush{Action: PushSend}, fmt.Errorf("commands: push %s: gave up after %d attempts, the node kept changing: %w (last: %v)",
 		node, h.retries+1, ErrConflict, lastErr)
 }
 
@@ -139,37 +174,52 @@ func (h *Handler) PushNode(ctx context.Context, node string, reader Reader, last
 //
 // A composition without a correlation (composed with "") gets a new one.
 func (h *Handler) Push(ctx context.Context, c Composition, send SendFunc) (declaration.Declaration, error) {
+	st, err := h.record(ctx, c)
+	if err != nil {
+		return declaration.Declaration{}, err
+	}
+	return h.FinishPush(ctx, st, send(ctx, st.Declaration()))
+}
+
+// record is Push's first step: c's correlation, and declaration.composed
+// appended at c.Version unless c is unchanged.
+func (h *Handler) record(ctx context.Context, c Composition) (StagedPush, error) {
 	node := c.Declaration.Node
 	if c.Declaration.Correlation == "" {
 		c.Declaration.Correlation = h.newID().String()
 	}
-	meta := events.Meta{Actor: "controller", Correlation: c.Declaration.Correlation}
+	st := StagedPush{Action: PushSend, Composition: c, meta: events.Meta{Actor: "controller", Correlation: c.Declaration.Correlation}}
 	if c.Unchanged {
-		return h.send(ctx, c, send, meta)
+		return st, nil
 	}
 	stream := events.NodeStream(node)
-	evs, err := h.events(stream, []events.Payload{c.Composed()}, meta)
+	evs, err := h.events(stream, []events.Payload{c.Composed()}, st.meta)
 	if err != nil {
-		return declaration.Declaration{}, err
+		return StagedPush{}, err
 	}
 	if _, err := h.store.Append(ctx, stream, events.Exactly(c.Version), evs...); err != nil {
-		return declaration.Declaration{}, fmt.Errorf("commands: push %s: append composed: %w", node, err)
+		return StagedPush{}, fmt.Errorf("commands: push %s: append composed: %w", node, err)
 	}
-	return h.send(ctx, c, send, meta)
+	return st, nil
 }
 
-// send hands c's declaration to send and records the outcome (see Push).
-func (h *Handler) send(ctx context.Context, c Composition, send SendFunc, meta events.Meta) (declaration.Declaration, error) {
+// FinishPush is the second half of PushNode, after st's declaration was
+// handed to the bus: it records sendErr, the send's outcome, as Push does
+// (declaration.push-failed, or declaration.pushed unless the stream
+// already says so), and returns the declaration sent and the error of the
+// send or the record. Many nodes' finishes may run at once.
+func (h *Handler) FinishPush(ctx context.Context, st StagedPush, sendErr error) (declaration.Declaration, error) {
+	c, meta := st.Composition, st.meta
 	d := c.Declaration
 	stream := events.NodeStream(d.Node)
-	if err := send(ctx, d); err != nil {
-		failed := events.DeclarationPushFailed{Node: d.Node, Declaration: d.ID, Error: err.Error()}
+	if sendErr != nil {
+		failed := events.DeclarationPushFailed{Node: d.Node, Declaration: d.ID, Error: sendErr.Error()}
 		if aerr := h.appendAny(ctx, stream, failed, meta); aerr != nil {
-			return d, fmt.Errorf("commands: push %s: send: %w (and recording it failed: %v)", d.Node, err, aerr)
+			return d, fmt.Errorf("commands: push %s: send: %w (and recording it failed: %v)", d.Node, sendErr, aerr)
 		}
-		return d, fmt.Errorf("commands: push %s: send %s: %w", d.Node, d.ID, err)
+		return d, fmt.Errorf("commands: push %s: send %s: %w", d.Node, d.ID, sendErr)
 	}
-	if c.Unchanged && c.Pushed {
+	if st.Recorded() {
 		return d, nil // the stream already says so
 	}
 	pushed := events.DeclarationPushed{Node: d.Node, Declaration: d.ID, Digest: d.Digest, Resources: len(d.Resources)}

@@ -28,6 +28,15 @@ type Publisher interface {
 	PutDeclaration(ctx context.Context, d declaration.Declaration) error
 }
 
+// BatchPublisher is a Publisher that also puts many declarations at once,
+// pipelined (the NATS bus publishes them all, then awaits the
+// acknowledgements): a push of many nodes hands them over in one call.
+// It returns each put's error in the order of ds, or nil when all were put.
+type BatchPublisher interface {
+	Publisher
+	PutDeclarations(ctx context.Context, ds []declaration.Declaration) []error
+}
+
 // Config is what a controller runs with. Store is required.
 type Config struct {
 	Store    events.Store

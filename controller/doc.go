@@ -25,9 +25,13 @@
 // does the same for every node at start and on every interval (default 5m),
 // so an idle mesh appends nothing. Push (mesh push) pushes now, changed or
 // not. A compose that fails is recorded once per distinct failure. A push
-// of many nodes runs up to 32 of them at once (pushWorkers): each node's
-// push is recorded on its own stream exactly as it would be alone, and the
-// composes of one push share a commands.MeshCache: each node and module is
+// of many nodes runs in three stages over all of them at once (pushNodes,
+// up to pushWorkers): compose and record declaration.composed, hand every
+// declaration to the bus (one pipelined batch when the Publisher is a
+// BatchPublisher), record each put's outcome; each node's push is recorded
+// on its own stream exactly as it would be alone, its declaration.composed
+// always stored before its declaration is on the bus, and the composes of
+// one push share a commands.MeshCache: each node and module is
 // read once and each node planned once, and each compose loops only over
 // the nodes that can change another node's declaration: registering N
 // nodes with no module costs O(N), not O(N²) (when every node serves a

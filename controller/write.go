@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 
@@ -218,24 +219,37 @@ func (c *Controller) PushChanged(ctx context.Context) ([]api.PushResult, error) 
 	return c.pushNodes(ctx, nil, false)
 }
 
-// pushWorkers bounds the nodes a push composes and hands to the bus at
-// once. Each node's push is a compose, an append, a put waiting for the
-// bus's acknowledgement and another append: with several in flight, the
-// puts overlap and the appends share the store's commits (boltstore and
-// pgstore group concurrent appends into one commit).
-const pushWorkers = 32
+// pushWorkers bounds the nodes a push composes, records or hands to the
+// bus at once, in each of its stages (pushNodes). A node's record waits
+// for the store's commit: with many in flight, one commit takes them all
+// (boltstore and pgstore group concurrent appends into one commit; 1,024
+// is boltstore's queue).
+const pushWorkers = 1024
 
 // pushNodes composes each of nodes (every registered node when nil) once
 // and pushes the declarations whose digest differs from the last pushed,
 // and records the compose failures that differ from the last recorded, or
 // every one of them when force is set (commands.DecidePush decides, on the
-// composition it then pushes): up to pushWorkers nodes at once, each node's
-// push as commands.Handler.PushNode records it (its own stream, its
-// expected version, its failure recorded), so nodes pushed together are
-// recorded exactly as one after the other would be. The results are in the order of
-// nodes. It fails only when the node list cannot be read, when ctx ends
-// before every node was pushed (with the results so far), or on a
-// rejection for a node named alone; each node's failure is in its result.
+// composition it then pushes). It runs in three stages, each over every
+// node at once (up to pushWorkers), so that a push of N nodes waits for
+// about three commits and one round trip to the bus, not N of each:
+//
+//  1. stage (commands.Handler.StagePush): compose from the push's one
+//     reading of the mesh (a commands.MeshCache), decide, and record
+//     declaration.composed (or the compose's failure) on the node's stream
+//     at the version compose read;
+//  2. send: every staged declaration handed to the bus, in one pipelined
+//     batch when the Publisher is a BatchPublisher, else one put a node;
+//  3. finish (commands.Handler.FinishPush): each send's outcome recorded,
+//     declaration.pushed or declaration.push-failed.
+//
+// So every node's push is recorded on its own stream exactly as it would
+// be alone, and in the same order: its declaration.composed before its
+// declaration is on the bus, what became of the put after. The results are
+// in the order of nodes. It fails only when the node list cannot be read,
+// when ctx ends before every node was staged (with the results so far), or
+// on a rejection for a node named alone; each node's failure is in its
+// result.
 func (c *Controller) pushNodes(ctx context.Context, nodes []string, force bool) ([]api.PushResult, error) {
 	c.pushMu.Lock()
 	defer c.pushMu.Unlock()
@@ -258,31 +272,16 @@ func (c *Controller) pushNodes(ctx context.Context, nodes []string, force bool) 
 			last[i] = commands.LastPush{Digest: c.lastPushed(n), Failure: c.lastComposeFailure(n)}
 		}
 	}
-	outcomes := make([]pushOutcome, len(nodes))
-	var g errgroup.Group
-	g.SetLimit(pushWorkers)
-	for i, n := range nodes {
-		if ctx.Err() != nil {
-			break
-		}
-		g.Go(func() error {
-			// A node whose push panics (its compose, the bus) fails
-			// alone: its result says so, the others are pushed.
-			err := safego.Call("controller.push", c.log, func() error {
-				var r commands.Reader = cache.For(n)
-				if c.readers != nil {
-					r = c.readers(n, r)
-				}
-				outcomes[i] = c.pushNode(ctx, r, n, force, last[i])
-				return nil
-			})
-			if err != nil {
-				outcomes[i] = pushOutcome{ran: true, pushed: true, res: api.PushResult{Node: n}, err: err}
-			}
-			return nil
-		})
-	}
-	_ = g.Wait() // the workers return no error: each node's is in its outcome
+	p := &push{c: c, nodes: nodes, force: force,
+		staged: make([]commands.StagedPush, len(nodes)), outcomes: make([]pushOutcome, len(nodes))}
+	p.stage(ctx, cache, last)
+	p.finish(ctx, p.send(ctx))
+	return c.pushResults(ctx, nodes, p.outcomes)
+}
+
+// pushResults remembers what was pushed and returns the results of the
+// nodes that were pushed or recorded, in order (see pushNodes).
+func (c *Controller) pushResults(ctx context.Context, nodes []string, outcomes []pushOutcome) ([]api.PushResult, error) {
 	var out []api.PushResult
 	cancelled := false
 	for i, o := range outcomes {
@@ -310,31 +309,150 @@ func (c *Controller) pushNodes(ctx context.Context, nodes []string, force bool) 
 	return out, nil
 }
 
-// pushOutcome is what pushNode did for one node.
+// pushOutcome is what a push did for one node.
 type pushOutcome struct {
 	ran    bool // false: ctx ended before the node's turn
 	pushed bool // false: nothing to push (unchanged, failure already recorded, unknown)
 	res    api.PushResult
-	err    error // the push's failure (also recorded on the node's stream)
+	err    error // the push's failure (also recorded on the node's stream, but for a panic)
 }
 
-// pushNode composes node through r once and does what commands.DecidePush
-// decides against last: pushes that composition, records its failure, or
-// nothing. An unregistered node is nothing to push to, unless it was
-// named (force): then its rejection is the push's error. It runs on a push
-// worker: it reads the projections and writes nothing of the controller's
-// own.
-func (c *Controller) pushNode(ctx context.Context, r commands.Reader, node string, force bool, last commands.LastPush) pushOutcome {
-	if ctx.Err() != nil {
-		return pushOutcome{}
+// push is one pushNodes in progress: per node, its stage and its outcome,
+// each written by the node's worker alone.
+type push struct {
+	c        *Controller
+	nodes    []string
+	force    bool
+	staged   []commands.StagedPush
+	outcomes []pushOutcome
+}
+
+// each runs fn(i) for each of idx, up to pushWorkers at once. A node whose
+// fn panics (its compose, the bus) fails alone: its outcome says so, its
+// stage no longer sends, and the others go on.
+func (p *push) each(idx []int, fn func(i int)) {
+	var g errgroup.Group
+	g.SetLimit(pushWorkers)
+	for _, i := range idx {
+		g.Go(func() error {
+			if err := safego.Call("controller.push", p.c.log, func() error { fn(i); return nil }); err != nil {
+				p.panicked(i, err)
+			}
+			return nil
+		})
 	}
-	send := func(ctx context.Context, d declaration.Declaration) error { return c.pub.PutDeclaration(ctx, d) }
-	act, d, err := c.handler.PushNode(ctx, node, r, last, send)
-	switch {
-	case act == commands.PushSkip, act == commands.PushRefused && !force:
-		return pushOutcome{ran: true}
+	_ = g.Wait() // the workers return no error: each node's is in its outcome
+}
+
+// panicked makes err, a panic, node i's outcome: nothing more is sent or
+// recorded for it.
+func (p *push) panicked(i int, err error) {
+	p.outcomes[i] = pushOutcome{ran: true, pushed: true, res: api.PushResult{Node: p.nodes[i]}, err: err}
+	p.staged[i].Action = commands.PushSkip
+}
+
+// stage composes and decides every node through cache, and records what
+// comes before its send (commands.Handler.StagePush). An unregistered node
+// is nothing to push to, unless it was named (force): then its rejection
+// is the push's error. A node whose turn comes after ctx ended is not run.
+func (p *push) stage(ctx context.Context, cache *commands.MeshCache, last []commands.LastPush) {
+	all := make([]int, len(p.nodes))
+	for i := range all {
+		all[i] = i
 	}
-	return pushOutcome{ran: true, pushed: true, res: api.PushResult{Node: node, Declaration: d.ID, Digest: d.Digest}, err: err}
+	p.each(all, func(i int) {
+		if ctx.Err() != nil {
+			return
+		}
+		n := p.nodes[i]
+		var r commands.Reader = cache.For(n)
+		if p.c.readers != nil {
+			r = p.c.readers(n, r)
+		}
+		st, err := p.c.handler.StagePush(ctx, n, r, last[i])
+		p.staged[i] = st
+		o := pushOutcome{ran: true}
+		if st.Action != commands.PushSkip && (st.Action != commands.PushRefused || p.force) {
+			d := st.Declaration()
+			o.pushed, o.res, o.err = true, api.PushResult{Node: n, Declaration: d.ID, Digest: d.Digest}, err
+		}
+		p.outcomes[i] = o
+	})
+}
+
+// sendable returns the nodes staged to send: recorded, not failed.
+func (p *push) sendable() []int {
+	var idx []int
+	for i, st := range p.staged {
+		if st.Action == commands.PushSend && p.outcomes[i].ran && p.outcomes[i].err == nil {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+// send hands every staged declaration to the bus and returns, per node,
+// its put's outcome: one batch for a BatchPublisher, else a put a node.
+func (p *push) send(ctx context.Context) map[int]error {
+	idx := p.sendable()
+	errs := make(map[int]error, len(idx))
+	if len(idx) == 0 {
+		return errs
+	}
+	bp, ok := p.c.pub.(BatchPublisher)
+	if !ok {
+		var mu sync.Mutex
+		p.each(idx, func(i int) {
+			err := p.c.pub.PutDeclaration(ctx, p.staged[i].Declaration())
+			mu.Lock()
+			errs[i] = err
+			mu.Unlock()
+		})
+		return errs
+	}
+	ds := make([]declaration.Declaration, len(idx))
+	for j, i := range idx {
+		ds[j] = p.staged[i].Declaration()
+	}
+	var put []error
+	if err := safego.Call("controller.push", p.c.log, func() error { put = bp.PutDeclarations(ctx, ds); return nil }); err != nil {
+		for _, i := range idx {
+			p.panicked(i, err)
+		}
+		return errs
+	}
+	for j, i := range idx {
+		errs[i] = nil
+		if put != nil {
+			errs[i] = put[j]
+		}
+	}
+	return errs
+}
+
+// finish records each send's outcome on its node's stream
+// (commands.Handler.FinishPush). A successful send whose stream already
+// records it (an unchanged declaration pushed again) has nothing to
+// record: it is finished here, without a worker (once the declarations
+// are on the bus, the agents' applies compete for the CPU, and a worker
+// a node waits its turn among them).
+func (p *push) finish(ctx context.Context, sent map[int]error) {
+	var idx []int
+	for _, i := range p.sendable() {
+		err, ok := sent[i]
+		switch {
+		case !ok:
+		case err == nil && p.staged[i].Recorded():
+			d := p.staged[i].Declaration()
+			p.outcomes[i].res.Declaration, p.outcomes[i].res.Digest = d.ID, d.Digest
+		default:
+			idx = append(idx, i)
+		}
+	}
+	p.each(idx, func(i int) {
+		d, err := p.c.handler.FinishPush(ctx, p.staged[i], sent[i])
+		p.outcomes[i].res.Declaration, p.outcomes[i].res.Digest, p.outcomes[i].err = d.ID, d.Digest, err
+	})
 }
 
 // lastPushed is the digest of the last declaration handed to the bus for

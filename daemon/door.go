@@ -142,6 +142,27 @@ func (p notifyingPublisher) PutDeclaration(ctx context.Context, d declaration.De
 	return nil
 }
 
+// PutDeclarations puts ds through the wrapped publisher (pipelined when it
+// is a controller.BatchPublisher, else one after the other) and tells
+// pushed about each put.
+func (p notifyingPublisher) PutDeclarations(ctx context.Context, ds []declaration.Declaration) []error {
+	var errs []error
+	if bp, ok := p.Publisher.(controller.BatchPublisher); ok {
+		errs = bp.PutDeclarations(ctx, ds)
+	} else {
+		errs = make([]error, len(ds))
+		for i, d := range ds {
+			errs[i] = p.Publisher.PutDeclaration(ctx, d)
+		}
+	}
+	for i, d := range ds {
+		if errs == nil || errs[i] == nil {
+			p.pushed(d)
+		}
+	}
+	return errs
+}
+
 // The controller is the page's feed of changes (checked here: the
 // controller does not link the page).
 var _ web.Feed = (*controller.Controller)(nil)
@@ -158,6 +179,8 @@ func (p notifyingPublisher) DryRun(ctx context.Context, d declaration.Declaratio
 // The bus adapter is the controller core's Publisher (checked here: bus
 // does not link the controller).
 var (
-	_ controller.Publisher = bus.DeclarationPublisher{}
-	_ controller.DryRunner = bus.DeclarationPublisher{} // mesh plan asks the agents over the bus
+	_ controller.Publisher      = bus.DeclarationPublisher{}
+	_ controller.BatchPublisher = bus.DeclarationPublisher{} // a push of many nodes puts them pipelined
+	_ controller.BatchPublisher = notifyingPublisher{}
+	_ controller.DryRunner      = bus.DeclarationPublisher{} // mesh plan asks the agents over the bus
 )

@@ -31,21 +31,30 @@ import (
 // has nothing to create: the figure is the transport and the recording,
 // not a runtime's work.
 //
-//	go test -run '^$' -bench BenchmarkPushToRecorded -benchtime 3x ./cmd/mesh/
+// The command runs BenchmarkPushToRecordedHosts too (the same agents on
+// network-namespace hosts, each part a process), in the same run:
+//
+//	go test -run '^$' -bench BenchmarkPushToRecorded -benchtime 3x -timeout 40m ./cmd/mesh/
 func BenchmarkPushToRecorded(b *testing.B) {
-	for _, n := range []int{1, 1000} {
+	for _, n := range []int{1, 50, 1000} {
 		b.Run(fmt.Sprintf("agents=%d", n), func(b *testing.B) { benchPushToRecorded(b, n, false) })
 	}
 	// The agents' outboxes in memory: as if each agent had a disk of its
 	// own, instead of all sharing the store's.
 	b.Run("agents=1000,outbox=memory", func(b *testing.B) { benchPushToRecorded(b, 1000, true) })
 	// The ceiling, in the same run: the embedded NATS alone (benchRawNATS).
-	b.Run("raw-nats,agents=1000", func(b *testing.B) { benchRawNATS(b, 1000, false) })
+	// 50: as many as BenchmarkPushToRecordedHosts runs on its hosts.
+	b.Run("raw-nats,agents=50,puts=pipelined", func(b *testing.B) { benchRawNATS(b, 50, false, true) })
+	b.Run("raw-nats,agents=1000", func(b *testing.B) { benchRawNATS(b, 1000, false, false) })
+	// The same with the puts pipelined (bus.PutDeclarations), as the
+	// controller's push puts them.
+	b.Run("raw-nats,agents=1000,puts=pipelined", func(b *testing.B) { benchRawNATS(b, 1000, false, true) })
 	// Seed 002's node (346 resources, 16 held) on every node: compose and
 	// the agents' diff measured too; 20 nodes, since each is made through
 	// the API one command at a time (27 commands a node).
 	b.Run("agents=20,node=seed-002", func(b *testing.B) { benchPushToRecordedSeed(b, 20) })
-	b.Run("raw-nats,agents=20,node=seed-002", func(b *testing.B) { benchRawNATS(b, 20, true) })
+	b.Run("raw-nats,agents=20,node=seed-002", func(b *testing.B) { benchRawNATS(b, 20, true, false) })
+	b.Run("raw-nats,agents=20,node=seed-002,puts=pipelined", func(b *testing.B) { benchRawNATS(b, 20, true, true) })
 }
 
 // recordings collects, per node, when its first report after mark was

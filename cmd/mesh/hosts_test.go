@@ -49,7 +49,7 @@ type hostsMesh struct {
 
 // startHostsMesh makes a private link of 1+hosts hosts and starts the
 // controller on host 0.
-func startHostsMesh(t *testing.T, hosts int) *hostsMesh {
+func startHostsMesh(t testing.TB, hosts int) *hostsMesh {
 	t.Helper()
 	nt := hosttest.New(t, 1+hosts) // first: it skips where it cannot run
 	bin := binary(t)
@@ -134,7 +134,7 @@ func (m *hostsMesh) status(t testing.TB, h *hosttest.Host, node string) api.Node
 // controller's CA against the token's fingerprint, makes its key and
 // writes DIR/node.creds, which `mesh agent --data DIR` then uses. It
 // returns what `mesh agent` on h needs besides --data and --runtime.
-func (m *hostsMesh) joinHost(t *testing.T, h *hosttest.Host, node, data string) (args, env []string) {
+func (m *hostsMesh) joinHost(t testing.TB, h *hosttest.Host, node, data string) (args, env []string) {
 	t.Helper()
 	token := strings.TrimSpace(m.mustCLI(t, m.ctl, "node", "join-token", node))
 	if !strings.HasPrefix(token, "MJ1.") {
@@ -153,13 +153,13 @@ type hostAgent struct {
 }
 
 // startAgent joins h as node and starts its agent there, with extra flags.
-func (m *hostsMesh) startAgent(t *testing.T, h *hosttest.Host, node string, extra ...string) *hostAgent {
+func (m *hostsMesh) startAgent(t testing.TB, h *hosttest.Host, node string, extra ...string) *hostAgent {
 	t.Helper()
 	return m.startAgentWith(t, h, node, nil, extra...)
 }
 
 // startAgentWith is startAgent with more of the agent's environment.
-func (m *hostsMesh) startAgentWith(t *testing.T, h *hosttest.Host, node string, more []string, extra ...string) *hostAgent {
+func (m *hostsMesh) startAgentWith(t testing.TB, h *hosttest.Host, node string, more []string, extra ...string) *hostAgent {
 	t.Helper()
 	a := &hostAgent{host: h, node: node, data: t.TempDir()}
 	args, env := m.joinHost(t, h, node, a.data)

@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"runtime/pprof"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,11 +137,13 @@ func seedDeclaration(b *testing.B, node string, seed bool) declaration.Declarati
 // declaration at once with a report published to JetStream with its apply
 // id as message id (deduplicated by the stream); the controller's end
 // puts every node's declaration, pushWorkers at once, and its durable
-// consumer hands each report to a handler that notes the time. No store,
+// consumer hands each report to a handler that notes the time (pipelined:
+// every put in one bus.PutDeclarations, as the controller's push now puts
+// them, instead of pushWorkers puts each awaited). No store,
 // no compose, no outbox, no HTTP. The declaration is the one the system
 // case sends (seedDeclaration), under each node's name. Metrics as
 // benchPushToRecorded's (push-ms: every put acknowledged).
-func benchRawNATS(b *testing.B, n int, seed bool) {
+func benchRawNATS(b *testing.B, n int, seed, pipelined bool) {
 	const pushWorkers = 32 // controller's
 	s := natstest.Start(b)
 	ctl := natstest.Controller(b, s)
@@ -166,6 +171,20 @@ func benchRawNATS(b *testing.B, n int, seed bool) {
 		return d
 	}
 	push := func(round int) error {
+		if pipelined {
+			ds := make([]declaration.Declaration, len(nodes))
+			for i, node := range nodes {
+				ds[i] = declFor(node, round)
+			}
+			errs := ctl.PutDeclarations(ctx, ds)
+			for i, d := range ds {
+				if errs != nil && errs[i] != nil {
+					return errs[i]
+				}
+				rec.pushed(d)
+			}
+			return nil
+		}
 		var g errgroup.Group
 		g.SetLimit(pushWorkers)
 		for _, node := range nodes {
@@ -331,6 +350,7 @@ func benchPushToRecordedSeed(b *testing.B, n int) {
 func runPushRounds(b *testing.B, d *testDaemon, rec *recordings, n int) {
 	ctx := context.Background()
 	var p50, p99, total, push, putP50, putP99 time.Duration
+	defer profileTimed(b)()
 	b.ResetTimer()
 	for range b.N {
 		all := rec.reset(n)
@@ -356,6 +376,25 @@ func runPushRounds(b *testing.B, d *testDaemon, rec *recordings, n int) {
 	}
 	b.StopTimer()
 	reportPushMetrics(b, p50, p99, total, push, putP50, putP99)
+}
+
+// profileTimed starts a CPU profile of the timed loop alone, the whole
+// process (controller and agents), when MESH_BENCH_CPUPROFILE names a
+// file prefix: PREFIX-<case>.cpu (go test's -cpuprofile includes the
+// setup, and must not be given with it). It returns what stops it.
+func profileTimed(b *testing.B) func() {
+	prefix := os.Getenv("MESH_BENCH_CPUPROFILE")
+	if prefix == "" || b.N == 1 {
+		return func() {}
+	}
+	f, err := os.Create(prefix + "-" + strings.NewReplacer("/", "_", ",", "_", "=", "-").Replace(b.Name()) + ".cpu")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
 }
 
 func reportPushMetrics(b *testing.B, p50, p99, total, push, putP50, putP99 time.Duration) {
