@@ -152,7 +152,7 @@ func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 	var mods, names []string // the entry's modules, and the resources an apply touched
 	switch v := p.(type) {
 	case events.DeclarationComposed:
-		d := &tlDecl{id: v.Declaration, digest: v.Digest, resources: v.Resources}
+		d := &tlDecl{id: v.Declaration, digest: v.Digest, resources: v.Resources, position: ev.Position}
 		if prev := t.last[e.node]; prev != nil && slices.Equal(prev.resources, v.Resources) {
 			d.resources, d.modules = prev.resources, prev.modules
 		} else {
@@ -182,6 +182,7 @@ func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 		}
 		e.decl = t.decl(e.node, a.Declaration)
 		c := compactApply(&a, t.weigh(e.node, &a, e.decl))
+		c.digestFilled = v.Digest == "" && a.Digest != ""
 		// The strings the timeline holds already, rather than the report's
 		// copies of them: most of what a quiet report would keep.
 		if c.node == e.node {
@@ -301,6 +302,7 @@ type timelineSnap struct {
 }
 
 type tlDeclSnap struct {
+	Position  uint64 // of its composed event
 	Digest    string
 	Resources int
 	Modules   int
@@ -310,7 +312,7 @@ func (t *Timeline) save(tb *tables) *timelineSnap {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	conv := func(d *tlDecl) tlDeclSnap {
-		return tlDeclSnap{Digest: d.digest, Resources: tb.resources(d.resources), Modules: tb.strings(d.modules)}
+		return tlDeclSnap{Position: d.position, Digest: d.digest, Resources: tb.resources(d.resources), Modules: tb.strings(d.modules)}
 	}
 	out := &timelineSnap{
 		Decls: make(map[string]declSnap[tlDeclSnap], len(t.decls)), Last: make(map[string]tlDeclSnap, len(t.last)),
@@ -344,7 +346,7 @@ func (t *Timeline) load(s *timelineSnap, st *snapState) {
 		if x, ok := made[d]; ok {
 			return x
 		}
-		x := &tlDecl{digest: d.Digest, resources: st.res(d.Resources), modules: st.strs(d.Modules)}
+		x := &tlDecl{position: d.Position, digest: d.Digest, resources: st.res(d.Resources), modules: st.strs(d.Modules)}
 		made[d] = x
 		return x
 	}

@@ -267,7 +267,7 @@ func (l *Local) catchUp(ctx context.Context, head uint64) error {
 		if err := l.Runner.CatchUpTo(ctx, min(l.Runner.Position()+l.every, head-l.after)); err != nil {
 			return err
 		}
-		if err := l.tl.Flush(l.Views.Timeline.TakeRecords(), l.Runner.Position(), l.Views.Timeline.Ordered()); err != nil {
+		if err := l.tl.Flush(l.Views.Timeline.TakeKeys(), l.Runner.Position(), l.Views.Timeline.Ordered()); err != nil {
 			return err
 		}
 		l.flushed = l.Runner.Position()
@@ -435,7 +435,7 @@ func (l *Local) fromDisk(f projections.Filter) ([]projections.Entry, error) {
 		if g.Before == 0 || g.Before > l.flushed+1 {
 			g.Before = l.flushed + 1
 		}
-		es, err := l.tl.Query(g)
+		es, err := l.tl.Query(context.Background(), Source{Store: l.store, Reg: l.reg}, g)
 		if err != nil {
 			return nil, err
 		}
@@ -490,7 +490,7 @@ func Save(ctx context.Context, dir string, r *projections.Runner, set *projectio
 		}
 	}
 	defer func() { err = errors.Join(err, tl.Close()) }()
-	if err := tl.Flush(set.Timeline.TakeRecords(), r.Position(), set.Timeline.Ordered()); err != nil {
+	if err := tl.Flush(set.Timeline.TakeKeys(), r.Position(), set.Timeline.Ordered()); err != nil {
 		return err
 	}
 	extra, err := tl.extra()
