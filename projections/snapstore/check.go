@@ -108,12 +108,15 @@ type wholeCheck struct {
 // checkWhole checks all of d's file: bbolt's structure, page by page, as
 // the event store's Open does (boltstore.File.Walk); bbolt's own
 // consistency check (tx.Check: every page reached once, keys in order,
-// freelist); the meta; every entry (its checksum, its position, their
-// order in time while the meta says ordered); and every index, the time
-// index and the counts against the entries, key for key (by a sum of
-// hashes of every key and value each entry should have, against the same
-// over those there are, and a count per name). Damage is an error
-// wrapping ErrTimelineDB and events.ErrDamaged.
+// freelist); the meta; every entries block (its checksum, its positions in
+// order, their order in time while the meta says ordered) and the time
+// index against them (by a sum of hashes of the keys each block should
+// have, against the same over those there are); every postings block (its
+// checksum, each name's positions in order, each an entry's) and the
+// counts against them. Which names an entry is under its event says, which
+// the file does not hold: a query checks each entry it reads against the
+// index it walked. Damage is an error wrapping ErrTimelineDB and
+// events.ErrDamaged.
 func (d *TimelineDB) checkWhole(ctx context.Context) (wholeCheck, error) {
 	wholeChecks.Add(1)
 	var w wholeCheck
