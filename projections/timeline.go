@@ -52,6 +52,7 @@ type Timeline struct {
 	decls      map[string]*declIndex[*tlDecl] // per node
 	last       map[string]*tlDecl             // per node, the last composed declaration
 	hist       map[string]*events.PassHistory // per node, what rule 7 weighs an apply with (events.Heavy)
+	heldAt     map[string][]heldAt            // per node, where its last held lists carried in full are (EntryFold.Held)
 	churn      *Churn                         // read when queried, to mark where loops were detected and cleared; may be nil
 	reports    *Reports                       // resolves compact apply reports; entries keep the resolved form
 	// The payloads of composed and apply entries, which are most of them,
@@ -111,6 +112,7 @@ func (t *Timeline) reset() {
 	t.decls = map[string]*declIndex[*tlDecl]{}
 	t.last = map[string]*tlDecl{}
 	t.hist = map[string]*events.PassHistory{}
+	t.heldAt = map[string][]heldAt{}
 	if t.reports == nil {
 		t.reports = NewReports()
 	} else {
@@ -194,6 +196,12 @@ func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 				c.digest = d.digest
 			}
 		}
+		switch {
+		case v.HeldSince != "":
+			c.heldPos = t.heldPos(e.node, v.HeldSince)
+		case len(v.Held) > 0:
+			t.keepHeld(e.node, a.ApplyID, ev.Position)
+		}
 		e.p = t.applies.add(c)
 		if !quiet(&a) { // a quiet apply (most are) touched nothing: no names, no modules
 			names = touched(&a)
@@ -238,6 +246,34 @@ func nanos(t time.Time) int64 {
 		return math.MaxInt64 - 1
 	}
 	return t.UnixNano()
+}
+
+// heldAt is where a held list carried in full is: the apply id it was
+// reported under, and its event's position.
+type heldAt struct {
+	Apply    string
+	Position uint64
+}
+
+// keepHeld notes that node's apply at position carried its held list in
+// full, keeping the last maxHeldLists (as Reports does).
+func (t *Timeline) keepHeld(node, apply string, position uint64) {
+	l := t.heldAt[node]
+	if len(l) == maxHeldLists {
+		l = slices.Delete(l, 0, 1)
+	}
+	t.heldAt[node] = append(l, heldAt{Apply: apply, Position: position})
+}
+
+// heldPos is the position of node's report that carried apply's held list
+// in full, 0 if it is not among those kept.
+func (t *Timeline) heldPos(node, apply string) uint64 {
+	for _, h := range t.heldAt[node] {
+		if h.Apply == apply {
+			return h.Position
+		}
+	}
+	return 0
 }
 
 // history returns node's pass history ("" has none: a throwaway one).
@@ -292,6 +328,7 @@ type timelineSnap struct {
 	Decls   map[string]declSnap[tlDeclSnap]
 	Last    map[string]tlDeclSnap
 	Hist    map[string]passHistorySnap
+	HeldAt  map[string][]heldAt
 	Reports reportsSnap
 	// Len and Ordered are the timeline's entry count and time order, kept
 	// for a TimelineDB, whose entries are on disk.
@@ -316,7 +353,7 @@ func (t *Timeline) save(tb *tables) *timelineSnap {
 	}
 	out := &timelineSnap{
 		Decls: make(map[string]declSnap[tlDeclSnap], len(t.decls)), Last: make(map[string]tlDeclSnap, len(t.last)),
-		Hist:    make(map[string]passHistorySnap, len(t.hist)),
+		Hist: make(map[string]passHistorySnap, len(t.hist)), HeldAt: make(map[string][]heldAt, len(t.heldAt)),
 		Reports: t.reports.save(), Len: t.n + t.flushed, Ordered: t.ordered, LastAt: t.lastAt, MaxAt: t.maxAt, Lag: t.lag,
 	}
 	for _, name := range slices.Sorted(maps.Keys(t.decls)) {
@@ -329,6 +366,9 @@ func (t *Timeline) save(tb *tables) *timelineSnap {
 	}
 	for name, h := range t.hist {
 		out.Hist[name] = savePassHistory(h)
+	}
+	for name, l := range t.heldAt {
+		out.HeldAt[name] = slices.Clone(l)
 	}
 	return out
 }
@@ -360,6 +400,9 @@ func (t *Timeline) load(s *timelineSnap, st *snapState) {
 	for name, h := range s.Hist {
 		x := loadPassHistory(h.Containers, h.FailedLast)
 		t.hist[name] = &x
+	}
+	for name, l := range s.HeldAt {
+		t.heldAt[name] = slices.Clone(l)
 	}
 	t.reports.load(s.Reports)
 	t.flushed, t.ordered, t.lastAt, t.maxAt, t.lag = s.Len, s.Ordered, s.LastAt, s.MaxAt, s.Lag

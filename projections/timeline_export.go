@@ -44,6 +44,10 @@ type EntryFold struct {
 	// pushed or apply entry is about (its node's latest composed of that
 	// id when folded); 0 when none was known.
 	Decl uint64
+	// Held is the position of the report that carried in full the held
+	// list a compact report names (HeldSince), when the fold knew it; 0
+	// otherwise (ShowEvent's caller then finds it through the id index).
+	Held uint64
 	// Heavy says an apply was a heavy pass (rule 7, weighed against the
 	// apply before it).
 	Heavy bool
@@ -87,7 +91,7 @@ func keysOf(e *entry) EntryKeys {
 		if e.decl != nil {
 			k.Fold.Decl = e.decl.position
 		}
-		k.Fold.Heavy = v.heavy()
+		k.Fold.Heavy, k.Fold.Held = v.heavy(), v.heldPos
 		a := v.report()
 		if !quiet(a) {
 			k.Resources = touched(a)
@@ -109,8 +113,8 @@ func keysOf(e *entry) EntryKeys {
 // as Query shows it (without churn marks: Marked adds them), from what the
 // fold kept of it (fold, from TakeKeys) and, for a pushed or apply entry:
 // decl, the payload of the composed event at fold.Decl (nil when it is 0),
-// and held, the held list a compact report's HeldSince names
-// (events.HeldOf). An entry read back so is the entry that was folded.
+// and held, the held list a compact report's HeldSince names (that of the
+// report at fold.Held, or events.HeldOf). An entry read back so is the entry that was folded.
 func ShowEvent(ev events.Event, p events.Payload, fold EntryFold, decl *events.DeclarationComposed, held []events.Held) Entry {
 	e := entry{
 		position: ev.Position, at: ev.At, tlHead: &tlHead{stream: ev.Stream, typ: ev.Type, actor: ev.Actor, node: nodeOf(ev, p)},
@@ -136,6 +140,7 @@ func ShowEvent(ev events.Event, p events.Payload, fold EntryFold, decl *events.D
 		}
 		e.decl = d
 		c := compactApply(&v, fold.Heavy)
+		c.heldPos = fold.Held
 		e.p = &c
 	}
 	return show(&e)

@@ -45,7 +45,7 @@ func TestShowEventIsTheFoldedEntry(t *testing.T) {
 		}
 		return evs[0], p
 	}
-	var compact, withDecl, heavy int
+	var compact, heldAt, withDecl, heavy int
 	for i, k := range keys {
 		ev, p := read(k.Position)
 		var decl *events.DeclarationComposed
@@ -63,6 +63,13 @@ func TestShowEventIsTheFoldedEntry(t *testing.T) {
 			}
 			held = h
 			compact++
+			if k.Fold.Held != 0 { // where the fold saw the list carried: the same list
+				_, hp := read(k.Fold.Held)
+				if got := hp.(events.ApplyReported).Held; !reflect.DeepEqual(got, h) {
+					t.Fatalf("entry at %d: the report at %d holds %v, held_since names %v", k.Position, k.Fold.Held, got, h)
+				}
+				heldAt++
+			}
 		}
 		if k.Fold.Heavy {
 			heavy++
@@ -75,7 +82,7 @@ func TestShowEventIsTheFoldedEntry(t *testing.T) {
 			t.Fatalf("keys at %d: %+v, entry %+v", k.Position, k, want[i])
 		}
 	}
-	if compact == 0 || withDecl == 0 || heavy == 0 {
-		t.Errorf("the history has %d compact reports, %d entries naming a declaration, %d heavy passes: want some of each", compact, withDecl, heavy)
+	if compact == 0 || heldAt == 0 || withDecl == 0 || heavy == 0 {
+		t.Errorf("the history has %d compact reports (%d with the position of their held list), %d entries naming a declaration, %d heavy passes: want some of each", compact, heldAt, withDecl, heavy)
 	}
 }

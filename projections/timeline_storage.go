@@ -96,6 +96,7 @@ type tlApply struct {
 	// digestFilled says the report gave no digest and the resolver filled
 	// it in (from the node's previous report): TakeKeys keeps it then.
 	digestFilled bool
+	heldPos      uint64 // a compact report's: where its held list was carried in full, 0 if not known
 }
 
 // tlFull is a whole apply report, and whether it was a heavy pass

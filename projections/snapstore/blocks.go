@@ -33,6 +33,7 @@ const (
 	flagHeavy  = 1 << iota // fold.Heavy
 	flagDecl               // fold.Decl follows, as pos - Decl
 	flagDigest             // fold.Digest follows, its length then its bytes
+	flagHeld               // fold.Held follows, as pos - Held
 )
 
 // seal appends the checksum of key and body to body.
@@ -73,9 +74,15 @@ func encodeEntries(rs []rec) []byte {
 		if r.fold.Digest != "" {
 			fl |= flagDigest
 		}
+		if r.fold.Held != 0 && r.fold.Held < r.pos {
+			fl |= flagHeld
+		}
 		b = append(b, fl)
 		if fl&flagDecl != 0 {
 			b = binary.AppendUvarint(b, r.pos-r.fold.Decl)
+		}
+		if fl&flagHeld != 0 {
+			b = binary.AppendUvarint(b, r.pos-r.fold.Held)
 		}
 		if fl&flagDigest != 0 {
 			b = binary.AppendUvarint(b, uint64(len(r.fold.Digest)))
@@ -119,7 +126,7 @@ func decodeEntries(key, v []byte) ([]rec, error) {
 		r := rec{pos: pos, at: at}
 		fl := body[0]
 		body = body[1:]
-		if fl&^(flagHeavy|flagDecl|flagDigest) != 0 {
+		if fl&^(flagHeavy|flagDecl|flagDigest|flagHeld) != 0 {
 			return bad("bad flags")
 		}
 		r.fold.Heavy = fl&flagHeavy != 0
@@ -129,6 +136,13 @@ func decodeEntries(key, v []byte) ([]rec, error) {
 				return bad("bad declaration")
 			}
 			body, r.fold.Decl = body[k:], pos-back
+		}
+		if fl&flagHeld != 0 {
+			back, k := binary.Uvarint(body)
+			if k <= 0 || back == 0 || back >= pos {
+				return bad("bad held list")
+			}
+			body, r.fold.Held = body[k:], pos-back
 		}
 		if fl&flagDigest != 0 {
 			l, k := binary.Uvarint(body)

@@ -85,7 +85,27 @@ func (d *TimelineDB) Query(ctx context.Context, src Source, f projections.Filter
 		if best == 0 {
 			return nil
 		}
-		return q.walk(walk, ix, name, lo, hi, f.Forward, func(pos uint64) (bool, error) {
+		render := func(r rec) error {
+			en, err := q.show(r)
+			if err != nil {
+				return err
+			}
+			if wi >= 0 && !hasName(en, wi, string(name)) {
+				return damagedf("%s %q names position %d, whose entry is not of it", ix, name, r.pos)
+			}
+			if f.Selects(en) {
+				out = append(out, en)
+			}
+			return nil
+		}
+		// A filter the walk answers alone (one name at most, no
+		// correlation: every entry in its range and time is selected)
+		// picks its page first and reads its events lowest first: a
+		// read-only boltstore checks the pages from the lowest position
+		// read to its end once, and again for each lower one.
+		exact := f.Correlation == "" && countNames(f) <= 1
+		var picked []rec
+		err = q.walk(walk, ix, name, lo, hi, f.Forward, func(pos uint64) (bool, error) {
 			r, err := q.rec(pos)
 			if err != nil {
 				return false, err
@@ -93,18 +113,27 @@ func (d *TimelineDB) Query(ctx context.Context, src Source, f projections.Filter
 			if !inTime(r.at, f) {
 				return true, nil
 			}
-			en, err := q.show(r)
-			if err != nil {
+			if exact {
+				picked = append(picked, r)
+				return f.Limit <= 0 || len(picked) < f.Limit, nil
+			}
+			if err := render(r); err != nil {
 				return false, err
-			}
-			if wi >= 0 && !hasName(en, wi, string(name)) {
-				return false, damagedf("%s %q names position %d, whose entry is not of it", ix, name, pos)
-			}
-			if f.Selects(en) {
-				out = append(out, en)
 			}
 			return f.Limit <= 0 || len(out) < f.Limit, nil
 		})
+		if err != nil || len(picked) == 0 {
+			return err
+		}
+		if err := q.warm(picked); err != nil {
+			return err
+		}
+		for _, r := range picked {
+			if err := render(r); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, unusable(fmt.Errorf("snapstore: timeline query: %w", err))
@@ -113,6 +142,35 @@ func (d *TimelineDB) Query(ctx context.Context, src Source, f projections.Filter
 		slices.Reverse(out)
 	}
 	return out, nil
+}
+
+// countNames is how many of the indexes' names f gives.
+func countNames(f projections.Filter) int {
+	n := 0
+	for _, s := range []string{f.Node, f.Type, f.Module, f.Resource} {
+		if s != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// warm reads first the lowest position that rendering rs reads (theirs,
+// their declarations', their held lists'), so that the store checks its
+// pages from there once.
+func (q *query) warm(rs []rec) error {
+	low := ^uint64(0)
+	for _, r := range rs {
+		for _, p := range []uint64{r.pos, r.fold.Decl, r.fold.Held} {
+			if p != 0 {
+				low = min(low, p)
+			}
+		}
+	}
+	if _, err := q.src.Store.ReadAll(q.ctx, low-1, 1); err != nil {
+		return fmt.Errorf("snapstore: read the event at %d: %w", low, err)
+	}
+	return nil
 }
 
 // query is the state of one Query: what it read last, and the
@@ -313,7 +371,12 @@ func (q *query) show(r rec) (projections.Entry, error) {
 	}
 	var held []events.Held
 	if a, ok := p.(events.ApplyReported); ok && a.HeldSince != "" {
-		if held, err = q.heldOf(ev.Stream, a.HeldSince); err != nil {
+		if r.fold.Held != 0 {
+			held, err = q.heldAt(r.fold.Held, ev.Stream, a.HeldSince)
+		} else {
+			held, err = q.heldOf(ev.Stream, a.HeldSince)
+		}
+		if err != nil {
 			return projections.Entry{}, err
 		}
 	}
@@ -335,6 +398,25 @@ func (q *query) decl(pos uint64) (*events.DeclarationComposed, error) {
 	}
 	q.decls[pos] = &d
 	return &d, nil
+}
+
+// heldAt is the held list carried in full by the apply report at pos, which
+// must be apply's on stream.
+func (q *query) heldAt(pos uint64, stream, apply string) ([]events.Held, error) {
+	k := stream + "\x00" + apply
+	if h, ok := q.held[k]; ok {
+		return h, nil
+	}
+	ev, p, err := q.event(pos)
+	if err != nil {
+		return nil, err
+	}
+	a, ok := p.(events.ApplyReported)
+	if !ok || ev.Stream != stream || a.HeldSince != "" || (a.ApplyID != apply && ev.ID.String() != apply) {
+		return nil, damagedf("an entry of %s names position %d for the held list of apply %s, whose event is not that report", stream, pos, apply)
+	}
+	q.held[k] = a.Held
+	return a.Held, nil
 }
 
 // heldOf is the held list the HeldSince apply names on stream (as the fold
