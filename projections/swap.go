@@ -188,6 +188,7 @@ func swapState(a, b Projection) {
 			x.decls, y.decls = y.decls, x.decls
 			x.last, y.last = y.last, x.last
 			x.hist, y.hist = y.hist, x.hist
+			x.heldAt, y.heldAt = y.heldAt, x.heldAt
 			x.reports, y.reports = y.reports, x.reports
 			x.composed, y.composed = y.composed, x.composed
 			x.applies, y.applies = y.applies, x.applies

@@ -52,6 +52,7 @@ type Timeline struct {
 	decls      map[string]*declIndex[*tlDecl] // per node
 	last       map[string]*tlDecl             // per node, the last composed declaration
 	hist       map[string]*events.PassHistory // per node, what rule 7 weighs an apply with (events.Heavy)
+	heldAt     map[string][]heldAt            // per node, where its last held lists carried in full are (EntryFold.Held)
 	churn      *Churn                         // read when queried, to mark where loops were detected and cleared; may be nil
 	reports    *Reports                       // resolves compact apply reports; entries keep the resolved form
 	// The payloads of composed and apply entries, which are most of them,
@@ -111,6 +112,7 @@ func (t *Timeline) reset() {
 	t.decls = map[string]*declIndex[*tlDecl]{}
 	t.last = map[string]*tlDecl{}
 	t.hist = map[string]*events.PassHistory{}
+	t.heldAt = map[string][]heldAt{}
 	if t.reports == nil {
 		t.reports = NewReports()
 	} else {
@@ -152,7 +154,7 @@ func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 	var mods, names []string // the entry's modules, and the resources an apply touched
 	switch v := p.(type) {
 	case events.DeclarationComposed:
-		d := &tlDecl{id: v.Declaration, digest: v.Digest, resources: v.Resources}
+		d := &tlDecl{id: v.Declaration, digest: v.Digest, resources: v.Resources, position: ev.Position}
 		if prev := t.last[e.node]; prev != nil && slices.Equal(prev.resources, v.Resources) {
 			d.resources, d.modules = prev.resources, prev.modules
 		} else {
@@ -182,6 +184,7 @@ func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 		}
 		e.decl = t.decl(e.node, a.Declaration)
 		c := compactApply(&a, t.weigh(e.node, &a, e.decl))
+		c.digestFilled = v.Digest == "" && a.Digest != ""
 		// The strings the timeline holds already, rather than the report's
 		// copies of them: most of what a quiet report would keep.
 		if c.node == e.node {
@@ -192,6 +195,12 @@ func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 			if d.digest == c.digest {
 				c.digest = d.digest
 			}
+		}
+		switch {
+		case v.HeldSince != "":
+			c.heldPos = t.heldPos(e.node, v.HeldSince)
+		case len(v.Held) > 0:
+			t.keepHeld(e.node, a.ApplyID, ev.Position)
 		}
 		e.p = t.applies.add(c)
 		if !quiet(&a) { // a quiet apply (most are) touched nothing: no names, no modules
@@ -237,6 +246,34 @@ func nanos(t time.Time) int64 {
 		return math.MaxInt64 - 1
 	}
 	return t.UnixNano()
+}
+
+// heldAt is where a held list carried in full is: the apply id it was
+// reported under, and its event's position.
+type heldAt struct {
+	Apply    string
+	Position uint64
+}
+
+// keepHeld notes that node's apply at position carried its held list in
+// full, keeping the last maxHeldLists (as Reports does).
+func (t *Timeline) keepHeld(node, apply string, position uint64) {
+	l := t.heldAt[node]
+	if len(l) == maxHeldLists {
+		l = slices.Delete(l, 0, 1)
+	}
+	t.heldAt[node] = append(l, heldAt{Apply: apply, Position: position})
+}
+
+// heldPos is the position of node's report that carried apply's held list
+// in full, 0 if it is not among those kept.
+func (t *Timeline) heldPos(node, apply string) uint64 {
+	for _, h := range t.heldAt[node] {
+		if h.Apply == apply {
+			return h.Position
+		}
+	}
+	return 0
 }
 
 // history returns node's pass history ("" has none: a throwaway one).
@@ -291,6 +328,7 @@ type timelineSnap struct {
 	Decls   map[string]declSnap[tlDeclSnap]
 	Last    map[string]tlDeclSnap
 	Hist    map[string]passHistorySnap
+	HeldAt  map[string][]heldAt
 	Reports reportsSnap
 	// Len and Ordered are the timeline's entry count and time order, kept
 	// for a TimelineDB, whose entries are on disk.
@@ -301,6 +339,7 @@ type timelineSnap struct {
 }
 
 type tlDeclSnap struct {
+	Position  uint64 // of its composed event
 	Digest    string
 	Resources int
 	Modules   int
@@ -310,11 +349,11 @@ func (t *Timeline) save(tb *tables) *timelineSnap {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	conv := func(d *tlDecl) tlDeclSnap {
-		return tlDeclSnap{Digest: d.digest, Resources: tb.resources(d.resources), Modules: tb.strings(d.modules)}
+		return tlDeclSnap{Position: d.position, Digest: d.digest, Resources: tb.resources(d.resources), Modules: tb.strings(d.modules)}
 	}
 	out := &timelineSnap{
 		Decls: make(map[string]declSnap[tlDeclSnap], len(t.decls)), Last: make(map[string]tlDeclSnap, len(t.last)),
-		Hist:    make(map[string]passHistorySnap, len(t.hist)),
+		Hist: make(map[string]passHistorySnap, len(t.hist)), HeldAt: make(map[string][]heldAt, len(t.heldAt)),
 		Reports: t.reports.save(), Len: t.n + t.flushed, Ordered: t.ordered, LastAt: t.lastAt, MaxAt: t.maxAt, Lag: t.lag,
 	}
 	for _, name := range slices.Sorted(maps.Keys(t.decls)) {
@@ -327,6 +366,9 @@ func (t *Timeline) save(tb *tables) *timelineSnap {
 	}
 	for name, h := range t.hist {
 		out.Hist[name] = savePassHistory(h)
+	}
+	for name, l := range t.heldAt {
+		out.HeldAt[name] = slices.Clone(l)
 	}
 	return out
 }
@@ -344,7 +386,7 @@ func (t *Timeline) load(s *timelineSnap, st *snapState) {
 		if x, ok := made[d]; ok {
 			return x
 		}
-		x := &tlDecl{digest: d.Digest, resources: st.res(d.Resources), modules: st.strs(d.Modules)}
+		x := &tlDecl{position: d.Position, digest: d.Digest, resources: st.res(d.Resources), modules: st.strs(d.Modules)}
 		made[d] = x
 		return x
 	}
@@ -358,6 +400,9 @@ func (t *Timeline) load(s *timelineSnap, st *snapState) {
 	for name, h := range s.Hist {
 		x := loadPassHistory(h.Containers, h.FailedLast)
 		t.hist[name] = &x
+	}
+	for name, l := range s.HeldAt {
+		t.heldAt[name] = slices.Clone(l)
 	}
 	t.reports.load(s.Reports)
 	t.flushed, t.ordered, t.lastAt, t.maxAt, t.lag = s.Len, s.Ordered, s.LastAt, s.MaxAt, s.Lag

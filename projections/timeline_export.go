@@ -1,9 +1,13 @@
-// The timeline's records: every entry as JSON, and the records a
-// TimelineDB takes out of memory.
+// The timeline's records: every entry as JSON, and the keys of the entries
+// a TimelineDB takes out of memory, from which ShowEvent renders an entry
+// again out of its stored event.
 
 package projections
 
 import (
+	"slices"
+	"time"
+
 	"meshplane/events"
 )
 
@@ -13,32 +17,56 @@ func (t *Timeline) MarshalJSON() ([]byte, error) {
 	defer t.mu.RUnlock()
 	out := make([]Entry, t.n)
 	for i := range out {
-		out[i] = t.show(t.at(i))
+		out[i] = show(t.at(i))
 	}
 	return marshal(out)
 }
 
-// EntryRecord is an entry as a timeline kept outside memory stores it (see
-// TakeRecords): the entry, without its churn mark.
-type EntryRecord struct {
-	Entry Entry `json:"entry"`
+// EntryKeys is what a timeline kept outside memory stores of an entry (see
+// TakeKeys): its position and time, the names it is found by (Filter's
+// node, type, modules and the resources an apply touched, as Entry has
+// them), and the little of the fold its rendering needs (Fold). The rest of
+// the entry is its event's, which the store holds: ShowEvent renders it
+// from the event again.
+type EntryKeys struct {
+	Position  uint64
+	At        time.Time
+	Node      string
+	Type      string
+	Modules   []string
+	Resources []string
+	Fold      EntryFold
 }
 
-// Restore is the entry the record stands for.
-func (r EntryRecord) Restore() Entry { return r.Entry }
+// EntryFold is what the fold knew of an entry that its event does not say.
+type EntryFold struct {
+	// Decl is the position of the composed event of the declaration a
+	// pushed or apply entry is about (its node's latest composed of that
+	// id when folded); 0 when none was known.
+	Decl uint64
+	// Held is the position of the report that carried in full the held
+	// list a compact report names (HeldSince), when the fold knew it; 0
+	// otherwise (ShowEvent's caller then finds it through the id index).
+	Held uint64
+	// Heavy says an apply was a heavy pass (rule 7, weighed against the
+	// apply before it).
+	Heavy bool
+	// Digest is an apply report's digest resolved from the node's previous
+	// report when the report gave none and the declaration's own digest is
+	// another; "" otherwise (rare: a report written by hand).
+	Digest string
+}
 
-// TakeRecords renders every entry the timeline holds, without churn marks
-// (Marked adds them when read), and forgets them, keeping what it needs to
-// fold on (declarations, the report resolver, the count and time order): a
-// TimelineDB writes them out. Queries of the timeline itself then see only
-// the entries folded since.
-func (t *Timeline) TakeRecords() []EntryRecord {
+// TakeKeys returns the keys of every entry the timeline holds and forgets
+// the entries, keeping what it needs to fold on (declarations, the report
+// resolver, the count and time order): a TimelineDB writes them out.
+// Queries of the timeline itself then see only the entries folded since.
+func (t *Timeline) TakeKeys() []EntryKeys {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make([]EntryRecord, t.n)
+	out := make([]EntryKeys, t.n)
 	for i := range out {
-		en := t.show(t.at(i))
-		out[i] = EntryRecord{Entry: en}
+		out[i] = keysOf(t.at(i))
 	}
 	t.flushed += t.n
 	t.chunks, t.n = nil, 0
@@ -48,5 +76,96 @@ func (t *Timeline) TakeRecords() []EntryRecord {
 	t.byModule = map[string][]int32{}
 	t.byResource = map[string][]int32{}
 	t.heads = map[tlHead]*tlHead{}
+	return out
+}
+
+// keysOf is e's EntryKeys.
+func keysOf(e *entry) EntryKeys {
+	k := EntryKeys{Position: e.position, At: e.at, Node: e.node, Type: e.typ, Modules: modules(e)}
+	switch v := e.p.(type) {
+	case events.DeclarationPushed:
+		if e.decl != nil {
+			k.Fold.Decl = e.decl.position
+		}
+	case *tlApply:
+		if e.decl != nil {
+			k.Fold.Decl = e.decl.position
+		}
+		k.Fold.Heavy, k.Fold.Held = v.heavy(), v.heldPos
+		a := v.report()
+		if !quiet(a) {
+			k.Resources = touched(a)
+		}
+		if v.digestFilled {
+			shown := ""
+			if e.decl != nil {
+				shown = e.decl.digest
+			}
+			if a.Digest != shown {
+				k.Fold.Digest = a.Digest
+			}
+		}
+	}
+	return k
+}
+
+// ShowEvent renders the entry of ev, whose payload p the registry decoded,
+// as Query shows it (without churn marks: Marked adds them), from what the
+// fold kept of it (fold, from TakeKeys) and, for a pushed or apply entry:
+// decl, the payload of the composed event at fold.Decl (nil when it is 0),
+// and held, the held list a compact report's HeldSince names (that of the
+// report at fold.Held, or events.HeldOf). An entry read back so is the entry that was folded.
+func ShowEvent(ev events.Event, p events.Payload, fold EntryFold, decl *events.DeclarationComposed, held []events.Held) Entry {
+	e := entry{
+		position: ev.Position, at: ev.At, tlHead: &tlHead{stream: ev.Stream, typ: ev.Type, actor: ev.Actor, node: nodeOf(ev, p)},
+		correlation: ev.Correlation, p: p,
+	}
+	var d *tlDecl
+	if decl != nil {
+		d = declOf(decl, fold.Decl)
+	}
+	switch v := p.(type) {
+	case events.DeclarationComposed:
+		e.decl, e.roster, e.resources = declOf(&v, ev.Position), int32(len(v.Roster)), int32(len(v.Resources))
+		v.Roster, v.Resources, v.Specs = nil, nil, nil
+		e.p = &v
+	case events.DeclarationPushed:
+		e.decl = d
+	case events.ApplyReported:
+		if v.HeldSince != "" {
+			v.Held, v.HeldSince = held, ""
+		}
+		if fold.Digest != "" && v.Digest == "" {
+			v.Digest = fold.Digest
+		}
+		e.decl = d
+		c := compactApply(&v, fold.Heavy)
+		c.heldPos = fold.Held
+		e.p = &c
+	}
+	return show(&e)
+}
+
+// declOf is the timeline's record of the declaration v composed, at
+// position.
+func declOf(v *events.DeclarationComposed, position uint64) *tlDecl {
+	d := &tlDecl{id: v.Declaration, digest: v.Digest, resources: v.Resources, position: position}
+	for _, r := range v.Resources {
+		d.modules = insertSorted(d.modules, r.Module)
+	}
+	return d
+}
+
+// NamesOf are the names en is found by in each index (node, type, module,
+// resource), each once: those of its EntryKeys.
+func NamesOf(k EntryKeys) [4][]string {
+	var out [4][]string
+	for i, names := range [][]string{{k.Node}, {k.Type}, k.Modules, k.Resources} {
+		for _, n := range names {
+			if n != "" && !slices.Contains(out[i], n) {
+				out[i] = append(out[i], n)
+			}
+		}
+	}
 	return out
 }

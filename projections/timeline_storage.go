@@ -93,6 +93,10 @@ type tlApply struct {
 	held                      []events.Held
 	sent, applied, unchanged  int
 	full                      *tlFull // when any list but held is not empty
+	// digestFilled says the report gave no digest and the resolver filled
+	// it in (from the node's previous report): TakeKeys keeps it then.
+	digestFilled bool
+	heldPos      uint64 // a compact report's: where its held list was carried in full, 0 if not known
 }
 
 // tlFull is a whole apply report, and whether it was a heavy pass
@@ -145,6 +149,7 @@ func applyOf(e *entry) (*events.ApplyReported, bool) {
 // slices are shared with the node's previous declaration when equal.
 type tlDecl struct {
 	id        string // the declaration's id; "" when loaded from a snapshot
+	position  uint64 // of its composed event (EntryFold.Decl)
 	digest    string
 	resources []events.ResourceRef
 	modules   []string // distinct, sorted

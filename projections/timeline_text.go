@@ -59,7 +59,11 @@ func extend(first, next Entry) *Run {
 }
 
 // show renders an entry.
-func (t *Timeline) show(e *entry) Entry {
+func (t *Timeline) show(e *entry) Entry { return show(e) }
+
+// show renders an entry: it reads the entry alone, nothing else of the
+// timeline (so ShowEvent renders one read back from its event the same).
+func show(e *entry) Entry {
 	out := Entry{
 		Position: e.position, At: e.at, Stream: e.stream, Type: e.typ,
 		Actor: e.actor, Correlation: e.correlation, Node: e.node, Modules: modules(e),

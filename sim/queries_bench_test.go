@@ -309,12 +309,27 @@ func BenchmarkQueries1M(b *testing.B) {
 		measure("behind-page", "local", path, "", &page, 3, fresh)
 		measure("replay-status", "replay", path, "", nil, 1, nil)
 		measure("replay-page", "replay", path, "", &page, 1, nil)
+		// The first call: an empty data directory, no snapshot yet
+		// (issue 22, target 3: at most 2 x the replay beside it).
+		measure("first-status", "local", path, "", nil, 1, func() string { return b.TempDir() })
+		measure("first-page", "local", path, "", &page, 1, func() string { return b.TempDir() })
 	}
 	b.StopTimer()
 	// Reported after the timer's reset, which forgets metrics.
 	b.ReportMetric(folded, "events-folded-per-call")
 	b.ReportMetric(sizes[0], "snapshot-MB")
 	b.ReportMetric(sizes[1], "timeline.db-MB")
+	byName := map[string]result{}
+	for _, r := range results {
+		byName[r.name] = r
+	}
+	for _, q := range []string{"status", "page"} {
+		first, replay := byName["first-"+q], byName["replay-"+q]
+		if len(first.inside) > 0 && len(replay.inside) > 0 {
+			b.ReportMetric(first.inside[0]/replay.inside[0], "first-"+q+"-x-replay")
+			b.ReportMetric(first.rss[0]/replay.rss[0], "first-"+q+"-maxRSS-x-replay")
+		}
+	}
 	for _, r := range results {
 		slices.Sort(r.wall)
 		slices.Sort(r.inside)

@@ -1,13 +1,16 @@
 package snapstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -97,7 +100,7 @@ type wholeCheck struct {
 	Pages    int    // bbolt pages walked
 	Position uint64 // the last position flushed
 	Entries  int
-	Keys     int // index keys (node, type, module, resource, time)
+	Keys     int // index blocks (node, type, module, resource) and time keys
 	Names    int // names counted (counts)
 	Ordered  bool
 }
@@ -105,12 +108,15 @@ type wholeCheck struct {
 // checkWhole checks all of d's file: bbolt's structure, page by page, as
 // the event store's Open does (boltstore.File.Walk); bbolt's own
 // consistency check (tx.Check: every page reached once, keys in order,
-// freelist); the meta; every entry (its checksum, its position, their
-// order in time while the meta says ordered); and every index, the time
-// index and the counts against the entries, key for key (by a sum of
-// hashes of every key and value each entry should have, against the same
-// over those there are, and a count per name). Damage is an error
-// wrapping ErrTimelineDB and events.ErrDamaged.
+// freelist); the meta; every entries block (its checksum, its positions in
+// order, their order in time while the meta says ordered) and the time
+// index against them (by a sum of hashes of the keys each block should
+// have, against the same over those there are); every postings block (its
+// checksum, each name's positions in order, each an entry's) and the
+// counts against them. Which names an entry is under its event says, which
+// the file does not hold: a query checks each entry it reads against the
+// index it walked. Damage is an error wrapping ErrTimelineDB and
+// events.ErrDamaged.
 func (d *TimelineDB) checkWhole(ctx context.Context) (wholeCheck, error) {
 	wholeChecks.Add(1)
 	var w wholeCheck
@@ -171,72 +177,55 @@ func checkContent(ctx context.Context, tx *bolt.Tx, w *wholeCheck) error {
 		return err
 	}
 
-	// What the indexes must hold, from the entries: the sum of the hash
-	// of every key and value, and the count of each name.
+	// Every entry, in order; then every postings block against them.
 	seed := maphash.MakeSeed()
-	timeIndex := byte(len(indexes))
-	var want, got uint64
-	counts := map[string]uint64{}
-	var key []byte
-	c := buckets[string(bEntries)].Cursor()
+	var want, got uint64 // the hashes of the time keys the blocks need, and of those there are
+	var all []uint64     // every entry's position, ascending
 	var last uint64
-	var lastAt []byte
+	var lastAt int64
+	c := buckets[string(bEntries)].Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if w.Entries%4096 == 4095 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		if v == nil {
 			return damagedf("entries: key %x is a bucket", k)
 		}
-		r, err := decodeRecord(k, v)
+		rs, err := decodeEntries(k, v)
 		if err != nil {
 			return err
 		}
-		en := r.Entry
-		switch {
-		case en.Position <= last:
-			return damagedf("entries: position %d after %d", en.Position, last)
-		case en.Position > w.Position:
-			return damagedf("entry at %d, past the position flushed (%d)", en.Position, w.Position)
-		}
-		last = en.Position
-		at := timeKey(en.At)
-		if w.Ordered && lastAt != nil && string(at) < string(lastAt) {
-			return damagedf("entry at %d is earlier than the one before, but the meta says the entries are in time order", en.Position)
-		}
-		lastAt = at
-		w.Entries++
-		p := k
-		want += keyHash(seed, timeIndex, append(append(key[:0], at...), p...), nil)
-		for i, names := range namesOf(en) {
-			for _, n := range names {
-				key = append(append(append(key[:0], n...), 0), p...)
-				want += keyHash(seed, byte(i), key, at)
-				counts[string(indexes[i])+"\x00"+n]++
+		want += keyHash(seed, 0, append(timeKey(time.Unix(0, rs[0].at)), k...), nil)
+		for _, r := range rs {
+			switch {
+			case r.pos <= last:
+				return damagedf("entries: position %d after %d", r.pos, last)
+			case r.pos > w.Position:
+				return damagedf("entry at %d, past the position flushed (%d)", r.pos, w.Position)
+			case w.Ordered && len(all) > 0 && r.at < lastAt:
+				return damagedf("entry at %d is earlier than the one before, but the meta says the entries are in time order", r.pos)
 			}
+			last, lastAt = r.pos, r.at
+			all = append(all, r.pos)
 		}
 	}
-	seen := map[string]uint64{}
-	for i, name := range indexes {
-		c := buckets[string(name)].Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if v == nil || len(k) < 9 || k[len(k)-9] != 0 {
-				return damagedf("%s: key %q is not a name and a position", name, k)
-			}
-			got += keyHash(seed, byte(i), k, v)
-			seen[string(name)+"\x00"+string(k[:len(k)-9])]++
-			w.Keys++
-		}
-	}
+	w.Entries = len(all)
 	tc := buckets[string(bTime)].Cursor()
 	for k, v := tc.First(); k != nil; k, v = tc.Next() {
 		if len(k) != 16 || len(v) != 0 {
 			return damagedf("time: key %x, value %x", k, v)
 		}
-		got += keyHash(seed, timeIndex, k, nil)
+		got += keyHash(seed, 0, k, nil)
 		w.Keys++
+	}
+	if got != want {
+		return damagedf("the time index disagrees with the entries (a block's key or time differs)")
+	}
+	seen := map[string]uint64{}
+	for _, name := range indexes {
+		if err := checkPostings(ctx, buckets[string(name)], string(name), all, seen, w); err != nil {
+			return err
+		}
 	}
 	cc := buckets[string(bCounts)].Cursor()
 	stored := 0
@@ -245,20 +234,51 @@ func checkContent(ctx context.Context, tx *bolt.Tx, w *wholeCheck) error {
 		switch {
 		case len(v) != 8:
 			return damagedf("counts: %q is %d bytes", name, len(v))
-		case binary.BigEndian.Uint64(v) != counts[string(k)]:
-			return damagedf("counts: %q says %d, the entries %d", name, binary.BigEndian.Uint64(v), counts[string(k)])
-		case seen[string(k)] != counts[string(k)]:
-			return damagedf("index %q holds %d keys, the entries %d", name, seen[string(k)], counts[string(k)])
+		case binary.BigEndian.Uint64(v) != seen[string(k)]:
+			return damagedf("counts: %q says %d, the index holds %d", name, binary.BigEndian.Uint64(v), seen[string(k)])
 		}
 		stored++
 	}
-	if stored != len(counts) || len(seen) != len(counts) {
-		return damagedf("counts holds %d names, the indexes %d, the entries %d", stored, len(seen), len(counts))
-	}
-	if got != want {
-		return damagedf("the indexes disagree with the entries (a key or a time differs)")
+	if stored != len(seen) {
+		return damagedf("counts holds %d names, the indexes %d", stored, len(seen))
 	}
 	w.Names = stored
+	return nil
+}
+
+// checkPostings checks the postings blocks of index ix in b: each block,
+// each name's positions ascending across its blocks, and each an entry's
+// (all); it counts each name's positions into seen.
+func checkPostings(ctx context.Context, b *bolt.Bucket, ix string, all []uint64, seen map[string]uint64, w *wholeCheck) error {
+	var name []byte
+	var last uint64
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if v == nil {
+			return damagedf("%s: key %q is a bucket", ix, k)
+		}
+		ps, err := decodePostings(ix, k, v)
+		if err != nil {
+			return err
+		}
+		if n := k[:len(k)-9]; !bytes.Equal(n, name) {
+			name, last = bytes.Clone(n), 0
+		}
+		for _, p := range ps {
+			if p <= last {
+				return damagedf("%s %q: position %d after %d", ix, name, p, last)
+			}
+			if _, ok := slices.BinarySearch(all, p); !ok {
+				return damagedf("%s %q: position %d, where there is no entry", ix, name, p)
+			}
+			last = p
+		}
+		seen[ix+"\x00"+string(name)] += uint64(len(ps))
+		w.Keys++
+	}
 	return nil
 }
 

@@ -267,8 +267,8 @@ func TestDamageFoundByAQuery(t *testing.T) {
 		t.Fatalf("open: notes %q, from %d; want none, resumed (the damage is not read yet)", l.Notes, l.From)
 	}
 	sameAs(t, want, pos, l, 20)
-	if notes := strings.Join(l.Notes, "\n"); !strings.Contains(notes, "entry at 5: checksum mismatch") || !strings.Contains(notes, "passed over") || !strings.Contains(notes, "removed it") {
-		t.Errorf("notes %q, want one saying entry 5 was damaged, timeline.db passed over and removed", l.Notes)
+	if notes := strings.Join(l.Notes, "\n"); !strings.Contains(notes, "entries block at 1: checksum mismatch") || !strings.Contains(notes, "passed over") || !strings.Contains(notes, "removed it") {
+		t.Errorf("notes %q, want one saying the block of entry 5 was damaged, timeline.db passed over and removed", l.Notes)
 	}
 	l.Close()
 	if _, err := os.Stat(filepath.Join(dir, snapstore.TimelineFile)); err == nil {

@@ -68,8 +68,9 @@ func CheckWhole(ctx context.Context, dir string) error {
 // WholeChecks is how many times a timeline.db was checked whole.
 func WholeChecks() uint64 { return wholeChecks.Load() }
 
-// SpoilEntry writes a record whose checksum fails under position pos in
-// dir's timeline.db, with bbolt itself (the file stays sound).
+// SpoilEntry spoils the entries block that holds position pos in dir's
+// timeline.db (its checksum then fails), with bbolt itself (the file stays
+// sound).
 func SpoilEntry(dir string, pos uint64) error {
 	db, err := bolt.Open(filepath.Join(dir, TimelineFile), 0o600, nil)
 	if err != nil {
@@ -78,11 +79,12 @@ func SpoilEntry(dir string, pos uint64) error {
 	defer db.Close()
 	return db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bEntries)
-		v := bytes.Clone(b.Get(be64(pos)))
-		if v == nil {
+		k, v := lastBlock(b.Cursor(), nil, pos)
+		if k == nil {
 			return fmt.Errorf("no entry at %d", pos)
 		}
+		k, v = bytes.Clone(k), bytes.Clone(v)
 		v[len(v)/2] ^= 1
-		return b.Put(be64(pos), v)
+		return b.Put(k, v)
 	})
 }

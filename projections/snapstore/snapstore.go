@@ -5,7 +5,8 @@
 //   - DATA/projections.snap: the small projections (status, holds, roster,
 //     churn), the runner's counters and the timeline's fold state, with the
 //     position they folded (projections.SaveSnapshot documents the format);
-//   - DATA/timeline.db: the timeline's entries, rendered, and its indexes by
+//   - DATA/timeline.db: the timeline's entries as positions, times and keys
+//     (rendered from the store's events when read), and its indexes by
 //     node, type, module, resource and time, in a bbolt file of its own
 //     (format below), at the same position.
 //
@@ -43,26 +44,41 @@
 //
 // # timeline.db
 //
-// Buckets (positions and times are 8 bytes big-endian; a time is its Unix
-// nanoseconds with the sign bit flipped, so that keys sort by time):
+// It keeps positions and keys, not copies of what the event store holds: a
+// query reads the entries it returns from the store's events and renders
+// them (projections.ShowEvent), with what the fold knew of each. Buckets
+// (positions are 8 bytes big-endian; a time key is its Unix nanoseconds
+// with the sign bit flipped, so that keys sort by time):
 //
-//	meta      "version" → "2"; "position" → the last position flushed;
+//	meta      "version" → "4"; "position" → the last position flushed;
 //	          "ordered" → "1" while every entry's time is at or after the one
 //	          before it
-//	entries   position → JSON of projections.EntryRecord, then the CRC-32C
-//	          (Castagnoli) of the key and the JSON, 4 bytes big-endian
+//	entries   the first position of a block → up to 256 consecutive
+//	          entries: each its position, its time (delta-coded), and what
+//	          the fold knew (projections.EntryFold: the position of its
+//	          declaration's composed event, heavy, a resolved digest)
 //	node, type, module, resource
-//	          name 0x00 position → time: one key per entry and name (an
-//	          entry with two modules is under both)
-//	counts    index 0x00 name → 8 bytes, the keys under name in that index
-//	time      time position → empty
+//	          name 0x00 the first position of a block → up to 1,024
+//	          positions of that name's entries, delta-coded (an entry with
+//	          two modules is under both)
+//	counts    index 0x00 name → 8 bytes, the positions under name in that
+//	          index
+//	time      the time key of an entries block's first entry, then its
+//	          position → empty
 //
-// A page walks the index of the filter's least frequent name (by counts),
-// or entries when the filter names none, from the cursor, and reads only
-// the entries it returns (and those the other fields of the filter reject).
-// While entries are ordered, a time range becomes a range of positions by
-// two seeks in time. Version 1 (entries without their checksum) is
-// replaced.
+// Every block ends with the CRC-32C (Castagnoli) of its key and its bytes,
+// 4 bytes big-endian. A flush appends: new entries blocks, and each name's
+// positions to its last postings block until it is full, then in new ones;
+// a million events are some 4,000 entries blocks and a few thousand
+// postings blocks, written in large transactions. A page walks the
+// postings of the filter's least frequent name (by counts), or the entries
+// blocks when the filter names none, from the cursor, and reads from the
+// store only the events of the entries it returns (and of those the other
+// fields of the filter reject); a held_since is resolved through the
+// store's id index (events.HeldOf), as the fold did. While entries are
+// ordered, a time range becomes a range of positions by two seeks in time
+// and one entries block each. A file of an older version (1 to 3: entries
+// as JSON) is replaced.
 package snapstore
 
 import (
@@ -267,7 +283,7 @@ func (l *Local) catchUp(ctx context.Context, head uint64) error {
 		if err := l.Runner.CatchUpTo(ctx, min(l.Runner.Position()+l.every, head-l.after)); err != nil {
 			return err
 		}
-		if err := l.tl.Flush(l.Views.Timeline.TakeRecords(), l.Runner.Position(), l.Views.Timeline.Ordered()); err != nil {
+		if err := l.tl.Flush(l.Views.Timeline.TakeKeys(), l.Runner.Position(), l.Views.Timeline.Ordered()); err != nil {
 			return err
 		}
 		l.flushed = l.Runner.Position()
@@ -435,7 +451,7 @@ func (l *Local) fromDisk(f projections.Filter) ([]projections.Entry, error) {
 		if g.Before == 0 || g.Before > l.flushed+1 {
 			g.Before = l.flushed + 1
 		}
-		es, err := l.tl.Query(g)
+		es, err := l.tl.Query(context.Background(), Source{Store: l.store, Reg: l.reg}, g)
 		if err != nil {
 			return nil, err
 		}
@@ -490,7 +506,7 @@ func Save(ctx context.Context, dir string, r *projections.Runner, set *projectio
 		}
 	}
 	defer func() { err = errors.Join(err, tl.Close()) }()
-	if err := tl.Flush(set.Timeline.TakeRecords(), r.Position(), set.Timeline.Ordered()); err != nil {
+	if err := tl.Flush(set.Timeline.TakeKeys(), r.Position(), set.Timeline.Ordered()); err != nil {
 		return err
 	}
 	extra, err := tl.extra()

@@ -42,8 +42,9 @@ func (r *FileReport) checked(format string, args ...any) {
 // read-only (it waits for a query holding timeline.db, as a query does):
 // the snapshot whole (magic, length, checksum, its content decoded and
 // consistent) and of store's history; timeline.db whole (checkWhole:
-// bbolt's structure page by page, bbolt's consistency check, every entry's
-// checksum, every index against the entries); and that the two agree. It
+// bbolt's structure page by page, bbolt's consistency check, every
+// block's checksum, every index against the entries and counts); and that
+// the two agree. It
 // says of each whether the next query resumes from it or rebuilds it, and
 // why. The error is for what stopped it from looking (reading the store,
 // the lock held too long by another call).
@@ -140,8 +141,8 @@ func verifyTimeline(ctx context.Context, d *TimelineDB, r *FileReport) (uint64, 
 	}
 	r.checked("bbolt structure: %d pages walked, each in the file and reached once", w.Pages)
 	r.checked("bbolt consistency check (tx.Check): ok")
-	r.checked("entries: %d to position %d, each with a matching checksum, at its position", w.Entries, w.Position)
-	r.checked("indexes: %d keys, %d names, each agreeing with the entries and counts", w.Keys, w.Names)
+	r.checked("entries: %d to position %d, in blocks each with a matching checksum, positions in order", w.Entries, w.Position)
+	r.checked("indexes: %d blocks and time keys, %d names, each position an entry's, agreeing with counts (each entry is checked against its event when read)", w.Keys, w.Names)
 	return w.Position, true
 }
 
