@@ -62,6 +62,7 @@ type diffJSON struct {
 	ResourcesAdded   []string
 	ResourcesRemoved []string
 	ResourcesChanged []string
+	AsOf             *api.Moment `json:"as_of,omitempty"`
 }
 
 // RosterDiff shows what changed on a node between two of its declarations
