@@ -125,7 +125,10 @@ func (c *Controller) AtView(ctx context.Context, at api.At) (*AtView, error) {
 		return nil, fmt.Errorf("controller: at position %d: %w", m.Position, err)
 	}
 	quick, err := c.readerAt(m.Position, set, r, func(f projections.Filter) ([]projections.Entry, error) {
-		if err := c.Sync(ctx); err != nil {
+		// c's timeline must hold the moment's entries: a controller not
+		// running folds to it here (the view outlives the request that
+		// made it, so not under that request's context).
+		if err := c.syncTo(context.Background(), m.Position); err != nil {
 			return nil, err
 		}
 		if f.Before == 0 || f.Before > m.Position+1 {
