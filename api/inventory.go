@@ -6,6 +6,7 @@ import "meshplane/events"
 // list).
 type NodeList struct {
 	Nodes []NodeSummary `json:"nodes"`
+	AsOf  *Moment       `json:"as_of,omitempty"` // the moment answered for (At); absent: now
 }
 
 // NodeSummary is one node of the list: whether it was adopted, the
@@ -22,6 +23,7 @@ type NodeSummary struct {
 // list).
 type ModuleList struct {
 	Modules []ModuleSummary `json:"modules"`
+	AsOf    *Moment         `json:"as_of,omitempty"` // the moment answered for (At); absent: now
 }
 
 // ModuleSummary is one module of the list.
@@ -42,7 +44,8 @@ type ModuleShow struct {
 	Spec    events.ModuleSpec `json:"spec"`
 	Upgrade string            `json:"upgrade"`
 	Nodes   []ModuleNode      `json:"nodes"`
-	Builds  []BuildView       `json:"builds"` // in the order first recorded
+	Builds  []BuildView       `json:"builds"`          // in the order first recorded
+	AsOf    *Moment           `json:"as_of,omitempty"` // the moment answered for (At); absent: now
 }
 
 // ModuleNode is a node a module is assigned to.

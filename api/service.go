@@ -149,6 +149,7 @@ type StatusRequest struct {
 type StatusResponse struct {
 	Nodes   []NodeStatus `json:"nodes"`
 	Skipped Skipped      `json:"skipped,omitzero"`
+	AsOf    *Moment      `json:"as_of,omitempty"` // the moment answered for (At); absent: now
 }
 
 // NodeShow is one node's status and its own holds.
@@ -158,6 +159,7 @@ type NodeShow struct {
 	// Access is the node's join tokens and bus users, when its history
 	// has any.
 	Access *NodeAccess `json:"access,omitempty"`
+	AsOf   *Moment     `json:"as_of,omitempty"` // the moment answered for (At); absent: now
 }
 
 // NodeAccess is what a node's history says of its bus users.
@@ -211,6 +213,7 @@ type TimelinePage struct {
 	Entries []Entry `json:"entries"`
 	Next    uint64  `json:"next,omitempty"`
 	Skipped Skipped `json:"skipped,omitzero"`
+	AsOf    *Moment `json:"as_of,omitempty"` // the moment answered for (At); absent: now
 }
 
 // WhyRequest names a resource on a node.
@@ -224,6 +227,7 @@ type WhyResponse struct {
 	Node     string     `json:"node"`
 	Resource string     `json:"resource"`
 	Touches  []WhyTouch `json:"touches"`
+	AsOf     *Moment    `json:"as_of,omitempty"` // the moment answered for (At); absent: now
 }
 
 // WhyTouch is one touch and the rest of the push behind it: the node's
@@ -252,6 +256,7 @@ type WhyTouch struct {
 type RosterHistory struct {
 	Node         string               `json:"node"`
 	Declarations []RosterHistoryEntry `json:"declarations"`
+	AsOf         *Moment              `json:"as_of,omitempty"` // the moment answered for (At); absent: now
 }
 
 // RosterHistoryEntry is one composed declaration and what changed since the
@@ -277,6 +282,7 @@ type RosterDiff struct {
 	ResourcesAdded   []string `json:"resources_added"`
 	ResourcesRemoved []string `json:"resources_removed"`
 	ResourcesChanged []string `json:"resources_changed"` // in both, with another digest
+	AsOf             *Moment  `json:"as_of,omitempty"`   // the moment answered for (At); absent: now
 }
 
 // ChurnRequest names the nodes; none means every node.
@@ -287,6 +293,7 @@ type ChurnRequest struct {
 // ChurnResponse is each node's churn episodes, in the order asked.
 type ChurnResponse struct {
 	Nodes []NodeChurn `json:"nodes"`
+	AsOf  *Moment     `json:"as_of,omitempty"` // the moment answered for (At); absent: now
 }
 
 // NodeChurn is one node's episodes, oldest first.

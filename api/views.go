@@ -135,7 +135,8 @@ type NodeResources struct {
 	Removed    []string        `json:"removed,omitempty"`
 	// Partial: the applied declaration's compose is not known here, and
 	// Resources lists only those its report named.
-	Partial bool `json:"partial,omitempty"`
+	Partial bool    `json:"partial,omitempty"`
+	AsOf    *Moment `json:"as_of,omitempty"` // the moment answered for (At); absent: now
 }
 
 // ResourceState is one declared resource as the last apply left it.
@@ -226,6 +227,7 @@ type ComposedDecl struct {
 	Correlation string               `json:"correlation,omitempty"`
 	Roster      []string             `json:"roster"`
 	Resources   []events.ResourceRef `json:"resources"`
+	AsOf        *Moment              `json:"as_of,omitempty"` // the moment answered for (At); absent: now
 }
 
 // Episode is one churn episode on a node: from the first heavy pass of the

@@ -102,6 +102,12 @@ type Config struct {
 	// (snapstore.Local.Timeline). Why then refuses, since it needs every
 	// entry in memory.
 	TimelineQuery func(projections.Filter) ([]projections.Entry, error)
+
+	// Checkpoints keeps the projections' checkpoints, from which At folds
+	// a past moment (at.go). Nil: in memory (DefaultCheckpoints). The
+	// controller's own runner keeps them as it folds, unless preloaded
+	// (the loader's runner does: snapstore.Options.Keeper).
+	Checkpoints *projections.Keeper
 }
 
 // Controller is the daemon's core: the store, the write side over it, the
@@ -158,6 +164,9 @@ type Controller struct {
 
 	preloaded bool                                                  // see Config.Views
 	tlQuery   func(projections.Filter) ([]projections.Entry, error) // see Config.TimelineQuery
+
+	keeper *projections.Keeper // Config.Checkpoints
+	ats    atCache             // at.go: the moments folded last
 }
 
 var _ api.Service = (*Controller)(nil)
@@ -202,6 +211,15 @@ func New(cfg Config) (*Controller, error) {
 		// snapshot, no rebuild comparison).
 		c.tokens = projections.NewTokens()
 		c.runner = projections.NewRunner(c.store, c.reg, append(c.views.All(), c.tokens)...)
+	}
+	c.keeper = cfg.Checkpoints
+	if c.keeper == nil {
+		c.keeper = projections.NewKeeper(projections.NewMemCheckpointStore(), DefaultCheckpoints, func(n string) {
+			c.log.Warn("controller: checkpoints: " + n)
+		})
+	}
+	if !c.preloaded {
+		c.runner.Keep(c.keeper, c.views)
 	}
 	c.runner.OnPanic(c.reportPanic)
 	return c, nil

@@ -52,14 +52,14 @@ var layers = map[string]layer{
 		imports: []string{
 			"bytes", "context", "encoding/binary", "encoding/json", "errors", "fmt", "hash/crc32", "maps", "math",
 			"meshplane/events", "meshplane/internal/atomicfile", "meshplane/internal/gcboost", "meshplane/internal/safego", "os", "path/filepath",
-			"runtime", "slices", "sort", "strings", "sync", "sync/atomic", "time", "unsafe",
+			"runtime", "slices", "sort", "strconv", "strings", "sync", "sync/atomic", "time", "unsafe",
 		},
 		fileIO: "to one file (versioned, CRC-32C, written",
 	},
 	// The API's types: no HTTP (api/httpapi), no projection, no agent.
 	"meshplane/api": {imports: []string{
 		"context", "encoding/base64", "encoding/hex", "encoding/json", "errors", "fmt", "meshplane/commands",
-		"meshplane/events", "slices", "strings", "time", "unicode", "unicode/utf8",
+		"meshplane/events", "slices", "strconv", "strings", "time", "unicode", "unicode/utf8",
 	}},
 	"meshplane/controller": {
 		imports: []string{

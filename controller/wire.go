@@ -125,7 +125,12 @@ func touchOf(t projections.Touch) api.Touch {
 	return api.Touch{Entry: entryOf(t.Entry), Action: t.Action, Fields: t.Fields, Reason: t.Reason}
 }
 
-func composedOf(d projections.ComposedDecl) api.ComposedDecl { return api.ComposedDecl(d) }
+func composedOf(d projections.ComposedDecl) api.ComposedDecl {
+	return api.ComposedDecl{
+		Declaration: d.Declaration, Digest: d.Digest, Position: d.Position, At: d.At,
+		Correlation: d.Correlation, Roster: d.Roster, Resources: d.Resources,
+	}
+}
 
 func episodeOf(e projections.Episode) api.Episode {
 	out := api.Episode{

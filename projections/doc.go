@@ -87,6 +87,20 @@
 // version, or of another history (the event at its position is not the one
 // it folded) is ErrSnapshot: a cache, never the truth.
 //
+// # Checkpoints
+//
+// A Keeper (checkpoint.go) keeps snapshots in the same format at several
+// positions of one history: in memory (a controller's) or one file a
+// checkpoint in a directory (DATA/checkpoints locally), each written to a
+// temporary file and renamed. A Runner given one (Runner.Keep) saves a
+// checkpoint every N events or T of event time as it folds, bounded in
+// number and bytes, the old ones thinned so their spacing grows with age.
+// FoldTo(pos) restores the nearest usable one at or before pos and folds
+// on to pos: the state as it stood after event pos (mesh ... --at). One
+// that is damaged, of another version or of another history is passed
+// over with a note and removed, and the next older one used, down to a
+// fold from 0.
+//
 // # Concurrency
 //
 // Every projection guards its state with its own sync.RWMutex: Fold and

@@ -104,6 +104,9 @@ type Runner struct {
 	moved    *events.Signal // notified whenever pos changes
 
 	onPanic atomic.Pointer[func(error)] // OnPanic's hook
+
+	keeper  *Keeper // Keep's, under fold; nil: no checkpoints kept
+	keepSet *Set
 }
 
 // OnPanic makes fn hear of every fold or decode that panicked (each also
@@ -285,6 +288,9 @@ func (r *Runner) catchUp(ctx context.Context, limit uint64) error {
 			r.foldPage(dp)
 			if err := r.advance(ctx, last); err != nil {
 				return err
+			}
+			if n := len(dp.events); n > 0 {
+				r.keepAt(ctx, last, dp.events[n-1].At)
 			}
 			dp.recycle(spare)
 			if last >= dp.end {
@@ -550,7 +556,11 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 		r.foldCtx = ctx
 		r.apply(ev)
-		return r.advance(ctx, ev.Position)
+		if err := r.advance(ctx, ev.Position); err != nil {
+			return err
+		}
+		r.keepAt(ctx, ev.Position, ev.At)
+		return nil
 	})
 	if err == nil || (ctx.Err() != nil && errors.Is(err, ctx.Err())) {
 		return nil

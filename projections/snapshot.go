@@ -226,16 +226,21 @@ func SaveSnapshotWith(ctx context.Context, path string, r *Runner, set *Set, ext
 	if err != nil {
 		return fmt.Errorf("projections: save snapshot %s: %w", path, err)
 	}
+	if err := atomicfile.WriteFile(path, frameSnapshot(body), 0o600); err != nil {
+		return fmt.Errorf("projections: save snapshot %s: %w", path, err)
+	}
+	return nil
+}
+
+// frameSnapshot is body in the file format: magic, version, length, body,
+// checksum.
+func frameSnapshot(body []byte) []byte {
 	buf := make([]byte, 0, len(body)+24)
 	buf = append(buf, snapshotMagic...)
 	buf = binary.BigEndian.AppendUint32(buf, snapshotVersion)
 	buf = binary.BigEndian.AppendUint64(buf, uint64(len(body)))
 	buf = append(buf, body...)
-	buf = binary.BigEndian.AppendUint32(buf, crc32.Checksum(body, castagnoli))
-	if err := atomicfile.WriteFile(path, buf, 0o600); err != nil {
-		return fmt.Errorf("projections: save snapshot %s: %w", path, err)
-	}
-	return nil
+	return binary.BigEndian.AppendUint32(buf, crc32.Checksum(body, castagnoli))
 }
 
 // snapshot encodes set's state at r's position, under r's fold lock.
@@ -245,6 +250,13 @@ func (r *Runner) snapshot(ctx context.Context, set *Set, extra json.RawMessage) 
 	if err := r.load(ctx); err != nil {
 		return nil, err
 	}
+	return r.snapshotHeld(ctx, set, extra, false)
+}
+
+// snapshotHeld is snapshot with the fold lock held. foreign projections
+// r feeds (not of set: the controller's token table) are left out when
+// skipForeign, an error otherwise.
+func (r *Runner) snapshotHeld(ctx context.Context, set *Set, extra json.RawMessage, skipForeign bool) ([]byte, error) {
 	st := &snapState{Position: r.Position(), Extra: extra}
 	if st.Position > 0 {
 		id, err := r.idAt(ctx, st.Position)
@@ -270,6 +282,9 @@ func (r *Runner) snapshot(ctx context.Context, set *Set, extra json.RawMessage) 
 		case set.Timeline:
 			st.Timeline = set.Timeline.save(tb)
 		default:
+			if skipForeign {
+				continue
+			}
 			return nil, fmt.Errorf("projection %s is not of the set", p.Name())
 		}
 	}
@@ -329,6 +344,12 @@ func readSnapshot(ctx context.Context, path string, r *Runner) (*snapState, erro
 	if err != nil {
 		return nil, fmt.Errorf("projections: load snapshot: %w", err)
 	}
+	return decodeSnapshot(ctx, path, buf, r)
+}
+
+// decodeSnapshot checks and decodes buf, the snapshot named path, and
+// checks it is of r's store.
+func decodeSnapshot(ctx context.Context, path string, buf []byte, r *Runner) (*snapState, error) {
 	if len(buf) < 24 || string(buf[:8]) != snapshotMagic {
 		return nil, damagedSnapshot(path, "not a snapshot file (%d bytes)", len(buf))
 	}

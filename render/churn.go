@@ -21,7 +21,7 @@ func Churn(w io.Writer, f Format, resp api.ChurnResponse, sk api.Skipped) error 
 		for _, nc := range resp.Nodes {
 			all[nc.Node] = nc.Episodes
 		}
-		if err := WriteJSON(w, all); err != nil {
+		if err := writeJSONAt(w, resp.AsOf, "nodes", all); err != nil {
 			return err
 		}
 		return Partial(sk, false)

@@ -342,6 +342,14 @@ func TestPrinters(t *testing.T) {
 		{"status-json", func(w *bytes.Buffer) error {
 			return render.Status(w, render.JSON, api.StatusResponse{Nodes: []api.NodeStatus{converged, waiting}, Skipped: skipped})
 		}, true},
+		{"status-as-of", func(w *bytes.Buffer) error { // mesh status --at: the header, then the answer
+			r := api.StatusResponse{Nodes: []api.NodeStatus{converged}, AsOf: &api.Moment{Position: 1234, Time: at(3 * time.Minute)}}
+			return errors.Join(render.AsOfAnswer(w, render.Table, r), render.Status(w, render.Table, r))
+		}, false},
+		{"status-as-of-json", func(w *bytes.Buffer) error {
+			r := api.StatusResponse{Nodes: []api.NodeStatus{converged}, AsOf: &api.Moment{Position: 1234, Time: at(3 * time.Minute)}}
+			return errors.Join(render.AsOfAnswer(w, render.JSON, r), render.Status(w, render.JSON, r))
+		}, false},
 		{"status-liveness", func(w *bytes.Buffer) error {
 			return render.Status(w, render.Table, api.StatusResponse{Nodes: []api.NodeStatus{heard, silent}})
 		}, false},

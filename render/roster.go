@@ -33,7 +33,7 @@ func RosterHistory(w io.Writer, f Format, h api.RosterHistory, sk api.Skipped) e
 		for i, d := range h.Declarations {
 			decls[i] = d.ComposedDecl
 		}
-		if err := WriteJSON(w, decls); err != nil {
+		if err := writeJSONAt(w, h.AsOf, "declarations", decls); err != nil {
 			return err
 		}
 		return Partial(sk, false)
@@ -62,6 +62,7 @@ type diffJSON struct {
 	ResourcesAdded   []string
 	ResourcesRemoved []string
 	ResourcesChanged []string
+	AsOf             *api.Moment `json:"as_of,omitempty"`
 }
 
 // RosterDiff shows what changed on a node between two of its declarations

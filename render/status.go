@@ -13,9 +13,15 @@ import (
 // each (mesh status); its JSON is the nodes. resp.Skipped is what the
 // answer left out, noted after the table.
 func Status(w io.Writer, f Format, resp api.StatusResponse) error {
+	return StatusAnswer(w, f, resp, api.Skipped{})
+}
+
+// StatusAnswer is Status for a query verb's printer (its answer carries
+// what was skipped, locally and remotely: sk is not read).
+func StatusAnswer(w io.Writer, f Format, resp api.StatusResponse, _ api.Skipped) error {
 	sk := resp.Skipped
 	if f == JSON {
-		if err := WriteJSON(w, resp.Nodes); err != nil {
+		if err := writeJSONAt(w, resp.AsOf, "nodes", resp.Nodes); err != nil {
 			return err
 		}
 		return Partial(sk, false)

@@ -54,7 +54,7 @@ func Timeline(w io.Writer, f Format, matches []api.Entry, sk api.Skipped) error 
 func Why(w io.Writer, f Format, resp api.WhyResponse, sk api.Skipped) error {
 	touches := api.CollapseWhy(resp.Touches)
 	if f == JSON {
-		if err := WriteJSON(w, touches); err != nil {
+		if err := writeJSONAt(w, resp.AsOf, "touches", touches); err != nil {
 			return err
 		}
 		return Partial(sk, false)

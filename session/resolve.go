@@ -3,6 +3,7 @@ package session
 import (
 	"strings"
 
+	"meshplane/api"
 	"meshplane/events/storeurl"
 	"meshplane/internal/usage"
 )
@@ -14,6 +15,8 @@ type Given struct {
 	DataSet, StoreSet bool
 	// EnvServer and EnvToken are $MESH_SERVER and $MESH_TOKEN.
 	EnvServer, EnvToken string
+	// At is a read verb's --at (api.ParseAt; "": now).
+	At string
 }
 
 // Resolve is where a command works. --server wins; else an explicit
@@ -26,6 +29,13 @@ func Resolve(g Given, localOnly bool, verb string) (Target, error) {
 	t := Target{Data: g.Data, Server: g.Server, TokenFile: g.TokenFile, TLSCA: g.TLSCA, Store: g.Store, Token: strings.TrimSpace(g.EnvToken)}
 	if err := CheckStoreURL(t.Store); err != nil {
 		return t, err
+	}
+	if g.At != "" {
+		at, err := api.ParseAt(g.At)
+		if err != nil {
+			return t, usage.Errorf("--at %v", err)
+		}
+		t.At = at
 	}
 	if t.Server != "" && !t.Bolt() && g.StoreSet {
 		return t, usage.Errorf("give --server or --store, not both")
@@ -51,4 +61,10 @@ func CheckStoreURL(url string) error {
 		return usage.Errorf("--store %q: want bolt, postgres://... (postgresql://...) or esdb://... (kurrentdb://...)", storeurl.Redact(url))
 	}
 	return nil
+}
+
+// CheckAt checks a --at: a position or an RFC 3339 time (api.ParseAt).
+func CheckAt(s string) error {
+	_, err := api.ParseAt(s)
+	return err
 }

@@ -27,6 +27,7 @@ import (
 	"meshplane/events/boltstore"
 	"meshplane/events/memstore"
 	"meshplane/events/storeurl"
+	"meshplane/projections"
 	"meshplane/projections/snapstore"
 	"meshplane/secrets"
 )
@@ -55,6 +56,9 @@ type Target struct {
 	Token     string // the API token itself ($MESH_TOKEN), when there is no TokenFile
 	TLSCA     string // a PEM file of CA certificates to verify the controller against
 	Store     string // "" or "bolt" for DATA/events.db, else a store URL
+	// At, for a read, is the moment it answers for (--at): the session's
+	// Service is then the mesh as it stood then (api.Historian). Zero: now.
+	At api.At
 }
 
 // Bolt reports whether t's store is the bolt file in t.Data.
@@ -95,6 +99,11 @@ type Session struct {
 	// Snapshot is what a local read resumed from (Options.Resume); nil
 	// otherwise.
 	Snapshot *snapstore.Local
+
+	// at is the moment the session answers for (Target.At), nil for now;
+	// remotely resolved on first use (Moment), asked being Target.At.
+	at    *api.Moment
+	asked api.At
 }
 
 // Close closes what the session opened.
@@ -128,6 +137,19 @@ func Open(ctx context.Context, t Target, o Options) (*Session, error) {
 	if o.Clock == nil {
 		o.Clock = func() time.Time { return time.Now().UTC() }
 	}
+	s, err := open(ctx, t, o)
+	if err != nil || t.At.IsZero() {
+		return s, err
+	}
+	if err := s.moveTo(ctx, t.At); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// open is Open for now.
+func open(ctx context.Context, t Target, o Options) (*Session, error) {
 	if t.Server != "" {
 		return client(t, t.Server, t.TokenFile)
 	}
@@ -161,7 +183,7 @@ func Open(ctx context.Context, t Target, o Options) (*Session, error) {
 		s.Close()
 		return nil, err
 	}
-	c, err := controller.New(controller.Config{Store: s, Clock: o.Clock, SecretKey: key})
+	c, err := controller.New(controller.Config{Store: s, Clock: o.Clock, SecretKey: key, Checkpoints: keeper(t, o)})
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -194,6 +216,8 @@ func resumed(ctx context.Context, t Target, o Options, store *boltstore.Store) (
 		// so when it does.
 		opts.OnNote = o.OnNote
 	}
+	k := keeper(t, o)
+	opts.Keeper = k
 	l, err := snapstore.OpenWith(ctx, store, reg, t.Data, opts)
 	if err != nil {
 		store.Close()
@@ -201,7 +225,7 @@ func resumed(ctx context.Context, t Target, o Options, store *boltstore.Store) (
 	}
 	c, err := controller.New(controller.Config{
 		Store: store, Registry: reg, Clock: o.Clock,
-		Views: l.Views, Runner: l.Runner, TimelineQuery: l.Timeline,
+		Views: l.Views, Runner: l.Runner, TimelineQuery: l.Timeline, Checkpoints: k,
 	})
 	if err != nil {
 		l.Close()
@@ -209,6 +233,56 @@ func resumed(ctx context.Context, t Target, o Options, store *boltstore.Store) (
 		return nil, err
 	}
 	return &Session{Service: c, Local: c, Store: store, Snapshot: l}, nil
+}
+
+// keeper keeps a local store's checkpoints in the data directory
+// (DATA/checkpoints: projections.DirCheckpoints), the notes to o.OnNote.
+func keeper(t Target, o Options) *projections.Keeper {
+	note := o.OnNote
+	if note == nil {
+		note = func(string) {}
+	}
+	dir := projections.DirCheckpoints(filepath.Join(t.Data, projections.CheckpointDir))
+	return projections.NewKeeper(dir, projections.KeepPolicy{}, func(n string) { note("checkpoints: " + n) })
+}
+
+// moveTo makes s answer as the mesh stood at at: locally the controller's
+// At (projections folded from the nearest checkpoint), remotely ?at= on
+// every read (resolved by the controller).
+func (s *Session) moveTo(ctx context.Context, at api.At) error {
+	if s.Local != nil {
+		v, err := s.Local.AtView(ctx, at)
+		if err != nil {
+			return err
+		}
+		m := v.AsOf()
+		s.Service, s.Local, s.at = v, v.Local(), &m
+		return nil
+	}
+	h, ok := s.Service.(api.Historian)
+	if !ok {
+		return fmt.Errorf("session: %T answers for now only", s.Service)
+	}
+	svc, err := h.At(ctx, at)
+	if err != nil {
+		return err
+	}
+	s.Service, s.asked = svc, at
+	return nil
+}
+
+// Moment is the moment s answers for: nil for now (no --at). Remotely it
+// is asked once, with a timeline page of one entry.
+func (s *Session) Moment(ctx context.Context) (*api.Moment, error) {
+	if s.asked.IsZero() || s.at != nil {
+		return s.at, nil
+	}
+	p, err := s.Service.Timeline(ctx, api.TimelineRequest{Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	s.at = p.AsOf
+	return s.at, nil
 }
 
 // client is a session asking the controller at url, with the token from

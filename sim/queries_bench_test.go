@@ -115,6 +115,13 @@ func queryChild(mode string) error {
 			fmt.Fprintln(os.Stderr, "note:", n)
 		}
 		views, timeline = l.Views, l.Timeline
+	case "at": // the projections at MESH_QUERY_AT from the checkpoints in MESH_QUERY_DATA
+		var pos uint64
+		fmt.Sscan(os.Getenv("MESH_QUERY_AT"), &pos)
+		k := projections.NewKeeper(projections.DirCheckpoints(os.Getenv("MESH_QUERY_DATA")), projections.KeepPolicy{}, func(n string) { fmt.Fprintln(os.Stderr, "note:", n) })
+		if views, err = projections.ViewsAt(ctx, store, reg, pos, k); err != nil {
+			return err
+		}
 	case "replay":
 		views = projections.New()
 		if err := projections.NewRunner(store, reg, views.All()...).CatchUp(ctx); err != nil {

@@ -27,6 +27,13 @@
 //	GET /ui/why             fragment: ?node=N&resource=R
 //	GET /ui/events          server-sent events: the projections' position
 //
+// Every fragment takes ?at=POSITION or ?at=TIME (RFC 3339): it is then
+// rendered as the mesh stood after the last event at or before it (the
+// controller's At, api.Historian), the status saying "as of position N".
+// The page's time control (the "as of" field) asks every fragment so,
+// keeps the moment in the link (#at=...&node=...), and follows no live
+// update while it shows one; "now" goes back to the live page.
+//
 // The page and its static files carry no data and are served to anyone;
 // everything under /ui/ wants "Authorization: Bearer TOKEN", a token the
 // API takes (httpapi.Gate): the bootstrap token (DATA/api-token), compared

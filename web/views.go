@@ -70,6 +70,8 @@ type statusView struct {
 	Nodes []nodeRow
 	// Skipped is how many events the projections could not fold.
 	Skipped int
+	// AsOf is the moment shown (?at=); nil: now.
+	AsOf *api.Moment
 }
 
 type nodeRow struct {
@@ -95,17 +97,17 @@ type pendingModule struct{ Module, Reason string }
 const modulePending = "pending"
 
 func (h *handler) status(w http.ResponseWriter, r *http.Request) {
-	info, err := h.q.Info(r.Context())
+	info, err := h.qs(r).Info(r.Context())
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	st, err := h.q.Status(r.Context(), api.StatusRequest{})
+	st, err := h.qs(r).Status(r.Context(), api.StatusRequest{})
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	v := statusView{Info: info, Skipped: st.Skipped.FailuresTotal}
+	v := statusView{Info: info, Skipped: st.Skipped.FailuresTotal, AsOf: st.AsOf}
 	for _, n := range st.Skipped.UnknownTypes {
 		v.Skipped += n
 	}
@@ -231,28 +233,28 @@ func (h *handler) node(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	ctx := r.Context()
-	st, err := h.q.Status(ctx, api.StatusRequest{Nodes: []string{node}})
+	st, err := h.qs(r).Status(ctx, api.StatusRequest{Nodes: []string{node}})
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	forward := after > 0 || r.URL.Query().Get("forward") == "1"
-	page, err := h.q.Timeline(ctx, api.TimelineRequest{Node: node, Before: before, After: after, Forward: forward, Limit: limit})
+	page, err := h.qs(r).Timeline(ctx, api.TimelineRequest{Node: node, Before: before, After: after, Forward: forward, Limit: limit})
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	now, err := h.q.Resources(ctx, node)
+	now, err := h.qs(r).Resources(ctx, node)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	churn, err := h.q.Churn(ctx, api.ChurnRequest{Nodes: []string{node}})
+	churn, err := h.qs(r).Churn(ctx, api.ChurnRequest{Nodes: []string{node}})
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	decls, err := h.q.Timeline(ctx, api.TimelineRequest{Node: node, Type: events.TypeDeclarationComposed, Limit: declChoices})
+	decls, err := h.qs(r).Timeline(ctx, api.TimelineRequest{Node: node, Type: events.TypeDeclarationComposed, Limit: declChoices})
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -573,7 +575,7 @@ func (h *handler) diff(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	d, err := h.q.RosterDiff(r.Context(), req)
+	d, err := h.qs(r).RosterDiff(r.Context(), req)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -598,7 +600,7 @@ func (h *handler) why(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	resp, err := h.q.Why(r.Context(), api.WhyRequest{Node: node, Resource: res})
+	resp, err := h.qs(r).Why(r.Context(), api.WhyRequest{Node: node, Resource: res})
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -141,8 +141,45 @@ func (h *handler) authed(next http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
+		if r.URL.Query().Has("at") {
+			var err error
+			if r, err = h.at(r); err != nil {
+				h.fail(w, r, err)
+				return
+			}
+		}
 		next(w, r)
 	}
+}
+
+// atKey holds, in a request's context, the Queries of the moment its
+// ?at= names.
+type atKey struct{}
+
+// at makes r's fragment answer as the mesh stood at its ?at= (a position
+// or an RFC 3339 time), through q's api.Historian (the controller's At).
+func (h *handler) at(r *http.Request) (*http.Request, error) {
+	at, err := api.ParseAt(r.URL.Query().Get("at"))
+	if err != nil {
+		return r, badRequestf("at %v", err)
+	}
+	hs, ok := h.q.(api.Historian)
+	if !ok {
+		return r, badRequestf("at: this page answers for now only")
+	}
+	svc, err := hs.At(r.Context(), at)
+	if err != nil {
+		return r, err
+	}
+	return r.WithContext(context.WithValue(r.Context(), atKey{}, Queries(svc))), nil
+}
+
+// qs is what answers r: the moment's Queries (?at=), else the handler's.
+func (h *handler) qs(r *http.Request) Queries {
+	if q, ok := r.Context().Value(atKey{}).(Queries); ok {
+		return q
+	}
+	return h.q
 }
 
 func (h *handler) page(w http.ResponseWriter, r *http.Request) {

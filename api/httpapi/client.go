@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -26,9 +27,21 @@ type Client struct {
 	base  *url.URL
 	token string
 	http  *http.Client
+	at    string // ?at= on every GET (At); "" for now
 }
 
-var _ api.Service = (*Client)(nil)
+var (
+	_ api.Service   = (*Client)(nil)
+	_ api.Historian = (*Client)(nil)
+)
+
+// At is a client whose reads ask as of at (?at= on every GET); the
+// controller resolves it, and refuses a moment outside the history.
+func (c *Client) At(_ context.Context, at api.At) (api.Service, error) {
+	cc := *c
+	cc.at = at.String()
+	return &cc, nil
+}
 
 // ClientOption configures a Client.
 type ClientOption func(*clientConfig) error
@@ -101,6 +114,13 @@ func NewClient(baseURL, token string, opts ...ClientOption) (*Client, error) {
 // do sends one request and decodes the answer into out.
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, body, out any) error {
 	target := c.base.String() + path // path's segments are escaped
+	if c.at != "" && method == http.MethodGet {
+		query = maps.Clone(query)
+		if query == nil {
+			query = url.Values{}
+		}
+		query.Set("at", c.at)
+	}
 	if len(query) > 0 {
 		target += "?" + query.Encode()
 	}

@@ -56,6 +56,12 @@
 //	POST   /v1/nodes/{node}/remove                         RemoveNode       {"operator","drain"} revokes its bus users; refused while assigned unless drain
 //	GET    /v1/join/ca                                     (JoinHandler)    the CA certificate, PEM text; 404 no-ca on plain HTTP; NO token
 //
+// Every GET of a Service read (info, nodes, roster, why, churn, timeline,
+// inventory, modules) takes ?at=POSITION or ?at=TIME (RFC 3339): the
+// answer is as the mesh stood after the last event at or before it
+// (api.Historian), and carries "as_of": {"position", "time"}. A moment
+// outside the history is 422 invalid; ?at= on a write is 400.
+//
 // A body naming a node, module or key names the same one as the path, or
 // may leave it out. Bodies are one JSON object, at most DefaultMaxBody
 // bytes (413 beyond), decoded strictly (events.UnmarshalStrict): a key given

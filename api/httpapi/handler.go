@@ -141,7 +141,49 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, h.maxBody)
 	}
+	if r.URL.Query().Has("at") {
+		var err error
+		if r, err = h.at(r); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+	}
 	h.mux.ServeHTTP(w, r)
+}
+
+// atKey holds, in a request's context, the Service of the moment its
+// ?at= names (handler.at).
+type atKey struct{}
+
+// at answers r as of the moment its ?at= names (a position or an RFC 3339
+// time): only a GET takes it (writes never do), and only a Service that
+// is an api.Historian.
+func (h *handler) at(r *http.Request) (*http.Request, error) {
+	if r.Method != http.MethodGet {
+		return r, badRequestf("at: only reads take a moment (a write never does)")
+	}
+	at, err := api.ParseAt(r.URL.Query().Get("at"))
+	if err != nil {
+		return r, badRequestf("at %v", err)
+	}
+	hs, ok := h.svc.(api.Historian)
+	if !ok {
+		return r, &commands.Rejection{Code: api.CodeUnsupported, Msg: "this service answers for now only: no ?at="}
+	}
+	svc, err := hs.At(r.Context(), at)
+	if err != nil {
+		return r, err
+	}
+	return r.WithContext(context.WithValue(r.Context(), atKey{}, svc)), nil
+}
+
+// service is what answers r: the moment's Service when it names one
+// (?at=), else the handler's.
+func (h *handler) service(r *http.Request) api.Service {
+	if svc, ok := r.Context().Value(atKey{}).(api.Service); ok {
+		return svc
+	}
+	return h.svc
 }
 
 // operatorKey holds, in a request's context, the operator its
@@ -165,37 +207,37 @@ func asOperator(r *http.Request, v any) {
 }
 
 func (h *handler) info(w http.ResponseWriter, r *http.Request) {
-	h.reply(w, r)(h.svc.Info(r.Context()))
+	h.reply(w, r)(h.service(r).Info(r.Context()))
 }
 
 func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 	req := api.StatusRequest{Nodes: r.URL.Query()["node"]}
 	if h.valid(w, r, req) {
-		h.reply(w, r)(h.svc.Status(r.Context(), req))
+		h.reply(w, r)(h.service(r).Status(r.Context(), req))
 	}
 }
 
 func (h *handler) nodeShow(w http.ResponseWriter, r *http.Request) {
 	if node := r.PathValue("node"); h.valid(w, r, api.NodeRef(node)) {
-		h.reply(w, r)(h.svc.NodeShow(r.Context(), node))
+		h.reply(w, r)(h.service(r).NodeShow(r.Context(), node))
 	}
 }
 
 func (h *handler) resources(w http.ResponseWriter, r *http.Request) {
 	if node := r.PathValue("node"); h.valid(w, r, api.NodeRef(node)) {
-		h.reply(w, r)(h.svc.Resources(r.Context(), node))
+		h.reply(w, r)(h.service(r).Resources(r.Context(), node))
 	}
 }
 
 func (h *handler) roster(w http.ResponseWriter, r *http.Request) {
 	if node := r.PathValue("node"); h.valid(w, r, api.NodeRef(node)) {
-		h.reply(w, r)(h.svc.Roster(r.Context(), node))
+		h.reply(w, r)(h.service(r).Roster(r.Context(), node))
 	}
 }
 
 func (h *handler) rosterHistory(w http.ResponseWriter, r *http.Request) {
 	if node := r.PathValue("node"); h.valid(w, r, api.NodeRef(node)) {
-		h.reply(w, r)(h.svc.RosterHistory(r.Context(), node))
+		h.reply(w, r)(h.service(r).RosterHistory(r.Context(), node))
 	}
 }
 
@@ -207,7 +249,7 @@ func (h *handler) rosterDiff(w http.ResponseWriter, r *http.Request) {
 	}
 	req := api.RosterDiffRequest{Node: r.PathValue("node"), From: q.Get("from"), To: q.Get("to")}
 	if h.valid(w, r, req) {
-		h.reply(w, r)(h.svc.RosterDiff(r.Context(), req))
+		h.reply(w, r)(h.service(r).RosterDiff(r.Context(), req))
 	}
 }
 
@@ -219,14 +261,14 @@ func (h *handler) why(w http.ResponseWriter, r *http.Request) {
 	}
 	req := api.WhyRequest{Node: r.PathValue("node"), Resource: res}
 	if h.valid(w, r, req) {
-		h.reply(w, r)(h.svc.Why(r.Context(), req))
+		h.reply(w, r)(h.service(r).Why(r.Context(), req))
 	}
 }
 
 func (h *handler) churn(w http.ResponseWriter, r *http.Request) {
 	req := api.ChurnRequest{Nodes: r.URL.Query()["node"]}
 	if h.valid(w, r, req) {
-		h.reply(w, r)(h.svc.Churn(r.Context(), req))
+		h.reply(w, r)(h.service(r).Churn(r.Context(), req))
 	}
 }
 
@@ -237,7 +279,7 @@ func (h *handler) timeline(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.valid(w, r, req) {
-		h.reply(w, r)(h.svc.Timeline(r.Context(), req))
+		h.reply(w, r)(h.service(r).Timeline(r.Context(), req))
 	}
 }
 

@@ -11,16 +11,16 @@ import (
 )
 
 func (h *handler) nodeList(w http.ResponseWriter, r *http.Request) {
-	h.reply(w, r)(h.svc.NodeList(r.Context()))
+	h.reply(w, r)(h.service(r).NodeList(r.Context()))
 }
 
 func (h *handler) moduleList(w http.ResponseWriter, r *http.Request) {
-	h.reply(w, r)(h.svc.ModuleList(r.Context()))
+	h.reply(w, r)(h.service(r).ModuleList(r.Context()))
 }
 
 func (h *handler) moduleShow(w http.ResponseWriter, r *http.Request) {
 	if m := r.PathValue("module"); h.valid(w, r, api.ModuleRef(m)) {
-		h.reply(w, r)(h.svc.ModuleShow(r.Context(), m))
+		h.reply(w, r)(h.service(r).ModuleShow(r.Context(), m))
 	}
 }
 

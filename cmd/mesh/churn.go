@@ -20,6 +20,6 @@ func (e *env) churnCmd() *cobra.Command {
 			}, render.Churn)
 		},
 	}
-	addOutput(cmd)
+	addQuery(cmd)
 	return cmd
 }

@@ -32,6 +32,4 @@ func label(s string) error {
 }
 
 // planAfter is one of mesh plan's --after commands (controller.ParseAfter).
-func planAfter(s string) error {
-	return controller.CheckAfter(s)
-}
+func planAfter(s string) error { return controller.CheckAfter(s) }

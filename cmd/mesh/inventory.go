@@ -22,7 +22,7 @@ func listCmd[T any](use, short string, args cobra.PositionalArgs, q func(context
 		return ask(cmd, false, func(ctx context.Context, svc api.Service) (T, error) { return q(ctx, svc, args) },
 			func(w io.Writer, f render.Format, v T, _ api.Skipped) error { return p(w, f, v) })
 	}}
-	addOutput(cmd)
+	addQuery(cmd)
 	return cmd
 }
 

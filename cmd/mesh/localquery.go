@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"io"
 
@@ -22,39 +23,23 @@ var snapshotOptions snapstore.Options
 // appended since; a cache file that cannot be used is passed over with a
 // note on stderr (projections/snapstore says what is checked and kept).
 func withQuery(cmd *cobra.Command, fn func(*session.Session) error) error {
-	t, err := targetOf(cmd, false)
-	if err != nil {
-		return err
-	}
-	t.resume, t.notes = true, cmd.ErrOrStderr()
-	s, err := t.open(cmd.Context(), false, nil)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	return fn(s)
+	return opened(cmd, true, false, nil, fn)
 }
 
 // ask is a query verb's body: it reads -o, opens cmd's target (resuming
 // from the data directory's snapshot when resume: withQuery), asks q, and
-// prints its answer with print, with what the projections could not fold
+// prints its answer with print (after the moment it answers for: --at), with what the projections could not fold
 // (the answers carry none: that is known locally only).
 func ask[T any](cmd *cobra.Command, resume bool, q func(context.Context, api.Service) (T, error), print func(io.Writer, render.Format, T, api.Skipped) error) error {
 	out, err := outputOf(cmd)
 	if err != nil {
 		return err
 	}
-	open := withQuery
-	if !resume {
-		open = func(cmd *cobra.Command, fn func(*session.Session) error) error {
-			return withSession(cmd, false, nil, fn)
-		}
-	}
-	return open(cmd, func(s *session.Session) error {
+	return opened(cmd, resume, false, nil, func(s *session.Session) error {
 		v, err := q(cmd.Context(), s.Service)
 		if err != nil {
 			return err
 		}
-		return print(cmd.OutOrStdout(), render.Format(out), v, s.Skipped(api.Skipped{}))
+		return cmp.Or(render.AsOfAnswer(cmd.OutOrStdout(), render.Format(out), v), print(cmd.OutOrStdout(), render.Format(out), v, s.Skipped(api.Skipped{})))
 	})
 }

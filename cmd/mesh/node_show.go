@@ -21,6 +21,6 @@ func (e *env) nodeShowCmd() *cobra.Command {
 			}, render.NodeShow)
 		},
 	}
-	addOutput(cmd)
+	addQuery(cmd)
 	return cmd
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
@@ -14,21 +16,12 @@ func (e *env) statusCmd() *cobra.Command {
 		Short:             "each node's sync and health, with held counts per module",
 		ValidArgsFunction: completeNodes,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out, err := outputOf(cmd)
-			if err != nil {
-				return err
-			}
-			return withQuery(cmd, func(s *session.Session) error {
-				resp, err := s.Service.Status(cmd.Context(), api.StatusRequest{Nodes: args})
-				if err != nil {
-					return err
-				}
-				resp.Skipped = s.Skipped(resp.Skipped)
-				return render.Status(cmd.OutOrStdout(), render.Format(out), resp)
-			})
+			return ask(cmd, true, func(ctx context.Context, svc api.Service) (api.StatusResponse, error) {
+				return svc.Status(ctx, api.StatusRequest{Nodes: args})
+			}, render.StatusAnswer)
 		},
 	}
-	addOutput(cmd)
+	addQuery(cmd)
 	return cmd
 }
 

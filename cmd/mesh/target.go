@@ -21,6 +21,7 @@ const (
 	flagTokenFile = "token-file"
 	flagTLSCA     = "tls-ca"
 	flagStore     = "store"
+	flagAt        = "at" // a read verb's (addQuery)
 )
 
 // addTarget declares the flags naming where commands work.
@@ -66,6 +67,9 @@ func targetOf(cmd *cobra.Command, localOnly bool) (target, error) {
 		DataSet: fs.Changed(flagData), StoreSet: fs.Changed(flagStore),
 		EnvServer: os.Getenv("MESH_SERVER"), EnvToken: os.Getenv("MESH_TOKEN"),
 	}
+	if f := fs.Lookup(flagAt); f != nil {
+		g.At = f.Value.String()
+	}
 	// scenario run's own --store (memory|bolt|postgres|esdb) shadows this one.
 	if f := fs.Lookup(flagStore); f != nil && f == cmd.Root().PersistentFlags().Lookup(flagStore) {
 		g.Store = f.Value.String()
@@ -79,8 +83,8 @@ func targetOf(cmd *cobra.Command, localOnly bool) (target, error) {
 // empty mesh first on a fresh data directory.
 func (t target) open(ctx context.Context, write bool, fresh []commands.Command) (*session.Session, error) {
 	o := session.Options{Write: write, Fresh: fresh, Clock: wallClock}
-	if t.resume && !write {
-		o.Resume, o.Snapshot = true, snapshotOptions
+	if t.resume && !write || !t.At.IsZero() {
+		o.Resume, o.Snapshot = t.resume, snapshotOptions
 		if t.notes != nil {
 			o.OnNote = func(n string) { fmt.Fprintf(t.notes, "mesh: note: %s\n", n) }
 		}
@@ -90,9 +94,17 @@ func (t target) open(ctx context.Context, write bool, fresh []commands.Command) 
 
 // withSession opens cmd's target, runs fn, and closes it.
 func withSession(cmd *cobra.Command, write bool, fresh []commands.Command, fn func(*session.Session) error) error {
+	return opened(cmd, false, write, fresh, fn)
+}
+
+// opened is withSession resuming from the snapshot when resume (withQuery).
+func opened(cmd *cobra.Command, resume, write bool, fresh []commands.Command, fn func(*session.Session) error) error {
 	t, err := targetOf(cmd, false)
 	if err != nil {
 		return err
+	}
+	if resume {
+		t.resume, t.notes = true, cmd.ErrOrStderr()
 	}
 	s, err := t.open(cmd.Context(), write, fresh)
 	if err != nil {
@@ -107,6 +119,14 @@ const (
 	outTable = "table"
 	outJSON  = "json"
 )
+
+// addQuery declares a read verb's flags: -o (addOutput) and --at, the
+// moment it answers for (session.Target.At).
+func addQuery(cmd *cobra.Command) {
+	addOutput(cmd)
+	cmd.Flags().String(flagAt, "", "answer as the mesh stood at this `moment`: a position, or an RFC 3339 time (the last event at or before it)")
+	flagcheck.Install(cmd.Flags(), map[string]flagcheck.Check{flagAt: flagcheck.Optional(session.CheckAt)})
+}
 
 // addOutput declares -o table|json on a query, and --json, its old
 // spelling, hidden.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"cmp"
+
 	"github.com/spf13/cobra"
 
 	"meshplane/api"
@@ -32,10 +34,14 @@ what there is.`,
 			if err != nil {
 				return err
 			}
+			if u, _ := api.ParseAt(until); u.Position > 0 { // --until POSITION: the timeline --at it
+				_, until = cmd.Flags().Set(flagAt, until), "" // checked: session.CheckAt
+			}
 			req.Since, req.Until = flagcheck.Time(since), flagcheck.Time(until)
 			return withQuery(cmd, func(s *session.Session) error {
 				raw, sk, err := s.Timeline(cmd.Context(), req, limit, timelinePage)
-				if err != nil {
+				m, merr := s.Moment(cmd.Context())
+				if err = cmp.Or(err, merr, render.AsOf(cmd.OutOrStdout(), render.Format(out), m)); err != nil {
 					return err
 				}
 				return render.Timeline(cmd.OutOrStdout(), render.Format(out), raw, sk)
@@ -49,10 +55,10 @@ what there is.`,
 	fs.StringVar(&req.Type, "type", "", "only events of this `type`, or of every type it begins (apply, declaration.); one that matches none is refused, exit 3")
 	fs.StringVar(&req.Correlation, "correlation", "", "only events of this push (`id`)")
 	fs.StringVar(&since, "since", "", "only events at or after this `time` (RFC 3339)")
-	fs.StringVar(&until, "until", "", "only events before this `time` (RFC 3339)")
+	fs.StringVar(&until, "until", "", "only events before this `time` (RFC 3339), or up to this position (as --at)")
 	fs.IntVar(&limit, "limit", 0, "only the last `N` matches (0: all)")
-	flagcheck.Install(fs, map[string]flagcheck.Check{"since": flagcheck.Optional(flagcheck.RFC3339), "until": flagcheck.Optional(flagcheck.RFC3339), "limit": flagcheck.AtLeast(0)})
+	flagcheck.Install(fs, map[string]flagcheck.Check{"since": flagcheck.Optional(flagcheck.RFC3339), "until": flagcheck.Optional(session.CheckAt), "limit": flagcheck.AtLeast(0)})
 	_ = cmd.RegisterFlagCompletionFunc("node", completeNodes)
-	addOutput(cmd)
+	addQuery(cmd)
 	return cmd
 }

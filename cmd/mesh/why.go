@@ -24,6 +24,6 @@ behind each.` + session.SlowLocal,
 			}, render.Why)
 		},
 	}
-	addOutput(cmd)
+	addQuery(cmd)
 	return cmd
 }

@@ -145,6 +145,7 @@ type Local struct {
 	every    uint64
 	after    uint64
 	onNote   func(string)
+	keeper   *projections.Keeper
 
 	mu   sync.Mutex
 	full *fold // the whole history folded in memory, after timeline.db failed a query
@@ -168,6 +169,9 @@ type Options struct {
 	// OnNote, if set, is called with each note as it is made (Local.Notes
 	// keeps them all): a note made after Open, by Timeline, is seen too.
 	OnNote func(string)
+	// Keeper, if set, keeps the projections' checkpoints as Open folds
+	// (projections.Runner.Keep): mesh ... --at folds from them.
+	Keeper *projections.Keeper
 }
 
 // Open brings the projections of the data directory dir up to store's
@@ -188,7 +192,7 @@ func Open(ctx context.Context, store events.Store, reg *events.Registry, dir str
 // OpenWith is Open with opts.
 func OpenWith(ctx context.Context, store events.Store, reg *events.Registry, dir string, opts Options) (*Local, error) {
 	l := &Local{store: store, reg: reg, dir: dir, snapPath: filepath.Join(dir, SnapshotFile),
-		every: cmp.Or(opts.FlushEvery, flushEvery), after: cmp.Or(opts.FlushAfter, flushAfter), onNote: opts.OnNote}
+		every: cmp.Or(opts.FlushEvery, flushEvery), after: cmp.Or(opts.FlushAfter, flushAfter), onNote: opts.OnNote, keeper: opts.Keeper}
 	l.fresh()
 	tl, err := OpenTimelineDB(filepath.Join(dir, TimelineFile))
 	if err != nil {
@@ -304,6 +308,9 @@ func (l *Local) catchUp(ctx context.Context, head uint64) error {
 func (l *Local) fresh() {
 	l.Views = projections.New()
 	l.Runner = projections.NewRunner(l.store, l.reg, l.Views.All()...)
+	if l.keeper != nil {
+		l.Runner.Keep(l.keeper, l.Views)
+	}
 }
 
 func (l *Local) note(format string, args ...any) {

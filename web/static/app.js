@@ -12,10 +12,17 @@
   let cursor = ''; // '' for the latest page, else 'before=P' or 'after=P[&forward=1]'
   let stream = null; // AbortController of the event stream
   let position = 0; // the last position the stream announced
+  // at is the moment shown ('' for now: live), a position or an RFC 3339
+  // time; every fragment is asked with ?at= then, and the link (#at=)
+  // holds it.
+  let at = new URLSearchParams(location.hash.slice(1)).get('at') || '';
 
   class Unauthorized extends Error {}
 
   async function get(path) {
+    if (at && path.startsWith('/ui/') && path !== '/ui/events') {
+      path += (path.includes('?') ? '&' : '?') + 'at=' + encodeURIComponent(at);
+    }
     const res = await fetch(path, {headers: {Authorization: 'Bearer ' + token}, cache: 'no-store'});
     if (res.status === 401) throw new Unauthorized('token refused');
     return res.text(); // an error is a fragment too, shown where it was asked for
@@ -46,7 +53,25 @@
     $('token').focus();
   }
 
+  // setHash makes the link hold what is shown: the node and the moment.
+  function setHash() {
+    const h = new URLSearchParams();
+    if (node) h.set('node', node);
+    if (at) h.set('at', at);
+    history.replaceState(null, '', '#' + h.toString());
+  }
+
+  // moveTo shows the mesh as it stood at a ('' for now, live again).
+  async function moveTo(a) {
+    at = a;
+    $('at').value = a;
+    setHash();
+    await refreshStatus();
+    if (node) { cursor = ''; await loadNode(); }
+  }
+
   async function start() {
+    $('at').value = at;
     $('login').hidden = true;
     $('main').hidden = false;
     $('logout').hidden = false;
@@ -74,7 +99,7 @@
     if (other) closePanel();
     node = name;
     cursor = cur;
-    history.replaceState(null, '', '#node=' + encodeURIComponent(name));
+    setHash();
     markChosen();
     await loadNode(!other);
   }
@@ -97,6 +122,7 @@
   let busy = false;
   let again = false;
   async function refresh(p) {
+    if (at) return; // a past moment does not change
     if (busy) { again = true; return; }
     busy = true;
     try {
@@ -228,6 +254,8 @@
       sessionStorage.setItem(KEY, t);
       $('token').value = '';
       start();
+    } else if (ev.target.id === 'moment') {
+      moveTo($('at').value.trim()).catch(handle);
     } else if (ev.target.id === 'diff-form') {
       loadDiff($('diff-from').value, $('diff-to').value).catch(handle);
     }
@@ -236,6 +264,7 @@
   document.addEventListener('keydown', (ev) => { if (ev.key === 'Escape') closePanel(); });
   $('panel-close').addEventListener('click', (ev) => { ev.stopPropagation(); closePanel(); });
   $('logout').addEventListener('click', () => showLogin(''));
+  $('at-now').addEventListener('click', () => moveTo('').catch(handle));
 
   if (token) start(); else showLogin('');
 })();
