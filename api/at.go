@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"meshplane/commands"
 )
 
 // At is a moment of history a read asks for (mesh ... --at, ?at= on the
@@ -16,34 +18,18 @@ type At struct {
 	Time     time.Time
 }
 
-// ParseAt reads a moment: a position (digits, above 0) or an RFC 3339 time.
+// ParseAt reads a moment as commands.ParseMoment does (the one reading of
+// TIME|POSITION, revert's too), but as bad usage, and refusing position 0:
+// a position (digits, above 0) or an RFC 3339 time.
 func ParseAt(s string) (At, error) {
 	if s == "" {
 		return At{}, errors.New("empty: want a position or an RFC 3339 time")
 	}
-	if s[0] >= '0' && s[0] <= '9' && !containsAny(s, "-:T") {
-		p, err := strconv.ParseUint(s, 10, 64)
-		if err != nil || p == 0 {
-			return At{}, fmt.Errorf("%q: want a position of 1 or more, or an RFC 3339 time", s)
-		}
-		return At{Position: p}, nil
+	m, err := commands.ParseMoment(s)
+	if err != nil || (m.At.IsZero() && m.Position == 0) {
+		return At{}, fmt.Errorf("%q: want a position of 1 or more, or an RFC 3339 time (2026-12-01T23:02:00Z)", s)
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return At{}, fmt.Errorf("%q: want a position or an RFC 3339 time (2026-12-01T23:02:00Z)", s)
-	}
-	return At{Time: t.UTC()}, nil
-}
-
-func containsAny(s, chars string) bool {
-	for i := range len(s) {
-		for j := range len(chars) {
-			if s[i] == chars[j] {
-				return true
-			}
-		}
-	}
-	return false
+	return At{Position: m.Position, Time: m.At}, nil
 }
 
 // IsZero reports whether a is now (no moment asked).

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -38,7 +39,7 @@ func (c *Controller) Diff(ctx context.Context, req api.DiffRequest) (api.MeshDif
 	if err != nil {
 		return api.MeshDiff{}, err
 	}
-	d, err := DiffBetween(ctx, c.store, c.reg, from, to)
+	d, err := DiffBetween(ctx, c.store, c.reg, from, to, c.keeper)
 	if err != nil {
 		return api.MeshDiff{}, err
 	}
@@ -87,32 +88,17 @@ func (c *Controller) momentPosition(ctx context.Context, flag, s string, head ui
 }
 
 // PositionAt is the position a moment stands for: a position itself, or
-// for a time the last event at or before it (0 when the first event is
-// after it). It finds it by a binary search over positions, reading one
-// event a step: events are stamped as they are appended, so their times
-// rise with their positions (a clock stepped back finds one of the
-// positions where the time crosses). The one place a time becomes a
-// position for mesh diff; a time index would replace it.
+// for a time the last event at or before it (projections.PositionAt), 0
+// when the first event is after it.
 func PositionAt(ctx context.Context, store events.Store, m commands.Moment, head uint64) (uint64, error) {
 	if m.At.IsZero() {
 		return m.Position, nil
 	}
-	// The first position whose event is stamped after m (head+1 if
-	// none): the one before it is the answer.
-	lo, hi := uint64(1), head+1
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		at, err := timeAt(ctx, store, mid)
-		if err != nil {
-			return 0, err
-		}
-		if at.After(m.At) {
-			hi = mid
-		} else {
-			lo = mid + 1
-		}
+	pos, _, err := projections.PositionAt(ctx, store, m.At)
+	if errors.Is(err, projections.ErrNoMoment) {
+		return 0, nil
 	}
-	return lo - 1, nil
+	return pos, err
 }
 
 // timeAt is the time of the event at pos (zero at 0).
@@ -120,31 +106,20 @@ func timeAt(ctx context.Context, store events.Store, pos uint64) (time.Time, err
 	if pos == 0 {
 		return time.Time{}, nil
 	}
-	evs, err := store.ReadAll(ctx, pos-1, 1)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("controller: read the event at %d: %w", pos, err)
-	}
-	if len(evs) == 0 {
-		return time.Time{}, fmt.Errorf("controller: no event at position %d", pos)
-	}
-	return evs[0].At, nil
+	return projections.TimeOf(ctx, store, pos)
 }
 
-// ViewsAt folds a fresh projections.Set (all but the timeline) from
-// position 0 to pos, and returns it with the runner that fed it (fold on
-// with its CatchUpTo). The one place mesh diff gets the projections as
-// they stood at a position: checkpoints would start it from the nearest
-// one below pos instead of 0.
-func ViewsAt(ctx context.Context, store events.Store, reg *events.Registry, pos uint64) (*projections.Set, *projections.Runner, error) {
-	set := projections.New()
-	r := projections.NewRunner(store, reg, set.Small()...)
+// viewsAt is the projections as they stood at pos: from the nearest of k's
+// checkpoints (projections.FoldTo; nil k: from 0), empty at 0.
+func viewsAt(ctx context.Context, store events.Store, reg *events.Registry, pos uint64, k *projections.Keeper) (*projections.Set, error) {
 	if pos == 0 {
-		return set, r, nil
+		return projections.New(), nil
 	}
-	if err := r.CatchUpTo(ctx, pos); err != nil {
-		return nil, nil, fmt.Errorf("controller: fold to %d: %w", pos, err)
+	set, err := projections.ViewsAt(ctx, store, reg, pos, k)
+	if err != nil {
+		return nil, fmt.Errorf("controller: fold to %d: %w", pos, err)
 	}
-	return set, r, nil
+	return set, nil
 }
 
 // Diffed is a mesh diff and what explaining its changed resources needs:
@@ -157,8 +132,8 @@ type Diffed struct {
 // DiffBetween is what changed from position from to position to (from <=
 // to <= the head): the projections at each end, the events in between, and
 // each module's definition at from.
-func DiffBetween(ctx context.Context, store events.Store, reg *events.Registry, from, to uint64) (Diffed, error) {
-	set, r, err := ViewsAt(ctx, store, reg, from)
+func DiffBetween(ctx context.Context, store events.Store, reg *events.Registry, from, to uint64, k *projections.Keeper) (Diffed, error) {
+	set, err := viewsAt(ctx, store, reg, from, k)
 	if err != nil {
 		return Diffed{}, err
 	}
@@ -168,8 +143,8 @@ func DiffBetween(ctx context.Context, store events.Store, reg *events.Registry, 
 	}
 	a := projections.StateOf(set, from, atFrom)
 	if to > from {
-		if err := r.CatchUpTo(ctx, to); err != nil {
-			return Diffed{}, fmt.Errorf("controller: fold to %d: %w", to, err)
+		if set, err = viewsAt(ctx, store, reg, to, k); err != nil {
+			return Diffed{}, err
 		}
 	}
 	atTo, err := timeAt(ctx, store, to)
