@@ -370,8 +370,15 @@ func (s *Store) ReadAll(ctx context.Context, after uint64, limit int) ([]events.
 	if err := s.check(ctx); err != nil {
 		return nil, fmt.Errorf("boltstore: read all after %d: %w", after, err)
 	}
-	if s.lazy != nil && after < s.head.Load() {
-		if err := s.lazy.eventsFrom(after + 1); err != nil {
+	if head := s.head.Load(); s.lazy != nil && after < head {
+		var err error
+		if limit > 0 && uint64(limit) < head-after {
+			// The cursor reads one key past the last it returns.
+			err = s.lazy.eventsBetween(after+1, after+uint64(limit)+1)
+		} else {
+			err = s.lazy.eventsFrom(after + 1)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("boltstore: read all after %d: %w", after, err)
 		}
 	}

@@ -26,7 +26,8 @@ import (
 //     check of the head reads);
 //   - before ReadAll(after) (and so Subscribe): the pages of events that a
 //     seek to position after+1 and the Nexts after it reach (seekWalk), once
-//     for the lowest position asked so far;
+//     for the lowest position asked so far; for a ReadAll with a limit, only
+//     the pages that hold its positions (rangeWalk, walkrange.go);
 //   - before the first ReadStream: the whole file, as a writer's Open does.
 //
 // The guarantee is the writer's, for what is read: no page bbolt reaches
@@ -168,7 +169,8 @@ type lazyCheck struct {
 	from  atomic.Uint64
 	whole atomic.Bool
 
-	mu sync.Mutex // one walk at a time
+	mu    sync.Mutex // one walk at a time
+	spans []span     // ranges walked by bounded reads (walkrange.go); under mu
 }
 
 // eventsFrom makes sure the pages a ReadAll from position pos reaches are

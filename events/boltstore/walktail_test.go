@@ -16,7 +16,8 @@ import (
 
 // firstEventsLeaf returns the offset of the leaf page of events holding
 // position 1 (a leaf whose first key is position 1 with a record as its
-// value; a stream's bucket keys version 1 to an 8-byte position).
+// value of more than 64 bytes; a stream's bucket keys version 1 to an
+// 8-byte position, the chain position 1 to a 32-byte value).
 func firstEventsLeaf(t *testing.T, file []byte) int {
 	t.Helper()
 	const pageSize = 4096
@@ -27,7 +28,7 @@ func firstEventsLeaf(t *testing.T, file []byte) int {
 		}
 		e := pageHeaderSize
 		pos, ksize, vsize := int(ne.Uint32(p[e+4:])), int(ne.Uint32(p[e+8:])), int(ne.Uint32(p[e+12:]))
-		if ksize == 8 && vsize > 8 && binary.BigEndian.Uint64(p[e+pos:]) == 1 {
+		if ksize == 8 && vsize > 64 && binary.BigEndian.Uint64(p[e+pos:]) == 1 { // a record, not a chain value (32 bytes) nor a stream's position
 			return off
 		}
 	}
@@ -118,5 +119,69 @@ func TestDamagedFilesReadTail(t *testing.T) {
 				t.Errorf("the damage changed nothing")
 			}
 		})
+	}
+}
+
+// eventsLeafOf returns the offset of the leaf page of events whose first
+// key is position pos (0 when no leaf starts there).
+func eventsLeafOf(file []byte, pos uint64) int {
+	const pageSize = 4096
+	for off := 2 * pageSize; off+pageSize <= len(file); off += pageSize {
+		p := file[off:]
+		if ne.Uint16(p[8:]) != flagLeaf || ne.Uint16(p[10:]) == 0 {
+			continue
+		}
+		e := pageHeaderSize
+		kpos, ksize, vsize := int(ne.Uint32(p[e+4:])), int(ne.Uint32(p[e+8:])), int(ne.Uint32(p[e+12:]))
+		if ksize == 8 && vsize > 64 && e+kpos+8 <= pageSize && binary.BigEndian.Uint64(p[e+kpos:]) == pos {
+			return off
+		}
+	}
+	return 0
+}
+
+// A bounded read (ReadAll with a limit) of a read-only store walks only the
+// pages that hold its positions: early events read while a later page is
+// damaged, and a bounded read that reaches the damage, or an unbounded one
+// before it, fails with ErrDamaged.
+func TestBoundedReadWalksItsRange(t *testing.T) {
+	ctx := context.Background()
+	orig, want := fixture(t)
+	file, err := os.ReadFile(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A leaf starting in the middle of the history.
+	var off int
+	var mid uint64
+	for p := uint64(len(want) / 2); p < uint64(len(want)) && off == 0; p++ {
+		if off = eventsLeafOf(file, p); off != 0 {
+			mid = p
+		}
+	}
+	if off == 0 || mid < 20 {
+		t.Fatalf("no leaf of events starts in the middle of %d events", len(want))
+	}
+	ne.PutUint64(file[off:], 1<<40) // the page says it is another page
+	path := filepath.Join(t.TempDir(), "events.db")
+	if err := os.WriteFile(path, file, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path, ReadOnly())
+	if err != nil {
+		t.Fatalf("read-only Open: %v", err)
+	}
+	defer s.Close()
+	for _, after := range []uint64{0, 3, mid / 2} {
+		got, err := s.ReadAll(ctx, after, 5)
+		if err != nil || !reflect.DeepEqual(got, want[after:after+5]) {
+			t.Errorf("ReadAll(%d, 5), before the damaged page at %d: %d events, %v", after, mid, len(got), err)
+		}
+	}
+	if got, err := s.ReadAll(ctx, mid-3, 6); !errors.Is(err, events.ErrDamaged) {
+		t.Errorf("ReadAll(%d, 6) across the damaged page: %d events, %v; want ErrDamaged", mid-3, len(got), err)
+	}
+	if got, err := s.ReadAll(ctx, 1, 0); !errors.Is(err, events.ErrDamaged) {
+		t.Errorf("ReadAll(1, all) over the damaged page: %d events, %v; want ErrDamaged", len(got), err)
 	}
 }
