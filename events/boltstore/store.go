@@ -242,12 +242,12 @@ func checkBounded(db *bolt.DB, path string) (*lazyCheck, error) {
 		f.Close()
 		return nil, err
 	}
-	root, _, err := walkBounded(f, size, int(meta.pageSize), meta)
+	root, chain, _, err := walkBounded(f, size, int(meta.pageSize), meta)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%w: %w", events.ErrDamaged, err)
 	}
-	l := &lazyCheck{f: f, size: size, pageSize: int(meta.pageSize), meta: meta, events: root}
+	l := &lazyCheck{f: f, size: size, pageSize: int(meta.pageSize), meta: meta, events: root, chain: chain}
 	l.from.Store(math.MaxUint64)
 	if root == 0 { // events is inline (walked) or missing (refused by checkLayout)
 		l.from.Store(0)

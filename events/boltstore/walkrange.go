@@ -38,7 +38,10 @@ func (l *lazyCheck) eventsBetween(lo, hi uint64) error {
 	}
 	w, err := newPageWalk(l.f, l.size, l.pageSize, l.meta)
 	if err == nil {
-		err = w.rangeWalk(l.events, u64key(lo), u64key(hi), 0, fmt.Sprintf("root/%q", bucketEvents))
+		err = w.rangeWalk(l.events, u64key(lo), u64key(hi), 0, evPath)
+	}
+	if err == nil && l.chain != 0 {
+		err = w.rangeWalk(l.chain, u64key(lo), u64key(hi), 0, chainPath)
 	}
 	if errors.Is(err, os.ErrClosed) {
 		return events.ErrClosed

@@ -21,9 +21,11 @@ import (
 // anything, only what bbolt will touch, and the rest when a read needs it:
 //
 //   - at Open: the meta pages and the freelist, the root bucket's tree and
-//     every bucket in it except events, streams and ids in full (meta), and
-//     of events the pages a seek to its last key goes through (what Open's
-//     check of the head reads);
+//     every bucket in it except events, chain, streams and ids in full
+//     (meta), and of events and chain the pages a seek to their last key
+//     goes through (what Open's check of the head reads);
+//   - with every walk of events below, the same walk of chain, whose keys
+//     are the same positions (a read looks each event's chain value up);
 //   - before ReadAll(after) (and so Subscribe): the pages of events that a
 //     seek to position after+1 and the Nexts after it reach (seekWalk), once
 //     for the lowest position asked so far; for a ReadAll with a limit, only
@@ -126,34 +128,53 @@ var deferredBuckets = map[string]bool{
 	fmt.Sprintf("root/%q", bucketEvents):  true,
 	fmt.Sprintf("root/%q", bucketStreams): true,
 	fmt.Sprintf("root/%q", bucketIDs):     true,
+	fmt.Sprintf("root/%q", bucketChain):   true,
 }
 
 // walkBounded is the walk of a read-only Open (see above): the freelist,
-// the root tree and every bucket but events, streams and ids, and the seek
-// to events' last key. It returns the root page of events (0 when events is
-// inline, so walked already, or missing, which checkLayout then says) and
-// the pages read.
-func walkBounded(r io.ReaderAt, size int64, pageSize int, meta boltMeta) (uint64, int, error) {
+// the root tree and every bucket but events, chain, streams and ids, and
+// the seeks to events' and chain's last keys. It returns the root pages of
+// events and of chain (0 when inline, so walked already, or missing, which
+// checkLayout then says) and the pages read.
+func walkBounded(r io.ReaderAt, size int64, pageSize int, meta boltMeta) (evRoot, chainRoot uint64, pages int, err error) {
 	w, err := newPageWalk(r, size, pageSize, meta)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	if meta.freelist != noFreelist {
 		if err := w.freelist(meta.freelist); err != nil {
-			return 0, w.pages, err
+			return 0, 0, w.pages, err
 		}
 	}
 	w.deferred = map[string]uint64{}
 	if err := w.trees([]subtree{{meta.root, 0, "root"}}); err != nil {
-		return 0, w.pages, err
+		return 0, 0, w.pages, err
 	}
-	evPath := fmt.Sprintf("root/%q", bucketEvents)
-	root, ok := w.deferred[evPath]
-	if !ok {
-		return 0, w.pages, nil
+	evRoot = w.deferred[evPath]
+	chainRoot = w.deferred[chainPath]
+	if evRoot == 0 && chainRoot != 0 {
+		// events walked (inline) or missing: no lazy walk follows, so chain
+		// now, whole.
+		return 0, 0, w.pages, w.trees([]subtree{{chainRoot, 1, chainPath}})
 	}
-	return root, w.pages, w.seekWalk(root, u64key(math.MaxUint64), evPath)
+	if evRoot != 0 {
+		if err := w.seekWalk(evRoot, u64key(math.MaxUint64), evPath); err != nil {
+			return 0, 0, w.pages, err
+		}
+	}
+	if chainRoot != 0 {
+		if err := w.seekWalk(chainRoot, u64key(math.MaxUint64), chainPath); err != nil {
+			return 0, 0, w.pages, err
+		}
+	}
+	return evRoot, chainRoot, w.pages, nil
 }
+
+// The walk's names of the two buckets keyed by position.
+var (
+	evPath    = fmt.Sprintf("root/%q", bucketEvents)
+	chainPath = fmt.Sprintf("root/%q", bucketChain)
+)
 
 // lazyCheck is what a read-only store walks of its file when a read needs
 // it (see the comment at the top of this file).
@@ -163,6 +184,7 @@ type lazyCheck struct {
 	pageSize int
 	meta     boltMeta
 	events   uint64 // root page of events
+	chain    uint64 // root page of chain (0: inline, missing, or walked at Open)
 
 	// from: a seek in events to a position at or after from reaches only
 	// pages walked. whole: the whole file is walked.
@@ -186,7 +208,10 @@ func (l *lazyCheck) eventsFrom(pos uint64) error {
 	}
 	w, err := newPageWalk(l.f, l.size, l.pageSize, l.meta)
 	if err == nil {
-		err = w.seekWalk(l.events, u64key(pos), fmt.Sprintf("root/%q", bucketEvents))
+		err = w.seekWalk(l.events, u64key(pos), evPath)
+	}
+	if err == nil && l.chain != 0 {
+		err = w.seekWalk(l.chain, u64key(pos), chainPath)
 	}
 	if errors.Is(err, os.ErrClosed) {
 		return events.ErrClosed

@@ -125,6 +125,17 @@ func TestDamagedFilesReadTail(t *testing.T) {
 // eventsLeafOf returns the offset of the leaf page of events whose first
 // key is position pos (0 when no leaf starts there).
 func eventsLeafOf(file []byte, pos uint64) int {
+	return leafOf(file, pos, func(vsize int) bool { return vsize > 64 })
+}
+
+// chainLeafOf is eventsLeafOf for the chain's leaves.
+func chainLeafOf(file []byte, pos uint64) int {
+	return leafOf(file, pos, func(vsize int) bool { return vsize == chainValueSize })
+}
+
+// leafOf returns the offset of a leaf page whose first key is position pos
+// and whose first value's size is one value wants.
+func leafOf(file []byte, pos uint64, value func(int) bool) int {
 	const pageSize = 4096
 	for off := 2 * pageSize; off+pageSize <= len(file); off += pageSize {
 		p := file[off:]
@@ -133,7 +144,7 @@ func eventsLeafOf(file []byte, pos uint64) int {
 		}
 		e := pageHeaderSize
 		kpos, ksize, vsize := int(ne.Uint32(p[e+4:])), int(ne.Uint32(p[e+8:])), int(ne.Uint32(p[e+12:]))
-		if ksize == 8 && vsize > 64 && e+kpos+8 <= pageSize && binary.BigEndian.Uint64(p[e+kpos:]) == pos {
+		if ksize == 8 && value(vsize) && e+kpos+8 <= pageSize && binary.BigEndian.Uint64(p[e+kpos:]) == pos {
 			return off
 		}
 	}
@@ -141,10 +152,16 @@ func eventsLeafOf(file []byte, pos uint64) int {
 }
 
 // A bounded read (ReadAll with a limit) of a read-only store walks only the
-// pages that hold its positions: early events read while a later page is
-// damaged, and a bounded read that reaches the damage, or an unbounded one
+// pages that hold its positions, of events and of the chain: early events
+// read while a later page of either is damaged, and a bounded read that reaches the damage, or an unbounded one
 // before it, fails with ErrDamaged.
 func TestBoundedReadWalksItsRange(t *testing.T) {
+	for name, leafOf := range map[string]func([]byte, uint64) int{"events": eventsLeafOf, "chain": chainLeafOf} {
+		t.Run(name, func(t *testing.T) { boundedReadWalksItsRange(t, leafOf) })
+	}
+}
+
+func boundedReadWalksItsRange(t *testing.T, leafOf func([]byte, uint64) int) {
 	ctx := context.Background()
 	orig, want := fixture(t)
 	file, err := os.ReadFile(orig)
@@ -155,7 +172,7 @@ func TestBoundedReadWalksItsRange(t *testing.T) {
 	var off int
 	var mid uint64
 	for p := uint64(len(want) / 2); p < uint64(len(want)) && off == 0; p++ {
-		if off = eventsLeafOf(file, p); off != 0 {
+		if off = leafOf(file, p); off != 0 {
 			mid = p
 		}
 	}
