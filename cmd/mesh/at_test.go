@@ -34,7 +34,7 @@ func TestAtRefused(t *testing.T) {
 	}{
 		{[]string{"status", "--at", "999999"}, exitRejected, "past the head"},
 		{[]string{"status", "--at", "2000-01-01T00:00:00Z"}, exitRejected, "before the first event"},
-		{[]string{"churn", "--at", "soon"}, exitUsage, "want a position or an RFC 3339 time"},
+		{[]string{"churn", "--at", "soon"}, exitUsage, "want a position of 1 or more, or an RFC 3339 time"},
 		{[]string{"node", "register", "zz", "--at", "3"}, exitUsage, "unknown flag: --at"},
 	} {
 		code, out, errOut := mesh(t, append(tc.args, "--data", dir)...)
