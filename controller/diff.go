@@ -109,17 +109,32 @@ func timeAt(ctx context.Context, store events.Store, pos uint64) (time.Time, err
 	return projections.TimeOf(ctx, store, pos)
 }
 
-// viewsAt is the projections as they stood at pos: from the nearest of k's
-// checkpoints (projections.FoldTo; nil k: from 0), empty at 0.
-func viewsAt(ctx context.Context, store events.Store, reg *events.Registry, pos uint64, k *projections.Keeper) (*projections.Set, error) {
+// viewsAt is the projections as they stood at pos, and the runner that
+// fed them: from the nearest of k's checkpoints (projections.FoldTo; nil
+// k: from 0), empty at 0.
+func viewsAt(ctx context.Context, store events.Store, reg *events.Registry, pos uint64, k *projections.Keeper) (*projections.Set, *projections.Runner, error) {
 	if pos == 0 {
-		return projections.New(), nil
+		set := projections.New()
+		return set, projections.NewRunner(store, reg, set.All()...), nil
 	}
-	set, err := projections.ViewsAt(ctx, store, reg, pos, k)
+	set, r, err := projections.FoldTo(ctx, store, reg, pos, k)
 	if err != nil {
-		return nil, fmt.Errorf("controller: fold to %d: %w", pos, err)
+		return nil, nil, fmt.Errorf("controller: fold to %d: %w", pos, err)
 	}
-	return set, nil
+	return set, r, nil
+}
+
+// checkpointIn reports whether k keeps a checkpoint in (from, to].
+func checkpointIn(k *projections.Keeper, from, to uint64) bool {
+	if k == nil {
+		return false
+	}
+	for _, p := range k.Positions() {
+		if p > from && p <= to {
+			return true
+		}
+	}
+	return false
 }
 
 // Diffed is a mesh diff and what explaining its changed resources needs:
@@ -133,7 +148,7 @@ type Diffed struct {
 // to <= the head): the projections at each end, the events in between, and
 // each module's definition at from.
 func DiffBetween(ctx context.Context, store events.Store, reg *events.Registry, from, to uint64, k *projections.Keeper) (Diffed, error) {
-	set, err := viewsAt(ctx, store, reg, from, k)
+	set, r, err := viewsAt(ctx, store, reg, from, k)
 	if err != nil {
 		return Diffed{}, err
 	}
@@ -142,9 +157,16 @@ func DiffBetween(ctx context.Context, store events.Store, reg *events.Registry, 
 		return Diffed{}, err
 	}
 	a := projections.StateOf(set, from, atFrom)
-	if to > from {
-		if set, err = viewsAt(ctx, store, reg, to, k); err != nil {
+	switch {
+	case to == from:
+	case checkpointIn(k, from, to):
+		// Nearer from a checkpoint past from than folding on.
+		if set, _, err = viewsAt(ctx, store, reg, to, k); err != nil {
 			return Diffed{}, err
+		}
+	default:
+		if err := r.CatchUpTo(ctx, to); err != nil {
+			return Diffed{}, fmt.Errorf("controller: fold to %d: %w", to, err)
 		}
 	}
 	atTo, err := timeAt(ctx, store, to)

@@ -59,6 +59,12 @@ func BenchmarkDiffDay1M(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// As a running controller has: its history folded, checkpoints kept.
+	syncStart := time.Now()
+	if err := c.Sync(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("the controller folded %d events keeping %d checkpoints in %s", head, len(c.Checkpoints().Positions()), time.Since(syncStart).Round(time.Millisecond))
 	var diffs []float64
 	var fold time.Duration
 	var peak uint64
