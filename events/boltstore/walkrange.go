@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 
 	"meshplane/events"
 )
@@ -87,54 +86,15 @@ func (w *pageWalk) rangeWalk(id uint64, lo, hi []byte, depth int, path string) e
 	if depth > maxTreeDepth {
 		return fmt.Errorf("%s: tree deeper than %d pages", path, maxTreeDepth)
 	}
-	p, pspan, err := w.page(id, flagBranch|flagLeaf, path)
+	nested, children, keyOf, err := w.keyed(id, depth, path)
 	if err != nil {
 		return err
 	}
-	off := int64(id) * int64(w.pageSize)
-	if ne.Uint16(p[8:]) == flagLeaf {
-		nested, err := w.elems(nil, p, pspan, off, id, depth, path)
-		if err != nil {
-			return err
-		}
+	if children == nil {
 		return w.trees(nested)
 	}
-	if int64(len(p)) < pspan {
-		p = make([]byte, pspan)
-		if err := w.readAt(p, off); err != nil {
-			return fmt.Errorf("%s: read page %d: %w", path, id, err)
-		}
-	}
-	children, err := w.elems(nil, p, pspan, off, id, depth, path)
-	if err != nil {
-		return err
-	}
-	count := int(ne.Uint16(p[10:]))
-	if count == 0 || len(children) != count {
-		return fmt.Errorf("%s: branch page %d has %d elements", path, id, count)
-	}
-	keyOf := func(i int) []byte {
-		e := pageHeaderSize + i*pageElemSize
-		pos, ksize := int(ne.Uint32(p[e:])), int(ne.Uint32(p[e+4:]))
-		return p[e+pos : e+pos+ksize] // in the page: elems checked it
-	}
-	for i := 1; i < count; i++ {
-		if bytes.Compare(keyOf(i-1), keyOf(i)) >= 0 {
-			return fmt.Errorf("%s: branch page %d: keys %d and %d out of order", path, id, i-1, i)
-		}
-	}
-	// bbolt's Cursor.searchPage, for lo.
-	var exact bool
-	first := sort.Search(count, func(i int) bool {
-		c := bytes.Compare(keyOf(i), lo)
-		if c == 0 {
-			exact = true
-		}
-		return c != -1
-	})
-	if !exact && first > 0 {
-		first--
-	}
+	count := len(children)
+	first := search(count, keyOf, lo)
 	// The child after first too, whatever its key: a seek past the last
 	// key of first's subtree moves on to the next leaf (keys are dense
 	// positions, so only in a damaged file; it is walked all the same).

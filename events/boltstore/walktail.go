@@ -51,60 +51,78 @@ func (w *pageWalk) seekWalk(root uint64, key []byte, path string) error {
 		if depth > maxTreeDepth {
 			return fmt.Errorf("%s: tree deeper than %d pages", path, maxTreeDepth)
 		}
-		p, span, err := w.page(id, flagBranch|flagLeaf, path)
+		nested, children, keyOf, err := w.keyed(id, depth, path)
 		if err != nil {
 			return err
 		}
-		off := int64(id) * int64(w.pageSize)
-		if ne.Uint16(p[8:]) == flagLeaf {
-			next, err := w.elems(nil, p, span, off, id, depth, path)
-			if err != nil {
-				return err
-			}
-			whole = append(whole, next...)
+		if children == nil {
+			whole = append(whole, nested...)
 			break
 		}
-		// A branch: its keys are needed, so the whole page.
-		if int64(len(p)) < span {
-			p = make([]byte, span)
-			if err := w.readAt(p, off); err != nil {
-				return fmt.Errorf("%s: read page %d: %w", path, id, err)
-			}
-		}
-		children, err := w.elems(nil, p, span, off, id, depth, path)
-		if err != nil {
-			return err
-		}
-		count := int(ne.Uint16(p[10:]))
-		if count == 0 || len(children) != count {
-			return fmt.Errorf("%s: branch page %d has %d elements", path, id, count)
-		}
-		keyOf := func(i int) []byte {
-			e := pageHeaderSize + i*pageElemSize
-			pos, ksize := int(ne.Uint32(p[e:])), int(ne.Uint32(p[e+4:]))
-			return p[e+pos : e+pos+ksize] // in the page: elems checked it
-		}
-		for i := 1; i < count; i++ {
-			if bytes.Compare(keyOf(i-1), keyOf(i)) >= 0 {
-				return fmt.Errorf("%s: branch page %d: keys %d and %d out of order", path, id, i-1, i)
-			}
-		}
-		// bbolt's Cursor.searchPage.
-		var exact bool
-		index := sort.Search(count, func(i int) bool {
-			c := bytes.Compare(keyOf(i), key)
-			if c == 0 {
-				exact = true
-			}
-			return c != -1
-		})
-		if !exact && index > 0 {
-			index--
-		}
+		index := search(len(children), keyOf, key)
 		whole = append(whole, children[index+1:]...)
 		id = children[index].id
 	}
 	return w.trees(whole)
+}
+
+// keyed reads page id of a tree for a walk that follows keys: a leaf gives
+// the buckets nested in it (children nil); a branch its children and their
+// keys, checked in strictly increasing order (bbolt writes them so), which
+// makes search monotonic.
+func (w *pageWalk) keyed(id uint64, depth int, path string) (nested, children []subtree, keyOf func(int) []byte, err error) {
+	p, span, err := w.page(id, flagBranch|flagLeaf, path)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	off := int64(id) * int64(w.pageSize)
+	if ne.Uint16(p[8:]) == flagLeaf {
+		nested, err := w.elems(nil, p, span, off, id, depth, path)
+		return nested, nil, nil, err
+	}
+	// A branch: its keys are needed, so the whole page.
+	if int64(len(p)) < span {
+		p = make([]byte, span)
+		if err := w.readAt(p, off); err != nil {
+			return nil, nil, nil, fmt.Errorf("%s: read page %d: %w", path, id, err)
+		}
+	}
+	children, err = w.elems(nil, p, span, off, id, depth, path)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	count := int(ne.Uint16(p[10:]))
+	if count == 0 || len(children) != count {
+		return nil, nil, nil, fmt.Errorf("%s: branch page %d has %d elements", path, id, count)
+	}
+	keyOf = func(i int) []byte {
+		e := pageHeaderSize + i*pageElemSize
+		pos, ksize := int(ne.Uint32(p[e:])), int(ne.Uint32(p[e+4:]))
+		return p[e+pos : e+pos+ksize] // in the page: elems checked it
+	}
+	for i := 1; i < count; i++ {
+		if bytes.Compare(keyOf(i-1), keyOf(i)) >= 0 {
+			return nil, nil, nil, fmt.Errorf("%s: branch page %d: keys %d and %d out of order", path, id, i-1, i)
+		}
+	}
+	return nil, children, keyOf, nil
+}
+
+// search is bbolt's Cursor.searchPage on a branch of count keys: the child
+// a seek to key descends to.
+func search(count int, keyOf func(int) []byte, key []byte) int {
+	var exact bool
+	index := sort.Search(count, func(i int) bool {
+		c := bytes.Compare(keyOf(i), key)
+		if c == 0 {
+			exact = true
+		}
+		return c != -1
+	})
+	if !exact && index > 0 {
+		index--
+	}
+	return index
 }
 
 // newPageWalk checks what every walk of the file starts from: the page size
