@@ -19,7 +19,8 @@ does not answer is planned from the declaration its last apply report applied, a
 --after plans as if commands had run first (repeatable): --after "deploy forge",
 --after "assign route-proxy novox", --after "release forge novox", --after "node set novox
 port.store 3001", --after "module define forge.yaml" (the file is read here and sent with the
-plan), --after "revert forge --to 41" (or a time). Nothing is stored.
+plan), --after "revert forge --to 41" (or a time), --after "secret set forge-db" (a rotation:
+every container reading it replaced, no value asked). Nothing is stored.
 
 A plan that would create, replace or remove at least half of a node's resources, or of its
 containers (a container its last apply failed, created now, is a retry and not counted), is

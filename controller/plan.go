@@ -319,19 +319,32 @@ func rosterNames(d declaration.Declaration) []string {
 }
 
 // afterWords are the --after commands, as mesh plan's refusal names them.
-const afterWords = `deploy MODULE [--digest D], revert MODULE --to TIME|POSITION, assign|take|release MODULE NODE, node adopt NODE, node set NODE KEY [VALUE], or module define FILE...`
+const afterWords = `deploy MODULE [--digest D], revert MODULE --to TIME|POSITION, assign|take|release MODULE NODE, node adopt NODE, node set NODE KEY [VALUE], secret set NAME, or module define FILE...`
 
 // ParseAfter reads mesh plan's --after commands, each a mesh command line
 // without "mesh": "deploy MODULE [--digest D]", "revert MODULE --to
 // TIME|POSITION", "assign|take|release MODULE
 // NODE", "node adopt NODE", "node set NODE KEY [VALUE]" (no VALUE clears
-// it), "module define FILE...". A module define's files are taken from
-// files (the caller read them: api.PlanRequest.Files); one not there is a
-// rejection naming it. Anything else is a rejection (invalid) naming it.
-func ParseAfter(lines []string, files map[string]api.ModuleDefinition) ([]commands.Command, error) {
+// it), "module define FILE...", "secret set NAME" (a rotation to a value
+// the plan never knows: rotate gives its commands; nil refuses it). A
+// module define's files are taken from files (the caller read them:
+// api.PlanRequest.Files); one not there is a rejection naming it. Anything
+// else is a rejection (invalid) naming it.
+func ParseAfter(lines []string, files map[string]api.ModuleDefinition, rotate func(secret string) ([]commands.Command, error)) ([]commands.Command, error) {
 	var out []commands.Command
 	for _, line := range lines {
 		w := strings.Fields(line)
+		if len(w) == 3 && w[0] == "secret" && w[1] == "set" {
+			if rotate == nil {
+				return nil, &commands.Rejection{Code: commands.CodeInvalid, Msg: fmt.Sprintf("--after %q: this controller keeps no secrets", line)}
+			}
+			cs, err := rotate(w[2])
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, cs...)
+			continue
+		}
 		if len(w) >= 3 && w[0] == "module" && w[1] == "define" {
 			for _, f := range w[2:] {
 				d, ok := files[f]
@@ -364,7 +377,7 @@ func ParseAfter(lines []string, files map[string]api.ModuleDefinition) ([]comman
 // words alone (a module define's files are not read).
 func CheckAfter(line string) error {
 	w := strings.Fields(line)
-	if len(w) >= 3 && w[0] == "module" && w[1] == "define" {
+	if len(w) >= 3 && w[0] == "module" && w[1] == "define" || len(w) == 3 && w[0] == "secret" && w[1] == "set" {
 		return nil
 	}
 	if to, ok := revertTo(w); ok {
@@ -429,7 +442,7 @@ func parseAfter(w []string) (commands.Command, bool) {
 // controller has one; otherwise, or when a node does not answer, its plan
 // is the declaration-to-declaration diff, labelled so.
 func (c *Controller) Plan(ctx context.Context, req api.PlanRequest) (api.PlanResponse, error) {
-	cs, err := ParseAfter(req.After, req.Files)
+	cs, err := ParseAfter(req.After, req.Files, func(name string) ([]commands.Command, error) { return c.plannedRotation(ctx, name) })
 	if err != nil {
 		return api.PlanResponse{}, err
 	}

@@ -105,7 +105,7 @@ func TestParseAfter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {
-			got, err := controller.ParseAfter([]string{tt.line}, files)
+			got, err := controller.ParseAfter([]string{tt.line}, files, nil)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("ParseAfter = %v, %v; want an error naming %q", got, err, tt.err)

@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -62,6 +64,33 @@ func (c *Controller) SetSecret(ctx context.Context, req api.SetSecretRequest) (a
 		cs = append(cs, commands.DefineModule{Module: m.Name, Spec: m.Spec})
 	}
 	return c.execute(ctx, req.Operator, cs...)
+}
+
+// plannedRotation is what mesh plan --after "secret set NAME" runs: a
+// rotation of secret name to a value not known (mesh plan never takes one),
+// so a digest made for the plan, unlike the current one, and every module
+// reading the secret now redefined with it, as SetSecret does. A secret
+// never set is refused (secret-unknown): no module can read it.
+func (c *Controller) plannedRotation(ctx context.Context, name string) ([]commands.Command, error) {
+	s, err := c.handler.Secret(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("controller: plan secret set %s: %w", name, err)
+	}
+	if !s.Set {
+		return nil, &commands.Rejection{Code: commands.CodeSecretUnknown, Msg: fmt.Sprintf("secret %s was never set (mesh secret set %s)", name, name)}
+	}
+	sum := sha256.Sum256([]byte("mesh plan: a rotation of " + name + " from " + s.Digest))
+	cs := []commands.Command{commands.SetSecret{
+		Name: name, Digest: commands.SecretDigestPrefix + hex.EncodeToString(sum[:]), Sealed: "(planned)", KeyID: "(planned)", By: "plan",
+	}}
+	readers, err := c.secretReaders(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range readers {
+		cs = append(cs, commands.DefineModule{Module: m.Name, Spec: m.Spec})
+	}
+	return cs, nil
 }
 
 // secretReaders are the defined modules whose containers read secret name.
