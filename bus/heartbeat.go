@@ -107,16 +107,27 @@ type HeartbeatSubscription struct {
 // heartbeat that does not decode or names another node is ignored.
 func (c *Controller) SubscribeHeartbeats(fn func(node string, hb Heartbeat)) (*HeartbeatSubscription, error) {
 	s := &HeartbeatSubscription{log: c.log, fn: fn}
-	sub, err := c.nc.Subscribe(HeartbeatSubjectPrefix+">", s.handle)
+	sub, err := c.subscribe(HeartbeatSubjectPrefix+">", s.handle)
 	if err != nil {
-		return nil, fmt.Errorf("bus: subscribe heartbeats: %w", err)
-	}
-	if err := c.nc.Flush(); err != nil {
-		_ = sub.Unsubscribe()
 		return nil, fmt.Errorf("bus: subscribe heartbeats: %w", err)
 	}
 	s.sub = sub
 	return s, nil
+}
+
+// subscribe subscribes h to subject on the controller's connection and
+// flushes, so that the server has the subscription when it returns; a
+// subscription the flush cannot confirm is undone.
+func (c *Controller) subscribe(subject string, h nats.MsgHandler) (*nats.Subscription, error) {
+	sub, err := c.nc.Subscribe(subject, h)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.nc.Flush(); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, err
+	}
+	return sub, nil
 }
 
 // handle is one heartbeat, behind a recover (safego.Call, "bus.heartbeat"):

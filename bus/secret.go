@@ -121,12 +121,8 @@ const maxSecretAnswers = 16
 // Stop or the connection closes.
 func (c *Controller) ServeSecrets(resolve SecretResolver) (*SecretService, error) {
 	s := &SecretService{c: c, resolve: resolve, log: c.log, slots: make(chan struct{}, maxSecretAnswers)}
-	sub, err := c.nc.Subscribe(SecretSubjectPrefix+">", s.handle)
+	sub, err := c.subscribe(SecretSubjectPrefix+">", s.handle)
 	if err != nil {
-		return nil, fmt.Errorf("bus: serve secrets: %w", err)
-	}
-	if err := c.nc.Flush(); err != nil {
-		_ = sub.Unsubscribe()
 		return nil, fmt.Errorf("bus: serve secrets: %w", err)
 	}
 	s.sub = sub
