@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"meshplane/api"
-	"meshplane/commands"
 )
 
 // CodeNoCA is the error of GET /v1/join/ca on a controller whose API is
@@ -80,11 +79,7 @@ type joinMux struct{ h *handler }
 func (j joinMux) ServeHTTP(w http.ResponseWriter, r *http.Request) { j.h.mux.ServeHTTP(w, r) }
 
 func (h *handler) access(w http.ResponseWriter, r *http.Request) (api.Access, bool) {
-	a, ok := h.svc.(api.Access)
-	if !ok {
-		h.fail(w, r, &commands.Rejection{Code: api.CodeUnsupported, Msg: "this service does not mint bus users (join tokens, credentials, revokes)"})
-	}
-	return a, ok
+	return optional[api.Access](h, w, r, "this service does not mint bus users (join tokens, credentials, revokes)")
 }
 
 func (h *handler) joinToken(w http.ResponseWriter, r *http.Request) {

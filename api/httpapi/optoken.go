@@ -15,9 +15,16 @@ var _ api.Tokens = (*Client)(nil)
 
 // tokens is the service's api.Tokens, or a refusal.
 func (h *handler) tokens(w http.ResponseWriter, r *http.Request) (api.Tokens, bool) {
-	t, ok := h.svc.(api.Tokens)
+	return optional[api.Tokens](h, w, r, "this service keeps no per-operator API tokens")
+}
+
+// optional is the service as T, one of the interfaces a Service may add
+// (api.Tokens, api.Access, api.Secrets, api.Rebuilder), or, when it does
+// not, a refusal (unsupported) saying so with msg, answered on w.
+func optional[T any](h *handler, w http.ResponseWriter, r *http.Request, msg string) (T, bool) {
+	t, ok := h.svc.(T)
 	if !ok {
-		h.fail(w, r, &commands.Rejection{Code: api.CodeUnsupported, Msg: "this service keeps no per-operator API tokens"})
+		h.fail(w, r, &commands.Rejection{Code: api.CodeUnsupported, Msg: msg})
 	}
 	return t, ok
 }

@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"meshplane/api"
-	"meshplane/commands"
 )
 
 var _ api.Rebuilder = (*Client)(nil)
@@ -22,9 +21,8 @@ func (c *Client) Rebuild(ctx context.Context, req api.RebuildRequest) (api.Rebui
 }
 
 func (h *handler) rebuild(w http.ResponseWriter, r *http.Request) {
-	rb, ok := h.svc.(api.Rebuilder)
+	rb, ok := optional[api.Rebuilder](h, w, r, "this service does not rebuild projections")
 	if !ok {
-		h.fail(w, r, &commands.Rejection{Code: api.CodeUnsupported, Msg: "this service does not rebuild projections"})
 		return
 	}
 	var req api.RebuildRequest

@@ -6,7 +6,6 @@ import (
 	"net/url"
 
 	"meshplane/api"
-	"meshplane/commands"
 )
 
 // Secrets: the routes /v1/secrets (api.Secrets). A value goes in a PUT's
@@ -16,11 +15,7 @@ var _ api.Secrets = (*Client)(nil)
 
 // secrets is the service's api.Secrets, or a refusal.
 func (h *handler) secrets(w http.ResponseWriter, r *http.Request) (api.Secrets, bool) {
-	s, ok := h.svc.(api.Secrets)
-	if !ok {
-		h.fail(w, r, &commands.Rejection{Code: api.CodeUnsupported, Msg: "this service keeps no secrets"})
-	}
-	return s, ok
+	return optional[api.Secrets](h, w, r, "this service keeps no secrets")
 }
 
 func (h *handler) setSecret(w http.ResponseWriter, r *http.Request) {
