@@ -27,7 +27,7 @@ type span struct{ lo, hi uint64 }
 // should be one past the read's last position). Damage is an error
 // wrapping events.ErrDamaged.
 func (l *lazyCheck) eventsBetween(lo, hi uint64) error {
-	if l.covered(lo, hi) {
+	if l.whole.Load() || lo >= l.from.Load() {
 		return nil
 	}
 	l.mu.Lock()
@@ -52,15 +52,6 @@ func (l *lazyCheck) eventsBetween(lo, hi uint64) error {
 		l.spans = append(l.spans, span{lo, hi})
 	}
 	return nil
-}
-
-func (l *lazyCheck) covered(lo, hi uint64) bool {
-	if l.whole.Load() || lo >= l.from.Load() {
-		return true
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.coveredLocked(lo, hi)
 }
 
 func (l *lazyCheck) coveredLocked(lo, hi uint64) bool {
