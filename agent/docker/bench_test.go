@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 
 	"meshplane/agent"
 	"meshplane/agent/docker"
@@ -170,6 +171,35 @@ func BenchmarkDockerPass(b *testing.B) {
 			noop = time.Since(start) / time.Duration(b.N)
 			b.ReportMetric(float64(cnt.lists.Load()-lists)/float64(b.N), "lists/op")
 			b.ReportMetric(float64(cnt.inspects.Load()-inspects)/float64(b.N), "inspects/op")
+		})
+		// The ceiling, in the same run: the no-op pass and one raw
+		// ContainerList with the runtime's label filters, alternated op by
+		// op so that the machine's drifting load falls on both.
+		b.Run(fmt.Sprintf("noop-vs-list/%d", n), func(b *testing.B) {
+			opts := container.ListOptions{All: true, Filters: filters.NewArgs(
+				filters.Arg("label", agent.LabelManaged+"=true"),
+				filters.Arg("label", agent.LabelNode+"="+node),
+			)}
+			var pass, list time.Duration
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				if o := apply(b, ag, d); o.Unchanged != n {
+					b.Fatalf("no-op pass: %+v", o)
+				}
+				pass += time.Since(start)
+				start = time.Now()
+				cs, err := eng.ContainerList(context.Background(), opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				list += time.Since(start)
+				if len(cs) != n {
+					b.Fatalf("raw list: %d containers, want %d", len(cs), n)
+				}
+			}
+			b.ReportMetric(float64(pass.Microseconds())/1000/float64(b.N), "noop-ms")
+			b.ReportMetric(float64(list.Microseconds())/1000/float64(b.N), "list-ms")
+			b.ReportMetric(float64(pass)/float64(list), "noop/list")
 		})
 		b.Run(fmt.Sprintf("cli-inspect/%d", n), func(b *testing.B) {
 			start := time.Now()

@@ -68,7 +68,70 @@ func openRaw(b *testing.B, writers int) *pgxpool.Pool {
 		at_ns bigint, actor text, causation text, correlation text, data bytea, chain bytea)`); err != nil {
 		b.Fatal(err)
 	}
+	// raw_keyed is raw_events with the store's three unique keys (position,
+	// id, stream and version), and nothing else of the store's.
+	if _, err := pool.Exec(ctx, `CREATE TABLE raw_keyed (LIKE raw_events,
+		PRIMARY KEY (position), UNIQUE (id), UNIQUE (stream, version))`); err != nil {
+		b.Fatal(err)
+	}
 	return pool
+}
+
+// rawGroups is a raw group commit, a ceiling of the store's shape: writers
+// hand their rows to one goroutine, which writes whatever is queued (a
+// group) with one COPY into raw_keyed on one connection, in one implicit
+// transaction, and answers them all. No lock, no check, no chain, no
+// validation: what is left is one backend writing keyed rows one group at
+// a time, as the store's positions must be written.
+type rawGroups struct {
+	reqs chan rawGroupReq
+	stop chan struct{}
+	done chan struct{}
+}
+
+type rawGroupReq struct {
+	rows [][]any
+	done chan error
+}
+
+func startRawGroups(b *testing.B, pool *pgxpool.Pool) *rawGroups {
+	g := &rawGroups{reqs: make(chan rawGroupReq, 64), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(g.done)
+		for {
+			var first rawGroupReq
+			select {
+			case first = <-g.reqs:
+			case <-g.stop:
+				return
+			}
+			group := []rawGroupReq{first}
+			rows := first.rows
+		gather:
+			for {
+				select {
+				case r := <-g.reqs:
+					group = append(group, r)
+					rows = append(rows[:len(rows):len(rows)], r.rows...)
+				default:
+					break gather
+				}
+			}
+			_, err := pool.CopyFrom(context.Background(), pgx.Identifier{"raw_keyed"}, rowColumns, pgx.CopyFromRows(rows))
+			for _, r := range group {
+				r.done <- err
+			}
+		}
+	}()
+	b.Cleanup(func() { close(g.stop); <-g.done })
+	return g
+}
+
+// write queues rows and waits for their group's commit.
+func (g *rawGroups) write(rows [][]any) error {
+	r := rawGroupReq{rows: rows, done: make(chan error, 1)}
+	g.reqs <- r
+	return <-r.done
 }
 
 // rawChain is the raw rows' chain value: 32 bytes, as the store's rows
@@ -197,14 +260,17 @@ func benchRawReadAll(b *testing.B, decode bool) {
 	b.ReportMetric(float64(b.N)*storetest.ReadAllEvents/b.Elapsed().Seconds(), "events/s")
 }
 
-// BenchmarkPaired measures the store and its two ceilings in alternation,
+// BenchmarkPaired measures the store and its ceilings in alternation,
 // rounds of one second each (5 rounds unless PAIRED_ROUNDS says otherwise),
 // so that load from outside the benchmark, which drifts from second to
-// second on a shared machine, falls on all three alike. The workload is
+// second on a shared machine, falls on all alike. The ceilings: the raw
+// INSERT and the raw COPY (raw_events, no key), the raw INSERT into
+// raw_keyed (the store's three unique keys), and rawGroups (one backend,
+// the keys, one COPY a group: the store's shape without the store). The workload is
 // storetest.Bench's (W writers, each on its own stream, appending batches
 // of B apply.reported events, events.Any). Run it with -benchtime=1x: one
-// iteration is all the rounds. It reports events/s for the store, the raw
-// INSERT and the raw COPY, and the store's share of each.
+// iteration is all the rounds. It reports events/s for the store and each
+// ceiling, and the store's share of each.
 func BenchmarkPaired(b *testing.B) {
 	rounds := 5
 	if v, err := strconv.Atoi(os.Getenv("PAIRED_ROUNDS")); err == nil && v > 0 {
@@ -215,10 +281,12 @@ func BenchmarkPaired(b *testing.B) {
 			b.Run(fmt.Sprintf("batch=%d/writers=%d", batch, writers), func(b *testing.B) {
 				pgtest.Need(b, srv)
 				st := openURL(b, srv.Database(b))
-				pool := openRaw(b, writers)
+				pool := openRaw(b, writers+1)
 				sql := insertSQL(batch)
+				keyedSQL := strings.Replace(sql, "raw_events", "raw_keyed", 1)
+				groups := startRawGroups(b, pool)
 				var pos atomic.Int64
-				var sum [3]struct {
+				var sum [5]struct {
 					n int
 					d time.Duration
 				}
@@ -245,17 +313,22 @@ func BenchmarkPaired(b *testing.B) {
 											Correlation: "push-42", Data: storetest.BenchPayload}
 									}
 									_, err = st.Append(ctx, stream, events.Any, evs...)
-								case 1, 2:
+								default:
 									first := pos.Add(int64(batch)) - int64(batch)
 									args = args[:0]
 									for i := range rows {
 										rows[i] = rawRow(stream, first+int64(i)+1)
 										args = append(args, rows[i]...)
 									}
-									if mode == 1 {
+									switch mode {
+									case 1:
 										_, err = pool.Exec(ctx, sql, args...)
-									} else {
+									case 2:
 										_, err = pool.CopyFrom(ctx, pgx.Identifier{"raw_events"}, rowColumns, pgx.CopyFromRows(rows))
+									case 3:
+										_, err = pool.Exec(ctx, keyedSQL, args...)
+									case 4:
+										err = groups.write(rows)
 									}
 								}
 								if err != nil {
@@ -284,6 +357,10 @@ func BenchmarkPaired(b *testing.B) {
 				b.ReportMetric(rate(2), "copy-events/s")
 				b.ReportMetric(rate(0)/rate(1), "store/insert")
 				b.ReportMetric(rate(0)/rate(2), "store/copy")
+				b.ReportMetric(rate(3), "keyed-insert-events/s")
+				b.ReportMetric(rate(4), "group-copy-events/s")
+				b.ReportMetric(rate(0)/rate(3), "store/keyed-insert")
+				b.ReportMetric(rate(0)/rate(4), "store/group-copy")
 			})
 		}
 	}
