@@ -149,6 +149,60 @@ func rawPut(db *bolt.DB, head *uint64, recs [][]byte) error {
 	})
 }
 
+// rawKeyedPut is rawPut with the store's index entries, in the store's
+// buckets (a fresh file of its layout: initLayout): per record its chain
+// value (32 bytes of zeros, not computed: appendChainValue's size), its
+// stream version (a bucket per stream, as the store keeps them) and its
+// id, each to its position, then the head in meta. What is left of the
+// store is none of its checks (no id or version read, no Prepare, no
+// chain hashed) and no hand-off to a committer.
+func rawKeyedPut(db *bolt.DB, head *uint64, stream string, evs []events.Event, recs [][]byte) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		bk, chain, ids := tx.Bucket(bucketEvents), tx.Bucket(bucketChain), tx.Bucket(bucketIDs)
+		bk.FillPercent, chain.FillPercent, ids.FillPercent = fillSequential, fillSequential, fillIDs
+		sb, err := tx.Bucket(bucketStreams).CreateBucketIfNotExists([]byte(stream))
+		if err != nil {
+			return err
+		}
+		sb.FillPercent = fillSequential
+		version := sb.Sequence()
+		var zero events.Hash
+		for i, r := range recs {
+			*head++
+			version++
+			pos := u64key(*head)
+			if err := bk.Put(pos, r); err != nil {
+				return err
+			}
+			if err := chain.Put(pos, appendChainValue(nil, *head, zero)); err != nil {
+				return err
+			}
+			if err := sb.Put(u64key(version), pos); err != nil {
+				return err
+			}
+			if err := ids.Put(evs[i].ID[:], pos); err != nil {
+				return err
+			}
+		}
+		if err := sb.SetSequence(version); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put(metaHead, u64key(*head))
+	})
+}
+
+// openRawKeyed opens a fresh bbolt file with the store's buckets.
+func openRawKeyed(b *testing.B) *bolt.DB {
+	db, err := bolt.Open(filepath.Join(b.TempDir(), "keyed.db"), 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { _, _, err := initLayout(tx); return err }); err != nil {
+		b.Fatal(err)
+	}
+	return db
+}
+
 func benchRawAppend(b *testing.B, batch, writers int) {
 	db := openRaw(b)
 	defer db.Close()
@@ -234,15 +288,16 @@ func benchRawReadAll(b *testing.B, decode bool, appendRecord func([]byte, events
 	b.ReportMetric(float64(b.N)*storetest.ReadAllEvents/b.Elapsed().Seconds(), "events/s")
 }
 
-// BenchmarkPaired measures the store and its ceiling, raw bbolt writing the
-// same record bytes (benchRawAppend's), in alternation, rounds of one
+// BenchmarkPaired measures the store and its ceilings, raw bbolt writing the
+// same record bytes (benchRawAppend's) and the same with the store's index
+// entries (rawKeyedPut), in alternation, rounds of one
 // second each (5 rounds unless PAIRED_ROUNDS says otherwise), so that load
 // from outside the benchmark, which drifts from second to second on a
 // shared machine, falls on both alike. The workload is storetest.Bench's
 // (W writers, each on its own stream, appending batches of B
 // apply.reported events, events.Any). Run it with -benchtime=1x: one
-// iteration is all the rounds. It reports events/s for both and the
-// store's share of the raw rate.
+// iteration is all the rounds. It reports events/s for each and the
+// store's share of each ceiling's.
 func BenchmarkPaired(b *testing.B) {
 	rounds := 5
 	if v, err := strconv.Atoi(os.Getenv("PAIRED_ROUNDS")); err == nil && v > 0 {
@@ -258,9 +313,11 @@ func BenchmarkPaired(b *testing.B) {
 				defer st.Close()
 				db := openRaw(b)
 				defer db.Close()
-				var head uint64       // raw bbolt's, guarded by its writer lock
-				var seq atomic.Uint64 // the raw records' versions and positions, of the sizes the store writes
-				var sum [2]struct {
+				keyed := openRawKeyed(b)
+				defer keyed.Close()
+				var head, keyedHead uint64 // raw bbolt's, guarded by each file's writer lock
+				var seq atomic.Uint64      // the raw records' versions and positions, of the sizes the store writes
+				var sum [3]struct {
 					n int
 					d time.Duration
 				}
@@ -287,9 +344,14 @@ func BenchmarkPaired(b *testing.B) {
 										e := rawEvent(stream)
 										e.Version = seq.Add(1)
 										e.Position = e.Version
+										evs[i] = e
 										recs[i] = events.AppendRecord(nil, e)
 									}
-									err = rawPut(db, &head, recs)
+									if mode == 1 {
+										err = rawPut(db, &head, recs)
+									} else {
+										err = rawKeyedPut(keyed, &keyedHead, stream, evs, recs)
+									}
 								}
 								if err != nil {
 									b.Errorf("mode %d: %v", mode, err)
@@ -315,6 +377,8 @@ func BenchmarkPaired(b *testing.B) {
 				b.ReportMetric(rate(0), "store-events/s")
 				b.ReportMetric(rate(1), "raw-events/s")
 				b.ReportMetric(rate(0)/rate(1), "store/raw")
+				b.ReportMetric(rate(2), "keyed-events/s")
+				b.ReportMetric(rate(0)/rate(2), "store/keyed")
 			})
 		}
 	}
