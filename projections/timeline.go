@@ -60,6 +60,47 @@ type Timeline struct {
 	composed slab[events.DeclarationComposed]
 	applies  slab[tlApply]
 	heads    map[tlHead]*tlHead // one of each head an entry has (see entry)
+	// prev is, per node, what its entries folded last share with the next
+	// (see tlPrev): a quiet pass costs its entry and its place in two
+	// indexes, not a copy of its report and of its correlation's text.
+	prev map[string]*tlPrev
+}
+
+// tlPrev is what a node's next entry may share with those before it: the
+// tail of its last entry, and its last quiet apply (nil after one that was
+// not quiet), which a report of the same outcome shares: both are never
+// modified once folded, and equal ones read the same.
+type tlPrev struct {
+	tail  *tlTail
+	quiet *tlApply
+}
+
+// tail returns the tail an entry of was's node is to have: was's last one
+// when equal to tl (a run of quiet passes shares one), else a new one,
+// sharing its correlation's text with the last one's when equal.
+func (t *Timeline) tail(was *tlPrev, tl tlTail) *tlTail {
+	if w := was.tailOf(); w != nil {
+		if *w == tl {
+			return w
+		}
+		if w.correlation == tl.correlation {
+			tl.correlation = w.correlation
+		}
+	}
+	n := new(tlTail) // not &tl: that would move every call's tl to the heap
+	*n = tl
+	if was != nil {
+		was.tail = n
+	}
+	return n
+}
+
+// tailOf is p's last tail, nil if p is.
+func (p *tlPrev) tailOf() *tlTail {
+	if p == nil {
+		return nil
+	}
+	return p.tail
 }
 
 // Entry is one event as the timeline shows it.
@@ -109,6 +150,7 @@ func (t *Timeline) reset() {
 	t.ordered, t.flushed, t.lastAt = true, 0, time.Time{}
 	t.maxAt, t.lag = math.MinInt64, 0
 	t.heads = map[tlHead]*tlHead{}
+	t.prev = map[string]*tlPrev{}
 	t.decls = map[string]*declIndex[*tlDecl]{}
 	t.last = map[string]*tlDecl{}
 	t.hist = map[string]*events.PassHistory{}
@@ -147,9 +189,18 @@ func (t *Timeline) Fold(ev events.Event, p events.Payload) error {
 func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	e := entry{
-		position: ev.Position, at: ev.At, tlHead: t.head(tlHead{stream: ev.Stream, typ: ev.Type, actor: ev.Actor, node: node}),
-		correlation: ev.Correlation, p: p,
+	e := entry{position: ev.Position, p: p}
+	tl := tlTail{correlation: ev.Correlation} // e's, once interned below
+	h := tlHead{stream: ev.Stream, typ: ev.Type, actor: ev.Actor, node: node}
+	if h.odd = stamp(&e, ev.At); h.odd != nil {
+		e.tlHead = newHead(h) // its own: never one of t.heads
+	} else {
+		e.tlHead = t.head(h)
+	}
+	was := t.prev[node]
+	if was == nil && node != "" {
+		was = &tlPrev{}
+		t.prev[node] = was
 	}
 	var mods, names []string // the entry's modules, and the resources an apply touched
 	switch v := p.(type) {
@@ -170,27 +221,27 @@ func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 		x.add(v.Declaration, d)
 		t.last[e.node] = d
 		t.history(e.node).Composed(v.Resources)
-		e.decl, e.roster, e.resources = d, int32(len(v.Roster)), int32(len(v.Resources))
+		tl.decl, tl.roster, tl.resources = d, int32(len(v.Roster)), int32(len(v.Resources))
 		v.Roster, v.Resources, v.Specs = nil, nil, nil
 		e.p = t.composed.add(v)
 		mods = d.modules
 	case events.DeclarationPushed:
-		e.decl = t.decl(e.node, v.Declaration)
-		mods = modules(&e)
+		tl.decl = t.decl(e.node, v.Declaration)
+		mods = tl.decl.mods()
 	case events.ApplyReported:
 		a, err := t.reports.resolveHeld(ev, v)
 		if err != nil {
 			return err
 		}
-		e.decl = t.decl(e.node, a.Declaration)
-		c := compactApply(&a, t.weigh(e.node, &a, e.decl))
+		tl.decl = t.decl(e.node, a.Declaration)
+		c := compactApply(&a, t.weigh(e.node, &a, tl.decl))
 		c.digestFilled = v.Digest == "" && a.Digest != ""
 		// The strings the timeline holds already, rather than the report's
 		// copies of them: most of what a quiet report would keep.
 		if c.node == e.node {
 			c.node = e.node
 		}
-		if d := e.decl; d != nil && d.id == c.declaration {
+		if d := tl.decl; d != nil && d.id == c.declaration {
 			c.declaration = d.id
 			if d.digest == c.digest {
 				c.digest = d.digest
@@ -202,14 +253,27 @@ func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 		case len(v.Held) > 0:
 			t.keepHeld(e.node, a.ApplyID, ev.Position)
 		}
-		e.p = t.applies.add(c)
+		switch {
+		case was == nil || c.full != nil:
+			e.p = t.applies.add(c)
+			if was != nil {
+				was.quiet = nil
+			}
+		case was.quiet != nil && was.quiet.same(&c):
+			e.p = was.quiet
+		default:
+			was.quiet = t.applies.add(c)
+			e.p = was.quiet
+		}
 		if !quiet(&a) { // a quiet apply (most are) touched nothing: no names, no modules
 			names = touched(&a)
-			mods = applyModules(&a, e.decl, names)
+			mods = applyModules(&a, tl.decl, names)
 		}
 	default:
+		e.tlTail = &tlTail{} // read by modules (none of these has a declaration)
 		mods = modules(&e)
 	}
+	e.tlTail = t.tail(was, tl)
 	i := int32(t.n)
 	if e.node != "" {
 		t.byNode[e.node] = append(t.byNode[e.node], i)
@@ -221,11 +285,11 @@ func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 	for _, r := range names {
 		t.byResource[r] = append(t.byResource[r], i)
 	}
-	if t.n+t.flushed > 0 && e.at.Before(t.lastAt) {
+	if t.n+t.flushed > 0 && ev.At.Before(t.lastAt) {
 		t.ordered = false
 	}
-	t.lastAt = e.at
-	at := nanos(e.at)
+	t.lastAt = ev.At
+	at := e.at
 	if at > t.maxAt {
 		t.maxAt = at
 	} else if t.maxAt-at > t.lag {

@@ -142,8 +142,8 @@ func (t *Timeline) match(e *entry, f Filter) bool {
 		e.position <= f.After,
 		f.Before > 0 && e.position >= f.Before,
 		f.Correlation != "" && e.correlation != f.Correlation,
-		!f.From.IsZero() && e.at.Before(f.From),
-		!f.To.IsZero() && !e.at.Before(f.To):
+		!f.From.IsZero() && e.time().Before(f.From),
+		!f.To.IsZero() && !e.time().Before(f.To):
 		return false
 	}
 	if f.Resource != "" && len(touches(e, f.Resource)) == 0 {
