@@ -194,6 +194,7 @@ func swapState(a, b Projection) {
 			x.applies, y.applies = y.applies, x.applies
 			x.heads, y.heads = y.heads, x.heads
 			x.prev, y.prev = y.prev, x.prev
+			x.behind, y.behind = y.behind, x.behind
 		})
 	default:
 		panic(fmt.Sprintf("projections: swap %T: not a projection of the set", a))

@@ -64,6 +64,10 @@ type Timeline struct {
 	// (see tlPrev): a quiet pass costs its entry and its place in two
 	// indexes, not a copy of its report and of its correlation's text.
 	prev map[string]*tlPrev
+	// behind is, for an entry whose time is before the latest folded
+	// before it (a late report: rare), that latest time (its maxAt, see
+	// entryMaxAt); every other entry's maxAt is its own time.
+	behind map[int32]int64
 }
 
 // tlPrev is what a node's next entry may share with those before it: the
@@ -80,7 +84,7 @@ type tlPrev struct {
 // sharing its correlation's text with the last one's when equal.
 func (t *Timeline) tail(was *tlPrev, tl tlTail) *tlTail {
 	if w := was.tailOf(); w != nil {
-		if *w == tl {
+		if w.same(&tl) {
 			return w
 		}
 		if w.correlation == tl.correlation {
@@ -151,6 +155,7 @@ func (t *Timeline) reset() {
 	t.maxAt, t.lag = math.MinInt64, 0
 	t.heads = map[tlHead]*tlHead{}
 	t.prev = map[string]*tlPrev{}
+	t.behind = map[int32]int64{}
 	t.decls = map[string]*declIndex[*tlDecl]{}
 	t.last = map[string]*tlDecl{}
 	t.hist = map[string]*events.PassHistory{}
@@ -189,13 +194,13 @@ func (t *Timeline) Fold(ev events.Event, p events.Payload) error {
 func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	e := entry{position: ev.Position, p: p}
-	tl := tlTail{correlation: ev.Correlation} // e's, once interned below
+	e := entry{position: ev.Position}
+	tl := tlTail{correlation: ev.Correlation, p: p} // e's, once interned below
 	h := tlHead{stream: ev.Stream, typ: ev.Type, actor: ev.Actor, node: node}
 	if h.odd = stamp(&e, ev.At); h.odd != nil {
-		e.tlHead = newHead(h) // its own: never one of t.heads
+		tl.tlHead = newHead(h) // its own: never one of t.heads
 	} else {
-		e.tlHead = t.head(h)
+		tl.tlHead = t.head(h)
 	}
 	was := t.prev[node]
 	if was == nil && node != "" {
@@ -206,40 +211,40 @@ func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 	switch v := p.(type) {
 	case events.DeclarationComposed:
 		d := &tlDecl{id: v.Declaration, digest: v.Digest, resources: v.Resources, position: ev.Position}
-		if prev := t.last[e.node]; prev != nil && slices.Equal(prev.resources, v.Resources) {
+		if prev := t.last[node]; prev != nil && slices.Equal(prev.resources, v.Resources) {
 			d.resources, d.modules = prev.resources, prev.modules
 		} else {
 			for _, r := range v.Resources {
 				d.modules = insertSorted(d.modules, r.Module)
 			}
 		}
-		x := t.decls[e.node]
+		x := t.decls[node]
 		if x == nil {
 			x = &declIndex[*tlDecl]{}
-			t.decls[e.node] = x
+			t.decls[node] = x
 		}
 		x.add(v.Declaration, d)
-		t.last[e.node] = d
-		t.history(e.node).Composed(v.Resources)
+		t.last[node] = d
+		t.history(node).Composed(v.Resources)
 		tl.decl, tl.roster, tl.resources = d, int32(len(v.Roster)), int32(len(v.Resources))
 		v.Roster, v.Resources, v.Specs = nil, nil, nil
-		e.p = t.composed.add(v)
+		tl.p = t.composed.add(v)
 		mods = d.modules
 	case events.DeclarationPushed:
-		tl.decl = t.decl(e.node, v.Declaration)
+		tl.decl = t.decl(node, v.Declaration)
 		mods = tl.decl.mods()
 	case events.ApplyReported:
 		a, err := t.reports.resolveHeld(ev, v)
 		if err != nil {
 			return err
 		}
-		tl.decl = t.decl(e.node, a.Declaration)
-		c := compactApply(&a, t.weigh(e.node, &a, tl.decl))
+		tl.decl = t.decl(node, a.Declaration)
+		c := compactApply(&a, t.weigh(node, &a, tl.decl))
 		c.digestFilled = v.Digest == "" && a.Digest != ""
 		// The strings the timeline holds already, rather than the report's
 		// copies of them: most of what a quiet report would keep.
-		if c.node == e.node {
-			c.node = e.node
+		if c.node == node {
+			c.node = node
 		}
 		if d := tl.decl; d != nil && d.id == c.declaration {
 			c.declaration = d.id
@@ -249,36 +254,35 @@ func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 		}
 		switch {
 		case v.HeldSince != "":
-			c.heldPos = t.heldPos(e.node, v.HeldSince)
+			c.heldPos = t.heldPos(node, v.HeldSince)
 		case len(v.Held) > 0:
-			t.keepHeld(e.node, a.ApplyID, ev.Position)
+			t.keepHeld(node, a.ApplyID, ev.Position)
 		}
 		switch {
 		case was == nil || c.full != nil:
-			e.p = t.applies.add(c)
+			tl.p = t.applies.add(c)
 			if was != nil {
 				was.quiet = nil
 			}
 		case was.quiet != nil && was.quiet.same(&c):
-			e.p = was.quiet
+			tl.p = was.quiet
 		default:
 			was.quiet = t.applies.add(c)
-			e.p = was.quiet
+			tl.p = was.quiet
 		}
 		if !quiet(&a) { // a quiet apply (most are) touched nothing: no names, no modules
 			names = touched(&a)
 			mods = applyModules(&a, tl.decl, names)
 		}
 	default:
-		e.tlTail = &tlTail{} // read by modules (none of these has a declaration)
-		mods = modules(&e)
+		mods = modules(&entry{tlTail: &tl}) // none of these has a declaration
 	}
 	e.tlTail = t.tail(was, tl)
 	i := int32(t.n)
-	if e.node != "" {
-		t.byNode[e.node] = append(t.byNode[e.node], i)
+	if node != "" {
+		t.byNode[node] = append(t.byNode[node], i)
 	}
-	t.byType[e.typ] = append(t.byType[e.typ], i)
+	t.byType[tl.typ] = append(t.byType[tl.typ], i)
 	for _, m := range mods {
 		t.byModule[m] = append(t.byModule[m], i)
 	}
@@ -295,7 +299,9 @@ func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 	} else if t.maxAt-at > t.lag {
 		t.lag = t.maxAt - at
 	}
-	e.maxAt = t.maxAt
+	if at < t.maxAt { // behind the latest before it: its maxAt is not its own
+		t.behind[int32(t.n)] = t.maxAt
+	}
 	t.push(e)
 	return nil
 }

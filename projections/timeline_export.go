@@ -77,6 +77,7 @@ func (t *Timeline) TakeKeys() []EntryKeys {
 	t.byResource = map[string][]int32{}
 	t.heads = map[tlHead]*tlHead{}
 	t.prev = map[string]*tlPrev{}
+	t.behind = map[int32]int64{}
 	return out
 }
 
@@ -118,8 +119,8 @@ func keysOf(e *entry) EntryKeys {
 // report at fold.Held, or events.HeldOf). An entry read back so is the entry that was folded.
 func ShowEvent(ev events.Event, p events.Payload, fold EntryFold, decl *events.DeclarationComposed, held []events.Held) Entry {
 	e := entry{
-		position: ev.Position, tlHead: &tlHead{stream: ev.Stream, typ: ev.Type, actor: ev.Actor, node: nodeOf(ev, p)},
-		tlTail: &tlTail{correlation: ev.Correlation}, p: p,
+		position: ev.Position,
+		tlTail:   &tlTail{tlHead: &tlHead{stream: ev.Stream, typ: ev.Type, actor: ev.Actor, node: nodeOf(ev, p)}, correlation: ev.Correlation, p: p},
 	}
 	e.odd = stamp(&e, ev.At)
 	var d *tlDecl

@@ -24,27 +24,45 @@ type entry struct {
 	// monotonic reading, a year out of nanos' range) is kept whole in the
 	// entry's head (tlHead.odd). Read it with time().
 	at int64
-	// The stream, type, actor and node, which a few hundred entries share
-	// (a node's reports, say), one copy for all of them: 56 bytes fewer an
-	// entry, and three pointers fewer for the collector to follow.
-	*tlHead
-	// The correlation and declaration, which a node's run of quiet passes
-	// shares (the timeline keeps one tail for the run: Timeline.tail).
+	// The rest, which a node's run of quiet passes shares (the timeline
+	// keeps one tail for the run: Timeline.tail): what an entry keeps of
+	// its own is 24 bytes.
 	*tlTail
-	// p is the payload, as decoded but for two types, kept as pointers
-	// into the timeline's slabs: a *DeclarationComposed (without roster,
-	// resources or specs) and a *tlApply (resolved, see Reports; applyOf
-	// reads it). Never modified once folded.
-	p     events.Payload
-	maxAt int64 // the latest time (nanos) of this entry and every one before it: ascending
 }
 
 // tlTail is the part of an entry that a node's entries in a row often
 // share (see entry). Never modified once its entry is folded.
 type tlTail struct {
+	// The stream, type, actor and node, which a few hundred entries share
+	// (a node's reports, say), one copy for all of them.
+	*tlHead
 	correlation       string
 	decl              *tlDecl // the declaration a composed, pushed or apply event is about, when known
 	roster, resources int32   // counts of a composed declaration
+	// p is the payload, as decoded but for two types, kept as pointers
+	// into the timeline's slabs: a *DeclarationComposed (without roster,
+	// resources or specs) and a *tlApply (resolved, see Reports; applyOf
+	// reads it). Never modified once folded.
+	p events.Payload
+}
+
+// same reports whether a and b are the same tail: only apply entries'
+// share one (their payload the same *tlApply), since a payload of another
+// type need not be comparable.
+func (a *tlTail) same(b *tlTail) bool {
+	x, ok := a.p.(*tlApply)
+	y, ok2 := b.p.(*tlApply)
+	return ok && ok2 && x == y && a.tlHead == b.tlHead && a.correlation == b.correlation && a.decl == b.decl &&
+		a.roster == b.roster && a.resources == b.resources
+}
+
+// entryMaxAt is the maxAt of entry i: the latest time (nanos) of it and
+// every entry before it, which ascends (walk's binary search reads it).
+func (t *Timeline) entryMaxAt(i int) int64 {
+	if m, ok := t.behind[int32(i)]; ok {
+		return m
+	}
+	return t.at(i).at
 }
 
 // slab keeps values in chunks and hands out pointers to them, which stay
