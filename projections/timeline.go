@@ -21,15 +21,22 @@ import (
 //
 // Folding is cheap: an entry keeps the envelope (without its data) and the
 // decoded payload (a composed declaration's only as counts); summaries,
-// resource names and modules are worked out when an entry is read.
+// resource names and modules are worked out when an entry is read. An
+// entry keeps its position and time (24 bytes with a pointer to the
+// rest); a node's quiet passes in a row share the rest (head, correlation,
+// declaration and resolved report: see tlPrev), so a quiet pass costs some
+// 34 bytes of heap with its two index numbers (BENCHMARKS.md, "Issue 23,
+// item 2"). That is still a few bytes an event: the timeline is the one
+// projection that grows with history rather than with the mesh.
 //
 // Invariant: entries are in position order and never modified once folded;
 // they are kept in chunks of chunkSize, so the timeline grows without
 // copying what it holds. byNode[n] lists the indexes of node n's entries,
 // ascending; byType, byModule and byResource likewise for a type, a module
 // (Filter.Module's sense) and a resource an apply touched (Filter.Resource's
-// sense). Every entry keeps the latest time folded up to it (maxAt), which
-// ascends, so that a time range is found by binary search (see walk);
+// sense). The latest time folded up to an entry (entryMaxAt: its own, or
+// behind's for an entry behind it) ascends, so that a time range is found
+// by binary search (see walk);
 // ordered is true while every entry's time is at or after the one before
 // it (TimelineDB reads it).
 type Timeline struct {
