@@ -193,7 +193,8 @@ func swapState(a, b Projection) {
 			x.composed, y.composed = y.composed, x.composed
 			x.applies, y.applies = y.applies, x.applies
 			x.heads, y.heads = y.heads, x.heads
-			x.heads, y.heads = y.heads, x.heads
+			x.prev, y.prev = y.prev, x.prev
+			x.behind, y.behind = y.behind, x.behind
 		})
 	default:
 		panic(fmt.Sprintf("projections: swap %T: not a projection of the set", a))

@@ -17,7 +17,7 @@ func TestSwapStateCoversEveryField(t *testing.T) {
 		{Status{}, []string{"mu", "churn", "nodes", "reports"}},
 		{Holds{}, []string{"mu", "nodes", "reports"}},
 		{Timeline{}, []string{"mu", "chunks", "n", "byNode", "byType", "byModule", "byResource", "ordered",
-			"flushed", "lastAt", "maxAt", "lag", "decls", "last", "hist", "heldAt", "churn", "reports", "composed", "applies", "heads"}},
+			"flushed", "lastAt", "maxAt", "lag", "decls", "last", "hist", "heldAt", "churn", "reports", "composed", "applies", "heads", "prev", "behind"}},
 	} {
 		typ := reflect.TypeOf(tc.v)
 		t.Run(typ.Name(), func(t *testing.T) {

@@ -21,15 +21,22 @@ import (
 //
 // Folding is cheap: an entry keeps the envelope (without its data) and the
 // decoded payload (a composed declaration's only as counts); summaries,
-// resource names and modules are worked out when an entry is read.
+// resource names and modules are worked out when an entry is read. An
+// entry keeps its position and time (24 bytes with a pointer to the
+// rest); a node's quiet passes in a row share the rest (head, correlation,
+// declaration and resolved report: see tlPrev), so a quiet pass costs some
+// 34 bytes of heap with its two index numbers (BENCHMARKS.md, "Issue 23,
+// item 2"). That is still a few bytes an event: the timeline is the one
+// projection that grows with history rather than with the mesh.
 //
 // Invariant: entries are in position order and never modified once folded;
 // they are kept in chunks of chunkSize, so the timeline grows without
 // copying what it holds. byNode[n] lists the indexes of node n's entries,
 // ascending; byType, byModule and byResource likewise for a type, a module
 // (Filter.Module's sense) and a resource an apply touched (Filter.Resource's
-// sense). Every entry keeps the latest time folded up to it (maxAt), which
-// ascends, so that a time range is found by binary search (see walk);
+// sense). The latest time folded up to an entry (entryMaxAt: its own, or
+// behind's for an entry behind it) ascends, so that a time range is found
+// by binary search (see walk);
 // ordered is true while every entry's time is at or after the one before
 // it (TimelineDB reads it).
 type Timeline struct {
@@ -60,6 +67,51 @@ type Timeline struct {
 	composed slab[events.DeclarationComposed]
 	applies  slab[tlApply]
 	heads    map[tlHead]*tlHead // one of each head an entry has (see entry)
+	// prev is, per node, what its entries folded last share with the next
+	// (see tlPrev): a quiet pass costs its entry and its place in two
+	// indexes, not a copy of its report and of its correlation's text.
+	prev map[string]*tlPrev
+	// behind is, for an entry whose time is before the latest folded
+	// before it (a late report: rare), that latest time (its maxAt, see
+	// entryMaxAt); every other entry's maxAt is its own time.
+	behind map[int32]int64
+}
+
+// tlPrev is what a node's next entry may share with those before it: the
+// tail of its last entry, and its last quiet apply (nil after one that was
+// not quiet), which a report of the same outcome shares: both are never
+// modified once folded, and equal ones read the same.
+type tlPrev struct {
+	tail  *tlTail
+	quiet *tlApply
+}
+
+// tail returns the tail an entry of was's node is to have: was's last one
+// when equal to tl (a run of quiet passes shares one), else a new one,
+// sharing its correlation's text with the last one's when equal.
+func (t *Timeline) tail(was *tlPrev, tl tlTail) *tlTail {
+	if w := was.tailOf(); w != nil {
+		if w.same(&tl) {
+			return w
+		}
+		if w.correlation == tl.correlation {
+			tl.correlation = w.correlation
+		}
+	}
+	n := new(tlTail) // not &tl: that would move every call's tl to the heap
+	*n = tl
+	if was != nil {
+		was.tail = n
+	}
+	return n
+}
+
+// tailOf is p's last tail, nil if p is.
+func (p *tlPrev) tailOf() *tlTail {
+	if p == nil {
+		return nil
+	}
+	return p.tail
 }
 
 // Entry is one event as the timeline shows it.
@@ -109,6 +161,8 @@ func (t *Timeline) reset() {
 	t.ordered, t.flushed, t.lastAt = true, 0, time.Time{}
 	t.maxAt, t.lag = math.MinInt64, 0
 	t.heads = map[tlHead]*tlHead{}
+	t.prev = map[string]*tlPrev{}
+	t.behind = map[int32]int64{}
 	t.decls = map[string]*declIndex[*tlDecl]{}
 	t.last = map[string]*tlDecl{}
 	t.hist = map[string]*events.PassHistory{}
@@ -147,50 +201,59 @@ func (t *Timeline) Fold(ev events.Event, p events.Payload) error {
 func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	e := entry{
-		position: ev.Position, at: ev.At, tlHead: t.head(tlHead{stream: ev.Stream, typ: ev.Type, actor: ev.Actor, node: node}),
-		correlation: ev.Correlation, p: p,
+	e := entry{position: ev.Position}
+	tl := tlTail{correlation: ev.Correlation, p: p} // e's, once interned below
+	h := tlHead{stream: ev.Stream, typ: ev.Type, actor: ev.Actor, node: node}
+	if h.odd = stamp(&e, ev.At); h.odd != nil {
+		tl.tlHead = newHead(h) // its own: never one of t.heads
+	} else {
+		tl.tlHead = t.head(h)
+	}
+	was := t.prev[node]
+	if was == nil && node != "" {
+		was = &tlPrev{}
+		t.prev[node] = was
 	}
 	var mods, names []string // the entry's modules, and the resources an apply touched
 	switch v := p.(type) {
 	case events.DeclarationComposed:
 		d := &tlDecl{id: v.Declaration, digest: v.Digest, resources: v.Resources, position: ev.Position}
-		if prev := t.last[e.node]; prev != nil && slices.Equal(prev.resources, v.Resources) {
+		if prev := t.last[node]; prev != nil && slices.Equal(prev.resources, v.Resources) {
 			d.resources, d.modules = prev.resources, prev.modules
 		} else {
 			for _, r := range v.Resources {
 				d.modules = insertSorted(d.modules, r.Module)
 			}
 		}
-		x := t.decls[e.node]
+		x := t.decls[node]
 		if x == nil {
 			x = &declIndex[*tlDecl]{}
-			t.decls[e.node] = x
+			t.decls[node] = x
 		}
 		x.add(v.Declaration, d)
-		t.last[e.node] = d
-		t.history(e.node).Composed(v.Resources)
-		e.decl, e.roster, e.resources = d, int32(len(v.Roster)), int32(len(v.Resources))
+		t.last[node] = d
+		t.history(node).Composed(v.Resources)
+		tl.decl, tl.roster, tl.resources = d, int32(len(v.Roster)), int32(len(v.Resources))
 		v.Roster, v.Resources, v.Specs = nil, nil, nil
-		e.p = t.composed.add(v)
+		tl.p = t.composed.add(v)
 		mods = d.modules
 	case events.DeclarationPushed:
-		e.decl = t.decl(e.node, v.Declaration)
-		mods = modules(&e)
+		tl.decl = t.decl(node, v.Declaration)
+		mods = tl.decl.mods()
 	case events.ApplyReported:
 		a, err := t.reports.resolveHeld(ev, v)
 		if err != nil {
 			return err
 		}
-		e.decl = t.decl(e.node, a.Declaration)
-		c := compactApply(&a, t.weigh(e.node, &a, e.decl))
+		tl.decl = t.decl(node, a.Declaration)
+		c := compactApply(&a, t.weigh(node, &a, tl.decl))
 		c.digestFilled = v.Digest == "" && a.Digest != ""
 		// The strings the timeline holds already, rather than the report's
 		// copies of them: most of what a quiet report would keep.
-		if c.node == e.node {
-			c.node = e.node
+		if c.node == node {
+			c.node = node
 		}
-		if d := e.decl; d != nil && d.id == c.declaration {
+		if d := tl.decl; d != nil && d.id == c.declaration {
 			c.declaration = d.id
 			if d.digest == c.digest {
 				c.digest = d.digest
@@ -198,40 +261,54 @@ func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 		}
 		switch {
 		case v.HeldSince != "":
-			c.heldPos = t.heldPos(e.node, v.HeldSince)
+			c.heldPos = t.heldPos(node, v.HeldSince)
 		case len(v.Held) > 0:
-			t.keepHeld(e.node, a.ApplyID, ev.Position)
+			t.keepHeld(node, a.ApplyID, ev.Position)
 		}
-		e.p = t.applies.add(c)
+		switch {
+		case was == nil || c.full != nil:
+			tl.p = t.applies.add(c)
+			if was != nil {
+				was.quiet = nil
+			}
+		case was.quiet != nil && was.quiet.same(&c):
+			tl.p = was.quiet
+		default:
+			was.quiet = t.applies.add(c)
+			tl.p = was.quiet
+		}
 		if !quiet(&a) { // a quiet apply (most are) touched nothing: no names, no modules
 			names = touched(&a)
-			mods = applyModules(&a, e.decl, names)
+			mods = applyModules(&a, tl.decl, names)
 		}
 	default:
-		mods = modules(&e)
+		mods = modules(&entry{tlTail: &tl}) // none of these has a declaration
 	}
+	e.tlTail = t.tail(was, tl)
 	i := int32(t.n)
-	if e.node != "" {
-		t.byNode[e.node] = append(t.byNode[e.node], i)
+	if node != "" {
+		t.byNode[node] = append(t.byNode[node], i)
 	}
-	t.byType[e.typ] = append(t.byType[e.typ], i)
+	t.byType[tl.typ] = append(t.byType[tl.typ], i)
 	for _, m := range mods {
 		t.byModule[m] = append(t.byModule[m], i)
 	}
 	for _, r := range names {
 		t.byResource[r] = append(t.byResource[r], i)
 	}
-	if t.n+t.flushed > 0 && e.at.Before(t.lastAt) {
+	if t.n+t.flushed > 0 && ev.At.Before(t.lastAt) {
 		t.ordered = false
 	}
-	t.lastAt = e.at
-	at := nanos(e.at)
+	t.lastAt = ev.At
+	at := e.at
 	if at > t.maxAt {
 		t.maxAt = at
 	} else if t.maxAt-at > t.lag {
 		t.lag = t.maxAt - at
 	}
-	e.maxAt = t.maxAt
+	if at < t.maxAt { // behind the latest before it: its maxAt is not its own
+		t.behind[int32(t.n)] = t.maxAt
+	}
 	t.push(e)
 	return nil
 }

@@ -76,12 +76,14 @@ func (t *Timeline) TakeKeys() []EntryKeys {
 	t.byModule = map[string][]int32{}
 	t.byResource = map[string][]int32{}
 	t.heads = map[tlHead]*tlHead{}
+	t.prev = map[string]*tlPrev{}
+	t.behind = map[int32]int64{}
 	return out
 }
 
 // keysOf is e's EntryKeys.
 func keysOf(e *entry) EntryKeys {
-	k := EntryKeys{Position: e.position, At: e.at, Node: e.node, Type: e.typ, Modules: modules(e)}
+	k := EntryKeys{Position: e.position, At: e.time(), Node: e.node, Type: e.typ, Modules: modules(e)}
 	switch v := e.p.(type) {
 	case events.DeclarationPushed:
 		if e.decl != nil {
@@ -117,9 +119,10 @@ func keysOf(e *entry) EntryKeys {
 // report at fold.Held, or events.HeldOf). An entry read back so is the entry that was folded.
 func ShowEvent(ev events.Event, p events.Payload, fold EntryFold, decl *events.DeclarationComposed, held []events.Held) Entry {
 	e := entry{
-		position: ev.Position, at: ev.At, tlHead: &tlHead{stream: ev.Stream, typ: ev.Type, actor: ev.Actor, node: nodeOf(ev, p)},
-		correlation: ev.Correlation, p: p,
+		position: ev.Position,
+		tlTail:   &tlTail{tlHead: &tlHead{stream: ev.Stream, typ: ev.Type, actor: ev.Actor, node: nodeOf(ev, p)}, correlation: ev.Correlation, p: p},
 	}
+	e.odd = stamp(&e, ev.At)
 	var d *tlDecl
 	if decl != nil {
 		d = declOf(decl, fold.Decl)

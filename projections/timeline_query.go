@@ -72,11 +72,13 @@ func (t *Timeline) walk(f Filter, fn func(*entry) bool) {
 		}
 	}
 	n := len(idx)
-	at := func(k int) *entry { return t.at(int(idx[k])) }
+	num := func(k int) int { return int(idx[k]) } // the entry number of the index's k-th
 	if all {
 		n = t.n
-		at = func(k int) *entry { return t.at(k) }
+		num = func(k int) int { return k }
 	}
+	at := func(k int) *entry { return t.at(num(k)) }
+	maxAt := func(k int) int64 { return t.entryMaxAt(num(k)) }
 	// [lo, hi) is the part of the index within the bounds.
 	lo, hi := 0, n
 	if f.After > 0 {
@@ -90,7 +92,7 @@ func (t *Timeline) walk(f Filter, fn func(*entry) bool) {
 	// or after To+lag is at or after To (its time is at most lag behind).
 	if !f.From.IsZero() {
 		from := nanos(f.From)
-		lo = max(lo, sort.Search(n, func(k int) bool { return at(k).maxAt >= from }))
+		lo = max(lo, sort.Search(n, func(k int) bool { return maxAt(k) >= from }))
 	}
 	if !f.To.IsZero() {
 		to := nanos(f.To)
@@ -99,7 +101,7 @@ func (t *Timeline) walk(f Filter, fn func(*entry) bool) {
 		} else {
 			to = math.MaxInt64
 		}
-		hi = min(hi, sort.Search(n, func(k int) bool { return at(k).maxAt >= to }))
+		hi = min(hi, sort.Search(n, func(k int) bool { return maxAt(k) >= to }))
 	}
 	if f.Forward {
 		for k := lo; k < hi; k++ {
@@ -142,8 +144,8 @@ func (t *Timeline) match(e *entry, f Filter) bool {
 		e.position <= f.After,
 		f.Before > 0 && e.position >= f.Before,
 		f.Correlation != "" && e.correlation != f.Correlation,
-		!f.From.IsZero() && e.at.Before(f.From),
-		!f.To.IsZero() && !e.at.Before(f.To):
+		!f.From.IsZero() && e.time().Before(f.From),
+		!f.To.IsZero() && !e.time().Before(f.To):
 		return false
 	}
 	if f.Resource != "" && len(touches(e, f.Resource)) == 0 {

@@ -18,20 +18,51 @@ const chunkSize = 4096
 // shows, and the payload.
 type entry struct {
 	position uint64
-	at       time.Time
+	// at is the event's time in Unix nanoseconds, which it is exactly
+	// (time.Unix(0, at).UTC()) for every event a store decodes: 16 bytes
+	// fewer an entry than a time.Time. A time it is not (another zone, a
+	// monotonic reading, a year out of nanos' range) is kept whole in the
+	// entry's head (tlHead.odd). Read it with time().
+	at int64
+	// The rest, which a node's run of quiet passes shares (the timeline
+	// keeps one tail for the run: Timeline.tail): what an entry keeps of
+	// its own is 24 bytes.
+	*tlTail
+}
+
+// tlTail is the part of an entry that a node's entries in a row often
+// share (see entry). Never modified once its entry is folded.
+type tlTail struct {
 	// The stream, type, actor and node, which a few hundred entries share
-	// (a node's reports, say), one copy for all of them: 56 bytes fewer an
-	// entry, and three pointers fewer for the collector to follow.
+	// (a node's reports, say), one copy for all of them.
 	*tlHead
-	correlation string
+	correlation       string
+	decl              *tlDecl // the declaration a composed, pushed or apply event is about, when known
+	roster, resources int32   // counts of a composed declaration
 	// p is the payload, as decoded but for two types, kept as pointers
 	// into the timeline's slabs: a *DeclarationComposed (without roster,
 	// resources or specs) and a *tlApply (resolved, see Reports; applyOf
 	// reads it). Never modified once folded.
-	p                 events.Payload
-	decl              *tlDecl // the declaration a composed, pushed or apply event is about, when known
-	roster, resources int32   // counts of a composed declaration
-	maxAt             int64   // the latest time (nanos) of this entry and every one before it: ascending
+	p events.Payload
+}
+
+// same reports whether a and b are the same tail: only apply entries'
+// share one (their payload the same *tlApply), since a payload of another
+// type need not be comparable.
+func (a *tlTail) same(b *tlTail) bool {
+	x, ok := a.p.(*tlApply)
+	y, ok2 := b.p.(*tlApply)
+	return ok && ok2 && x == y && a.tlHead == b.tlHead && a.correlation == b.correlation && a.decl == b.decl &&
+		a.roster == b.roster && a.resources == b.resources
+}
+
+// entryMaxAt is the maxAt of entry i: the latest time (nanos) of it and
+// every entry before it, which ascends (walk's binary search reads it).
+func (t *Timeline) entryMaxAt(i int) int64 {
+	if m, ok := t.behind[int32(i)]; ok {
+		return m
+	}
+	return t.at(i).at
 }
 
 // slab keeps values in chunks and hands out pointers to them, which stay
@@ -69,15 +100,47 @@ func (t *Timeline) push(e entry) {
 	t.n++
 }
 
-// tlHead is the part of an entry that many share (see entry).
-type tlHead struct{ stream, typ, actor, node string }
+// tlHead is the part of an entry that many share (see entry); odd is the
+// entry's time when its nanoseconds do not say it exactly (then the head
+// is the entry's own).
+type tlHead struct {
+	stream, typ, actor, node string
+	odd                      *time.Time
+}
+
+// stamp sets e's time to at, and returns at to keep in e's head when e's
+// nanoseconds do not say it exactly (nil when they do).
+func stamp(e *entry, at time.Time) *time.Time {
+	e.at = nanos(at)
+	if time.Unix(0, e.at).UTC() == at {
+		return nil
+	}
+	odd := new(time.Time)
+	*odd = at
+	return odd
+}
+
+// newHead is a copy of h on the heap.
+func newHead(h tlHead) *tlHead {
+	x := new(tlHead)
+	*x = h
+	return x
+}
+
+// time is the entry's time, as its event had it.
+func (e *entry) time() time.Time {
+	if e.odd != nil {
+		return *e.odd
+	}
+	return time.Unix(0, e.at).UTC()
+}
 
 // head returns the timeline's one copy of h.
 func (t *Timeline) head(h tlHead) *tlHead {
 	if x, ok := t.heads[h]; ok {
 		return x
 	}
-	x := &h
+	x := newHead(h)
 	t.heads[h] = x
 	return x
 }
@@ -118,6 +181,14 @@ func compactApply(a *events.ApplyReported, heavy bool) tlApply {
 	return c
 }
 
+// same reports whether a and b, neither with a full report, stand for
+// the same resolved report (the timeline then keeps one for both).
+func (a *tlApply) same(b *tlApply) bool {
+	return a.full == nil && b.full == nil && a.node == b.node && a.declaration == b.declaration &&
+		a.digest == b.digest && slices.Equal(a.held, b.held) && a.sent == b.sent && a.applied == b.applied &&
+		a.unchanged == b.unchanged && a.digestFilled == b.digestFilled && a.heldPos == b.heldPos
+}
+
 // heavy reports whether the apply was a heavy pass.
 func (a *tlApply) heavy() bool { return a.full != nil && a.full.heavy }
 
@@ -153,6 +224,14 @@ type tlDecl struct {
 	digest    string
 	resources []events.ResourceRef
 	modules   []string // distinct, sorted
+}
+
+// mods is d's modules, none if d is nil.
+func (d *tlDecl) mods() []string {
+	if d == nil {
+		return nil
+	}
+	return d.modules
 }
 
 // quiet reports whether apply a touched nothing at all (it held nothing
@@ -203,9 +282,7 @@ func modules(e *entry) []string {
 	case events.NodeRemoved:
 		return v.Drained
 	case *events.DeclarationComposed, events.DeclarationPushed:
-		if e.decl != nil {
-			return e.decl.modules
-		}
+		return e.decl.mods()
 	case *tlApply:
 		a := v.report()
 		if e.decl == nil {

@@ -65,7 +65,7 @@ func (t *Timeline) show(e *entry) Entry { return show(e) }
 // timeline (so ShowEvent renders one read back from its event the same).
 func show(e *entry) Entry {
 	out := Entry{
-		Position: e.position, At: e.at, Stream: e.stream, Type: e.typ,
+		Position: e.position, At: e.time(), Stream: e.stream, Type: e.typ,
 		Actor: e.actor, Correlation: e.correlation, Node: e.node, Modules: modules(e),
 	}
 	if e.decl != nil {

@@ -1,0 +1,132 @@
+package projections
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"meshplane/events"
+)
+
+// BenchmarkQuietDays folds, into one Set as the controller's, a mesh of
+// MESH_BENCH_NODES nodes (10,000 unless set) reporting quiet passes every 5
+// minutes for MESH_BENCH_DAYS simulated days (1 unless set): synthetic
+// events made here, one apply.reported a node a tick, in the compact form
+// an agent sends (no digest, no apply id, the held list named by
+// held_since on the nodes that hold something: one in ten), its
+// strings fresh as a decoded event's are. It reports
+// the live heap after the first day and at the end (after a collection),
+// and the fold CPU of one whole pass of the mesh.
+func BenchmarkQuietDays(b *testing.B) {
+	nodes, days := envInt(b, "MESH_BENCH_NODES", 10000), envInt(b, "MESH_BENCH_DAYS", 1)
+	const tick = 5 * time.Minute
+	perDay := int(24 * time.Hour / tick)
+	for b.Loop() {
+		set := New()
+		ps := set.All()
+		var pos uint64
+		at, corr := t0, ""
+		fold := func(stream, typ, actor string, p events.Payload) {
+			pos++
+			ev := events.Event{ID: id(pos), Stream: stream, Position: pos, Type: typ, Schema: 1, At: at, Actor: actor, Correlation: corr}
+			for _, pr := range ps {
+				if err := pr.Fold(ev, p); err != nil {
+					b.Fatalf("%s: fold %d: %v", pr.Name(), pos, err)
+				}
+			}
+		}
+		names := make([]string, nodes)
+		for i := range names {
+			names[i] = fmt.Sprintf("n%05d", i)
+		}
+		roster := []string{"forge", "ca", "web"}
+		for i, n := range names {
+			s := events.NodeStream(n)
+			corr = "c-" + n
+			decl, digest := "d-"+n, "sha256:"+n
+			res := resources("m", 3, n)
+			fold(s, events.TypeNodeRegistered, "operator:jo", events.NodeRegistered{Node: n})
+			fold(s, events.TypeModuleAssigned, "operator:jo", events.ModuleAssigned{Module: "m", Node: n})
+			fold(s, events.TypeDeclarationComposed, "controller", events.DeclarationComposed{Node: n, Declaration: decl, Digest: digest, Roster: roster, Resources: res})
+			fold(s, events.TypeDeclarationPushed, "controller", events.DeclarationPushed{Node: n, Declaration: decl, Digest: digest, Resources: 3})
+			a := events.ApplyReported{Node: n, Declaration: decl, Sent: 3, Applied: 3, Created: []string{res[0].Name, res[1].Name, res[2].Name}, Digest: digest, ApplyID: id(pos + 1).String()}
+			if i%10 == 0 {
+				a.Created = a.Created[:2]
+				a.Held = []events.Held{{Name: res[2].Name, Module: "m", Reason: "adopted: not taken"}}
+			}
+			fold(s, events.TypeApplyReported, "agent:"+n, a)
+		}
+		held := make([]string, nodes) // the apply id of each node's report carrying its held list
+		for i := 0; i < nodes; i += 10 {
+			held[i] = id(uint64(i*5 + 5)).String()
+		}
+		var day1 uint64
+		var passes int
+		start := time.Now()
+		for d := 0; d < days; d++ {
+			for k := 0; k < perDay; k++ {
+				at = at.Add(tick)
+				for i, n := range names {
+					// Fresh strings, as a decoded event's are.
+					corr = "c-" + n
+					fold(events.NodeStream(n), events.TypeApplyReported, "agent:"+n, events.ApplyReported{
+						Node: strings.Clone(n), Declaration: "d-" + n, Sent: 3, Applied: 3, Unchanged: 3, HeldSince: strings.Clone(held[i]),
+					})
+				}
+				passes++
+			}
+			if d == 0 {
+				day1 = liveHeap()
+			}
+		}
+		took := time.Since(start)
+		end := liveHeap()
+		if f := os.Getenv("MESH_BENCH_HEAPPROF"); f != "" {
+			writeHeap(b, f)
+		}
+		b.ReportMetric(float64(day1)/1e6, "heap-day1-MB")
+		b.ReportMetric(float64(end)/1e6, "heap-end-MB")
+		b.ReportMetric(float64(took.Nanoseconds())/float64(passes), "ns/pass")
+		b.ReportMetric(float64(took.Nanoseconds())/float64(passes)/float64(300*time.Second)*100, "%tick")
+		b.ReportMetric(float64(days), "days")
+		runtime.KeepAlive(set)
+	}
+}
+
+func envInt(b *testing.B, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		b.Fatalf("%s=%q: want a count above 0", name, s)
+	}
+	return n
+}
+
+// liveHeap is the heap in use after a collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// writeHeap writes a heap profile to file (MESH_BENCH_HEAPPROF): what the
+// live set holds at the end, before it is dropped.
+func writeHeap(b *testing.B, file string) {
+	f, err := os.Create(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
+}
