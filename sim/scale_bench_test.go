@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,9 +18,10 @@ import (
 // "memory,bolt,postgres"), as mesh sim --store runs them (sim.Execute,
 // OpenStore: the bolt file in a temporary directory, a throwaway PostgreSQL
 // cluster). It reports the set-up's time (modules defined, nodes
-// registered, their settings and assigns), the passes' mean and slowest,
-// and the churn detector's score against the simulator's truth; the misses
-// and false detections are logged by name.
+// registered, their settings and assigns), the passes' mean and slowest
+// (wall, and the process's CPU), the peak RSS, and the churn detector's
+// score against the simulator's truth; the misses and false detections
+// are logged by name, and every pass's counts.
 //
 //	MESH_SIM_NODES=10000 go test -run='^$' -bench=SimScale -benchtime=1x -timeout=120m ./sim/
 func BenchmarkSimScale(b *testing.B) {
@@ -35,18 +37,21 @@ func BenchmarkSimScale(b *testing.B) {
 					Config: sim.Config{Nodes: nodes, Modules: 48, Passes: passes, Seed: 1, Faults: sim.DefaultFaults(passes), Big: nodes / 100},
 					Store:  store, Data: b.TempDir(),
 				}
-				var last time.Time
+				// The process's CPU a pass (the controller's, the store
+				// client's and the simulated fleet's), beside the pass's
+				// wall time, which a shared machine's load stretches.
+				cpu := make([]time.Duration, 0, passes+1)
+				prev := processCPU(b)
 				o.Progress = func(ps sim.PassStats) {
-					if ps.Pass == 0 || time.Since(last) > 30*time.Second || ps.Pass == passes {
-						b.Logf("%s: pass %d: %d events, %.1f MB, %s", store, ps.Pass, ps.Events, float64(ps.Bytes)/1e6, ps.Took.Round(time.Millisecond))
-						last = time.Now()
-					}
+					now := processCPU(b)
+					cpu = append(cpu, now-prev)
+					prev = now
 				}
 				sum, err := sim.Execute(context.Background(), o)
 				if err != nil {
 					b.Fatal(err)
 				}
-				reportScale(b, sum)
+				reportScale(b, sum, cpu)
 			}
 		})
 	}
@@ -54,12 +59,20 @@ func BenchmarkSimScale(b *testing.B) {
 
 // reportScale reports a run's set-up, its passes and its score, and logs
 // every miss and false detection.
-func reportScale(b *testing.B, sum sim.Summary) {
-	var total, slowest time.Duration
-	for _, ps := range sum.PerPass[1:] {
+func reportScale(b *testing.B, sum sim.Summary, cpu []time.Duration) {
+	var total, slowest, totalCPU, slowestCPU time.Duration
+	for i, ps := range sum.PerPass[1:] {
 		total += ps.Took
 		slowest = max(slowest, ps.Took)
+		totalCPU += cpu[i+1]
+		slowestCPU = max(slowestCPU, cpu[i+1])
 	}
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	b.ReportMetric(float64(ru.Maxrss)/1e6, "peak-rss-GB") // the process's so far: the largest store's run, when several
+	b.ReportMetric(cpu[0].Seconds(), "setup-cpu-s")
+	b.ReportMetric(totalCPU.Seconds()/float64(len(cpu)-1), "pass-cpu-s")
+	b.ReportMetric(slowestCPU.Seconds(), "slowest-pass-cpu-s")
 	s := sum.Score
 	b.ReportMetric(sum.PerPass[0].Took.Seconds(), "setup-s")
 	b.ReportMetric(total.Seconds()/float64(len(sum.PerPass)-1), "pass-s")
@@ -77,11 +90,21 @@ func reportScale(b *testing.B, sum sim.Summary) {
 	for _, f := range s.False {
 		b.Logf("false: %s loop=%v flip=%v start %d detected %d legit=%v", f.Node, f.Loop, f.Flip, f.Start, f.Detected, f.Legit)
 	}
-	for _, ps := range sum.PerPass {
-		b.Logf("pass %d: %d nodes, %d events, %.2f MB, %d compose failed, %d push failed, %d heavy, %s",
-			ps.Pass, ps.Nodes, ps.Events, float64(ps.Bytes)/1e6, ps.ComposeFailed, ps.PushFailed, ps.Heavy, ps.Took.Round(time.Millisecond))
+	for i, ps := range sum.PerPass {
+		b.Logf("pass %d: %d nodes, %d events, %.2f MB, %d compose failed, %d push failed, %d heavy, %s wall, %s CPU",
+			ps.Pass, ps.Nodes, ps.Events, float64(ps.Bytes)/1e6, ps.ComposeFailed, ps.PushFailed, ps.Heavy,
+			ps.Took.Round(time.Millisecond), cpu[i].Round(time.Millisecond))
 	}
 	if !s.Met() {
 		b.Errorf("targets missed: recall %.2f, false loops on legitimate passes %d, delay max %d", s.Recall, s.FalseLoopsLegit, s.DelayMax)
 	}
+}
+
+// processCPU is the process's CPU time so far, user and system.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
