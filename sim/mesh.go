@@ -56,6 +56,7 @@ type Mesh struct {
 	// lossyPass is the compose reader of the controller pass under way
 	// while nodes are lossy (lossyReaderFor); SetLossy clears it.
 	lossyPass *lossyCache
+	bus       busCounter // what the simulated bus carried (CountBus)
 }
 
 // Node is a simulated node: its runtime, its agent, and its end of the bus.
@@ -249,6 +250,7 @@ func (m *Mesh) PutDeclaration(ctx context.Context, d declaration.Declaration) er
 		return fmt.Errorf("bus to %s: %w", d.Node, ErrBusCut)
 	}
 	n.latest = &d
+	m.countPut(d)
 	return nil
 }
 
