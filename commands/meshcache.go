@@ -62,8 +62,9 @@ type MeshCache struct {
 	feeders []string // the nodes listed to each compose; nil: every node
 	nodes   map[string]Node
 	modules map[string]Module
-	snap    *snapshot // nil until made, and once discarded
-	gen     uint64    // counts discards, so that a snapshot made meanwhile is not kept
+	unread  map[string]bool // nodes whose last read failed (never remembered: read again)
+	snap    *snapshot       // nil until made, and once discarded
+	gen     uint64          // counts discards, so that a snapshot made meanwhile is not kept
 
 	snapMu sync.Mutex // one snapshot made at a time
 }
@@ -80,7 +81,7 @@ type snapshot struct {
 
 // NewMeshCache returns an empty cache reading through r (a Handler, or any Reader).
 func NewMeshCache(r Reader) *MeshCache {
-	return &MeshCache{r: r, nodes: map[string]Node{}, modules: map[string]Module{}}
+	return &MeshCache{r: r, nodes: map[string]Node{}, modules: map[string]Module{}, unread: map[string]bool{}}
 }
 
 // Prepare reads the node list and every node, and keeps the nodes that can
@@ -145,10 +146,13 @@ func (mc *MeshCache) Node(ctx context.Context, name string) (Node, error) {
 
 func (mc *MeshCache) readNode(ctx context.Context, name string) (Node, error) {
 	n, err := mc.r.Node(ctx, name)
+	mc.mu.Lock()
 	if err != nil {
+		mc.unread[name] = true
+		mc.mu.Unlock()
 		return n, err
 	}
-	mc.mu.Lock()
+	delete(mc.unread, name)
 	if old, ok := mc.nodes[name]; ok && !samePlanInputs(old, n) {
 		mc.snap = nil
 		mc.gen++
@@ -238,6 +242,9 @@ func (mc *MeshCache) compose(ctx context.Context, node, correlation string) (Com
 	if err != nil || !self.Registered {
 		return Composition{}, false, nil
 	}
+	if err := mc.unreadFeeder(ctx, node); err != nil {
+		return Composition{}, true, err
+	}
 	s := mc.snapshot(ctx)
 	if s == nil {
 		return Composition{}, false, nil
@@ -267,6 +274,33 @@ func (mc *MeshCache) compose(ctx context.Context, node, correlation string) (Com
 		}
 	}
 	return composition(self, own, s.roster, skipped, correlation), true, nil
+}
+
+// unreadFeeder reads again, in name order, the listed nodes (but node)
+// whose last read failed, and returns the failure of the first that fails
+// again as the compose of node through Compose would (gather's ReadError):
+// every node gather reads before it is remembered, so cannot fail, and the
+// node composed was just read. Without it every compose of a pass with a
+// failing read tried the snapshot and then gathered every node, N² reads
+// and key sorts in all (27 s of CPU, against 3 s, for a 3,000-node pass).
+// Nil when none fails (or the cache is not prepared): the snapshot, or
+// Compose, goes on.
+func (mc *MeshCache) unreadFeeder(ctx context.Context, node string) error {
+	mc.mu.Lock()
+	var names []string
+	for name := range mc.unread {
+		if _, listed := slices.BinarySearch(mc.feeders, name); listed && name != node {
+			names = append(names, name)
+		}
+	}
+	mc.mu.Unlock()
+	slices.Sort(names)
+	for _, name := range names {
+		if _, err := mc.readNode(ctx, name); err != nil {
+			return &ReadError{Node: node, Read: "node " + name, Err: err}
+		}
+	}
+	return nil
 }
 
 // snapshot returns the cache's snapshot, made from the listed nodes if

@@ -53,6 +53,10 @@ type Mesh struct {
 	mu    sync.Mutex
 	nodes map[string]*Node
 	lossy map[string]bool // nodes whose reads compose answers as "no modules" (SetLossy)
+	// lossyPass is the compose reader of the controller pass under way
+	// while nodes are lossy (lossyReaderFor); SetLossy clears it.
+	lossyPass *lossyCache
+	bus       busCounter // what the simulated bus carried (CountBus)
 }
 
 // Node is a simulated node: its runtime, its agent, and its end of the bus.
@@ -246,6 +250,7 @@ func (m *Mesh) PutDeclaration(ctx context.Context, d declaration.Declaration) er
 		return fmt.Errorf("bus to %s: %w", d.Node, ErrBusCut)
 	}
 	n.latest = &d
+	m.countPut(d)
 	return nil
 }
 
@@ -257,7 +262,9 @@ func (m *Mesh) composeReader(node string, r commands.Reader) commands.Reader {
 	if len(m.lossy) == 0 {
 		return r
 	}
-	return &lossyReader{r: r, target: node, lossy: m.lossy}
+	// The controller gives its pass no context to the reader it asks for;
+	// the lossy cache's first reads (Prepare) run under none.
+	return m.lossyReaderFor(context.Background(), node, r)
 }
 
 // SetLossy makes every compose answer a read of the named nodes as "this
@@ -267,7 +274,7 @@ func (m *Mesh) composeReader(node string, r commands.Reader) commands.Reader {
 func (m *Mesh) SetLossy(nodes ...string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.lossy = map[string]bool{}
+	m.lossy, m.lossyPass = map[string]bool{}, nil
 	for _, n := range nodes {
 		m.lossy[n] = true
 	}

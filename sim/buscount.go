@@ -1,0 +1,47 @@
+package sim
+
+import (
+	"encoding/json"
+	"sync/atomic"
+)
+
+// BusCount is what the simulated bus carried while counting (CountBus):
+// every value put, and the bytes of its JSON encoding, the wire's form.
+type BusCount struct {
+	Puts  int64 `json:"puts"`
+	Bytes int64 `json:"bytes"`
+}
+
+// busCounter counts the simulated bus's puts once CountBus turned it on.
+type busCounter struct {
+	on          atomic.Bool
+	puts, bytes atomic.Int64
+}
+
+// CountBus starts counting what the simulated bus carries, from zero (off
+// by default: encoding every put costs what the bus would).
+func (m *Mesh) CountBus() {
+	m.bus.puts.Store(0)
+	m.bus.bytes.Store(0)
+	m.bus.on.Store(true)
+}
+
+// BusCounted returns what the bus carried since CountBus.
+func (m *Mesh) BusCounted() BusCount {
+	return BusCount{Puts: m.bus.puts.Load(), Bytes: m.bus.bytes.Load()}
+}
+
+// countPut counts v, a value the simulated bus carried (a declaration, or
+// any shared value a put of the Publisher hands to every node, such as a
+// roster), when counting.
+func (m *Mesh) countPut(v any) {
+	if !m.bus.on.Load() {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("sim: a put value does not encode: " + err.Error()) // the wire's types: cannot happen
+	}
+	m.bus.puts.Add(1)
+	m.bus.bytes.Add(int64(len(b)))
+}
