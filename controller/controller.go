@@ -104,9 +104,11 @@ type Config struct {
 	TimelineQuery func(projections.Filter) ([]projections.Entry, error)
 
 	// Checkpoints keeps the projections' checkpoints, from which At folds
-	// a past moment (at.go). Nil: in memory (DefaultCheckpoints). The
-	// controller's own runner keeps them as it folds, unless preloaded
-	// (the loader's runner does: snapstore.Options.Keeper).
+	// a past moment (at.go) and Resume restores the live projections at a
+	// start (resume.go). Nil: in memory (DefaultCheckpoints). The daemon
+	// keeps them on disk, in its data directory. The controller's own
+	// runner keeps them as it folds, with its token table, unless
+	// preloaded (the loader's runner does: snapstore.Options.Keeper).
 	Checkpoints *projections.Keeper
 }
 
@@ -167,6 +169,7 @@ type Controller struct {
 
 	keeper *projections.Keeper // Config.Checkpoints
 	ats    atCache             // at.go: the moments folded last
+	resume *resumed            // resume.go: set by Resume, nil otherwise
 }
 
 var _ api.Service = (*Controller)(nil)
@@ -219,7 +222,7 @@ func New(cfg Config) (*Controller, error) {
 		})
 	}
 	if !c.preloaded {
-		c.runner.Keep(c.keeper, c.views)
+		c.runner.KeepWith(c.keeper, c.views, c.tokensExtra(c.tokens))
 	}
 	c.runner.OnPanic(c.reportPanic)
 	return c, nil

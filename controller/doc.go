@@ -14,6 +14,11 @@
 // (agent.Preview, agent.Declared). Its only I/O of its own is
 // controller.json (info.go).
 //
+// Checkpoints (at.go, resume.go): the runner keeps checkpoints of the
+// projections as it folds (Config.Checkpoints; in memory unless given: the
+// daemon keeps them on disk), from which At folds a past moment and Resume
+// restores the live projections at a start, folding only what came after.
+//
 // Reads are read-your-writes: a command returns once the projections have
 // folded what it appended, and a query first waits for the projections to
 // reach the store's head as it was when the query began.

@@ -172,6 +172,12 @@ func page(query func(projections.Filter) []projections.Entry, req api.TimelineRe
 // field's old and new value (from the node's stream: the specs the
 // timeline does not keep).
 func (c *Controller) Why(ctx context.Context, req api.WhyRequest) (api.WhyResponse, error) {
+	if w, err := c.wholeOf(); w != nil || err != nil {
+		if err != nil {
+			return api.WhyResponse{}, err
+		}
+		return w.Why(ctx, req) // resumed: the whole history is there
+	}
 	if c.tlQuery != nil {
 		return api.WhyResponse{}, errTimelineOnDisk("why")
 	}
@@ -230,6 +236,12 @@ func (c *Controller) Roster(ctx context.Context, node string) (api.ComposedDecl,
 // RosterHistory is every declaration composed for node, each with what
 // changed since the one before.
 func (c *Controller) RosterHistory(ctx context.Context, node string) (api.RosterHistory, error) {
+	if w, err := c.wholeOf(); w != nil || err != nil {
+		if err != nil {
+			return api.RosterHistory{}, err
+		}
+		return w.RosterHistory(ctx, node) // resumed: every declaration is there
+	}
 	if err := c.Sync(ctx); err != nil {
 		return api.RosterHistory{}, err
 	}
@@ -255,6 +267,12 @@ func (c *Controller) RosterHistory(ctx context.Context, node string) (api.Roster
 
 // RosterDiff is what changed between two of a node's declarations.
 func (c *Controller) RosterDiff(ctx context.Context, req api.RosterDiffRequest) (api.RosterDiff, error) {
+	if w, err := c.wholeOf(); w != nil || err != nil {
+		if err != nil {
+			return api.RosterDiff{}, err
+		}
+		return w.RosterDiff(ctx, req) // resumed: every declaration is there
+	}
 	if err := c.Sync(ctx); err != nil {
 		return api.RosterDiff{}, err
 	}

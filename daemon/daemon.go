@@ -43,8 +43,9 @@ type Config struct {
 	// Data is the data directory (--data): DATA/events.db (the event store,
 	// opened for writing and held locked while the controller runs),
 	// DATA/api-token (made on first start, mode 0600), DATA/bus (the
-	// embedded bus's keys and JetStream files) and DATA/controller.json
-	// (while running). Required; made if missing.
+	// embedded bus's keys and JetStream files), DATA/checkpoints/controller
+	// (the projections' checkpoints: CheckpointDir) and
+	// DATA/controller.json (while running). Required; made if missing.
 	Data string
 
 	// Store is the event store's URL (--store): "" or "bolt" for
@@ -284,9 +285,13 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		Store: cm.store(store), Publisher: pub, Interval: cfg.Interval, HoldDefines: cfg.HoldDefines, SecretKey: key,
 		Version: cfg.Version, Logger: log, Standby: lock != nil,
 		SilentAfter: cmp.Or(cfg.SilentAfter, controller.DefaultSilentAfter),
+		Checkpoints: controllerCheckpoints(cfg.Data, log),
 	})
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)
+	}
+	if err := resume(ctx, ctl, log); err != nil {
+		return err
 	}
 	stopHeard, err := hearHeartbeats(bc, ctl, log)
 	if err != nil {

@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -26,9 +27,14 @@ import (
 // the old ones so that their spacing grows with their age (see thin).
 //
 // A checkpoint is a cache, never the truth: one that is damaged, of
-// another format version or of another history (the event at its
-// position is not the one it folded) is passed over with a note, removed,
-// and the next older one used, down to a fold from 0.
+// another format version or of another history is passed over with a
+// note, removed, and the next older one used, down to a fold from 0. Its
+// history is told by the id of the event at its position (the snapshot's
+// check) and by the hash chain's value there (events.Event.Chain), which
+// covers every event up to it: a store holding the same event at that
+// position after other ones (an import, a copy that diverged) is another
+// history too. The chain value rides in the snapshot's extra (ckExtra),
+// beside the caller's (Runner.KeepWith: the controller's token table).
 
 // CheckpointStore holds checkpoint bodies by position: a directory
 // (DirCheckpoints) or memory (MemCheckpointStore).
@@ -200,14 +206,26 @@ func thin(l []CheckpointInfo, max int, maxBytes int64) []uint64 {
 	return drop
 }
 
+// ckExtra is a checkpoint's extra: the chain value at its position (zero
+// for a store whose chain starts after it) and the caller's (KeepWith).
+type ckExtra struct {
+	Chain  events.Hash     `json:"chain"`
+	Caller json.RawMessage `json:"caller,omitempty"`
+}
+
 // load restores the checkpoint at pos into set and r (fresh, fed set's
-// projections). One that cannot be used is removed and its error returned.
-func (k *Keeper) load(ctx context.Context, pos uint64, r *Runner, set *Set) error {
+// projections) and returns the caller's extra it was kept with. One that
+// cannot be used is removed and its error returned.
+func (k *Keeper) load(ctx context.Context, pos uint64, r *Runner, set *Set) (json.RawMessage, error) {
 	name := fmt.Sprintf("checkpoint at position %d", pos)
 	b, err := k.store.Read(pos)
+	var x ckExtra
 	if err == nil {
 		var st *snapState
 		if st, err = decodeSnapshot(ctx, name, b, r); err == nil {
+			err = checkChain(ctx, name, st, r, &x)
+		}
+		if err == nil {
 			err = st.restore(r, set, name)
 		}
 	}
@@ -218,17 +236,59 @@ func (k *Keeper) load(ctx context.Context, pos uint64, r *Runner, set *Set) erro
 			k.note("%v: passed over and removed", err)
 		}
 	}
-	return err
+	return x.Caller, err
+}
+
+// checkChain decodes st's extra into x and checks its chain value against
+// the store's at st's position: the whole history up to it is the one
+// folded. A checkpoint of an older build has no extra (the event id alone
+// is checked, by decodeSnapshot).
+func checkChain(ctx context.Context, name string, st *snapState, r *Runner, x *ckExtra) error {
+	if len(st.Extra) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(st.Extra, x); err != nil {
+		return damagedSnapshot(name, "extra: %v", err)
+	}
+	if st.Position == 0 {
+		return nil
+	}
+	chain, err := r.chainAt(ctx, st.Position)
+	if err != nil {
+		return err
+	}
+	if chain != x.Chain {
+		return badSnapshot(name, "the store's hash chain at position %d is %s, the checkpoint's %s: another history (another store, or one rewritten before it)", st.Position, chain, x.Chain)
+	}
+	return nil
+}
+
+// chainAt is the chain value of the event at pos in r's store.
+func (r *Runner) chainAt(ctx context.Context, pos uint64) (events.Hash, error) {
+	evs, err := r.store.ReadAll(ctx, pos-1, 1)
+	if err != nil {
+		return events.Hash{}, fmt.Errorf("read position %d: %w", pos, err)
+	}
+	if len(evs) == 0 || evs[0].Position != pos {
+		return events.Hash{}, fmt.Errorf("the store has no event at position %d: %w", pos, ErrSnapshot)
+	}
+	return evs[0].Chain, nil
 }
 
 // Keep makes r keep a checkpoint of set (whose projections r feeds; others
 // it feeds are left out of them) in k whenever one is due, as it folds:
 // at the end of each page of a catch-up, after each event of Run. Call it
 // before r folds.
-func (r *Runner) Keep(k *Keeper, set *Set) {
+func (r *Runner) Keep(k *Keeper, set *Set) { r.KeepWith(k, set, nil) }
+
+// KeepWith is Keep, each checkpoint also carrying extra's JSON (nil: none),
+// called under the fold lock at the checkpoint's position: the state of
+// the projections r feeds beside set's (the controller's token table),
+// which Keeper.Resume hands back.
+func (r *Runner) KeepWith(k *Keeper, set *Set, extra func() (json.RawMessage, error)) {
 	r.fold.Lock()
 	defer r.fold.Unlock()
-	r.keeper, r.keepSet = k, set
+	r.keeper, r.keepSet, r.keepExtra = k, set, extra
 }
 
 // keepAt saves a checkpoint at pos, its event at t, if one is due. Called
@@ -237,12 +297,61 @@ func (r *Runner) keepAt(ctx context.Context, pos uint64, t time.Time) {
 	if r.keeper == nil || !r.keeper.due(pos, t) {
 		return
 	}
-	body, err := r.snapshotHeld(ctx, r.keepSet, nil, true)
+	x := ckExtra{}
+	var err error
+	if x.Chain, err = r.chainAt(ctx, pos); err == nil && r.keepExtra != nil {
+		x.Caller, err = r.keepExtra()
+	}
+	var body []byte
+	if err == nil {
+		var extra []byte
+		if extra, err = json.Marshal(x); err == nil {
+			body, err = r.snapshotHeld(ctx, r.keepSet, extra, true)
+		}
+	}
 	if err != nil {
 		r.keeper.note("checkpoint at position %d not kept: %v", pos, err)
 		return
 	}
 	r.keeper.save(pos, body)
+}
+
+// Resume restores set and r, both fresh (r feeding set's projections and
+// perhaps others, which the caller restores from the extra returned),
+// from the newest checkpoint of k below position below that can be used,
+// and returns its position and the extra it was kept with (KeepWith); r's
+// next fold goes on from there. One that cannot be used is passed over
+// with a note (and removed), as FoldTo does. None usable: position 0, set
+// and r as they were. The caller checks set.Incomplete after folding on,
+// and resumes again below the position if so. Call it before r folds.
+func (k *Keeper) Resume(ctx context.Context, r *Runner, set *Set, below uint64) (uint64, json.RawMessage, error) {
+	from := k.Positions()
+	for i := len(from) - 1; i >= 0; i-- {
+		if from[i] >= below {
+			continue
+		}
+		// The checkpoint holds set's projections only: restored through a
+		// runner of those, whose counters are then r's.
+		tmp := NewRunner(r.store, r.reg, set.All()...)
+		extra, err := k.load(ctx, from[i], tmp, set)
+		if errors.Is(err, ErrSnapshot) || errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return 0, nil, fmt.Errorf("projections: resume from %d: %w", from[i], err)
+		}
+		r.fold.Lock()
+		tmp.mu.RLock()
+		r.mu.Lock()
+		r.unknown, r.failures, r.failed = tmp.unknown, tmp.failures, tmp.failed
+		r.mu.Unlock()
+		tmp.mu.RUnlock()
+		r.loaded = true
+		r.setPos(from[i])
+		r.fold.Unlock()
+		return from[i], extra, nil
+	}
+	return 0, nil, nil
 }
 
 // ErrNoMoment means a moment asked for (FoldTo, PositionAt) is not in the
@@ -275,7 +384,7 @@ func FoldTo(ctx context.Context, store events.Store, reg *events.Registry, pos u
 		}
 		set := New()
 		r := NewRunner(store, reg, set.All()...)
-		if err := k.load(ctx, from[i], r, set); err != nil {
+		if _, err := k.load(ctx, from[i], r, set); err != nil {
 			if errors.Is(err, ErrSnapshot) || errors.Is(err, os.ErrNotExist) {
 				continue
 			}

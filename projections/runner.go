@@ -2,6 +2,7 @@ package projections
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -107,6 +108,8 @@ type Runner struct {
 
 	keeper  *Keeper // Keep's, under fold; nil: no checkpoints kept
 	keepSet *Set
+	// keepExtra is KeepWith's: the caller's part of each checkpoint.
+	keepExtra func() (json.RawMessage, error)
 }
 
 // OnPanic makes fn hear of every fold or decode that panicked (each also
