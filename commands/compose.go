@@ -45,6 +45,10 @@ type Composition struct {
 	// success (Current.Pushed); with Unchanged, a successful send records
 	// nothing.
 	Pushed bool
+	// Roster is the roster composed against, as its events name it
+	// (shared: never modified). Its revision is the Handler's to record
+	// (Declaration.RosterRevision, set when the composition is recorded).
+	Roster []events.RosterRoute
 }
 
 // Compose composes the next declaration of node (its id counts the node's
@@ -112,6 +116,10 @@ type roster struct {
 	routes []declaration.Route // sorted (sortRoutes); never changed once shared
 	hosts  string
 	json   []byte
+	// digest is events.RosterDigest of the routes, and mesh the routes as
+	// the roster's events name them (roster.changed).
+	digest string
+	mesh   []events.RosterRoute
 }
 
 func newRoster(routes []declaration.Route) roster {
@@ -119,7 +127,11 @@ func newRoster(routes []declaration.Route) roster {
 	if err != nil {
 		panic("commands: a roster does not encode: " + err.Error()) // strings only: cannot happen
 	}
-	return roster{routes: routes, hosts: hostsFile(routes), json: b}
+	mesh := make([]events.RosterRoute, len(routes))
+	for i, r := range routes {
+		mesh[i] = events.RosterRoute(r)
+	}
+	return roster{routes: routes, hosts: hostsFile(routes), json: b, digest: events.RosterDigest(mesh), mesh: mesh}
 }
 
 // declarationDigest is declaration.Digest of the fields a declaration's digest covers
@@ -161,17 +173,18 @@ func composition(self Node, own plan, r roster, skipped []events.Skipped, correl
 	for i := range own.resources {
 		own.resources[i].Digest = declaration.Digest(own.resources[i].Spec())
 	}
-	c := Composition{Skipped: skipped}
+	c := Composition{Skipped: skipped, Roster: r.mesh}
 	d := declaration.Declaration{
-		Node:        self.Name,
-		ID:          fmt.Sprintf("%s/%d", self.Name, self.Composed+1),
-		Adopted:     self.Adopted,
-		Taken:       self.TakenModules(),
-		Resources:   own.resources,
-		Roster:      r.routes,
-		Hosts:       r.hosts,
-		Warnings:    own.warnings,
-		Correlation: correlation,
+		Node:         self.Name,
+		ID:           fmt.Sprintf("%s/%d", self.Name, self.Composed+1),
+		Adopted:      self.Adopted,
+		Taken:        self.TakenModules(),
+		Resources:    own.resources,
+		Roster:       r.routes,
+		Hosts:        r.hosts,
+		RosterDigest: r.digest,
+		Warnings:     own.warnings,
+		Correlation:  correlation,
 	}
 	d.Digest = declarationDigest(d.Adopted, d.Taken, d.Resources, r)
 	if cur := self.Current; cur.ID != "" && cur.Digest == d.Digest && cur.Notes == notes(d.Warnings, c.Skipped) {
@@ -189,7 +202,10 @@ func composition(self Node, own plan, r roster, skipped []events.Skipped, correl
 
 // Composed returns the declaration.composed payload of c. It carries the
 // spec of every resource whose digest the node's previous declaration did
-// not have, so the stream holds every spec once.
+// not have, so the stream holds every spec once. A declaration that names
+// its roster's revision (the Handler records it) names that revision in
+// place of the roster's names: the roster's events hold them once
+// (events.RosterChanged).
 func (c Composition) Composed() events.DeclarationComposed {
 	d := c.Declaration
 	refs := make([]events.ResourceRef, len(d.Resources))
@@ -207,14 +223,17 @@ func (c Composition) Composed() events.DeclarationComposed {
 			specs[r.Digest], _ = json.Marshal(r.Spec()) // a spec always encodes
 		}
 	}
-	roster := make([]string, 0, len(d.Roster))
-	for _, r := range d.Roster {
-		if len(roster) == 0 || roster[len(roster)-1] != r.Name {
-			roster = append(roster, r.Name)
+	var roster []string
+	if d.RosterRevision == 0 {
+		roster = make([]string, 0, len(d.Roster))
+		for _, r := range d.Roster {
+			if len(roster) == 0 || roster[len(roster)-1] != r.Name {
+				roster = append(roster, r.Name)
+			}
 		}
 	}
 	return events.DeclarationComposed{
-		Node: d.Node, Declaration: d.ID, Digest: d.Digest, Roster: roster, Resources: refs,
+		Node: d.Node, Declaration: d.ID, Digest: d.Digest, RosterRevision: d.RosterRevision, Roster: roster, Resources: refs,
 		Warnings: d.Warnings, Skipped: c.Skipped, Specs: specs,
 	}
 }

@@ -41,6 +41,9 @@ type Handler struct {
 	nodes   map[string]Node
 	modules map[string]Module
 	catalog catalog
+
+	rosterMu sync.Mutex // guards roster; never held with mu
+	roster   rosterCache
 }
 
 // Option configures a Handler.

@@ -401,7 +401,7 @@ func TestUnchangedPushRecordsOnlyWhatTheStreamDoesNotSay(t *testing.T) {
 		want   string // the types the push appends
 		id     string
 	}{
-		{"first push", false, ok, "declaration.composed declaration.pushed", "novox/1"},
+		{"first push", false, ok, "roster.changed declaration.composed declaration.pushed", "novox/1"},
 		{"idle pass", false, ok, "", "novox/1"},
 		{"idle pass again", false, ok, "", "novox/1"},
 		{"bus cut", false, cut, "declaration.push-failed", "novox/1"},
@@ -431,7 +431,7 @@ func TestUnchangedPushRecordsOnlyWhatTheStreamDoesNotSay(t *testing.T) {
 			var types []string
 			for _, ev := range evs {
 				types = append(types, ev.Type)
-				if ev.Type == events.TypeDeclarationComposed {
+				if ev.Type == events.TypeDeclarationComposed || ev.Type == events.TypeRosterChanged {
 					corr = ev.Correlation
 				}
 				if ev.Correlation != corr {

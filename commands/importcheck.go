@@ -86,14 +86,19 @@ type Import struct {
 	seen    []seenLine        // every line Line checked, in order
 	next    int               // the next of seen that Replay hands over
 	pub     publicForms       // apply reports in the public form (importheld.go)
+	roster  importRoster      // the file's roster (importroster.go)
+	// stripped says the line Line checks last is a composed declaration
+	// stored without its roster (seenLine.stripped).
+	stripped bool
 }
 
 // seenLine is a line Line checked: its number, a digest of its bytes, and
 // whether it was accepted.
 type seenLine struct {
-	n   int
-	sum [16]byte
-	ok  bool
+	n        int
+	sum      [16]byte
+	ok       bool
+	stripped bool // a composed declaration stored without its roster
 }
 
 func lineSum(line []byte) [16]byte {
@@ -119,8 +124,9 @@ func NewImport(reg *events.Registry) *Import {
 // holds (Pending, Settle) until Settle has run; after it, it is refused
 // unless the store holds it.
 func (im *Import) Line(line []byte, n int) (events.Event, error) {
+	im.stripped = false
 	ev, err := im.line(line, n)
-	im.seen = append(im.seen, seenLine{n: n, sum: lineSum(line), ok: err == nil})
+	im.seen = append(im.seen, seenLine{n: n, sum: lineSum(line), ok: err == nil, stripped: im.stripped})
 	return ev, err
 }
 
@@ -234,6 +240,11 @@ func (im *Import) Replay(line []byte, n int) (ev events.Event, ok bool, err erro
 	if ev, _, _, err = storedForm(im.reg, ev); err != nil {
 		return events.Event{}, false, fmt.Errorf("line %d: %w", n, err)
 	}
+	if seen.stripped {
+		if ev, err = storedComposed(im.reg, ev); err != nil {
+			return events.Event{}, false, fmt.Errorf("line %d: %w", n, err)
+		}
+	}
 	return normalize(ev), true, nil
 }
 
@@ -319,6 +330,9 @@ func (im *Import) check(ev events.Event) (subject, []Need, error) {
 	}
 	if ss, ok := p.(events.SecretSet); ok {
 		return subject{}, nil, checkSecretSet(ev, ss)
+	}
+	if _, ok := p.(events.RosterChanged); ok {
+		return subject{}, nil, im.rosterLine(ev)
 	}
 	s := subjectOf(p)
 	if s.hasNode {

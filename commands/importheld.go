@@ -68,7 +68,11 @@ func storedForm(reg *events.Registry, ev events.Event) (events.Event, []events.H
 // store keeps it; it records a held list carried in full for the lines
 // after it.
 func (im *Import) public(ev events.Event, n int) (events.Event, error) {
-	if ev.Type != events.TypeApplyReported {
+	switch ev.Type {
+	case events.TypeApplyReported:
+	case events.TypeDeclarationComposed:
+		return im.composedLine(ev, n)
+	default:
 		return ev, nil
 	}
 	if im.pub.sums == nil {

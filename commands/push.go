@@ -181,14 +181,22 @@ func (h *Handler) Push(ctx context.Context, c Composition, send SendFunc) (decla
 	return h.FinishPush(ctx, st, send(ctx, st.Declaration()))
 }
 
-// record is Push's first step: c's correlation, and declaration.composed
-// appended at c.Version unless c is unchanged.
+// record is Push's first step: c's correlation, its roster's revision
+// (roster.changed appended first when its roster is not the last recorded:
+// RosterRevision), and declaration.composed appended at c.Version unless c
+// is unchanged.
 func (h *Handler) record(ctx context.Context, c Composition) (StagedPush, error) {
 	node := c.Declaration.Node
 	if c.Declaration.Correlation == "" {
 		c.Declaration.Correlation = h.newID().String()
 	}
 	st := StagedPush{Action: PushSend, Composition: c, meta: events.Meta{Actor: "controller", Correlation: c.Declaration.Correlation}}
+	rev, err := h.RosterRevision(ctx, c.Roster, st.meta)
+	if err != nil {
+		return StagedPush{}, fmt.Errorf("commands: push %s: %w", node, err)
+	}
+	c.Declaration.RosterRevision = rev
+	st.Composition = c
 	if c.Unchanged {
 		return st, nil
 	}

@@ -76,7 +76,7 @@ func TestPushNodeComposesOnce(t *testing.T) {
 		appends []string // the event types appended to node-novox
 		sends   int
 	}{
-		{"first: composed and sent", false, commands.PushSend, []string{events.TypeDeclarationComposed, events.TypeDeclarationPushed}, 1},
+		{"first: composed and sent", false, commands.PushSend, []string{events.TypeRosterChanged, events.TypeDeclarationComposed, events.TypeDeclarationPushed}, 1},
 		{"the digest last pushed: nothing", false, commands.PushSkip, nil, 0},
 		{"g14 unreadable: the failure recorded", true, commands.PushRecordFailure, []string{events.TypeDeclarationComposeFailed}, 0},
 		{"the same failure again: nothing", true, commands.PushSkip, nil, 0},

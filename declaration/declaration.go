@@ -52,6 +52,12 @@ type Declaration struct {
 	Hosts       string     `json:"hosts"` // the hosts file written at HostsPath
 	Warnings    []string   `json:"warnings,omitempty"`
 	Correlation string     `json:"correlation,omitempty"` // shared by this push's compose, push, apply and report
+	// Added fields.
+	// RosterRevision is the revision of the mesh's roster the declaration
+	// was composed against (the version of the controller's roster.changed),
+	// RosterDigest the digest of that roster's routes (sha256 of their JSON).
+	RosterRevision uint64 `json:"roster_revision,omitempty"`
+	RosterDigest   string `json:"roster_digest,omitempty"`
 }
 
 // Route is one routed name in the mesh and the address that serves it.

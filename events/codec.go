@@ -65,6 +65,7 @@ func NewRegistry() *Registry {
 	registerTyped[ModuleRemoved](r)
 	registerTyped[NodeRemoved](r)
 	registerTyped[SecretSet](r)
+	registerTyped[RosterChanged](r)
 	return r
 }
 

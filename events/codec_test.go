@@ -195,6 +195,10 @@ func TestVocabulary(t *testing.T) {
 		events.ModuleRemoved{Module: "forge"},
 		events.NodeRemoved{Node: "novox", Drained: []string{"forge"}},
 		events.SecretSet{Name: "forge-db", Digest: "hmac-sha256:ab", Sealed: "c2VhbGVk", KeyID: "3f2a", By: "operator:ana"},
+		events.RosterChanged{Revision: 2, Digest: "sha256:aa", Added: []events.RosterRoute{{Name: "forge.z", Address: "10.0.0.2", Node: "g14"}},
+			Removed: []events.RosterRoute{{Name: "cache.z", Node: "novox"}}},
+		events.DeclarationComposed{Node: "novox", Declaration: "novox/3", Digest: "sha256:01", RosterRevision: 2,
+			Resources: []events.ResourceRef{{Name: "ca", Kind: "container", Module: "m", Digest: "sha256:02"}}},
 	}
 	var types []string
 	for _, p := range payloads {

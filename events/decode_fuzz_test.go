@@ -46,6 +46,12 @@ func FuzzDecodeAgreesWithStdlib(f *testing.F) {
 	f.Add(composed, []byte(`{"node":"n","specs":{"a":1,"a":[2]},"specs":null}`))
 	f.Add(composed, []byte(`{"node":"n","specs":{"a":1},"specs":{"a":[2],"b":{}}}`))
 	f.Add(composed, []byte(`{"node":"n","resources":[{"name":"x","digest":7}]}`))
+	// Stored against a roster revision: no roster, split at resources.
+	f.Add(composed, []byte(`{"node":"n","declaration":"n/2","digest":"sha256:a","roster_revision":3,"resources":[{"name":"c","kind":"container","module":"m","digest":"sha256:01"}]}`))
+	f.Add(composed, []byte(`{"node":"n","roster_revision":3,"resources":[],"roster_revision":4}`))
+	f.Add(composed, []byte(`{"node":"n","resources":[],"roster_revision":-1}`))
+	f.Add(composed, []byte(`{"node":"n","roster_revision":"3","roster":["a"]}`))
+	f.Add(slices.Index(types, "roster.changed"), []byte(`{"revision":2,"digest":"sha256:a","added":[{"name":"a.z","address":"10.0.0.1","node":"n"}],"removed":[{"name":"b.z","node":"m"}]}`))
 	f.Fuzz(func(t *testing.T, which int, data []byte) {
 		if which < 0 {
 			which = -which

@@ -135,10 +135,17 @@ func nonNil(held []Held) []Held {
 // up through the store (HeldOf): a report resolves at any distance from
 // the one it names, whatever the reader saw before. Not safe for
 // concurrent use.
+//
+// A declaration.composed that names a roster revision (roster_revision)
+// and carries no roster is given its roster in full (PublicComposedData),
+// resolved through a RosterBook: from the roster.changed it has seen, else
+// read from the roster's stream when r is also a StreamReader (or one is
+// given: WithRosters).
 type Public struct {
-	reg  *Registry
-	r    IDReader // nil: only what it has seen
-	last map[string]seenHeld
+	reg    *Registry
+	r      IDReader // nil: only what it has seen
+	last   map[string]seenHeld
+	roster *RosterBook
 }
 
 type seenHeld struct {
@@ -149,13 +156,29 @@ type seenHeld struct {
 // NewPublic returns a Public decoding with reg and looking held lists up
 // through r (nil: a held_since it has not seen is ErrHeldUnresolved).
 func NewPublic(reg *Registry, r IDReader) *Public {
-	return &Public{reg: reg, r: r, last: map[string]seenHeld{}}
+	sr, _ := r.(StreamReader)
+	return &Public{reg: reg, r: r, last: map[string]seenHeld{}, roster: NewRosterBook(reg, sr)}
+}
+
+// WithRosters makes p read roster revisions it has not seen through s.
+func (p *Public) WithRosters(s StreamReader) *Public {
+	p.roster = NewRosterBook(p.reg, s)
+	return p
 }
 
 // Event returns ev in its public form. Events other than compact apply
 // reports are returned as they are; their data is shared with ev.
 func (p *Public) Event(ctx context.Context, ev Event) (Event, error) {
-	if ev.Type != TypeApplyReported {
+	switch ev.Type {
+	case TypeApplyReported:
+	case TypeRosterChanged:
+		if c, err := DecodeAs[RosterChanged](p.reg, ev); err == nil && ev.Stream == RosterStream {
+			p.roster.Fold(c)
+		}
+		return ev, nil
+	case TypeDeclarationComposed:
+		return p.composed(ctx, ev)
+	default:
 		return ev, nil
 	}
 	since := bytes.Contains(ev.Data, []byte(`"held_since"`))
@@ -182,6 +205,25 @@ func (p *Public) Event(ctx context.Context, ev Event) (Event, error) {
 	}
 	if ev.Data, err = PublicApplyData(ev.Data, held); err != nil {
 		return Event{}, fmt.Errorf("events: apply report at position %d: %w", ev.Position, err)
+	}
+	return ev, nil
+}
+
+// composed is Event for a declaration.composed.
+func (p *Public) composed(ctx context.Context, ev Event) (Event, error) {
+	if !bytes.Contains(ev.Data, []byte(`"roster_revision"`)) {
+		return ev, nil
+	}
+	c, err := DecodeAs[DeclarationComposed](p.reg, ev)
+	if err != nil || c.RosterRevision == 0 || c.Roster != nil {
+		return ev, nil // handed out as stored
+	}
+	names, err := p.roster.Names(ctx, c.RosterRevision)
+	if err != nil {
+		return Event{}, fmt.Errorf("events: composed declaration at position %d: %w", ev.Position, err)
+	}
+	if ev.Data, err = PublicComposedData(ev.Data, names); err != nil {
+		return Event{}, fmt.Errorf("events: composed declaration at position %d: %w", ev.Position, err)
 	}
 	return ev, nil
 }

@@ -31,6 +31,7 @@ type composedWire struct {
 	Node        string    `json:"node"`
 	Declaration string    `json:"declaration"`
 	Digest      string    `json:"digest"`
+	RosterRev   uint64    `json:"roster_revision"`
 	Roster      rawList   `json:"roster"`
 	Resources   rawList   `json:"resources"`
 	Warnings    []string  `json:"warnings,omitempty"`
@@ -94,17 +95,25 @@ func newInternCache() *internCache {
 	}
 }
 
-// tailMark starts a composed payload's tail, as the encoder writes it.
-var tailMark = []byte(`,"roster":`)
+// tailMark starts a composed payload's tail, as the encoder writes it;
+// resourcesMark, that of one naming a roster revision, stored without its
+// roster.
+var (
+	tailMark      = []byte(`,"roster":`)
+	resourcesMark = []byte(`,"resources":`)
+)
 
 // decodeComposed decodes a declaration.composed payload as unmarshal would,
 // through the cache.
 func (c *internCache) decodeComposed(data []byte) (DeclarationComposed, error) {
 	// The mark must follow a value: after "{", "," or a space the split
 	// would make of a malformed object ("{,") two well-formed ones.
-	if i := bytes.Index(data, tailMark); i > 0 && !strings.ContainsRune("{, \t\r\n", rune(data[i-1])) {
-		if d, ok := c.decodeSplit(data, i); ok {
-			return d, nil
+	for _, mark := range [][]byte{tailMark, resourcesMark} {
+		if i := bytes.Index(data, mark); i > 0 && !strings.ContainsRune("{, \t\r\n", rune(data[i-1])) {
+			if d, ok := c.decodeSplit(data, i); ok {
+				return d, nil
+			}
+			break
 		}
 	}
 	return c.decodeWhole(data)
@@ -128,7 +137,7 @@ func (c *internCache) decodeSplit(data []byte, i int) (DeclarationComposed, bool
 		obj = append(append(obj, '{'), tail[1:]...)
 		var err error
 		t, err = c.decodeWhole(obj)
-		if err != nil || t.Node != "" || t.Declaration != "" || t.Digest != "" {
+		if err != nil || t.Node != "" || t.Declaration != "" || t.Digest != "" || t.RosterRevision != 0 {
 			return DeclarationComposed{}, false
 		}
 		t.Warnings, t.Skipped = slices.Clip(t.Warnings), slices.Clip(t.Skipped)
@@ -142,7 +151,7 @@ func (c *internCache) decodeSplit(data []byte, i int) (DeclarationComposed, bool
 		len(h.Roster) > 0 || len(h.Resources) > 0 || h.Warnings != nil || h.Skipped != nil || len(h.Specs) > 0 {
 		return DeclarationComposed{}, false
 	}
-	t.Node, t.Declaration, t.Digest = h.Node, h.Declaration, h.Digest
+	t.Node, t.Declaration, t.Digest, t.RosterRevision = h.Node, h.Declaration, h.Digest, h.RosterRev
 	return t, true
 }
 
@@ -166,7 +175,7 @@ func (c *internCache) decodeWhole(data []byte) (DeclarationComposed, error) {
 		return DeclarationComposed{}, err
 	}
 	return DeclarationComposed{
-		Node: w.Node, Declaration: w.Declaration, Digest: w.Digest, Roster: roster, Resources: refs,
+		Node: w.Node, Declaration: w.Declaration, Digest: w.Digest, RosterRevision: w.RosterRev, Roster: roster, Resources: refs,
 		Warnings: w.Warnings, Skipped: w.Skipped, Specs: specs,
 	}, nil
 }

@@ -37,6 +37,7 @@ const (
 	TypeModuleRemoved            = "module.removed"
 	TypeNodeRemoved              = "node.removed"
 	TypeSecretSet                = "secret.set"
+	TypeRosterChanged            = "roster.changed"
 )
 
 // NodeStream is the stream of a node's events.
@@ -48,6 +49,10 @@ func ModuleStream(module string) string { return "module-" + module }
 // SecretStream is the stream of a secret's values (secret.set):
 // "secret-<name>".
 func SecretStream(name string) string { return "secret-" + name }
+
+// RosterStream is the stream of the mesh's roster (roster.changed): its
+// version is the roster's revision.
+const RosterStream = "mesh-roster"
 
 // TokenStream is the stream of an operator's API tokens (token.created,
 // token.revoked): "token-<name>".
@@ -234,11 +239,17 @@ const (
 // DeclarationComposed (public payload): the controller composed a node's
 // declaration.
 type DeclarationComposed struct {
-	Node        string        `json:"node"`
-	Declaration string        `json:"declaration"`
-	Digest      string        `json:"digest"`
-	Roster      []string      `json:"roster"`
-	Resources   []ResourceRef `json:"resources"`
+	Node        string `json:"node"`
+	Declaration string `json:"declaration"`
+	Digest      string `json:"digest"`
+	// RosterRevision names the roster (roster.changed on RosterStream)
+	// the declaration was composed against. The stored form then leaves
+	// Roster out; every surface that hands events out gives it in full
+	// (Public, RosterBook). A declaration recorded before the roster had
+	// revisions has none, and its Roster as stored.
+	RosterRevision uint64        `json:"roster_revision,omitempty"`
+	Roster         []string      `json:"roster,omitempty"`
+	Resources      []ResourceRef `json:"resources"`
 	// Added fields.
 	Warnings []string  `json:"warnings,omitempty"` // unfilled port requests, ...
 	Skipped  []Skipped `json:"skipped,omitempty"`  // nodes passed over as incoherent
@@ -620,6 +631,31 @@ type SecretSet struct {
 }
 
 func (SecretSet) EventType() string { return TypeSecretSet }
+
+// RosterChanged (on RosterStream): the mesh's roster (every routed name
+// and the address that serves it) became revision Revision, the version
+// of the event on its stream: Removed left it and Added joined it, against
+// the revision before (a route whose address changed is removed, then
+// added). Digest is RosterDigest of the routes at Revision. The controller
+// appends it before the first declaration composed against that roster.
+//
+//	{"revision": 3, "digest": "sha256:…", "added": [{"name": "forge.z", "address": "10.0.0.2", "node": "g14"}], "removed": []}
+type RosterChanged struct {
+	Revision uint64        `json:"revision"`
+	Digest   string        `json:"digest"`
+	Added    []RosterRoute `json:"added,omitempty"`
+	Removed  []RosterRoute `json:"removed,omitempty"`
+}
+
+// RosterRoute is one routed name and the node and address serving it. Its
+// JSON is that of declaration.Route, field for field.
+type RosterRoute struct {
+	Name    string `json:"name"`
+	Address string `json:"address,omitempty"`
+	Node    string `json:"node"`
+}
+
+func (RosterChanged) EventType() string { return TypeRosterChanged }
 
 func (ModuleRemoved) EventType() string { return TypeModuleRemoved }
 func (NodeRemoved) EventType() string   { return TypeNodeRemoved }

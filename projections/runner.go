@@ -93,9 +93,10 @@ type Runner struct {
 	cp    Checkpoints
 	name  string
 
-	fold    sync.Mutex      // held while folding; guards loaded and foldCtx
-	loaded  bool            // the checkpoint was read
-	foldCtx context.Context // of the catch-up or run folding: held lists are looked up under it
+	fold    sync.Mutex         // held while folding; guards loaded and foldCtx
+	loaded  bool               // the checkpoint was read
+	foldCtx context.Context    // of the catch-up or run folding: held lists are looked up under it
+	roster  *events.RosterBook // resolves composed declarations' roster_revision; guarded by fold
 
 	mu       sync.RWMutex // guards what follows
 	pos      uint64
@@ -128,7 +129,7 @@ func NewRunner(store events.Store, reg *events.Registry, ps ...Projection) *Runn
 // checkpointed in cp under name.
 func NewRunnerWithCheckpoints(store events.Store, reg *events.Registry, cp Checkpoints, name string, ps ...Projection) *Runner {
 	r := &Runner{
-		store: store, reg: reg, ps: ps, cp: cp, name: name,
+		store: store, reg: reg, ps: ps, cp: cp, name: name, roster: events.NewRosterBook(reg, store),
 		unknown: map[string]int{}, moved: events.NewSignal(),
 	}
 	r.lookHeldUp()
@@ -314,6 +315,11 @@ func (r *Runner) catchUp(ctx context.Context, limit uint64) error {
 // order a one-by-one fold would count it, so the counters do not depend on
 // scheduling.
 func (r *Runner) foldPage(dp decodedPage) {
+	for i := range dp.events {
+		if dp.errs[i] == nil {
+			dp.payloads[i], dp.errs[i] = r.resolveRoster(&dp.events[i], dp.payloads[i])
+		}
+	}
 	if len(r.ps) < 2 || len(dp.events) < 64 {
 		for i := range dp.events {
 			r.foldDecoded(&dp.events[i], dp.payloads[i], dp.nodes[i], dp.errs[i])
@@ -648,11 +654,40 @@ func (r *Runner) foldDecoded(ev *events.Event, p events.Payload, node string, er
 		r.fail(*ev, "", err)
 		return
 	}
+	if p, err = r.resolveRoster(ev, p); err != nil {
+		r.fail(*ev, "", err)
+		return
+	}
 	for _, proj := range r.ps {
 		if err := foldOne(proj, ev, p, node); err != nil {
 			r.fail(*ev, proj.Name(), err)
 		}
 	}
+}
+
+// resolveRoster folds a roster.changed into the runner's roster book and
+// gives a composed declaration that names a roster revision its roster in
+// full (events.RosterBook.Resolve, reading the roster's stream for a
+// revision folded before the runner's start): every projection folds the
+// names, as a declaration recorded before revisions carried them. Called in
+// position order, under fold.
+func (r *Runner) resolveRoster(ev *events.Event, p events.Payload) (events.Payload, error) {
+	switch v := p.(type) {
+	case events.RosterChanged:
+		if ev.Stream == events.RosterStream {
+			r.roster.Fold(v)
+		}
+	case events.DeclarationComposed:
+		if v.RosterRevision == 0 || v.Roster != nil {
+			return p, nil
+		}
+		ctx := r.foldCtx
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		return r.roster.Resolve(ctx, v)
+	}
+	return p, nil
 }
 
 // nodeFolder is a projection of this package: it folds an event whose

@@ -43,6 +43,11 @@ func TestShowEventIsTheFoldedEntry(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if c, ok := p.(events.DeclarationComposed); ok { // as a reader hands it out: its roster in full
+			if p, err = events.NewRosterBook(reg, store).Resolve(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+		}
 		return evs[0], p
 	}
 	var compact, heldAt, withDecl, heavy int

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 
@@ -27,6 +28,9 @@ type facts struct {
 	last  map[string]*events.DeclarationComposed // node → its latest compose
 	specs map[string]json.RawMessage             // resource digest → spec
 	held  map[string][]events.Held               // apply id → its held list
+	// roster folds the run's roster.changed, to give a compose that names
+	// a roster revision its names (the runs are folded from their start).
+	roster *events.RosterBook
 	// Totals of the run so far.
 	totals Totals
 }
@@ -35,6 +39,7 @@ func newFacts(reg *events.Registry) *facts {
 	return &facts{
 		reg: reg, decls: map[string]*events.DeclarationComposed{}, last: map[string]*events.DeclarationComposed{},
 		specs: map[string]json.RawMessage{}, held: map[string][]events.Held{},
+		roster: events.NewRosterBook(reg, nil),
 	}
 }
 
@@ -52,8 +57,15 @@ func (f *facts) pass(evs []events.Event) map[string]*nodePass {
 	for _, ev := range evs {
 		node := nodeOf(ev)
 		switch ev.Type {
+		case events.TypeRosterChanged:
+			if v, err := events.DecodeAs[events.RosterChanged](f.reg, ev); err == nil && ev.Stream == events.RosterStream {
+				f.roster.Fold(v)
+			}
 		case events.TypeDeclarationComposed:
 			v, err := events.DecodeAs[events.DeclarationComposed](f.reg, ev)
+			if err == nil {
+				v, err = f.roster.Resolve(context.Background(), v)
+			}
 			if err != nil {
 				continue
 			}

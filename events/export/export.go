@@ -108,8 +108,9 @@ func WriteTo(ctx context.Context, store events.Store, since uint64, compact bool
 }
 
 // public is the events.Public an export hands its events out through,
-// looking held lists up through store when it reads by id.
+// looking held lists up through store when it reads by id, and roster
+// revisions through its roster stream.
 func public(store events.Store) *events.Public {
 	r, _ := store.(events.IDReader)
-	return events.NewPublic(events.NewRegistry(), r)
+	return events.NewPublic(events.NewRegistry(), r).WithRosters(store)
 }

@@ -182,6 +182,9 @@ type query struct {
 	block []rec // the entries block read last
 	decls map[uint64]*events.DeclarationComposed
 	held  map[string][]events.Held
+	// roster resolves a composed declaration's roster_revision (made when
+	// first needed).
+	roster *events.RosterBook
 }
 
 // walk calls fn with each position of name's blocks in b (nil name: of the
@@ -362,6 +365,14 @@ func (q *query) show(r rec) (projections.Entry, error) {
 	}
 	if ev.At.UnixNano() != r.at {
 		return projections.Entry{}, damagedf("the entry at position %d is not at its event's time", r.pos)
+	}
+	if c, ok := p.(events.DeclarationComposed); ok && c.RosterRevision != 0 && c.Roster == nil {
+		if q.roster == nil {
+			q.roster = events.NewRosterBook(q.src.Reg, q.src.Store)
+		}
+		if p, err = q.roster.Resolve(q.ctx, c); err != nil {
+			return projections.Entry{}, fmt.Errorf("snapstore: the entry at position %d: %w", r.pos, err)
+		}
 	}
 	var decl *events.DeclarationComposed
 	if r.fold.Decl != 0 {

@@ -1,0 +1,81 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"meshplane/events"
+)
+
+// rosterCache is the roster a Handler last read or recorded: the
+// revisions a composition names. It is refreshed from the store only when
+// an append finds the roster's stream moved on (another writer), so a push
+// of many nodes against one roster reads and appends it once.
+type rosterCache struct {
+	loaded bool
+	cur    events.Roster
+}
+
+// RosterRevision returns the revision of the mesh's roster whose routes are
+// routes (sorted, as a Composition gives them), appending roster.changed on
+// events.RosterStream when the last recorded revision is another roster: a
+// composition names a revision its store holds. Many pushes may ask at
+// once; the first appends, the others find it recorded.
+func (h *Handler) RosterRevision(ctx context.Context, routes []events.RosterRoute, meta events.Meta) (uint64, error) {
+	h.rosterMu.Lock()
+	defer h.rosterMu.Unlock()
+	if !h.roster.loaded {
+		if err := h.readRoster(ctx); err != nil {
+			return 0, err
+		}
+	}
+	for attempt := 0; attempt <= h.retries; attempt++ {
+		change, ok := h.roster.cur.Change(routes)
+		if !ok {
+			return h.roster.cur.Revision, nil
+		}
+		evs, err := h.events(events.RosterStream, []events.Payload{change}, meta)
+		if err != nil {
+			return 0, err
+		}
+		_, err = h.store.Append(ctx, events.RosterStream, events.Exactly(h.roster.cur.Revision), evs...)
+		if errors.Is(err, events.ErrWrongExpectedVersion) {
+			if err := h.readRoster(ctx); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("commands: record roster revision %d: %w", change.Revision, err)
+		}
+		next, err := h.roster.cur.Apply(change)
+		if err != nil {
+			return 0, fmt.Errorf("commands: record roster revision %d: %w", change.Revision, err) // a bug: Change made it
+		}
+		h.roster.cur = next
+		return next.Revision, nil
+	}
+	return 0, fmt.Errorf("commands: record the roster: gave up after %d attempts, its stream kept changing: %w", h.retries+1, ErrConflict)
+}
+
+// readRoster folds what the roster's stream holds beyond the cached
+// revision.
+func (h *Handler) readRoster(ctx context.Context) error {
+	evs, err := h.store.ReadStream(ctx, events.RosterStream, h.roster.cur.Revision, 0)
+	if err != nil {
+		return fmt.Errorf("commands: read the roster: %w", err)
+	}
+	cur := h.roster.cur
+	for _, ev := range evs {
+		c, err := events.DecodeAs[events.RosterChanged](h.reg, ev)
+		if err != nil {
+			return fmt.Errorf("commands: read the roster: revision %d: %w", ev.Version, err)
+		}
+		if cur, err = cur.Apply(c); err != nil {
+			return fmt.Errorf("commands: read the roster: %w", err)
+		}
+	}
+	h.roster = rosterCache{loaded: true, cur: cur}
+	return nil
+}

@@ -1,0 +1,231 @@
+package events_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"meshplane/events"
+	"meshplane/events/memstore"
+)
+
+func rt(name, node, addr string) events.RosterRoute {
+	return events.RosterRoute{Name: name, Node: node, Address: addr}
+}
+
+func TestRosterChangeThenApply(t *testing.T) {
+	a := rt("a.z", "novox", "10.0.0.1")
+	b := rt("b.z", "g14", "10.0.0.2")
+	b2 := rt("b.z", "g14", "10.0.0.9")
+	c := rt("c.z", "novox", "")
+	for _, tc := range []struct {
+		name          string
+		from, to      []events.RosterRoute
+		changed       bool
+		added, remove []events.RosterRoute
+	}{
+		{"first", nil, []events.RosterRoute{a, b}, true, []events.RosterRoute{a, b}, nil},
+		{"empty first is nothing", nil, nil, false, nil, nil},
+		{"same", []events.RosterRoute{a, b}, []events.RosterRoute{a, b}, false, nil, nil},
+		{"one added", []events.RosterRoute{a}, []events.RosterRoute{a, c}, true, []events.RosterRoute{c}, nil},
+		{"one removed", []events.RosterRoute{a, b, c}, []events.RosterRoute{a, c}, true, nil, []events.RosterRoute{b}},
+		{"address changed", []events.RosterRoute{a, b}, []events.RosterRoute{a, b2}, true, []events.RosterRoute{b2}, []events.RosterRoute{b}},
+		{"all gone", []events.RosterRoute{a, b}, []events.RosterRoute{}, true, nil, []events.RosterRoute{a, b}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var from events.Roster
+			if tc.from != nil {
+				from = events.Roster{Revision: 4, Digest: events.RosterDigest(tc.from), Routes: tc.from}
+			}
+			ch, ok := from.Change(tc.to)
+			if ok != tc.changed {
+				t.Fatalf("Change: changed %v, want %v", ok, tc.changed)
+			}
+			if !ok {
+				return
+			}
+			if ch.Revision != from.Revision+1 || !reflect.DeepEqual(ch.Added, tc.added) || !reflect.DeepEqual(ch.Removed, tc.remove) {
+				t.Errorf("Change = %+v, want revision %d, added %v, removed %v", ch, from.Revision+1, tc.added, tc.remove)
+			}
+			next, err := from.Apply(ch)
+			if err != nil {
+				t.Fatalf("Apply: %v", err)
+			}
+			if len(next.Routes) != len(tc.to) || len(tc.to) > 0 && !reflect.DeepEqual(next.Routes, tc.to) || next.Digest != events.RosterDigest(tc.to) {
+				t.Errorf("Apply = %+v, want routes %v", next, tc.to)
+			}
+			if len(tc.from) > 0 && !reflect.DeepEqual(from.Routes, tc.from) {
+				t.Errorf("Apply modified the roster it folded into: %v", from.Routes)
+			}
+		})
+	}
+}
+
+func TestRosterApplyRefuses(t *testing.T) {
+	a := rt("a.z", "novox", "10.0.0.1")
+	from := events.Roster{Revision: 1, Digest: events.RosterDigest([]events.RosterRoute{a}), Routes: []events.RosterRoute{a}}
+	for name, c := range map[string]events.RosterChanged{
+		"a revision skipped":       {Revision: 3, Added: []events.RosterRoute{rt("b.z", "g14", "")}},
+		"the same revision again":  {Revision: 1, Added: []events.RosterRoute{rt("b.z", "g14", "")}},
+		"removes what is not held": {Revision: 2, Removed: []events.RosterRoute{rt("b.z", "g14", "")}},
+		"removes another address":  {Revision: 2, Removed: []events.RosterRoute{rt("a.z", "novox", "10.9.9.9")}},
+		"adds what is held":        {Revision: 2, Added: []events.RosterRoute{a}},
+		"a digest not its routes":  {Revision: 2, Digest: "sha256:00", Added: []events.RosterRoute{rt("b.z", "g14", "")}},
+	} {
+		if _, err := from.Apply(c); !errors.Is(err, events.ErrRosterUnresolved) {
+			t.Errorf("%s: Apply = %v, want ErrRosterUnresolved", name, err)
+		}
+	}
+}
+
+func TestRosterDigestIsTheRoutesJSON(t *testing.T) {
+	// The digest of no routes is that of "[]", never of "null".
+	if events.RosterDigest(nil) != events.RosterDigest([]events.RosterRoute{}) {
+		t.Error("RosterDigest(nil) differs from that of an empty roster")
+	}
+	x := []events.RosterRoute{rt("a.z", "n", "10.0.0.1")}
+	y := []events.RosterRoute{rt("a.z", "n", "10.0.0.2")}
+	if events.RosterDigest(x) == events.RosterDigest(y) {
+		t.Error("an address change leaves the digest")
+	}
+}
+
+// rosterStore is a store holding roster revisions built from lists, and
+// the stored events.
+func rosterStore(t *testing.T, lists ...[]events.RosterRoute) (*memstore.Store, []events.Event) {
+	t.Helper()
+	ctx := context.Background()
+	reg := events.NewRegistry()
+	st := memstore.New()
+	t.Cleanup(func() { st.Close() })
+	var cur events.Roster
+	var out []events.Event
+	for _, l := range lists {
+		c, ok := cur.Change(l)
+		if !ok {
+			t.Fatalf("no change to %v", l)
+		}
+		ev, err := reg.New(events.RosterStream, c, events.Meta{ID: events.NewID(), At: time.Date(2026, 9, 29, 22, 46, 0, 0, time.UTC)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := st.Append(ctx, events.RosterStream, events.Exactly(cur.Revision), ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, stored...)
+		if cur, err = cur.Apply(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st, out
+}
+
+func TestRosterBookResolves(t *testing.T) {
+	ctx := context.Background()
+	reg := events.NewRegistry()
+	A := []events.RosterRoute{rt("a.z", "novox", "10.0.0.1"), rt("b.z", "g14", "10.0.0.2")}
+	B := []events.RosterRoute{rt("a.z", "novox", "10.0.0.1")}
+	st, _ := rosterStore(t, A, B, A)
+	for _, tc := range []struct {
+		rev   uint64
+		names []string
+	}{{3, []string{"a.z", "b.z"}}, {2, []string{"a.z"}}, {1, []string{"a.z", "b.z"}}, {3, []string{"a.z", "b.z"}}} {
+		book := events.NewRosterBook(reg, st)
+		got, err := book.Names(ctx, tc.rev)
+		if err != nil || !slices.Equal(got, tc.names) {
+			t.Errorf("a fresh book: Names(%d) = %v, %v; want %v", tc.rev, got, err, tc.names)
+		}
+	}
+	book := events.NewRosterBook(reg, st)
+	for _, tc := range []struct {
+		rev   uint64
+		names []string
+	}{{2, []string{"a.z"}}, {3, []string{"a.z", "b.z"}}, {1, []string{"a.z", "b.z"}}, {2, []string{"a.z"}}} {
+		got, err := book.Names(ctx, tc.rev)
+		if err != nil || !slices.Equal(got, tc.names) {
+			t.Errorf("one book, in turn: Names(%d) = %v, %v; want %v", tc.rev, got, err, tc.names)
+		}
+	}
+	if _, err := book.Names(ctx, 4); !errors.Is(err, events.ErrRosterUnresolved) {
+		t.Errorf("a revision past the stream's end: %v, want ErrRosterUnresolved", err)
+	}
+	if _, err := events.NewRosterBook(reg, nil).Names(ctx, 1); !errors.Is(err, events.ErrRosterUnresolved) {
+		t.Errorf("no reader: %v, want ErrRosterUnresolved", err)
+	}
+}
+
+func TestPublicResolvesRosterRevision(t *testing.T) {
+	ctx := context.Background()
+	reg := events.NewRegistry()
+	A := []events.RosterRoute{rt("a.z", "novox", "10.0.0.1"), rt("b.z", "g14", "10.0.0.2")}
+	B := []events.RosterRoute{rt("a.z", "novox", "10.0.0.1")}
+	st, revs := rosterStore(t, A, B)
+	at := time.Date(2026, 9, 29, 22, 47, 0, 0, time.UTC)
+	mk := func(p events.DeclarationComposed) events.Event {
+		ev, err := reg.New(events.NodeStream("novox"), p, events.Meta{ID: events.NewID(), At: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	refs := []events.ResourceRef{{Name: "ca", Kind: "container", Module: "m", Digest: "sha256:01"}}
+	legacy := mk(events.DeclarationComposed{Node: "novox", Declaration: "novox/1", Digest: "sha256:aa", Roster: []string{"old.z"}, Resources: refs})
+	at1 := mk(events.DeclarationComposed{Node: "novox", Declaration: "novox/2", Digest: "sha256:bb", RosterRevision: 1, Resources: refs})
+	at2 := mk(events.DeclarationComposed{Node: "novox", Declaration: "novox/3", Digest: "sha256:cc", RosterRevision: 2, Resources: refs})
+	if strings.Contains(string(at1.Data), `"roster":`) {
+		t.Fatalf("the stored form carries a roster: %s", at1.Data)
+	}
+	for _, tc := range []struct {
+		name string
+		seen []events.Event // handed to the Public first
+		ev   events.Event
+		want string // the roster the public form gives; "" the stored bytes
+	}{
+		{"legacy, as stored", nil, legacy, ""},
+		{"revision 1 from the store", nil, at1, `["a.z","b.z"]`},
+		{"revision 2 from the store", nil, at2, `["a.z"]`},
+		{"revision 2 from what it saw", revs, at2, `["a.z"]`},
+		{"revision 1 after seeing 2", revs, at1, `["a.z","b.z"]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pub := events.NewPublic(reg, st)
+			for _, ev := range tc.seen {
+				if _, err := pub.Event(ctx, ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := pub.Event(ctx, tc.ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := string(tc.ev.Data)
+			if tc.want != "" {
+				want = want[:len(want)-1] + `,"roster":` + tc.want + `}`
+			}
+			if string(got.Data) != want {
+				t.Errorf("public form:\n got %s\nwant %s", got.Data, want)
+			}
+			if tc.want == "" {
+				return
+			}
+			c, err := events.DecodeAs[events.DeclarationComposed](reg, got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := events.StoredComposedData(got.Data, c.Roster)
+			if err != nil || string(back) != string(tc.ev.Data) {
+				t.Errorf("stored form back: %s, %v; want %s", back, err, tc.ev.Data)
+			}
+		})
+	}
+	// A revision the store does not hold fails the hand-out, naming it.
+	far := mk(events.DeclarationComposed{Node: "novox", Declaration: "novox/4", Digest: "sha256:dd", RosterRevision: 9, Resources: refs})
+	if _, err := events.NewPublic(reg, st).Event(ctx, far); !errors.Is(err, events.ErrRosterUnresolved) {
+		t.Errorf("revision 9: %v, want ErrRosterUnresolved", err)
+	}
+}
