@@ -88,7 +88,13 @@ func TestConsumerCarriesOnAfterAPanic(t *testing.T) {
 			if d := safego.Panics()["bus.report"] - before; d != 2 {
 				t.Errorf("bus.report panics counted %d, want 2", d)
 			}
-			if st := k.Stats(); st.Recorded != 3 || st.Retried != 2 || st.Rejected != 0 || st.Refused != 0 {
+			// The handler hands the report over before the consumer counts
+			// it: the count follows the handler's return.
+			st := k.Stats()
+			for deadline := time.Now().Add(5 * time.Second); st.Recorded < 3 && time.Now().Before(deadline); st = k.Stats() {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if st.Recorded != 3 || st.Retried != 2 || st.Rejected != 0 || st.Refused != 0 {
 				t.Errorf("stats %+v, want 3 recorded after 2 retries", st)
 			}
 		})
