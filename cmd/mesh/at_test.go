@@ -5,12 +5,12 @@ import (
 	"testing"
 )
 
-// TestAtGolden: the read verbs --at a position of the example (19: novox's first apply, before g14's)'s history
+// TestAtGolden: the read verbs --at a position of the example (20: novox's first apply, before g14's)'s history
 // answer as the mesh stood then, with the header, alike locally and from
 // a controller; timeline --until POSITION is the timeline --at it.
 func TestAtGolden(t *testing.T) {
 	dir := upExample(t)
-	at := []string{"--at", "19"}
+	at := []string{"--at", "20"}
 	goldenCases(t, dir, []goldenCase{
 		{"at-status", append([]string{"status"}, at...), false, nil},
 		{"at-status-json", append([]string{"status", "-o", "json"}, at...), false, nil},
@@ -19,7 +19,7 @@ func TestAtGolden(t *testing.T) {
 		{"at-module-list", append([]string{"module", "list"}, at...), false, nil},
 		{"at-churn", append([]string{"churn"}, at...), false, nil},
 		{"at-roster-history", append([]string{"roster", "--history", "novox"}, at...), false, nil},
-		{"at-timeline-until", []string{"timeline", "--node", "novox", "--until", "19"}, false, nil},
+		{"at-timeline-until", []string{"timeline", "--node", "novox", "--until", "20"}, false, nil},
 	})
 }
 
