@@ -21,7 +21,9 @@ type rosterCache struct {
 // routes (sorted, as a Composition gives them), appending roster.changed on
 // events.RosterStream when the last recorded revision is another roster: a
 // composition names a revision its store holds. Many pushes may ask at
-// once; the first appends, the others find it recorded.
+// once; the first appends, the others find it recorded. A change of more
+// than events.MaxRosterChange routes is recorded as several events in one
+// append (Roster.Changes), and the revision returned is the last.
 func (h *Handler) RosterRevision(ctx context.Context, routes []events.RosterRoute, meta events.Meta) (uint64, error) {
 	h.rosterMu.Lock()
 	defer h.rosterMu.Unlock()
@@ -31,11 +33,16 @@ func (h *Handler) RosterRevision(ctx context.Context, routes []events.RosterRout
 		}
 	}
 	for attempt := 0; attempt <= h.retries; attempt++ {
-		change, ok := h.roster.cur.Change(routes)
+		changes, ok := h.roster.cur.Changes(routes)
 		if !ok {
 			return h.roster.cur.Revision, nil
 		}
-		evs, err := h.events(events.RosterStream, []events.Payload{change}, meta)
+		payloads := make([]events.Payload, len(changes))
+		for i, c := range changes {
+			payloads[i] = c
+		}
+		last := changes[len(changes)-1].Revision
+		evs, err := h.events(events.RosterStream, payloads, meta)
 		if err != nil {
 			return 0, err
 		}
@@ -47,11 +54,13 @@ func (h *Handler) RosterRevision(ctx context.Context, routes []events.RosterRout
 			continue
 		}
 		if err != nil {
-			return 0, fmt.Errorf("commands: record roster revision %d: %w", change.Revision, err)
+			return 0, fmt.Errorf("commands: record roster revision %d: %w", last, err)
 		}
-		next, err := h.roster.cur.Apply(change)
-		if err != nil {
-			return 0, fmt.Errorf("commands: record roster revision %d: %w", change.Revision, err) // a bug: Change made it
+		next := h.roster.cur
+		for _, c := range changes {
+			if next, err = next.Apply(c); err != nil {
+				return 0, fmt.Errorf("commands: record roster revision %d: %w", c.Revision, err) // a bug: Changes made it
+			}
 		}
 		h.roster.cur = next
 		return next.Revision, nil

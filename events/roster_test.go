@@ -3,6 +3,7 @@ package events_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -75,10 +76,92 @@ func TestRosterApplyRefuses(t *testing.T) {
 		"removes another address":  {Revision: 2, Removed: []events.RosterRoute{rt("a.z", "novox", "10.9.9.9")}},
 		"adds what is held":        {Revision: 2, Added: []events.RosterRoute{a}},
 		"a digest not its routes":  {Revision: 2, Digest: "sha256:00", Added: []events.RosterRoute{rt("b.z", "g14", "")}},
+		"adds one route twice":     {Revision: 2, Added: []events.RosterRoute{rt("b.z", "g14", ""), rt("b.z", "g14", "10.0.0.3")}},
+		"removes one route twice":  {Revision: 2, Removed: []events.RosterRoute{a, a}},
 	} {
 		if _, err := from.Apply(c); !errors.Is(err, events.ErrRosterUnresolved) {
 			t.Errorf("%s: Apply = %v, want ErrRosterUnresolved", name, err)
 		}
+	}
+}
+
+// TestRosterApplyUnsorted: a change decoded from a store need not list
+// its routes in order; Apply folds it as it folds a sorted one.
+func TestRosterApplyUnsorted(t *testing.T) {
+	a, b, c := rt("a.z", "novox", "10.0.0.1"), rt("b.z", "g14", ""), rt("c.z", "g14", "")
+	from := events.Roster{Revision: 1, Digest: events.RosterDigest([]events.RosterRoute{a, c}), Routes: []events.RosterRoute{a, c}}
+	got, err := from.Apply(events.RosterChanged{Revision: 2, Added: []events.RosterRoute{c, b}, Removed: []events.RosterRoute{c, a}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []events.RosterRoute{b, c}; !reflect.DeepEqual(got.Routes, want) {
+		t.Errorf("routes = %v, want %v", got.Routes, want)
+	}
+}
+
+// TestRosterChangesCut: a change of more than MaxRosterChange routes is
+// cut into events of at most that many, at consecutive revisions, each
+// digest that of the roster it leaves, and folded in order they make the
+// target roster; a small change is the one event Change makes.
+func TestRosterChangesCut(t *testing.T) {
+	mk := func(n int, addr string) []events.RosterRoute {
+		out := make([]events.RosterRoute, n)
+		for i := range out {
+			out[i] = rt(fmt.Sprintf("n%05d.z", i), fmt.Sprintf("node-%05d", i%977), addr)
+		}
+		slices.SortFunc(out, events.CompareRoutes)
+		return out
+	}
+	big := mk(2*events.MaxRosterChange+17, "10.0.0.1")
+	moved := mk(events.MaxRosterChange+5, "10.0.0.2") // every address changed, and fewer names
+	for _, tc := range []struct {
+		name     string
+		from, to []events.RosterRoute
+		events   int
+	}{
+		{"a first roster of many routes", nil, big, 3},
+		{"addresses moved and names gone", big, moved, 4}, // 4,113 removed, 2,053 added
+		{"one added", big[:len(big)-1], big, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var from events.Roster
+			if tc.from != nil {
+				from = events.Roster{Revision: 7, Digest: events.RosterDigest(tc.from), Routes: tc.from}
+			}
+			cs, ok := from.Changes(tc.to)
+			if !ok {
+				t.Fatal("Changes: nothing to record")
+			}
+			if len(cs) != tc.events {
+				t.Errorf("%d events, want %d", len(cs), tc.events)
+			}
+			cur := from
+			for i, c := range cs {
+				if n := len(c.Added) + len(c.Removed); n > events.MaxRosterChange {
+					t.Errorf("event %d carries %d routes, over %d", i, n, events.MaxRosterChange)
+				}
+				if c.Revision != from.Revision+uint64(i)+1 {
+					t.Errorf("event %d at revision %d, want %d", i, c.Revision, from.Revision+uint64(i)+1)
+				}
+				next, err := cur.Apply(c)
+				if err != nil {
+					t.Fatalf("event %d: %v", i, err)
+				}
+				if c.Digest != next.Digest {
+					t.Errorf("event %d: digest %s, its roster's %s", i, c.Digest, next.Digest)
+				}
+				cur = next
+			}
+			if !reflect.DeepEqual(cur.Routes, tc.to) || cur.Digest != events.RosterDigest(tc.to) {
+				t.Errorf("folded roster of %d routes, want the %d asked for", len(cur.Routes), len(tc.to))
+			}
+			if whole, _ := from.Change(tc.to); whole.Digest != cur.Digest {
+				t.Errorf("last digest %s, Change's %s", cur.Digest, whole.Digest)
+			}
+		})
+	}
+	if _, ok := (events.Roster{}).Changes(nil); ok {
+		t.Error("Changes of an empty roster to none: something to record")
 	}
 }
 
