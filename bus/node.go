@@ -183,7 +183,37 @@ func (n *Node) Watch(ctx context.Context) (*Watch, error) {
 	return w, nil
 }
 
+// watchStart bounds one try at starting a watch. The watch's context
+// lives as long as the watch and need not have a deadline, and JetStream
+// waits on it for the answer to the requests that make the watch's
+// consumer: one that no server answers (the stream between leaders, just
+// after its server stopped) would hold the watch until that context ends,
+// rather than letting it try again.
+const watchStart = 10 * time.Second
+
+// watchKey starts a watch of the node's key. The watch's subscription ends
+// with the context it was made under (the client unsubscribes when it is
+// done), so that context is the watch's own, ended by its Stop, and a try
+// that has not started within watchStart is abandoned by ending it.
 func (n *Node) watchKey(ctx context.Context) (jetstream.KeyWatcher, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	abandon := time.AfterFunc(watchStart, cancel)
+	kw, err := n.startWatch(ctx)
+	if !abandon.Stop() { // abandoned: ctx is done and the try with it
+		cancel()
+		if err == nil {
+			_ = kw.Stop()
+		}
+		return nil, fmt.Errorf("bus: node %s: watch declaration: no answer within %v: %w", n.node, watchStart, context.DeadlineExceeded)
+	}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return &keyWatch{KeyWatcher: kw, cancel: cancel}, nil
+}
+
+func (n *Node) startWatch(ctx context.Context) (jetstream.KeyWatcher, error) {
 	kv, err := n.bucket(ctx)
 	if err != nil {
 		return nil, err
@@ -193,6 +223,17 @@ func (n *Node) watchKey(ctx context.Context) (jetstream.KeyWatcher, error) {
 		return nil, fmt.Errorf("bus: node %s: watch declaration: %w", n.node, err)
 	}
 	return kw, nil
+}
+
+// keyWatch is a watch with the context it lives under, ended with it.
+type keyWatch struct {
+	jetstream.KeyWatcher
+	cancel context.CancelFunc
+}
+
+func (k *keyWatch) Stop() error {
+	defer k.cancel()
+	return k.KeyWatcher.Stop()
 }
 
 // Updates yields the declarations; it is closed when the watch ends.
