@@ -197,14 +197,25 @@ func (r Roster) Changes(routes []RosterRoute) ([]RosterChanged, bool) {
 // declaration.composed names into its routed names. It folds what it is
 // given (Fold, in position order) and reads what it misses through its
 // reader (nil: a revision it has not folded is ErrRosterUnresolved). It
-// keeps the roster at the latest revision it holds: a revision below it is
-// read again from the stream's start. Not safe for concurrent use.
+// keeps the roster at the latest revision it holds and the
+// rosterBookPast older revisions it used last: any other is read on from
+// the newest it keeps below it, or from the stream's start. Not safe for
+// concurrent use.
 type RosterBook struct {
 	reg   *Registry
 	r     StreamReader
 	cur   Roster
 	names []string // cur.Names(), made when first asked
+	past  []Roster // older revisions, the one used last at the end; at most rosterBookPast
 }
+
+// rosterBookPast is how many revisions below its latest a RosterBook
+// keeps. A history read in order asks for the latest or one just below it
+// (a declaration composed before a roster change and recorded after it);
+// an export of flip-flopping rosters asks for the few it flips between.
+// Each kept Roster shares nothing with the others (Apply makes new
+// slices), so this bounds the book at rosterBookPast+1 rosters.
+const rosterBookPast = 8
 
 // NewRosterBook returns a book decoding with reg and reading through r.
 func NewRosterBook(reg *Registry, r StreamReader) *RosterBook {
@@ -218,19 +229,59 @@ func (b *RosterBook) Current() Roster { return b.cur }
 // next revision is left for a read (Names reads the stream then).
 func (b *RosterBook) Fold(c RosterChanged) {
 	if next, err := b.cur.Apply(c); err == nil {
-		b.cur, b.names = next, nil
+		b.advance(next)
 	}
+}
+
+// advance makes next, a revision above cur, the latest, keeping cur among
+// the past.
+func (b *RosterBook) advance(next Roster) {
+	b.keep(b.cur)
+	b.cur, b.names = next, nil
+}
+
+// keep adds r to the past revisions as the one used last, dropping the one
+// used longest ago beyond rosterBookPast. Revision 0 (the empty roster) is
+// never kept: it costs no read.
+func (b *RosterBook) keep(r Roster) {
+	if r.Revision == 0 {
+		return
+	}
+	if i := slices.IndexFunc(b.past, func(p Roster) bool { return p.Revision == r.Revision }); i >= 0 {
+		b.past = slices.Delete(b.past, i, i+1)
+	}
+	b.past = append(b.past, r)
+	if len(b.past) > rosterBookPast {
+		b.past = slices.Delete(b.past, 0, len(b.past)-rosterBookPast)
+	}
+}
+
+// below is the newest roster the book holds at or below rev (the empty
+// roster when it holds none). A past one found is marked as used last.
+func (b *RosterBook) below(rev uint64) Roster {
+	if b.cur.Revision <= rev {
+		return b.cur
+	}
+	best := -1
+	for i, p := range b.past {
+		if p.Revision <= rev && (best < 0 || p.Revision > b.past[best].Revision) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return Roster{}
+	}
+	r := b.past[best]
+	b.keep(r)
+	return r
 }
 
 // Roster returns the roster at revision rev, read through the book's
 // reader when it does not hold it.
 func (b *RosterBook) Roster(ctx context.Context, rev uint64) (Roster, error) {
-	if rev == b.cur.Revision {
-		return b.cur, nil
-	}
-	from := b.cur
-	if rev < from.Revision {
-		from = Roster{}
+	from := b.below(rev)
+	if from.Revision == rev {
+		return from, nil
 	}
 	if b.r == nil {
 		return Roster{}, fmt.Errorf("events: roster revision %d: not seen, and no store to read it from: %w", rev, ErrRosterUnresolved)
@@ -240,7 +291,9 @@ func (b *RosterBook) Roster(ctx context.Context, rev uint64) (Roster, error) {
 		return Roster{}, err
 	}
 	if rev > b.cur.Revision {
-		b.cur, b.names = at, nil
+		b.advance(at)
+	} else {
+		b.keep(at)
 	}
 	return at, nil
 }

@@ -242,6 +242,80 @@ func TestRosterBookResolves(t *testing.T) {
 	}
 }
 
+// readCounter counts the events a RosterBook reads through it.
+type readCounter struct {
+	events.StreamReader
+	reads, events int
+}
+
+func (c *readCounter) ReadStream(ctx context.Context, stream string, after uint64, limit int) ([]events.Event, error) {
+	evs, err := c.StreamReader.ReadStream(ctx, stream, after, limit)
+	c.reads++
+	c.events += len(evs)
+	return evs, err
+}
+
+// TestRosterBookKeepsRecentRevisions: a book that folded a roster's
+// stream answers the revisions just below its latest without a read, and
+// reads an older one from the newest it keeps below it, not from 0.
+func TestRosterBookKeepsRecentRevisions(t *testing.T) {
+	ctx := context.Background()
+	reg := events.NewRegistry()
+	var rosters [][]events.RosterRoute
+	for i := range 30 {
+		var r []events.RosterRoute
+		for j := 0; j <= i%5; j++ {
+			r = append(r, rt(fmt.Sprintf("n%d.z", j), "novox", fmt.Sprintf("10.0.%d.%d", i, j)))
+		}
+		rosters = append(rosters, r)
+	}
+	st, stored := rosterStore(t, rosters...)
+	want := func(rev uint64) []string { // the names of revision rev, folded from 0
+		var cur events.Roster
+		for _, ev := range stored[:rev] {
+			c, err := events.DecodeAs[events.RosterChanged](reg, ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cur, err = cur.Apply(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return cur.Names()
+	}
+	rc := &readCounter{StreamReader: st}
+	book := events.NewRosterBook(reg, rc)
+	for _, ev := range stored {
+		c, err := events.DecodeAs[events.RosterChanged](reg, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		book.Fold(c)
+	}
+	for _, tc := range []struct {
+		rev           uint64
+		reads, events int // what answering it reads
+	}{
+		{30, 0, 0}, {29, 0, 0}, {22, 0, 0}, // the latest and the 8 below it are held
+		{21, 1, 21},          // below them: read from 0
+		{20, 1, 20},          // 21 is kept now, but it is above: from 0 again
+		{21, 0, 0},           // kept, as the one used last
+		{22, 0, 0},           // kept: used after 23 to 28
+		{5, 1, 5}, {7, 1, 2}, // 7 is read on from 5
+		{23, 1, 1}, // 23, used longest ago, was dropped: read on from 22
+		{30, 0, 0}, // the latest is always held
+	} {
+		rc.reads, rc.events = 0, 0
+		got, err := book.Names(ctx, tc.rev)
+		if err != nil || !slices.Equal(got, want(tc.rev)) {
+			t.Errorf("Names(%d) = %v, %v; want %v", tc.rev, got, err, want(tc.rev))
+		}
+		if rc.reads != tc.reads || rc.events != tc.events {
+			t.Errorf("Names(%d) read %d time(s), %d event(s); want %d, %d", tc.rev, rc.reads, rc.events, tc.reads, tc.events)
+		}
+	}
+}
+
 func TestPublicResolvesRosterRevision(t *testing.T) {
 	ctx := context.Background()
 	reg := events.NewRegistry()
