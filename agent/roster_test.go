@@ -148,3 +148,27 @@ func TestApplyRefusesAnUnfilledDeclaration(t *testing.T) {
 		t.Fatalf("hosts file %q, want %q", b, full.Hosts)
 	}
 }
+
+// bothSource is a Source that is a RosterSource too, as the bus's link is.
+type bothSource struct {
+	*chanSource
+	*chanRosters
+}
+
+// TestRunTakesRostersFromItsSource: with no RunConfig.Rosters, a Source
+// that is a RosterSource too gives the rosters.
+func TestRunTakesRostersFromItsSource(t *testing.T) {
+	src := bothSource{&chanSource{ch: make(chan declaration.Declaration, 1)}, &chanRosters{ch: make(chan declaration.Roster, 1)}}
+	rep := &cutReporter{}
+	cfg := runConfig(src, rep, agent.NewMemOutbox())
+	rt := cfg.Runtime.(*simruntime.Runtime)
+	cfg.RosterWait = time.Hour
+	startRun(t, cfg)
+	r1 := rosterOf(1, "a.mesh.example")
+	src.chanRosters.ch <- r1
+	src.chanSource.ch <- onWire(decl("novox/1", forge("/srv/forge")...), r1)
+	waitFor(t, "the report", func() bool { return len(rep.reports()) == 1 })
+	if got := hostsOn(t, rt); got != r1.Hosts() {
+		t.Fatalf("hosts file %q, want %q", got, r1.Hosts())
+	}
+}

@@ -79,8 +79,9 @@ type RunConfig struct {
 	Reporter Reporter
 	// Rosters, if set, is where the mesh's roster comes from (on the bus,
 	// the shared roster value): a declaration that names its roster
-	// revision is filled from it before its Diff. Without it, such a
-	// declaration is reported not applied after RosterWait.
+	// revision is filled from it before its Diff. Unset, it is the Source
+	// if that is a RosterSource too (the bus's AgentLink); without either,
+	// such a declaration is reported not applied after RosterWait.
 	Rosters RosterSource
 	// RosterWait bounds the wait for the roster revision a declaration
 	// names: past it the declaration is reported as not applied, with the
@@ -165,6 +166,9 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	decls, err := cfg.Source.Declarations(ctx)
 	if err != nil {
 		return fmt.Errorf("agent: run %s: watch declarations: %w", cfg.Node, err)
+	}
+	if cfg.Rosters == nil {
+		cfg.Rosters, _ = cfg.Source.(RosterSource) // a bus link is both
 	}
 	if cfg.Rosters != nil {
 		if r.rosters, err = cfg.Rosters.Rosters(ctx); err != nil {
