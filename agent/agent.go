@@ -162,6 +162,10 @@ func (a *Agent) Apply(ctx context.Context, d declaration.Declaration) (Report, e
 	if err := a.check(d); err != nil {
 		return Report{}, err
 	}
+	if d.NamesRoster() {
+		// Never a hosts file written from no roster, nor one stale.
+		return a.notApplied(ctx, d, fmt.Errorf("declaration %s names roster revision %d, which it does not carry: %w", d.ID, d.RosterRevision, declaration.ErrRosterNotHeld))
+	}
 	var (
 		plan Plan
 		res  result
@@ -183,6 +187,37 @@ func (a *Agent) Apply(ctx context.Context, d declaration.Declaration) (Report, e
 			res.failed[name] = err
 		}
 	}
+	return a.keep(ctx, d, plan, res)
+}
+
+// NotApplied reports d as not applied, for cause, without looking at the
+// node or changing anything on it: every declared resource and the hosts
+// file fail with "not applied: <cause>", and the report is kept and
+// delivered as an apply's. A running agent reports so a declaration whose
+// roster revision it does not come to hold within RunConfig.RosterWait.
+func (a *Agent) NotApplied(ctx context.Context, d declaration.Declaration, cause error) (Report, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.check(d); err != nil {
+		return Report{}, err
+	}
+	return a.notApplied(ctx, d, cause)
+}
+
+func (a *Agent) notApplied(ctx context.Context, d declaration.Declaration, cause error) (Report, error) {
+	p := Plan{Declaration: d.ID, Steps: make([]Step, 0, len(d.Resources))}
+	res := result{failed: make(map[string]error, len(d.Resources)+1)}
+	res.failed[declaration.HostsPath] = fmt.Errorf("not applied: %w", cause)
+	for _, r := range d.Resources {
+		p.Steps = append(p.Steps, Step{Name: r.Name, Kind: r.Kind, Module: r.Module, Action: Reject, Reason: "not applied", Resource: r})
+		res.failed[r.Name] = fmt.Errorf("not applied: %w", cause)
+	}
+	return a.keep(ctx, d, p, res)
+}
+
+// keep makes the report of d's carried-out plan, keeps it with the next
+// State and tries to deliver it (Apply's end).
+func (a *Agent) keep(ctx context.Context, d declaration.Declaration, plan Plan, res result) (Report, error) {
 	id, err := a.cfg.NewID()
 	if err != nil {
 		return Report{}, fmt.Errorf("agent: apply %s: apply id: %w", d.ID, err)

@@ -94,6 +94,9 @@ func (a *Agent) DryRun(ctx context.Context, d declaration.Declaration) (Preview,
 	if err := a.check(d); err != nil {
 		return Preview{}, err
 	}
+	if d.NamesRoster() {
+		return Preview{}, fmt.Errorf("agent: dry run %s: names roster revision %d, which it does not carry: %w", d.ID, d.RosterRevision, declaration.ErrRosterNotHeld)
+	}
 	obs, err := Observe(ctx, a.cfg.Runtime, d)
 	if err != nil {
 		return Preview{}, fmt.Errorf("agent: dry run %s: %w", d.ID, err)

@@ -77,6 +77,16 @@ type RunConfig struct {
 	Outbox   *Outbox
 	Source   Source
 	Reporter Reporter
+	// Rosters, if set, is where the mesh's roster comes from (on the bus,
+	// the shared roster value): a declaration that names its roster
+	// revision is filled from it before its Diff. Unset, it is the Source
+	// if that is a RosterSource too (the bus's AgentLink); without either,
+	// such a declaration is reported not applied after RosterWait.
+	Rosters RosterSource
+	// RosterWait bounds the wait for the roster revision a declaration
+	// names: past it the declaration is reported as not applied, with the
+	// reason, and applied once the roster comes. 0 means DefaultRosterWait.
+	RosterWait time.Duration
 	// DryRuns, if set, is where the agent answers dry runs (mesh plan):
 	// the same observation and Diff as an apply, nothing applied.
 	DryRuns DryRunServer
@@ -141,7 +151,13 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	}
 	r.agent = a
 	if cfg.DryRuns != nil {
-		stop, err := cfg.DryRuns.ServeDryRuns(ctx, a.DryRun)
+		stop, err := cfg.DryRuns.ServeDryRuns(ctx, func(ctx context.Context, d declaration.Declaration) (Preview, error) {
+			fd, err := r.held.fill(d)
+			if err != nil {
+				return Preview{}, fmt.Errorf("agent: dry run %s: %w", d.ID, err)
+			}
+			return a.DryRun(ctx, fd)
+		})
 		if err != nil {
 			return fmt.Errorf("agent: run %s: answer dry runs: %w", cfg.Node, err)
 		}
@@ -150,6 +166,14 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	decls, err := cfg.Source.Declarations(ctx)
 	if err != nil {
 		return fmt.Errorf("agent: run %s: watch declarations: %w", cfg.Node, err)
+	}
+	if cfg.Rosters == nil {
+		cfg.Rosters, _ = cfg.Source.(RosterSource) // a bus link is both
+	}
+	if cfg.Rosters != nil {
+		if r.rosters, err = cfg.Rosters.Rosters(ctx); err != nil {
+			return fmt.Errorf("agent: run %s: watch the roster: %w", cfg.Node, err)
+		}
 	}
 	if w, ok := cfg.Runtime.(Watcher); ok {
 		if r.changes, err = w.Changes(ctx); err != nil {
@@ -165,8 +189,18 @@ type runner struct {
 	agent *Agent
 	log   *slog.Logger
 
-	latest  *declaration.Declaration
-	changes <-chan string // the runtime's changes behind the agent's back (Watcher); nil without
+	latest  *declaration.Declaration // as it came: filled from held before each apply
+	changes <-chan string            // the runtime's changes behind the agent's back (Watcher); nil without
+
+	rosters <-chan declaration.Roster // RunConfig.Rosters; nil without
+	held    rosters                   // the rosters it holds
+	// pending says latest names a roster revision not held: it waits for
+	// it (wait runs) until RosterWait, then is reported not applied
+	// (waitOver) at each try until the roster comes.
+	pending  bool
+	wait     *time.Timer
+	waitOver bool
+
 	backoff time.Duration // the next wait before kept reports are sent again
 	retry   *time.Timer   // set while reports are kept
 }
@@ -185,6 +219,9 @@ func (r *runner) defaults() {
 	c.RetryMax = max(c.RetryMax, c.RetryMin)
 	if c.ReportTimeout <= 0 {
 		c.ReportTimeout = DefaultReportTimeout
+	}
+	if c.RosterWait <= 0 {
+		c.RosterWait = DefaultRosterWait
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -207,14 +244,18 @@ func (r *runner) loop(ctx context.Context, decls <-chan declaration.Declaration)
 		if r.retry != nil {
 			r.retry.Stop()
 		}
+		r.stopWait()
 	}()
 	r.safely(ctx, "agent.flush", func() { r.flush(ctx) }) // what a previous run kept
 	var settled <-chan time.Time                          // a runtime change waits for its burst to settle
 	var why string
 	for {
-		var retry <-chan time.Time
+		var retry, wait <-chan time.Time
 		if r.retry != nil {
 			retry = r.retry.C
+		}
+		if r.wait != nil {
+			wait = r.wait.C
 		}
 		select {
 		case <-ctx.Done():
@@ -227,11 +268,30 @@ func (r *runner) loop(ctx context.Context, decls <-chan declaration.Declaration)
 				return fmt.Errorf("agent: run %s: %w", r.cfg.Node, ErrSourceEnded)
 			}
 			r.latest = &d
-			r.safely(ctx, "agent.apply", func() { r.apply(ctx, d, "declaration") })
+			r.stopWait()
+			r.waitOver = false
+			r.applyLatest(ctx, "declaration")
 			drift.Reset(r.cfg.Interval)
+		case ro, ok := <-r.rosters:
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("agent: run %s: the roster source: %w", r.cfg.Node, ErrSourceEnded)
+			}
+			r.held.add(ro)
+			if r.pending && r.latest != nil {
+				r.applyLatest(ctx, fmt.Sprintf("roster revision %d", ro.Revision))
+				drift.Reset(r.cfg.Interval)
+			}
+		case <-wait:
+			r.wait, r.waitOver = nil, true
+			if r.pending && r.latest != nil {
+				r.applyLatest(ctx, "roster wait")
+			}
 		case <-drift.C:
 			if r.latest != nil {
-				r.safely(ctx, "agent.apply", func() { r.apply(ctx, *r.latest, "drift check") })
+				r.applyLatest(ctx, "drift check")
 			}
 			drift.Reset(r.cfg.Interval)
 		case <-retry:
@@ -249,7 +309,7 @@ func (r *runner) loop(ctx context.Context, decls <-chan declaration.Declaration)
 		case <-settled:
 			settled = nil
 			if r.latest != nil {
-				r.safely(ctx, "agent.apply", func() { r.apply(ctx, *r.latest, why) })
+				r.applyLatest(ctx, why)
 				drift.Reset(r.cfg.Interval)
 			}
 		}
@@ -266,6 +326,57 @@ func (r *runner) safely(ctx context.Context, where string, fn func()) {
 	if err := safego.Call(where, r.log, func() error { fn(); return nil }); err != nil {
 		r.settle(ctx, true)
 	}
+}
+
+// applyLatest applies the latest declaration, filled from the roster it
+// names. One whose roster is not held waits for it (pending) up to
+// RosterWait; past it, each try reports it not applied with the reason:
+// never a hosts file from no roster, nor a stale one.
+func (r *runner) applyLatest(ctx context.Context, why string) {
+	d := *r.latest
+	fd, err := r.held.fill(d)
+	if err == nil {
+		r.pending = false
+		r.stopWait()
+		r.safely(ctx, "agent.apply", func() { r.apply(ctx, fd, why) })
+		return
+	}
+	r.pending = true
+	if !r.waitOver {
+		if r.wait == nil {
+			r.log.Info("agent: waiting for the roster the declaration names", "declaration", d.ID, "roster_revision", d.RosterRevision, "for", r.cfg.RosterWait, "why", why)
+			r.wait = time.NewTimer(r.cfg.RosterWait)
+		}
+		return
+	}
+	r.safely(ctx, "agent.apply", func() { r.notApplied(ctx, d, err, why) })
+}
+
+func (r *runner) stopWait() {
+	if r.wait != nil {
+		r.wait.Stop()
+		r.wait = nil
+	}
+}
+
+// notApplied reports d not applied for cause, and settles its delivery.
+func (r *runner) notApplied(ctx context.Context, d declaration.Declaration, cause error, why string) {
+	rep, err := r.agent.NotApplied(ctx, d, fmt.Errorf("waited %s: %w", r.cfg.RosterWait, cause))
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Error("agent: not applied, and the report failed", "declaration", d.ID, "why", why, "err", err)
+		}
+		if rep.Outcome.ApplyID == "" {
+			return
+		}
+		rep.Kept = true
+	} else {
+		r.log.Warn("agent: not applied", "declaration", d.ID, "why", why, "apply", rep.Outcome.ApplyID, "reason", cause)
+	}
+	if r.cfg.Applied != nil {
+		r.cfg.Applied(rep)
+	}
+	r.settle(ctx, rep.Kept)
 }
 
 // apply applies d and settles what its delivery left kept.

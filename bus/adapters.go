@@ -24,6 +24,7 @@ var (
 	_ agent.Source       = AgentLink{}
 	_ agent.Reporter     = AgentLink{}
 	_ agent.DryRunServer = AgentLink{}
+	_ agent.RosterSource = AgentLink{}
 )
 
 // Agent returns n as an agent's Source and Reporter.
@@ -34,6 +35,17 @@ func (n *Node) Agent() AgentLink { return AgentLink{n: n} }
 // connection is closed.
 func (l AgentLink) Declarations(ctx context.Context) (<-chan declaration.Declaration, error) {
 	w, err := l.n.Watch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return w.Updates(), nil
+}
+
+// Rosters watches the mesh's shared roster value (Node.WatchRoster): the
+// roster at once, if one was put, then each new one; the channel closes
+// when ctx ends or the connection is closed.
+func (l AgentLink) Rosters(ctx context.Context) (<-chan declaration.Roster, error) {
+	w, err := l.n.WatchRoster(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -104,6 +104,9 @@ type Controller struct {
 	kv      jetstream.KeyValue
 	log     *slog.Logger
 	workers int
+
+	rosterMu  sync.Mutex
+	rosterPut rosterPut // the roster value last put (ensureRosters)
 }
 
 // DialController connects, and makes the declarations bucket and the reports
@@ -200,12 +203,18 @@ func reportsPerSubject(ctx context.Context, js jetstream.JetStream) (int64, erro
 func (c *Controller) Close() { c.nc.Close() }
 
 // PutDeclaration makes d its node's latest declaration, and returns its
-// revision in the bucket.
+// revision in the bucket. A declaration that names its roster's revision
+// travels without the roster (declaration.Declaration.Wire): the roster is
+// put first as the shared roster value (PutRoster), once per revision, and
+// a failure to put it fails the declaration's put.
 func (c *Controller) PutDeclaration(ctx context.Context, d declaration.Declaration) (uint64, error) {
 	if err := ValidNode(d.Node); err != nil {
 		return 0, fmt.Errorf("bus: put declaration %s: %w", d.ID, err)
 	}
-	b, err := json.Marshal(d)
+	if err := rosterErr(c.ensureRosters(ctx, []declaration.Declaration{d}), d); err != nil {
+		return 0, fmt.Errorf("bus: put declaration %s: %w", d.ID, err)
+	}
+	b, err := json.Marshal(d.Wire())
 	if err != nil {
 		return 0, fmt.Errorf("bus: put declaration %s: %w", d.ID, err)
 	}
@@ -233,8 +242,11 @@ const putWindow = 1024
 // window, not one a declaration; every put not acknowledged within
 // putAckWait fails. It returns each put's error in the order
 // of ds (nil: acknowledged by the bucket's stream), or nil when every put
-// was acknowledged.
+// was acknowledged. The rosters they name are put first, once each, as
+// PutDeclaration puts them; a declaration whose roster could not be put is
+// not put, and fails with that error.
 func (c *Controller) PutDeclarations(ctx context.Context, ds []declaration.Declaration) []error {
+	rosters := c.ensureRosters(ctx, ds)
 	wait, cancel := context.WithTimeout(ctx, putAckWait)
 	defer cancel()
 	errs := make([]error, len(ds))
@@ -259,6 +271,10 @@ func (c *Controller) PutDeclarations(ctx context.Context, ds []declaration.Decla
 		if i >= putWindow {
 			await(i - putWindow)
 		}
+		if err := rosterErr(rosters, d); err != nil {
+			fail(i, err)
+			continue
+		}
 		if err := c.publishAsync(ctx, d, &futures[i]); err != nil {
 			fail(i, err)
 		}
@@ -281,7 +297,7 @@ func (c *Controller) publishAsync(ctx context.Context, d declaration.Declaration
 	if err := ValidNode(d.Node); err != nil {
 		return err
 	}
-	b, err := json.Marshal(d)
+	b, err := json.Marshal(d.Wire())
 	if err != nil {
 		return err
 	}

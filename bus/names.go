@@ -18,6 +18,10 @@ const (
 	// DeclarationsBucket is the JetStream KV bucket holding the latest
 	// declaration of each node, under the node's name.
 	DeclarationsBucket = "mesh-declarations"
+	// RosterKey is the key of the mesh's shared roster value in
+	// DeclarationsBucket (roster.go): no node is named so, since a node's
+	// name starts with a letter or a digit (ValidNode).
+	RosterKey = "_roster"
 	// ReportsStream is the JetStream stream of apply reports.
 	ReportsStream = "MESH_REPORTS"
 	// ReportsConsumer is the controller's durable consumer on ReportsStream.
@@ -92,6 +96,9 @@ func HeartbeatSubject(node string) string { return HeartbeatSubjectPrefix + node
 // DeclarationSubject is the subject of node's key in DeclarationsBucket.
 func DeclarationSubject(node string) string { return declPrefix + node }
 
+// RosterSubject is the subject of RosterKey in DeclarationsBucket.
+const RosterSubject = declPrefix + RosterKey
+
 // NodeInbox is the inbox prefix of node's connections. A node name may hold
 // '.', which would make it several subject tokens, and then node "web" could
 // subscribe to node "web.a"'s inbox; '.' becomes '~' (which no node name
@@ -99,8 +106,8 @@ func DeclarationSubject(node string) string { return declPrefix + node }
 func NodeInbox(node string) string { return nodeInboxRoot + strings.ReplaceAll(node, ".", "~") }
 
 // NodePermissions are the permissions of node's bus user: exactly what
-// watching and reading its own declaration key and publishing its own
-// reports need, nothing else.
+// watching and reading its own declaration key and the mesh's roster value
+// (RosterKey) and publishing its own reports need, nothing else.
 //
 // Publish:
 //
@@ -111,6 +118,8 @@ func NodeInbox(node string) string { return nodeInboxRoot + strings.ReplaceAll(n
 //	                                                                           the server refuses a config whose filter differs
 //	                                                                           from the one in the subject
 //	$JS.API.DIRECT.GET.KV_mesh-declarations.$KV.mesh-declarations.<node>        the latest value of its key
+//	$JS.API.CONSUMER.CREATE.KV_mesh-declarations.*.$KV.mesh-declarations._roster a consumer whose filter is the roster's key
+//	$JS.API.DIRECT.GET.KV_mesh-declarations.$KV.mesh-declarations._roster       the latest roster value (never a put of it)
 //	$JS.API.CONSUMER.DELETE.KV_mesh-declarations.*                              removing its watch's consumer when the watch stops
 //	$JS.API.STREAM.INFO.KV_mesh-declarations                                    binding to the bucket (see below)
 //	$JS.FC.KV_mesh-declarations.>                                               flow-control replies of its watch
@@ -124,7 +133,8 @@ func NodeInbox(node string) string { return nodeInboxRoot + strings.ReplaceAll(n
 // What a node can learn beyond its own key: the bucket's configuration and
 // state through STREAM.INFO (message counts and, when asked, the keys, that
 // is the node names; never a value). Every declaration already names the
-// other nodes in its roster, so this tells a node nothing new. It may delete
+// other nodes in its roster, and so does the roster value every node reads,
+// so this tells a node nothing new. It may delete
 // a consumer of the bucket's stream by name (the client removes its watch's
 // consumer on stop, and waits 5 s for the answer when refused); another
 // node's watch consumer has a random name that it cannot list, and deleting
@@ -138,6 +148,8 @@ func NodePermissions(node string) jwt.Permissions {
 		SecretSubject(node),
 		"$JS.API.CONSUMER.CREATE."+declStream+".*."+DeclarationSubject(node),
 		"$JS.API.DIRECT.GET."+declStream+"."+DeclarationSubject(node),
+		"$JS.API.CONSUMER.CREATE."+declStream+".*."+RosterSubject,
+		"$JS.API.DIRECT.GET."+declStream+"."+RosterSubject,
 		"$JS.API.CONSUMER.DELETE."+declStream+".*",
 		"$JS.API.STREAM.INFO."+declStream,
 		"$JS.FC."+declStream+".>",

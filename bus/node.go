@@ -40,7 +40,7 @@ type Node struct {
 	log  *slog.Logger
 
 	mu      sync.Mutex
-	watches map[*Watch]struct{} // told when the connection comes back
+	watches map[kicker]struct{} // told when the connection comes back
 }
 
 // DialNode connects to the bus with a node's credentials.
@@ -52,7 +52,7 @@ func DialNode(ctx context.Context, c Creds, o NodeOptions) (*Node, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	n := &Node{node: c.Node, log: log.With("node", c.Node), watches: map[*Watch]struct{}{}}
+	n := &Node{node: c.Node, log: log.With("node", c.Node), watches: map[kicker]struct{}{}}
 	every := o.RetryEvery
 	if every <= 0 {
 		every = time.Second
@@ -95,11 +95,14 @@ func (n *Node) reconnected() {
 	defer n.mu.Unlock()
 	for w := range n.watches {
 		select {
-		case w.kick <- struct{}{}:
+		case w.kicked() <- struct{}{}:
 		default:
 		}
 	}
 }
+
+// kicker is a watch, told when the connection comes back.
+type kicker interface{ kicked() chan struct{} }
 
 // Name is the node this connection is for.
 func (n *Node) Name() string { return n.node }
@@ -152,9 +155,19 @@ func decodeDeclaration(node string, b []byte) (declaration.Declaration, error) {
 }
 
 // Watch is a watch of a node's declaration key.
-type Watch struct {
+type Watch = keyWatch[declaration.Declaration]
+
+// RosterWatch is a watch of the mesh's roster value (RosterKey).
+type RosterWatch = keyWatch[declaration.Roster]
+
+// keyWatch is a watch of one key of DeclarationsBucket, each value decoded
+// by decode.
+type keyWatch[T any] struct {
 	n       *Node
-	out     chan declaration.Declaration
+	key     string
+	what    string // "declaration", "roster": for the log
+	decode  func([]byte) (T, error)
+	out     chan T
 	kick    chan struct{} // the connection came back: watch anew
 	done    chan struct{}
 	stop    sync.Once
@@ -171,11 +184,17 @@ type Watch struct {
 // anew on reconnection and yields what it has not seen. It ends when ctx is
 // done, Stop is called or the Node is closed; then Updates is closed.
 func (n *Node) Watch(ctx context.Context) (*Watch, error) {
-	kw, err := n.watchKey(ctx)
+	return startWatch(ctx, n, n.node, "declaration", func(b []byte) (declaration.Declaration, error) {
+		return decodeDeclaration(n.node, b)
+	})
+}
+
+func startWatch[T any](ctx context.Context, n *Node, key, what string, decode func([]byte) (T, error)) (*keyWatch[T], error) {
+	kw, err := n.watchKey(ctx, key, what)
 	if err != nil {
 		return nil, err
 	}
-	w := &Watch{n: n, out: make(chan declaration.Declaration, 1), kick: make(chan struct{}, 1), done: make(chan struct{})}
+	w := &keyWatch[T]{n: n, key: key, what: what, decode: decode, out: make(chan T, 1), kick: make(chan struct{}, 1), done: make(chan struct{})}
 	n.mu.Lock()
 	n.watches[w] = struct{}{}
 	n.mu.Unlock()
@@ -191,67 +210,70 @@ func (n *Node) Watch(ctx context.Context) (*Watch, error) {
 // rather than letting it try again.
 const watchStart = 10 * time.Second
 
-// watchKey starts a watch of the node's key. The watch's subscription ends
-// with the context it was made under (the client unsubscribes when it is
-// done), so that context is the watch's own, ended by its Stop, and a try
-// that has not started within watchStart is abandoned by ending it.
-func (n *Node) watchKey(ctx context.Context) (jetstream.KeyWatcher, error) {
+// watchKey starts a watch of key. The watch's subscription ends with the
+// context it was made under (the client unsubscribes when it is done), so
+// that context is the watch's own, ended by its Stop, and a try that has
+// not started within watchStart is abandoned by ending it.
+func (n *Node) watchKey(ctx context.Context, key, what string) (jetstream.KeyWatcher, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	abandon := time.AfterFunc(watchStart, cancel)
-	kw, err := n.startWatch(ctx)
+	kw, err := n.tryWatch(ctx, key, what)
 	if !abandon.Stop() { // abandoned: ctx is done and the try with it
 		cancel()
 		if err == nil {
 			_ = kw.Stop()
 		}
-		return nil, fmt.Errorf("bus: node %s: watch declaration: no answer within %v: %w", n.node, watchStart, context.DeadlineExceeded)
+		return nil, fmt.Errorf("bus: node %s: watch %s: no answer within %v: %w", n.node, what, watchStart, context.DeadlineExceeded)
 	}
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	return &keyWatch{KeyWatcher: kw, cancel: cancel}, nil
+	return &ownWatch{KeyWatcher: kw, cancel: cancel}, nil
 }
 
-func (n *Node) startWatch(ctx context.Context) (jetstream.KeyWatcher, error) {
+func (n *Node) tryWatch(ctx context.Context, key, what string) (jetstream.KeyWatcher, error) {
 	kv, err := n.bucket(ctx)
 	if err != nil {
 		return nil, err
 	}
-	kw, err := kv.Watch(ctx, n.node)
+	kw, err := kv.Watch(ctx, key)
 	if err != nil {
-		return nil, fmt.Errorf("bus: node %s: watch declaration: %w", n.node, err)
+		return nil, fmt.Errorf("bus: node %s: watch %s: %w", n.node, what, err)
 	}
 	return kw, nil
 }
 
-// keyWatch is a watch with the context it lives under, ended with it.
-type keyWatch struct {
+// ownWatch is a JetStream watch with the context it lives under, ended
+// with it.
+type ownWatch struct {
 	jetstream.KeyWatcher
 	cancel context.CancelFunc
 }
 
-func (k *keyWatch) Stop() error {
+func (k *ownWatch) Stop() error {
 	defer k.cancel()
 	return k.KeyWatcher.Stop()
 }
 
-// Updates yields the declarations; it is closed when the watch ends.
-func (w *Watch) Updates() <-chan declaration.Declaration { return w.out }
+// Updates yields the values; it is closed when the watch ends.
+func (w *keyWatch[T]) Updates() <-chan T { return w.out }
 
-// Refused counts the values that did not decode or were for another node.
-func (w *Watch) Refused() uint64 { return w.refused.Load() }
+// Refused counts the values that did not decode (or were for another node).
+func (w *keyWatch[T]) Refused() uint64 { return w.refused.Load() }
 
 // Stop ends the watch.
-func (w *Watch) Stop() {
+func (w *keyWatch[T]) Stop() {
 	w.stop.Do(func() { close(w.done) })
 }
+
+func (w *keyWatch[T]) kicked() chan struct{} { return w.kick }
 
 // rewatchDelay is how long a watch that could not start again waits before
 // the next try.
 const rewatchDelay = time.Second
 
-func (w *Watch) run(ctx context.Context, kw jetstream.KeyWatcher) {
+func (w *keyWatch[T]) run(ctx context.Context, kw jetstream.KeyWatcher) {
 	log := w.n.log
 	defer close(w.out)
 	defer func() {
@@ -262,7 +284,7 @@ func (w *Watch) run(ctx context.Context, kw jetstream.KeyWatcher) {
 	drop := func() {
 		if kw != nil {
 			if err := kw.Stop(); err != nil {
-				log.Debug("bus: stop declaration watch", "err", err)
+				log.Debug("bus: stop watch", "of", w.what, "err", err)
 			}
 			kw = nil
 		}
@@ -277,12 +299,12 @@ func (w *Watch) run(ctx context.Context, kw jetstream.KeyWatcher) {
 	rewatch := func() bool {
 		drop()
 		updates, retry = nil, nil
-		nkw, err := w.n.watchKey(ctx)
+		nkw, err := w.n.watchKey(ctx, w.key, w.what)
 		if err != nil && w.n.nc.IsClosed() {
 			return false
 		}
 		if err != nil {
-			log.Warn("bus: declaration watch not restarted; trying again", "in", rewatchDelay, "err", err)
+			log.Warn("bus: watch not restarted; trying again", "of", w.what, "in", rewatchDelay, "err", err)
 			retry = time.After(rewatchDelay)
 			return true
 		}
@@ -323,27 +345,27 @@ func (w *Watch) run(ctx context.Context, kw jetstream.KeyWatcher) {
 	}
 }
 
-// handle offers the declaration of entry e on w.out, keeping only the
-// latest (one not yet taken is replaced), or logs why it is skipped.
-func (w *Watch) handle(e jetstream.KeyValueEntry) {
+// handle offers the value of entry e on w.out, keeping only the latest (one
+// not yet taken is replaced), or logs why it is skipped.
+func (w *keyWatch[T]) handle(e jetstream.KeyValueEntry) {
 	if e.Operation() != jetstream.KeyValuePut {
-		w.n.log.Warn("bus: declaration key deleted; keeping the last declaration", "revision", e.Revision())
+		w.n.log.Warn("bus: key deleted; keeping the last value", "of", w.what, "revision", e.Revision())
 		return
 	}
-	d, err := decodeDeclaration(w.n.node, e.Value())
+	v, err := w.decode(e.Value())
 	if err != nil {
 		w.refused.Add(1)
-		w.n.log.Error("bus: declaration refused", "revision", e.Revision(), "err", err)
+		w.n.log.Error("bus: value refused", "of", w.what, "revision", e.Revision(), "err", err)
 		return
 	}
 	select {
-	case w.out <- d:
+	case w.out <- v:
 	default:
 		select {
 		case <-w.out:
 		default:
 		}
-		w.out <- d
+		w.out <- v
 	}
 }
 

@@ -46,10 +46,19 @@ type dryRunReply struct {
 
 // DryRun asks d's node's agent what it would do with d (agent.Preview),
 // waiting until ctx ends. No agent connected is ErrNoAgent; an agent that
-// could not plan (it could not observe its node) is its error.
+// could not plan (it could not observe its node) is its error. A
+// declaration naming the roster last put as the shared value travels
+// without it, as a pushed one does (the agent fills it); any other carries
+// its roster.
 func (c *Controller) DryRun(ctx context.Context, d declaration.Declaration) (agent.Preview, error) {
 	if err := ValidNode(d.Node); err != nil {
 		return agent.Preview{}, err
+	}
+	c.rosterMu.Lock()
+	put := c.rosterPut
+	c.rosterMu.Unlock()
+	if d.RosterRevision != 0 && (rosterPut{revision: d.RosterRevision, digest: d.RosterDigest}) == put {
+		d = d.Wire()
 	}
 	data, err := json.Marshal(d)
 	if err != nil {

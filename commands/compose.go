@@ -2,8 +2,6 @@ package commands
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -111,48 +109,23 @@ func Compose(ctx context.Context, r Reader, node string, correlation string) (Co
 
 // roster is a declaration's roster with what is made of it once, for every
 // declaration that shares it (a MeshCache's snapshot): the hosts file and the
-// roster's JSON encoding, which the declaration's digest covers.
+// roster's digest, which the declaration's digest covers.
 type roster struct {
 	routes []declaration.Route // sorted (sortRoutes); never changed once shared
 	hosts  string
-	json   []byte
-	// digest is events.RosterDigest of the routes, and mesh the routes as
-	// the roster's events name them (roster.changed).
+	// digest is declaration.RosterDigest of the routes (the same as
+	// events.RosterDigest), and mesh the routes as the roster's events name
+	// them (roster.changed).
 	digest string
 	mesh   []events.RosterRoute
 }
 
 func newRoster(routes []declaration.Route) roster {
-	b, err := json.Marshal(routes)
-	if err != nil {
-		panic("commands: a roster does not encode: " + err.Error()) // strings only: cannot happen
-	}
 	mesh := make([]events.RosterRoute, len(routes))
 	for i, r := range routes {
 		mesh[i] = events.RosterRoute(r)
 	}
-	return roster{routes: routes, hosts: hostsFile(routes), json: b, digest: events.RosterDigest(mesh), mesh: mesh}
-}
-
-// declarationDigest is declaration.Digest of the fields a declaration's digest covers
-// (Adopted, Taken, Resources and Roster, in that order), with the roster's
-// encoding made once: the same bytes are hashed
-// (TestDigestOfSharedRoster).
-func declarationDigest(adopted bool, taken []string, resources []declaration.Resource, r roster) string {
-	head, err := json.Marshal(struct {
-		Adopted   bool
-		Taken     []string
-		Resources []declaration.Resource
-	}{adopted, taken, resources})
-	if err != nil {
-		panic("commands: a declaration does not encode: " + err.Error())
-	}
-	h := sha256.New()
-	h.Write(head[:len(head)-1]) // without its closing brace
-	h.Write([]byte(`,"Roster":`))
-	h.Write(r.json)
-	h.Write([]byte("}"))
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	return roster{routes: routes, hosts: declaration.HostsFile(routes), digest: events.RosterDigest(mesh), mesh: mesh}
 }
 
 // sortRoutes orders a roster by name, then by the node serving it.
@@ -186,7 +159,7 @@ func composition(self Node, own plan, r roster, skipped []events.Skipped, correl
 		Warnings:     own.warnings,
 		Correlation:  correlation,
 	}
-	d.Digest = declarationDigest(d.Adopted, d.Taken, d.Resources, r)
+	d.Digest = d.SpecDigest()
 	if cur := self.Current; cur.ID != "" && cur.Digest == d.Digest && cur.Notes == notes(d.Warnings, c.Skipped) {
 		d.ID = cur.ID
 		if cur.Correlation != "" {
@@ -236,21 +209,6 @@ func (c Composition) Composed() events.DeclarationComposed {
 		Node: d.Node, Declaration: d.ID, Digest: d.Digest, RosterRevision: d.RosterRevision, Roster: roster, Resources: refs,
 		Warnings: d.Warnings, Skipped: c.Skipped, Specs: specs,
 	}
-}
-
-func hostsFile(routes []declaration.Route) string {
-	const head = "# meshplane roster: every routed name in the mesh. Rewritten in place.\n"
-	var b strings.Builder
-	b.Grow(len(head) + 40*len(routes))
-	b.WriteString(head)
-	for _, r := range routes {
-		if r.Address == "" {
-			b.WriteString("# " + r.Name + ": served by " + r.Node + ", which has no private address yet\n")
-			continue
-		}
-		b.WriteString(r.Address + "\t" + r.Name + "\n")
-	}
-	return b.String()
 }
 
 // mesh is everything compose read, so that planning is pure.

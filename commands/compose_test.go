@@ -346,10 +346,10 @@ func ExampleCompose() {
 	// 10.1.0.4	searxng.zurag.be
 }
 
-// TestDigestOfSharedRoster: a declaration's digest made with its roster's
-// encoding given (declarationDigest, as a batch makes it once for many
-// declarations) hashes the bytes declaration.Digest hashes; the hosts file
-// says what it always said.
+// TestDigestOfSharedRoster: a declaration's digest covers its roster by
+// the roster's digest (declaration.SpecDigest), which is the digest the
+// roster's events record (events.RosterDigest): a compose hashes its own
+// node's part only, and the roster it names is the one the store holds.
 func TestDigestOfSharedRoster(t *testing.T) {
 	res := []declaration.Resource{
 		{Name: "web", Kind: declaration.KindContainer, Module: "web", Digest: "sha256:ab", Container: &declaration.Container{Image: "nginx:1", Env: []string{"A=<b&c>"}}},
@@ -359,6 +359,7 @@ func TestDigestOfSharedRoster(t *testing.T) {
 		{Name: "a.mesh.example", Address: "10.0.0.1", Node: "a"},
 		{Name: "b<&>.mesh.example", Node: "b"},
 	}
+	seen := map[string]string{}
 	for _, tc := range []struct {
 		name      string
 		adopted   bool
@@ -369,24 +370,31 @@ func TestDigestOfSharedRoster(t *testing.T) {
 		{name: "empty"},
 		{name: "no roster", resources: res},
 		{name: "every field", adopted: true, taken: []string{"forge", "web"}, resources: res, routes: routes},
-		{name: "an empty roster", resources: res, routes: []declaration.Route{}},
+		{name: "another roster", adopted: true, taken: []string{"forge", "web"}, resources: res, routes: routes[:1]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			want := declaration.Digest(struct {
-				Adopted   bool
-				Taken     []string
-				Resources []declaration.Resource
-				Roster    []declaration.Route
-			}{tc.adopted, tc.taken, tc.resources, tc.routes})
-			if got := declarationDigest(tc.adopted, tc.taken, tc.resources, newRoster(tc.routes)); got != want {
-				t.Errorf("declarationDigest = %s, declaration.Digest = %s", got, want)
+			r := newRoster(tc.routes)
+			if want := declaration.RosterDigest(tc.routes); r.digest != want {
+				t.Errorf("roster digest = %s, declaration.RosterDigest = %s", r.digest, want)
 			}
+			d := declaration.Declaration{Adopted: tc.adopted, Taken: tc.taken, Resources: tc.resources, Roster: r.routes, RosterDigest: r.digest}
+			got := d.SpecDigest()
+			want := declaration.Digest(struct {
+				Adopted      bool
+				Taken        []string
+				Resources    []declaration.Resource
+				RosterDigest string
+			}{tc.adopted, tc.taken, tc.resources, declaration.RosterDigest(tc.routes)})
+			if got != want {
+				t.Errorf("SpecDigest = %s, declaration.Digest = %s", got, want)
+			}
+			if prev, ok := seen[got]; ok {
+				t.Errorf("%s digests as %s did", tc.name, prev)
+			}
+			seen[got] = tc.name
 		})
 	}
-	want := "# meshplane roster: every routed name in the mesh. Rewritten in place.\n" +
-		"10.0.0.1\ta.mesh.example\n" +
-		"# b<&>.mesh.example: served by b, which has no private address yet\n"
-	if got := hostsFile(routes); got != want {
-		t.Errorf("hostsFile:\n%s\nwant:\n%s", got, want)
+	if got := newRoster(routes).hosts; got != declaration.HostsFile(routes) {
+		t.Errorf("the composed hosts file is not declaration.HostsFile's:\n%s", got)
 	}
 }

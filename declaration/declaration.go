@@ -42,16 +42,20 @@ const HostsPath = "/var/lib/meshplane/hosts"
 // Resources are sorted by name and each carries the digest of its spec;
 // identical inputs compose byte-identical declarations.
 type Declaration struct {
-	Node        string     `json:"node"`
-	ID          string     `json:"declaration"` // "<node>/<n>": the n-th composed for the node
-	Digest      string     `json:"digest"`      // of Adopted, Taken, Resources and Roster
-	Adopted     bool       `json:"adopted,omitempty"`
-	Taken       []string   `json:"taken,omitempty"` // modules taken on this node, sorted
-	Resources   []Resource `json:"resources"`
-	Roster      []Route    `json:"roster"`
-	Hosts       string     `json:"hosts"` // the hosts file written at HostsPath
-	Warnings    []string   `json:"warnings,omitempty"`
-	Correlation string     `json:"correlation,omitempty"` // shared by this push's compose, push, apply and report
+	Node      string     `json:"node"`
+	ID        string     `json:"declaration"` // "<node>/<n>": the n-th composed for the node
+	Digest    string     `json:"digest"`      // of Adopted, Taken, Resources and RosterDigest (SpecDigest)
+	Adopted   bool       `json:"adopted,omitempty"`
+	Taken     []string   `json:"taken,omitempty"` // modules taken on this node, sorted
+	Resources []Resource `json:"resources"`
+	// Roster and Hosts (the hosts file written at HostsPath) travel only
+	// in a declaration that names no roster revision (an older
+	// controller's): one that names its RosterRevision travels without them
+	// (Wire), and the agent fills them from the roster it holds (Fill).
+	Roster      []Route  `json:"roster"`
+	Hosts       string   `json:"hosts"`
+	Warnings    []string `json:"warnings,omitempty"`
+	Correlation string   `json:"correlation,omitempty"` // shared by this push's compose, push, apply and report
 	// Added fields.
 	// RosterRevision is the revision of the mesh's roster the declaration
 	// was composed against (the version of the controller's roster.changed),

@@ -57,6 +57,10 @@ type Mesh struct {
 	// while nodes are lossy (lossyReaderFor); SetLossy clears it.
 	lossyPass *lossyCache
 	bus       busCounter // what the simulated bus carried (CountBus)
+	// roster is the shared roster value of the simulated bus: put once a
+	// revision (PutDeclaration), and every node that received a
+	// declaration naming it holds this one value, never a copy.
+	roster *declaration.Roster
 }
 
 // Node is a simulated node: its runtime, its agent, and its end of the bus.
@@ -66,7 +70,8 @@ type Node struct {
 	Agent   *agent.Agent
 
 	mu           sync.Mutex
-	latest       *declaration.Declaration // the last declaration the bus delivered
+	latest       *declaration.Declaration // the last declaration the bus delivered, as it travels (Wire)
+	roster       *declaration.Roster      // the roster the node holds: the bus's shared value when latest was delivered
 	cut          bool                     // the bus to this node is cut
 	removesAfter bool                     // something outside removes every container after each apply
 }
@@ -237,21 +242,50 @@ func (m *Mesh) PushChanged(ctx context.Context) error {
 	return err
 }
 
-// PutDeclaration is the simulated bus to d's node (controller.Publisher):
-// the latest declaration it delivered is what the node applies next.
+// PutDeclaration is the simulated bus to d's node (controller.Publisher),
+// as the real bus carries it (bus.Controller.PutDeclaration): the roster d
+// names is put first as the one shared roster value, once a revision, then
+// d travels without it (Wire). The latest declaration delivered is what
+// the node applies next, filled from the roster it holds.
 func (m *Mesh) PutDeclaration(ctx context.Context, d declaration.Declaration) error {
 	n, err := m.node(d.Node)
 	if err != nil {
 		return err
 	}
+	shared := m.putRoster(d)
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.cut {
 		return fmt.Errorf("bus to %s: %w", d.Node, ErrBusCut)
 	}
-	n.latest = &d
-	m.countPut(d)
+	w := d.Wire()
+	n.latest = &w
+	if shared != nil {
+		n.roster = shared
+	}
+	m.countPut(w)
 	return nil
+}
+
+// putRoster puts the roster d carries as the bus's shared value unless it
+// is that value already, and returns the shared value (nil when d names no
+// revision and carries its roster).
+func (m *Mesh) putRoster(d declaration.Declaration) *declaration.Roster {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if d.RosterRevision == 0 {
+		return nil
+	}
+	if cur := m.roster; cur != nil && cur.Revision == d.RosterRevision && cur.Digest == d.RosterDigest {
+		return cur
+	}
+	r, ok := d.RosterOf()
+	if !ok {
+		return m.roster
+	}
+	m.roster = &r
+	m.countPut(r)
+	return m.roster
 }
 
 // composeReader is what node's compose reads through: r, with the reads of
@@ -313,12 +347,29 @@ func (m *Mesh) Apply(ctx context.Context, node string) (agent.Report, bool, erro
 		return agent.Report{}, false, err
 	}
 	n.mu.Lock()
-	d, removes := n.latest, n.removesAfter
+	d, held, removes := n.latest, n.roster, n.removesAfter
 	n.mu.Unlock()
 	if d == nil {
 		return agent.Report{}, false, nil
 	}
-	r, err := n.Agent.Apply(ctx, *d)
+	filled := *d
+	if d.NamesRoster() {
+		var ro declaration.Roster
+		if held != nil {
+			ro = *held
+		}
+		var err error
+		if filled, err = d.Fill(ro); err != nil {
+			// Never applied from no roster or another: reported so (a
+			// simulated agent waits no longer than the pass).
+			r, err := n.Agent.NotApplied(ctx, *d, err)
+			if err != nil {
+				return r, false, fmt.Errorf("sim: %s applies %s: %w", node, d.ID, err)
+			}
+			return r, true, nil
+		}
+	}
+	r, err := n.Agent.Apply(ctx, filled)
 	if err != nil {
 		return r, false, fmt.Errorf("sim: %s applies %s: %w", node, d.ID, err)
 	}

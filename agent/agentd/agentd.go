@@ -175,7 +175,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	log.Info("agent: running", "bus", creds.URLs, "data", cfg.Data, "interval", cfg.Interval)
 	err = agent.Run(ctx, agent.RunConfig{
-		Node: creds.Node, Runtime: rt, Outbox: box, Source: link, Reporter: reporter, DryRuns: link, Secrets: link,
+		Node: creds.Node, Runtime: rt, Outbox: box, Source: link, Rosters: link, Reporter: reporter, DryRuns: link, Secrets: link,
 		Interval: cfg.Interval, RetryMax: cfg.RetryMax, ReportTimeout: cfg.ReportTimeout,
 		Logger: log, Applied: applied, Now: clock(cfg.ClockOffset),
 	})

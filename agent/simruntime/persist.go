@@ -84,7 +84,7 @@ func Open(path string) (*Runtime, error) {
 		r.containers[name] = &container{labels: labels, image: c.Image, seq: c.Seq, stopped: c.Stopped}
 	}
 	for p, n := range st.Paths {
-		r.paths[p] = &node{dir: n.Dir, mode: n.Mode, content: n.Content}
+		r.paths[p] = &node{dir: n.Dir, mode: n.Mode, content: intern(n.Content)}
 	}
 	for name, n := range st.Creates {
 		r.creates[name] = n
@@ -138,7 +138,7 @@ func (r *Runtime) save() error {
 		st.Containers[name] = fileCont{Labels: c.labels, Image: c.image, Seq: c.seq, Stopped: c.stopped}
 	}
 	for p, n := range r.paths {
-		st.Paths[p] = fileNode{Dir: n.dir, Mode: n.mode, Content: n.content}
+		st.Paths[p] = fileNode{Dir: n.dir, Mode: n.mode, Content: []byte(n.text())}
 	}
 	body, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {

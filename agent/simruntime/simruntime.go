@@ -17,7 +17,6 @@
 package simruntime
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -27,6 +26,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unique"
 
 	"meshplane/agent"
 	"meshplane/declaration"
@@ -57,9 +57,23 @@ type container struct {
 }
 
 type node struct {
-	dir     bool
-	mode    uint32
-	content []byte
+	dir  bool
+	mode uint32
+	// content is the file's bytes, interned (package unique): a thousand
+	// simulated nodes writing the same hosts file hold one copy of it, not
+	// a thousand (at 10,000 nodes and 30,000 routes, 10 GB otherwise).
+	content unique.Handle[string]
+}
+
+// intern is content as a node holds it.
+func intern(content []byte) unique.Handle[string] { return unique.Make(string(content)) }
+
+// text is n's content ("" for none).
+func (n *node) text() string {
+	if n.content == (unique.Handle[string]{}) {
+		return ""
+	}
+	return n.content.Value()
 }
 
 type fault struct {
@@ -242,7 +256,7 @@ func (r *Runtime) Stat(ctx context.Context, p string) (agent.PathInfo, error) {
 	if !ok {
 		return agent.PathInfo{}, nil
 	}
-	return agent.PathInfo{Exists: true, Dir: n.dir, Mode: n.mode, Size: int64(len(n.content))}, nil
+	return agent.PathInfo{Exists: true, Dir: n.dir, Mode: n.mode, Size: int64(len(n.text()))}, nil
 }
 
 // Mkdir implements agent.Runtime.
@@ -338,7 +352,7 @@ func (r *Runtime) WriteFile(ctx context.Context, p string, content []byte, mode 
 	if err := r.parents("simruntime: write", p); err != nil {
 		return err
 	}
-	r.paths[p] = &node{mode: mode, content: bytes.Clone(content)}
+	r.paths[p] = &node{mode: mode, content: intern(content)}
 	return r.save()
 }
 
@@ -359,7 +373,7 @@ func (r *Runtime) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	if n.dir {
 		return nil, fmt.Errorf("simruntime: read %s: a directory: %w", p, agent.ErrWrongKind)
 	}
-	return bytes.Clone(n.content), nil
+	return []byte(n.text()), nil
 }
 
 // The world outside the mesh.
@@ -478,7 +492,7 @@ func (r *Runtime) File(p string) ([]byte, uint32, bool) {
 	if !ok || n.dir {
 		return nil, 0, false
 	}
-	return bytes.Clone(n.content), n.mode, true
+	return []byte(n.text()), n.mode, true
 }
 
 // Paths returns every path on the simulated disk, sorted, one a line with

@@ -1,0 +1,222 @@
+package bus
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"meshplane/declaration"
+)
+
+// The roster travels once: the controller puts the mesh's roster, at each
+// revision, as one shared value under RosterKey in DeclarationsBucket, which
+// every agent watches beside its own key; each declaration names the
+// revision it was composed against and travels without the roster and the
+// hosts file (declaration.Declaration.Wire), and the agent fills it from the
+// roster it holds (Fill). A roster change then puts one roster value and
+// the declarations, which are small: what changed, not nodes × roster.
+//
+// The value is the JSON of declaration.Roster ({"revision", "digest",
+// "routes"}), gzipped: 30,000 routes are about 2.4 MB of JSON and well under
+// 1 MiB gzipped, what an existing NATS cluster's default max_payload takes.
+
+// ErrBadRosterValue means the roster value in the bucket does not decode,
+// or is not a roster (declaration.Roster.Check).
+var ErrBadRosterValue = errors.New("bus: bad roster value")
+
+// ErrRosterTooLarge means a roster does not fit in one message of the bus
+// even gzipped (its max_payload).
+var ErrRosterTooLarge = errors.New("bus: roster too large for the bus")
+
+// rosterHeadroom is what a put of the roster value leaves of the bus's
+// max_payload for the message's subject and headers.
+const rosterHeadroom = 4 << 10
+
+// maxRosterJSON bounds the roster value's JSON once gunzipped: a value
+// that inflates beyond it is refused, never read into memory whole
+// (64 MiB: about 800,000 routes).
+const maxRosterJSON = 64 << 20
+
+// EncodeRoster is r's value in the bucket: its JSON, gzipped. A roster
+// that is not one (Check) is refused.
+func EncodeRoster(r declaration.Roster) ([]byte, error) {
+	if err := r.Check(); err != nil {
+		return nil, fmt.Errorf("bus: encode roster: %w", err)
+	}
+	if r.Routes == nil {
+		r.Routes = []declaration.Route{}
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if err := json.NewEncoder(zw).Encode(r); err != nil {
+		return nil, fmt.Errorf("bus: encode roster revision %d: %w", r.Revision, err)
+	}
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("bus: encode roster revision %d: %w", r.Revision, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// DecodeRoster decodes a roster value (EncodeRoster): gunzipped (at most
+// maxRosterJSON bytes), decoded, and checked (declaration.Roster.Check:
+// a revision, routes in order, the digest of its routes). Anything else
+// wraps ErrBadRosterValue, saying what is wrong. The roster returned has
+// its hosts file made once (declaration.NewRoster).
+func DecodeRoster(b []byte) (declaration.Roster, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return declaration.Roster{}, fmt.Errorf("%w: not gzip (%d bytes): %v", ErrBadRosterValue, len(b), err)
+	}
+	raw, err := io.ReadAll(io.LimitReader(zr, maxRosterJSON+1))
+	if err != nil {
+		return declaration.Roster{}, fmt.Errorf("%w: gunzip: %v", ErrBadRosterValue, err)
+	}
+	if len(raw) > maxRosterJSON {
+		return declaration.Roster{}, fmt.Errorf("%w: more than %d bytes once gunzipped", ErrBadRosterValue, maxRosterJSON)
+	}
+	var r declaration.Roster
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return declaration.Roster{}, fmt.Errorf("%w: %v", ErrBadRosterValue, err)
+	}
+	if r.Routes == nil {
+		return declaration.Roster{}, fmt.Errorf("%w: revision %d has no routes list", ErrBadRosterValue, r.Revision)
+	}
+	if err := r.Check(); err != nil {
+		return declaration.Roster{}, fmt.Errorf("%w: %w", ErrBadRosterValue, err)
+	}
+	return declaration.NewRoster(r.Revision, r.Routes), nil
+}
+
+// encodeRosterWithin is EncodeRoster, refusing a value above limit bytes
+// with ErrRosterTooLarge naming the sizes.
+func encodeRosterWithin(r declaration.Roster, limit int64) ([]byte, error) {
+	b, err := EncodeRoster(r)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("bus: put roster revision %d: %d routes are %d bytes gzipped, over the %d bytes a message of this bus takes (its max_payload less %d): %w",
+			r.Revision, len(r.Routes), len(b), limit, rosterHeadroom, ErrRosterTooLarge)
+	}
+	return b, nil
+}
+
+// rosterLimit is the largest roster value this connection can put: the
+// server's max_payload less rosterHeadroom, and never above what the
+// bucket takes.
+func (c *Controller) rosterLimit() int64 {
+	return min(c.nc.MaxPayload()-rosterHeadroom, maxPayload-64<<10)
+}
+
+// PutRoster puts r as the mesh's shared roster value (RosterKey) and
+// returns its revision in the bucket. A roster too large for one message
+// of the bus, gzipped, wraps ErrRosterTooLarge naming its size.
+func (c *Controller) PutRoster(ctx context.Context, r declaration.Roster) (uint64, error) {
+	b, err := encodeRosterWithin(r, c.rosterLimit())
+	if err != nil {
+		return 0, err
+	}
+	rev, err := c.kv.Put(ctx, RosterKey, b)
+	if err != nil {
+		return 0, fmt.Errorf("bus: put roster revision %d: %w", r.Revision, err)
+	}
+	return rev, nil
+}
+
+// Roster returns the shared roster value in the bucket and its revision
+// there, or ErrNoRoster.
+func (c *Controller) Roster(ctx context.Context) (declaration.Roster, uint64, error) {
+	return getRoster(ctx, c.kv)
+}
+
+// ErrNoRoster means no roster value was ever put.
+var ErrNoRoster = errors.New("bus: no roster value yet")
+
+func getRoster(ctx context.Context, kv jetstream.KeyValue) (declaration.Roster, uint64, error) {
+	e, err := kv.Get(ctx, RosterKey)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return declaration.Roster{}, 0, ErrNoRoster
+	}
+	if err != nil {
+		return declaration.Roster{}, 0, fmt.Errorf("bus: get roster: %w", err)
+	}
+	r, err := DecodeRoster(e.Value())
+	if err != nil {
+		return declaration.Roster{}, 0, fmt.Errorf("bus: roster at bucket revision %d: %w", e.Revision(), err)
+	}
+	return r, e.Revision(), nil
+}
+
+// rosterPut is the roster a Controller last put (revision and digest), so
+// that a push of many declarations naming one roster puts it once.
+type rosterPut struct {
+	revision uint64
+	digest   string
+}
+
+// ensureRosters puts, once each and in order, the rosters ds carry that
+// are not the one last put (declaration.RosterOf), and returns for each
+// roster revision put or found the error of its put (nil: put).
+// Declarations naming no revision carry their roster themselves.
+func (c *Controller) ensureRosters(ctx context.Context, ds []declaration.Declaration) map[rosterPut]error {
+	c.rosterMu.Lock()
+	defer c.rosterMu.Unlock()
+	out := map[rosterPut]error{}
+	for _, d := range ds {
+		r, ok := d.RosterOf()
+		if !ok {
+			continue
+		}
+		key := rosterPut{revision: r.Revision, digest: r.Digest}
+		if _, done := out[key]; done {
+			continue
+		}
+		if key == c.rosterPut {
+			out[key] = nil
+			continue
+		}
+		_, err := c.PutRoster(ctx, r)
+		out[key] = err
+		if err == nil {
+			c.rosterPut = key
+		}
+	}
+	return out
+}
+
+// rosterErr is the error of putting the roster d names (ensureRosters's
+// answer), or nil.
+func rosterErr(puts map[rosterPut]error, d declaration.Declaration) error {
+	if d.RosterRevision == 0 {
+		return nil
+	}
+	return puts[rosterPut{revision: d.RosterRevision, digest: d.RosterDigest}]
+}
+
+// Roster returns the shared roster value and its revision in the bucket,
+// or ErrNoRoster: what the node's declarations are filled from.
+func (n *Node) Roster(ctx context.Context) (declaration.Roster, uint64, error) {
+	kv, err := n.bucket(ctx)
+	if err != nil {
+		return declaration.Roster{}, 0, err
+	}
+	r, rev, err := getRoster(ctx, kv)
+	if err != nil {
+		return declaration.Roster{}, 0, fmt.Errorf("bus: node %s: %w", n.node, err)
+	}
+	return r, rev, nil
+}
+
+// WatchRoster watches the shared roster value as Watch watches the node's
+// declaration: the roster now (if one was ever put), then each new one,
+// keeping only the latest; a value that does not decode (DecodeRoster) is
+// logged, counted and skipped.
+func (n *Node) WatchRoster(ctx context.Context) (*RosterWatch, error) {
+	return startWatch(ctx, n, RosterKey, "roster", DecodeRoster)
+}

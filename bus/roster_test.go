@@ -1,0 +1,262 @@
+package bus_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"meshplane/bus"
+	"meshplane/bus/natstest"
+	"meshplane/declaration"
+)
+
+func routesN(n int) []declaration.Route {
+	out := make([]declaration.Route, n)
+	for i := range out {
+		out[i] = declaration.Route{Name: fmt.Sprintf("name-%06d.mesh.example", i), Address: fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255), Node: fmt.Sprintf("node-%05d", i%10000)}
+	}
+	return out
+}
+
+// composedAgainst is node's declaration n composed against roster r, as
+// the controller pushes it: carrying the roster, naming its revision.
+func composedAgainst(node string, n int, r declaration.Roster) declaration.Declaration {
+	d := decl(node, n)
+	d.Roster, d.Hosts, d.RosterRevision, d.RosterDigest = r.Routes, r.Hosts(), r.Revision, r.Digest
+	d.Digest = d.SpecDigest()
+	return d
+}
+
+// TestRosterTravelsOnce: declarations composed against a roster revision
+// put the roster once, as the shared value, and travel without it; each
+// node fills its declaration from that value and gets its hosts file.
+func TestRosterTravelsOnce(t *testing.T) {
+	s := natstest.Start(t)
+	ctl := natstest.Controller(t, s)
+	ctx := ctxT(t)
+	r1 := declaration.NewRoster(1, routesN(3))
+	nodes := []string{"a", "b", "c"}
+	var ds []declaration.Declaration
+	for _, n := range nodes {
+		ds = append(ds, composedAgainst(n, 1, r1))
+	}
+	if errs := ctl.PutDeclarations(ctx, ds); errs != nil {
+		t.Fatal(errs)
+	}
+	got, rev1, err := ctl.Roster(ctx)
+	if err != nil || got.Revision != 1 || got.Digest != r1.Digest || got.Hosts() != r1.Hosts() {
+		t.Fatalf("roster value: revision %d, %v", got.Revision, err)
+	}
+	for _, name := range nodes {
+		n := natstest.Node(t, s, name)
+		d, _, err := n.Latest(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !d.NamesRoster() || d.Hosts != "" || d.Roster != nil {
+			t.Fatalf("%s's declaration travelled with its roster (%d bytes of hosts)", name, len(d.Hosts))
+		}
+		held, _, err := n.Roster(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		filled, err := d.Fill(held)
+		if err != nil || filled.Hosts != r1.Hosts() || filled.Digest != ds[0].Digest && name == "a" {
+			t.Fatalf("%s fills: %v", name, err)
+		}
+	}
+
+	// The same roster again (a pass that changed one node): not put again.
+	if _, err := ctl.PutDeclaration(ctx, composedAgainst("a", 2, r1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, rev, _ := ctl.Roster(ctx); rev != rev1 {
+		t.Fatalf("the roster value was put again for the same revision: bucket revision %d, was %d", rev, rev1)
+	}
+
+	// A new revision is put before the declarations that name it, and a
+	// watching node sees it.
+	n := natstest.Node(t, s, "a")
+	rw, err := n.WatchRoster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw.Stop()
+	if r := nextRoster(t, rw); r.Revision != 1 {
+		t.Fatalf("watch gave revision %d first, want 1", r.Revision)
+	}
+	r2 := declaration.NewRoster(2, routesN(4))
+	if _, err := ctl.PutDeclaration(ctx, composedAgainst("a", 3, r2)); err != nil {
+		t.Fatal(err)
+	}
+	if r := nextRoster(t, rw); r.Revision != 2 || r.Hosts() != r2.Hosts() {
+		t.Fatalf("watch gave revision %d, want 2", r.Revision)
+	}
+
+	// A declaration carrying its roster and naming no revision (an older
+	// controller's) travels as it is.
+	old := decl("c", 5)
+	old.Roster, old.Hosts = r1.Routes, r1.Hosts()
+	if _, err := ctl.PutDeclaration(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if d, _, err := natstest.Node(t, s, "c").Latest(ctx); err != nil || d.Hosts != r1.Hosts() {
+		t.Fatalf("an older declaration lost its hosts file: %v", err)
+	}
+	if r, _, _ := ctl.Roster(ctx); r.Revision != 2 {
+		t.Fatalf("an older declaration moved the roster value to %d", r.Revision)
+	}
+}
+
+func nextRoster(t *testing.T, w *bus.RosterWatch) declaration.Roster {
+	t.Helper()
+	select {
+	case r, ok := <-w.Updates():
+		if !ok {
+			t.Fatal("the roster watch ended")
+		}
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("no roster within 10s")
+	}
+	return declaration.Roster{}
+}
+
+// TestRosterBig: 30,000 routes (10,000 nodes serving 2,000 names, 15
+// each) fit in 1 MiB gzipped, what a NATS cluster's default max_payload
+// takes.
+func TestRosterBig(t *testing.T) {
+	r := declaration.NewRoster(1, routesN(30000))
+	b, err := bus.EncodeRoster(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > 1<<20-4<<10 {
+		t.Fatalf("30,000 routes are %d bytes gzipped, over 1 MiB", len(b))
+	}
+	back, err := bus.DecodeRoster(b)
+	if err != nil || back.Digest != r.Digest || back.Hosts() != r.Hosts() {
+		t.Fatalf("decode: %v", err)
+	}
+}
+
+// TestRosterPermissions holds NodePermissions for the roster value with a
+// node's real credentials: it can read and watch it, and cannot put it.
+func TestRosterPermissions(t *testing.T) {
+	s := natstest.Start(t)
+	ctl := natstest.Controller(t, s)
+	ctx := ctxT(t)
+	r := declaration.NewRoster(1, routesN(2))
+	if _, err := ctl.PutDeclaration(ctx, composedAgainst("a", 1, r)); err != nil {
+		t.Fatal(err)
+	}
+	n := natstest.Node(t, s, "a")
+	if got, _, err := n.Roster(ctx); err != nil || got.Digest != r.Digest {
+		t.Fatalf("a node reads the roster: %v", err)
+	}
+	w, err := n.WatchRoster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if got := nextRoster(t, w); got.Digest != r.Digest {
+		t.Fatal("watched another roster")
+	}
+
+	nc, errs := rawNode(t, s, "a")
+	t.Run("cannot publish the roster's subject", func(t *testing.T) {
+		if err := nc.Publish(bus.RosterSubject, []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+		violation(t, errs, bus.RosterSubject)
+	})
+	t.Run("cannot put the roster through the bucket", func(t *testing.T) {
+		js, err := jetstream.New(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kv, err := js.KeyValue(ctx, bus.DeclarationsBucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		short, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		forged, _ := bus.EncodeRoster(declaration.NewRoster(9, routesN(1)))
+		if _, err := kv.Put(short, bus.RosterKey, forged); err == nil {
+			t.Fatal("a node put the roster value")
+		}
+		if got, _, err := ctl.Roster(ctx); err != nil || got.Revision != 1 {
+			t.Fatalf("the roster value is now revision %d, %v", got.Revision, err)
+		}
+	})
+	t.Run("still cannot read another node's key", func(t *testing.T) {
+		js, _ := jetstream.New(nc)
+		kv, err := js.KeyValue(ctx, bus.DeclarationsBucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ctl.PutDeclaration(ctx, decl("b", 1)); err != nil {
+			t.Fatal(err)
+		}
+		short, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if e, err := kv.Get(short, "b"); err == nil {
+			t.Fatalf("got b's declaration: %s", e.Value())
+		}
+	})
+}
+
+func gz(b []byte) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(b)
+	zw.Close()
+	return buf.Bytes()
+}
+
+// TestDecodeRosterRefuses: damage is refused with ErrBadRosterValue saying
+// what is wrong.
+func TestDecodeRosterRefuses(t *testing.T) {
+	good, err := bus.EncodeRoster(declaration.NewRoster(3, routesN(3)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	truncated := good[:len(good)-9]
+	flipped := bytes.Clone(good)
+	flipped[len(flipped)/2] ^= 0xff
+	other := declaration.NewRoster(3, routesN(3))
+	other.Digest = declaration.RosterDigest(routesN(2))
+	forged, _ := json.Marshal(other)
+	for _, tc := range []struct {
+		name, says string
+		b          []byte
+	}{
+		{"empty", "not gzip", nil},
+		{"plain JSON", "not gzip", []byte(`{"revision":1}`)},
+		{"truncated", "gunzip", truncated},
+		{"a flipped byte", "", flipped},
+		{"not JSON", "invalid character", gz([]byte("hosts"))},
+		{"no routes", "no routes list", gz([]byte(`{"revision":1,"digest":"x"}`))},
+		{"revision 0", "revision 0", gz([]byte(`{"revision":0,"digest":"x","routes":[]}`))},
+		{"another digest", "digest", gz(forged)},
+		{"trailing bytes", "invalid character", gz(append(append([]byte{}, `{"revision":1,"routes":[]}`...), " x"...))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := bus.DecodeRoster(tc.b)
+			if !errors.Is(err, bus.ErrBadRosterValue) {
+				t.Fatalf("DecodeRoster = %v, want ErrBadRosterValue", err)
+			}
+			if !strings.Contains(err.Error(), tc.says) {
+				t.Fatalf("error %q does not say %q", err, tc.says)
+			}
+		})
+	}
+}
