@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -43,9 +44,16 @@ func (l AgentLink) Declarations(ctx context.Context) (<-chan declaration.Declara
 
 // Rosters watches the mesh's shared roster value (Node.WatchRoster): the
 // roster at once, if one was put, then each new one; the channel closes
-// when ctx ends or the connection is closed.
+// when ctx ends or the connection is closed. A node whose credentials may
+// not read it (ErrRosterNotPermitted) gets a nil channel, and a warning
+// says how to mend it: its heartbeats then say it holds no roster, so the
+// controller sends it whole declarations, which need none.
 func (l AgentLink) Rosters(ctx context.Context) (<-chan declaration.Roster, error) {
 	w, err := l.n.WatchRoster(ctx)
+	if errors.Is(err, ErrRosterNotPermitted) {
+		l.n.log.Warn("bus: these credentials predate the shared roster: the controller will send this node its declarations whole; new credentials (mesh node join-token, then mesh agent join) let it read the roster once for the mesh", "err", err)
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}

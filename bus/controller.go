@@ -107,6 +107,39 @@ type Controller struct {
 
 	rosterMu  sync.Mutex
 	rosterPut rosterPut // the roster value last put (ensureRosters)
+	// holders are the nodes whose last heartbeat said they hold a roster
+	// (node -> struct{}): their declarations travel without it (wireOf).
+	holders sync.Map
+}
+
+// heardRoster notes what node's heartbeat said of the roster it holds.
+func (c *Controller) heardRoster(node string, held uint64) {
+	if held == 0 {
+		c.holders.Delete(node)
+		return
+	}
+	if _, ok := c.holders.Load(node); !ok {
+		c.holders.Store(node, struct{}{})
+	}
+}
+
+// holdsRoster reports whether node's last heartbeat said it holds a roster.
+func (c *Controller) holdsRoster(node string) bool {
+	_, ok := c.holders.Load(node)
+	return ok
+}
+
+// wireOf is d as it travels to its node: without its roster when the node
+// holds one (its heartbeat said so: it reads the shared value and can fill
+// d), else whole, roster and hosts file in it. A node not heard of since
+// the controller started (its first heartbeat comes within seconds), an
+// agent older than the shared roster and a node whose credentials may not
+// read it are sent the whole declaration, which every agent applies.
+func (c *Controller) wireOf(d declaration.Declaration) declaration.Declaration {
+	if c.holdsRoster(d.Node) {
+		return d.Wire()
+	}
+	return d
 }
 
 // DialController connects, and makes the declarations bucket and the reports
@@ -214,7 +247,7 @@ func (c *Controller) PutDeclaration(ctx context.Context, d declaration.Declarati
 	if err := rosterErr(c.ensureRosters(ctx, []declaration.Declaration{d}), d); err != nil {
 		return 0, fmt.Errorf("bus: put declaration %s: %w", d.ID, err)
 	}
-	b, err := json.Marshal(d.Wire())
+	b, err := json.Marshal(c.wireOf(d))
 	if err != nil {
 		return 0, fmt.Errorf("bus: put declaration %s: %w", d.ID, err)
 	}
@@ -297,7 +330,7 @@ func (c *Controller) publishAsync(ctx context.Context, d declaration.Declaration
 	if err := ValidNode(d.Node); err != nil {
 		return err
 	}
-	b, err := json.Marshal(d.Wire())
+	b, err := json.Marshal(c.wireOf(d))
 	if err != nil {
 		return err
 	}

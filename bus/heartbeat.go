@@ -23,8 +23,14 @@ import (
 //
 // The wire form is JSON:
 //
-//	{"node": "n1", "at": "2026-12-02T10:00:00Z", "version": "0.20.0"}
+//	{"node": "n1", "at": "2026-12-02T10:00:00Z", "version": "0.20.0", "roster": 7}
 //
+// roster is the newest revision of the shared roster value the node read
+// (Node.HeldRoster; absent: none, or an agent older than the shared
+// roster). The controller sends declarations without their roster only to
+// a node that said it holds one (Controller.holdsRoster): an older agent
+// would write an empty hosts file from such a declaration, and a node
+// whose credentials predate the shared roster cannot read it.
 // at is the agent's clock, for the log only: the controller stamps what it
 // heard with its own. A node's user may publish on its own heartbeat
 // subject alone (NodePermissions), so the subject says who sent it; a
@@ -44,13 +50,14 @@ type Heartbeat struct {
 	Node    string    `json:"node"`
 	At      time.Time `json:"at"`
 	Version string    `json:"version,omitempty"`
+	Roster  uint64    `json:"roster,omitempty"`
 }
 
 // Heartbeat publishes one heartbeat of the node, stamped at (the agent's
 // clock). It does not wait for anything: an error means the connection
 // could not take it (the bus is away).
 func (n *Node) Heartbeat(at time.Time, version string) error {
-	b, err := json.Marshal(Heartbeat{Node: n.node, At: at.UTC(), Version: version})
+	b, err := json.Marshal(Heartbeat{Node: n.node, At: at.UTC(), Version: version, Roster: n.HeldRoster()})
 	if err != nil {
 		return fmt.Errorf("bus: node %s: heartbeat: %w", n.node, err)
 	}
@@ -98,6 +105,7 @@ type HeartbeatSubscription struct {
 	heard, ignored atomic.Uint64
 	log            *slog.Logger
 	fn             func(node string, hb Heartbeat)
+	ctl            *Controller // told which nodes hold a roster
 	warnedOnce     atomic.Bool
 }
 
@@ -106,7 +114,7 @@ type HeartbeatSubscription struct {
 // goroutine: fn must not block), until Stop or the connection closes. A
 // heartbeat that does not decode or names another node is ignored.
 func (c *Controller) SubscribeHeartbeats(fn func(node string, hb Heartbeat)) (*HeartbeatSubscription, error) {
-	s := &HeartbeatSubscription{log: c.log, fn: fn}
+	s := &HeartbeatSubscription{log: c.log, fn: fn, ctl: c}
 	sub, err := c.subscribe(HeartbeatSubjectPrefix+">", s.handle)
 	if err != nil {
 		return nil, fmt.Errorf("bus: subscribe heartbeats: %w", err)
@@ -147,6 +155,7 @@ func (s *HeartbeatSubscription) heard1(m *nats.Msg) {
 		return
 	}
 	s.heard.Add(1)
+	s.ctl.heardRoster(node, hb.Roster)
 	s.fn(node, hb)
 }
 

@@ -41,6 +41,12 @@ type Node struct {
 
 	mu      sync.Mutex
 	watches map[kicker]struct{} // told when the connection comes back
+
+	// rosterOK says the node's user may read the shared roster value
+	// (rosterPermitted: users minted before it existed may not); held is
+	// the newest roster revision it read, which its heartbeats carry.
+	rosterOK bool
+	held     atomic.Uint64
 }
 
 // DialNode connects to the bus with a node's credentials.
@@ -52,7 +58,7 @@ func DialNode(ctx context.Context, c Creds, o NodeOptions) (*Node, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	n := &Node{node: c.Node, log: log.With("node", c.Node), watches: map[kicker]struct{}{}}
+	n := &Node{node: c.Node, log: log.With("node", c.Node), watches: map[kicker]struct{}{}, rosterOK: rosterPermitted(c.JWT)}
 	every := o.RetryEvery
 	if every <= 0 {
 		every = time.Second

@@ -48,8 +48,8 @@ type dryRunReply struct {
 // waiting until ctx ends. No agent connected is ErrNoAgent; an agent that
 // could not plan (it could not observe its node) is its error. A
 // declaration naming the roster last put as the shared value travels
-// without it, as a pushed one does (the agent fills it); any other carries
-// its roster.
+// as a pushed one does (without it, to a node that holds a roster:
+// wireOf); any other carries its roster.
 func (c *Controller) DryRun(ctx context.Context, d declaration.Declaration) (agent.Preview, error) {
 	if err := ValidNode(d.Node); err != nil {
 		return agent.Preview{}, err
@@ -58,7 +58,7 @@ func (c *Controller) DryRun(ctx context.Context, d declaration.Declaration) (age
 	put := c.rosterPut
 	c.rosterMu.Unlock()
 	if d.RosterRevision != 0 && (rosterPut{revision: d.RosterRevision, digest: d.RosterDigest}) == put {
-		d = d.Wire()
+		d = c.wireOf(d)
 	}
 	data, err := json.Marshal(d)
 	if err != nil {

@@ -8,6 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+
+	"github.com/nats-io/jwt/v2"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -202,6 +205,9 @@ func rosterErr(puts map[rosterPut]error, d declaration.Declaration) error {
 // Roster returns the shared roster value and its revision in the bucket,
 // or ErrNoRoster: what the node's declarations are filled from.
 func (n *Node) Roster(ctx context.Context) (declaration.Roster, uint64, error) {
+	if !n.rosterOK {
+		return declaration.Roster{}, 0, fmt.Errorf("bus: node %s: %w", n.node, ErrRosterNotPermitted)
+	}
 	kv, err := n.bucket(ctx)
 	if err != nil {
 		return declaration.Roster{}, 0, err
@@ -210,13 +216,58 @@ func (n *Node) Roster(ctx context.Context) (declaration.Roster, uint64, error) {
 	if err != nil {
 		return declaration.Roster{}, 0, fmt.Errorf("bus: node %s: %w", n.node, err)
 	}
+	n.hold(r.Revision)
 	return r, rev, nil
 }
 
 // WatchRoster watches the shared roster value as Watch watches the node's
 // declaration: the roster now (if one was ever put), then each new one,
 // keeping only the latest; a value that does not decode (DecodeRoster) is
-// logged, counted and skipped.
+// logged, counted and skipped. A node whose user may not read it (minted
+// before the shared roster) is refused with ErrRosterNotPermitted.
 func (n *Node) WatchRoster(ctx context.Context) (*RosterWatch, error) {
-	return startWatch(ctx, n, RosterKey, "roster", DecodeRoster)
+	if !n.rosterOK {
+		return nil, fmt.Errorf("bus: node %s: %w", n.node, ErrRosterNotPermitted)
+	}
+	return startWatch(ctx, n, RosterKey, "roster", func(b []byte) (declaration.Roster, error) {
+		r, err := DecodeRoster(b)
+		if err == nil {
+			n.hold(r.Revision)
+		}
+		return r, err
+	})
+}
+
+// hold notes that the node read roster revision rev: its heartbeats say
+// so from then on (HeldRoster).
+func (n *Node) hold(rev uint64) {
+	for {
+		was := n.held.Load()
+		if rev <= was || n.held.CompareAndSwap(was, rev) {
+			return
+		}
+	}
+}
+
+// HeldRoster is the newest roster revision the node read (0: none), what
+// its heartbeats carry so that the controller sends it declarations
+// without their roster (Controller.PutDeclaration).
+func (n *Node) HeldRoster() uint64 { return n.held.Load() }
+
+// ErrRosterNotPermitted means the node's bus user may not read the shared
+// roster value: its credentials were minted before the roster travelled
+// once. Such a node is sent its declarations with the roster in them, as
+// before; new credentials (mesh node join-token, or register --creds)
+// let it read the shared value.
+var ErrRosterNotPermitted = errors.New("bus: the node's credentials do not permit reading the shared roster (minted before it existed)")
+
+// rosterPermitted reports whether the user JWT may read the shared roster
+// value (NodePermissions grants it since the roster travelled once). A JWT
+// that does not decode permits nothing; the connection refuses it anyway.
+func rosterPermitted(userJWT string) bool {
+	uc, err := jwt.DecodeUserClaims(userJWT)
+	if err != nil {
+		return false
+	}
+	return slices.Contains(uc.Pub.Allow, "$JS.API.DIRECT.GET."+declStream+"."+RosterSubject)
 }

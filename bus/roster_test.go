@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"meshplane/bus"
@@ -35,13 +36,35 @@ func composedAgainst(node string, n int, r declaration.Roster) declaration.Decla
 	return d
 }
 
+// heardHolding has node's heartbeat heard by ctl (subscribed) and waits
+// until ctl sends node's declarations without their roster.
+func heardHolding(t *testing.T, ctl *bus.Controller, n *bus.Node) {
+	t.Helper()
+	if err := n.Heartbeat(time.Now(), "test"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() error {
+		if !bus.HoldsRoster(ctl, n.Name()) {
+			return fmt.Errorf("the controller does not know %s holds roster %d", n.Name(), n.HeldRoster())
+		}
+		return nil
+	})
+}
+
 // TestRosterTravelsOnce: declarations composed against a roster revision
-// put the roster once, as the shared value, and travel without it; each
-// node fills its declaration from that value and gets its hosts file.
+// put the roster once, as the shared value; a node not known to hold a
+// roster gets its declaration whole, and once its heartbeat says it holds
+// one, its declarations travel without it and it fills them from that
+// value, hosts file and all.
 func TestRosterTravelsOnce(t *testing.T) {
 	s := natstest.Start(t)
 	ctl := natstest.Controller(t, s)
 	ctx := ctxT(t)
+	hb, err := ctl.SubscribeHeartbeats(func(string, bus.Heartbeat) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hb.Stop()
 	r1 := declaration.NewRoster(1, routesN(3))
 	nodes := []string{"a", "b", "c"}
 	var ds []declaration.Declaration
@@ -54,6 +77,24 @@ func TestRosterTravelsOnce(t *testing.T) {
 	got, rev1, err := ctl.Roster(ctx)
 	if err != nil || got.Revision != 1 || got.Digest != r1.Digest || got.Hosts() != r1.Hosts() {
 		t.Fatalf("roster value: revision %d, %v", got.Revision, err)
+	}
+	for i, name := range nodes {
+		n := natstest.Node(t, s, name)
+		d, _, err := n.Latest(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Hosts != r1.Hosts() || len(d.Roster) != len(r1.Routes) {
+			t.Fatalf("%s, not heard of, got its declaration without its roster (%d bytes of hosts)", name, len(d.Hosts))
+		}
+		if _, _, err := n.Roster(ctx); err != nil || n.HeldRoster() != 1 {
+			t.Fatalf("%s read the roster: held %d, %v", name, n.HeldRoster(), err)
+		}
+		heardHolding(t, ctl, n)
+		ds[i] = composedAgainst(name, 2, r1)
+	}
+	if errs := ctl.PutDeclarations(ctx, ds); errs != nil {
+		t.Fatal(errs)
 	}
 	for _, name := range nodes {
 		n := natstest.Node(t, s, name)
@@ -75,7 +116,7 @@ func TestRosterTravelsOnce(t *testing.T) {
 	}
 
 	// The same roster again (a pass that changed one node): not put again.
-	if _, err := ctl.PutDeclaration(ctx, composedAgainst("a", 2, r1)); err != nil {
+	if _, err := ctl.PutDeclaration(ctx, composedAgainst("a", 3, r1)); err != nil {
 		t.Fatal(err)
 	}
 	if _, rev, _ := ctl.Roster(ctx); rev != rev1 {
@@ -94,7 +135,7 @@ func TestRosterTravelsOnce(t *testing.T) {
 		t.Fatalf("watch gave revision %d first, want 1", r.Revision)
 	}
 	r2 := declaration.NewRoster(2, routesN(4))
-	if _, err := ctl.PutDeclaration(ctx, composedAgainst("a", 3, r2)); err != nil {
+	if _, err := ctl.PutDeclaration(ctx, composedAgainst("a", 4, r2)); err != nil {
 		t.Fatal(err)
 	}
 	if r := nextRoster(t, rw); r.Revision != 2 || r.Hosts() != r2.Hosts() {
@@ -258,5 +299,109 @@ func TestDecodeRosterRefuses(t *testing.T) {
 				t.Fatalf("error %q does not say %q", err, tc.says)
 			}
 		})
+	}
+}
+
+// TestRosterOnlyToHolders: a node whose credentials predate the shared
+// roster may not read it (refused before asking the server, with
+// ErrRosterNotPermitted; its agent link gives no roster source), its
+// heartbeats say it holds none, and its declarations keep travelling
+// whole, so it writes its hosts file as before; a node that said it held
+// one and then says it holds none is sent whole declarations again.
+func TestRosterOnlyToHolders(t *testing.T) {
+	s := natstest.Start(t)
+	ctl := natstest.Controller(t, s)
+	ctx := ctxT(t)
+	heard := make(chan bus.Heartbeat, 16)
+	hb, err := ctl.SubscribeHeartbeats(func(_ string, h bus.Heartbeat) { heard <- h })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hb.Stop()
+	r1 := declaration.NewRoster(1, routesN(3))
+
+	user, err := bus.NodeBeforeRoster(s.Authority().Issuer(), "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := natstest.Creds(t, s, "old")
+	creds.JWT, creds.Seed = user.JWT, user.Seed
+	old, err := bus.DialNode(ctx, creds, bus.NodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	if _, err := old.WatchRoster(ctx); !errors.Is(err, bus.ErrRosterNotPermitted) {
+		t.Fatalf("an old user's roster watch: %v, want ErrRosterNotPermitted", err)
+	}
+	if _, _, err := old.Roster(ctx); !errors.Is(err, bus.ErrRosterNotPermitted) {
+		t.Fatalf("an old user's roster read: %v, want ErrRosterNotPermitted", err)
+	}
+	if ch, err := old.Agent().Rosters(ctx); ch != nil || err != nil {
+		t.Fatalf("an old user's agent link: rosters %v, %v; want none, no error", ch, err)
+	}
+	if err := old.Heartbeat(time.Now(), "test"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case h := <-heard:
+		if h.Node != "old" || h.Roster != 0 {
+			t.Fatalf("the old node's heartbeat: %+v, want node old holding no roster", h)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no heartbeat heard")
+	}
+	if _, err := ctl.PutDeclaration(ctx, composedAgainst("old", 1, r1)); err != nil {
+		t.Fatal(err)
+	}
+	if d, _, err := old.Latest(ctx); err != nil || d.Hosts != r1.Hosts() {
+		t.Fatalf("the old node's declaration: %d bytes of hosts, %v; want its whole hosts file", len(d.Hosts), err)
+	}
+	// The server refuses it the value too, whatever the node's code does.
+	nc, err := nats.Connect(s.URL(), nats.UserJWTAndSeed(user.JWT, user.Seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Request("$JS.API.DIRECT.GET.KV_"+bus.DeclarationsBucket+"."+bus.RosterSubject, nil, 2*time.Second); err == nil {
+		t.Fatal("an old user read the roster value off the server")
+	}
+
+	// A holder that says it holds none any more gets whole declarations.
+	n := natstest.Node(t, s, "a")
+	if _, err := ctl.PutDeclaration(ctx, composedAgainst("a", 1, r1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := n.Roster(ctx); err != nil {
+		t.Fatal(err)
+	}
+	heardHolding(t, ctl, n)
+	if _, err := ctl.PutDeclaration(ctx, composedAgainst("a", 2, r1)); err != nil {
+		t.Fatal(err)
+	}
+	if d, _, err := n.Latest(ctx); err != nil || d.Hosts != "" {
+		t.Fatalf("a holder's declaration: %d bytes of hosts, %v; want none", len(d.Hosts), err)
+	}
+	ca := natstest.Creds(t, s, "a")
+	nc2, err := nats.Connect(s.URL(), nats.UserJWTAndSeed(ca.JWT, ca.Seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc2.Close()
+	b, _ := json.Marshal(bus.Heartbeat{Node: "a", At: time.Now()})
+	if err := nc2.Publish(bus.HeartbeatSubject("a"), b); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() error {
+		if bus.HoldsRoster(ctl, "a") {
+			return errors.New("still a holder after a heartbeat holding none")
+		}
+		return nil
+	})
+	if _, err := ctl.PutDeclaration(ctx, composedAgainst("a", 3, r1)); err != nil {
+		t.Fatal(err)
+	}
+	if d, _, err := n.Latest(ctx); err != nil || d.Hosts != r1.Hosts() {
+		t.Fatalf("a former holder's declaration: %d bytes of hosts, %v; want its whole hosts file", len(d.Hosts), err)
 	}
 }
