@@ -17,6 +17,7 @@ import (
 
 	"meshplane/declaration"
 	"meshplane/events"
+	"meshplane/internal/gz"
 )
 
 // ErrRejected is what a report Handler wraps to say a report can never be
@@ -127,6 +128,23 @@ func (c *Controller) heardRoster(node string, held uint64) {
 func (c *Controller) holdsRoster(node string) bool {
 	_, ok := c.holders.Load(node)
 	return ok
+}
+
+// encodeFor is d's value in the bucket, as it travels to its node: the
+// JSON of d whole to a node not known to hold a roster (wireOf), which
+// every agent reads; to a holder, the JSON of d without its roster,
+// gzipped (an agent that holds a roster decodes both: decodeDeclaration).
+// A declaration of a few containers is some 2 KB of JSON, most of it keys
+// and digests that repeat; gzipped, about a third.
+func (c *Controller) encodeFor(d declaration.Declaration) ([]byte, error) {
+	if !c.holdsRoster(d.Node) {
+		return json.Marshal(d)
+	}
+	b, err := json.Marshal(d.Wire())
+	if err != nil {
+		return nil, err
+	}
+	return gz.Compress(b), nil
 }
 
 // wireOf is d as it travels to its node: without its roster when the node
@@ -247,7 +265,7 @@ func (c *Controller) PutDeclaration(ctx context.Context, d declaration.Declarati
 	if err := rosterErr(c.ensureRosters(ctx, []declaration.Declaration{d}), d); err != nil {
 		return 0, fmt.Errorf("bus: put declaration %s: %w", d.ID, err)
 	}
-	b, err := json.Marshal(c.wireOf(d))
+	b, err := c.encodeFor(d)
 	if err != nil {
 		return 0, fmt.Errorf("bus: put declaration %s: %w", d.ID, err)
 	}
@@ -330,7 +348,7 @@ func (c *Controller) publishAsync(ctx context.Context, d declaration.Declaration
 	if err := ValidNode(d.Node); err != nil {
 		return err
 	}
-	b, err := json.Marshal(c.wireOf(d))
+	b, err := c.encodeFor(d)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"meshplane/declaration"
+	"meshplane/internal/gz"
 	"meshplane/internal/safego"
 )
 
@@ -149,7 +150,22 @@ func (n *Node) Latest(ctx context.Context) (declaration.Declaration, uint64, err
 // the node whose key it is under.
 var ErrBadDeclaration = errors.New("bus: bad declaration")
 
+// maxDeclarationJSON bounds a gzipped declaration once gunzipped
+// (Controller.encodeFor): a value that inflates beyond it is refused, never
+// read into memory whole.
+const maxDeclarationJSON = 64 << 20
+
+// decodeDeclaration decodes a value of node's key: the JSON of a
+// declaration, or that JSON gzipped (what the controller puts for a node
+// that holds a roster).
 func decodeDeclaration(node string, b []byte) (declaration.Declaration, error) {
+	if gz.Compressed(b) {
+		raw, err := gz.Decompress(b, maxDeclarationJSON)
+		if err != nil {
+			return declaration.Declaration{}, fmt.Errorf("%w: %w", ErrBadDeclaration, err)
+		}
+		b = raw
+	}
 	var d declaration.Declaration
 	if err := json.Unmarshal(b, &d); err != nil {
 		return declaration.Declaration{}, fmt.Errorf("%w: %v", ErrBadDeclaration, err)

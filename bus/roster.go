@@ -1,20 +1,17 @@
 package bus
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 
 	"github.com/nats-io/jwt/v2"
-
 	"github.com/nats-io/nats.go/jetstream"
 
 	"meshplane/declaration"
+	"meshplane/internal/gz"
 )
 
 // The roster travels once: the controller puts the mesh's roster, at each
@@ -55,15 +52,11 @@ func EncodeRoster(r declaration.Roster) ([]byte, error) {
 	if r.Routes == nil {
 		r.Routes = []declaration.Route{}
 	}
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if err := json.NewEncoder(zw).Encode(r); err != nil {
+	b, err := json.Marshal(r)
+	if err != nil {
 		return nil, fmt.Errorf("bus: encode roster revision %d: %w", r.Revision, err)
 	}
-	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("bus: encode roster revision %d: %w", r.Revision, err)
-	}
-	return buf.Bytes(), nil
+	return gz.Compress(b), nil
 }
 
 // DecodeRoster decodes a roster value (EncodeRoster): gunzipped (at most
@@ -72,16 +65,9 @@ func EncodeRoster(r declaration.Roster) ([]byte, error) {
 // wraps ErrBadRosterValue, saying what is wrong. The roster returned has
 // its hosts file made once (declaration.NewRoster).
 func DecodeRoster(b []byte) (declaration.Roster, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(b))
+	raw, err := gz.Decompress(b, maxRosterJSON)
 	if err != nil {
-		return declaration.Roster{}, fmt.Errorf("%w: not gzip (%d bytes): %v", ErrBadRosterValue, len(b), err)
-	}
-	raw, err := io.ReadAll(io.LimitReader(zr, maxRosterJSON+1))
-	if err != nil {
-		return declaration.Roster{}, fmt.Errorf("%w: gunzip: %v", ErrBadRosterValue, err)
-	}
-	if len(raw) > maxRosterJSON {
-		return declaration.Roster{}, fmt.Errorf("%w: more than %d bytes once gunzipped", ErrBadRosterValue, maxRosterJSON)
+		return declaration.Roster{}, fmt.Errorf("%w: %w", ErrBadRosterValue, err)
 	}
 	var r declaration.Roster
 	if err := json.Unmarshal(raw, &r); err != nil {

@@ -382,6 +382,34 @@ func TestRosterOnlyToHolders(t *testing.T) {
 	if d, _, err := n.Latest(ctx); err != nil || d.Hosts != "" {
 		t.Fatalf("a holder's declaration: %d bytes of hosts, %v; want none", len(d.Hosts), err)
 	}
+	// In the bucket: the holder's value gzipped, the old node's JSON.
+	cu, err := s.Authority().Issuer().Controller()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc3, err := nats.Connect(s.URL(), nats.UserJWTAndSeed(cu.JWT, cu.Seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc3.Close()
+	js, err := jetstream.New(nc3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, bus.DeclarationsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for node, zipped := range map[string]bool{"a": true, "old": false} {
+		e, err := kv.Get(ctx, node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := e.Value()
+		if got := len(v) > 2 && v[0] == 0x1f && v[1] == 0x8b; got != zipped || !zipped && v[0] != '{' {
+			t.Errorf("%s's value in the bucket starts %q: gzipped %v, want %v", node, v[:min(len(v), 8)], got, zipped)
+		}
+	}
 	ca := natstest.Creds(t, s, "a")
 	nc2, err := nats.Connect(s.URL(), nats.UserJWTAndSeed(ca.JWT, ca.Seed))
 	if err != nil {

@@ -3,10 +3,12 @@ package sim
 import (
 	"encoding/json"
 	"sync/atomic"
+
+	"meshplane/internal/gz"
 )
 
 // BusCount is what the simulated bus carried while counting (CountBus):
-// every value put, and the bytes of its JSON encoding, the wire's form.
+// every value put, and its bytes as the bus puts them (its JSON, gzipped).
 type BusCount struct {
 	Puts  int64 `json:"puts"`
 	Bytes int64 `json:"bytes"`
@@ -33,7 +35,9 @@ func (m *Mesh) BusCounted() BusCount {
 
 // countPut counts v, a value the simulated bus carried (a declaration, or
 // any shared value a put of the Publisher hands to every node, such as a
-// roster), when counting.
+// roster), when counting: its bytes as the real bus puts them to a node
+// that holds a roster, as every simulated node does (the JSON gzipped:
+// bus.EncodeRoster, bus.Controller's encodeFor).
 func (m *Mesh) countPut(v any) {
 	if !m.bus.on.Load() {
 		return
@@ -43,5 +47,5 @@ func (m *Mesh) countPut(v any) {
 		panic("sim: a put value does not encode: " + err.Error()) // the wire's types: cannot happen
 	}
 	m.bus.puts.Add(1)
-	m.bus.bytes.Add(int64(len(b)))
+	m.bus.bytes.Add(int64(len(gz.Compress(b))))
 }
