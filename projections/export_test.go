@@ -7,3 +7,11 @@ func SetSnapKeep(n int) func() {
 	snapKeep = n
 	return func() { snapKeep = was }
 }
+
+// RunEntries is how many entries the timeline holds in runs (not kept),
+// and in how many runs, for a test.
+func (t *Timeline) RunEntries() (entries, runs int) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.runs.members, len(t.runs.list)
+}

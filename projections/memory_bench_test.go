@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime"
@@ -22,18 +23,24 @@ import (
 // strings fresh as a decoded event's are. It reports
 // the live heap after the first day and at the end (after a collection),
 // and the fold CPU of one whole pass of the mesh.
+//
+// The timeline keeps a node's quiet passes as runs, read back from the
+// store by version (SetRunReader): the store here is quietStore, which
+// makes the events again from their stream and version (it stands for the
+// one on disk, whose bytes are not the controller's heap).
 func BenchmarkQuietDays(b *testing.B) {
 	nodes, days := envInt(b, "MESH_BENCH_NODES", 10000), envInt(b, "MESH_BENCH_DAYS", 1)
 	const tick = 5 * time.Minute
 	perDay := int(24 * time.Hour / tick)
 	for b.Loop() {
 		set := New()
+		set.Timeline.SetRunReader(quietStore{nodes: nodes, tick: tick})
 		ps := set.All()
-		var pos uint64
+		var pos, version uint64
 		at, corr := t0, ""
 		fold := func(stream, typ, actor string, p events.Payload) {
 			pos++
-			ev := events.Event{ID: id(pos), Stream: stream, Position: pos, Type: typ, Schema: 1, At: at, Actor: actor, Correlation: corr}
+			ev := events.Event{ID: id(pos), Stream: stream, Version: version, Position: pos, Type: typ, Schema: 1, At: at, Actor: actor, Correlation: corr}
 			for _, pr := range ps {
 				if err := pr.Fold(ev, p); err != nil {
 					b.Fatalf("%s: fold %d: %v", pr.Name(), pos, err)
@@ -50,10 +57,15 @@ func BenchmarkQuietDays(b *testing.B) {
 			corr = "c-" + n
 			decl, digest := "d-"+n, "sha256:"+n
 			res := resources("m", 3, n)
+			version = 1
 			fold(s, events.TypeNodeRegistered, "operator:jo", events.NodeRegistered{Node: n})
+			version++
 			fold(s, events.TypeModuleAssigned, "operator:jo", events.ModuleAssigned{Module: "m", Node: n})
+			version++
 			fold(s, events.TypeDeclarationComposed, "controller", events.DeclarationComposed{Node: n, Declaration: decl, Digest: digest, Roster: roster, Resources: res})
+			version++
 			fold(s, events.TypeDeclarationPushed, "controller", events.DeclarationPushed{Node: n, Declaration: decl, Digest: digest, Resources: 3})
+			version++
 			a := events.ApplyReported{Node: n, Declaration: decl, Sent: 3, Applied: 3, Created: []string{res[0].Name, res[1].Name, res[2].Name}, Digest: digest, ApplyID: id(pos + 1).String()}
 			if i%10 == 0 {
 				a.Created = a.Created[:2]
@@ -71,6 +83,7 @@ func BenchmarkQuietDays(b *testing.B) {
 		for d := 0; d < days; d++ {
 			for k := 0; k < perDay; k++ {
 				at = at.Add(tick)
+				version = uint64(setupEvents + passes + 1)
 				for i, n := range names {
 					// Fresh strings, as a decoded event's are.
 					corr = "c-" + n
@@ -86,6 +99,14 @@ func BenchmarkQuietDays(b *testing.B) {
 		}
 		took := time.Since(start)
 		end := liveHeap()
+		// The runs read back: node 1's last passes, at the positions folded.
+		got, err := set.Timeline.Read(Filter{Node: names[len(names)-1], Type: events.TypeApplyReported, Limit: 3})
+		if err != nil || len(got) != 3 || got[2].Position != pos || !got[2].At.Equal(at) {
+			b.Fatalf("the last node's last passes read back: %v (%d entries, the last at %d), want 3, the last at %d", err, len(got), got[len(got)-1].Position, pos)
+		}
+		members, runs := set.Timeline.RunEntries()
+		b.ReportMetric(float64(members), "run-entries")
+		b.ReportMetric(float64(runs), "runs")
 		if f := os.Getenv("MESH_BENCH_HEAPPROF"); f != "" {
 			writeHeap(b, f)
 		}
@@ -96,6 +117,37 @@ func BenchmarkQuietDays(b *testing.B) {
 		b.ReportMetric(float64(days), "days")
 		runtime.KeepAlive(set)
 	}
+}
+
+// setupEvents is how many events the benchmark's set-up appends to each
+// node's stream, before its quiet passes.
+const setupEvents = 5
+
+// quietStore reads BenchmarkQuietDays's node streams back: version v of
+// node i's stream is its set-up's v-th event when v <= setupEvents, else
+// its quiet pass v-setupEvents (the envelope only: a run is read back by
+// position and time).
+type quietStore struct {
+	nodes int
+	tick  time.Duration
+}
+
+func (q quietStore) ReadStream(_ context.Context, stream string, after uint64, limit int) ([]events.Event, error) {
+	var i int
+	if _, err := fmt.Sscanf(stream, events.NodeStream("n%05d"), &i); err != nil {
+		return nil, err
+	}
+	out := make([]events.Event, 0, limit)
+	for v := after + 1; v <= after+uint64(limit); v++ {
+		if v <= setupEvents {
+			return nil, fmt.Errorf("quietStore: %s version %d: a set-up event", stream, v)
+		}
+		k := v - setupEvents // the pass, from 1
+		pos := uint64(setupEvents*q.nodes) + (k-1)*uint64(q.nodes) + uint64(i) + 1
+		out = append(out, events.Event{Stream: stream, Version: v, Position: pos, Type: events.TypeApplyReported,
+			At: t0.Add(time.Duration(k) * q.tick), Actor: "agent:" + fmt.Sprintf("n%05d", i)})
+	}
+	return out, nil
 }
 
 func envInt(b *testing.B, name string, def int) int {
