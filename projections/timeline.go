@@ -26,10 +26,13 @@ import (
 // rest); a node's quiet passes in a row share the rest (head, correlation,
 // declaration and resolved report: see tlPrev), so a quiet pass costs some
 // 34 bytes of heap with its two index numbers (BENCHMARKS.md, "Issue 23,
-// item 2"). That is still a few bytes an event: the timeline is the one
-// projection that grows with history rather than with the mesh.
+// item 2"). With a reader of the store (SetRunReader), such passes in a
+// row are not kept at all but counted in a run after the first
+// (timeline_runs.go), and read back from the store when asked for: the
+// timeline then grows with what changed, not with history.
 //
-// Invariant: entries are in position order and never modified once folded;
+// Invariant: kept entries are in position order and never modified once
+// folded (the entries of runs fall between them: see tlRuns);
 // they are kept in chunks of chunkSize, so the timeline grows without
 // copying what it holds. byNode[n] lists the indexes of node n's entries,
 // ascending; byType, byModule and byResource likewise for a type, a module
