@@ -104,6 +104,29 @@ func BenchmarkQuietDays(b *testing.B) {
 		if err != nil || len(got) != 3 || got[2].Position != pos || !got[2].At.Equal(at) {
 			b.Fatalf("the last node's last passes read back: %v (%d entries, the last at %d), want 3, the last at %d", err, len(got), got[len(got)-1].Position, pos)
 		}
+		// What a query costs when it reads runs back (from quietStore:
+		// what the store's reads cost comes on top).
+		for _, q := range []struct {
+			unit string
+			f    Filter
+		}{
+			{"ms-page-newest", Filter{Limit: 50}},
+			{"ms-page-middle", Filter{After: pos / 2, Limit: 50, Forward: true}},
+			{"ms-node-page-middle", Filter{Node: names[1], After: pos / 2, Limit: 50, Forward: true}},
+		} {
+			start := time.Now()
+			es, err := set.Timeline.Read(q.f)
+			if err != nil || len(es) != 50 {
+				b.Fatalf("%s: %d entries, %v", q.unit, len(es), err)
+			}
+			b.ReportMetric(float64(time.Since(start).Microseconds())/1e3, q.unit)
+		}
+		start = time.Now()
+		ts, err := set.Timeline.Why(names[0], "m-2") // held at every pass
+		if err != nil || len(ts) != passes+1 {
+			b.Fatalf("why: %d touches, %v; want %d", len(ts), err, passes+1)
+		}
+		b.ReportMetric(float64(time.Since(start).Microseconds())/1e3, "ms-why-every-pass")
 		members, runs := set.Timeline.RunEntries()
 		b.ReportMetric(float64(members), "run-entries")
 		b.ReportMetric(float64(runs), "runs")

@@ -296,3 +296,65 @@ func TestRunsThatCannotBeReadBack(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckpointsOfRuns: checkpoints kept while a timeline folds runs (a
+// snapshot holds the timeline's fold state, not its entries, runs or not)
+// resume to the projections folded from 0, at the edges of runs too.
+func TestCheckpointsOfRuns(t *testing.T) {
+	store := quietHistory(t, 1500, 40)
+	head, err := store.Head(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, notes := kept(t, store, t.TempDir(), projections.KeepPolicy{Every: 200, MaxCount: 6}, 97)
+	ps := k.Positions()
+	if len(ps) < 3 {
+		t.Fatalf("checkpoints at %v", ps)
+	}
+	// Each just before the next checkpoint (the most folded after one),
+	// and the head.
+	var at []uint64
+	for i := 1; i < len(ps); i++ {
+		at = append(at, ps[i]-1)
+	}
+	for _, pos := range append(at, head) {
+		sameAt(t, store, pos, k)
+		// The timeline from a checkpoint holds the entries after it: those
+		// of the one folded from 0 (churn marks aside: see sameAt).
+		got, _, err := projections.FoldTo(context.Background(), store, events.NewRegistry(), pos, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _, err := projections.FoldTo(context.Background(), store, events.NewRegistry(), pos, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := got.Timeline.Read(projections.Filter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(g) == 0 {
+			continue
+		}
+		w := want.Timeline.Query(projections.Filter{After: g[0].Position - 1})
+		if len(g) != len(w) {
+			t.Fatalf("at %d: %d entries after the checkpoint, want %d", pos, len(g), len(w))
+		}
+		for i := range g {
+			if g[i].Position != w[i].Position || !g[i].At.Equal(w[i].At) || g[i].Type != w[i].Type || !slices.Equal(g[i].Resources, w[i].Resources) {
+				t.Fatalf("at %d: entry %d is %+v, want %+v", pos, i, g[i], w[i])
+			}
+		}
+	}
+	// The last stretch of quiet passes folds into runs from its checkpoint.
+	set, _, err := projections.FoldTo(context.Background(), store, events.NewRegistry(), ps[len(ps)-1]-1, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := set.Timeline.RunEntries(); n == 0 {
+		t.Errorf("checkpoints at %v, head %d: no run folded after %d", ps, head, ps[len(ps)-2])
+	}
+	if len(*notes) > 0 {
+		t.Errorf("notes: %q", *notes)
+	}
+}
