@@ -8,6 +8,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,7 +35,8 @@ func BenchmarkQuietDays(b *testing.B) {
 	perDay := int(24 * time.Hour / tick)
 	for b.Loop() {
 		set := New()
-		set.Timeline.SetRunReader(quietStore{nodes: nodes, tick: tick})
+		store := quietStore{nodes: nodes, tick: tick, reads: new(atomic.Int64)}
+		set.Timeline.SetRunReader(store)
 		ps := set.All()
 		var pos, version uint64
 		at, corr := t0, ""
@@ -114,19 +116,21 @@ func BenchmarkQuietDays(b *testing.B) {
 			{"ms-page-middle", Filter{After: pos / 2, Limit: 50, Forward: true}},
 			{"ms-node-page-middle", Filter{Node: names[1], After: pos / 2, Limit: 50, Forward: true}},
 		} {
-			start := time.Now()
+			start, reads := time.Now(), store.reads.Load()
 			es, err := set.Timeline.Read(q.f)
 			if err != nil || len(es) != 50 {
 				b.Fatalf("%s: %d entries, %v", q.unit, len(es), err)
 			}
 			b.ReportMetric(float64(time.Since(start).Microseconds())/1e3, q.unit)
+			b.ReportMetric(float64(store.reads.Load()-reads), "reads"+strings.TrimPrefix(q.unit, "ms"))
 		}
-		start = time.Now()
+		start, reads := time.Now(), store.reads.Load()
 		ts, err := set.Timeline.Why(names[0], "m-2") // held at every pass
 		if err != nil || len(ts) != passes+1 {
 			b.Fatalf("why: %d touches, %v; want %d", len(ts), err, passes+1)
 		}
 		b.ReportMetric(float64(time.Since(start).Microseconds())/1e3, "ms-why-every-pass")
+		b.ReportMetric(float64(store.reads.Load()-reads), "reads-why-every-pass")
 		members, runs := set.Timeline.RunEntries()
 		b.ReportMetric(float64(members), "run-entries")
 		b.ReportMetric(float64(runs), "runs")
@@ -153,9 +157,11 @@ const setupEvents = 5
 type quietStore struct {
 	nodes int
 	tick  time.Duration
+	reads *atomic.Int64 // ReadStream calls
 }
 
 func (q quietStore) ReadStream(_ context.Context, stream string, after uint64, limit int) ([]events.Event, error) {
+	q.reads.Add(1)
 	var i int
 	if _, err := fmt.Sscanf(stream, events.NodeStream("n%05d"), &i); err != nil {
 		return nil, err

@@ -124,43 +124,60 @@ type runCursor struct {
 }
 
 // seek narrows the versions c reads to those at positions within [after,
-// before) (before 0: none), by binary search on the run's positions, which
-// ascend with its versions: a read of one event a step.
+// before) (before 0: none). The run's positions ascend with its versions,
+// and a run of quiet passes of a mesh ticking steadily has them about
+// evenly spaced: so the search interpolates, reading a few versions
+// around its guess (seekWindow), and halves the interval instead when a
+// guess did not (its worst case is a binary search's).
 func (c *runCursor) seek(t *Timeline, after, before uint64) error {
-	at := func(v uint64) (uint64, error) {
-		es, err := t.readRun(c.r, c.head, v, v)
-		if err != nil {
-			return 0, err
+	last := c.r.version + uint64(c.r.count) - 1
+	// first is the lowest version whose position is target or above,
+	// last+1 when none.
+	first := func(target uint64) (uint64, error) {
+		// a is a version below target and b one at or above it, with
+		// their positions: the run's ends to begin with, read or not.
+		a, pa, b, pb := c.r.version, c.r.first, last, c.r.last
+		switch {
+		case target <= pa:
+			return a, nil
+		case target > pb:
+			return last + 1, nil
 		}
-		return es[0].position, nil
-	}
-	// first is the lowest version in [lo, hi+1) for which above holds,
-	// hi+1 when none.
-	first := func(above func(uint64) bool) (uint64, error) {
-		lo, hi := c.lo, c.hi+1
-		for lo < hi {
-			mid := lo + (hi-lo)/2
-			p, err := at(mid)
+		halve := false
+		for b-a > 1 {
+			g := a + (b-a)/2
+			if !halve {
+				g = a + uint64(float64(target-pa)/float64(pb-pa)*float64(b-a))
+			}
+			g = min(max(g, a+1), b-1)
+			from := max(a+1, g-min(g, seekWindow/2))
+			to := min(b-1, from+seekWindow-1)
+			es, err := t.readRun(c.r, c.head, from, to)
 			if err != nil {
 				return 0, err
 			}
-			if above(p) {
-				hi = mid
-			} else {
-				lo = mid + 1
+			was := b - a
+			for i, e := range es {
+				if v := from + uint64(i); e.position < target {
+					a, pa = v, e.position
+				} else {
+					b, pb = v, e.position
+					break
+				}
 			}
+			halve = b-a > was/2
 		}
-		return lo, nil
+		return b, nil
 	}
 	if after >= c.r.first {
-		v, err := first(func(p uint64) bool { return p > after })
+		v, err := first(after + 1)
 		if err != nil {
 			return err
 		}
 		c.lo = v
 	}
 	if before > 0 && before <= c.r.last && c.lo <= c.hi {
-		v, err := first(func(p uint64) bool { return p >= before })
+		v, err := first(before)
 		if err != nil {
 			return err
 		}
@@ -168,6 +185,9 @@ func (c *runCursor) seek(t *Timeline, after, before uint64) error {
 	}
 	return nil
 }
+
+// seekWindow is how many versions one read of seek asks for.
+const seekWindow = 8
 
 // fill reads pages until one has an entry within [after, before) (before 0:
 // none), or the run is read; ok false when it has none left.
