@@ -15,3 +15,11 @@ func (t *Timeline) RunEntries() (entries, runs int) {
 	defer t.mu.RUnlock()
 	return t.runs.members, len(t.runs.list)
 }
+
+// SetLogRuns sets how many runs a walk may open before it reads the log
+// (logRuns), for a test; it returns the restore.
+func SetLogRuns(n int) func() {
+	was := logRuns
+	logRuns = n
+	return func() { logRuns = was }
+}

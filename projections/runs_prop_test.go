@@ -117,12 +117,39 @@ func TestRunsAnswerAsEntries(t *testing.T) {
 	if folded.Timeline.Len() != kept.Timeline.Len() {
 		t.Fatalf("len %d, kept %d", folded.Timeline.Len(), kept.Timeline.Len())
 	}
-	all := kept.Timeline.Query(projections.Filter{})
-	jf, err := folded.Timeline.MarshalJSON()
+	for _, mode := range []struct {
+		name string
+		runs int
+	}{{"runs read a run at a time", 1 << 30}, {"runs read off the log", 0}, {"the log past 4 runs", 4}} {
+		t.Run(mode.name, func(t *testing.T) {
+			defer projections.SetLogRuns(mode.runs)()
+			answersAsKept(t, folded.Timeline, kept.Timeline)
+		})
+	}
+	kf, err := folded.Timeline.TakeKeys()
 	if err != nil {
 		t.Fatal(err)
 	}
-	jk, err := kept.Timeline.MarshalJSON()
+	kk, err := kept.Timeline.TakeKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(kf, kk) {
+		t.Fatalf("keys differ: %d, kept %d", len(kf), len(kk))
+	}
+	if n, runs := folded.Timeline.RunEntries(); n != 0 || runs != 0 {
+		t.Fatalf("after TakeKeys, %d entries in %d runs", n, runs)
+	}
+}
+
+// answersAsKept fails unless folded answers every query as kept does.
+func answersAsKept(t *testing.T, folded, kept *projections.Timeline) {
+	all := kept.Query(projections.Filter{})
+	jf, err := folded.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	jk, err := kept.MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,17 +194,17 @@ func TestRunsAnswerAsEntries(t *testing.T) {
 		if r.IntN(3) > 0 {
 			f.Limit = 1 + r.IntN(60)
 		}
-		got, err := folded.Timeline.Read(f)
+		got, err := folded.Read(f)
 		if err != nil {
 			t.Fatalf("filter %+v: %v", f, err)
 		}
-		if want := kept.Timeline.Query(f); !reflect.DeepEqual(got, want) {
+		if want := kept.Query(f); !reflect.DeepEqual(got, want) {
 			t.Fatalf("filter %+v: positions %v, want %v", f, positions(got), positions(want))
 		}
 		if i%10 == 0 { // a page walk of the same filter, by cursor
 			g := f
 			g.Limit = 1 + r.IntN(40)
-			if pf, pk := pages(t, folded.Timeline, g), pages(t, kept.Timeline, g); !slices.Equal(pf, pk) {
+			if pf, pk := pages(t, folded, g), pages(t, kept, g); !slices.Equal(pf, pk) {
 				t.Fatalf("filter %+v: pages %v, want %v", g, pf, pk)
 			}
 		}
@@ -187,38 +214,24 @@ func TestRunsAnswerAsEntries(t *testing.T) {
 			continue
 		}
 		for _, res := range append(slices.Clone(en.Resources), "held-"+en.Node, "mod-000-c0", "nothing") {
-			wf, errF := folded.Timeline.Why(en.Node, res)
-			wk, errK := kept.Timeline.Why(en.Node, res)
+			wf, errF := folded.Why(en.Node, res)
+			wk, errK := kept.Why(en.Node, res)
 			if !reflect.DeepEqual(wf, wk) || (errF == nil) != (errK == nil) {
 				t.Fatalf("why %s on %s: %d touches (%v), want %d (%v)", res, en.Node, len(wf), errF, len(wk), errK)
 			}
 			if en.Type != events.TypeApplyReported {
 				continue
 			}
-			if cf, ck := folded.Timeline.CommandsBehind(en.Node, res, en.Position), kept.Timeline.CommandsBehind(en.Node, res, en.Position); !reflect.DeepEqual(cf, ck) {
+			if cf, ck := folded.CommandsBehind(en.Node, res, en.Position), kept.CommandsBehind(en.Node, res, en.Position); !reflect.DeepEqual(cf, ck) {
 				t.Fatalf("commands behind %s at %d: %v, want %v", res, en.Position, positions(cf), positions(ck))
 			}
-			if df, dk := folded.Timeline.DeployBehind(en.Node, res, en.Position), kept.Timeline.DeployBehind(en.Node, res, en.Position); !reflect.DeepEqual(df, dk) {
+			if df, dk := folded.DeployBehind(en.Node, res, en.Position), kept.DeployBehind(en.Node, res, en.Position); !reflect.DeepEqual(df, dk) {
 				t.Fatalf("deploy behind %s at %d: %v, want %v", res, en.Position, positions(df), positions(dk))
 			}
-			if folded.Timeline.Declared(en.Node, res) != kept.Timeline.Declared(en.Node, res) {
+			if folded.Declared(en.Node, res) != kept.Declared(en.Node, res) {
 				t.Fatalf("declared %s on %s differs", res, en.Node)
 			}
 		}
-	}
-	kf, err := folded.Timeline.TakeKeys()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kk, err := kept.Timeline.TakeKeys()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(kf, kk) {
-		t.Fatalf("keys differ: %d, kept %d", len(kf), len(kk))
-	}
-	if n, runs := folded.Timeline.RunEntries(); n != 0 || runs != 0 {
-		t.Fatalf("after TakeKeys, %d entries in %d runs", n, runs)
 	}
 }
 
@@ -246,7 +259,7 @@ func pages(t *testing.T, tl *projections.Timeline, f projections.Filter) []uint6
 	return nil
 }
 
-// failingReader fails every read.
+// failingReader fails every read, of a stream and of the log.
 type failingReader struct{}
 
 var errDown = errors.New("store down")
@@ -255,16 +268,27 @@ func (failingReader) ReadStream(context.Context, string, uint64, int) ([]events.
 	return nil, errDown
 }
 
-// shortReader drops the last event of every read: the stream no longer
-// holds what was folded.
-type shortReader struct{ events.Store }
+func (failingReader) ReadAll(context.Context, uint64, int) ([]events.Event, error) {
+	return nil, errDown
+}
+
+// shortReader drops the last event of every read of a stream: the stream
+// no longer holds what was folded. It does not read the log.
+type shortReader struct{ s events.Store }
 
 func (s shortReader) ReadStream(ctx context.Context, stream string, after uint64, limit int) ([]events.Event, error) {
-	evs, err := s.Store.ReadStream(ctx, stream, after, limit)
+	evs, err := s.s.ReadStream(ctx, stream, after, limit)
 	if len(evs) > 0 {
 		evs = evs[:len(evs)-1]
 	}
 	return evs, err
+}
+
+// failingLog reads streams and fails every read of the log.
+type failingLog struct{ events.Store }
+
+func (failingLog) ReadAll(context.Context, uint64, int) ([]events.Event, error) {
+	return nil, errDown
 }
 
 // TestRunsThatCannotBeReadBack: when a run's entries cannot be read back
@@ -272,8 +296,9 @@ func (s shortReader) ReadStream(ctx context.Context, stream string, after uint64
 // say so (ErrRunRead), and those that do not are given.
 func TestRunsThatCannotBeReadBack(t *testing.T) {
 	store := quietHistory(t, 1500, 20)
-	for name, rd := range map[string]projections.RunReader{"failing": failingReader{}, "short": shortReader{store}} {
+	for name, rd := range map[string]projections.RunReader{"failing": failingReader{}, "short": shortReader{store}, "failing log": failingLog{store}} {
 		t.Run(name, func(t *testing.T) {
+			defer projections.SetLogRuns(0)() // the log read whenever a run may answer
 			folded, kept := twoWays(t, store)
 			folded.Timeline.SetRunReader(rd)
 			if _, err := folded.Timeline.Read(projections.Filter{}); !errors.Is(err, projections.ErrRunRead) {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 
 	"meshplane/events"
 )
@@ -428,4 +429,109 @@ func (t *Timeline) nodeEntry(node string, position uint64) (e *entry, idx []int3
 		return found, idx, k, true, nil
 	}
 	return nil, nil, 0, false, nil
+}
+
+// LogReader is a RunReader that also reads the whole log in position
+// order (events.Store's ReadAll): with one, a walk that many runs may
+// answer (a page of every entry, or of a type every node has) reads the
+// log from its cursor instead of every run's entries there (see walkLog).
+type LogReader interface {
+	ReadAll(ctx context.Context, after uint64, limit int) ([]events.Event, error)
+}
+
+// logRuns is how many runs a walk may have to open before it reads the
+// log instead (when the reader is a LogReader): a run costs a seek and a
+// page, the log a page of events for a page of the answer when most
+// events are selected.
+var logRuns = 64
+
+// logPage is how many events one read of the log asks for.
+const logPage = 256
+
+// walkLog is walk's merge read off the log: the events above after and
+// below before (0: to the last folded) in f's direction, each the kept
+// entry at its position or the entry of one of runs (by its stream and
+// version), or neither.
+func (t *Timeline) walkLog(f Filter, lr LogReader, runs []*runCursor, fn func(*entry) bool) error {
+	byStream := map[string][]*runCursor{}
+	for _, c := range runs {
+		byStream[c.head.stream] = append(byStream[c.head.stream], c)
+	}
+	end := f.Before // exclusive
+	if end == 0 {
+		for _, c := range runs {
+			end = max(end, c.r.last+1)
+		}
+		if t.n > 0 {
+			end = max(end, t.at(t.n-1).position+1)
+		}
+	}
+	// one is the entry of ev, nil if ev is not one of the walk's.
+	one := func(ev *events.Event) (*entry, error) {
+		if k := sort.Search(t.n, func(k int) bool { return t.at(k).position >= ev.Position }); k < t.n && t.at(k).position == ev.Position {
+			return t.at(k), nil
+		}
+		for _, c := range byStream[ev.Stream] {
+			r := c.r
+			if ev.Version < r.version || ev.Version >= r.version+uint64(r.count) {
+				continue
+			}
+			if ev.Type != c.head.typ || ev.Position < r.first || ev.Position > r.last {
+				return nil, fmt.Errorf("projections: timeline: run of %s at %d to %d: version %d is %s at %d: %w",
+					c.head.stream, r.first, r.last, ev.Version, ev.Type, ev.Position, ErrRunRead)
+			}
+			return &entry{position: ev.Position, at: nanos(ev.At), tlTail: c.head.tlTail}, nil
+		}
+		return nil, nil
+	}
+	read := func(after uint64, limit int) ([]events.Event, error) {
+		evs, err := lr.ReadAll(context.Background(), after, limit)
+		if err != nil {
+			return nil, fmt.Errorf("projections: timeline: read the log after %d: %v: %w", after, err, ErrRunRead)
+		}
+		return evs, nil
+	}
+	if f.Forward {
+		for p := f.After; p+1 < end; {
+			evs, err := read(p, logPage)
+			if err != nil || len(evs) == 0 {
+				return err
+			}
+			for i := range evs {
+				if evs[i].Position >= end {
+					return nil
+				}
+				e, err := one(&evs[i])
+				if err != nil {
+					return err
+				}
+				if e != nil && t.match(e, f) && !fn(e) {
+					return nil
+				}
+			}
+			p = evs[len(evs)-1].Position
+		}
+		return nil
+	}
+	for q := end; q > f.After+1; { // the events in (f.After, q), the newest first
+		from := max(f.After, q-1-min(q-1, logPage))
+		evs, err := read(from, int(q-1-from))
+		if err != nil {
+			return err
+		}
+		for i := len(evs) - 1; i >= 0; i-- {
+			if evs[i].Position >= q {
+				continue // past a gap in the positions
+			}
+			e, err := one(&evs[i])
+			if err != nil {
+				return err
+			}
+			if e != nil && t.match(e, f) && !fn(e) {
+				return nil
+			}
+		}
+		q = from + 1
+	}
+	return nil
 }
