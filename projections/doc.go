@@ -55,7 +55,8 @@
 // too, whatever their number: the entry before them, a count, the first
 // and last positions, the first stream version and the time range (some
 // 56 bytes a run, not a pass). The entries of a run are read back from the
-// store by version when a query selects them one by one, so the timeline's
+// store by version when a query selects them one by one (or off the log,
+// when many runs may answer: LogReader), so the timeline's
 // memory grows with what changed, not with how long nothing did
 // (timeline_runs.go; BenchmarkQuietDays). Without a reader every entry is
 // kept, sharing everything but its position and time: some 34 bytes a
