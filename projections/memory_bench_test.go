@@ -115,6 +115,7 @@ func BenchmarkQuietDays(b *testing.B) {
 			{"ms-page-newest", Filter{Limit: 50}},
 			{"ms-page-middle", Filter{After: pos / 2, Limit: 50, Forward: true}},
 			{"ms-node-page-middle", Filter{Node: names[1], After: pos / 2, Limit: 50, Forward: true}},
+			{"ms-since-middle", Filter{From: t0.Add(time.Duration(passes/2) * tick), Limit: 50, Forward: true}},
 		} {
 			start, reads := time.Now(), store.reads.Load()
 			es, err := set.Timeline.Read(q.f)

@@ -118,7 +118,7 @@ func (t *Timeline) walk(f Filter, fn func(*entry) bool) error {
 		hi = min(hi, sort.Search(n, func(k int) bool { return maxAt(k) >= to }))
 	}
 	if runs := t.runCursors(f); runs.Len() > 0 {
-		if lr, ok := t.runs.read.(LogReader); ok && runs.Len() > logRuns && (f.After > 0 || f.Before > 0 || (f.From.IsZero() && f.To.IsZero())) {
+		if lr, ok := t.runs.read.(LogReader); ok && runs.Len() > logRuns {
 			return t.walkLog(f, lr, runs.cs, fn)
 		}
 		return t.merge(f, runs, lo, hi, at, fn)

@@ -491,8 +491,12 @@ func (t *Timeline) walkLog(f Filter, lr LogReader, runs []*runCursor, fn func(*e
 		}
 		return evs, nil
 	}
+	after, err := t.logBounds(f, read, &end)
+	if err != nil {
+		return err
+	}
 	if f.Forward {
-		for p := f.After; p+1 < end; {
+		for p := after; p+1 < end; {
 			evs, err := read(p, logPage)
 			if err != nil || len(evs) == 0 {
 				return err
@@ -513,8 +517,8 @@ func (t *Timeline) walkLog(f Filter, lr LogReader, runs []*runCursor, fn func(*e
 		}
 		return nil
 	}
-	for q := end; q > f.After+1; { // the events in (f.After, q), the newest first
-		from := max(f.After, q-1-min(q-1, logPage))
+	for q := end; q > after+1; { // the events in (after, q), the newest first
+		from := max(after, q-1-min(q-1, logPage))
 		evs, err := read(from, int(q-1-from))
 		if err != nil {
 			return err
@@ -534,4 +538,66 @@ func (t *Timeline) walkLog(f Filter, lr LogReader, runs []*runCursor, fn func(*e
 		q = from + 1
 	}
 	return nil
+}
+
+// logBounds narrows the positions a log walk reads, (f.After, *end), to
+// f's time range, by binary search on the log's times (a read of one event
+// a step), and returns the new lower bound (*end is lowered in place). An
+// event's time is at most t.lag behind the latest before it, so: when an
+// event at p is more than lag before From, every event up to p is before
+// From (the latest time up to p is); when one is lag or more past To,
+// every event from p on is at or after To.
+func (t *Timeline) logBounds(f Filter, read func(uint64, int) ([]events.Event, error), end *uint64) (uint64, error) {
+	lag := uint64(t.lag)
+	// behind reports whether x is more than lag before y (exactly: the
+	// difference of two int64 fits a uint64).
+	behind := func(x, y int64) bool { return x < y && uint64(y)-uint64(x) > lag }
+	// probe is the first event at mid or above, and ok false when there
+	// is none below b.
+	probe := func(mid, b uint64) (int64, uint64, bool, error) {
+		evs, err := read(mid-1, 1)
+		if err != nil || len(evs) == 0 || evs[0].Position >= b {
+			return 0, 0, false, err
+		}
+		return nanos(evs[0].At), evs[0].Position, true, nil
+	}
+	a := f.After
+	if !f.From.IsZero() {
+		from := nanos(f.From)
+		// Invariant: every event up to a is before From; b bounds the search.
+		for b := *end; b-a > 1; {
+			mid := a + (b-a)/2
+			at, p, ok, err := probe(mid, b)
+			switch {
+			case err != nil:
+				return 0, err
+			case ok && behind(at, from):
+				a = p
+			default:
+				b = mid
+			}
+		}
+	}
+	if !f.To.IsZero() {
+		to := nanos(f.To)
+		// Invariant: every event from b on is at or after To (b is *end, or
+		// such an event's position); the search is above lo.
+		lo, b := a, *end
+		for b-lo > 1 {
+			mid := lo + (b-lo)/2
+			at, p, ok, err := probe(mid, b)
+			switch {
+			case err != nil:
+				return 0, err
+			case !ok: // no event in [mid, b)
+				b = mid
+			case at >= to && uint64(at)-uint64(to) >= lag:
+				b = p
+			default:
+				lo = p
+			}
+		}
+		*end = b
+	}
+	return a, nil
 }
