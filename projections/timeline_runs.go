@@ -49,8 +49,9 @@ func (t *Timeline) SetRunReader(r RunReader) {
 // for its position and time, which the store gives back by version.
 type tlRuns struct {
 	read    RunReader
-	list    []*tlRun // in their heads' order
-	members int      // entries in runs, beside the kept ones (Timeline.n)
+	list    []*tlRun // in the order they began
+	byHead  map[int32]*tlRun
+	members int // entries in runs, beside the kept ones (Timeline.n)
 }
 
 // tlRun is the entries that follow a kept entry (the head) sharing its
@@ -82,6 +83,10 @@ func (t *Timeline) member(was *tlPrev, prior *tlTail, ev *events.Event, e *entry
 		}
 		r = &tlRun{head: was.entry, first: ev.Position, version: ev.Version, minAt: e.at, maxAt: e.at}
 		t.runs.list = append(t.runs.list, r)
+		if t.runs.byHead == nil {
+			t.runs.byHead = map[int32]*tlRun{}
+		}
+		t.runs.byHead[r.head] = r
 		was.run = r
 	}
 	r.count++
@@ -410,14 +415,14 @@ func (t *Timeline) nodeEntry(node string, position uint64) (e *entry, idx []int3
 	if ok {
 		return t.at(int(idx[k])), idx, k, true, nil
 	}
-	for _, r := range t.runs.list {
-		if position < r.first || position > r.last {
-			continue
-		}
+	// An entry of a run follows the run's head among its node's entries,
+	// with none kept between: the head is the node's kept entry before
+	// position.
+	if k == 0 {
+		return nil, nil, 0, false, nil
+	}
+	if r := t.runs.byHead[idx[k-1]]; r != nil && position >= r.first && position <= r.last {
 		head := t.at(int(r.head))
-		if head.node != node {
-			continue
-		}
 		var found *entry
 		err := t.merge(Filter{Node: node, After: position - 1, Before: position + 1, Forward: true},
 			&cursors{cs: []*runCursor{{r: r, head: head, key: position, lo: r.version, hi: r.version + uint64(r.count) - 1, forward: true}}, forward: true},
@@ -425,8 +430,7 @@ func (t *Timeline) nodeEntry(node string, position uint64) (e *entry, idx []int3
 		if err != nil || found == nil {
 			return nil, nil, 0, false, err
 		}
-		idx, k, _ = t.nodeAt(node, head.position)
-		return found, idx, k, true, nil
+		return found, idx, k - 1, true, nil
 	}
 	return nil, nil, 0, false, nil
 }
