@@ -50,7 +50,7 @@ var layers = map[string]layer{
 	}},
 	"meshplane/projections": {
 		imports: []string{
-			"bytes", "context", "encoding/binary", "encoding/json", "errors", "fmt", "hash/crc32", "maps", "math",
+			"bytes", "container/heap", "context", "encoding/binary", "encoding/json", "errors", "fmt", "hash/crc32", "maps", "math",
 			"meshplane/events", "meshplane/internal/atomicfile", "meshplane/internal/gcboost", "meshplane/internal/safego", "os", "path/filepath",
 			"runtime", "slices", "sort", "strconv", "strings", "sync", "sync/atomic", "time", "unsafe",
 		},

@@ -57,7 +57,11 @@ func (c *Controller) queryTimeline(f projections.Filter) ([]projections.Entry, e
 		}
 		return es, nil
 	}
-	return c.views.Timeline.Query(f), nil
+	es, err := c.views.Timeline.Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("controller: timeline: %w", err)
+	}
+	return es, nil
 }
 
 // QueryTimeline is every entry req's filter selects (its cursors and limit

@@ -196,6 +196,7 @@ func (c *Controller) Why(ctx context.Context, req api.WhyRequest) (api.WhyRespon
 		return api.WhyResponse{}, fmt.Errorf("why %s on %s: %w", req.Resource, req.Node, err)
 	}
 	out := api.WhyResponse{Node: req.Node, Resource: req.Resource, Touches: make([]api.WhyTouch, len(touches))}
+	byCorr := map[string][]projections.Entry{}
 	for i, t := range touches {
 		out.Touches[i].Touch = touchOf(t)
 		out.Touches[i].Deploy = entriesOf(deployBehind(c.views.Timeline, req.Node, req.Resource, t))
@@ -215,7 +216,14 @@ func (c *Controller) Why(ctx context.Context, req api.WhyRequest) (api.WhyRespon
 		if t.Entry.Correlation == "" {
 			continue
 		}
-		for _, en := range c.views.Timeline.Query(projections.Filter{Node: req.Node, Correlation: t.Entry.Correlation}) {
+		same, ok := byCorr[t.Entry.Correlation]
+		if !ok { // once a correlation: a run's touches share one (its entries are read back from the store)
+			if same, err = c.views.Timeline.Read(projections.Filter{Node: req.Node, Correlation: t.Entry.Correlation}); err != nil {
+				return api.WhyResponse{}, fmt.Errorf("controller: why %s on %s: %w", req.Resource, req.Node, err)
+			}
+			byCorr[t.Entry.Correlation] = same
+		}
+		for _, en := range same {
 			if en.Position != t.Entry.Position {
 				out.Touches[i].Push = append(out.Touches[i].Push, entryOf(en))
 			}

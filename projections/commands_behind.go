@@ -29,15 +29,14 @@ var commandTypes = map[string]bool{
 // no earlier declaration applied, the latest of each type before that
 // compose. Oldest first, each with its actor and time; none when the apply
 // is not in the timeline, does not name the resource's declaration, or no
-// command is found.
+// command is found (or the apply is in a run that cannot be read back).
 func (t *Timeline) CommandsBehind(node, resource string, position uint64) []Entry {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	idx, k, ok := t.nodeAt(node, position)
+	apply, idx, k, ok, _ := t.nodeEntry(node, position)
 	if !ok {
 		return nil
 	}
-	apply := t.at(int(idx[k]))
 	a, ok := applyOf(apply)
 	if !ok || apply.decl == nil {
 		return nil

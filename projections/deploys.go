@@ -13,15 +13,14 @@ import (
 // module before that apply, preceded by the artifact.recorded of each build
 // it deployed (the latest record of that digest before the deploy). Oldest
 // first; none when the module has no deploy before the apply, or the apply
-// is not in the timeline.
+// is not in the timeline (or in a run that cannot be read back).
 func (t *Timeline) DeployBehind(node, resource string, position uint64) []Entry {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	idx, k, ok := t.nodeAt(node, position)
+	apply, _, _, ok, _ := t.nodeEntry(node, position)
 	if !ok {
 		return nil
 	}
-	apply := t.at(int(idx[k]))
 	if apply.typ != events.TypeApplyReported || apply.decl == nil {
 		return nil
 	}

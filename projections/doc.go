@@ -50,8 +50,17 @@
 // (a year of quiet passes) into one entry with a Run: the count, the time
 // range and the first and last positions. The CLI prints timeline and why
 // collapsed, in text and in JSON; Query and Why return every entry. In
-// memory a node's quiet passes in a row share everything but their
-// position and time (Timeline's doc): some 34 bytes a pass.
+// memory, when the timeline has a reader of its store (SetRunReader: a
+// Runner gives it its store), a node's quiet passes in a row are one run
+// too, whatever their number: the entry before them, a count, the first
+// and last positions, the first stream version and the time range (some
+// 56 bytes a run, not a pass). The entries of a run are read back from the
+// store by version when a query selects them one by one (or off the log,
+// when many runs may answer: LogReader), so the timeline's
+// memory grows with what changed, not with how long nothing did
+// (timeline_runs.go; BenchmarkQuietDays). Without a reader every entry is
+// kept, sharing everything but its position and time: some 34 bytes a
+// pass.
 //
 // # Queries that stay fast as history grows
 //

@@ -69,3 +69,21 @@ func (r *Runner) lookHeldUp() {
 		}
 	}
 }
+
+// runReaderSetter is a projection that keeps runs of entries read back
+// from the store: the timeline.
+type runReaderSetter interface {
+	SetRunReader(r RunReader)
+}
+
+var _ runReaderSetter = (*Timeline)(nil)
+
+// readRunsBack gives every projection r feeds that keeps runs r's store to
+// read them back from (Timeline.SetRunReader).
+func (r *Runner) readRunsBack() {
+	for _, p := range r.ps {
+		if s, ok := p.(runReaderSetter); ok {
+			s.SetRunReader(r.store)
+		}
+	}
+}

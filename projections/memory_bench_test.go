@@ -1,12 +1,14 @@
 package projections
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,18 +24,25 @@ import (
 // strings fresh as a decoded event's are. It reports
 // the live heap after the first day and at the end (after a collection),
 // and the fold CPU of one whole pass of the mesh.
+//
+// The timeline keeps a node's quiet passes as runs, read back from the
+// store by version (SetRunReader): the store here is quietStore, which
+// makes the events again from their stream and version (it stands for the
+// one on disk, whose bytes are not the controller's heap).
 func BenchmarkQuietDays(b *testing.B) {
 	nodes, days := envInt(b, "MESH_BENCH_NODES", 10000), envInt(b, "MESH_BENCH_DAYS", 1)
 	const tick = 5 * time.Minute
 	perDay := int(24 * time.Hour / tick)
 	for b.Loop() {
 		set := New()
+		var pos, version uint64
+		store := quietStore{nodes: nodes, tick: tick, reads: new(atomic.Int64), head: &pos}
+		set.Timeline.SetRunReader(store)
 		ps := set.All()
-		var pos uint64
 		at, corr := t0, ""
 		fold := func(stream, typ, actor string, p events.Payload) {
 			pos++
-			ev := events.Event{ID: id(pos), Stream: stream, Position: pos, Type: typ, Schema: 1, At: at, Actor: actor, Correlation: corr}
+			ev := events.Event{ID: id(pos), Stream: stream, Version: version, Position: pos, Type: typ, Schema: 1, At: at, Actor: actor, Correlation: corr}
 			for _, pr := range ps {
 				if err := pr.Fold(ev, p); err != nil {
 					b.Fatalf("%s: fold %d: %v", pr.Name(), pos, err)
@@ -50,10 +59,15 @@ func BenchmarkQuietDays(b *testing.B) {
 			corr = "c-" + n
 			decl, digest := "d-"+n, "sha256:"+n
 			res := resources("m", 3, n)
+			version = 1
 			fold(s, events.TypeNodeRegistered, "operator:jo", events.NodeRegistered{Node: n})
+			version++
 			fold(s, events.TypeModuleAssigned, "operator:jo", events.ModuleAssigned{Module: "m", Node: n})
+			version++
 			fold(s, events.TypeDeclarationComposed, "controller", events.DeclarationComposed{Node: n, Declaration: decl, Digest: digest, Roster: roster, Resources: res})
+			version++
 			fold(s, events.TypeDeclarationPushed, "controller", events.DeclarationPushed{Node: n, Declaration: decl, Digest: digest, Resources: 3})
+			version++
 			a := events.ApplyReported{Node: n, Declaration: decl, Sent: 3, Applied: 3, Created: []string{res[0].Name, res[1].Name, res[2].Name}, Digest: digest, ApplyID: id(pos + 1).String()}
 			if i%10 == 0 {
 				a.Created = a.Created[:2]
@@ -71,6 +85,7 @@ func BenchmarkQuietDays(b *testing.B) {
 		for d := 0; d < days; d++ {
 			for k := 0; k < perDay; k++ {
 				at = at.Add(tick)
+				version = uint64(setupEvents + passes + 1)
 				for i, n := range names {
 					// Fresh strings, as a decoded event's are.
 					corr = "c-" + n
@@ -86,6 +101,40 @@ func BenchmarkQuietDays(b *testing.B) {
 		}
 		took := time.Since(start)
 		end := liveHeap()
+		// The runs read back: node 1's last passes, at the positions folded.
+		got, err := set.Timeline.Read(Filter{Node: names[len(names)-1], Type: events.TypeApplyReported, Limit: 3})
+		if err != nil || len(got) != 3 || got[2].Position != pos || !got[2].At.Equal(at) {
+			b.Fatalf("the last node's last passes read back: %v (%d entries, the last at %d), want 3, the last at %d", err, len(got), got[len(got)-1].Position, pos)
+		}
+		// What a query costs when it reads runs back (from quietStore:
+		// what the store's reads cost comes on top).
+		for _, q := range []struct {
+			unit string
+			f    Filter
+		}{
+			{"ms-page-newest", Filter{Limit: 50}},
+			{"ms-page-middle", Filter{After: pos / 2, Limit: 50, Forward: true}},
+			{"ms-node-page-middle", Filter{Node: names[1], After: pos / 2, Limit: 50, Forward: true}},
+			{"ms-since-middle", Filter{From: t0.Add(time.Duration(passes/2) * tick), Limit: 50, Forward: true}},
+		} {
+			start, reads := time.Now(), store.reads.Load()
+			es, err := set.Timeline.Read(q.f)
+			if err != nil || len(es) != 50 {
+				b.Fatalf("%s: %d entries, %v", q.unit, len(es), err)
+			}
+			b.ReportMetric(float64(time.Since(start).Microseconds())/1e3, q.unit)
+			b.ReportMetric(float64(store.reads.Load()-reads), "reads"+strings.TrimPrefix(q.unit, "ms"))
+		}
+		start, reads := time.Now(), store.reads.Load()
+		ts, err := set.Timeline.Why(names[0], "m-2") // held at every pass
+		if err != nil || len(ts) != passes+1 {
+			b.Fatalf("why: %d touches, %v; want %d", len(ts), err, passes+1)
+		}
+		b.ReportMetric(float64(time.Since(start).Microseconds())/1e3, "ms-why-every-pass")
+		b.ReportMetric(float64(store.reads.Load()-reads), "reads-why-every-pass")
+		members, runs := set.Timeline.RunEntries()
+		b.ReportMetric(float64(members), "run-entries")
+		b.ReportMetric(float64(runs), "runs")
 		if f := os.Getenv("MESH_BENCH_HEAPPROF"); f != "" {
 			writeHeap(b, f)
 		}
@@ -96,6 +145,67 @@ func BenchmarkQuietDays(b *testing.B) {
 		b.ReportMetric(float64(days), "days")
 		runtime.KeepAlive(set)
 	}
+}
+
+// setupEvents is how many events the benchmark's set-up appends to each
+// node's stream, before its quiet passes.
+const setupEvents = 5
+
+// quietStore reads BenchmarkQuietDays's node streams back: version v of
+// node i's stream is its set-up's v-th event when v <= setupEvents, else
+// its quiet pass v-setupEvents (the envelope only: a run is read back by
+// position and time).
+type quietStore struct {
+	nodes int
+	tick  time.Duration
+	reads *atomic.Int64 // ReadStream and ReadAll calls
+	head  *uint64       // the last position folded (read while no fold runs)
+}
+
+// setupTypes are the types of a node's set-up events, by version.
+var setupTypes = [setupEvents]string{events.TypeNodeRegistered, events.TypeModuleAssigned,
+	events.TypeDeclarationComposed, events.TypeDeclarationPushed, events.TypeApplyReported}
+
+// ReadAll makes the envelopes of the events at positions above after, as
+// ReadStream does.
+func (q quietStore) ReadAll(_ context.Context, after uint64, limit int) ([]events.Event, error) {
+	q.reads.Add(1)
+	n, setup := uint64(q.nodes), uint64(setupEvents*q.nodes)
+	var out []events.Event
+	for p := after + 1; p <= *q.head && len(out) < limit; p++ {
+		var i, v uint64
+		ev := events.Event{Position: p, Type: events.TypeApplyReported, At: t0}
+		if p <= setup {
+			i, v = (p-1)/setupEvents, (p-1)%setupEvents+1
+			ev.Type = setupTypes[v-1]
+		} else {
+			k := (p-setup-1)/n + 1
+			i, v = (p-setup-1)%n, setupEvents+k
+			ev.At = t0.Add(time.Duration(k) * q.tick)
+		}
+		ev.Stream, ev.Version = events.NodeStream(fmt.Sprintf("n%05d", i)), v
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
+func (q quietStore) ReadStream(_ context.Context, stream string, after uint64, limit int) ([]events.Event, error) {
+	q.reads.Add(1)
+	var i int
+	if _, err := fmt.Sscanf(stream, events.NodeStream("n%05d"), &i); err != nil {
+		return nil, err
+	}
+	out := make([]events.Event, 0, limit)
+	for v := after + 1; v <= after+uint64(limit); v++ {
+		if v <= setupEvents {
+			return nil, fmt.Errorf("quietStore: %s version %d: a set-up event", stream, v)
+		}
+		k := v - setupEvents // the pass, from 1
+		pos := uint64(setupEvents*q.nodes) + (k-1)*uint64(q.nodes) + uint64(i) + 1
+		out = append(out, events.Event{Stream: stream, Version: v, Position: pos, Type: events.TypeApplyReported,
+			At: t0.Add(time.Duration(k) * q.tick), Actor: "agent:" + fmt.Sprintf("n%05d", i)})
+	}
+	return out, nil
 }
 
 func envInt(b *testing.B, name string, def int) int {

@@ -133,6 +133,7 @@ func NewRunnerWithCheckpoints(store events.Store, reg *events.Registry, cp Check
 		unknown: map[string]int{}, moved: events.NewSignal(),
 	}
 	r.lookHeldUp()
+	r.readRunsBack()
 	return r
 }
 

@@ -176,6 +176,7 @@ func swapState(a, b Projection) {
 		lockBoth(&x.mu, &y.mu, func() {
 			x.chunks, y.chunks = y.chunks, x.chunks
 			x.n, y.n = y.n, x.n
+			x.runs, y.runs = y.runs, x.runs
 			x.byNode, y.byNode = y.byNode, x.byNode
 			x.byType, y.byType = y.byType, x.byType
 			x.byModule, y.byModule = y.byModule, x.byModule

@@ -16,7 +16,7 @@ func TestSwapStateCoversEveryField(t *testing.T) {
 		{Roster{}, []string{"mu", "nodes"}},
 		{Status{}, []string{"mu", "churn", "nodes", "reports"}},
 		{Holds{}, []string{"mu", "nodes", "reports"}},
-		{Timeline{}, []string{"mu", "chunks", "n", "byNode", "byType", "byModule", "byResource", "ordered",
+		{Timeline{}, []string{"mu", "chunks", "n", "runs", "byNode", "byType", "byModule", "byResource", "ordered",
 			"flushed", "lastAt", "maxAt", "lag", "decls", "last", "hist", "heldAt", "churn", "reports", "composed", "applies", "heads", "prev", "behind"}},
 	} {
 		typ := reflect.TypeOf(tc.v)

@@ -26,10 +26,13 @@ import (
 // rest); a node's quiet passes in a row share the rest (head, correlation,
 // declaration and resolved report: see tlPrev), so a quiet pass costs some
 // 34 bytes of heap with its two index numbers (BENCHMARKS.md, "Issue 23,
-// item 2"). That is still a few bytes an event: the timeline is the one
-// projection that grows with history rather than with the mesh.
+// item 2"). With a reader of the store (SetRunReader), such passes in a
+// row are not kept at all but counted in a run after the first
+// (timeline_runs.go), and read back from the store when asked for: the
+// timeline then grows with what changed, not with history.
 //
-// Invariant: entries are in position order and never modified once folded;
+// Invariant: kept entries are in position order and never modified once
+// folded (the entries of runs fall between them: see tlRuns);
 // they are kept in chunks of chunkSize, so the timeline grows without
 // copying what it holds. byNode[n] lists the indexes of node n's entries,
 // ascending; byType, byModule and byResource likewise for a type, a module
@@ -42,7 +45,8 @@ import (
 type Timeline struct {
 	mu         sync.RWMutex
 	chunks     [][]entry
-	n          int // entries
+	n          int // entries kept (those in runs are not: see runs)
+	runs       tlRuns
 	byNode     map[string][]int32
 	byType     map[string][]int32
 	byModule   map[string][]int32
@@ -84,6 +88,12 @@ type Timeline struct {
 type tlPrev struct {
 	tail  *tlTail
 	quiet *tlApply
+	// entry is the number of the node's last kept entry and run the run
+	// after it, if any (see tlRuns); version is the stream version of the
+	// node's last entry, kept or not.
+	entry   int32
+	version uint64
+	run     *tlRun
 }
 
 // tail returns the tail an entry of was's node is to have: was's last one
@@ -154,6 +164,7 @@ func NewTimeline() *Timeline {
 
 func (t *Timeline) reset() {
 	t.chunks, t.n = nil, 0
+	t.runs = tlRuns{read: t.runs.read}
 	t.byNode = map[string][]int32{}
 	t.byType = map[string][]int32{}
 	t.byModule = map[string][]int32{}
@@ -185,11 +196,11 @@ func (t *Timeline) Reset() {
 	t.reset()
 }
 
-// Len is the number of entries.
+// Len is the number of entries, those in runs included.
 func (t *Timeline) Len() int {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return t.n
+	return t.n + t.runs.members
 }
 
 // Fold appends one entry.
@@ -211,7 +222,7 @@ func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 	}
 	was := t.prev[node]
 	if was == nil && node != "" {
-		was = &tlPrev{}
+		was = &tlPrev{entry: -1}
 		t.prev[node] = was
 	}
 	var mods, names []string // the entry's modules, and the resources an apply touched
@@ -284,7 +295,12 @@ func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 	default:
 		mods = modules(&entry{tlTail: &tl}) // none of these has a declaration
 	}
+	prior := was.tailOf()
 	e.tlTail = t.tail(was, tl)
+	t.timed(ev.At, e.at)
+	if t.member(was, prior, ev, &e) {
+		return nil
+	}
 	i := int32(t.n)
 	if node != "" {
 		t.byNode[node] = append(t.byNode[node], i)
@@ -296,21 +312,27 @@ func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 	for _, r := range names {
 		t.byResource[r] = append(t.byResource[r], i)
 	}
-	if t.n+t.flushed > 0 && ev.At.Before(t.lastAt) {
+	if e.at < t.maxAt { // behind the latest before it: its maxAt is not its own
+		t.behind[i] = t.maxAt
+	}
+	t.push(e)
+	was.kept(i, ev)
+	return nil
+}
+
+// timed notes the time of an event folded (at, in nanos: of its entry,
+// kept or in a run): whether times are still in order, the latest and the
+// lag behind it.
+func (t *Timeline) timed(evAt time.Time, at int64) {
+	if t.n+t.runs.members+t.flushed > 0 && evAt.Before(t.lastAt) {
 		t.ordered = false
 	}
-	t.lastAt = ev.At
-	at := e.at
+	t.lastAt = evAt
 	if at > t.maxAt {
 		t.maxAt = at
 	} else if t.maxAt-at > t.lag {
 		t.lag = t.maxAt - at
 	}
-	if at < t.maxAt { // behind the latest before it: its maxAt is not its own
-		t.behind[int32(t.n)] = t.maxAt
-	}
-	t.push(e)
-	return nil
 }
 
 // nanos is t in Unix nanoseconds, saturated outside the years 1700 to 2200
@@ -431,7 +453,7 @@ func (t *Timeline) save(tb *tables) *timelineSnap {
 	out := &timelineSnap{
 		Decls: make(map[string]declSnap[tlDeclSnap], len(t.decls)), Last: make(map[string]tlDeclSnap, len(t.last)),
 		Hist: make(map[string]passHistorySnap, len(t.hist)), HeldAt: make(map[string][]heldAt, len(t.heldAt)),
-		Reports: t.reports.save(), Len: t.n + t.flushed, Ordered: t.ordered, LastAt: t.lastAt, MaxAt: t.maxAt, Lag: t.lag,
+		Reports: t.reports.save(), Len: t.n + t.runs.members + t.flushed, Ordered: t.ordered, LastAt: t.lastAt, MaxAt: t.maxAt, Lag: t.lag,
 	}
 	for _, name := range slices.Sorted(maps.Keys(t.decls)) {
 		x := t.decls[name]

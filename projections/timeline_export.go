@@ -15,9 +15,12 @@ import (
 func (t *Timeline) MarshalJSON() ([]byte, error) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	out := make([]Entry, t.n)
-	for i := range out {
-		out[i] = show(t.at(i))
+	out := make([]Entry, 0, t.n+t.runs.members)
+	if err := t.walk(Filter{Forward: true}, func(e *entry) bool {
+		out = append(out, show(e))
+		return true
+	}); err != nil {
+		return nil, err
 	}
 	return marshal(out)
 }
@@ -61,15 +64,21 @@ type EntryFold struct {
 // the entries, keeping what it needs to fold on (declarations, the report
 // resolver, the count and time order): a TimelineDB writes them out.
 // Queries of the timeline itself then see only the entries folded since.
-func (t *Timeline) TakeKeys() []EntryKeys {
+// The entries of runs are read back from the store (an error is
+// ErrRunRead's, and the timeline then forgets nothing).
+func (t *Timeline) TakeKeys() ([]EntryKeys, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make([]EntryKeys, t.n)
-	for i := range out {
-		out[i] = keysOf(t.at(i))
+	out := make([]EntryKeys, 0, t.n+t.runs.members)
+	if err := t.walk(Filter{Forward: true}, func(e *entry) bool {
+		out = append(out, keysOf(e))
+		return true
+	}); err != nil {
+		return nil, err
 	}
-	t.flushed += t.n
+	t.flushed += t.n + t.runs.members
 	t.chunks, t.n = nil, 0
+	t.runs = tlRuns{read: t.runs.read}
 	t.composed, t.applies = slab[events.DeclarationComposed]{}, slab[tlApply]{}
 	t.byNode = map[string][]int32{}
 	t.byType = map[string][]int32{}
@@ -78,7 +87,7 @@ func (t *Timeline) TakeKeys() []EntryKeys {
 	t.heads = map[tlHead]*tlHead{}
 	t.prev = map[string]*tlPrev{}
 	t.behind = map[int32]int64{}
-	return out
+	return out, nil
 }
 
 // keysOf is e's EntryKeys.

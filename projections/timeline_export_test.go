@@ -29,7 +29,10 @@ func TestShowEventIsTheFoldedEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := tl.Query(projections.Filter{})
-	keys := tl.TakeKeys()
+	keys, err := tl.TakeKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(keys) != len(want) || len(keys) == 0 {
 		t.Fatalf("%d keys, %d entries", len(keys), len(want))
 	}

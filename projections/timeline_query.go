@@ -38,24 +38,38 @@ type Filter struct {
 // in order, and renders only the entries it returns. So a page of Limit
 // rows costs O(log n) plus the entries of that index between the cursor and
 // the page's last row.
+//
+// The entries of a run (see SetRunReader) are read back from the store,
+// a page at a time, only for a run that may hold entries f selects, and
+// only as far as the answer needs. Query is Read without its error: when
+// such a read fails, it returns the entries found before the failure.
 func (t *Timeline) Query(f Filter) []Entry {
+	out, _ := t.Read(f)
+	return out
+}
+
+// Read is Query, and the error (ErrRunRead) that cut the answer short when
+// the entries of a run could not be read back from the store.
+func (t *Timeline) Read(f Filter) ([]Entry, error) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	var out []Entry
 	marks := t.churnMarks(f.Node)
-	t.walk(f, func(e *entry) bool {
+	err := t.walk(f, func(e *entry) bool {
 		out = append(out, t.marked(t.show(e), marks))
 		return f.Limit <= 0 || len(out) < f.Limit
 	})
 	if !f.Forward {
 		slices.Reverse(out)
 	}
-	return out
+	return out, err
 }
 
 // walk calls fn with each entry f selects (Limit aside), newest first or,
-// when f.Forward, oldest first, until fn returns false.
-func (t *Timeline) walk(f Filter, fn func(*entry) bool) {
+// when f.Forward, oldest first, until fn returns false; the entries of
+// runs among them (read back through the timeline's RunReader) in their
+// place. An error is a run's that could not be read (ErrRunRead).
+func (t *Timeline) walk(f Filter, fn func(*entry) bool) error {
 	// The narrowest index f names; nil and all for every entry.
 	var idx []int32
 	all := true
@@ -103,38 +117,26 @@ func (t *Timeline) walk(f Filter, fn func(*entry) bool) {
 		}
 		hi = min(hi, sort.Search(n, func(k int) bool { return maxAt(k) >= to }))
 	}
+	if runs := t.runCursors(f); runs.Len() > 0 {
+		if lr, ok := t.runs.read.(LogReader); ok && runs.Len() > logRuns {
+			return t.walkLog(f, lr, runs.cs, fn)
+		}
+		return t.merge(f, runs, lo, hi, at, fn)
+	}
 	if f.Forward {
 		for k := lo; k < hi; k++ {
 			if e := at(k); t.match(e, f) && !fn(e) {
-				return
+				return nil
 			}
 		}
-		return
+		return nil
 	}
 	for k := hi - 1; k >= lo; k-- {
 		if e := at(k); t.match(e, f) && !fn(e) {
-			return
+			return nil
 		}
 	}
-}
-
-// scan calls fn with the entries of node (or all, when node is ""), newest
-// first, until fn returns false.
-func (t *Timeline) scan(node string, fn func(*entry) bool) {
-	if node == "" {
-		for i := t.n - 1; i >= 0; i-- {
-			if !fn(t.at(i)) {
-				return
-			}
-		}
-		return
-	}
-	idx := t.byNode[node]
-	for i := len(idx) - 1; i >= 0; i-- {
-		if !fn(t.at(int(idx[i]))) {
-			return
-		}
-	}
+	return nil
 }
 
 func (t *Timeline) match(e *entry, f Filter) bool {

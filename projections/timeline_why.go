@@ -41,7 +41,9 @@ func (t *Timeline) Why(node, resource string) ([]Touch, error) {
 	}
 	var out []Touch
 	marks := t.churnMarks(node)
-	t.scan(node, func(e *entry) bool {
+	// Filter.Resource selects the entries that touched resource: those
+	// of runs only when their head did.
+	err := t.walk(Filter{Node: node, Resource: resource}, func(e *entry) bool {
 		ts := touches(e, resource)
 		if len(ts) > 0 {
 			shown := t.marked(t.show(e), marks)
@@ -52,6 +54,9 @@ func (t *Timeline) Why(node, resource string) ([]Touch, error) {
 		}
 		return true
 	})
+	if err != nil {
+		return nil, fmt.Errorf("projections: why %s on %q: %w", resource, node, err)
+	}
 	slices.Reverse(out)
 	return out, nil
 }
@@ -123,8 +128,9 @@ func (t *Timeline) Declared(node, resource string) bool {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	found := false
-	t.scan(node, func(e *entry) bool {
-		if e.typ != events.TypeDeclarationComposed || e.decl == nil {
+	// No run holds a composed entry (runs are of applies): no read.
+	_ = t.walk(Filter{Node: node, Type: events.TypeDeclarationComposed}, func(e *entry) bool {
+		if e.decl == nil {
 			return true
 		}
 		for _, r := range e.decl.resources {

@@ -287,7 +287,11 @@ func (l *Local) catchUp(ctx context.Context, head uint64) error {
 		if err := l.Runner.CatchUpTo(ctx, min(l.Runner.Position()+l.every, head-l.after)); err != nil {
 			return err
 		}
-		if err := l.tl.Flush(l.Views.Timeline.TakeKeys(), l.Runner.Position(), l.Views.Timeline.Ordered()); err != nil {
+		keys, err := l.Views.Timeline.TakeKeys()
+		if err != nil {
+			return err
+		}
+		if err := l.tl.Flush(keys, l.Runner.Position(), l.Views.Timeline.Ordered()); err != nil {
 			return err
 		}
 		l.flushed = l.Runner.Position()
@@ -513,7 +517,11 @@ func Save(ctx context.Context, dir string, r *projections.Runner, set *projectio
 		}
 	}
 	defer func() { err = errors.Join(err, tl.Close()) }()
-	if err := tl.Flush(set.Timeline.TakeKeys(), r.Position(), set.Timeline.Ordered()); err != nil {
+	keys, err := set.Timeline.TakeKeys()
+	if err != nil {
+		return err
+	}
+	if err := tl.Flush(keys, r.Position(), set.Timeline.Ordered()); err != nil {
 		return err
 	}
 	extra, err := tl.extra()
