@@ -138,6 +138,13 @@ func BenchmarkQuietDays(b *testing.B) {
 		if f := os.Getenv("MESH_BENCH_HEAPPROF"); f != "" {
 			writeHeap(b, f)
 		}
+		// A checkpoint of it all, as the Keeper makes one, and a restore
+		// of it into a fresh Set, as a restart's resume does: what a
+		// restart costs beside folding what came after the checkpoint.
+		ck := checkpointCost(b, set, store)
+		b.ReportMetric(float64(ck.bytes)/1e6, "ckpt-MB")
+		b.ReportMetric(float64(ck.encode.Milliseconds()), "ckpt-encode-ms")
+		b.ReportMetric(float64(ck.restore.Milliseconds()), "ckpt-restore-ms")
 		b.ReportMetric(float64(day1)/1e6, "heap-day1-MB")
 		b.ReportMetric(float64(end)/1e6, "heap-end-MB")
 		b.ReportMetric(float64(took.Nanoseconds())/float64(passes), "ns/pass")
@@ -239,4 +246,65 @@ func writeHeap(b *testing.B, file string) {
 	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// ckStore is quietStore as a Runner's store: the reads a checkpoint's
+// encode and restore make (a Runner that folded nothing checks no event
+// id), and the rest of events.Store left nil (never called).
+type ckStore struct {
+	events.Store
+	q quietStore
+}
+
+func (s ckStore) Head(context.Context) (uint64, error) { return *s.q.head, nil }
+func (s ckStore) ReadStream(ctx context.Context, stream string, after uint64, limit int) ([]events.Event, error) {
+	return s.q.ReadStream(ctx, stream, after, limit)
+}
+func (s ckStore) ReadAll(ctx context.Context, after uint64, limit int) ([]events.Event, error) {
+	return s.q.ReadAll(ctx, after, limit)
+}
+
+// ckCost is what one checkpoint of a Set costs.
+type ckCost struct {
+	bytes           int
+	encode, restore time.Duration
+}
+
+// checkpointCost encodes set as a Keeper's checkpoint (Runner.snapshotHeld,
+// framed) and restores it into a fresh Set as Keeper.load does, checking
+// that the restored status is the folded one.
+func checkpointCost(b *testing.B, set *Set, q quietStore) ckCost {
+	b.Helper()
+	ctx := context.Background()
+	st := ckStore{q: q}
+	r := NewRunner(st, events.NewRegistry(), set.All()...)
+	start := time.Now()
+	body, err := r.snapshotHeld(ctx, set, nil, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	framed := frameSnapshot(body)
+	var c ckCost
+	c.bytes, c.encode = len(framed), time.Since(start)
+	fresh := New()
+	fresh.Timeline.SetRunReader(q)
+	r2 := NewRunner(st, events.NewRegistry(), fresh.All()...)
+	start = time.Now()
+	snap, err := decodeSnapshot(ctx, "benchmark checkpoint", framed, r2)
+	if err == nil {
+		err = snap.restore(r2, fresh, "benchmark checkpoint")
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.restore = time.Since(start)
+	was, err := set.Status.MarshalJSON()
+	if err != nil {
+		b.Fatal(err)
+	}
+	now, err := fresh.Status.MarshalJSON()
+	if err != nil || string(was) != string(now) {
+		b.Fatalf("the restored status differs from the folded one (%d bytes, %d): %v", len(was), len(now), err)
+	}
+	return c
 }
