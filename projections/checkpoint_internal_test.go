@@ -13,7 +13,7 @@ import (
 func TestKeeperSpacesLargeCheckpoints(t *testing.T) {
 	t0 := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
 	policy := KeepPolicy{Every: 10, MinGap: 1, Interval: time.Minute}
-	large := make([]byte, sizeFloor+64*1000) // 1,000 events' worth beyond the floor, less the frame
+	large := make([]byte, sizeFloor+32*1000) // 1,000 events' worth beyond the floor, less the frame
 
 	store := NewMemCheckpointStore()
 	k := NewKeeper(store, policy, nil)
