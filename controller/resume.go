@@ -199,7 +199,10 @@ func (c *Controller) resumedTimeline(f projections.Filter) ([]projections.Entry,
 		}
 		// Marked as the live timeline marks them: a mark says how far its
 		// episode has gone, which the fold to the checkpoint does not know.
-		es := w.views.Timeline.Query(g)
+		es, err := w.views.Timeline.Read(g)
+		if err != nil {
+			return nil, err
+		}
 		for i := range es {
 			if es[i].Churn != "" {
 				es[i].Summary = strings.TrimSuffix(es[i].Summary, "; "+es[i].Churn)
@@ -210,12 +213,12 @@ func (c *Controller) resumedTimeline(f projections.Filter) ([]projections.Entry,
 	}
 	// The live timeline holds the entries after the checkpoint (all of
 	// them after a rebuild swapped a whole one in): those it answers.
-	live := func(g projections.Filter) []projections.Entry {
+	live := func(g projections.Filter) ([]projections.Entry, error) {
 		g.After = max(g.After, cut)
 		if g.Before != 0 && g.Before <= cut+1 {
-			return nil
+			return nil, nil
 		}
-		return c.views.Timeline.Query(g)
+		return c.views.Timeline.Read(g)
 	}
 	if f.Forward {
 		a, err := before(0)
@@ -229,9 +232,16 @@ func (c *Controller) resumedTimeline(f projections.Filter) ([]projections.Entry,
 			}
 			g.Limit = f.Limit - len(a)
 		}
-		return append(a, live(g)...), nil
+		b, err := live(g)
+		if err != nil {
+			return nil, err
+		}
+		return append(a, b...), nil
 	}
-	b := live(f)
+	b, err := live(f)
+	if err != nil {
+		return nil, err
+	}
 	a, err := before(len(b))
 	if err != nil {
 		return nil, err
