@@ -44,32 +44,9 @@ func TestQueryEqualsScan(t *testing.T) {
 	if len(all) < 4000 {
 		t.Fatalf("%d entries", len(all))
 	}
-	pick := func(r *rand.Rand, vals func(projections.Entry) []string) string {
-		if r.IntN(2) == 0 {
-			return ""
-		}
-		for range 20 {
-			if vs := vals(all[r.IntN(len(all))]); len(vs) > 0 {
-				return vs[r.IntN(len(vs))]
-			}
-		}
-		return ""
-	}
 	r := rand.New(rand.NewPCG(7, 7))
 	for i := range 400 {
-		f := projections.Filter{
-			Node:     pick(r, func(e projections.Entry) []string { return []string{e.Node} }),
-			Type:     pick(r, func(e projections.Entry) []string { return []string{e.Type} }),
-			Module:   pick(r, func(e projections.Entry) []string { return e.Modules }),
-			Resource: pick(r, func(e projections.Entry) []string { return e.Resources }),
-			Forward:  r.IntN(2) == 0,
-		}
-		if i%7 == 0 {
-			f.Correlation = pick(r, func(e projections.Entry) []string { return []string{e.Correlation} })
-		}
-		if r.IntN(2) == 0 {
-			f.From = all[r.IntN(len(all))].At
-		}
+		f := randomFilter(r, all, i)
 		if r.IntN(2) == 0 {
 			f.To = all[r.IntN(len(all))].At
 		}
