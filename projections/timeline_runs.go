@@ -365,8 +365,14 @@ func (t *Timeline) merge(f Filter, h *cursors, lo, hi int, at func(int) *entry, 
 		}
 		if h.Len() > 0 {
 			c := h.cs[0]
-			ahead := !haveKept || (f.Forward && c.key < kept.position) || (!f.Forward && c.key > kept.position)
-			if ahead && !c.opened {
+			if !haveKept || (f.Forward && c.key < kept.position) || (!f.Forward && c.key > kept.position) {
+				// The run's next entry comes first: take it (once the run
+				// is opened), then fill the cursor and put it in its place.
+				var e *entry
+				if c.opened {
+					e = &c.buf[c.i]
+					c.i++
+				}
 				ok, err := c.fill(t, f.After, f.Before)
 				if err != nil {
 					return err
@@ -376,21 +382,7 @@ func (t *Timeline) merge(f Filter, h *cursors, lo, hi int, at func(int) *entry, 
 				} else {
 					heap.Fix(h, 0)
 				}
-				continue
-			}
-			if ahead {
-				e := &c.buf[c.i]
-				c.i++
-				ok, err := c.fill(t, f.After, f.Before)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					heap.Pop(h)
-				} else {
-					heap.Fix(h, 0)
-				}
-				if t.match(e, f) && !fn(e) {
+				if e != nil && t.match(e, f) && !fn(e) {
 					return nil
 				}
 				continue
