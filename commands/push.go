@@ -191,7 +191,7 @@ func (h *Handler) record(ctx context.Context, c Composition) (StagedPush, error)
 		c.Declaration.Correlation = h.newID().String()
 	}
 	st := StagedPush{Action: PushSend, Composition: c, meta: events.Meta{Actor: "controller", Correlation: c.Declaration.Correlation}}
-	rev, err := h.RosterRevision(ctx, c.Roster, st.meta)
+	rev, err := h.rosterRevisionOf(ctx, c.Roster, c.Declaration.RosterDigest, st.meta)
 	if err != nil {
 		return StagedPush{}, fmt.Errorf("commands: push %s: %w", node, err)
 	}
