@@ -255,5 +255,8 @@ func rosterPermitted(userJWT string) bool {
 	if err != nil {
 		return false
 	}
+	if len(uc.Pub.Allow) == 0 && len(uc.Pub.Deny) == 0 {
+		return true // a user without publish permissions may publish anything
+	}
 	return slices.Contains(uc.Pub.Allow, "$JS.API.DIRECT.GET."+declStream+"."+RosterSubject)
 }

@@ -41,3 +41,34 @@ func sortedRoutes(rs []declaration.Route) []declaration.Route {
 	}
 	return out
 }
+
+// TestRosterPermitted: a node user of NodePermissions may read the roster
+// value, one minted before it may not, one without publish permissions may
+// publish anything, and what does not decode permits nothing.
+func TestRosterPermitted(t *testing.T) {
+	dir := t.TempDir()
+	a, err := LoadAuthority(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := a.Issuer().Node("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := NodeBeforeRoster(a.Issuer(), "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl, err := a.Issuer().Controller()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		jwt  string
+		want bool
+	}{"today's": {now.JWT, true}, "before the roster": {old.JWT, false}, "no permissions": {ctl.JWT, true}, "not a JWT": {"x.y.z", false}} {
+		if got := rosterPermitted(tc.jwt); got != tc.want {
+			t.Errorf("%s user: rosterPermitted %v, want %v", name, got, tc.want)
+		}
+	}
+}
