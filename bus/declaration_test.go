@@ -35,16 +35,24 @@ func decl(node string, n int) declaration.Declaration {
 // next waits for the watch's next declaration.
 func next(t *testing.T, w *bus.Watch) declaration.Declaration {
 	t.Helper()
+	return nextOf(t, w.Updates(), "declaration")
+}
+
+// nextOf waits up to 10 s for the next value of a watch's updates, what
+// it watches named in the failure.
+func nextOf[T any](t *testing.T, updates <-chan T, what string) T {
+	t.Helper()
 	select {
-	case d, ok := <-w.Updates():
+	case v, ok := <-updates:
 		if !ok {
-			t.Fatal("the watch ended")
+			t.Fatalf("the %s watch ended", what)
 		}
-		return d
+		return v
 	case <-time.After(10 * time.Second):
-		t.Fatal("no declaration within 10s")
+		t.Fatalf("no %s within 10s", what)
 	}
-	return declaration.Declaration{}
+	var zero T
+	return zero
 }
 
 func quiet(t *testing.T, w *bus.Watch) {

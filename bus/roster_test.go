@@ -159,16 +159,7 @@ func TestRosterTravelsOnce(t *testing.T) {
 
 func nextRoster(t *testing.T, w *bus.RosterWatch) declaration.Roster {
 	t.Helper()
-	select {
-	case r, ok := <-w.Updates():
-		if !ok {
-			t.Fatal("the roster watch ended")
-		}
-		return r
-	case <-time.After(10 * time.Second):
-		t.Fatal("no roster within 10s")
-	}
-	return declaration.Roster{}
+	return nextOf(t, w.Updates(), "roster")
 }
 
 // TestRosterBig: 30,000 routes (10,000 nodes serving 2,000 names, 15
