@@ -14,16 +14,12 @@ import (
 	"meshplane/commands"
 	"meshplane/daemon"
 	"meshplane/events/storeurl"
+	"meshplane/internal/freeport"
 )
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return freeport.Addr(t)
 }
 
 // TestStoreServed: the artifact store is served on this machine only by a
