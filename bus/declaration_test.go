@@ -32,6 +32,33 @@ func decl(node string, n int) declaration.Declaration {
 	}
 }
 
+// controllerBucket is the declarations bucket of s as the controller's
+// user reaches it, on a connection of its own closed when the test ends:
+// what a test reads or puts past the bus's own API.
+func controllerBucket(t *testing.T, s *bus.Server) jetstream.KeyValue {
+	t.Helper()
+	user, err := s.Authority().Issuer().Controller()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(s.URL(), nats.UserJWTAndSeed(user.JWT, user.Seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, bus.DeclarationsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv
+}
+
 // next waits for the watch's next declaration.
 func next(t *testing.T, w *bus.Watch) declaration.Declaration {
 	t.Helper()
@@ -178,23 +205,7 @@ func TestDeclarations(t *testing.T) {
 
 	t.Run("a value that is not the node's declaration is refused and counted", func(t *testing.T) {
 		ctx := ctxT(t)
-		cfg, err := s.Controller(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		nc, err := nats.Connect(s.URL(), nats.UserJWTAndSeed(cfg.User.JWT, cfg.User.Seed))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		js, err := jetstream.New(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kv, err := js.KeyValue(ctx, bus.DeclarationsBucket)
-		if err != nil {
-			t.Fatal(err)
-		}
+		kv := controllerBucket(t, s)
 		n := natstest.Node(t, s, "victim")
 		w, err := n.Watch(ctx)
 		if err != nil {

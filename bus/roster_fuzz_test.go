@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"errors"
+	"meshplane/internal/gz"
 	"testing"
 
 	"meshplane/bus"
@@ -21,8 +22,8 @@ func FuzzDecodeRoster(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte{})
-	f.Add(gz([]byte(`{"revision":1,"digest":"sha256:4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945","routes":[]}`)))
-	f.Add(gz([]byte(`{"revision":1,"routes":[{"name":"a","node":"n"},{"name":"a","node":"n"}]}`)))
+	f.Add(gz.Compress([]byte(`{"revision":1,"digest":"sha256:4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945","routes":[]}`)))
+	f.Add(gz.Compress([]byte(`{"revision":1,"routes":[{"name":"a","node":"n"},{"name":"a","node":"n"}]}`)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := bus.DecodeRoster(data)
 		if err != nil {

@@ -2,7 +2,6 @@ package bus_test
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,7 @@ import (
 	"meshplane/bus"
 	"meshplane/bus/natstest"
 	"meshplane/declaration"
+	"meshplane/internal/gz"
 )
 
 func routesN(n int) []declaration.Route {
@@ -246,14 +246,6 @@ func TestRosterPermissions(t *testing.T) {
 	})
 }
 
-func gz(b []byte) []byte {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	zw.Write(b)
-	zw.Close()
-	return buf.Bytes()
-}
-
 // TestDecodeRosterRefuses: damage is refused with ErrBadRosterValue saying
 // what is wrong.
 func TestDecodeRosterRefuses(t *testing.T) {
@@ -275,11 +267,11 @@ func TestDecodeRosterRefuses(t *testing.T) {
 		{"plain JSON", "not gzip", []byte(`{"revision":1}`)},
 		{"truncated", "gunzip", truncated},
 		{"a flipped byte", "", flipped},
-		{"not JSON", "invalid character", gz([]byte("hosts"))},
-		{"no routes", "no routes list", gz([]byte(`{"revision":1,"digest":"x"}`))},
-		{"revision 0", "revision 0", gz([]byte(`{"revision":0,"digest":"x","routes":[]}`))},
-		{"another digest", "digest", gz(forged)},
-		{"trailing bytes", "invalid character", gz(append(append([]byte{}, `{"revision":1,"routes":[]}`...), " x"...))},
+		{"not JSON", "invalid character", gz.Compress([]byte("hosts"))},
+		{"no routes", "no routes list", gz.Compress([]byte(`{"revision":1,"digest":"x"}`))},
+		{"revision 0", "revision 0", gz.Compress([]byte(`{"revision":0,"digest":"x","routes":[]}`))},
+		{"another digest", "digest", gz.Compress(forged)},
+		{"trailing bytes", "invalid character", gz.Compress(append(append([]byte{}, `{"revision":1,"routes":[]}`...), " x"...))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := bus.DecodeRoster(tc.b)
@@ -374,23 +366,7 @@ func TestRosterOnlyToHolders(t *testing.T) {
 		t.Fatalf("a holder's declaration: %d bytes of hosts, %v; want none", len(d.Hosts), err)
 	}
 	// In the bucket: the holder's value gzipped, the old node's JSON.
-	cu, err := s.Authority().Issuer().Controller()
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc3, err := nats.Connect(s.URL(), nats.UserJWTAndSeed(cu.JWT, cu.Seed))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc3.Close()
-	js, err := jetstream.New(nc3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := js.KeyValue(ctx, bus.DeclarationsBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kv := controllerBucket(t, s)
 	for node, zipped := range map[string]bool{"a": true, "old": false} {
 		e, err := kv.Get(ctx, node)
 		if err != nil {
