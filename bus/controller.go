@@ -254,10 +254,10 @@ func reportsPerSubject(ctx context.Context, js jetstream.JetStream) (int64, erro
 func (c *Controller) Close() { c.nc.Close() }
 
 // PutDeclaration makes d its node's latest declaration, and returns its
-// revision in the bucket. A declaration that names its roster's revision
-// travels without the roster (declaration.Declaration.Wire): the roster is
-// put first as the shared roster value (PutRoster), once per revision, and
-// a failure to put it fails the declaration's put.
+// revision in the bucket, encoded for its node (encodeFor: without the
+// roster, gzipped, to a node that holds one; whole otherwise). The roster a
+// declaration names is put first as the shared roster value (PutRoster),
+// once per revision, and a failure to put it fails the declaration's put.
 func (c *Controller) PutDeclaration(ctx context.Context, d declaration.Declaration) (uint64, error) {
 	if err := ValidNode(d.Node); err != nil {
 		return 0, fmt.Errorf("bus: put declaration %s: %w", d.ID, err)

@@ -17,10 +17,12 @@ import (
 // The roster travels once: the controller puts the mesh's roster, at each
 // revision, as one shared value under RosterKey in DeclarationsBucket, which
 // every agent watches beside its own key; each declaration names the
-// revision it was composed against and travels without the roster and the
-// hosts file (declaration.Declaration.Wire), and the agent fills it from the
-// roster it holds (Fill). A roster change then puts one roster value and
-// the declarations, which are small: what changed, not nodes × roster.
+// revision it was composed against and, to a node whose heartbeat says it
+// holds a roster, travels without the roster and the hosts file
+// (declaration.Declaration.Wire), gzipped, and the agent fills it from the
+// roster it holds (Fill); any other node gets it whole (Controller.wireOf).
+// A roster change then puts one roster value and the declarations, which
+// are small: what changed, not nodes × roster.
 //
 // The value is the JSON of declaration.Roster ({"revision", "digest",
 // "routes"}), gzipped: 30,000 routes are about 2.4 MB of JSON and well under
