@@ -285,12 +285,16 @@ type FailedRead struct {
 }
 
 // Compared is one projection's state before and after a rebuild, at the
-// same position: Same when the two serialize to the same bytes.
+// same position: Same when the two serialize to the same bytes. Kept when
+// the two compared are what a checkpoint keeps of each (the state and its
+// bounded recent history), not the whole state: the live projections were
+// resumed from a checkpoint, so they never held what it leaves out.
 type Compared struct {
 	Name     string `json:"name"`
 	Same     bool   `json:"same"`
 	OldBytes int    `json:"old_bytes"`
 	NewBytes int    `json:"new_bytes"`
+	Kept     bool   `json:"kept,omitempty"`
 }
 
 // Preview is what applying a declaration would do on a node, without

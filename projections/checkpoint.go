@@ -384,7 +384,7 @@ func (k *Keeper) Resume(ctx context.Context, r *Runner, set *Set, below uint64) 
 		r.unknown, r.failures, r.failed = tmp.unknown, tmp.failures, tmp.failed
 		r.mu.Unlock()
 		tmp.mu.RUnlock()
-		r.loaded = true
+		r.loaded, r.restored = true, true
 		r.setPos(from[i])
 		r.fold.Unlock()
 		return from[i], extra, nil

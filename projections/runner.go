@@ -93,10 +93,14 @@ type Runner struct {
 	cp    Checkpoints
 	name  string
 
-	fold    sync.Mutex         // held while folding; guards loaded and foldCtx
-	loaded  bool               // the checkpoint was read
-	foldCtx context.Context    // of the catch-up or run folding: held lists are looked up under it
-	roster  *events.RosterBook // resolves composed declarations' roster_revision; guarded by fold
+	fold   sync.Mutex // held while folding; guards loaded and foldCtx
+	loaded bool       // the checkpoint was read
+	// restored: the projections were restored from a checkpoint (Keeper
+	// Resume, LoadSnapshot) and have not all been adopted from a fold from
+	// 0 since (Adopt).
+	restored bool
+	foldCtx  context.Context    // of the catch-up or run folding: held lists are looked up under it
+	roster   *events.RosterBook // resolves composed declarations' roster_revision; guarded by fold
 
 	mu       sync.RWMutex // guards what follows
 	pos      uint64

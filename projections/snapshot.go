@@ -84,7 +84,7 @@ type snapState struct {
 // (slices shared in memory are written once), by index while loading.
 type tables struct {
 	st   *snapState
-	strs map[*string]int
+	strs map[*string]int // nil: nothing is shared (keptState)
 	res  map[*events.ResourceRef]int
 }
 
@@ -99,7 +99,9 @@ func (t *tables) strings(s []string) int {
 	if i, ok := t.strs[p]; ok && len(t.st.Strings[i]) == len(s) {
 		return i
 	}
-	t.strs[p] = len(t.st.Strings)
+	if t.strs != nil {
+		t.strs[p] = len(t.st.Strings)
+	}
 	t.st.Strings = append(t.st.Strings, s)
 	return len(t.st.Strings) - 1
 }
@@ -112,7 +114,9 @@ func (t *tables) resources(s []events.ResourceRef) int {
 	if i, ok := t.res[p]; ok && len(t.st.Resources[i]) == len(s) {
 		return i
 	}
-	t.res[p] = len(t.st.Resources)
+	if t.res != nil {
+		t.res[p] = len(t.st.Resources)
+	}
 	t.st.Resources = append(t.st.Resources, s)
 	return len(t.st.Resources) - 1
 }
@@ -434,8 +438,35 @@ func (st *snapState) restore(r *Runner, set *Set, path string) error {
 	r.failures, r.failed = st.Failures, st.Failed
 	r.mu.Unlock()
 	r.loaded = true
+	r.restored = st.Position > 0
 	r.setPos(st.Position)
 	return nil
+}
+
+// keptState is what a checkpoint keeps of p, one of s's projections: its
+// part of a snapshot's state as JSON, each slice written where it is used
+// (tables that share nothing: what shares memory depends on how the state
+// was made, a fold or a restore, not on what it is), for Adopt's
+// comparison when the live projections were restored. Called under the
+// fold lock of the runner that feeds p.
+func (s *Set) keptState(p Projection) ([]byte, error) {
+	st := &snapState{}
+	tb := &tables{st: st}
+	switch p {
+	case s.Churn:
+		st.Churn = s.Churn.save(tb)
+	case s.Roster:
+		st.Roster = s.Roster.save(tb)
+	case s.Status:
+		st.Status = s.Status.save(tb)
+	case s.Holds:
+		st.Holds = s.Holds.save()
+	case s.Timeline:
+		st.Timeline = s.Timeline.save(tb)
+	default:
+		return nil, fmt.Errorf("projection %s is not of the set", p.Name())
+	}
+	return json.Marshal(st)
 }
 
 // checkTables checks that every table index in st is in range, so that a

@@ -10,12 +10,18 @@ import (
 )
 
 // Compared is one projection's state before and after Adopt, at the same
-// position: Same when the two serialize to the same bytes.
+// position: Same when the two serialize to the same bytes. Kept when what
+// was compared is what a checkpoint keeps of each (keptState), not the
+// whole state: the live projections were restored from a checkpoint, so
+// they never held what the checkpoint leaves out (the timeline's entries
+// before it, the declarations beyond the newest few of a node), which a
+// fold from 0 holds.
 type Compared struct {
 	Name     string `json:"name"`
 	Same     bool   `json:"same"`
 	OldBytes int    `json:"old_bytes"`
 	NewBytes int    `json:"new_bytes"`
+	Kept     bool   `json:"kept,omitempty"`
 }
 
 // Adopt makes live, the set r feeds, take the state of fresh, the set
@@ -30,7 +36,9 @@ type Compared struct {
 // reading two projections may see one before and one after its exchange.
 // Folding pauses for the comparison (two serializations of each named
 // projection): a query waiting for an event appended meanwhile waits for
-// it too.
+// it too. When r was restored from a checkpoint (a resume, a snapshot),
+// what is compared is what a checkpoint keeps of each side (Compared.Kept):
+// the whole state would differ by what the checkpoint left out, every time.
 //
 // When every projection of r is named, r's counters (unknown types,
 // failures) are exchanged with shadow's too. Afterwards fresh holds the old
@@ -69,20 +77,30 @@ func (r *Runner) Adopt(ctx context.Context, live *Set, shadow *Runner, fresh *Se
 	if pos, spos = r.Position(), shadow.Position(); pos != spos {
 		return 0, nil, fmt.Errorf("projections: adopt: the live projections are at %d, the shadow at %d", pos, spos)
 	}
+	kept := r.restored
+	state := func(s *Set, p Projection) ([]byte, error) {
+		if kept {
+			return s.keptState(p)
+		}
+		return p.MarshalJSON()
+	}
 	out := make([]Compared, len(pairs))
 	for i, p := range pairs {
-		ob, err := p.old.MarshalJSON()
+		ob, err := state(live, p.old)
 		if err != nil {
 			return 0, nil, fmt.Errorf("projections: adopt: %s: %w", p.old.Name(), err)
 		}
-		nb, err := p.new.MarshalJSON()
+		nb, err := state(fresh, p.new)
 		if err != nil {
 			return 0, nil, fmt.Errorf("projections: adopt: %s: %w", p.new.Name(), err)
 		}
-		out[i] = Compared{Name: p.old.Name(), Same: bytes.Equal(ob, nb), OldBytes: len(ob), NewBytes: len(nb)}
+		out[i] = Compared{Name: p.old.Name(), Same: bytes.Equal(ob, nb), OldBytes: len(ob), NewBytes: len(nb), Kept: kept}
 	}
 	for _, p := range pairs {
 		swapState(p.old, p.new)
+	}
+	if len(pairs) == len(live.All()) {
+		r.restored = false // every projection of live now holds a fold from 0
 	}
 	if len(pairs) == len(r.ps) {
 		r.mu.Lock()

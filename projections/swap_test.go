@@ -163,3 +163,79 @@ func TestCheckNames(t *testing.T) {
 		t.Errorf("CheckNames(nosuch): %v", err)
 	}
 }
+
+// TestAdoptAfterRestore: live projections restored from a snapshot hold
+// what it kept, not the whole history, so Adopt compares what a checkpoint
+// keeps of each side (Kept): the same events give Same, a state folded
+// wrong before the snapshot still differs, and once every projection is
+// adopted (a fold from 0 now), the next Adopt compares the whole state.
+func TestAdoptAfterRestore(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	defer store.Close()
+	if err := sim.New(store).Generate(ctx, smallWorkload, 400); err != nil {
+		t.Fatal(err)
+	}
+	head, err := store.Head(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blind := events.NewRegistry()
+	blind.Register(fakeApply{}, 1)
+	adopt := func(t *testing.T, r *projections.Runner, live *projections.Set) []projections.Compared {
+		t.Helper()
+		fresh := projections.New()
+		shadow := projections.NewRunner(store, events.NewRegistry(), fresh.All()...)
+		if err := shadow.CatchUp(ctx); err != nil {
+			t.Fatal(err)
+		}
+		_, cmp, err := r.Adopt(ctx, live, shadow, fresh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cmp
+	}
+	for _, tc := range []struct {
+		name     string
+		reg      *events.Registry // of the run the snapshot was taken from
+		wantSame bool
+	}{
+		{"the same events", events.NewRegistry(), true},
+		{"folded blind to applies before the snapshot", blind, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := projections.New()
+			br := projections.NewRunner(store, tc.reg, before.All()...)
+			if err := br.CatchUpTo(ctx, head/2); err != nil {
+				t.Fatal(err)
+			}
+			path := t.TempDir() + "/snap"
+			if err := projections.SaveSnapshot(ctx, path, br, before); err != nil {
+				t.Fatal(err)
+			}
+			live := projections.New()
+			r := projections.NewRunner(store, events.NewRegistry(), live.All()...)
+			if _, err := projections.LoadSnapshot(ctx, path, r, live); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.CatchUp(ctx); err != nil {
+				t.Fatal(err)
+			}
+			same := true
+			for _, c := range adopt(t, r, live) {
+				if !c.Kept {
+					t.Errorf("%s: compared whole after a restore: %+v", c.Name, c)
+				}
+				same = same && c.Same
+			}
+			if same != tc.wantSame {
+				t.Errorf("all same = %v, want %v", same, tc.wantSame)
+			}
+			for _, c := range adopt(t, r, live) {
+				if c.Kept || !c.Same {
+					t.Errorf("%s: after adopting a fold from 0: %+v, want the whole state compared, same", c.Name, c)
+				}
+			}
+		})
+	}
+}

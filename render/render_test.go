@@ -316,6 +316,8 @@ var replayAgree = replay.Report{
 func TestPrinters(t *testing.T) {
 	partialRebuild := rebuilt
 	partialRebuild.Skipped = skipped
+	resumedRebuild := rebuilt
+	resumedRebuild.Projections = []api.Compared{{Name: "roster", Same: true, OldBytes: 410, NewBytes: 410, Kept: true}, {Name: "timeline", Same: true, OldBytes: 1200, NewBytes: 1200, Kept: true}}
 	for _, c := range []struct {
 		name    string
 		print   func(w *bytes.Buffer) error
@@ -519,6 +521,7 @@ func TestPrinters(t *testing.T) {
 			return render.Version(w, render.JSON, render.VersionInfo{Mesh: "0.20.0", Go: "go1.26.0 linux/amd64"})
 		}, false},
 		{"rebuild", func(w *bytes.Buffer) error { return render.Rebuild(w, nil, rebuilt) }, false},
+		{"rebuild-resumed", func(w *bytes.Buffer) error { return render.Rebuild(w, nil, resumedRebuild) }, false},
 		{"rebuild-some-skipped", func(w *bytes.Buffer) error { return render.Rebuild(w, []string{"roster", "timeline"}, partialRebuild) }, true},
 		{"rebuild-local", func(w *bytes.Buffer) error {
 			render.RebuildLocal(w, nil, 24, 1234567*time.Microsecond, 12664)

@@ -54,11 +54,18 @@ func ArtifactPushed(w io.Writer, tarball, addr, name, digest string) {
 
 // Rebuild shows a rebuild in the shadow of a running controller (mesh
 // rebuild --server): of the projections named (every one when none is),
-// and for each whether the rebuilt one differed from the live one. What
-// the rebuild skipped is noted after it.
+// and for each whether the rebuilt one differed from the live one (on what
+// a checkpoint keeps of each, said once, when the live projections were
+// resumed from one). What the rebuild skipped is noted after it.
 func Rebuild(w io.Writer, names []string, res api.RebuildResult) error {
 	fmt.Fprintf(w, "rebuilt %s in the shadow from %d events in %s; swapped in at position %d\n",
 		projectionsNamed(names), res.Events, (time.Duration(res.Millis) * time.Millisecond).String(), res.Position)
+	for _, c := range res.Projections {
+		if c.Kept {
+			fmt.Fprintln(w, "  (the live projections were resumed from a checkpoint: each is compared on what a checkpoint keeps of it, its state and recent history)")
+			break
+		}
+	}
 	for _, c := range res.Projections {
 		if c.Same {
 			fmt.Fprintf(w, "  %-9s same as before (%d bytes)\n", c.Name, c.NewBytes)
