@@ -53,8 +53,10 @@ func (c *Controller) SetMinter(m Minter) {
 	c.access.minter = m
 }
 
-// accessState is the controller's part of joining: the minter, and the
-// revocation list folded from the store so far.
+// accessState is the controller's part of joining: the minter, and, for
+// a controller on preloaded projections (no runner of its own feeding
+// projections.Revocations), the revocation list read from the store so
+// far.
 type accessState struct {
 	mu      sync.Mutex
 	minter  Minter
@@ -242,8 +244,17 @@ func (c *Controller) Revoke(ctx context.Context, req api.RevokeRequest) (api.Rev
 
 // Revocations is the bus's revocation list as the store's history gives
 // it: every public key of a node.credentials-revoked, with that event's
-// time. It reads the store from where its last call stopped.
+// time, as of the store's head. The runner folds it (projections.Revocations,
+// carried by the checkpoints, so a resumed controller has it without
+// reading the whole store); a controller on preloaded projections reads
+// the store from where its last call stopped.
 func (c *Controller) Revocations(ctx context.Context) (map[string]time.Time, error) {
+	if c.revoked != nil {
+		if err := c.Sync(ctx); err != nil {
+			return nil, err
+		}
+		return c.revoked.List(), nil
+	}
 	c.access.mu.Lock()
 	defer c.access.mu.Unlock()
 	if c.access.revoked == nil {

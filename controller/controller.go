@@ -162,7 +162,8 @@ type Controller struct {
 
 	secretKey *secrets.Key // secret.go; Config.SecretKey
 
-	tokens *projections.Tokens // token.go: fed by runner beside views; nil when preloaded
+	tokens  *projections.Tokens      // token.go: fed by runner beside views; nil when preloaded
+	revoked *projections.Revocations // access.go: so too
 
 	preloaded bool                                                  // see Config.Views
 	tlQuery   func(projections.Filter) ([]projections.Entry, error) // see Config.TimelineQuery
@@ -210,10 +211,10 @@ func New(cfg Config) (*Controller, error) {
 	}
 	if c.views == nil {
 		c.views = projections.New()
-		// The token table is folded with the Set but is not part of it (no
-		// snapshot, no rebuild comparison).
-		c.tokens = projections.NewTokens()
-		c.runner = projections.NewRunner(c.store, c.reg, append(c.views.All(), c.tokens)...)
+		// The token table and the revocation list are folded with the Set
+		// but are not part of it (no snapshot, no rebuild comparison).
+		c.tokens, c.revoked = projections.NewTokens(), projections.NewRevocations()
+		c.runner = projections.NewRunner(c.store, c.reg, append(c.views.All(), c.tokens, c.revoked)...)
 	}
 	c.keeper = cfg.Checkpoints
 	if c.keeper == nil {
@@ -222,7 +223,7 @@ func New(cfg Config) (*Controller, error) {
 		})
 	}
 	if !c.preloaded {
-		c.runner.KeepWith(c.keeper, c.views, c.tokensExtra(c.tokens))
+		c.runner.KeepWith(c.keeper, c.views, checkpointExtraOf(c.tokens, c.revoked))
 	}
 	c.runner.OnPanic(c.reportPanic)
 	return c, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"meshplane/events"
 	"meshplane/projections"
@@ -19,8 +20,8 @@ import (
 // events after it. One that does not match is passed over with a note
 // (logged) and the next older one used, down to a fold from 0; so is one
 // from which the fold to the head is not whole (Set.Incomplete), and one
-// that carries no token table (checkpointExtra: a CLI's, or an older
-// build's).
+// that carries no token table or revocation list (checkpointExtra: a
+// CLI's, or an older build's).
 //
 // The checkpoint keeps each projection's current state and bounded recent
 // history, not the timeline's entries nor every declaration before it. So
@@ -32,31 +33,38 @@ import (
 // At does for a past moment.
 
 // checkpointExtra is the part of a controller's checkpoint beside the
-// Set: the token table at its position (projections.Tokens is fed by the
-// same runner but is not of the Set).
+// Set: the token table and the bus's revocation list at its position
+// (projections.Tokens and projections.Revocations are fed by the same
+// runner but are not of the Set). With the list in the checkpoint, a
+// restart gives the bus its revocations without reading the whole store.
 type checkpointExtra struct {
-	Tokens []projections.TokenInfo `json:"tokens"`
+	Tokens  []projections.TokenInfo `json:"tokens"`
+	Revoked map[string]time.Time    `json:"revoked"`
 }
 
-// tokensExtra is the checkpoint's checkpointExtra of c.tokens.
-func (c *Controller) tokensExtra(tokens *projections.Tokens) func() (json.RawMessage, error) {
+// checkpointExtraOf is the checkpoint's checkpointExtra of tokens and
+// revoked.
+func checkpointExtraOf(tokens *projections.Tokens, revoked *projections.Revocations) func() (json.RawMessage, error) {
 	return func() (json.RawMessage, error) {
-		return json.Marshal(checkpointExtra{Tokens: tokens.List()})
+		return json.Marshal(checkpointExtra{Tokens: tokens.List(), Revoked: revoked.List()})
 	}
 }
 
-// errNoTokenTable passes over a checkpoint without a token table.
-var errNoTokenTable = errors.New("it keeps no token table (a local call's, or an older build's)")
+// errNoTokenTable passes over a checkpoint without a token table or a
+// revocation list: resuming from it would take a key revoked before it
+// for a live one.
+var errNoTokenTable = errors.New("it keeps no token table or revocation list (a local call's, or an older build's)")
 
-// restoreTokens folds the token table x recorded into t (empty), as the
-// events that made it: each token's token.created at its creation, its
-// token.revoked at its revocation.
-func restoreTokens(t *projections.Tokens, extra json.RawMessage) error {
+// restoreExtra restores what extra recorded into t and rv (both empty):
+// the token table as the events that made it, each token's token.created
+// at its creation and its token.revoked at its revocation; the revocation
+// list as it is.
+func restoreExtra(t *projections.Tokens, rv *projections.Revocations, extra json.RawMessage) error {
 	if len(extra) == 0 {
 		return errNoTokenTable
 	}
 	var x checkpointExtra
-	if err := json.Unmarshal(extra, &x); err != nil || x.Tokens == nil {
+	if err := json.Unmarshal(extra, &x); err != nil || x.Tokens == nil || x.Revoked == nil {
 		return fmt.Errorf("%w: %v", errNoTokenTable, err)
 	}
 	for _, ti := range x.Tokens {
@@ -71,6 +79,7 @@ func restoreTokens(t *projections.Tokens, extra json.RawMessage) error {
 			}
 		}
 	}
+	rv.Restore(x.Revoked)
 	return nil
 }
 
@@ -102,8 +111,8 @@ func (c *Controller) Resume(ctx context.Context) (uint64, error) {
 	}
 	below := head + 1
 	for {
-		set, tokens := projections.New(), projections.NewTokens()
-		r := projections.NewRunner(c.store, c.reg, append(set.All(), tokens)...)
+		set, tokens, revoked := projections.New(), projections.NewTokens(), projections.NewRevocations()
+		r := projections.NewRunner(c.store, c.reg, append(set.All(), tokens, revoked)...)
 		pos, extra, err := c.keeper.Resume(ctx, r, set, below)
 		if err != nil {
 			return 0, fmt.Errorf("controller: %w", err)
@@ -112,7 +121,7 @@ func (c *Controller) Resume(ctx context.Context) (uint64, error) {
 			return 0, nil
 		}
 		below = pos
-		if err := restoreTokens(tokens, extra); err != nil {
+		if err := restoreExtra(tokens, revoked, extra); err != nil {
 			c.log.Warn(fmt.Sprintf("controller: checkpoints: checkpoint at position %d: %v: passed over", pos, err))
 			continue
 		}
@@ -126,8 +135,8 @@ func (c *Controller) Resume(ctx context.Context) (uint64, error) {
 		}
 		// Kept from here on: not while folding a checkpoint that might yet
 		// be passed over.
-		r.KeepWith(c.keeper, set, c.tokensExtra(tokens))
-		c.views, c.tokens, c.runner = set, tokens, r
+		r.KeepWith(c.keeper, set, checkpointExtraOf(tokens, revoked))
+		c.views, c.tokens, c.revoked, c.runner = set, tokens, revoked, r
 		c.resume = &resumed{pos: pos}
 		c.tlQuery = c.resumedTimeline
 		return pos, nil

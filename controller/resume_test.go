@@ -447,3 +447,83 @@ func TestRebuildAfterResume(t *testing.T) {
 		t.Errorf("the rebuild logged a difference: %s", lb.String())
 	}
 }
+
+// TestResumeKeepsTheRevocationList: the bus's revocation list is in the
+// controller's checkpoints, so a resumed controller gives it (as a fold
+// from 0 does) having read only the events after its checkpoint; a
+// checkpoint that carries a token table but no list (an older build's) is
+// passed over, never taken for an empty list.
+func TestResumeKeepsTheRevocationList(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	store := memstore.New()
+	defer store.Close()
+	keeper := projections.NewKeeper(projections.DirCheckpoints(dir), restartPolicy, nil)
+	c, err := controller.New(controller.Config{Store: store, Checkpoints: keeper})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetMinter(&fakeMinter{})
+	tr, err := c.JoinToken(ctx, api.JoinTokenRequest{Operator: "ana", Node: "n4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Join(ctx, api.JoinRequest{Token: tr.Token, PublicKey: "U" + strings.Repeat("Z", 55)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Revoke(ctx, api.RevokeRequest{Operator: "ana", Node: "n4"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.New(store).Generate(ctx, sim.DefaultWorkload, 3000); err != nil {
+		t.Fatal(err)
+	}
+	head, _ := store.Head(ctx)
+	for p := uint64(0); p < head; p += 250 {
+		if err := c.Runner().CatchUpTo(ctx, min(p+250, head)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := c.Revocations(ctx)
+	if err != nil || len(want) != 1 {
+		t.Fatalf("the list folded from 0: %v, %v; want the joined key", want, err)
+	}
+
+	var lb logBuffer
+	resumed, cs, from := resumeOn(t, store, dir, &lb)
+	if from == 0 {
+		t.Fatalf("no checkpoint used: %s", lb.String())
+	}
+	got, err := resumed.Revocations(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mustJSON(t, got) != mustJSON(t, want) {
+		t.Errorf("the resumed list is %v, want %v", got, want)
+	}
+	if read, low := cs.counts(); uint64(read) != head-from || (read > 0 && low != from+1) {
+		t.Errorf("the resumed controller read %d events from position %d for its list; want the %d after the checkpoint at %d", read, low, head-from, from)
+	}
+
+	// An older build's checkpoints: a token table, no list.
+	old := t.TempDir()
+	set := projections.New()
+	r := projections.NewRunner(store, events.NewRegistry(), set.All()...)
+	r.KeepWith(projections.NewKeeper(projections.DirCheckpoints(old), restartPolicy, nil), set,
+		func() (json.RawMessage, error) { return json.RawMessage(`{"tokens":[]}`), nil })
+	for p := uint64(0); p < head; p += 250 {
+		if err := r.CatchUpTo(ctx, min(p+250, head)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(positionsIn(t, old)) == 0 {
+		t.Fatal("the older build kept no checkpoint")
+	}
+	var olb logBuffer
+	again, _, from := resumeOn(t, store, old, &olb)
+	if from != 0 || !strings.Contains(olb.String(), "no token table or revocation list") {
+		t.Errorf("resumed from %d of a checkpoint without a revocation list; log: %s", from, olb.String())
+	}
+	if got, err := again.Revocations(ctx); err != nil || mustJSON(t, got) != mustJSON(t, want) {
+		t.Errorf("after the fold from 0 the list is %v, %v; want %v", got, err, want)
+	}
+}

@@ -253,7 +253,27 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err != nil {
 		return err
 	}
-	revoked, err := historyRevocations(ctx, store)
+	key, err := secretKey(cfg.Data)
+	if err != nil {
+		return err
+	}
+	// The controller is made and resumed before the bus, so that the bus
+	// starts with the revocation list of the resumed projections: a
+	// restart reads the events after the checkpoint, not the whole store.
+	pub := &laterPublisher{}
+	ctl, err := controller.New(controller.Config{
+		Store: cm.store(store), Publisher: pub, Interval: cfg.Interval, HoldDefines: cfg.HoldDefines, SecretKey: key,
+		Version: cfg.Version, Logger: log, Standby: lock != nil,
+		SilentAfter: cmp.Or(cfg.SilentAfter, controller.DefaultSilentAfter),
+		Checkpoints: controllerCheckpoints(cfg.Data, log),
+	})
+	if err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+	if err := resume(ctx, ctl, log); err != nil {
+		return err
+	}
+	revoked, err := ctl.Revocations(ctx)
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
@@ -272,26 +292,10 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 	busURLs := sb.urls()
 	stops = append(stops, func(context.Context) error { bc.Close(); return nil })
-
-	var pub controller.Publisher = bc.Publisher()
 	if cfg.Pushed != nil {
-		pub = notifyingPublisher{pub, cfg.Pushed}
-	}
-	key, err := secretKey(cfg.Data)
-	if err != nil {
-		return err
-	}
-	ctl, err := controller.New(controller.Config{
-		Store: cm.store(store), Publisher: pub, Interval: cfg.Interval, HoldDefines: cfg.HoldDefines, SecretKey: key,
-		Version: cfg.Version, Logger: log, Standby: lock != nil,
-		SilentAfter: cmp.Or(cfg.SilentAfter, controller.DefaultSilentAfter),
-		Checkpoints: controllerCheckpoints(cfg.Data, log),
-	})
-	if err != nil {
-		return fmt.Errorf("controller: %w", err)
-	}
-	if err := resume(ctx, ctl, log); err != nil {
-		return err
+		pub.set(notifyingPublisher{bc.Publisher(), cfg.Pushed})
+	} else {
+		pub.set(bc.Publisher())
 	}
 	stopHeard, err := hearHeartbeats(bc, ctl, log)
 	if err != nil {

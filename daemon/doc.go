@@ -15,16 +15,20 @@
 //     store is also the Leadership the controllers sharing it elect a
 //     leader with;
 //  2. the API token (DATA/api-token, made on first start);
-//  3. the bus: the embedded server on DATA/bus (BusDir), or the external
-//     cluster's configuration, and the controller's connection to it;
-//  4. the controller core (controller.New, a standby under a Leadership),
+//  3. the controller core (controller.New, a standby under a Leadership),
 //     its projections resumed from the newest checkpoint in
 //     DATA/checkpoints/controller that matches the store and folded on to
 //     the head (controller.Resume: a restart folds what came after the
 //     checkpoint, not the history; one that does not match is passed over
-//     with a logged note, down to a fold from 0), the agents' heartbeats
-//     handed to it (liveness.go), and its run: the projections live, the
-//     interval passes, the liveness checks (Config.SilentAfter);
+//     with a logged note, down to a fold from 0). Its publisher waits for
+//     the bus (laterPublisher);
+//  4. the bus: the embedded server on DATA/bus (BusDir), started with the
+//     revocation list the resumed projections hold (a checkpoint carries
+//     it, so no start reads the whole store for it), or the external
+//     cluster's configuration, and the controller's connection to it; the
+//     agents' heartbeats handed to the controller (liveness.go), and its
+//     run: the projections live, the interval passes, the liveness checks
+//     (Config.SilentAfter);
 //  5. the metrics follower;
 //  6. the report consumer (the door: controller.RecordReport): at once
 //     without a Leadership; under one, once the lock is held. A free lock

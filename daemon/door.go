@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 
 	"meshplane/agent"
 	"meshplane/api"
@@ -126,6 +127,57 @@ func deliveryOf(r bus.Report) commands.Delivery {
 		Correlation: r.Correlation, Attempts: r.Attempts, LastError: r.LastError,
 		Size: r.Size, Digest: r.Digest,
 	}
+}
+
+// busPublisher is what the controller's publisher is in the daemon: the
+// bus's (bus.DeclarationPublisher), or it wrapped (notifyingPublisher).
+type busPublisher interface {
+	controller.BatchPublisher
+	controller.DryRunner
+}
+
+var (
+	_ busPublisher = bus.DeclarationPublisher{}
+	_ busPublisher = notifyingPublisher{}
+)
+
+// laterPublisher is the controller's publisher before the bus is up: Run
+// makes and resumes the controller first (so that the bus starts with the
+// revocation list it folded), then sets the bus's publisher here, before
+// the controller runs or serves. A put before that is an error, never a
+// silent drop.
+type laterPublisher struct{ p atomic.Pointer[busPublisher] }
+
+func (l *laterPublisher) set(p busPublisher) { l.p.Store(&p) }
+
+var errBusNotUp = errors.New("controller: the bus is not up yet")
+
+func (l *laterPublisher) PutDeclaration(ctx context.Context, d declaration.Declaration) error {
+	p := l.p.Load()
+	if p == nil {
+		return errBusNotUp
+	}
+	return (*p).PutDeclaration(ctx, d)
+}
+
+func (l *laterPublisher) PutDeclarations(ctx context.Context, ds []declaration.Declaration) []error {
+	p := l.p.Load()
+	if p == nil {
+		errs := make([]error, len(ds))
+		for i := range errs {
+			errs[i] = errBusNotUp
+		}
+		return errs
+	}
+	return (*p).PutDeclarations(ctx, ds)
+}
+
+func (l *laterPublisher) DryRun(ctx context.Context, d declaration.Declaration) (agent.Preview, error) {
+	p := l.p.Load()
+	if p == nil {
+		return agent.Preview{}, errBusNotUp
+	}
+	return (*p).DryRun(ctx, d)
 }
 
 // notifyingPublisher tells pushed about each declaration put.

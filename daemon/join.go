@@ -18,12 +18,12 @@ import (
 	"meshplane/api/httpapi"
 	"meshplane/bus"
 	"meshplane/controller"
-	"meshplane/events"
 )
 
-// joinWiring is what Run hands the bus's start for joining: the revocation list history gives (the embedded bus starts
-// with it; an external cluster is given it once the controller is
-// connected).
+// joinWiring is what Run hands the bus's start for joining: the revocation
+// list history gives, as the controller's resumed projections hold it (the
+// embedded bus starts with it; an external cluster is given it once the
+// controller is connected).
 type joinWiring struct {
 	revoked map[string]time.Time
 }
@@ -203,14 +203,4 @@ func advertisedAPI(cfg Config, apiURL string) string {
 		}
 	}
 	return u.String()
-}
-
-// historyRevocations is the revocation list of the store's whole history,
-// for the embedded bus's start.
-func historyRevocations(ctx context.Context, store events.Store) (map[string]time.Time, error) {
-	revoked := map[string]time.Time{}
-	if _, err := controller.ScanRevocations(ctx, store, events.NewRegistry(), 0, revoked); err != nil {
-		return nil, err
-	}
-	return revoked, nil
 }
