@@ -127,6 +127,17 @@ func (c *Controller) RecordToken(ctx context.Context, name, secret, by string) (
 	if c.standby.Load() {
 		return false, errStandby()
 	}
+	if c.tokens != nil {
+		// The token table knows from the projections, without reading the
+		// token's stream (a start's: a store still being walked answers
+		// stream reads only once the walk is done).
+		if err := c.Sync(ctx); err != nil {
+			return false, fmt.Errorf("controller: token %s: %w", name, err)
+		}
+		if c.tokens.Named(name) {
+			return false, nil
+		}
+	}
 	t, err := c.handler.Token(ctx, name)
 	if err != nil {
 		return false, fmt.Errorf("controller: token %s: %w", name, err)

@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync"
@@ -143,4 +144,21 @@ func TestRecordToken(t *testing.T) {
 	if len(list.Tokens) != 1 || list.Tokens[0].By != "controller" {
 		t.Errorf("tokens %+v", list)
 	}
+	// A restart: the token table says the token is recorded, so no
+	// stream is read (a bolt file still being walked answers stream reads
+	// only once its walk is done).
+	again, err := controller.New(controller.Config{Store: noStreamReads{h.store}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := again.RecordToken(h.ctx, controller.BootstrapTokenName, "boot-secret", "controller"); err != nil || ok {
+		t.Errorf("RecordToken after a restart = %v, %v; want not recorded, from the token table", ok, err)
+	}
+}
+
+// noStreamReads is a store whose stream reads fail.
+type noStreamReads struct{ events.Store }
+
+func (noStreamReads) ReadStream(context.Context, string, uint64, int) ([]events.Event, error) {
+	return nil, errors.New("a stream was read")
 }

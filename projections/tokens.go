@@ -81,6 +81,18 @@ func (t *Tokens) Lookup(id string) (TokenInfo, bool) {
 	return *x, true
 }
 
+// Named reports whether a token of name was ever made (revoked or not).
+func (t *Tokens) Named(name string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for _, x := range t.byID {
+		if x.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // Live is the live (not revoked) token of name, if any.
 func (t *Tokens) Live(name string) (TokenInfo, bool) {
 	t.mu.RLock()
