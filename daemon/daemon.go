@@ -242,6 +242,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	stops = append(stops, func(context.Context) error { return store.Close() })
+	walked := watchWalk(ctx, store, log)
 	cm := newControllerMetrics(cfg.Version)
 
 	token, err := httpapi.LoadOrCreateToken(cfg.Data)
@@ -452,6 +453,10 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		// may be leading already. Its supervisor starts it again, as a
 		// standby.
 		return fmt.Errorf("controller: %w", lerr)
+	case werr := <-walked:
+		// The bolt file's structure, walked after the start: damage
+		// stops the controller, which could write nothing more.
+		return fmt.Errorf("controller: the event store: %w", werr)
 	}
 }
 
@@ -462,7 +467,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 // in: cfg.Leadership if set, else the store's when several controllers
 // may share it (PostgreSQL), else nil: the controller leads at once.
 func openControllerStore(ctx context.Context, cfg Config, log *slog.Logger) (events.Store, Leadership, error) {
-	s, err := storeurl.Open(ctx, cfg.Store, storeurl.Options{Data: cfg.Data, Create: true, Logger: log})
+	s, err := storeurl.Open(ctx, cfg.Store, storeurl.Options{Data: cfg.Data, Create: true, Logger: log, WalkInBackground: true})
 	if errors.Is(err, boltstore.ErrLocked) {
 		return nil, nil, fmt.Errorf("controller: %w: %w", ErrStoreHeld, err)
 	}
@@ -476,6 +481,28 @@ func openControllerStore(ctx context.Context, cfg Config, log *slog.Logger) (eve
 		return s, pgLeadership{ps}, nil
 	}
 	return s, nil, nil
+}
+
+// watchWalk waits, on a goroutine, for the walk of a bolt file opened with
+// storeurl.Options.WalkInBackground; the channel it returns gets the
+// damage that walk found (and nothing otherwise).
+func watchWalk(ctx context.Context, store events.Store, log *slog.Logger) <-chan error {
+	out := make(chan error, 1)
+	bs, ok := store.(*boltstore.Store)
+	if !ok {
+		return out
+	}
+	go func() {
+		start := time.Now()
+		err := bs.Walked(ctx)
+		switch {
+		case err == nil:
+			log.Info("store: the bolt file's structure is whole", "took", time.Since(start).Round(time.Millisecond))
+		case errors.Is(err, events.ErrDamaged):
+			out <- err
+		}
+	}()
+	return out
 }
 
 // waitRunning waits until ctl.Run has started (so that reports recorded

@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -24,6 +25,10 @@ import (
 // Store in this process. Open returns it wrapped, with the file's name.
 var ErrLocked = errors.New("file is locked by another process")
 
+// errNeedsWrite is what a background walker's Open finds when the file must
+// be changed before it is used: it then walks the file first.
+var errNeedsWrite = errors.New("the file needs a write to open")
+
 // ErrReadOnly means an Append on a store opened with ReadOnly. Nothing was
 // written.
 var ErrReadOnly = errors.New("store opened read-only")
@@ -44,6 +49,7 @@ type config struct {
 	now         func() time.Time
 	lockTimeout time.Duration
 	readOnly    bool
+	background  bool
 }
 
 // ReadOnly opens the file read-only: with a shared lock, so any number of
@@ -51,6 +57,19 @@ type config struct {
 // writing one does. It never creates or modifies the file: a missing file is
 // an error wrapping os.ErrNotExist, and Append fails with ErrReadOnly.
 func ReadOnly() Option { return func(c *config) { c.readOnly = true } }
+
+// WalkInBackground makes a writing Open walk the file's structure in the
+// background instead of before it returns: the walk of every page reads
+// the whole file (about a minute for the 27 GB of 30 days of 10,000 nodes,
+// read cold), which a restart that resumes from a checkpoint would
+// otherwise wait for. Until the walk has passed, reads walk what they reach
+// first, as a read-only store's do (walktail.go), and nothing is written:
+// the first commit waits for the walk (bbolt's freelist is trusted only
+// once every page is known to be reached once). Damage the walk finds
+// fails that commit and every one after it, and is what Walked returns.
+// Ignored with ReadOnly, and for a file Open must change (created, or a
+// layout to upgrade), which is walked first as ever.
+func WalkInBackground() Option { return func(c *config) { c.background = true } }
 
 // WithClock sets the clock that stamps events appended with a zero At
 // (time.Now by default).
@@ -78,8 +97,9 @@ type Store struct {
 	// locks may be held, so the file is not touched again (see guard).
 	broken atomic.Pointer[error]
 	// lazy, on a read-only store, walks the parts of the file a read
-	// reaches before it reads them (walktail.go); nil on a writer, whose
-	// Open walked the whole file.
+	// reaches before it reads them (walktail.go); on a writer opened with
+	// WalkInBackground too, until its walk of the whole file has passed;
+	// nil on another writer, whose Open walked the whole file.
 	lazy *lazyCheck
 	// namesChecked is set once checkStreamNames has passed.
 	namesChecked atomic.Bool
@@ -116,7 +136,39 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
 	var head, layout, start uint64
+	walking := false // a writer whose walk goes on in the background: Open read what it needs
+	if lazy != nil && !cfg.readOnly {
+		// A writer walking in the background changes nothing before the
+		// walk has passed: a file that needs changing is walked now.
+		err = guard(func() error {
+			return db.View(func(tx *bolt.Tx) error {
+				if tx.Bucket(bucketMeta) == nil {
+					return errNeedsWrite
+				}
+				if layout, head, err = checkLayout(tx); err != nil || layout == layoutChecksummed {
+					return cmp.Or(err, errNeedsWrite)
+				}
+				start, err = chainStart(tx, layout)
+				return err
+			})
+		})
+		switch {
+		case err == nil:
+			lazy.walkInBackground()
+			walking = true
+		case errors.Is(err, errNeedsWrite):
+			err = lazy.all()
+		}
+		if err != nil {
+			closeBolt(db)
+			lazy.close()
+			return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+		}
+	}
 	err = guard(func() error {
+		if walking {
+			return nil // read above
+		}
 		if cfg.readOnly {
 			return db.View(func(tx *bolt.Tx) error {
 				if layout, head, err = checkLayout(tx); err != nil {
@@ -153,6 +205,9 @@ func Open(path string, opts ...Option) (*Store, error) {
 		sig:        events.NewSignal(),
 	}
 	s.head.Store(head)
+	if walking {
+		s.lazy = lazy // reads walk what they reach until the walk has passed
+	}
 	if !cfg.readOnly {
 		if err := s.startWriter(); err != nil {
 			closeBolt(db)
@@ -169,6 +224,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 // rest as reads need it.
 func openBolt(path string, cfg config) (*bolt.DB, *lazyCheck, error) {
 	fi, err := os.Stat(path)
+	existed := err == nil && fi.Size() > 0
 	switch {
 	case err == nil && fi.Size() == 0:
 		return nil, nil, fmt.Errorf("%w: the file is empty (0 bytes); it is not initialised over", events.ErrDamaged)
@@ -194,7 +250,7 @@ func openBolt(path string, cfg config) (*bolt.DB, *lazyCheck, error) {
 		// file too small, a version it does not know.
 		return nil, nil, fmt.Errorf("%w: bbolt cannot read it: %w", events.ErrDamaged, err)
 	}
-	if cfg.readOnly {
+	if cfg.readOnly || cfg.background && existed {
 		lazy, err := checkBounded(db, path)
 		if err != nil {
 			closeBolt(db)
@@ -642,4 +698,25 @@ func (s *Store) Subscribe(ctx context.Context, after uint64, fn func(events.Even
 		return fmt.Errorf("boltstore: subscribe after %d: %w", after, err)
 	}
 	return events.Follow(ctx, after, s.ReadAll, s.sig, fn)
+}
+
+// Walked waits for the walk of the whole file a WalkInBackground Open
+// started, and returns its verdict: nil when it passed (or when Open
+// walked the file itself), damage wrapping events.ErrDamaged, or ctx's
+// error if ctx ends first. A daemon stops on damage rather than serve a
+// store it cannot write.
+func (s *Store) Walked(ctx context.Context) error {
+	l := s.lazy
+	if s.readOnly || l == nil || l.bg == nil {
+		return nil
+	}
+	select {
+	case <-l.bg:
+		if l.bgErr != nil {
+			return fmt.Errorf("boltstore: walk of %s: %w", s.path, l.bgErr)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

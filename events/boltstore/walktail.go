@@ -211,6 +211,30 @@ type lazyCheck struct {
 
 	mu    sync.Mutex // one walk at a time
 	spans []span     // ranges walked by bounded reads (walkrange.go); under mu
+
+	// bg, when set, is closed once the background walk of the whole file
+	// (walkInBackground) has ended; bgErr is then its verdict.
+	bg    chan struct{}
+	bgErr error
+}
+
+// walkInBackground starts the walk of the whole file on a goroutine of its
+// own: all waits for it instead of walking. Reads meanwhile walk what they
+// reach (eventsFrom, eventsBetween), beside it.
+func (l *lazyCheck) walkInBackground() {
+	l.bg = make(chan struct{})
+	go func() {
+		defer close(l.bg)
+		_, err := walkPages(l.f, l.size, l.pageSize, l.meta)
+		switch {
+		case errors.Is(err, os.ErrClosed):
+			l.bgErr = events.ErrClosed
+		case err != nil:
+			l.bgErr = fmt.Errorf("%w: %w", events.ErrDamaged, err)
+		default:
+			l.whole.Store(true)
+		}
+	}()
 }
 
 // eventsFrom makes sure the pages a ReadAll from position pos reaches are
@@ -241,10 +265,15 @@ func (l *lazyCheck) eventsFrom(pos uint64) error {
 	return nil
 }
 
-// all makes sure the whole file is walked.
+// all makes sure the whole file is walked: by the background walk, when
+// one was started, waited for.
 func (l *lazyCheck) all() error {
 	if l.whole.Load() {
 		return nil
+	}
+	if l.bg != nil {
+		<-l.bg
+		return l.bgErr
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -262,9 +291,13 @@ func (l *lazyCheck) all() error {
 	return nil
 }
 
-// close closes the file; l may be nil.
+// close closes the file, and waits for the background walk, which that
+// ends; l may be nil.
 func (l *lazyCheck) close() {
 	if l != nil {
 		l.f.Close()
+		if l.bg != nil {
+			<-l.bg
+		}
 	}
 }

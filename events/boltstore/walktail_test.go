@@ -202,3 +202,95 @@ func boundedReadWalksItsRange(t *testing.T, leafOf func([]byte, uint64) int) {
 		t.Errorf("ReadAll(1, all) over the damaged page: %d events, %v; want ErrDamaged", len(got), err)
 	}
 }
+
+// A writer opened with WalkInBackground on a file damaged in its first
+// events: Open returns, the last events read, the walk finds the damage,
+// and the append fails with it, writing nothing.
+func TestWalkInBackgroundDamaged(t *testing.T) {
+	ctx := context.Background()
+	orig, want := fixture(t)
+	file, err := os.ReadFile(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ne.PutUint64(file[firstEventsLeaf(t, file):], 1<<40) // the page says it is another page
+	path := filepath.Join(t.TempDir(), "events.db")
+	if err := os.WriteFile(path, file, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path, WalkInBackground())
+	if err != nil {
+		t.Fatalf("Open walking in the background: %v", err)
+	}
+	defer s.Close()
+	if got, err := s.ReadAll(ctx, uint64(len(want)-5), 0); err != nil || !reflect.DeepEqual(got, want[len(want)-5:]) {
+		t.Errorf("ReadAll of the last 5: %d events, %v", len(got), err)
+	}
+	if err := s.Walked(ctx); !errors.Is(err, events.ErrDamaged) {
+		t.Errorf("Walked: %v, want ErrDamaged", err)
+	}
+	for range 2 {
+		if _, err := s.Append(ctx, "node-n0", events.Any, evN(1, "after")...); !errors.Is(err, events.ErrDamaged) {
+			t.Errorf("Append: %v, want ErrDamaged", err)
+		}
+	}
+	if got, err := s.ReadAll(ctx, 0, 0); !errors.Is(err, events.ErrDamaged) {
+		t.Errorf("ReadAll from 0: %d events, %v; want ErrDamaged", len(got), err)
+	}
+	s.Close()
+	if after, err := os.ReadFile(path); err != nil || !bytes.Equal(after, file) {
+		t.Errorf("the damaged file changed (%v)", err)
+	}
+}
+
+// A writer opened with WalkInBackground on a whole file reads and appends
+// as one that walked first; its walk passes. A file that must be changed to
+// open (created here) is walked at Open.
+func TestWalkInBackground(t *testing.T) {
+	ctx := context.Background()
+	orig, want := fixture(t)
+	s, err := Open(orig, WalkInBackground())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.ReadAll(ctx, uint64(len(want)-3), 0); err != nil || !reflect.DeepEqual(got, want[len(want)-3:]) {
+		t.Errorf("ReadAll of the last 3: %d events, %v", len(got), err)
+	}
+	added, err := s.Append(ctx, "node-n1", events.Any, evN(2, "after")...)
+	if err != nil || added[1].Position != uint64(len(want)+2) {
+		t.Fatalf("Append: %v, %v", added, err)
+	}
+	if err := s.Walked(ctx); err != nil {
+		t.Errorf("Walked: %v", err)
+	}
+	got, err := s.ReadStream(ctx, "node-n1", 0, 0)
+	if err != nil || got[len(got)-1].Position != added[1].Position {
+		t.Errorf("ReadStream after the append: %d events, %v", len(got), err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(ctx, orig); err != nil {
+		t.Fatal(err)
+	}
+	re, err := Open(orig)
+	if err != nil {
+		t.Fatalf("Open walking first after: %v", err)
+	}
+	if all, err := re.ReadAll(ctx, 0, 0); err != nil || len(all) != len(want)+2 {
+		t.Errorf("ReadAll after reopening: %d events, %v", len(all), err)
+	}
+	re.Close()
+
+	fresh, err := Open(filepath.Join(t.TempDir(), "new.db"), WalkInBackground())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if _, err := fresh.Append(ctx, "node-n1", events.Any, evN(1, "first")...); err != nil {
+		t.Fatal(err)
+	}
+	if err := fresh.Walked(ctx); err != nil {
+		t.Errorf("Walked on a new file: %v", err)
+	}
+}

@@ -72,6 +72,17 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 // commitGroup is the writer's commit: one bbolt Update for the group, then
 // the new head published, before any caller hears of its events.
 func (s *Store) commitGroup(group []*groupcommit.Request) ([]groupcommit.Result, error) {
+	if s.lazy != nil {
+		// Opened with WalkInBackground: nothing is written before the
+		// walk of the whole file has passed; damage it found breaks the
+		// store for writes.
+		if err := s.lazy.all(); err != nil {
+			if errors.Is(err, events.ErrDamaged) {
+				s.broken.CompareAndSwap(nil, &err)
+			}
+			return nil, err
+		}
+	}
 	w := writer{db: s.db, store: s}
 	results, head, err := w.commit(group)
 	if errors.Is(err, errPanicked) {

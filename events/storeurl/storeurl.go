@@ -144,6 +144,12 @@ type Options struct {
 	// Logger, when set, is told what the store retries (PostgreSQL: a
 	// lost connection, a serialization failure).
 	Logger *slog.Logger
+
+	// WalkInBackground, for a bolt file opened for writing, walks its
+	// structure after Open returns instead of before
+	// (boltstore.WalkInBackground): the controller's start, which resumes
+	// from a checkpoint, does not wait for a read of the whole file.
+	WalkInBackground bool
 }
 
 // Open opens the store url names (see the package comment for the forms).
@@ -211,6 +217,9 @@ func openBolt(o Options) (events.Store, error) {
 		if _, err := os.Stat(path); err != nil {
 			return nil, fmt.Errorf("open the event store at %s: %w", path, err)
 		}
+	}
+	if o.WalkInBackground && !o.ReadOnly {
+		opts = append(opts, boltstore.WalkInBackground())
 	}
 	return boltstore.Open(path, opts...)
 }
