@@ -90,15 +90,21 @@ func history(t *testing.T, n uint64, dir string) (*memstore.Store, readAnswers) 
 	if err := sim.New(store).Generate(ctx, sim.DefaultWorkload, n); err != nil {
 		t.Fatal(err)
 	}
-	// Folded in steps, as a running controller folds: a checkpoint is kept
-	// at the end of a step (a catch-up's page) when one is due.
 	head, _ := store.Head(ctx)
+	foldInSteps(t, c.Runner(), head)
+	return store, answersOf(t, c)
+}
+
+// foldInSteps folds r to head in steps of 250 events, as a running
+// controller folds: a checkpoint is kept at the end of a step (a
+// catch-up's page) when one is due.
+func foldInSteps(t *testing.T, r *projections.Runner, head uint64) {
+	t.Helper()
 	for p := uint64(0); p < head; p += 250 {
-		if err := c.Runner().CatchUpTo(ctx, min(p+250, head)); err != nil {
+		if err := r.CatchUpTo(context.Background(), min(p+250, head)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return store, answersOf(t, c)
 }
 
 // readAnswers is what the tests compare between a controller folded from 0
@@ -478,11 +484,7 @@ func TestResumeKeepsTheRevocationList(t *testing.T) {
 		t.Fatal(err)
 	}
 	head, _ := store.Head(ctx)
-	for p := uint64(0); p < head; p += 250 {
-		if err := c.Runner().CatchUpTo(ctx, min(p+250, head)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	foldInSteps(t, c.Runner(), head)
 	want, err := c.Revocations(ctx)
 	if err != nil || len(want) != 1 {
 		t.Fatalf("the list folded from 0: %v, %v; want the joined key", want, err)
@@ -510,11 +512,7 @@ func TestResumeKeepsTheRevocationList(t *testing.T) {
 	r := projections.NewRunner(store, events.NewRegistry(), set.All()...)
 	r.KeepWith(projections.NewKeeper(projections.DirCheckpoints(old), restartPolicy, nil), set,
 		func() (json.RawMessage, error) { return json.RawMessage(`{"tokens":[]}`), nil })
-	for p := uint64(0); p < head; p += 250 {
-		if err := r.CatchUpTo(ctx, min(p+250, head)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	foldInSteps(t, r, head)
 	if len(positionsIn(t, old)) == 0 {
 		t.Fatal("the older build kept no checkpoint")
 	}

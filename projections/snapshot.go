@@ -274,21 +274,7 @@ func (r *Runner) snapshotHeld(ctx context.Context, set *Set, extra json.RawMessa
 	r.mu.RUnlock()
 	tb := &tables{st: st, strs: map[*string]int{}, res: map[*events.ResourceRef]int{}}
 	for _, p := range r.ps {
-		switch p {
-		case set.Churn:
-			st.Churn = set.Churn.save(tb)
-		case set.Roster:
-			st.Roster = set.Roster.save(tb)
-		case set.Status:
-			st.Status = set.Status.save(tb)
-		case set.Holds:
-			st.Holds = set.Holds.save()
-		case set.Timeline:
-			st.Timeline = set.Timeline.save(tb)
-		default:
-			if skipForeign {
-				continue
-			}
+		if !set.save(p, tb) && !skipForeign {
 			return nil, fmt.Errorf("projection %s is not of the set", p.Name())
 		}
 	}
@@ -451,7 +437,16 @@ func (st *snapState) restore(r *Runner, set *Set, path string) error {
 // fold lock of the runner that feeds p.
 func (s *Set) keptState(p Projection) ([]byte, error) {
 	st := &snapState{}
-	tb := &tables{st: st}
+	if !s.save(p, &tables{st: st}) {
+		return nil, fmt.Errorf("projection %s is not of the set", p.Name())
+	}
+	return json.Marshal(st)
+}
+
+// save puts p's part of a snapshot's state into tb's, and reports whether
+// p is one of s's projections (false: nothing is put).
+func (s *Set) save(p Projection, tb *tables) bool {
+	st := tb.st
 	switch p {
 	case s.Churn:
 		st.Churn = s.Churn.save(tb)
@@ -464,9 +459,9 @@ func (s *Set) keptState(p Projection) ([]byte, error) {
 	case s.Timeline:
 		st.Timeline = s.Timeline.save(tb)
 	default:
-		return nil, fmt.Errorf("projection %s is not of the set", p.Name())
+		return false
 	}
-	return json.Marshal(st)
+	return true
 }
 
 // checkTables checks that every table index in st is in range, so that a
