@@ -20,12 +20,12 @@ func (c *Controller) Deploy(ctx context.Context, req api.DeployRequest) (api.Com
 // deployBehind is, for a touch that created a container or replaced its
 // image, the deploy and the build behind it, if its module runs a deployed
 // build (seed 002: which deploy, or which roll-out, put that build there).
-func deployBehind(tl *projections.Timeline, node, resource string, t projections.Touch) []projections.Entry {
+func deployBehind(tl *projections.Timeline, node, resource string, t projections.Touch) ([]projections.Entry, error) {
 	switch {
 	case t.Action == projections.ActionCreated:
 	case t.Action == projections.ActionReplaced && slices.Contains(t.Fields, "image"):
 	default:
-		return nil
+		return nil, nil
 	}
 	return tl.DeployBehind(node, resource, t.Entry.Position)
 }

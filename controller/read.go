@@ -199,7 +199,11 @@ func (c *Controller) Why(ctx context.Context, req api.WhyRequest) (api.WhyRespon
 	byCorr := map[string][]projections.Entry{}
 	for i, t := range touches {
 		out.Touches[i].Touch = touchOf(t)
-		out.Touches[i].Deploy = entriesOf(deployBehind(c.views.Timeline, req.Node, req.Resource, t))
+		deploy, err := deployBehind(c.views.Timeline, req.Node, req.Resource, t)
+		if err != nil {
+			return api.WhyResponse{}, fmt.Errorf("controller: why %s on %s: %w", req.Resource, req.Node, err)
+		}
+		out.Touches[i].Deploy = entriesOf(deploy)
 		// A run of applies of one declaration (most touches) shares the
 		// commands behind it, and its changes when the fields are the same.
 		if prev := i - 1; prev >= 0 && touches[prev].Entry.Declaration == t.Entry.Declaration {
@@ -211,7 +215,11 @@ func (c *Controller) Why(ctx context.Context, req api.WhyRequest) (api.WhyRespon
 			}
 		} else {
 			out.Touches[i].Changes = decl.changes(req.Resource, t)
-			out.Touches[i].Commands = entriesOf(c.views.Timeline.CommandsBehind(req.Node, req.Resource, t.Entry.Position))
+			cmds, err := c.views.Timeline.CommandsBehind(req.Node, req.Resource, t.Entry.Position)
+			if err != nil {
+				return api.WhyResponse{}, fmt.Errorf("controller: why %s on %s: %w", req.Resource, req.Node, err)
+			}
+			out.Touches[i].Commands = entriesOf(cmds)
 		}
 		if t.Entry.Correlation == "" {
 			continue

@@ -490,7 +490,11 @@ func whyNames(ctx context.Context, container, node, words string) error {
 			continue
 		}
 		var lines []string
-		for _, en := range w.mesh.Views.Timeline.DeployBehind(node, container, t.Entry.Position) {
+		behind, err := w.mesh.Views.Timeline.DeployBehind(node, container, t.Entry.Position)
+		if err != nil {
+			return err
+		}
+		for _, en := range behind {
 			if strings.Contains(en.Summary, words) {
 				return nil
 			}

@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"fmt"
 	"slices"
 
 	"meshplane/events"
@@ -29,17 +30,21 @@ var commandTypes = map[string]bool{
 // no earlier declaration applied, the latest of each type before that
 // compose. Oldest first, each with its actor and time; none when the apply
 // is not in the timeline, does not name the resource's declaration, or no
-// command is found (or the apply is in a run that cannot be read back).
-func (t *Timeline) CommandsBehind(node, resource string, position uint64) []Entry {
+// command is found. An apply in a run that cannot be read back is an error
+// wrapping ErrRunRead, never "none".
+func (t *Timeline) CommandsBehind(node, resource string, position uint64) ([]Entry, error) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	apply, idx, k, ok, _ := t.nodeEntry(node, position)
+	apply, idx, k, ok, err := t.nodeEntry(node, position)
+	if err != nil {
+		return nil, fmt.Errorf("projections: the commands behind %s on %s at %d: %w", resource, node, position, err)
+	}
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	a, ok := applyOf(apply)
 	if !ok || apply.decl == nil {
-		return nil
+		return nil, nil
 	}
 	module := ""
 	for _, r := range apply.decl.resources {
@@ -59,7 +64,7 @@ func (t *Timeline) CommandsBehind(node, resource string, position uint64) []Entr
 	}
 	end, ok := composedAt(k-1, a.Declaration)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	to := t.at(int(idx[end])).position
 	var from uint64
@@ -102,5 +107,5 @@ func (t *Timeline) CommandsBehind(node, resource string, position uint64) []Entr
 	for i, e := range found {
 		out[i] = t.show(e)
 	}
-	return out
+	return out, nil
 }

@@ -47,7 +47,10 @@ func TestCommandsBehind(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tl.CommandsBehind(tt.node, tt.resource, tt.position)
+			got, err := tl.CommandsBehind(tt.node, tt.resource, tt.position)
+			if err != nil {
+				t.Fatal(err)
+			}
 			var pos []uint64
 			for _, en := range got {
 				pos = append(pos, en.Position)

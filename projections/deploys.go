@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"fmt"
 	"slices"
 
 	"meshplane/events"
@@ -13,16 +14,20 @@ import (
 // module before that apply, preceded by the artifact.recorded of each build
 // it deployed (the latest record of that digest before the deploy). Oldest
 // first; none when the module has no deploy before the apply, or the apply
-// is not in the timeline (or in a run that cannot be read back).
-func (t *Timeline) DeployBehind(node, resource string, position uint64) []Entry {
+// is not in the timeline. An apply in a run that cannot be read back is an
+// error wrapping ErrRunRead, never "none".
+func (t *Timeline) DeployBehind(node, resource string, position uint64) ([]Entry, error) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	apply, _, _, ok, _ := t.nodeEntry(node, position)
+	apply, _, _, ok, err := t.nodeEntry(node, position)
+	if err != nil {
+		return nil, fmt.Errorf("projections: the deploy behind %s on %s at %d: %w", resource, node, position, err)
+	}
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	if apply.typ != events.TypeApplyReported || apply.decl == nil {
-		return nil
+		return nil, nil
 	}
 	module := ""
 	for _, r := range apply.decl.resources {
@@ -31,7 +36,7 @@ func (t *Timeline) DeployBehind(node, resource string, position uint64) []Entry 
 		}
 	}
 	if module == "" {
-		return nil
+		return nil, nil
 	}
 	mod := t.byModule[module]
 	var deploy *entry
@@ -44,7 +49,7 @@ func (t *Timeline) DeployBehind(node, resource string, position uint64) []Entry 
 		}
 	}
 	if deploy == nil {
-		return nil
+		return nil, nil
 	}
 	d, _ := deploy.p.(events.ModuleDeployed)
 	var out []Entry
@@ -58,5 +63,5 @@ func (t *Timeline) DeployBehind(node, resource string, position uint64) []Entry 
 		}
 	}
 	slices.SortFunc(out, func(a, b Entry) int { return int(a.Position) - int(b.Position) })
-	return append(out, t.show(deploy))
+	return append(out, t.show(deploy)), nil
 }

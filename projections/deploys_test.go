@@ -46,7 +46,10 @@ func TestDeployBehind(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tl.DeployBehind(tt.node, tt.resource, tt.position)
+			got, err := tl.DeployBehind(tt.node, tt.resource, tt.position)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if len(got) != len(tt.want) {
 				t.Fatalf("DeployBehind = %+v, want %d entries", got, len(tt.want))
 			}
