@@ -205,9 +205,6 @@ func Open(path string, opts ...Option) (*Store, error) {
 		sig:        events.NewSignal(),
 	}
 	s.head.Store(head)
-	if walking {
-		s.lazy = lazy // reads walk what they reach until the walk has passed
-	}
 	if !cfg.readOnly {
 		if err := s.startWriter(); err != nil {
 			closeBolt(db)
