@@ -40,18 +40,26 @@ func hostsOn(t *testing.T, rt *simruntime.Runtime) string {
 	return string(b)
 }
 
+// runWithRosters starts an agent's run on a simulated runtime whose
+// declarations and rosters the test sends, waiting up to wait for a
+// roster a declaration names.
+func runWithRosters(t *testing.T, wait time.Duration) (*chanSource, *chanRosters, *cutReporter, *simruntime.Runtime) {
+	t.Helper()
+	src := &chanSource{ch: make(chan declaration.Declaration, 1)}
+	ros := &chanRosters{ch: make(chan declaration.Roster, 1)}
+	rep := &cutReporter{}
+	cfg := runConfig(src, rep, agent.NewMemOutbox())
+	cfg.Rosters, cfg.RosterWait = ros, wait
+	startRun(t, cfg)
+	return src, ros, rep, cfg.Runtime.(*simruntime.Runtime)
+}
+
 // TestRunFillsFromTheRoster: a declaration that travels without its roster
 // is filled from the roster the agent holds; a roster change alone rewrites
 // the hosts file in place and recreates no container (rule 2); a
 // declaration naming a revision not yet held waits for it.
 func TestRunFillsFromTheRoster(t *testing.T) {
-	src := &chanSource{ch: make(chan declaration.Declaration, 1)}
-	ros := &chanRosters{ch: make(chan declaration.Roster, 1)}
-	rep := &cutReporter{}
-	cfg := runConfig(src, rep, agent.NewMemOutbox())
-	rt := cfg.Runtime.(*simruntime.Runtime)
-	cfg.Rosters, cfg.RosterWait = ros, time.Hour
-	startRun(t, cfg)
+	src, ros, rep, rt := runWithRosters(t, time.Hour)
 
 	r1 := rosterOf(1, "a.mesh.example", "b.mesh.example")
 	ros.ch <- r1
@@ -90,13 +98,7 @@ func TestRunFillsFromTheRoster(t *testing.T) {
 // within RosterWait is reported not applied, with the reason, and nothing
 // is written; when the roster comes, it is applied.
 func TestRunRosterNotHeld(t *testing.T) {
-	src := &chanSource{ch: make(chan declaration.Declaration, 1)}
-	ros := &chanRosters{ch: make(chan declaration.Roster, 1)}
-	rep := &cutReporter{}
-	cfg := runConfig(src, rep, agent.NewMemOutbox())
-	rt := cfg.Runtime.(*simruntime.Runtime)
-	cfg.Rosters, cfg.RosterWait = ros, 30*time.Millisecond
-	startRun(t, cfg)
+	src, ros, rep, rt := runWithRosters(t, 30*time.Millisecond)
 
 	r1, r2 := rosterOf(1, "a.mesh.example"), rosterOf(2, "b.mesh.example")
 	ros.ch <- r1
