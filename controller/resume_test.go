@@ -179,6 +179,15 @@ func resumeOn(t *testing.T, store events.Store, dir string, lb *logBuffer) (*con
 	return c, cs, from
 }
 
+// readOnlyAfter checks that cs handed over exactly the events after the
+// checkpoint at from, up to head, and none before it.
+func readOnlyAfter(t *testing.T, cs *countingStore, from, head uint64, when string) {
+	t.Helper()
+	if read, low := cs.counts(); uint64(read) != head-from || (read > 0 && low != from+1) {
+		t.Errorf("%s the resumed controller read %d events from position %d; want the %d after the checkpoint at %d", when, read, low, head-from, from)
+	}
+}
+
 func positionsIn(t *testing.T, dir string) []uint64 {
 	t.Helper()
 	l, err := projections.DirCheckpoints(dir).List()
@@ -214,10 +223,7 @@ func TestResumeFoldsOnlyWhatCameAfter(t *testing.T) {
 	if _, err := c.Status(ctx, api.StatusRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	read, low := cs.counts()
-	if uint64(read) != head-from || (read > 0 && low != from+1) {
-		t.Errorf("before its first answer the resumed controller read %d events from position %d; want the %d after the checkpoint at %d", read, low, head-from, from)
-	}
+	readOnlyAfter(t, cs, from, head, "before its first answer")
 	want.same(t, answersOf(t, c), "resumed")
 	if strings.Contains(lb.String(), "passed over") {
 		t.Errorf("a checkpoint was passed over: %s", lb.String())
@@ -502,9 +508,7 @@ func TestResumeKeepsTheRevocationList(t *testing.T) {
 	if mustJSON(t, got) != mustJSON(t, want) {
 		t.Errorf("the resumed list is %v, want %v", got, want)
 	}
-	if read, low := cs.counts(); uint64(read) != head-from || (read > 0 && low != from+1) {
-		t.Errorf("the resumed controller read %d events from position %d for its list; want the %d after the checkpoint at %d", read, low, head-from, from)
-	}
+	readOnlyAfter(t, cs, from, head, "for its revocation list")
 
 	// An older build's checkpoints: a token table, no list.
 	old := t.TempDir()
