@@ -174,3 +174,19 @@ func TestProcessImportReadsOnce(t *testing.T) {
 		t.Errorf("a copy of a file read once is left in TMPDIR: %s", left[0].Name())
 	}
 }
+
+// Every bad line is listed, however many: 150 of them are 150 lines on
+// stderr, the last named. Before, the list stopped at 100, then "and 50
+// more line(s)".
+func TestImportListsEveryBadLine(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "bad.jsonl")
+	if err := os.WriteFile(file, bytes.Repeat([]byte("{}\n"), 150), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := mesh(t, "import", file, "--data", filepath.Join(dir, "data"))
+	if code != exitRejected || strings.Count(errOut, ": not an event to import: ") != 150 ||
+		!strings.Contains(errOut, "line 150: not an event to import: ") || strings.Contains(errOut, "more line(s)") {
+		t.Fatalf("exit %d, want 3 listing 150 lines\n%s%s", code, out, errOut)
+	}
+}

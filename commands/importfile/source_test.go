@@ -163,3 +163,10 @@ func TestImportStopsOnItsContext(t *testing.T) {
 		})
 	}
 }
+
+// mesh import --help says the bound of a line as MaxLine is.
+func TestHelpSaysTheLineBound(t *testing.T) {
+	if !strings.Contains(importfile.Help, fmt.Sprintf("longer than %d bytes", importfile.MaxLine)) {
+		t.Errorf("the help does not say a line is bound at %d bytes", importfile.MaxLine)
+	}
+}
