@@ -21,8 +21,11 @@
 // node composed, what changed pushed) and then applies on the nodes that
 // applied in it, in the recorded order.
 //
-// Run reads the history file and the sandbox lives in memory: nothing is
-// written anywhere.
+// Run reads the history file once, as mesh import reads it
+// (commands/importfile: a line over its bound refuses the file, a signal
+// stops the read), and the sandbox lives in memory: nothing is written
+// anywhere but the temporary copy of a file that can be read only once (a
+// pipe, /dev/stdin), removed when the history is read.
 package replay
 
 import (
