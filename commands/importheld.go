@@ -116,12 +116,16 @@ func (im *Import) public(ev events.Event, n int) (events.Event, error) {
 	sum := sumHeld(held)
 	named, ok := im.pub.sums[since]
 	switch {
+	case !ok && im.pub.applies[since] != "":
+		return ev, fmt.Errorf("apply.reported: held_since %s names a report that held nothing (on %s)", quote(since), short(im.pub.applies[since]))
 	case !ok:
 		im.pub.pending = append(im.pub.pending, heldNeed{line: n, stream: ev.Stream, apply: since, sum: sum})
 	case named.stream != ev.Stream:
 		return ev, fmt.Errorf("apply.reported: held_since %s names a report on %s, not on %s", since, short(named.stream), short(ev.Stream))
 	case named.sum != sum:
 		return ev, fmt.Errorf("apply.reported: held (%d) is not the held list of apply %s, which held_since names", len(held), since)
+	default:
+		im.pub.sums[ev.ID.String()] = named // what a later line naming this one holds
 	}
 	return ev, nil
 }
