@@ -31,6 +31,14 @@ import (
 //     and is not checked; removing every "chain" of an edited export makes
 //     it one.
 //
+// An export gives each payload in JSON's compact form (encoding/json's,
+// with <, > and & escaped), and the chain covers the bytes as stored: a
+// store holding a payload in another form exports a line whose value does
+// not follow, and is refused here. Every writer of this build stores the
+// compact form, an import too (normalize: a line written by hand with
+// spaces is stored without them); for a store an older build imported
+// such a line into, remove the chain values from its export to import it.
+//
 // Whoever edits an export and recomputes every value after the edit makes
 // a file consistent with itself: only the source's head, kept elsewhere
 // (mesh store head, mesh store verify --anchor), tells it from the

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -292,6 +293,7 @@ func (im *Import) Replay(line []byte, n int) (ev events.Event, ok bool, err erro
 	if ev, err = events.UnmarshalJSONLine(line); err != nil {
 		return events.Event{}, false, fmt.Errorf("line %d: %w", n, err)
 	}
+	ev = normalize(ev) // as Line read it
 	if ev, _, _, err = storedForm(im.reg, ev); err != nil {
 		return events.Event{}, false, fmt.Errorf("line %d: %w", n, err)
 	}
@@ -338,12 +340,18 @@ func (im *Import) envelope(line []byte, n int) (events.Event, error) {
 }
 
 // normalize is a decoded line as an import appends it: its time in UTC,
-// the store's fields cleared, empty data as {} (as a store keeps it).
+// the store's fields cleared, empty data as {} (as a store keeps it), and
+// data in JSON's compact form, as every writer of this build stores it and
+// mesh export writes it (encoding/json's: no space, <, > and & escaped),
+// so that the export of what an import stored carries chain values that
+// follow (a line written by hand with spaces is stored without them).
 func normalize(ev events.Event) events.Event {
 	ev.At = ev.At.UTC()
-	ev.Version, ev.Position = 0, 0
+	ev.Version, ev.Position, ev.Chain = 0, 0, events.Hash{}
 	if len(ev.Data) == 0 {
 		ev.Data = []byte("{}")
+	} else if b, err := json.Marshal(json.RawMessage(ev.Data)); err == nil {
+		ev.Data = b // not valid JSON: kept, for Validate to refuse
 	}
 	return ev
 }

@@ -50,7 +50,9 @@ does not follow from the line before it. They are not kept: the store
 chains what it appends after its own history, so mesh store head differs
 after an import into a store with other history. A file written by hand
 carries none and is not checked; an edited export is one when every
-"chain" is removed from it.
+"chain" is removed from it. Payloads are stored in JSON's compact form
+(a line written by hand with spaces is stored without them), so that the
+store's export imports again.
 
 It takes either form mesh export writes: a quiet apply.reported given with
 its holds in full beside held_since (the default) is stored as the source
