@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -42,8 +43,14 @@ type Need struct {
 }
 
 func (n Need) String() string {
-	if n.Kind == "node" {
+	switch n.Kind {
+	case needNode:
 		return "node " + n.Name + " is not registered"
+	case needAdopted:
+		return "node " + n.Name + " is not adopted"
+	case needDeclaration:
+		node, _, _ := strings.Cut(n.Name, "/")
+		return "declaration " + quote(n.Name) + " was never composed for node " + node
 	}
 	return "module " + n.Name + " is not defined"
 }
@@ -70,7 +77,17 @@ func (n Need) String() string {
 //     event's;
 //   - an event on a node's stream follows that node's registration, and one
 //     naming a module follows the module's definition: earlier in the file,
-//     or in the store (Pending, then Settle).
+//     or in the store (Pending, then Settle);
+//   - what the live door checks against what came before (importdoor.go):
+//     a printable actor; declarations composed once, and named by pushes
+//     and reports only once composed (and, for a report, pushed: the
+//     report passes CheckReport); a held_since naming an earlier report
+//     of the node that held something; a take on an adopted node; nothing
+//     of a node or module after its removal; tokens as their commands make
+//     them (secret.set and roster.changed are checked as their commands
+//     make them too);
+//   - the chain values the lines carry follow each other (importchain.go),
+//     checked last, so that a line refused for what it says is told so.
 //
 // An import reads its file twice: Line checks every line, Settle what the
 // lines need of the store, then Replay hands over the accepted events for
@@ -90,6 +107,14 @@ type Import struct {
 	// stripped says the line Line checks last is a composed declaration
 	// stored without its roster (seenLine.stripped).
 	stripped bool
+	// What the file said of nodes, removed modules and tokens
+	// (importdoor.go).
+	nodes          map[string]*fileNode
+	modulesRemoved map[string]int
+	tokens         map[string]*fileToken
+	chain          chainCheck // the chain values the lines carry (importchain.go)
+	lastSeen       int        // the line Line saw last
+	chainErr       error      // what chainLine found of the line Line checks
 }
 
 // seenLine is a line Line checked: its number, a digest of its bytes, and
@@ -126,6 +151,8 @@ func NewImport(reg *events.Registry) *Import {
 func (im *Import) Line(line []byte, n int) (events.Event, error) {
 	im.stripped = false
 	ev, err := im.line(line, n)
+	im.chainDone(n, err == nil)
+	im.lastSeen = n
 	im.seen = append(im.seen, seenLine{n: n, sum: lineSum(line), ok: err == nil, stripped: im.stripped})
 	return ev, err
 }
@@ -138,25 +165,35 @@ func (im *Import) line(line []byte, n int) (events.Event, error) {
 	if err != nil {
 		return events.Event{}, &ImportLineError{Line: n, Err: err}
 	}
-	subj, needs, err := im.check(ev)
+	p, subj, needs, err := im.check(ev)
+	if err == nil {
+		err = im.chainErr
+	}
 	if err != nil {
 		return events.Event{}, &ImportLineError{Line: n, Err: err}
 	}
 	for _, need := range needs {
+		if im.held[need] {
+			continue
+		}
+		if why, ok := im.known(need); ok {
+			return events.Event{}, &ImportLineError{Line: n, Err: fmt.Errorf("%s on %s: %s", ev.Type, ev.Stream, why)}
+		}
+	}
+	var pending []Need
+	for _, need := range needs {
 		switch {
 		case im.held[need]:
 		case im.settled == nil:
-			im.pending[need] = append(im.pending[need], needer{n, ev.Type, ev.Stream})
+			pending = append(pending, need)
 		case !im.settled[need]:
 			return events.Event{}, &ImportLineError{Line: n, Err: unmet(ev.Type, ev.Stream, need)}
 		}
 	}
-	switch ev.Type {
-	case events.TypeNodeRegistered:
-		im.held[Need{"node", subj.node}] = true
-	case events.TypeModuleDefined:
-		im.held[Need{"module", subj.module}] = true
+	for _, need := range pending {
+		im.pending[need] = append(im.pending[need], needer{n, ev.Type, ev.Stream})
 	}
+	im.effects(ev, p, subj, n)
 	return ev, nil
 }
 
@@ -165,10 +202,24 @@ func unmet(typ, stream string, need Need) error {
 }
 
 // Pending lists what lines accepted so far need the store to hold, each
-// with the lines needing it, in the order of their first line.
+// with the lines needing it, in the order of their first line (a node or
+// module before what else that line needs).
 func (im *Import) Pending() []Need {
 	needs := slices.Collect(maps.Keys(im.pending))
-	slices.SortFunc(needs, func(a, b Need) int { return cmp.Compare(im.pending[a][0].line, im.pending[b][0].line) })
+	// A line's node or module first: what else it needs is of them.
+	rank := func(n Need) int {
+		switch n.Kind {
+		case needNode:
+			return 1
+		case needModule:
+			return 2
+		}
+		return 3
+	}
+	slices.SortFunc(needs, func(a, b Need) int {
+		return cmp.Or(cmp.Compare(im.pending[a][0].line, im.pending[b][0].line), cmp.Compare(rank(a), rank(b)),
+			cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
+	})
 	return needs
 }
 
@@ -182,21 +233,24 @@ func (im *Import) Settle(ctx context.Context, r Reader) ([]*ImportLineError, err
 	}
 	var refused []*ImportLineError
 	for _, need := range im.Pending() {
-		var held bool
+		var (
+			n   Node
+			m   Module
+			err error
+		)
 		switch need.Kind {
-		case "node":
-			n, err := r.Node(ctx, need.Name)
-			if err != nil {
-				return nil, fmt.Errorf("commands: import: read node %s: %w", need.Name, err)
-			}
-			held = n.Registered
-		default:
-			m, err := r.Module(ctx, need.Name)
-			if err != nil {
+		case needModule:
+			if m, err = r.Module(ctx, need.Name); err != nil {
 				return nil, fmt.Errorf("commands: import: read module %s: %w", need.Name, err)
 			}
-			held = m.Defined
+		default:
+			node, _, _ := strings.Cut(need.Name, "/")
+			if n, err = r.Node(ctx, node); err != nil {
+				return nil, fmt.Errorf("commands: import: read node %s: %w", node, err)
+			}
+			n.Name = node
 		}
+		held := settleNeed(need, n, m)
 		im.settled[need] = held
 		if !held {
 			for _, l := range im.pending[need] {
@@ -205,7 +259,9 @@ func (im *Import) Settle(ctx context.Context, r Reader) ([]*ImportLineError, err
 		}
 	}
 	im.pending = map[Need][]needer{}
-	slices.SortFunc(refused, func(a, b *ImportLineError) int { return cmp.Compare(a.Line, b.Line) })
+	// A line with two needs unmet is refused once, for the first.
+	slices.SortStableFunc(refused, func(a, b *ImportLineError) int { return cmp.Compare(a.Line, b.Line) })
+	refused = slices.CompactFunc(refused, func(a, b *ImportLineError) bool { return a.Line == b.Line })
 	for _, r := range refused {
 		if i, ok := slices.BinarySearchFunc(im.seen, r.Line, func(l seenLine, n int) int { return cmp.Compare(l.n, n) }); ok {
 			im.seen[i].ok = false
@@ -237,6 +293,7 @@ func (im *Import) Replay(line []byte, n int) (ev events.Event, ok bool, err erro
 	if ev, err = events.UnmarshalJSONLine(line); err != nil {
 		return events.Event{}, false, fmt.Errorf("line %d: %w", n, err)
 	}
+	ev = normalize(ev) // as Line read it
 	if ev, _, _, err = storedForm(im.reg, ev); err != nil {
 		return events.Event{}, false, fmt.Errorf("line %d: %w", n, err)
 	}
@@ -271,20 +328,30 @@ func (im *Import) envelope(line []byte, n int) (events.Event, error) {
 	if ev.Schema == 0 {
 		ev.Schema = 1 // as events.UnmarshalJSONLine reads a line without one
 	}
+	im.chainErr = im.chainLine(ev, n) // told after what the line says is checked
 	ev = normalize(ev)
 	if err := ev.Validate(fmt.Sprintf("line %d", n)); err != nil {
+		return events.Event{}, err
+	}
+	if err := checkActor(ev); err != nil {
 		return events.Event{}, err
 	}
 	return ev, nil
 }
 
 // normalize is a decoded line as an import appends it: its time in UTC,
-// the store's fields cleared, empty data as {} (as a store keeps it).
+// the store's fields cleared, empty data as {} (as a store keeps it), and
+// data in JSON's compact form, as every writer of this build stores it and
+// mesh export writes it (encoding/json's: no space, <, > and & escaped),
+// so that the export of what an import stored carries chain values that
+// follow (a line written by hand with spaces is stored without them).
 func normalize(ev events.Event) events.Event {
 	ev.At = ev.At.UTC()
-	ev.Version, ev.Position = 0, 0
+	ev.Version, ev.Position, ev.Chain = 0, 0, events.Hash{}
 	if len(ev.Data) == 0 {
 		ev.Data = []byte("{}")
+	} else if b, err := json.Marshal(json.RawMessage(ev.Data)); err == nil {
+		ev.Data = b // not valid JSON: kept, for Validate to refuse
 	}
 	return ev
 }
@@ -321,56 +388,62 @@ func subjectOf(p events.Payload) subject {
 	return s
 }
 
-// check checks ev's payload and returns what it names and what it needs
-// the mesh to hold.
-func (im *Import) check(ev events.Event) (subject, []Need, error) {
+// check checks ev's payload and returns it, what it names and what it
+// needs the mesh to hold.
+func (im *Import) check(ev events.Event) (events.Payload, subject, []Need, error) {
 	p, err := im.reg.DecodeStrict(ev)
 	if err != nil {
-		return subject{}, nil, err
+		return nil, subject{}, nil, err
 	}
-	if ss, ok := p.(events.SecretSet); ok {
-		return subject{}, nil, checkSecretSet(ev, ss)
-	}
-	if _, ok := p.(events.RosterChanged); ok {
-		return subject{}, nil, im.rosterLine(ev)
+	switch p := p.(type) {
+	case events.SecretSet:
+		return p, subject{}, nil, checkSecretSet(ev, p)
+	case events.RosterChanged:
+		return p, subject{}, nil, im.rosterLine(ev)
+	case events.TokenCreated, events.TokenRevoked:
+		return p, subject{}, nil, im.tokenLine(ev, p)
 	}
 	s := subjectOf(p)
 	if s.hasNode {
 		if bad := badName("node", s.node); bad != "" {
-			return subject{}, nil, fmt.Errorf("%s: node name %s", ev.Type, bad)
+			return nil, subject{}, nil, fmt.Errorf("%s: node name %s", ev.Type, bad)
 		}
 	}
 	if s.hasModule {
 		if bad := badName("module", s.module); bad != "" {
-			return subject{}, nil, fmt.Errorf("%s: module name %s", ev.Type, bad)
+			return nil, subject{}, nil, fmt.Errorf("%s: module name %s", ev.Type, bad)
 		}
 	}
 	var needs []Need
 	switch {
 	case s.hasNode:
 		if want := events.NodeStream(s.node); ev.Stream != want {
-			return subject{}, nil, fmt.Errorf("%s of node %s on stream %s: a node's events are on its own stream, %s", ev.Type, s.node, short(ev.Stream), want)
+			return nil, subject{}, nil, fmt.Errorf("%s of node %s on stream %s: a node's events are on its own stream, %s", ev.Type, s.node, short(ev.Stream), want)
 		}
 		if ev.Type != events.TypeNodeRegistered {
-			needs = append(needs, Need{"node", s.node})
+			needs = append(needs, Need{needNode, s.node})
 		}
 	case s.hasModule:
 		if want := events.ModuleStream(s.module); ev.Stream != want {
-			return subject{}, nil, fmt.Errorf("%s of module %s on stream %s: a module's events are on its own stream, %s", ev.Type, s.module, short(ev.Stream), want)
+			return nil, subject{}, nil, fmt.Errorf("%s of module %s on stream %s: a module's events are on its own stream, %s", ev.Type, s.module, short(ev.Stream), want)
 		}
 	default:
-		return subject{}, nil, fmt.Errorf("%s names no node and no module", ev.Type)
+		return nil, subject{}, nil, fmt.Errorf("%s names no node and no module", ev.Type)
 	}
 	if s.hasModule && ev.Type != events.TypeModuleDefined {
-		needs = append(needs, Need{"module", s.module})
+		needs = append(needs, Need{needModule, s.module})
 	}
 	if agent, ok := strings.CutPrefix(ev.Actor, "agent:"); ok && (!s.hasNode || agent != s.node) {
-		return subject{}, nil, fmt.Errorf("%s on %s by %s: an agent writes only its own node's events", ev.Type, ev.Stream, short(ev.Actor))
+		return nil, subject{}, nil, fmt.Errorf("%s on %s by %s: an agent writes only its own node's events", ev.Type, ev.Stream, short(ev.Actor))
 	}
 	if err := checkPayload(ev, p, s.node); err != nil {
-		return subject{}, nil, fmt.Errorf("%s: %w", ev.Type, err)
+		return nil, subject{}, nil, fmt.Errorf("%s: %w", ev.Type, err)
 	}
-	return s, needs, nil
+	more, err := im.door(ev, p, s)
+	if err != nil {
+		return nil, subject{}, nil, fmt.Errorf("%s: %w", ev.Type, err)
+	}
+	return p, s, append(needs, more...), nil
 }
 
 // checkPayload checks what the command or report behind p checks.

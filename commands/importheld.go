@@ -25,8 +25,9 @@ import (
 
 // publicForms is what Import keeps to check public apply reports.
 type publicForms struct {
-	sums    map[string]heldSum // apply id -> the held list its report carried in full
-	pending []heldNeed         // public lines whose named report is not in the file
+	sums    map[string]heldSum // apply id -> the held list its report carried in full, or named
+	applies map[string]string  // apply id -> the stream of its report, every report of the file
+	pending []heldNeed         // lines whose named report is not in the file
 }
 
 type heldSum struct {
@@ -34,12 +35,14 @@ type heldSum struct {
 	sum    [32]byte
 }
 
-// heldNeed is a public line whose held list is to be checked against the
-// store.
+// heldNeed is a line whose held_since is to be looked up in the store: a
+// public line's, whose held list must be the one it names, or a compact
+// line's (any), which must name a list that holds something.
 type heldNeed struct {
 	line          int
 	stream, apply string
 	sum           [32]byte
+	any           bool
 }
 
 func sumHeld(held []events.Held) [32]byte {
@@ -76,30 +79,53 @@ func (im *Import) public(ev events.Event, n int) (events.Event, error) {
 		return ev, nil
 	}
 	if im.pub.sums == nil {
-		im.pub.sums = map[string]heldSum{}
+		im.pub.sums, im.pub.applies = map[string]heldSum{}, map[string]string{}
 	}
 	ev, held, since, err := storedForm(im.reg, ev)
 	if err != nil {
 		return ev, err
 	}
 	if since == "" {
-		if bytes.Contains(ev.Data, []byte(`"held":[{`)) {
-			if a, err := events.DecodeAs[events.ApplyReported](im.reg, ev); err == nil && a.HeldSince == "" && len(a.Held) > 0 {
-				id := cmp.Or(a.ApplyID, ev.ID.String())
-				im.pub.sums[id] = heldSum{stream: ev.Stream, sum: sumHeld(a.Held)}
-			}
+		a, err := events.DecodeAs[events.ApplyReported](im.reg, ev)
+		if err != nil {
+			return ev, nil // checked (and refused) as it is
 		}
+		id := cmp.Or(a.ApplyID, ev.ID.String())
+		switch {
+		case a.HeldSince != "":
+			// Compact: held_since alone names an earlier report of the node
+			// that held something.
+			named, ok := im.pub.sums[a.HeldSince]
+			switch {
+			case ok && named.stream != ev.Stream:
+				return ev, fmt.Errorf("apply.reported: held_since %s names a report on %s, not on %s", quote(a.HeldSince), short(named.stream), short(ev.Stream))
+			case ok:
+				im.pub.sums[id] = named // what a later line naming this one holds
+			case im.pub.applies[a.HeldSince] != "":
+				return ev, fmt.Errorf("apply.reported: held_since %s names a report that held nothing (on %s)", quote(a.HeldSince), short(im.pub.applies[a.HeldSince]))
+			default:
+				im.pub.pending = append(im.pub.pending, heldNeed{line: n, stream: ev.Stream, apply: a.HeldSince, any: true})
+			}
+		case len(a.Held) > 0:
+			im.pub.sums[id] = heldSum{stream: ev.Stream, sum: sumHeld(a.Held)}
+		}
+		im.pub.applies[id] = ev.Stream
 		return ev, nil
 	}
+	im.pub.applies[ev.ID.String()] = ev.Stream
 	sum := sumHeld(held)
 	named, ok := im.pub.sums[since]
 	switch {
+	case !ok && im.pub.applies[since] != "":
+		return ev, fmt.Errorf("apply.reported: held_since %s names a report that held nothing (on %s)", quote(since), short(im.pub.applies[since]))
 	case !ok:
 		im.pub.pending = append(im.pub.pending, heldNeed{line: n, stream: ev.Stream, apply: since, sum: sum})
 	case named.stream != ev.Stream:
 		return ev, fmt.Errorf("apply.reported: held_since %s names a report on %s, not on %s", since, short(named.stream), short(ev.Stream))
 	case named.sum != sum:
 		return ev, fmt.Errorf("apply.reported: held (%d) is not the held list of apply %s, which held_since names", len(held), since)
+	default:
+		im.pub.sums[ev.ID.String()] = named // what a later line naming this one holds
 	}
 	return ev, nil
 }
@@ -129,6 +155,10 @@ func (im *Import) SettleHeld(lookup func(stream, apply string) ([]events.Held, e
 				"apply.reported: held_since %s names no apply report of this node, earlier in the file or in the store", p.apply)})
 		case err != nil:
 			return nil, fmt.Errorf("commands: import: line %d: %w", p.line, err)
+		case p.any && len(held) == 0:
+			refused = append(refused, &ImportLineError{Line: p.line, Err: fmt.Errorf(
+				"apply.reported: held_since %s names a report that held nothing", quote(p.apply))})
+		case p.any:
 		case sumHeld(held) != p.sum:
 			refused = append(refused, &ImportLineError{Line: p.line, Err: fmt.Errorf(
 				"apply.reported: held is not the held list of apply %s (%d in the store), which held_since names", p.apply, len(held))})

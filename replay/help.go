@@ -7,7 +7,9 @@ works is that the incident, replayed, does not happen (DESIGN.md rule 7).
 
 The file is checked as mesh import checks it (a line import would refuse is
 an error), then read up to --until POSITION (the file's positions; default:
-all of it). From it the replay takes what the world did: the operators'
+all of it). It is read once: a pipe or /dev/stdin is copied to a temporary
+file (in $TMPDIR, removed at the end); a line longer than 1114112 bytes
+refuses the file; SIGINT and SIGTERM stop the read. From it the replay takes what the world did: the operators'
 commands (nodes registered, adopted and set, modules defined, assigned,
 taken and released, builds recorded, operators' deploys), the store's
 failed reads (a declaration.compose-failed naming a node read: that node's

@@ -21,17 +21,17 @@
 // node composed, what changed pushed) and then applies on the nodes that
 // applied in it, in the recorded order.
 //
-// Run reads the history file and the sandbox lives in memory: nothing is
-// written anywhere.
+// Run reads the history file once, as mesh import reads it
+// (commands/importfile: a line over its bound refuses the file, a signal
+// stops the read), and the sandbox lives in memory: nothing is written
+// anywhere but the temporary copy of a file that can be read only once (a
+// pipe, /dev/stdin), removed when the history is read.
 package replay
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -59,46 +59,40 @@ type history struct {
 // door: commands/importfile), then reads its events up to file position
 // until (0: all) into a memory store.
 func readHistory(ctx context.Context, path string, reg *events.Registry, until uint64) (*history, error) {
+	// Check reads a file that can be read only once (a pipe) into a copy
+	// that Lines reads again.
 	c, err := importfile.Check(ctx, path, reg, importfile.Store{None: true})
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w: %w", ErrHistory, err)
 	}
-	bad := c.Listed(5)
-	c.Close()
-	if len(bad) > 0 {
+	defer c.Close()
+	if bad := c.Listed(5); len(bad) > 0 {
 		return nil, fmt.Errorf("replay %s: %w: mesh import would refuse it: %s", path, ErrHistory, strings.Join(bad, "; "))
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("replay: %w", err)
-	}
-	defer f.Close()
+	// The lines Check read, once more: from its copy when the file can be
+	// read only once (a pipe), bounded and stopped by ctx as it was.
 	h := &history{store: memstore.New()}
-	r := bufio.NewReaderSize(f, 64<<10)
-	for n := 1; ; n++ {
-		line, err := r.ReadBytes('\n')
-		if len(strings.TrimSpace(string(line))) > 0 {
-			ev, derr := events.UnmarshalJSONLineStrict(line)
-			if derr != nil {
-				return nil, fmt.Errorf("replay %s: line %d: %w: %w", path, n, ErrHistory, derr)
-			}
-			if until > 0 && ev.Position > until {
-				break
-			}
-			pos := ev.Position
-			stored, aerr := h.store.Append(ctx, ev.Stream, events.Any, ev)
-			if aerr != nil {
-				return nil, fmt.Errorf("replay %s: line %d: %w", path, n, aerr)
-			}
-			h.events = append(h.events, stored...)
-			h.filePos = append(h.filePos, pos)
+	errUntil := errors.New("until")
+	err = c.Lines(ctx, func(n int, line []byte) error {
+		ev, derr := events.UnmarshalJSONLineStrict(line)
+		if derr != nil {
+			return fmt.Errorf("replay %s: line %d: %w: %w", path, n, ErrHistory, derr)
 		}
-		if errors.Is(err, io.EOF) {
-			break
+		if until > 0 && ev.Position > until {
+			return errUntil
 		}
-		if err != nil {
-			return nil, fmt.Errorf("replay %s: %w", path, err)
+		pos := ev.Position
+		stored, aerr := h.store.Append(ctx, ev.Stream, events.Any, ev)
+		if aerr != nil {
+			return fmt.Errorf("replay %s: line %d: %w", path, n, aerr)
 		}
+		h.events = append(h.events, stored...)
+		h.filePos = append(h.filePos, pos)
+		return nil
+	})
+	if err != nil && !errors.Is(err, errUntil) {
+		h.store.Close()
+		return nil, err
 	}
 	h.rounds = splitRounds(reg, h.events)
 	return h, nil

@@ -368,14 +368,19 @@ func (s *Session) Timeline(ctx context.Context, req api.TimelineRequest, limit, 
 
 // ImportStore is the store an import appends to (importfile.Store): t's
 // own, opened when the file's checks need it, never through a running
-// controller; None says a bolt data directory holds no store yet.
-func ImportStore(ctx context.Context, t Target, clock func() time.Time) importfile.Store {
+// controller; None says a bolt data directory holds no store yet. It is
+// the store alone, no controller: an import makes no secret key, and a
+// data directory or a bolt file is created only by the append.
+func ImportStore(ctx context.Context, t Target) importfile.Store {
 	open := func() (events.Store, error) {
-		s, err := OpenStore(ctx, t, Options{Write: true, Clock: clock}, "import appends to the store itself; stop the controller first")
-		if err != nil {
-			return nil, err
+		if t.Server != "" {
+			return nil, fmt.Errorf("import appends to the store itself, not through %s: give --data or --store", t.Server)
 		}
-		return s.Store, nil // closing it closes s
+		s, err := storeurl.Open(ctx, t.Store, storeurl.Options{Data: t.Data, Create: true})
+		if errors.Is(err, boltstore.ErrLocked) {
+			return nil, fmt.Errorf("the store in %s is %w: import appends to the store itself; stop the controller first", t.Data, ErrHeld)
+		}
+		return s, err
 	}
 	_, err := os.Stat(storeurl.Path(t.Data))
 	return importfile.Store{Open: open, None: t.Bolt() && err != nil}

@@ -33,13 +33,13 @@ func (e *env) importCmd() *cobra.Command {
 // importRun is mesh import: check the file, settle what it needs of the
 // store, refuse it or skip its bad lines, append the rest.
 func (e *env) importRun(ctx context.Context, t target, path string, skipInvalid bool) error {
-	c, err := importfile.Check(ctx, path, events.NewRegistry(), session.ImportStore(ctx, t.Target, wallClock))
+	c, err := importfile.Check(ctx, path, events.NewRegistry(), session.ImportStore(ctx, t.Target))
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	if len(c.Bad) > 0 {
-		render.ImportBad(e.stderr, path, c.Listed(importfile.MaxListed), skipInvalid)
+		render.ImportBad(e.stderr, path, c.Listed(-1), skipInvalid)
 		if !skipInvalid {
 			return c.Refusal(path)
 		}

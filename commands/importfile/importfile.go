@@ -10,6 +10,12 @@
 // does not exist yet is not created: its caller says so and what the file
 // needs is settled against an empty store.
 //
+// The file is read once (source.go): a pipe, a FIFO, /dev/stdin or a
+// device is copied to a temporary file as the first pass reads it, and the
+// second pass reads the copy; a line longer than MaxLine stops the read
+// (ErrLineTooLong), and so does the context (a signal), also while a read
+// waits on a FIFO.
+//
 // The second pass (Checked.Append) reads the file again and replays each
 // line through the same commands.Import, which refuses a line that is not
 // byte for byte the one it checked (the file changed between the passes:
@@ -20,18 +26,15 @@
 // import appends only what the store lacks.
 //
 // Unlike the core it serves, this package does file I/O: it opens and reads
-// the import file, and writes nothing but through the store.
+// the import file, and writes nothing but through the store and the
+// temporary copy of a file that can be read only once.
 package importfile
 
 import (
-	"bufio"
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 
 	"meshplane/commands"
@@ -75,6 +78,7 @@ type Checked struct {
 	im     *commands.Import
 	target Store
 	store  events.Store // opened, or nil
+	src    source
 }
 
 // Check is an import's first pass over the file at path: every line
@@ -84,26 +88,26 @@ type Checked struct {
 // fails is the error (and what it opened is closed); a refused line is
 // in Bad. The caller closes the Checked.
 func Check(ctx context.Context, path string, reg *events.Registry, target Store) (*Checked, error) {
-	c := &Checked{Path: path, im: commands.NewImport(reg), target: target}
-	err := eachLine(path, func(n int, line []byte, tooLong error) error {
+	c := &Checked{Path: path, im: commands.NewImport(reg), target: target, src: source{path: path}}
+	err := eachLine(ctx, &c.src, func(n int, line []byte) error {
 		var le *commands.ImportLineError
-		if tooLong == nil {
-			_, tooLong = c.im.Line(line, n)
-		}
+		_, err := c.im.Line(line, n)
 		switch {
-		case tooLong == nil:
+		case err == nil:
 			c.Accepted++
-		case errors.As(tooLong, &le):
+		case errors.As(err, &le):
 			c.Bad = append(c.Bad, le)
 		default:
-			return tooLong
+			return err
 		}
 		return nil
 	})
 	if err != nil {
+		c.Close()
 		return nil, err
 	}
 	if err := c.settleHeld(ctx, reg); err != nil {
+		c.Close()
 		return nil, err
 	}
 	if len(c.im.Pending()) == 0 {
@@ -115,6 +119,7 @@ func Check(ctx context.Context, path string, reg *events.Registry, target Store)
 		defer empty.Close()
 		st = empty
 	} else if st, err = c.open(); err != nil {
+		c.Close()
 		return nil, err
 	}
 	refused, err := c.im.Settle(ctx, commands.NewHandler(st, reg))
@@ -139,16 +144,28 @@ func (c *Checked) open() (events.Store, error) {
 	return c.store, nil
 }
 
-// Close closes the store Check or Append opened, if either did.
+// Close closes the store Check or Append opened, if either did, and
+// removes the copy of a file that could be read only once.
 func (c *Checked) Close() error {
-	if c.store == nil {
-		return nil
+	err := c.src.remove()
+	if c.store != nil {
+		err = errors.Join(c.store.Close(), err)
+		c.store = nil
 	}
-	return c.store.Close()
+	return err
 }
 
-// Listed is how Bad is told, a line each, at most max lines: each bad
-// line, and how many more there are when they are more than max.
+// Lines calls fn with every non-blank line the first pass checked, trimmed,
+// and its number, reading them again (from the copy, when the file could
+// be read only once), until fn fails or ctx is done. It reads the lines
+// as they are now: Append is the pass that refuses a line that changed.
+func (c *Checked) Lines(ctx context.Context, fn func(n int, line []byte) error) error {
+	return eachLine(ctx, &c.src, fn)
+}
+
+// Listed is how Bad is told, a line each, at most max lines (every one
+// when max is below zero): each bad line, and how many more there are
+// when they are more than max.
 func (c *Checked) Listed(max int) []string {
 	var out []string
 	for i, b := range c.Bad {
@@ -167,56 +184,6 @@ func mergeLines(a, b []*commands.ImportLineError) []*commands.ImportLineError {
 	return out
 }
 
-// eachLine calls fn with the number of every non-blank line of the file
-// at path and the line, trimmed, or the refusal of a line longer than
-// MaxLine (whose bytes are passed over).
-func eachLine(path string, fn func(n int, line []byte, tooLong error) error) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("import: %w", err)
-	}
-	defer f.Close()
-	r := bufio.NewReaderSize(f, 64<<10)
-	var buf []byte
-	for n := 1; ; n++ {
-		buf = buf[:0]
-		long := false
-		var rerr error
-		for {
-			chunk, err := r.ReadSlice('\n')
-			if !long {
-				if len(buf)+len(chunk) > MaxLine+1 { // +1: the newline
-					long, buf = true, buf[:0]
-				} else {
-					buf = append(buf, chunk...)
-				}
-			}
-			if err == bufio.ErrBufferFull {
-				continue
-			}
-			rerr = err
-			break
-		}
-		switch {
-		case long:
-			err = fn(n, nil, &commands.ImportLineError{Line: n, Err: fmt.Errorf("longer than %d bytes", MaxLine)})
-		case len(bytes.TrimSpace(buf)) > 0:
-			err = fn(n, bytes.TrimSpace(buf), nil)
-		default:
-			err = nil
-		}
-		if err != nil {
-			return err
-		}
-		if rerr == io.EOF {
-			return nil
-		}
-		if rerr != nil {
-			return fmt.Errorf("import %s: %w", path, rerr)
-		}
-	}
-}
-
 // Result counts what an import read and appended.
 type Result struct {
 	// Read counts the events read on the second pass (the lines
@@ -230,18 +197,20 @@ type Result struct {
 // how many it took. A line that is not the one checked (the file changed
 // since) stops the import, having appended the batches before it
 // (commands.ErrImportChanged). Append is called once, and opens the
-// target if Check did not.
+// target if Check did not, when it has a batch to append.
 func (c *Checked) Append(ctx context.Context, done func(int)) (Result, error) {
 	var res Result
-	store, err := c.open()
-	if err != nil {
-		return res, err
-	}
 	var batch []events.Event
 	size := 0
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
+		}
+		// Opened for the first batch: a file found changed before it
+		// creates no store.
+		store, err := c.open()
+		if err != nil {
+			return err
 		}
 		n, err := appendBatch(ctx, store, batch)
 		if err != nil {
@@ -257,10 +226,7 @@ func (c *Checked) Append(ctx context.Context, done func(int)) (Result, error) {
 	changed := func(err error) error {
 		return fmt.Errorf("import %s: %w: nothing more was appended", c.Path, err)
 	}
-	err = eachLine(c.Path, func(n int, line []byte, tooLong error) error {
-		if tooLong != nil {
-			return nil // refused on the first pass, and never replayed
-		}
+	err := eachLine(ctx, &c.src, func(n int, line []byte) error {
 		ev, ok, err := c.im.Replay(line, n)
 		switch {
 		case err != nil:
@@ -320,9 +286,6 @@ func appendBatch(ctx context.Context, store events.Store, evs []events.Event) (i
 	}
 	return n, nil
 }
-
-// MaxListed bounds the refused lines an import tells (Listed).
-const MaxListed = 100
 
 // Refusal is the import's refusal of a file with bad lines (listed
 // first): code invalid, nothing appended.

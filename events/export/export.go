@@ -8,10 +8,19 @@
 //
 // the line shape of the scenario step `the event stream receives:`, plus
 // the id, version, position, schema, actor, causation and correlation the
-// store holds. data is the payload as stored: for declaration.composed
-// and apply.reported, the public payloads of DESIGN.md. An import keeps
-// id, stream, type, schema, at, actor, causation, correlation and data;
-// the target store assigns version and position anew.
+// store holds, and last, for a store that chains (events/chain.go), the
+// event's chain value, "chain":"sha256:<hex>": the hash of the line
+// before's value and the event's record as stored. data is the payload as
+// stored: for declaration.composed and apply.reported, the public
+// payloads of DESIGN.md. An import keeps id, stream, type, schema, at,
+// actor, causation, correlation and data; the target store assigns
+// version, position and chain anew. An import checks that the chain
+// values follow each other within the file, and refuses a line that does
+// not (an edited export; commands/importchain.go).
+//
+// A line is at most importfile.MaxLine bytes (1114112: an event's largest
+// payload, events.MaxDataSize, and 64 KiB of envelope); an import refuses
+// a file with a longer one at that line.
 //
 // Write reads the store through events.Store and writes to an io.Writer:
 // it opens no file (mesh export --file writes through internal/atomicfile).

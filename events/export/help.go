@@ -7,7 +7,8 @@ package export
 const Help = `Export writes every event after position --since (default 0: all) to
 stdout, or to --file, as JSON lines: each line is one event's envelope
 (id, stream, version, position, type, schema, at, actor, causation,
-correlation) with its public payload in data: as stored, but a quiet
+correlation, and its chain value when the store chains) with its public
+payload in data: as stored, but a quiet
 apply.reported, which the store keeps with held_since (the apply id of the
 earlier report whose holds it repeats) instead of its holds, is given with
 its holds in full beside held_since, so that every line reads alone.
