@@ -9,6 +9,16 @@ stop): the event store in --data, the embedded bus (NATS) on --bus-listen, the
 projections kept live, and the HTTP API on --listen, its token in
 DATA/api-token.
 
+Listening on every address (--listen or --bus-listen 0.0.0.0, [::], or :PORT)
+is said as addresses a client dials: the printed MESH_SERVER (and
+DATA/controller.json) names 127.0.0.1, for the CLI on this machine (hosts
+elsewhere reach the API at --advertise, named in their join tokens), and
+DATA/bus-urls, which 'mesh node register --creds' writes into credentials
+carried to agents on this host or others, names the bus at 127.0.0.1 first,
+then at every address of this machine's interfaces: an agent tries them in
+a random order until one answers. With TLS the certificate must name the address an
+agent dials; 'node register --bus-url' names others.
+
 With --mesh FILE or --modules DIR it first builds the images the mesh file's
 builds: name (Go programs of the project, static, one layer), defines the
 modules and sets up the nodes they name, the builds recorded (each command
