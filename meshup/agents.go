@@ -74,8 +74,9 @@ type Agents []*exec.Cmd
 // and its output appended to agent.log there; the agent of StoreNode
 // serves the artifact store on StoreAt. Each runs in a process group of
 // its own, so a Ctrl-C at the terminal reaches up alone, which stops them
-// in order. On an error the ones started are returned, for the caller to
-// Stop.
+// in order; each dies with up (its parent-death signal), and an orphan an
+// earlier up left on the node's directory is stopped first (orphans.go).
+// On an error the ones started are returned, for the caller to Stop.
 func StartAgents(cfg AgentsConfig) (Agents, error) {
 	if len(cfg.File.Nodes) == 0 {
 		return nil, nil
@@ -92,6 +93,9 @@ func StartAgents(cfg AgentsConfig) (Agents, error) {
 		dir := filepath.Join(cfg.Data, AgentsDir, n.Name)
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return procs, fmt.Errorf("start agent %s: %w", n.Name, err)
+		}
+		if err := stopOrphan(dir, n.Name, cfg.Out); err != nil {
+			return procs, err
 		}
 		creds := filepath.Join(dir, CredsFile)
 		if err := cfg.Register(n.Name, creds); err != nil {
@@ -126,14 +130,18 @@ func StartAgents(cfg AgentsConfig) (Agents, error) {
 		c.Stdout, c.Stderr = logf, logf
 		c.Env = append(os.Environ(), "MESH_SERVER=", "MESH_TOKEN=")
 		// Its own process group: a Ctrl-C at the terminal reaches up, which
-		// stops the agents itself, in order.
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		err = c.Start()
+		// stops the agents itself, in order. Pdeathsig: up dying, even by
+		// SIGKILL, stops it too (see orphans.go).
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+		err = onForker(c.Start)
 		logf.Close() // the child has its own descriptor
 		if err != nil {
 			return procs, fmt.Errorf("start agent %s: %w", n.Name, err)
 		}
 		procs = append(procs, c)
+		if err := writePIDFile(dir, c.Process.Pid); err != nil {
+			return procs, fmt.Errorf("start agent %s: %w", n.Name, err)
+		}
 		fmt.Fprintf(cfg.Out, "agent %-8s pid %d, runtime %s, log %s\n", n.Name, c.Process.Pid, rt, filepath.Join(dir, LogFile))
 		if n.Name == cfg.StoreNode {
 			fmt.Fprintf(cfg.Out, "agent %-8s serves the artifact store on %s (%s)\n", n.Name, cfg.StoreAt, filepath.Join(dir, ArtifactsDir))

@@ -24,7 +24,12 @@ builds: name (Go programs of the project, static, one layer), defines the
 modules and sets up the nodes they name, the builds recorded (each command
 checked first: one refused writes none; work already done appends nothing),
 then starts one agent process per node of the mesh file (DATA/agents/NODE:
-credentials, outbox, agent.log), stopped with the controller. A node that
+credentials, outbox, agent.log, agent.pid), stopped with the controller.
+The agents die with up, even when up is killed (SIGKILL): each gets SIGTERM
+from the kernel when up ends. An agent an earlier up left running on a
+node's directory (an orphan) is stopped, not adopted, before its node's new
+agent starts: up says "stopped orphan agent pid N of node X left by an
+earlier mesh up". One whose up still runs is left alone, and up stops. A node that
 says runtime: docker runs on the Docker engine (DOCKER_HOST, else the default
 socket) when one answers: its paths under DATA/agents/NODE/root, its engine
 names prefixed NODE-, everything it makes there (and every image up builds)
