@@ -32,7 +32,13 @@ agent starts: up says "stopped orphan agent pid N of node X left by an
 earlier mesh up". One whose up still runs is left alone, and up stops. A node that
 says runtime: docker runs on the Docker engine (DOCKER_HOST, else the default
 socket) when one answers: its paths under DATA/agents/NODE/root, its engine
-names prefixed NODE-, everything it makes there (and every image up builds)
+names prefixed NODE-ID6- (ID6: the first 6 hex digits of the data directory's
+id, so that two data directories' nodes of one name on one engine never want
+one name; NODE- for a node an older up already ran on the engine, whose
+volumes and networks keep their names; kept in DATA/agents/NODE/docker-prefix;
+a container, network or volume of another data directory in the way of a
+name is never touched: the resource fails naming its owner's id), everything
+it makes there (and every image up builds)
 labelled meshplane.data=ID, the data directory's id in DATA/data-id, so that
 the clean-up up prints touches only this data directory's on a shared
 engine, and, if it holds the artifact store, its agent serves
