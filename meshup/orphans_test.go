@@ -3,7 +3,6 @@ package meshup
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,14 +15,19 @@ import (
 	"meshplane/agent/agentd"
 )
 
-// TestHelperAgent is not a test: run by lockingAgent as
-// `TEST -test.run=^TestHelperAgent$ -- agent --data DIR`, it holds DIR's
-// agent lock, as an agent does, until it is signalled.
-func TestHelperAgent(t *testing.T) {
-	if os.Getenv("MESHUP_HELPER_AGENT") != "1" {
-		return
+// TestMain runs the test binary as a helper agent when lockingAgent
+// starts it (MESHUP_HELPER_AGENT=1), else the tests.
+func TestMain(m *testing.M) {
+	if os.Getenv("MESHUP_HELPER_AGENT") == "1" {
+		helperAgent(os.Args[1:])
 	}
-	args := flag.Args()
+	os.Exit(m.Run())
+}
+
+// helperAgent, run as `TEST agent --data DIR` (or `holder --data DIR`,
+// which is no agent), holds DIR's agent lock, as an agent does, until it
+// is signalled.
+func helperAgent(args []string) {
 	if len(args) != 3 || (args[0] != "agent" && args[0] != "holder") || args[1] != "--data" {
 		fmt.Fprintf(os.Stderr, "helper agent: args %q\n", args)
 		os.Exit(2)
@@ -36,7 +40,6 @@ func TestHelperAgent(t *testing.T) {
 		fmt.Fprintf(os.Stderr, "helper agent: %v\n", err)
 		os.Exit(2)
 	}
-	os.Stdout.WriteString("locked\n")
 	time.Sleep(time.Minute)
 	os.Exit(0)
 }
@@ -46,7 +49,7 @@ func TestHelperAgent(t *testing.T) {
 // holds the lock.
 func lockingAgent(t *testing.T, dir, as string) *exec.Cmd {
 	t.Helper()
-	c := exec.Command(os.Args[0], "-test.run=^TestHelperAgent$", "--", as, "--data", dir)
+	c := exec.Command(os.Args[0], as, "--data", dir)
 	c.Env = append(os.Environ(), "MESHUP_HELPER_AGENT=1")
 	var out bytes.Buffer
 	c.Stdout, c.Stderr = &out, &out
