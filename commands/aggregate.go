@@ -40,6 +40,12 @@ type Node struct {
 	// Liveness is what the node's last node.went-silent or node.came-back
 	// says.
 	Liveness Liveness
+	// Heard says the node's stream holds something the node said since it
+	// was last registered: an apply report (recorded, refused, throttled
+	// or delivered late), or a liveness transition naming a heartbeat. A
+	// node never heard is not silent: its agent has not started yet
+	// (RecordWentSilent).
+	Heard bool
 }
 
 // Liveness is a node's last liveness transition: Silent after a
@@ -207,8 +213,10 @@ func EvolveNode(s Node, ev events.Event, p events.Payload) Node {
 			since = ev.At
 		}
 		s.Liveness = Liveness{Silent: true, SilentSince: since}
+		s.Heard = s.Heard || !p.LastSeen.IsZero()
 	case events.NodeCameBack:
 		s.Liveness = Liveness{}
+		s.Heard = true
 	}
 	switch ev.Type {
 	case events.TypeDeclarationComposed:
@@ -228,6 +236,9 @@ func EvolveNode(s Node, ev events.Event, p events.Payload) Node {
 		s.Current.Pushed = false
 	case events.TypeApplyReported:
 		s.Applies = s.Applies.with(ev.ID, ev.Version) // the envelope's: no payload decoded
+		s.Heard = true
+	case events.TypeReportRefused, events.TypeReportThrottled, events.TypeReportDeliveredLate:
+		s.Heard = true // by type: the node said something, whatever it was
 	}
 	return s
 }

@@ -26,10 +26,15 @@ type WentSilent struct {
 
 // RecordWentSilent appends node.went-silent on the node's stream unless its
 // last liveness event already is one (then nothing, and no error). A node
-// that is not registered has no stream: a *Rejection with CodeNodeUnknown.
+// never heard (no LastSeen, and nothing on its stream the node said: see
+// Node.Heard) is not silent, whatever the time since its join: its agent
+// may start later (`mesh agent install` prints how), and until its first
+// heartbeat its sync is unreported; nothing is appended, and no error.
+// A node that is not registered has no stream: a *Rejection with
+// CodeNodeUnknown.
 func (h *Handler) RecordWentSilent(ctx context.Context, s WentSilent) ([]events.Event, error) {
 	n, err := h.livenessNode(ctx, s.Node)
-	if err != nil || n.Liveness.Silent {
+	if err != nil || n.Liveness.Silent || (s.LastSeen.IsZero() && !n.Heard) {
 		return nil, err
 	}
 	p := events.NodeWentSilent{Node: s.Node, Bound: s.Bound.String()}

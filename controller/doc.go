@@ -53,7 +53,9 @@
 // Liveness (liveness.go, Config.SilentAfter): the bus hands each agent
 // heartbeat to Heard, kept in memory; status shows each node's last seen
 // and sync "unreachable" past the bound, and the leader records only the
-// transitions, node.went-silent and node.came-back.
+// transitions, node.went-silent and node.came-back. A node never heard (no
+// heartbeat, no report in history: its agent not started yet) is never
+// unreachable nor silent; its sync stays unreported.
 //
 // controller.json (WriteInfo, ReadInfo) tells a CLI that finds the store
 // locked where the controller listens.

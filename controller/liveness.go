@@ -26,6 +26,13 @@ const DefaultSilentAfter = 30 * time.Second
 // node.came-back, each decided against the node's stream
 // (commands.RecordWentSilent), so asking twice appends once.
 //
+// A node never heard (no heartbeat since this controller started, and no
+// report from it in history: projections.Status.Heard) is not silent,
+// however long ago it joined: its agent may start minutes later, as
+// `mesh agent install` says. Its sync stays unreported until its first
+// heartbeat, never unreachable, and no node.went-silent is recorded for it.
+// Only a node heard and then unheard for longer than the bound goes silent.
+//
 // A controller that starts leading has heard nobody yet: every node is
 // given one bound of grace from then (lead time) before it can go silent,
 // so a fresh leader does not record a went-silent for every node at start.
@@ -120,7 +127,7 @@ func (l *liveness) view(node string, now time.Time) (last time.Time, agent strin
 }
 
 // withLiveness puts what the controller heard of st's node into st: LastSeen, and
-// sync "unreachable" when it is.
+// sync "unreachable" when it is (never for a node never heard).
 func (c *Controller) withLiveness(st *api.NodeStatus) {
 	if c.live == nil {
 		return
@@ -130,25 +137,27 @@ func (c *Controller) withLiveness(st *api.NodeStatus) {
 		l := last.UTC()
 		st.LastSeen, st.AgentVersion = &l, agent
 	}
-	if unreachable {
+	if unreachable && (!last.IsZero() || c.views.Status.Heard(st.Node)) {
 		st.Sync = api.SyncUnreachable
 	}
 }
 
 // LastSeen is what the controller heard of node: its last heartbeat (zero:
-// none since it started), whether it is unreachable now, and whether the
-// controller tracks liveness at all (on). The metrics read it.
+// none since it started), whether it is unreachable now (never a node
+// never heard), and whether the controller tracks liveness at all (on).
+// The metrics read it.
 func (c *Controller) LastSeen(node string) (last time.Time, unreachable, on bool) {
 	if c.live == nil {
 		return time.Time{}, false, false
 	}
 	last, _, unreachable = c.live.view(node, c.clock())
-	return last, unreachable, true
+	return last, unreachable && (!last.IsZero() || c.views.Status.Heard(node)), true
 }
 
 // CheckLiveness records the liveness transitions due now: node.went-silent
-// for each node unheard for longer than the bound (from its last heartbeat,
-// or from when this controller started leading, whichever is later),
+// for each node heard once and unheard since for longer than the bound
+// (from its last heartbeat, or from when this controller started leading,
+// whichever is later; a node never heard is skipped),
 // node.came-back for each node heard within the bound whose last
 // transition is a went-silent. Each is appended once per transition (see
 // commands.RecordWentSilent); a node whose state is known needs no read.
@@ -186,9 +195,10 @@ func (c *Controller) CheckLiveness(ctx context.Context) ([]events.Event, error) 
 			from = leads
 		}
 		alive := now.Sub(from) <= l.bound
+		heard := !last.IsZero() || c.views.Status.Heard(node)
 		silent, known := l.silent[node]
 		switch {
-		case !alive && (!known || !silent):
+		case !alive && heard && (!known || !silent):
 			todo = append(todo, due{node, last, true})
 		case alive && !last.IsZero() && (!known || silent):
 			todo = append(todo, due{node, last, false})

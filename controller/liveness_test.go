@@ -7,10 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"meshplane/api"
 	"meshplane/controller"
 	"meshplane/events"
 	"meshplane/events/memstore"
+	"meshplane/projections"
 )
 
 // fakeClock is a clock a test moves.
@@ -121,8 +124,8 @@ func wantLive(t *testing.T, step string, store events.Store, want ...string) {
 	}
 }
 
-// TestLivenessTransitions: with a fake clock, a node unheard for longer
-// than the bound goes silent once (a fresh leader gives every node one
+// TestLivenessTransitions: with a fake clock, a node heard and then unheard
+// for longer than the bound goes silent once (a fresh leader gives every node one
 // bound of grace first), status says unreachable with its last seen, a
 // check again appends nothing, a heartbeat brings it back once; a standby
 // hears but records nothing; a new leader finding a node silent in
@@ -137,6 +140,7 @@ func TestLivenessTransitions(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	c.Heard("b") // b's agent says hello at once, and never again
 	var want []string
 	check(t, c, clk, t0.Add(10*time.Second))
 	wantLive(t, "within the grace", store, want...)
@@ -148,7 +152,7 @@ func TestLivenessTransitions(t *testing.T) {
 	check(t, c, clk, t0.Add(31*time.Second))
 	want = append(want, "node.went-silent node-b")
 	wantLive(t, "b past the grace", store, want...)
-	if st := nodeStatus(t, c, "b"); st.Sync != api.SyncUnreachable || st.LastSeen != nil {
+	if st := nodeStatus(t, c, "b"); st.Sync != api.SyncUnreachable || st.LastSeen == nil || !st.LastSeen.Equal(t0) {
 		t.Fatalf("b silent: sync %s, last seen %v", st.Sync, st.LastSeen)
 	}
 	check(t, c, clk, t0.Add(51*time.Second))
@@ -233,5 +237,65 @@ func TestHeardAgentVersion(t *testing.T) {
 	}
 	if st := nodeStatus(t, c, "b"); st.AgentVersion != "" {
 		t.Errorf("b never heard: agent version %q", st.AgentVersion)
+	}
+}
+
+// TestLivenessNeverHeard: a node joined whose agent starts minutes later
+// is not silent meanwhile: no node.went-silent, its sync unreported (not
+// unreachable), the metrics' view not unreachable either. Heard once, it
+// is tracked as any node, and goes silent when unheard past the bound. A
+// node whose history holds a report from it is one heard: a controller
+// started since, which heard nothing of it, records it silent after the
+// grace.
+func TestLivenessNeverHeard(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	t0 := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	clk := &fakeClock{now: t0}
+	c, stop := liveController(t, store, clk, false)
+	if _, err := c.RegisterNodes(ctx, api.RegisterNodesRequest{Operator: "tester", Nodes: []string{"late"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []time.Duration{3 * time.Second, 31 * time.Second, 10 * time.Minute} {
+		check(t, c, clk, t0.Add(at))
+		wantLive(t, "never heard, "+at.String()+" after its join", store)
+		if st := nodeStatus(t, c, "late"); st.Sync != projections.SyncUnreported || st.LastSeen != nil {
+			t.Fatalf("never heard, %s after its join: sync %s, last seen %v; want unreported, none", at, st.Sync, st.LastSeen)
+		}
+		if _, unreachable, on := c.LastSeen("late"); !on || unreachable {
+			t.Fatalf("never heard, %s after its join: the metrics' view says unreachable", at)
+		}
+	}
+	heard := t0.Add(10*time.Minute + time.Second)
+	clk.Set(heard)
+	c.Heard("late") // its agent starts
+	check(t, c, clk, heard.Add(time.Second))
+	wantLive(t, "its first heartbeat", store)
+	check(t, c, clk, heard.Add(31*time.Second))
+	wantLive(t, "heard, then unheard past the bound", store, "node.went-silent node-late")
+
+	// A report from it in history: a new leader that has not heard it
+	// gives it the grace, then records it silent.
+	stop()
+	store2 := memstore.New()
+	reg := events.NewRegistry()
+	clk.Set(t0)
+	c2, _ := liveController(t, store2, clk, false)
+	if _, err := c2.RegisterNodes(ctx, api.RegisterNodesRequest{Operator: "tester", Nodes: []string{"old"}}); err != nil {
+		t.Fatal(err)
+	}
+	ev, err := reg.New("node-old", events.ReportRefused{Node: "old", Reason: events.RefusedMalformed}, events.Meta{ID: uuid.New(), At: t0, Actor: "controller"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store2.Append(ctx, "node-old", events.Any, ev); err != nil {
+		t.Fatal(err)
+	}
+	check(t, c2, clk, t0.Add(29*time.Second))
+	wantLive(t, "reported once, within the grace", store2)
+	check(t, c2, clk, t0.Add(31*time.Second))
+	wantLive(t, "reported once, past the grace", store2, "node.went-silent node-old")
+	if st := nodeStatus(t, c2, "old"); st.Sync != api.SyncUnreachable {
+		t.Fatalf("reported once, past the grace: sync %s, want unreachable", st.Sync)
 	}
 }

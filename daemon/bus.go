@@ -43,6 +43,9 @@ type startedBus struct {
 	// or an external cluster's ExternalRevoker (--nats-operator-seed and
 	// --nats-system-creds); nil when there is none.
 	revoker revoker
+	// listen is the embedded bus's listening address (host:port), as
+	// --bus-listen said; "" for an external bus.
+	listen string
 	// external: the bus is an external NATS cluster (--nats), whose URLs
 	// agents are given as the operator wrote them, with its CA (caPEM).
 	external bool
@@ -95,7 +98,7 @@ func startBus(cfg Config, log *slog.Logger) (startedBus, error) {
 			"peers", cfg.BusPeers, "replicas", cc.Replicas, "operator", srv.Authority().OperatorPublicKey())
 	}
 	return startedBus{
-		cfg: cc, urls: srv.URLs, stop: srv.Shutdown, refused: srv.RouteRefused,
+		cfg: cc, urls: srv.URLs, stop: srv.Shutdown, refused: srv.RouteRefused, listen: listen,
 		clustered: srv.Clustered(), issuer: srv.Authority().Issuer(), revoker: srv,
 	}, nil
 }

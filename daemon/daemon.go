@@ -164,10 +164,20 @@ type Config struct {
 
 // Ready says where a running controller can be reached.
 type Ready struct {
-	APIURL  string // http(s)://host:port of the API
-	Listen  string // the API's listening address
+	// APIURL is http(s)://host:port of the API as a client on this
+	// machine dials it: loopback when the API listens on every address.
+	APIURL string
+	Listen string // the API's listening address, as listened on
+	// BusURLs are the bus's URLs as a client on this machine dials them
+	// (loopback when the bus listens on every address): the agents `mesh
+	// up` starts here are given these.
 	BusURLs []string
-	Token   string // the API token (DATA/api-token)
+	// AgentBusURLs are what DATA/bus-urls records for credentials carried
+	// to agents here or on other hosts: BusURLs, and when the embedded
+	// bus listens on every address, its URL at each address of the
+	// machine's interfaces after the loopback one.
+	AgentBusURLs []string
+	Token        string // the API token (DATA/api-token)
 }
 
 // ErrStoreHeld is Run's error when another process holds the
@@ -413,8 +423,11 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		scheme = "https"
 	}
 	addr := ln.Addr().String()
-	ready := Ready{APIURL: scheme + "://" + addr, Listen: addr, BusURLs: busURLs, Token: token}
-	m, err := newMinter(sb, busURLs, advertisedAPI(cfg, ready.APIURL), caPEM)
+	ready := Ready{APIURL: localURL(scheme, addr), Listen: addr, BusURLs: busURLs, AgentBusURLs: busURLs, Token: token}
+	if !sb.external && unspecifiedHost(sb.listen) {
+		ready.AgentBusURLs = withAddresses(busURLs, interfaceIPs())
+	}
+	m, err := newMinter(sb, busURLs, advertisedAPI(cfg, scheme+"://"+addr), caPEM)
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}

@@ -23,6 +23,15 @@ var (
 	// ErrIDConflict means an event id is already stored with other content.
 	ErrIDConflict = errors.New("event id already stored with other content")
 
+	// ErrStoreFull means the store could not write for lack of space: its
+	// disk is full (ENOSPC, a quota: EDQUOT; PostgreSQL's disk_full,
+	// SQLSTATE 53100). Nothing of the append was written; the same append
+	// succeeds once there is room. Stores wrap it beside the cause
+	// ("boltstore: append node-n1: the event store is full: write
+	// events.db: no space left on device"); the API answers it 507
+	// store-full, the CLI says it and exits 1.
+	ErrStoreFull = errors.New("the event store is full")
+
 	// ErrUnknownType means a payload's type is not in the codec's registry.
 	// Stores never return it: they keep events of every type. Projections count
 	// and skip such events.

@@ -89,7 +89,7 @@ func TestStartAgents(t *testing.T) {
 	for _, c := range []struct{ log, want string }{
 		{logA, "args: agent --creds " + filepath.Join(dirA, CredsFile) + " --data " + dirA + " --runtime sim --sim-found /x,/y\n"},
 		{logB, "args: agent --creds " + filepath.Join(dirB, CredsFile) + " --data " + dirB + " --runtime docker --docker-root " + root +
-			" --docker-prefix b- --docker-label " + agent.LabelData + "=0123456789abcdef --artifact-store 127.0.0.1:7481\n"},
+			" --docker-prefix b-012345- --docker-label " + agent.LabelData + "=0123456789abcdef --artifact-store 127.0.0.1:7481\n"},
 		{logA, "server: []"},
 		{logB, "server: []"},
 	} {
@@ -154,5 +154,56 @@ func TestStartAgentsFailures(t *testing.T) {
 	}
 	if err := none.Stop(); err != nil {
 		t.Errorf("stop of none: %v", err)
+	}
+}
+
+// TestDockerPrefix: a node's engine names carry the data directory's id
+// (two data directories' nodes of one name never want one name); a node an
+// older up ran on the engine (its root there, no prefix recorded) keeps
+// NODE-, its volumes' and networks' names; the choice is kept.
+func TestDockerPrefix(t *testing.T) {
+	const id = "0123456789abcdef"
+	for _, tc := range []struct {
+		name   string
+		before func(t *testing.T, dir string)
+		want   string
+		err    string
+	}{
+		{name: "new node", want: "local-012345-"},
+		{name: "an older up's node", before: func(t *testing.T, dir string) {
+			if err := os.MkdirAll(filepath.Join(dir, DockerRootDir), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, want: "local-"},
+		{name: "kept", before: func(t *testing.T, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, DockerPrefixFile), []byte("local-abcdef-\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, want: "local-abcdef-"},
+		{name: "not this node's", before: func(t *testing.T, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, DockerPrefixFile), []byte("other-\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, err: "not a prefix of node local's engine names"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.before != nil {
+				tc.before(t, dir)
+			}
+			got, err := dockerPrefix(dir, "local", id)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("dockerPrefix: %q, %v; want an error saying %q", got, err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("dockerPrefix: %q, %v; want %q", got, err, tc.want)
+			}
+			if again, err := dockerPrefix(dir, "local", "fedcba9876543210"); err != nil || again != tc.want {
+				t.Fatalf("dockerPrefix again: %q, %v; want %q kept", again, err, tc.want)
+			}
+		})
 	}
 }

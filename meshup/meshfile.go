@@ -6,7 +6,9 @@
 // engine (DataID, DockerCleanup), the runtime each node runs on
 // (Runtimes), where the artifact store is served on this machine
 // (StoreServed, StoreFree), the local supervisor of one agent process per
-// node (StartAgents, Agents.Stop), and the convergence wait of --once
+// node (StartAgents, Agents.Stop; its agents die with up, and an earlier
+// up's orphans are stopped: orphans.go; a docker node's engine names carry
+// the data directory's id: DockerPrefixFile), and the convergence wait of --once
 // (Converge: push every node, wait until each node's report is recorded).
 //
 // Two functions put them together: Up is `mesh up` (the set-up on the

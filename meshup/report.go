@@ -99,10 +99,16 @@ func sayNode(w io.Writer, s api.NodeStatus) {
 }
 
 // SayReady is said once the controller serves: where its API is, and,
-// unless once, how to point the CLI at it.
+// unless once, how to point the CLI at it. Addresses are ones a client
+// dials (daemon.Ready): loopback for the API when it listens on every
+// address, and the bus as DATA/bus-urls names it.
 func SayReady(w io.Writer, data string, r daemon.Ready, once bool) {
 	tokenFile := filepath.Join(data, httpapi.TokenFile)
-	fmt.Fprintf(w, "controller: API %s (token in %s), bus %s, data %s\n", r.APIURL, tokenFile, strings.Join(r.BusURLs, ","), data)
+	busURLs := r.AgentBusURLs
+	if len(busURLs) == 0 {
+		busURLs = r.BusURLs
+	}
+	fmt.Fprintf(w, "controller: API %s (token in %s), bus %s, data %s\n", r.APIURL, tokenFile, strings.Join(busURLs, ","), data)
 	if !once {
 		fmt.Fprintf(w, "the CLI against it: export MESH_SERVER=%s MESH_TOKEN=$(cat %s)\n", r.APIURL, tokenFile)
 	}

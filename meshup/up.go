@@ -148,7 +148,7 @@ func Up(ctx context.Context, cfg UpConfig) (UpResult, error) {
 		stopCtl()
 		return res, <-done
 	}
-	if err := daemon.WriteBusURLs(data, r.BusURLs); err != nil {
+	if err := daemon.WriteBusURLs(data, r.AgentBusURLs); err != nil {
 		stopCtl()
 		return res, errors.Join(err, <-done)
 	}

@@ -294,6 +294,17 @@ func (s *Status) Of(node string) (NodeStatus, error) {
 	return s.of(node, n), nil
 }
 
+// Heard reports whether node's history holds a report from it since it was
+// last registered: an apply recorded, or a report refused. A node never
+// heard (its agent not started yet) is unreported, never unreachable, and
+// the controller records no node.went-silent for it.
+func (s *Status) Heard(node string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n, ok := s.nodes[node]
+	return ok && (n.applied != nil || n.refused.Position > 0)
+}
+
 // ComposeFailure is node's NodeStatus.ComposeFailed without the rest of its
 // status: its compose failure, when that is its last compose attempt
 // (after its last compose, whatever was applied since). The controller's

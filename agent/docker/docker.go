@@ -24,7 +24,11 @@
 // meshplane.data, so that meshes sharing an engine clean up only their
 // own), and a container that carries one of their keys with another value
 // is another mesh's: never listed, changed or removed. One without the key
-// (made before it was given) is still taken as this node's.
+// (made before it was given) is still taken as this node's. A container,
+// network or volume of another mesh in the way of a name this runtime
+// would use (two meshes' nodes of one name and one --docker-prefix) is
+// never touched, joined or mounted: the resource fails with ErrOtherMesh,
+// naming the owner's label.
 //
 // The digest covers only what cannot change on a running container (DESIGN.md
 // rule 2): the declaration's container spec. The roster reaches containers
@@ -72,6 +76,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -277,6 +282,42 @@ func (r *Runtime) ours(labels map[string]string) bool {
 	return true
 }
 
+// ErrOtherMesh means a container, network or volume of the engine name
+// the runtime would use is another mesh's: it carries one of
+// Options.Labels' keys at another value (another data directory's
+// meshplane.data on a shared engine). It is never touched, joined or
+// mounted; the error names its owner, and the resource fails (the same
+// each pass, never a churn) until one of the two meshes gives its node
+// another --docker-prefix (mesh up derives one from the data directory's
+// id). It is also agent.ErrExists.
+var ErrOtherMesh = errors.New("another mesh's")
+
+// otherMesh names the label by which labels mark another mesh's object
+// ("meshplane.data=ID"), "" when they mark none: a key of Options.Labels at
+// another value. An object without the key (made before it was given, or
+// by hand) is not another mesh's.
+func (r *Runtime) otherMesh(labels map[string]string) string {
+	for _, k := range slices.Sorted(maps.Keys(r.opt.Labels)) {
+		if got, ok := labels[k]; ok && got != r.opt.Labels[k] {
+			return k + "=" + got
+		}
+	}
+	return ""
+}
+
+// refuseOther is the error for the engine's kind named en, whose labels
+// mark another mesh's (owner), or nil when they do not.
+func (r *Runtime) refuseOther(kind, en string, labels map[string]string) error {
+	owner := r.otherMesh(labels)
+	if owner == "" {
+		return nil
+	}
+	if n := labels[agent.LabelNode]; n != "" {
+		owner += ", node " + n
+	}
+	return fmt.Errorf("the engine's %s %s is %w (%s), not touched: give this node's agent another --docker-prefix: %w", kind, en, ErrOtherMesh, owner, agent.ErrExists)
+}
+
 // ownLabels are the labels the runtime sets itself.
 var ownLabels = map[string]bool{
 	agent.LabelManaged: true, agent.LabelNode: true, agent.LabelResource: true,
@@ -466,6 +507,14 @@ func (r *Runtime) CreateContainer(ctx context.Context, c agent.Container) error 
 	}
 	created, err := r.eng.ContainerCreate(ctx, cfg, hc, nc, nil, r.EngineName(c.Name))
 	if err != nil {
+		if cerrdefs.IsConflict(err) {
+			// The name is taken: another mesh's is said as such.
+			if in, ierr := r.eng.ContainerInspect(ctx, r.EngineName(c.Name)); ierr == nil && in.Config != nil {
+				if oerr := r.refuseOther("container", r.EngineName(c.Name), in.Config.Labels); oerr != nil {
+					return fmt.Errorf("docker: create %s: %w", c.Name, oerr)
+				}
+			}
+		}
 		return fail("create", c.Name, err)
 	}
 	// Engine API 1.41 takes one network at create; the others are joined
@@ -566,13 +615,14 @@ func (r *Runtime) labelsWith(more map[string]string) map[string]string {
 }
 
 // ensureNetwork makes the network name when the engine has none of that
-// name. A network made by hand of that name is joined as it is.
+// name. A network made by hand of that name is joined as it is; another
+// mesh's is not (ErrOtherMesh).
 func (r *Runtime) ensureNetwork(ctx context.Context, name string) error {
 	en := r.EngineName(name)
 	r.netMu.Lock()
 	defer r.netMu.Unlock()
-	if _, err := r.eng.NetworkInspect(ctx, en, network.InspectOptions{}); err == nil {
-		return nil
+	if nw, err := r.eng.NetworkInspect(ctx, en, network.InspectOptions{}); err == nil {
+		return r.refuseOther("network", en, nw.Labels)
 	} else if !cerrdefs.IsNotFound(err) {
 		return fail("inspect network", name, err)
 	}
@@ -583,11 +633,12 @@ func (r *Runtime) ensureNetwork(ctx context.Context, name string) error {
 	return nil
 }
 
-// ensureVolume makes the volume name when the engine has none of that name.
+// ensureVolume makes the volume name when the engine has none of that
+// name; another mesh's is never mounted (ErrOtherMesh).
 func (r *Runtime) ensureVolume(ctx context.Context, name string) error {
 	en := r.EngineName(name)
-	if _, err := r.eng.VolumeInspect(ctx, en); err == nil {
-		return nil
+	if v, err := r.eng.VolumeInspect(ctx, en); err == nil {
+		return r.refuseOther("volume", en, v.Labels)
 	} else if !cerrdefs.IsNotFound(err) {
 		return fail("inspect volume", name, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/docker/docker/api/types/container"
@@ -99,5 +100,58 @@ func TestLabelsCannotBeTheRuntimes(t *testing.T) {
 	}
 	if _, err := docker.New(docker.Options{Node: "n1", Labels: map[string]string{agent.LabelData: "x"}}); err != nil {
 		t.Errorf("label %s: %v", agent.LabelData, err)
+	}
+}
+
+// TestOtherMeshSameNamesRefused: two meshes' nodes of one name on one
+// engine, under one prefix (two data directories whose agents were given
+// the same --docker-prefix): the second's container, network and volume
+// are refused, each naming the first's data label, and the first's are
+// untouched (not joined, not mounted, not removed); a second pass of the
+// second fails the same, creating and removing nothing: no churn.
+func TestOtherMeshSameNamesRefused(t *testing.T) {
+	setup(t)
+	node := randomNode(t)
+	a := newRTFor(t, node, node+"-", t.TempDir(), eng, withLabels(map[string]string{agent.LabelData: "aaaa"}))
+	b := newRTFor(t, node, node+"-", t.TempDir(), eng, withLabels(map[string]string{agent.LabelData: "bbbb"}))
+	agA, agB := newAgent(t, a, node), newAgent(t, b, node)
+
+	bare := web("/srv/forge")
+	bare.Networks, bare.Mounts = nil, nil
+	net := web("/srv/forge")
+	net.Mounts = nil // the network "mesh" alone
+	// web mounts the volume "cache" (met first) and joins "mesh".
+	d := decl(node, "1", hosts1, append(forge("/srv/forge"), ctrRes("bare", "forge", bare), ctrRes("net", "forge", net))...)
+	if o := apply(t, agA, d); len(o.Failed) != 0 {
+		t.Fatalf("a's apply failed: %+v", o.Failed)
+	}
+	ids := map[string]string{}
+	for _, c := range []string{"web", "bare", "net"} {
+		ids[c] = a.inspect(t, c).ID
+	}
+
+	for pass := 1; pass <= 2; pass++ {
+		o := apply(t, agB, d)
+		// b's own directory and file (under its own root) are made once;
+		// no container, and nothing on a second pass.
+		created := slices.DeleteFunc(slices.Clone(o.Created), func(s string) bool { return pass == 1 && strings.HasPrefix(s, "forge-") })
+		if len(created)+len(o.Replaced)+len(o.Removed) != 0 {
+			t.Errorf("b's pass %d created %v, replaced %v, removed %v: want no container, nothing the second time", pass, o.Created, o.Replaced, o.Removed)
+		}
+		failed := map[string]string{}
+		for _, f := range o.Failed {
+			failed[f.Name] = f.Error
+		}
+		for c, kind := range map[string]string{"web": "volume " + node + "-cache", "bare": "container " + node + "-bare", "net": "network " + node + "-mesh"} {
+			want := "the engine's " + kind + " is another mesh's (meshplane.data=aaaa, node " + node + ")"
+			if !strings.Contains(failed[c], want) {
+				t.Errorf("b's pass %d: %s failed with %q; want it to say %q", pass, c, failed[c], want)
+			}
+		}
+	}
+	for c, id := range ids {
+		if in := a.inspect(t, c); in.ID != id || !in.State.Running {
+			t.Errorf("a's %s: id %s running %v, want %s running, untouched", c, in.ID, in.State.Running, id)
+		}
 	}
 }

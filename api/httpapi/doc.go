@@ -93,7 +93,10 @@
 // 422 for the rest (invalid), 400 (code invalid) for a request that does
 // not parse. Client turns these back into the same *commands.Rejection, so
 // the CLI's exit codes hold in both modes. 401 (unauthorized) is
-// ErrUnauthorized; 500 (internal) and other statuses are an *Error.
+// ErrUnauthorized; 507 (store-full) says the event store could not write
+// for lack of space (events.ErrStoreFull: a full disk, PostgreSQL's
+// disk_full), nothing written, and is an *Error that is
+// events.ErrStoreFull; 500 (internal) and other statuses are an *Error.
 //
 // # Serving
 //

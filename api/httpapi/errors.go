@@ -7,6 +7,7 @@ import (
 
 	"meshplane/api"
 	"meshplane/commands"
+	"meshplane/events"
 )
 
 // Sentinel errors.
@@ -26,6 +27,13 @@ type Error struct {
 	Status  int
 	Code    string
 	Message string
+}
+
+// Is makes an answer 507 store-full events.ErrStoreFull, as the
+// controller's own error was: a caller branches on it alike, local or
+// remote.
+func (e *Error) Is(target error) bool {
+	return target == events.ErrStoreFull && e.Code == api.CodeStoreFull
 }
 
 func (e *Error) Error() string {

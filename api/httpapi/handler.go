@@ -418,8 +418,9 @@ func (h *handler) reply(w http.ResponseWriter, r *http.Request) func(any, error)
 }
 
 // fail writes err in the API's error form: a rejection with its code and
-// status, a request that did not parse as 400 "invalid", anything else as
-// 500 "internal" (logged).
+// status, a request that did not parse as 400 "invalid", a store out of
+// space (events.ErrStoreFull) as 507 "store-full" (logged), anything else
+// as 500 "internal" (logged).
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var rej *commands.Rejection
 	var bad *badRequest
@@ -431,6 +432,9 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		// The client went away; nobody reads the answer.
 		writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, err.Error())
+	case errors.Is(err, events.ErrStoreFull):
+		h.log.Error("api: request failed: the event store is full", "method", r.Method, "path", r.URL.Path, "error", err)
+		writeError(w, http.StatusInsufficientStorage, api.CodeStoreFull, err.Error())
 	default:
 		h.log.Error("api: request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 		writeError(w, http.StatusInternalServerError, api.CodeInternal, err.Error())

@@ -92,6 +92,10 @@ func (e *env) runRoot(ctx context.Context, root *cobra.Command, args []string) (
 		return exitRejected
 	case errors.Is(err, errScenariosFailed):
 		return exitFailed
+	case errors.Is(err, events.ErrStoreFull):
+		// Local (the store's ENOSPC) or remote (the API's 507 store-full).
+		fmt.Fprintf(stderr, "%s: the event store is full (no space left where it writes): nothing was written; free space or grow its disk, then run the command again (%v)\n", name, err)
+		return exitFailed
 	case errors.Is(err, events.ErrDamaged):
 		fmt.Fprintf(stderr, "%s: store file damaged: %v; run mesh store verify\n", name, err)
 		return exitFailed

@@ -163,8 +163,12 @@ func TestProcessUpOnceDocker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !in.State.Running || in.Name != "/"+node+"-hello-web" {
-		t.Errorf("container %s: running %v, want %s-hello-web running", in.Name, in.State.Running, node)
+	id, err := os.ReadFile(filepath.Join(data, meshup.DataIDFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "/" + node + "-" + string(id[:6]) + "-hello-web"; !in.State.Running || in.Name != want {
+		t.Errorf("container %s: running %v, want %s running (the node's and the data directory's names)", in.Name, in.State.Running, want)
 	}
 	if want := storeAt + "/hello/web@sha256:"; !strings.HasPrefix(in.Config.Image, want) {
 		t.Errorf("container image %q, want one pulled from %s", in.Config.Image, want)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -64,9 +66,22 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 	}
 	out, err := s.commits.Submit(ctx, r)
 	if err != nil {
-		return nil, fmt.Errorf("boltstore: append %s: %w", stream, err)
+		return nil, fmt.Errorf("boltstore: append %s: %w", stream, full(err))
 	}
 	return out, nil
+}
+
+// full is err, wrapped with events.ErrStoreFull when it says the file
+// could not grow: no space left on its disk (ENOSPC) or the user's quota
+// spent (EDQUOT). bbolt rolls the transaction back: nothing was written.
+func full(err error) error {
+	// bbolt keeps the errno when a write or a sync fails, but says a failed
+	// resize of the file with %s: its text is all there is.
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) ||
+		strings.Contains(err.Error(), syscall.ENOSPC.Error()) {
+		return fmt.Errorf("%w: %w", events.ErrStoreFull, err)
+	}
+	return err
 }
 
 // commitGroup is the writer's commit: one bbolt Update for the group, then

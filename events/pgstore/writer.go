@@ -72,9 +72,20 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 	}
 	out, err := s.commits.Submit(ctx, r)
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: append %s: %w", stream, err)
+		return nil, fmt.Errorf("pgstore: append %s: %w", stream, full(err))
 	}
 	return out, nil
+}
+
+// full is err, wrapped with events.ErrStoreFull when PostgreSQL said its
+// disk is full (SQLSTATE 53100, disk_full): the transaction was rolled
+// back, nothing was written.
+func full(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "53100" {
+		return fmt.Errorf("%w: %w", events.ErrStoreFull, err)
+	}
+	return err
 }
 
 // commitGroup is the committer's commit: commit, and what only PostgreSQL
