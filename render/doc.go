@@ -19,7 +19,7 @@
 // every other C0 control, DEL, the C1 controls and the bidi controls
 // (U+202A-U+202E, U+2066-U+2069) as \uXXXX (Escape); JSON escapes C0 as
 // encoding/json does and DEL, C1 and bidi as \uXXXX too. The printers
-// write only through pf, pln and pr, which escape every string argument,
+// write only through pf and pln, which escape every string argument,
 // so that no verb can forget; a test walks every printer with hostile
 // strings. Text (newlines kept) is for the CLI's error messages, and
 // SafeWriter for another package's report (store verify's).

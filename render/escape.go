@@ -11,7 +11,7 @@ import (
 // What reaches an operator's terminal. Every string a printer shows may
 // have come from a node (resource names, failure messages, a heartbeat's
 // version, plan answers), a file or history, so none is printed raw: the
-// printers of this package write only through pf, pln and pr, which pass
+// printers of this package write only through pf and pln, which pass
 // each string argument (string types, []string, errors, Stringers of a
 // string type) through Escape; the format strings are this package's own.
 // A test walks every printer with hostile strings and fails on a raw
@@ -152,11 +152,6 @@ func pf(w io.Writer, format string, args ...any) (int, error) {
 // pln is fmt.Fprintln with every string argument escaped.
 func pln(w io.Writer, args ...any) (int, error) {
 	return fmt.Fprintln(w, escapeArgs(args)...)
-}
-
-// pr is fmt.Fprint with every string argument escaped.
-func pr(w io.Writer, args ...any) (int, error) {
-	return fmt.Fprint(w, escapeArgs(args)...)
 }
 
 // SafeWriter is w with every control character but newline and tab

@@ -2,11 +2,11 @@ package render_test
 
 import (
 	"bytes"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"io"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -17,7 +17,6 @@ import (
 
 	"meshplane/api"
 	"meshplane/commands"
-	"meshplane/events"
 	"meshplane/render"
 )
 
@@ -95,7 +94,7 @@ func rawControl(s string) string {
 			return "an invalid UTF-8 byte"
 		case r == '\n' || r == '\t':
 		case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f):
-			return "a raw control character " + strings.TrimPrefix(reflect.ValueOf(r).String(), "<int32 Value>") + string(rune('0'+r%10))
+			return fmt.Sprintf("a raw control character %U", r)
 		case (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069):
 			return "a raw bidi control"
 		}
@@ -144,7 +143,6 @@ func call(t *testing.T, fn any, w io.Writer, f render.Format, flag bool) []refle
 
 var (
 	timeType    = reflect.TypeOf(time.Time{})
-	rawJSONType = reflect.TypeOf(events.Payload(nil))
 	commandType = reflect.TypeOf((*commands.Command)(nil)).Elem()
 )
 
@@ -238,7 +236,7 @@ func exportedFuncs(t *testing.T) []string {
 
 // TestPrintersWriteThroughEscape: no file of the package but escape.go
 // calls fmt.Fprint, Fprintf, Fprintln or io.WriteString: every printer
-// writes through pf, pln and pr, which escape every string argument.
+// writes through pf and pln, which escape every string argument.
 func TestPrintersWriteThroughEscape(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -261,7 +259,7 @@ func TestPrintersWriteThroughEscape(t *testing.T) {
 			if x, ok := sel.X.(*ast.Ident); ok {
 				switch x.Name + "." + sel.Sel.Name {
 				case "fmt.Fprint", "fmt.Fprintf", "fmt.Fprintln", "io.WriteString", "io.Copy":
-					t.Errorf("%s: %s.%s writes around the escaping of pf, pln and pr", fset.Position(n.Pos()), x.Name, sel.Sel.Name)
+					t.Errorf("%s: %s.%s writes around the escaping of pf and pln", fset.Position(n.Pos()), x.Name, sel.Sel.Name)
 				}
 			}
 			return true
@@ -283,5 +281,4 @@ func TestText(t *testing.T) {
 	if got := render.Escape(hostile); strings.ContainsAny(got, "\n\t\r\x1b") || render.Escape(got) != got {
 		t.Errorf("Escape = %q: a control left raw, or not the same escaped again", got)
 	}
-	_ = os.Stdout
 }
