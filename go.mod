@@ -200,3 +200,5 @@ require (
 	mvdan.cc/sh/v3 v3.14.1 // indirect
 	mvdan.cc/sh/x v0.0.0-20260922090537-aebdf2b86f56 // indirect
 )
+
+replace github.com/cucumber/godog => ./third_party/godog

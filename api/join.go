@@ -127,10 +127,13 @@ type JoinTokenRequest struct {
 	TTLSeconds int64  `json:"ttl_seconds,omitempty"`
 }
 
-// Join token lifetimes.
+// Join token lifetimes. A ttl_seconds is compared with MaxJoinTTLSeconds
+// as it is, before it is converted to a duration (which a count of
+// seconds past 292 years overflows).
 const (
-	DefaultJoinTTL = 15 * time.Minute
-	MaxJoinTTL     = 7 * 24 * time.Hour
+	DefaultJoinTTL    = 15 * time.Minute
+	MaxJoinTTL        = 7 * 24 * time.Hour
+	MaxJoinTTLSeconds = int64(MaxJoinTTL / time.Second)
 )
 
 // JoinTokenResponse is the token's string form and when it expires.
@@ -204,8 +207,8 @@ func (r JoinTokenRequest) Validate() error {
 	if err := checkOperator(r.Operator); err != nil {
 		return err
 	}
-	if r.TTLSeconds < 0 || time.Duration(r.TTLSeconds)*time.Second > MaxJoinTTL {
-		return invalidField("ttl_seconds", "%d: give 1 to %d (0 for %d)", r.TTLSeconds, int64(MaxJoinTTL/time.Second), int64(DefaultJoinTTL/time.Second))
+	if r.TTLSeconds < 0 || r.TTLSeconds > MaxJoinTTLSeconds {
+		return invalidField("ttl_seconds", "%d: give 1 to %d (7 days), or 0 for %d", r.TTLSeconds, MaxJoinTTLSeconds, int64(DefaultJoinTTL/time.Second))
 	}
 	return nil
 }

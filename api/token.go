@@ -35,12 +35,17 @@ type Tokens interface {
 }
 
 // CreateTokenRequest asks for an API token for the operator Name, expiring
-// after TTLSeconds (0: never).
+// after TTLSeconds (0: never; at most MaxTokenTTLSeconds, 10 years).
 type CreateTokenRequest struct {
 	Operator   string `json:"operator"`
 	Name       string `json:"name"`
 	TTLSeconds int64  `json:"ttl_seconds,omitempty"`
 }
+
+// MaxTokenTTLSeconds is the longest time to live of an API token, in
+// seconds: 10 years (commands.MaxTokenTTL). A ttl_seconds beyond it is
+// refused as it is, before it is converted to a duration.
+const MaxTokenTTLSeconds = int64(commands.MaxTokenTTL / time.Second)
 
 // CreateTokenResponse is a new token: Token is its secret (TokenPrefix and
 // the base64url of 32 random bytes), given once.
@@ -82,8 +87,8 @@ func (r CreateTokenRequest) Validate() error {
 	if err := commands.CheckOperator(r.Name); err != nil {
 		return invalidField("name", "%v", err)
 	}
-	if r.TTLSeconds < 0 {
-		return invalidField("ttl_seconds", "%d: 0 (no expiry) or more", r.TTLSeconds)
+	if r.TTLSeconds < 0 || r.TTLSeconds > MaxTokenTTLSeconds {
+		return invalidField("ttl_seconds", "%d: give 1 to %d (10 years), or 0 for no expiry", r.TTLSeconds, MaxTokenTTLSeconds)
 	}
 	return nil
 }

@@ -16,14 +16,22 @@ import (
 
 // CreateToken records a new API token for the operator Name. The secret is
 // made and hashed by the shell (Decide is pure): the command carries only
-// its SHA-256 (64 lower-case hex digits), the expiry (zero: none) and who
-// asks (By, the actor). Refused (token-exists) while Name has a live token.
+// its SHA-256 (64 lower-case hex digits), the expiry (zero: none), who
+// asks (By, the actor) and the shell's clock (Now). Refused (token-exists)
+// while Name has a live token; refused (invalid) when ExpiresAt is not
+// after Now (a token born expired) or more than MaxTokenTTL after it.
 type CreateToken struct {
 	Name         string
 	SecretSHA256 string
 	ExpiresAt    time.Time
 	By           string
+	Now          time.Time
 }
+
+// MaxTokenTTL is the longest an API token may live: 10 years (of 365
+// days), 315,360,000 seconds. A longer time to live is refused, not
+// converted (a count of seconds that large overflows a time.Duration).
+const MaxTokenTTL = 10 * 365 * 24 * time.Hour
 
 // RevokeToken revokes the live token of the operator Name, by By. Done when
 // Name's last token is revoked already; refused (token-unknown) when Name
@@ -79,6 +87,14 @@ func decideToken(s Token, c Command) ([]events.Payload, error) {
 	case CreateToken:
 		if err := checkSHA256(c.SecretSHA256); err != nil {
 			return nil, err
+		}
+		if !c.ExpiresAt.IsZero() {
+			if !c.ExpiresAt.After(c.Now) {
+				return nil, reject(CodeInvalid, "token for %s: it would expire at %s, not after now (%s)", short(c.Name), stamp(c.ExpiresAt), stamp(c.Now))
+			}
+			if c.ExpiresAt.Sub(c.Now) > MaxTokenTTL {
+				return nil, reject(CodeInvalid, "token for %s: it would expire at %s, more than %d seconds (10 years) after now (%s)", short(c.Name), stamp(c.ExpiresAt), int64(MaxTokenTTL/time.Second), stamp(c.Now))
+			}
 		}
 		if s.Created && !s.Revoked {
 			return nil, reject(CodeTokenExists, "operator %s has a token already (id %s): revoke it first (mesh token revoke %s)", c.Name, s.ID, c.Name)

@@ -21,6 +21,7 @@ var (
 // then its events or its refusal.
 func TestDecideTokens(t *testing.T) {
 	exp := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	now := exp.Add(-time.Hour)
 	created := events.TokenCreated{Name: "alice", TokenID: sumA[:16], SecretSHA256: sumA, By: "operator:admin"}
 	revoked := events.TokenRevoked{Name: "alice", TokenID: sumA[:16], By: "operator:admin"}
 	cases := []struct {
@@ -31,13 +32,19 @@ func TestDecideTokens(t *testing.T) {
 		code  string // a refusal's code
 	}{
 		{"create", nil, commands.CreateToken{Name: "alice", SecretSHA256: sumA, By: "operator:admin"}, []events.Payload{created}, ""},
-		{"create with an expiry", nil, commands.CreateToken{Name: "alice", SecretSHA256: sumA, ExpiresAt: exp, By: "operator:admin"},
+		{"create with an expiry", nil, commands.CreateToken{Name: "alice", SecretSHA256: sumA, ExpiresAt: exp, By: "operator:admin", Now: now},
 			[]events.Payload{events.TokenCreated{Name: "alice", TokenID: sumA[:16], SecretSHA256: sumA, ExpiresAt: exp, By: "operator:admin"}}, ""},
 		{"create twice, same name", []events.Payload{created}, commands.CreateToken{Name: "alice", SecretSHA256: sumB, By: "operator:admin"}, nil, commands.CodeTokenExists},
 		{"create again after a revoke", []events.Payload{created, revoked}, commands.CreateToken{Name: "alice", SecretSHA256: sumB, By: "operator:alice"},
 			[]events.Payload{events.TokenCreated{Name: "alice", TokenID: sumB[:16], SecretSHA256: sumB, By: "operator:alice"}}, ""},
 		{"create, a hash that is not hex", nil, commands.CreateToken{Name: "alice", SecretSHA256: strings.Repeat("zz", 32)}, nil, commands.CodeInvalid},
 		{"create, a short hash", nil, commands.CreateToken{Name: "alice", SecretSHA256: "ab"}, nil, commands.CodeInvalid},
+		// A token is never recorded born expired, nor past the bound.
+		{"create, expiring now", nil, commands.CreateToken{Name: "alice", SecretSHA256: sumA, ExpiresAt: now, Now: now}, nil, commands.CodeInvalid},
+		{"create, expired before it is made", nil, commands.CreateToken{Name: "alice", SecretSHA256: sumA, ExpiresAt: now.Add(-time.Second), Now: now}, nil, commands.CodeInvalid},
+		{"create, 10 years and a second", nil, commands.CreateToken{Name: "alice", SecretSHA256: sumA, ExpiresAt: now.Add(commands.MaxTokenTTL + time.Second), Now: now}, nil, commands.CodeInvalid},
+		{"create, 10 years", nil, commands.CreateToken{Name: "alice", SecretSHA256: sumA, ExpiresAt: now.Add(commands.MaxTokenTTL), Now: now, By: "operator:admin"},
+			[]events.Payload{events.TokenCreated{Name: "alice", TokenID: sumA[:16], SecretSHA256: sumA, ExpiresAt: now.Add(commands.MaxTokenTTL), By: "operator:admin"}}, ""},
 		{"create, a bad name", nil, commands.CreateToken{Name: "Alice Smith", SecretSHA256: sumA}, nil, commands.CodeInvalid},
 		{"revoke", []events.Payload{created}, commands.RevokeToken{Name: "alice", By: "operator:admin"}, []events.Payload{revoked}, ""},
 		{"revoke unknown", nil, commands.RevokeToken{Name: "bob", By: "operator:admin"}, nil, commands.CodeNoSuchToken},

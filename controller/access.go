@@ -106,6 +106,9 @@ func (c *Controller) JoinToken(ctx context.Context, req api.JoinTokenRequest) (a
 	if err != nil {
 		return api.JoinTokenResponse{}, err
 	}
+	if req.TTLSeconds < 0 || req.TTLSeconds > api.MaxJoinTTLSeconds {
+		return api.JoinTokenResponse{}, reject(commands.CodeInvalid, "ttl_seconds is %d: a join token lives 1 to %d seconds (7 days), or 0 for %d", req.TTLSeconds, api.MaxJoinTTLSeconds, int64(api.DefaultJoinTTL/time.Second))
+	}
 	ttl := api.DefaultJoinTTL
 	if req.TTLSeconds > 0 {
 		ttl = time.Duration(req.TTLSeconds) * time.Second

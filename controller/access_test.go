@@ -105,6 +105,14 @@ func TestJoinAndRevoke(t *testing.T) {
 	if _, err := ctl.Join(ctx, api.JoinRequest{Token: "MJ1.bogus", PublicKey: key}); codeOf(err) != commands.CodeTokenUnknown {
 		t.Fatalf("Join with a bad token = %v; want %s", err, commands.CodeTokenUnknown)
 	}
+	// Asked directly (no HTTP handler's Validate), a ttl past 7 days is
+	// refused before it is converted: 2^55+ seconds once overflowed into a
+	// token of about an hour.
+	for _, ttl := range []int64{36028797018967568, 9223372036854775807, api.MaxJoinTTLSeconds + 1} {
+		if res, err := ctl.JoinToken(ctx, api.JoinTokenRequest{Operator: "ana", Node: "n4", TTLSeconds: ttl}); codeOf(err) != commands.CodeInvalid || !strings.Contains(err.Error(), "1 to 604800 seconds") {
+			t.Fatalf("JoinToken with ttl_seconds %d = %+v, %v; want invalid naming the bound", ttl, res, err)
+		}
+	}
 	late, err := ctl.JoinToken(ctx, api.JoinTokenRequest{Operator: "ana", Node: "n4", TTLSeconds: 1})
 	if err != nil {
 		t.Fatal(err)

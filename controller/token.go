@@ -97,8 +97,8 @@ func (c *Controller) CreateToken(ctx context.Context, req api.CreateTokenRequest
 	if err := commands.CheckOperator(req.Name); err != nil {
 		return api.CreateTokenResponse{}, fmt.Errorf("token name: %w", err)
 	}
-	if req.TTLSeconds < 0 {
-		return api.CreateTokenResponse{}, reject(commands.CodeInvalid, "ttl_seconds is %d: a token's time to live is 0 (none) or more", req.TTLSeconds)
+	if req.TTLSeconds < 0 || req.TTLSeconds > api.MaxTokenTTLSeconds {
+		return api.CreateTokenResponse{}, reject(commands.CodeInvalid, "ttl_seconds is %d: a token's time to live is 1 to %d seconds (10 years), or 0 for none", req.TTLSeconds, api.MaxTokenTTLSeconds)
 	}
 	secret, err := NewTokenSecret()
 	if err != nil {
@@ -106,14 +106,15 @@ func (c *Controller) CreateToken(ctx context.Context, req api.CreateTokenRequest
 	}
 	sum := hashSecret(secret)
 	var exp time.Time
+	now := c.clock().UTC()
 	if req.TTLSeconds > 0 {
-		exp = c.clock().Add(time.Duration(req.TTLSeconds) * time.Second).UTC().Truncate(time.Second)
+		exp = now.Add(time.Duration(req.TTLSeconds) * time.Second).Truncate(time.Second)
 	}
 	who, err := actor(req.Operator)
 	if err != nil {
 		return api.CreateTokenResponse{}, err
 	}
-	if _, err := c.execute(ctx, req.Operator, commands.CreateToken{Name: req.Name, SecretSHA256: sum, ExpiresAt: exp, By: who}); err != nil {
+	if _, err := c.execute(ctx, req.Operator, commands.CreateToken{Name: req.Name, SecretSHA256: sum, ExpiresAt: exp, By: who, Now: now}); err != nil {
 		return api.CreateTokenResponse{}, err
 	}
 	return api.CreateTokenResponse{Name: req.Name, Token: secret, TokenID: commands.TokenID(sum), ExpiresAt: exp}, nil

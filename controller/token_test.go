@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -123,6 +124,14 @@ func TestTokenExpiry(t *testing.T) {
 	}
 	if _, err := c.CreateToken(h.ctx, api.CreateTokenRequest{Operator: "root", Name: "dave", TTLSeconds: -1}); err == nil {
 		t.Error("a negative ttl was taken")
+	}
+	// Asked directly (the CLI on a local store, no HTTP handler's
+	// Validate), a ttl past the bound is refused before it is converted:
+	// max int64 seconds once recorded a token born expired.
+	for _, ttl := range []int64{9223372036854775807, 36028797018967568, api.MaxTokenTTLSeconds + 1} {
+		if res, err := c.CreateToken(h.ctx, api.CreateTokenRequest{Operator: "root", Name: "erin", TTLSeconds: ttl}); !strings.Contains(fmt.Sprint(err), "1 to 315360000 seconds") {
+			t.Errorf("ttl_seconds %d: %+v, %v; want it refused naming the bound", ttl, res, err)
+		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"meshplane/api"
+	"meshplane/render"
 )
 
 // PollInterval is how often Converge asks for the nodes' status while it
@@ -51,7 +52,7 @@ func Converge(ctx context.Context, svc Pusher, operator string, nodes []string, 
 		}
 		for _, p := range res.Pushes {
 			if p.Error != "" {
-				fmt.Fprintf(w, "push  %-8s failed: %s\n", p.Node, p.Error)
+				fmt.Fprintf(w, "push  %-8s failed: %s\n", p.Node, render.Escape(p.Error))
 				continue
 			}
 			pushed[p.Node] = p.Declaration

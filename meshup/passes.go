@@ -9,6 +9,7 @@ import (
 	"meshplane/commands"
 	"meshplane/events/storeurl"
 	"meshplane/projections"
+	"meshplane/render"
 	"meshplane/sim"
 )
 
@@ -96,7 +97,7 @@ func Passes(ctx context.Context, cfg PassesConfig) ([]projections.NodeStatus, er
 			}
 			switch {
 			case applied:
-				fmt.Fprintf(w, "pass %d  %-8s %s  %s\n", i+1, n.Name, r.Outcome.Declaration, r.Summary())
+				fmt.Fprintf(w, "pass %d  %-8s %s  %s\n", i+1, n.Name, r.Outcome.Declaration, render.Escape(r.Summary()))
 			default:
 				fmt.Fprintf(w, "pass %d  %-8s nothing pushed yet\n", i+1, n.Name)
 			}

@@ -46,7 +46,7 @@ func SayPasses(w io.Writer, where Where, sts []projections.NodeStatus) {
 	for _, st := range sts {
 		fmt.Fprintf(w, "%-8s sync %-10s health %s\n", st.Node, st.Sync, render.Health(st.Health, st.Held))
 		if st.ComposeFailed != nil {
-			fmt.Fprintf(w, "         last compose failed: %s\n", st.ComposeFailed.Error)
+			fmt.Fprintf(w, "         last compose failed: %s\n", render.Escape(st.ComposeFailed.Error))
 		}
 	}
 	fmt.Fprintf(w, `
@@ -91,10 +91,10 @@ where to look (the controller has stopped; every answer comes from the store's e
 func sayNode(w io.Writer, s api.NodeStatus) {
 	fmt.Fprintf(w, "%-8s sync %-10s health %s\n", s.Node, s.Sync, render.Health(s.Health, s.Held))
 	if s.Applied != nil {
-		fmt.Fprintf(w, "         applied %s: %s\n", s.Applied.Declaration, s.Applied.Summary)
+		fmt.Fprintf(w, "         applied %s: %s\n", s.Applied.Declaration, render.Escape(s.Applied.Summary))
 	}
 	if s.ComposeFailed != nil {
-		fmt.Fprintf(w, "         last compose failed: %s\n", s.ComposeFailed.Error)
+		fmt.Fprintf(w, "         last compose failed: %s\n", render.Escape(s.ComposeFailed.Error))
 	}
 }
 

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"fmt"
 	"io"
 
 	"meshplane/api"
@@ -14,7 +13,7 @@ func AsOf(w io.Writer, f Format, m *api.Moment) error {
 	if f == JSON || m == nil {
 		return nil
 	}
-	_, err := fmt.Fprintf(w, "as of position %d (%s)\n", m.Position, stamp(m.Time))
+	_, err := pf(w, "as of position %d (%s)\n", m.Position, stamp(m.Time))
 	return err
 }
 

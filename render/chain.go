@@ -1,7 +1,6 @@
 package render
 
 import (
-	"fmt"
 	"io"
 
 	"meshplane/events"
@@ -11,7 +10,7 @@ import (
 // operator keeps off the host (events.ChainHead.String; ParseChainHead
 // reads it back, and mesh store verify --anchor takes it).
 func ChainHead(w io.Writer, h events.ChainHead) {
-	fmt.Fprintln(w, h.String())
+	pln(w, h.String())
 }
 
 // ChainReport prints what mesh store verify --anchor found: where the
@@ -20,28 +19,28 @@ func ChainHead(w io.Writer, h events.ChainHead) {
 func ChainReport(w io.Writer, r events.ChainReport) {
 	switch {
 	case r.Start == 0:
-		fmt.Fprintf(w, "chain: no record carries a chain value (%d read)\n", r.Checked)
+		pf(w, "chain: no record carries a chain value (%d read)\n", r.Checked)
 	case r.Start == 1:
-		fmt.Fprintf(w, "chain: starts at position 1\n")
+		pf(w, "chain: starts at position 1\n")
 	default:
-		fmt.Fprintf(w, "chain: starts at position %d (positions 1 to %d predate it: they are not chained)\n", r.Start, r.Start-1)
+		pf(w, "chain: starts at position %d (positions 1 to %d predate it: they are not chained)\n", r.Start, r.Start-1)
 	}
 	if r.Break != nil {
-		fmt.Fprintf(w, "checked: positions 1 to %d intact\n", r.Break.Position-1)
+		pf(w, "checked: positions 1 to %d intact\n", r.Break.Position-1)
 		if r.Anchor != nil {
-			fmt.Fprintf(w, "anchor: %s\n", r.Anchor)
+			pf(w, "anchor: %s\n", r.Anchor)
 		}
-		fmt.Fprintf(w, "NOT INTACT at position %d: %s\n", r.Break.Position, r.Break.Reason)
+		pf(w, "NOT INTACT at position %d: %s\n", r.Break.Position, r.Break.Reason)
 		return
 	}
-	fmt.Fprintf(w, "checked: positions 1 to %d, each record matching its chain value\n", r.Checked)
+	pf(w, "checked: positions 1 to %d, each record matching its chain value\n", r.Checked)
 	if r.Anchor != nil {
-		fmt.Fprintf(w, "anchor: %s\n", r.Anchor)
-		fmt.Fprintf(w, "intact up to the anchor (position %d)", r.Anchor.Position)
+		pf(w, "anchor: %s\n", r.Anchor)
+		pf(w, "intact up to the anchor (position %d)", r.Anchor.Position)
 		if r.Checked > r.Anchor.Position {
-			fmt.Fprintf(w, ", and %d event(s) after it", r.Checked-r.Anchor.Position)
+			pf(w, ", and %d event(s) after it", r.Checked-r.Anchor.Position)
 		}
-		fmt.Fprintln(w)
+		pln(w)
 	}
-	fmt.Fprintf(w, "head: %s\n", r.Head)
+	pf(w, "head: %s\n", r.Head)
 }

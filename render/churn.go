@@ -41,13 +41,13 @@ func Churn(w io.Writer, f Format, resp api.ChurnResponse, sk api.Skipped) error 
 			if ep.Flip {
 				kind = append(kind, "flip")
 			}
-			fmt.Fprintf(w, "%s: %s %s, from #%d (%s), detected at #%d, %d passes, %d heavy\n",
+			pf(w, "%s: %s %s, from #%d (%s), detected at #%d, %d passes, %d heavy\n",
 				nc.Node, state, strings.Join(kind, "+"), ep.Start.Position, stamp(ep.Start.At), ep.Detected.Position, ep.Passes, ep.HeavyPasses)
 			evidence(w, ep.Evidence)
 		}
 	}
 	if !any {
-		fmt.Fprintln(w, "no churn: no heavy passes in a row and no flips")
+		pf(w, "no churn: no heavy passes in a row and no flips\n")
 	}
 	return Partial(sk, false)
 }
@@ -82,6 +82,6 @@ func evidence(w io.Writer, ev api.Evidence) {
 		lines = []string{"evidence: none recorded"}
 	}
 	for _, l := range lines {
-		fmt.Fprintf(w, "    %s\n", l)
+		pf(w, "    %s\n", l)
 	}
 }

@@ -19,17 +19,17 @@ func Diff(w io.Writer, f Format, d api.MeshDiff, sk api.Skipped) error {
 		}
 		return Partial(sk, false)
 	}
-	fmt.Fprintf(w, "diff from #%d (%s) to #%d (%s): %d event(s)\n",
+	pf(w, "diff from #%d (%s) to #%d (%s): %d event(s)\n",
 		d.From.Position, stamp(d.From.At), d.To.Position, stamp(d.To.At), d.Events)
 	if len(d.Modules) == 0 && len(d.Nodes) == 0 {
-		fmt.Fprintln(w, "nothing changed")
+		pf(w, "nothing changed\n")
 	}
 	for _, m := range d.Modules {
-		fmt.Fprintf(w, "module %s\n", m.Module)
+		pf(w, "module %s\n", m.Module)
 		moduleDiff(w, m)
 	}
 	for _, n := range d.Nodes {
-		fmt.Fprintf(w, "node %s\n", n.Node)
+		pf(w, "node %s\n", n.Node)
 		nodeDiff(w, n)
 	}
 	return Partial(sk, false)
@@ -48,25 +48,25 @@ func moduleDiff(w io.Writer, m api.ModuleDiff) {
 	for _, d := range m.Definitions {
 		switch {
 		case d.New:
-			fmt.Fprintf(w, "  %s: defined\n", at(d.DiffMark))
+			pf(w, "  %s: defined\n", at(d.DiffMark))
 		case len(d.Fields) == 0:
-			fmt.Fprintf(w, "  %s: redefined, the same\n", at(d.DiffMark))
+			pf(w, "  %s: redefined, the same\n", at(d.DiffMark))
 		default:
-			fmt.Fprintf(w, "  %s: redefined: %s\n", at(d.DiffMark), strings.Join(d.Fields, ", "))
+			pf(w, "  %s: redefined: %s\n", at(d.DiffMark), strings.Join(d.Fields, ", "))
 		}
 	}
 	for _, b := range m.Builds {
-		fmt.Fprintf(w, "  %s: build recorded: %s %s\n", at(b.DiffMark), b.Name, short(b.Digest))
+		pf(w, "  %s: build recorded: %s %s\n", at(b.DiffMark), b.Name, short(b.Digest))
 	}
 	for _, d := range m.Deploys {
 		var bs []string
 		for _, b := range d.Builds {
 			bs = append(bs, b.Name+" "+short(b.Digest))
 		}
-		fmt.Fprintf(w, "  %s: deployed (%s): %s\n", at(d.DiffMark), d.By, orDash(strings.Join(bs, ", ")))
+		pf(w, "  %s: deployed (%s): %s\n", at(d.DiffMark), d.By, orDash(strings.Join(bs, ", ")))
 	}
 	if m.Removed != nil {
-		fmt.Fprintf(w, "  %s: removed\n", at(*m.Removed))
+		pf(w, "  %s: removed\n", at(*m.Removed))
 	}
 }
 
@@ -76,41 +76,41 @@ func nodeDiff(w io.Writer, n api.NodeDiff) {
 		m    *api.DiffMark
 	}{{"registered", n.Registered}, {"adopted", n.Adopted}} {
 		if e.m != nil {
-			fmt.Fprintf(w, "  %s: %s\n", at(*e.m), e.what)
+			pf(w, "  %s: %s\n", at(*e.m), e.what)
 		}
 	}
 	for _, m := range n.Modules {
-		fmt.Fprintf(w, "  %s: %s %s\n", at(m.DiffMark), m.Type, m.Module)
+		pf(w, "  %s: %s %s\n", at(m.DiffMark), m.Type, m.Module)
 	}
 	if n.Removed != nil {
-		fmt.Fprintf(w, "  %s: removed\n", at(*n.Removed))
+		pf(w, "  %s: removed\n", at(*n.Removed))
 	}
 	for _, c := range []struct {
 		what string
 		ch   *api.ValueChange
 	}{{"sync", n.Sync}, {"health", n.Health}, {"declaration", n.Declaration}} {
 		if c.ch != nil {
-			fmt.Fprintf(w, "  %s: %s -> %s\n", c.what, orDash(c.ch.From), orDash(c.ch.To))
+			pf(w, "  %s: %s -> %s\n", c.what, orDash(c.ch.From), orDash(c.ch.To))
 		}
 	}
 	if n.Composed > 0 {
-		fmt.Fprintf(w, "  composed: %d declaration(s)\n", n.Composed)
+		pf(w, "  composed: %d declaration(s)\n", n.Composed)
 	}
 	if len(n.RosterAdded)+len(n.RosterRemoved) > 0 {
-		fmt.Fprintf(w, "  roster: %s\n", signed(n.RosterAdded, n.RosterRemoved))
+		pf(w, "  roster: %s\n", signed(n.RosterAdded, n.RosterRemoved))
 	}
 	resourceDiff(w, n)
 	for _, h := range n.HoldsAppeared {
-		fmt.Fprintf(w, "  hold appeared: %s (%s): %s\n", h.Name, h.Module, h.Reason)
+		pf(w, "  hold appeared: %s (%s): %s\n", h.Name, h.Module, h.Reason)
 	}
 	for _, h := range n.HoldsCleared {
-		fmt.Fprintf(w, "  hold cleared: %s (%s): %s\n", h.Name, h.Module, h.Reason)
+		pf(w, "  hold cleared: %s (%s): %s\n", h.Name, h.Module, h.Reason)
 	}
 	for _, ep := range n.ChurnOpened {
-		fmt.Fprintf(w, "  churn: %s detected at #%d (%s)\n", episodeKind(ep), ep.Detected.Position, stamp(ep.Detected.At))
+		pf(w, "  churn: %s detected at #%d (%s)\n", episodeKind(ep), ep.Detected.Position, stamp(ep.Detected.At))
 	}
 	for _, ep := range n.ChurnClosed {
-		fmt.Fprintf(w, "  churn: %s ended at #%d (%s)\n", episodeKind(ep), ep.End.Position, stamp(ep.End.At))
+		pf(w, "  churn: %s ended at #%d (%s)\n", episodeKind(ep), ep.End.Position, stamp(ep.End.At))
 	}
 }
 
@@ -118,15 +118,15 @@ func nodeDiff(w io.Writer, n api.NodeDiff) {
 // a line, a changed one with each field that changed.
 func resourceDiff(w io.Writer, n api.NodeDiff) {
 	for _, r := range n.ResourcesAdded {
-		fmt.Fprintf(w, "  resource added: %s (%s, %s)\n", r.Name, r.Kind, r.Module)
+		pf(w, "  resource added: %s (%s, %s)\n", r.Name, r.Kind, r.Module)
 	}
 	for _, r := range n.ResourcesRemoved {
-		fmt.Fprintf(w, "  resource removed: %s (%s, %s)\n", r.Name, r.Kind, r.Module)
+		pf(w, "  resource removed: %s (%s, %s)\n", r.Name, r.Kind, r.Module)
 	}
 	for _, r := range n.ResourcesChanged {
-		fmt.Fprintf(w, "  resource changed: %s (%s, %s): %s -> %s\n", r.Name, r.Kind, r.Module, short(r.From), short(r.To))
+		pf(w, "  resource changed: %s (%s, %s): %s -> %s\n", r.Name, r.Kind, r.Module, short(r.From), short(r.To))
 		for _, c := range r.Changes {
-			fmt.Fprintf(w, "    %s: %s -> %s\n", c.Field, orDash(c.From), orDash(c.To))
+			pf(w, "    %s: %s -> %s\n", c.Field, orDash(c.From), orDash(c.To))
 		}
 	}
 }

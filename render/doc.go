@@ -13,6 +13,17 @@
 // printer returns; either way that error is ErrPartial, and the CLI exits
 // 1.
 //
+// Every string a printer shows may have come from a node, a file or
+// history, so none reaches a terminal raw (escape.go): in tables and
+// sentences, newline, carriage return and tab are written \n, \r, \t, and
+// every other C0 control, DEL, the C1 controls and the bidi controls
+// (U+202A-U+202E, U+2066-U+2069) as \uXXXX (Escape); JSON escapes C0 as
+// encoding/json does and DEL, C1 and bidi as \uXXXX too. The printers
+// write only through pf and pln, which escape every string argument,
+// so that no verb can forget; a test walks every printer with hostile
+// strings. Text (newlines kept) is for the CLI's error messages, and
+// SafeWriter for another package's report (store verify's).
+//
 // The package does no I/O beyond the writer it is given; it imports api,
 // events and commands (what a write verb's command says when it had
 // nothing to do), never cobra nor the CLI's packages.

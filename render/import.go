@@ -1,7 +1,6 @@
 package render
 
 import (
-	"fmt"
 	"io"
 )
 
@@ -13,16 +12,16 @@ func ImportBad(w io.Writer, path string, listed []string, skipped bool) {
 		mark = " (skipped)"
 	}
 	for _, l := range listed {
-		fmt.Fprintf(w, "mesh import: %s: %s%s\n", path, l, mark)
+		pf(w, "mesh import: %s: %s%s\n", path, l, mark)
 	}
 }
 
 // Imported says what an import appended: read events, appended of them,
 // and the invalid lines it skipped.
 func Imported(w io.Writer, path string, read, appended, skipped int) {
-	fmt.Fprintf(w, "imported %d event(s) from %s: %d appended, %d already in the store", read, path, appended, read-appended)
+	pf(w, "imported %d event(s) from %s: %d appended, %d already in the store", read, path, appended, read-appended)
 	if skipped > 0 {
-		fmt.Fprintf(w, "; %d invalid line(s) skipped", skipped)
+		pf(w, "; %d invalid line(s) skipped", skipped)
 	}
-	fmt.Fprintln(w)
+	pln(w)
 }

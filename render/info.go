@@ -1,7 +1,6 @@
 package render
 
 import (
-	"fmt"
 	"io"
 
 	"meshplane/api"
@@ -14,20 +13,20 @@ func Info(w io.Writer, f Format, info api.Info) error {
 		return WriteJSON(w, info)
 	}
 	tw := table(w)
-	fmt.Fprintf(tw, "role\t%s\n", info.Role)
-	fmt.Fprintf(tw, "version\t%s\n", info.Version)
+	pf(tw, "role\t%s\n", info.Role)
+	pf(tw, "version\t%s\n", info.Version)
 	if !info.Started.IsZero() {
-		fmt.Fprintf(tw, "started\t%s\n", stamp(info.Started))
+		pf(tw, "started\t%s\n", stamp(info.Started))
 	}
-	fmt.Fprintf(tw, "store head\t%d\n", info.StoreHead)
-	fmt.Fprintf(tw, "projection position\t%d\n", info.ProjectionPosition)
-	fmt.Fprintf(tw, "nodes\t%d\n", info.Nodes)
+	pf(tw, "store head\t%d\n", info.StoreHead)
+	pf(tw, "projection position\t%d\n", info.ProjectionPosition)
+	pf(tw, "nodes\t%d\n", info.Nodes)
 	if info.Interval != "" {
-		fmt.Fprintf(tw, "interval\t%s\n", info.Interval)
+		pf(tw, "interval\t%s\n", info.Interval)
 	}
-	fmt.Fprintf(tw, "publishing\t%t\n", info.Publishing)
+	pf(tw, "publishing\t%t\n", info.Publishing)
 	if info.Chain != "" {
-		fmt.Fprintf(tw, "chain head\t%s\n", info.Chain)
+		pf(tw, "chain head\t%s\n", info.Chain)
 	}
 	return tw.Flush()
 }

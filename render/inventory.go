@@ -1,7 +1,6 @@
 package render
 
 import (
-	"fmt"
 	"io"
 	"strings"
 
@@ -15,13 +14,13 @@ func NodeList(w io.Writer, f Format, l api.NodeList) error {
 		return WriteJSON(w, l)
 	}
 	if len(l.Nodes) == 0 {
-		fmt.Fprintln(w, "no node is registered (mesh node register NODE)")
+		pf(w, "no node is registered (mesh node register NODE)\n")
 		return nil
 	}
 	tw := table(w)
-	fmt.Fprintln(tw, "NODE\tADOPTED\tSYNC\tHEALTH\tMODULES")
+	pf(tw, "NODE\tADOPTED\tSYNC\tHEALTH\tMODULES\n")
 	for _, n := range l.Nodes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Node, yesNo(n.Adopted), orDash(n.Sync), orDash(n.Health), orDash(strings.Join(n.Modules, ", ")))
+		pf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Node, yesNo(n.Adopted), orDash(n.Sync), orDash(n.Health), orDash(strings.Join(n.Modules, ", ")))
 	}
 	return tw.Flush()
 }
@@ -33,13 +32,13 @@ func ModuleList(w io.Writer, f Format, l api.ModuleList) error {
 		return WriteJSON(w, l)
 	}
 	if len(l.Modules) == 0 {
-		fmt.Fprintln(w, "no module is defined (mesh module define FILE)")
+		pf(w, "no module is defined (mesh module define FILE)\n")
 		return nil
 	}
 	tw := table(w)
-	fmt.Fprintln(tw, "MODULE\tCONTAINERS\tBUILDS\tUPGRADE\tROUTES\tNODES")
+	pf(tw, "MODULE\tCONTAINERS\tBUILDS\tUPGRADE\tROUTES\tNODES\n")
 	for _, m := range l.Modules {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", m.Module, m.Containers, m.Builds, m.Upgrade,
+		pf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", m.Module, m.Containers, m.Builds, m.Upgrade,
 			orDash(strings.Join(m.Routes, ", ")), orDash(strings.Join(m.Nodes, ", ")))
 	}
 	return tw.Flush()
@@ -51,13 +50,13 @@ func ModuleShow(w io.Writer, f Format, m api.ModuleShow) error {
 	if f == JSON {
 		return WriteJSON(w, m)
 	}
-	fmt.Fprintf(w, "module %s (upgrade: %s)\n", m.Module, m.Upgrade)
+	pf(w, "module %s (upgrade: %s)\n", m.Module, m.Upgrade)
 	if len(m.Spec.Routes) > 0 {
-		fmt.Fprintf(w, "routes: %s\n", strings.Join(m.Spec.Routes, ", "))
+		pf(w, "routes: %s\n", strings.Join(m.Spec.Routes, ", "))
 	}
-	fmt.Fprintln(w, "\ncontainers:")
+	pf(w, "\ncontainers:\n")
 	tw := table(w)
-	fmt.Fprintln(tw, "  NAME\tRUNS\tMOUNTS\tENV")
+	pf(tw, "  NAME\tRUNS\tMOUNTS\tENV\n")
 	for _, c := range m.Spec.Containers {
 		runs := c.Image
 		if c.Artifact != "" {
@@ -75,7 +74,7 @@ func ModuleShow(w io.Writer, f Format, m api.ModuleShow) error {
 			mounts = append(mounts, s)
 		}
 		env := len(c.Env) + len(c.Ports)
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d variable(s)\n", c.Name, runs, orDash(strings.Join(mounts, ", ")), env)
+		pf(tw, "  %s\t%s\t%s\t%d variable(s)\n", c.Name, runs, orDash(strings.Join(mounts, ", ")), env)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -88,31 +87,31 @@ func ModuleShow(w io.Writer, f Format, m api.ModuleShow) error {
 		files = append(files, f.Path)
 	}
 	if len(dirs) > 0 {
-		fmt.Fprintf(w, "directories: %s\n", strings.Join(dirs, ", "))
+		pf(w, "directories: %s\n", strings.Join(dirs, ", "))
 	}
 	if len(files) > 0 {
-		fmt.Fprintf(w, "files: %s\n", strings.Join(files, ", "))
+		pf(w, "files: %s\n", strings.Join(files, ", "))
 	}
-	fmt.Fprintln(w, "\nnodes:")
+	pf(w, "\nnodes:\n")
 	if len(m.Nodes) == 0 {
-		fmt.Fprintln(w, "  none: assigned to no node")
+		pf(w, "  none: assigned to no node\n")
 	}
 	for _, n := range m.Nodes {
 		taken := ""
 		if n.Taken {
 			taken = " (taken)"
 		}
-		fmt.Fprintf(w, "  %s%s\n", n.Node, taken)
+		pf(w, "  %s%s\n", n.Node, taken)
 	}
-	fmt.Fprintln(w, "\nbuilds:")
+	pf(w, "\nbuilds:\n")
 	if len(m.Builds) == 0 {
-		fmt.Fprintln(w, "  none recorded")
+		pf(w, "  none recorded\n")
 		return nil
 	}
 	tw = table(w)
-	fmt.Fprintln(tw, "  ARTIFACT\tDIGEST\tLATEST\tDEPLOYED")
+	pf(tw, "  ARTIFACT\tDIGEST\tLATEST\tDEPLOYED\n")
 	for _, b := range m.Builds {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", b.Name, b.Digest, yesNo(b.Latest), yesNo(b.Deployed))
+		pf(tw, "  %s\t%s\t%s\t%s\n", b.Name, b.Digest, yesNo(b.Latest), yesNo(b.Deployed))
 	}
 	return tw.Flush()
 }
@@ -123,9 +122,9 @@ func Version(w io.Writer, f Format, v VersionInfo) error {
 	if f == JSON {
 		return WriteJSON(w, v)
 	}
-	fmt.Fprintf(w, "mesh %s (%s)\n", v.Mesh, v.Go)
+	pf(w, "mesh %s (%s)\n", v.Mesh, v.Go)
 	if v.Controller != "" {
-		fmt.Fprintf(w, "controller %s\n", v.Controller)
+		pf(w, "controller %s\n", v.Controller)
 	}
 	return nil
 }

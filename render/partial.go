@@ -70,12 +70,12 @@ func Skipped(w io.Writer, sk api.Skipped) {
 		for i, t := range types {
 			parts[i] = fmt.Sprintf("%s: %d", t, u[t])
 		}
-		fmt.Fprintf(w, "\nskipped events of types this build does not know (kept in the store): %s\n", strings.Join(parts, ", "))
+		pf(w, "\nskipped events of types this build does not know (kept in the store): %s\n", strings.Join(parts, ", "))
 	}
 	if sk.FailuresTotal > 0 && len(sk.Failures) > 0 {
 		f := sk.Failures[0]
-		fmt.Fprintf(w, "\n%d event(s) could not be folded; the first at position %d (%s): %s\n", sk.FailuresTotal, f.Position, f.Type, f.Err)
+		pf(w, "\n%d event(s) could not be folded; the first at position %d (%s): %s\n", sk.FailuresTotal, f.Position, f.Type, f.Err)
 	} else if sk.FailuresTotal > 0 {
-		fmt.Fprintf(w, "\n%d event(s) could not be folded\n", sk.FailuresTotal)
+		pf(w, "\n%d event(s) could not be folded\n", sk.FailuresTotal)
 	}
 }

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"time"
@@ -36,7 +35,7 @@ func NewProgress(w io.Writer, total int64, what string) *Progress {
 	}
 	return &Progress{bar: progressbar.NewOptions64(total,
 		progressbar.OptionSetWriter(f),
-		progressbar.OptionSetDescription(what),
+		progressbar.OptionSetDescription(Escape(what)),
 		progressbar.OptionSetItsString("events"),
 		progressbar.OptionShowIts(),
 		progressbar.OptionShowCount(),
@@ -102,6 +101,6 @@ func PassBar(w io.Writer, passes int) *progressbar.ProgressBar {
 		progressbar.OptionSetPredictTime(true),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionOnCompletion(func() { fmt.Fprintln(f) }),
+		progressbar.OptionOnCompletion(func() { pln(f) }),
 	)
 }

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,11 +22,17 @@ const (
 	JSON  Format = "json"
 )
 
-// WriteJSON writes v as indented JSON, one value and a newline.
+// WriteJSON writes v as indented JSON, one value and a newline, with
+// DEL, the C1 and the bidi controls escaped as \uXXXX too (escape.go).
 func WriteJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(escapeJSON(buf.Bytes()))
+	return err
 }
 
 // table is the tab writer every table is aligned with.
@@ -68,16 +75,17 @@ func orDash(s string) string {
 const healthWaitingOnTake = "waiting-on-take"
 
 // Health is a node's health with its held counts ("waiting-on-take
-// (route-proxy: 13, photos: 3)").
+// (route-proxy: 13, photos: 3)"), escaped (Escape): printers of other
+// packages (mesh up's report) print it as it is.
 func Health(state string, held []events.ModuleCount) string {
 	if len(held) == 0 || state != healthWaitingOnTake {
-		return state
+		return Escape(state)
 	}
 	var parts []string
 	for _, h := range held {
 		parts = append(parts, fmt.Sprintf("%s: %d", h.Module, h.Count))
 	}
-	return fmt.Sprintf("%s (%s)", state, strings.Join(parts, ", "))
+	return Escape(fmt.Sprintf("%s (%s)", state, strings.Join(parts, ", ")))
 }
 
 // describeDiff says in a few words what changed between two declarations.

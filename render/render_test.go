@@ -118,6 +118,23 @@ var timeline = []api.Entry{
 	{Position: 8, At: at(25*time.Hour + 2*time.Second), Stream: "node-d1", Type: "report.refused", Node: "d1", Summary: "refused: too-large"},
 }
 
+// hostileTimeline is a timeline holding the report of the hostile
+// node: a resource name and a summary that clear the screen, colour it,
+// and start a line that reads as a removal by the admin.
+var hostileTimeline = []api.Entry{
+	{Position: 998, At: at(0), Stream: "node-n1", Type: "apply.reported", Actor: "agent:n1", Node: "n1", Declaration: "n1/1",
+		Resources: []string{"\u001b[2J\u001b[31mFAKE\n999 2026-11-30 10:00:00 n2 node.removed operator:admin"},
+		Summary:   "failed: \u001b[2J\u001b[31mFAKE\n999 2026-11-30 10:00:00 n2 node.removed operator:admin\u0085\u202e\u007f\tend"},
+}
+
+// hostileStatus is a node whose agent sent a hostile version and whose
+// last apply failed with a hostile message.
+var hostileStatus = api.NodeStatus{
+	Node: "n1", Sync: "in-sync", Health: "failing",
+	AgentVersion:  "v1\u001b]0;owned\u0007",
+	ComposeFailed: &api.ComposeFailure{At: at(time.Minute), Error: "\u001b[2Jboom\n999 forged"},
+}
+
 var why = api.WhyResponse{
 	Node: "novox", Resource: "forge-web",
 	Touches: []api.WhyTouch{
@@ -372,6 +389,17 @@ func TestPrinters(t *testing.T) {
 		{"timeline", func(w *bytes.Buffer) error { return render.Timeline(w, render.Table, timeline, api.Skipped{}) }, false},
 		{"timeline-skipped", func(w *bytes.Buffer) error { return render.Timeline(w, render.Table, timeline[:2], skipped) }, true},
 		{"timeline-empty", func(w *bytes.Buffer) error { return render.Timeline(w, render.Table, nil, api.Skipped{}) }, false},
+		// A hostile node's report: what it named and said is escaped, in
+		// the table and in JSON, and forges no line.
+		{"timeline-hostile", func(w *bytes.Buffer) error {
+			return render.Timeline(w, render.Table, hostileTimeline, api.Skipped{})
+		}, false},
+		{"timeline-hostile-json", func(w *bytes.Buffer) error {
+			return render.Timeline(w, render.JSON, hostileTimeline, api.Skipped{})
+		}, false},
+		{"status-hostile", func(w *bytes.Buffer) error {
+			return render.Status(w, render.Table, api.StatusResponse{Nodes: []api.NodeStatus{hostileStatus}})
+		}, false},
 		{"timeline-json", func(w *bytes.Buffer) error { return render.Timeline(w, render.JSON, timeline[2:6], api.Skipped{}) }, false},
 		{"why", func(w *bytes.Buffer) error { return render.Why(w, render.Table, why, api.Skipped{}) }, false},
 		{"why-none", func(w *bytes.Buffer) error {

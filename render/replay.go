@@ -15,17 +15,17 @@ func Replay(w io.Writer, f Format, r *replay.Report) error {
 	if f == JSON {
 		return WriteJSON(w, r)
 	}
-	fmt.Fprintf(w, "replay of %s: %d pass(es) on %d node(s) (%s), %d event(s) through position %d (%s)\n",
+	pf(w, "replay of %s: %d pass(es) on %d node(s) (%s), %d event(s) through position %d (%s)\n",
 		r.History, r.Passes, len(r.Nodes), strings.Join(r.Nodes, ", "), r.Events, r.Through, stamp(r.At))
 	in := r.Inputs
-	fmt.Fprintf(w, "replayed: %d operator command(s) (%d refused today, %d build(s)), %d failed read(s), %d container(s) removed from outside, %d send(s) cut, %d found directory(ies)\n",
+	pf(w, "replayed: %d operator command(s) (%d refused today, %d build(s)), %d failed read(s), %d container(s) removed from outside, %d send(s) cut, %d found directory(ies)\n",
 		in.Commands, in.Refused, in.Builds, in.FailedReads, in.Removed, in.Cuts, in.Found)
 	if len(in.Unreplayed) > 0 {
-		fmt.Fprintf(w, "not replayed (the sandbox cannot inject it): %s\n", strings.Join(in.Unreplayed, ", "))
+		pf(w, "not replayed (the sandbox cannot inject it): %s\n", strings.Join(in.Unreplayed, ", "))
 	}
-	fmt.Fprintln(w)
+	pln(w)
 	tw := table(w)
-	fmt.Fprintln(tw, "\trecorded\ttoday")
+	pf(tw, "\trecorded\ttoday\n")
 	for _, row := range []struct {
 		name string
 		a, b int
@@ -40,36 +40,36 @@ func Replay(w io.Writer, f Format, r *replay.Report) error {
 		{"resources removed", r.Recorded.Removed, r.Today.Removed},
 		{"churn episodes", r.Recorded.Episodes, r.Today.Episodes},
 	} {
-		fmt.Fprintf(tw, "%s\t%d\t%d\n", row.name, row.a, row.b)
+		pf(tw, "%s\t%d\t%d\n", row.name, row.a, row.b)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w)
+	pln(w)
 	if r.Agree {
-		_, err := fmt.Fprintln(w, "the runs agree: today's build does what the recorded one did, pass by pass")
+		_, err := pf(w, "the runs agree: today's build does what the recorded one did, pass by pass\n")
 		return err
 	}
-	fmt.Fprintf(w, "the runs diverge: %d difference(s)\n", len(r.Divergences))
+	pf(w, "the runs diverge: %d difference(s)\n", len(r.Divergences))
 	for _, d := range r.Divergences {
 		node := d.Node
 		if node == "" {
 			node = "-"
 		}
-		fmt.Fprintf(w, "\npass %d  %s  position %d  %s  %s\n", d.Pass, stamp(d.At), d.Position, node, d.Kind)
-		fmt.Fprintf(w, "    recorded: %s\n", d.Recorded)
-		fmt.Fprintf(w, "    today:    %s\n", d.Today)
+		pf(w, "\npass %d  %s  position %d  %s  %s\n", d.Pass, stamp(d.At), d.Position, node, d.Kind)
+		pf(w, "    recorded: %s\n", d.Recorded)
+		pf(w, "    today:    %s\n", d.Today)
 		if len(d.RosterRecordedOnly) > 0 {
-			fmt.Fprintf(w, "    roster, recorded only: %s\n", strings.Join(d.RosterRecordedOnly, " "))
+			pf(w, "    roster, recorded only: %s\n", strings.Join(d.RosterRecordedOnly, " "))
 		}
 		if len(d.RosterTodayOnly) > 0 {
-			fmt.Fprintf(w, "    roster, today only: %s\n", strings.Join(d.RosterTodayOnly, " "))
+			pf(w, "    roster, today only: %s\n", strings.Join(d.RosterTodayOnly, " "))
 		}
 		if d.Kind == replay.KindDeclaration && len(d.RosterRecordedOnly)+len(d.RosterTodayOnly)+len(d.Resources) == 0 {
-			fmt.Fprintln(w, "    the same roster and resource digests: the declaration's digest covers more, or other, than it did")
+			pf(w, "    the same roster and resource digests: the declaration's digest covers more, or other, than it did\n")
 		}
 		for _, g := range groupResources(d) {
-			fmt.Fprintf(w, "    %s\n", g)
+			pf(w, "    %s\n", g)
 		}
 	}
 	return nil

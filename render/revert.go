@@ -1,7 +1,6 @@
 package render
 
 import (
-	"fmt"
 	"io"
 	"strings"
 	"time"
@@ -15,7 +14,7 @@ import (
 // that it was already so.
 func Reverted(w io.Writer, r api.RevertResult) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "as it stood after position %d (%s): definition %s, ", r.Position, r.At.Format(time.RFC3339), short(r.SpecDigest))
+	pf(&b, "as it stood after position %d (%s): definition %s, ", r.Position, r.At.Format(time.RFC3339), short(r.SpecDigest))
 	if len(r.Builds) == 0 {
 		b.WriteString("no build")
 	}
@@ -23,14 +22,14 @@ func Reverted(w io.Writer, r api.RevertResult) {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%s at %s", bd.Name, bd.Digest)
+		pf(&b, "%s at %s", bd.Name, bd.Digest)
 	}
 	if len(r.Events) == 0 {
-		fmt.Fprintf(w, "module %s is already as it was at %s, %s; nothing to do\n", r.Module, r.To, b.String())
+		pf(w, "module %s is already as it was at %s, %s; nothing to do\n", r.Module, r.To, b.String())
 		return
 	}
-	fmt.Fprintf(w, "module %s reverted to %s, %s\n", r.Module, r.To, b.String())
+	pf(w, "module %s reverted to %s, %s\n", r.Module, r.To, b.String())
 	for _, ev := range r.Events {
-		fmt.Fprintf(w, "%s #%d %s\n", ev.Stream, ev.Position, ev.Type)
+		pf(w, "%s #%d %s\n", ev.Stream, ev.Position, ev.Type)
 	}
 }

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"fmt"
 	"io"
 	"strings"
 
@@ -17,9 +16,9 @@ func Roster(w io.Writer, f Format, node string, d api.ComposedDecl, sk api.Skipp
 		}
 		return Partial(sk, false)
 	}
-	fmt.Fprintf(w, "%s: declaration %s (%s), composed at %s, %d routed name(s):\n", node, d.Declaration, short(d.Digest), stamp(d.At), len(d.Roster))
+	pf(w, "%s: declaration %s (%s), composed at %s, %d routed name(s):\n", node, d.Declaration, short(d.Digest), stamp(d.At), len(d.Roster))
 	for _, n := range d.Roster {
-		fmt.Fprintf(w, "  %s\n", n)
+		pf(w, "  %s\n", n)
 	}
 	return Partial(sk, false)
 }
@@ -39,13 +38,13 @@ func RosterHistory(w io.Writer, f Format, h api.RosterHistory, sk api.Skipped) e
 		return Partial(sk, false)
 	}
 	tw := table(w)
-	fmt.Fprintln(tw, "#\tAT\tDECLARATION\tDIGEST\tNAMES\tRESOURCES\tCHANGED")
+	pf(tw, "#\tAT\tDECLARATION\tDIGEST\tNAMES\tRESOURCES\tCHANGED\n")
 	for _, d := range h.Declarations {
 		changed := "-"
 		if d.Changed != nil {
 			changed = describeDiff(*d.Changed)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%s\n", d.Position, stamp(d.At), d.Declaration, short(d.Digest), len(d.Roster), len(d.Resources), changed)
+		pf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%s\n", d.Position, stamp(d.At), d.Declaration, short(d.Digest), len(d.Roster), len(d.Resources), changed)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -74,7 +73,7 @@ func RosterDiff(w io.Writer, f Format, node string, d api.RosterDiff, sk api.Ski
 		}
 		return Partial(sk, false)
 	}
-	fmt.Fprintf(w, "%s → %s on %s\n", d.From, d.To, node)
+	pf(w, "%s → %s on %s\n", d.From, d.To, node)
 	for _, line := range []struct {
 		label string
 		names []string
@@ -83,7 +82,7 @@ func RosterDiff(w io.Writer, f Format, node string, d api.RosterDiff, sk api.Ski
 		{"resources added", d.ResourcesAdded}, {"resources removed", d.ResourcesRemoved},
 		{"resources changed", d.ResourcesChanged},
 	} {
-		fmt.Fprintf(w, "  %-18s %s\n", line.label+":", orDash(strings.Join(line.names, ", ")))
+		pf(w, "  %-18s %s\n", line.label+":", orDash(strings.Join(line.names, ", ")))
 	}
 	return Partial(sk, false)
 }

@@ -1,7 +1,6 @@
 package render
 
 import (
-	"fmt"
 	"io"
 	"strings"
 
@@ -15,13 +14,13 @@ func SecretList(w io.Writer, f Format, l api.SecretList) error {
 		return WriteJSON(w, l)
 	}
 	if len(l.Secrets) == 0 {
-		fmt.Fprintln(w, "no secret is set (mesh secret set NAME < value)")
+		pf(w, "no secret is set (mesh secret set NAME < value)\n")
 		return nil
 	}
 	tw := table(w)
-	fmt.Fprintln(tw, "SECRET\tDIGEST\tSET\tBY\tTIMES\tMODULES")
+	pf(tw, "SECRET\tDIGEST\tSET\tBY\tTIMES\tMODULES\n")
 	for _, s := range l.Secrets {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", s.Name, shortDigest(s.Digest), stamp(s.Set), s.By, s.Version, orDash(strings.Join(s.Modules, ", ")))
+		pf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", s.Name, shortDigest(s.Digest), stamp(s.Set), s.By, s.Version, orDash(strings.Join(s.Modules, ", ")))
 	}
 	return tw.Flush()
 }

@@ -34,7 +34,7 @@ func StatusAnswer(w io.Writer, f Format, resp api.StatusResponse, _ api.Skipped)
 	if live {
 		head = "NODE\tSYNC\tHEALTH\tLAST SEEN\tDECLARATION\tLAST APPLY"
 	}
-	fmt.Fprintln(tw, head)
+	pf(tw, head+"\n") // the header: this package's own words, a format of no verb
 	for _, st := range resp.Nodes {
 		decl, apply := "-", "-"
 		if st.Pushed != nil {
@@ -44,29 +44,29 @@ func StatusAnswer(w io.Writer, f Format, resp api.StatusResponse, _ api.Skipped)
 			apply = st.Applied.Summary
 		}
 		if live {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", st.Node, st.Sync, Health(st.Health, st.Held), lastSeen(st), decl, apply)
+			pf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", st.Node, st.Sync, Health(st.Health, st.Held), lastSeen(st), decl, apply)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", st.Node, st.Sync, Health(st.Health, st.Held), decl, apply)
+		pf(tw, "%s\t%s\t%s\t%s\t%s\n", st.Node, st.Sync, Health(st.Health, st.Held), decl, apply)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	for _, st := range resp.Nodes {
 		if st.ComposeFailed != nil {
-			fmt.Fprintf(w, "\n%s: last compose failed at %s: %s\n", st.Node, stamp(st.ComposeFailed.At), st.ComposeFailed.Error)
+			pf(w, "\n%s: last compose failed at %s: %s\n", st.Node, stamp(st.ComposeFailed.At), st.ComposeFailed.Error)
 		}
 		if p := pending(st); len(p) > 0 {
-			fmt.Fprintln(w)
+			pln(w)
 			for _, m := range p {
-				fmt.Fprintf(w, "%s: module %s pending: %s\n", st.Node, m, orDash(st.Modules[m].Reason))
+				pf(w, "%s: module %s pending: %s\n", st.Node, m, orDash(st.Modules[m].Reason))
 			}
 		}
 		if st.PushFailed != nil {
-			fmt.Fprintf(w, "\n%s: last push of %s failed at %s: %s\n", st.Node, st.PushFailed.Declaration, stamp(st.PushFailed.At), st.PushFailed.Error)
+			pf(w, "\n%s: last push of %s failed at %s: %s\n", st.Node, st.PushFailed.Declaration, stamp(st.PushFailed.At), st.PushFailed.Error)
 		}
 		if r := st.ReportRefused; r != nil {
-			fmt.Fprintf(w, "\n%s: latest report refused at %s (%s): %s\n", st.Node, stamp(r.At), r.Reason, r.Detail)
+			pf(w, "\n%s: latest report refused at %s (%s): %s\n", st.Node, stamp(r.At), r.Reason, r.Detail)
 		}
 	}
 	return Noted(w, sk)
@@ -113,35 +113,35 @@ func NodeShow(w io.Writer, f Format, ns api.NodeShow, sk api.Skipped) error {
 		return Partial(sk, false)
 	}
 	st := ns.Status
-	fmt.Fprintf(w, "node     %s\n", st.Node)
-	fmt.Fprintf(w, "adopted  %v\n", st.Adopted)
-	fmt.Fprintf(w, "sync     %s\n", st.Sync)
+	pf(w, "node     %s\n", st.Node)
+	pf(w, "adopted  %v\n", st.Adopted)
+	pf(w, "sync     %s\n", st.Sync)
 	if hasLiveness(st) {
 		if st.LastSeen != nil {
-			fmt.Fprintf(w, "seen     %s (last heartbeat)\n", stamp(*st.LastSeen))
+			pf(w, "seen     %s (last heartbeat)\n", stamp(*st.LastSeen))
 			if st.AgentVersion != "" {
-				fmt.Fprintf(w, "agent    %s\n", st.AgentVersion)
+				pf(w, "agent    %s\n", st.AgentVersion)
 			}
 		} else {
-			fmt.Fprintln(w, "seen     never (no heartbeat since the controller started)")
+			pf(w, "seen     never (no heartbeat since the controller started)\n")
 		}
 	}
-	fmt.Fprintf(w, "health   %s\n", Health(st.Health, st.Held))
+	pf(w, "health   %s\n", Health(st.Health, st.Held))
 	if st.Pushed != nil {
-		fmt.Fprintf(w, "pushed   %s at %s\n", st.Pushed.Declaration, stamp(st.Pushed.At))
+		pf(w, "pushed   %s at %s\n", st.Pushed.Declaration, stamp(st.Pushed.At))
 	}
 	if st.Applied != nil {
-		fmt.Fprintf(w, "applied  %s at %s: %s\n", st.Applied.Declaration, stamp(st.Applied.At), st.Applied.Summary)
+		pf(w, "applied  %s at %s: %s\n", st.Applied.Declaration, stamp(st.Applied.At), st.Applied.Summary)
 	}
 	if st.ComposeFailed != nil {
-		fmt.Fprintf(w, "compose  failed at %s: %s\n", stamp(st.ComposeFailed.At), st.ComposeFailed.Error)
+		pf(w, "compose  failed at %s: %s\n", stamp(st.ComposeFailed.At), st.ComposeFailed.Error)
 	}
 	if r := st.ReportRefused; r != nil {
-		fmt.Fprintf(w, "report   refused at %s (%s): %s\n", stamp(r.At), r.Reason, r.Detail)
+		pf(w, "report   refused at %s (%s): %s\n", stamp(r.At), r.Reason, r.Detail)
 	}
-	fmt.Fprintln(w, "\nmodules:")
+	pf(w, "\nmodules:\n")
 	tw := table(w)
-	fmt.Fprintln(tw, "  MODULE\tASSIGNED\tTAKEN\tSTATE\tHELD\tFAILED")
+	pf(tw, "  MODULE\tASSIGNED\tTAKEN\tSTATE\tHELD\tFAILED\n")
 	names := make([]string, 0, len(st.Modules))
 	for m := range st.Modules {
 		names = append(names, m)
@@ -149,34 +149,34 @@ func NodeShow(w io.Writer, f Format, ns api.NodeShow, sk api.Skipped) error {
 	sort.Strings(names)
 	for _, m := range names {
 		ms := st.Modules[m]
-		fmt.Fprintf(tw, "  %s\t%v\t%v\t%s\t%d\t%d\n", m, ms.Assigned, ms.Taken, ms.State, ms.Held, ms.Failed)
+		pf(tw, "  %s\t%v\t%v\t%s\t%d\t%d\n", m, ms.Assigned, ms.Taken, ms.State, ms.Held, ms.Failed)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	for _, m := range pending(st) {
-		fmt.Fprintf(w, "  %s is pending: %s\n", m, orDash(st.Modules[m].Reason))
+		pf(w, "  %s is pending: %s\n", m, orDash(st.Modules[m].Reason))
 	}
-	fmt.Fprintf(w, "\nholds (from the node's own apply reports): %d\n", len(ns.Holds))
+	pf(w, "\nholds (from the node's own apply reports): %d\n", len(ns.Holds))
 	for _, h := range ns.Holds {
-		fmt.Fprintf(w, "  %s (%s): %s\n", h.Name, h.Module, h.Reason)
+		pf(w, "  %s (%s): %s\n", h.Name, h.Module, h.Reason)
 	}
 	if a := ns.Access; a != nil {
-		fmt.Fprintln(w, "\njoin tokens:")
+		pf(w, "\njoin tokens:\n")
 		for _, t := range a.Tokens {
 			used := "unused"
 			if !t.UsedAt.IsZero() {
 				used = fmt.Sprintf("used at %s from %s", stamp(t.UsedAt), t.From)
 			}
-			fmt.Fprintf(w, "  %s  expires %s  %s\n", t.ID, stamp(t.ExpiresAt), used)
+			pf(w, "  %s  expires %s  %s\n", t.ID, stamp(t.ExpiresAt), used)
 		}
-		fmt.Fprintln(w, "\nbus users:")
+		pf(w, "\nbus users:\n")
 		for _, k := range a.Keys {
 			state := "active"
 			if k.Revoked {
 				state = "revoked"
 			}
-			fmt.Fprintf(w, "  %s  %s\n", k.PublicKey, state)
+			pf(w, "  %s  %s\n", k.PublicKey, state)
 		}
 	}
 	return Partial(sk, false)

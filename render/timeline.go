@@ -22,7 +22,7 @@ func Timeline(w io.Writer, f Format, matches []api.Entry, sk api.Skipped) error 
 		return Partial(sk, false)
 	}
 	tw := table(w)
-	fmt.Fprintln(tw, "#\tAT\tNODE\tTYPE\tACTOR\tSUMMARY")
+	pf(tw, "#\tAT\tNODE\tTYPE\tACTOR\tSUMMARY\n")
 	for _, en := range entries {
 		summary := en.Summary
 		if r := en.Run; r != nil {
@@ -37,7 +37,7 @@ func Timeline(w io.Writer, f Format, matches []api.Entry, sk api.Skipped) error 
 			}
 			summary += fmt.Sprintf(", %d %s, %s, #%d to #%d", r.Count, what, span(r.From, r.To), r.FirstPosition, r.LastPosition)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", en.Position, stamp(en.At), orDash(en.Node), en.Type, orDash(en.Actor), summary)
+		pf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", en.Position, stamp(en.At), orDash(en.Node), en.Type, orDash(en.Actor), summary)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -60,53 +60,54 @@ func Why(w io.Writer, f Format, resp api.WhyResponse, sk api.Skipped) error {
 		return Partial(sk, false)
 	}
 	if len(touches) == 0 {
-		fmt.Fprintf(w, "no apply on %s has touched %s: every apply found it unchanged, or it was never declared\n", resp.Node, resp.Resource)
+		pf(w, "no apply on %s has touched %s: every apply found it unchanged, or it was never declared\n", resp.Node, resp.Resource)
 		return Partial(sk, false)
 	}
-	fmt.Fprintf(w, "%s on %s:\n", resp.Resource, resp.Node)
+	pf(w, "%s on %s:\n", resp.Resource, resp.Node)
 	for _, t := range touches {
-		fmt.Fprintf(w, "  %s  %s", stamp(t.Entry.At), t.Action)
+		pf(w, "  %s  %s", stamp(t.Entry.At), t.Action)
 		if len(t.Fields) > 0 {
-			fmt.Fprintf(w, " (changed: %s)", strings.Join(t.Fields, ", "))
+			pf(w, " (changed: %s)", strings.Join(t.Fields, ", "))
 		}
 		if r := t.Entry.Run; r != nil {
-			fmt.Fprintf(w, ", %d passes, %s", r.Count, span(r.From, r.To))
+			pf(w, ", %d passes, %s", r.Count, span(r.From, r.To))
 		}
 		if t.Reason != "" {
-			fmt.Fprintf(w, ": %s", t.Reason)
+			pf(w, ": %s", t.Reason)
 		}
-		fmt.Fprintln(w)
+		pln(w)
 		for _, c := range t.Changes {
-			fmt.Fprintf(w, "      %s\n", ChangeWords(c))
+			pf(w, "      %s\n", ChangeWords(c))
 		}
 		if r := t.Entry.Run; r != nil {
-			fmt.Fprintf(w, "      by applies #%d to #%d of %s", r.FirstPosition, r.LastPosition, orDash(t.Entry.Declaration))
+			pf(w, "      by applies #%d to #%d of %s", r.FirstPosition, r.LastPosition, orDash(t.Entry.Declaration))
 		} else {
-			fmt.Fprintf(w, "      by apply #%d of %s", t.Entry.Position, orDash(t.Entry.Declaration))
+			pf(w, "      by apply #%d of %s", t.Entry.Position, orDash(t.Entry.Declaration))
 		}
 		if t.Entry.Correlation != "" {
-			fmt.Fprintf(w, " (push %s: mesh timeline --correlation %s)", t.Entry.Correlation, t.Entry.Correlation)
+			pf(w, " (push %s: mesh timeline --correlation %s)", t.Entry.Correlation, t.Entry.Correlation)
 		}
-		fmt.Fprintln(w)
+		pln(w)
 		// What the push behind it composed, and what it read (every apply
 		// of a declaration shares its correlation: those are left out).
 		for _, en := range t.Push {
 			if t.Entry.Correlation == "" || en.Type == events.TypeApplyReported || en.Type == events.TypeReportDeliveredLate {
 				continue
 			}
-			fmt.Fprintf(w, "      #%d %s %s\n", en.Position, en.Type, en.Summary)
+			pf(w, "      #%d %s %s\n", en.Position, en.Type, en.Summary)
 		}
 		// The commands behind it, then the build it runs and what deployed
 		// it (seed 002), each once.
 		for _, en := range t.Behind() {
-			fmt.Fprintf(w, "      #%d %s %s (%s, %s)\n", en.Position, en.Type, en.Summary, orDash(en.Actor), stamp(en.At))
+			pf(w, "      #%d %s %s (%s, %s)\n", en.Position, en.Type, en.Summary, orDash(en.Actor), stamp(en.At))
 		}
 	}
 	return Partial(sk, false)
 }
 
 // ChangeWords is one changed field as why and the page word it:
-// "env.GREETING: hello → bonjour" ("(none)" for an absent value).
+// "env.GREETING: hello → bonjour" ("(none)" for an absent value),
+// escaped (Escape): the values are a node's.
 func ChangeWords(c api.Change) string {
 	from, to := c.From, c.To
 	if from == "" {
@@ -115,5 +116,5 @@ func ChangeWords(c api.Change) string {
 	if to == "" {
 		to = "(none)"
 	}
-	return fmt.Sprintf("%s: %s → %s", c.Field, from, to)
+	return Escape(fmt.Sprintf("%s: %s → %s", c.Field, from, to))
 }

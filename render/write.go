@@ -17,10 +17,10 @@ import (
 func CommandResult(w io.Writer, res api.CommandResult, cs []commands.Command) {
 	for i, a := range res.Results {
 		if len(a.Events) == 0 && i < len(cs) {
-			fmt.Fprintf(w, "%s, nothing to do\n", commands.UnchangedNote(cs[i]))
+			pf(w, "%s, nothing to do\n", commands.UnchangedNote(cs[i]))
 		}
 		for _, ev := range a.Events {
-			fmt.Fprintf(w, "%s #%d %s\n", ev.Stream, ev.Position, ev.Type)
+			pf(w, "%s #%d %s\n", ev.Stream, ev.Position, ev.Type)
 		}
 	}
 }
@@ -35,10 +35,10 @@ func Push(w io.Writer, f Format, resp api.PushResponse) error {
 	for _, p := range resp.Pushes {
 		if p.Error != "" {
 			failed++
-			fmt.Fprintf(w, "%s: push failed: %s\n", p.Node, p.Error)
+			pf(w, "%s: push failed: %s\n", p.Node, p.Error)
 			continue
 		}
-		fmt.Fprintf(w, "%s: pushed %s (%s)\n", p.Node, p.Declaration, short(p.Digest))
+		pf(w, "%s: pushed %s (%s)\n", p.Node, p.Declaration, short(p.Digest))
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d push(es) failed (each is recorded on its node's stream)", failed, len(resp.Pushes))
@@ -49,7 +49,7 @@ func Push(w io.Writer, f Format, resp api.PushResponse) error {
 // ArtifactPushed says that an image tarball is in the artifact store at
 // addr, as name@digest (mesh artifact push, before the build is recorded).
 func ArtifactPushed(w io.Writer, tarball, addr, name, digest string) {
-	fmt.Fprintf(w, "pushed %s to %s/%s@%s\n", tarball, addr, name, digest)
+	pf(w, "pushed %s to %s/%s@%s\n", tarball, addr, name, digest)
 }
 
 // Rebuild shows a rebuild in the shadow of a running controller (mesh
@@ -58,19 +58,19 @@ func ArtifactPushed(w io.Writer, tarball, addr, name, digest string) {
 // a checkpoint keeps of each, said once, when the live projections were
 // resumed from one). What the rebuild skipped is noted after it.
 func Rebuild(w io.Writer, names []string, res api.RebuildResult) error {
-	fmt.Fprintf(w, "rebuilt %s in the shadow from %d events in %s; swapped in at position %d\n",
+	pf(w, "rebuilt %s in the shadow from %d events in %s; swapped in at position %d\n",
 		projectionsNamed(names), res.Events, (time.Duration(res.Millis) * time.Millisecond).String(), res.Position)
 	for _, c := range res.Projections {
 		if c.Kept {
-			fmt.Fprintln(w, "  (the live projections were resumed from a checkpoint: each is compared on what a checkpoint keeps of it, its state and recent history)")
+			pf(w, "  (the live projections were resumed from a checkpoint: each is compared on what a checkpoint keeps of it, its state and recent history)\n")
 			break
 		}
 	}
 	for _, c := range res.Projections {
 		if c.Same {
-			fmt.Fprintf(w, "  %-9s same as before (%d bytes)\n", c.Name, c.NewBytes)
+			pf(w, "  %-9s same as before (%d bytes)\n", c.Name, c.NewBytes)
 		} else {
-			fmt.Fprintf(w, "  %-9s DIFFERED from the live one (%d bytes before, %d after): the rebuilt one, from the events, is now live\n", c.Name, c.OldBytes, c.NewBytes)
+			pf(w, "  %-9s DIFFERED from the live one (%d bytes before, %d after): the rebuilt one, from the events, is now live\n", c.Name, c.OldBytes, c.NewBytes)
 		}
 	}
 	return Noted(w, res.Skipped)
@@ -80,14 +80,14 @@ func Rebuild(w io.Writer, names []string, res api.RebuildResult) error {
 // when none is) from n events, checked against a second one of size
 // bytes (mesh rebuild on a local store).
 func RebuildLocal(w io.Writer, names []string, n uint64, took time.Duration, bytes int) {
-	fmt.Fprintf(w, "rebuilt %s from %d events in %s; a second rebuild is byte-identical (%d bytes)\n",
+	pf(w, "rebuilt %s from %d events in %s; a second rebuild is byte-identical (%d bytes)\n",
 		projectionsNamed(names), n, took.Round(time.Millisecond), bytes)
 }
 
 // SnapshotSaved says that a rebuild of every projection was saved, at
 // position, as the files named.
 func SnapshotSaved(w io.Writer, position uint64, files ...string) {
-	fmt.Fprintf(w, "saved the snapshot of every projection at position %d (%s)\n", position, strings.Join(files, ", "))
+	pf(w, "saved the snapshot of every projection at position %d (%s)\n", position, strings.Join(files, ", "))
 }
 
 // projectionsNamed names the projections rebuilt.

@@ -12,7 +12,7 @@ import (
 	"meshplane/api"
 	"meshplane/controller"
 	"meshplane/events"
-	"meshplane/events/pgstore/pgtest"
+	"meshplane/events/pgstore/pgscratch"
 	"meshplane/events/storeurl"
 	"meshplane/internal/usage"
 	"meshplane/projections"
@@ -120,8 +120,8 @@ func OpenStore(ctx context.Context, kind, data string) (events.Store, string, fu
 	closeFn := func() error { return nil }
 	switch k, err := storeurl.KindOf(kind); {
 	case kind == "postgres":
-		srv, err := pgtest.Start(ctx)
-		if errors.Is(err, pgtest.ErrNoPostgres) {
+		srv, err := pgscratch.Start(ctx)
+		if errors.Is(err, pgscratch.ErrNoPostgres) {
 			return nil, "", nil, fmt.Errorf("%w (install PostgreSQL, set PGTEST_BIN to its bin directory, or give --store postgres://URL)", err)
 		}
 		if err != nil {

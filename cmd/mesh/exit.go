@@ -19,6 +19,7 @@ import (
 	"meshplane/internal/safego"
 	"meshplane/internal/usage"
 	"meshplane/meshup"
+	"meshplane/render"
 )
 
 // Exit codes.
@@ -78,17 +79,17 @@ func (e *env) runRoot(ctx context.Context, root *cobra.Command, args []string) (
 	case errors.As(err, &xe):
 		return xe.code
 	case errors.Is(err, usage.Err):
-		fmt.Fprintf(stderr, "%s: %v\nusage: %s\nRun '%s --help' for more.\n", name, err, cmd.UseLine(), cmd.CommandPath())
+		fmt.Fprintf(stderr, "%s: %s\nusage: %s\nRun '%s --help' for more.\n", name, msg(err), cmd.UseLine(), cmd.CommandPath())
 		return exitUsage
 	case strings.HasPrefix(err.Error(), "unknown command "):
 		// cobra's, for a verb it does not know.
-		fmt.Fprintf(stderr, "mesh: %v\nRun 'mesh --help' for the commands.\n", err)
+		fmt.Fprintf(stderr, "mesh: %s\nRun 'mesh --help' for the commands.\n", msg(err))
 		return exitUsage
 	case errors.As(err, &rej):
-		fmt.Fprintf(stderr, "%s: refused (%s): %s\n", name, rej.Code, rej.Msg)
+		fmt.Fprintf(stderr, "%s: refused (%s): %s\n", name, render.Escape(rej.Code), render.Escape(rej.Msg))
 		return exitRejected
 	case errors.Is(err, commands.ErrModuleFile), errors.Is(err, meshup.ErrMeshFile):
-		fmt.Fprintf(stderr, "%s: refused (%s): %v\n", name, commands.CodeInvalid, err)
+		fmt.Fprintf(stderr, "%s: refused (%s): %s\n", name, commands.CodeInvalid, msg(err))
 		return exitRejected
 	case errors.Is(err, errScenariosFailed):
 		return exitFailed
@@ -97,16 +98,22 @@ func (e *env) runRoot(ctx context.Context, root *cobra.Command, args []string) (
 		fmt.Fprintf(stderr, "%s: the event store is full (no space left where it writes): nothing was written; free space or grow its disk, then run the command again (%v)\n", name, err)
 		return exitFailed
 	case errors.Is(err, events.ErrDamaged):
-		fmt.Fprintf(stderr, "%s: store file damaged: %v; run mesh store verify\n", name, err)
+		fmt.Fprintf(stderr, "%s: store file damaged: %s; run mesh store verify\n", name, msg(err))
 		return exitFailed
 	case errors.Is(err, httpapi.ErrUnauthorized):
-		fmt.Fprintf(stderr, "%s: %v (give the controller's DATA/api-token with --token-file or MESH_TOKEN)\n", name, err)
+		fmt.Fprintf(stderr, "%s: %s (give the controller's DATA/api-token with --token-file or MESH_TOKEN)\n", name, msg(err))
 		return exitFailed
 	default:
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		fmt.Fprintf(stderr, "%s: %s\n", name, msg(err))
 		return exitFailed
 	}
 }
+
+// msg is an error's text as the CLI prints it: control characters a node,
+// a file or history put in it escaped (render.Text), its own lines kept
+// (errors.Join's). A refusal is one sentence: it is printed with its
+// newlines escaped too (render.Escape), so none starts a forged line.
+func msg(err error) string { return render.Text(err.Error()) }
 
 // noArgs and exactArgs check a verb's arguments as bad usage (exit 2).
 var noArgs, exactArgs = clihelp.NoArgs, clihelp.ExactArgs

@@ -42,7 +42,7 @@ func (e *env) exportCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().Uint64Var(&since, "since", 0, "export the events after this `position` (0: every event)")
-	cmd.Flags().StringVarP(&output, "file", "f", "", "write to this `file` instead of stdout")
+	cmd.Flags().StringVarP(&output, "file", "f", "", "write to this `file` instead of stdout (replaced whole; a device or FIFO is written through, a symbolic link or socket refused)")
 	cmd.Flags().BoolVar(&compact, "compact", false, "write each payload as stored: a quiet apply report's held_since without its holds")
 	return cmd
 }

@@ -39,6 +39,8 @@ func TestBadFlagValuesAreUsage(t *testing.T) {
 		{[]string{"token", "create", "ana", "--ttl", "-1h"}, "--ttl"},
 		{[]string{"token", "create", "ana", "--ttl", "1ms"}, "--ttl"},
 		{[]string{"token", "create", "ana", "--ttl", "soon"}, "--ttl"},
+		{[]string{"token", "create", "ana", "--ttl", "87601h"}, "--ttl"},
+		{[]string{"node", "join-token", "n1", "--ttl", "169h"}, "--ttl"},
 		{[]string{"status", "--server", "ftp://x"}, "--server"},
 		{[]string{"status", "--server", "http://h:99999"}, "--server"},
 		{[]string{"status", "--server", "http://"}, "--server"},

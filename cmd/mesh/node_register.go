@@ -46,7 +46,7 @@ func (e *env) nodeRegisterCmd() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&creds, "creds", "", "write the node's bus credential `file` (mode 0600) for 'mesh agent --creds'")
+	cmd.Flags().StringVar(&creds, "creds", "", "write the node's bus credential `file` (mode 0600) for 'mesh agent --creds' (a device or FIFO is written through, a symbolic link or socket refused)")
 	cmd.Flags().StringSliceVar(&busURLs, "bus-url", nil, "with --creds: the bus `URLs` the agent dials (default: those the controller names, with --server; else DATA/bus-urls of the running controller, else nats://127.0.0.1:4222)")
 	flagcheck.Install(cmd.Flags(), map[string]flagcheck.Check{"bus-url": flagcheck.ListOf(flagcheck.URLOf("nats", "tls", "ws", "wss"))})
 	return cmd

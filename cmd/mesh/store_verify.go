@@ -20,7 +20,7 @@ func (e *env) storeVerifyCmd() *cobra.Command {
 				return err
 			}
 			if agentData != "" {
-				return storeverify.AgentText(e.stdout, agentData)
+				return storeverify.AgentText(render.SafeWriter(e.stdout), agentData)
 			}
 			if anchor != "" {
 				rep, err := storeverify.Anchored(cmd.Context(), t.Store, t.Data, anchor)
@@ -33,7 +33,7 @@ func (e *env) storeVerifyCmd() *cobra.Command {
 			if err := storeverify.Supported(t.Store); err != nil {
 				return err
 			}
-			return storeverify.DataText(cmd.Context(), e.stdout, t.Data)
+			return storeverify.DataText(cmd.Context(), render.SafeWriter(e.stdout), t.Data)
 		},
 	}
 	cmd.Flags().StringVar(&anchor, "anchor", "", "check the hash chain of the store (any kind) against a head line of mesh store head, and name the first position not intact")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -44,12 +45,13 @@ func withTokens(cmd *cobra.Command, verb string, write bool, fn func(api.Tokens)
 	})
 }
 
-// tokenTTL is a token's lifetime flag: 0 (none) or a flagcheck.Positive duration of
-// whole seconds.
+// tokenTTL is a token's lifetime flag: 0 (none) or a duration from 1s to
+// api.MaxTokenTTLSeconds (87600h, 10 years).
 func tokenTTL(s string) error {
+	max := time.Duration(api.MaxTokenTTLSeconds) * time.Second
 	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 || (d > 0 && d < time.Second) {
-		return errors.New("want 0 (no expiry) or a duration of 1s or more (720h)")
+	if err != nil || d < 0 || (d > 0 && d < time.Second) || d > max {
+		return fmt.Errorf("want 0 (no expiry) or a duration from 1s to %dh, 10 years (720h)", int64(max/time.Hour))
 	}
 	return nil
 }
@@ -72,7 +74,7 @@ func (e *env) tokenCreateCmd() *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().DurationVar(&ttl, "ttl", 720*time.Hour, "how long the token is good for (0: no expiry)")
+	cmd.Flags().DurationVar(&ttl, "ttl", 720*time.Hour, "how long the token is good for (0: no expiry; at most 87600h, 10 years)")
 	flagcheck.Install(cmd.Flags(), map[string]flagcheck.Check{"ttl": tokenTTL})
 	return cmd
 }

@@ -6,6 +6,6 @@
 // The stores (Store): memory and bolt, which the step library opens; a
 // throwaway PostgreSQL cluster for the run, or a server given by URL, with
 // a new database per scenario, dropped after it; a KurrentDB server, with a
-// stream prefix per scenario. The servers' clients (pgx, pgtest, the
+// stream prefix per scenario. The servers' clients (pgx, pgscratch, the
 // KurrentDB client through events/storeurl) live here, not in features.
 package scenario

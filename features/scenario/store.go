@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"meshplane/events"
-	"meshplane/events/pgstore/pgtest"
+	"meshplane/events/pgstore/pgscratch"
 	"meshplane/events/storeurl"
 	"meshplane/features"
 )
@@ -37,7 +37,7 @@ func (e storeError) Is(target error) bool { return target == ErrStore }
 // new, empty store of its kind.
 //
 //   - memory, bolt: the step library opens them.
-//   - postgres: a throwaway cluster (pgtest) started by the first scenario
+//   - postgres: a throwaway cluster (pgscratch) started by the first scenario
 //     and stopped by Close; a new database per scenario, dropped after it.
 //   - postgres://URL: a new database per scenario on that server (the role
 //     needs CREATEDB), dropped after it; URL's own database is only
@@ -52,7 +52,7 @@ type Store struct {
 	url  string // postgres://, esdb:// or ""
 
 	once sync.Once
-	srv  *pgtest.Server // --store postgres
+	srv  *pgscratch.Server // --store postgres
 	err  error
 	n    atomic.Int64
 }
@@ -116,8 +116,8 @@ func (s *Store) openPostgres(ctx context.Context) (events.Store, func(), error) 
 	var drop func(context.Context, string) error
 	if s.url == "" {
 		s.once.Do(func() {
-			s.srv, s.err = pgtest.Start(ctx)
-			if errors.Is(s.err, pgtest.ErrNoPostgres) {
+			s.srv, s.err = pgscratch.Start(ctx)
+			if errors.Is(s.err, pgscratch.ErrNoPostgres) {
 				s.err = fmt.Errorf("%w (install PostgreSQL, set PGTEST_BIN to its bin directory, or give --store postgres://URL)", s.err)
 			}
 		})

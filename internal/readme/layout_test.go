@@ -33,7 +33,10 @@ func layoutTable(t *testing.T) string {
 }
 
 // packages is every directory of the module holding a Go file that is not
-// a test, testdata excepted, slash-separated and relative to the root.
+// a test, testdata excepted, slash-separated and relative to the root. A
+// directory holding a go.mod of its own (a module beside this one, such as
+// a copy of a dependency under third_party/, named by its own row) and
+// what is under it are not this module's.
 func packages(t *testing.T) []string {
 	t.Helper()
 	seen := map[string]bool{}
@@ -44,6 +47,11 @@ func packages(t *testing.T) []string {
 		name := d.Name()
 		if d.IsDir() && path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
 			return filepath.SkipDir
+		}
+		if d.IsDir() && path != root {
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+				return filepath.SkipDir
+			}
 		}
 		if d.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
 			return nil
