@@ -29,8 +29,12 @@ type Node struct {
 	Taken    map[string]bool   // modules taken on the node (adopted nodes)
 	Composed uint64            // declarations composed so far; the next is Composed+1
 	Declared map[string]string // resource name → digest, of the last composed declaration
-	Current  Current           // the last composed declaration
-	Version  uint64            // the stream version this state reflects
+	// Carried is the node's last declaration.composed that carried its
+	// resources (not by reference): what the next one refers to when its
+	// resources are the same (Composition.Stored).
+	Carried Carried
+	Current Current // the last composed declaration
+	Version uint64  // the stream version this state reflects
 	// Applies are the node's last apply reports, by apply id and version:
 	// what RecordApply reads back to tell a report delivered again from
 	// another one under a used apply id.
@@ -90,6 +94,19 @@ func (r RecentApplies) Version(id uuid.UUID) uint64 {
 		}
 	}
 	return 0
+}
+
+// Carried is a declaration.composed that carried its resources: its event
+// id and its list (shared with the payload: never modified).
+type Carried struct {
+	ID        uuid.UUID // uuid.Nil: none
+	Resources []events.ResourceRef
+}
+
+// names reports whether id (a resources_since) names c.
+func (c Carried) names(id string) bool {
+	u, err := uuid.Parse(id)
+	return err == nil && c.ID != uuid.Nil && u == c.ID
 }
 
 // Current is what a node's state keeps of its last composed declaration, so
@@ -199,11 +216,20 @@ func EvolveNode(s Node, ev events.Event, p events.Payload) Node {
 	case events.ModuleTaken:
 		s.Taken = withBool(s.Taken, p.Module, true)
 	case events.DeclarationComposed:
-		declared := make(map[string]string, len(p.Resources))
-		for _, r := range p.Resources {
-			declared[r.Name] = r.Digest
+		switch {
+		case !p.ByReference():
+			declared := make(map[string]string, len(p.Resources))
+			for _, r := range p.Resources {
+				declared[r.Name] = r.Digest
+			}
+			s.Declared = declared
+			s.Carried = Carried{ID: ev.ID, Resources: p.Resources}
+		case !s.Carried.names(p.ResourcesSince):
+			// A reference to what the stream did not carry last (a damaged or
+			// forged history): the resources are unknown, so the next
+			// compose carries them, every spec with them.
+			s.Declared, s.Carried = nil, Carried{}
 		}
-		s.Declared = declared
 		s.Current = Current{ID: p.Declaration, Digest: p.Digest, Correlation: ev.Correlation, Notes: notes(p.Warnings, p.Skipped)}
 	case events.NodeJoinTokenIssued, events.NodeJoined, events.NodeCredentialsIssued, events.NodeCredentialsRevoked:
 		s.Access = evolveAccess(s.Access, p, ev.At)

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"meshplane/declaration"
 	"meshplane/events"
 )
@@ -33,7 +35,10 @@ type Composition struct {
 	Declaration declaration.Declaration
 	Skipped     []events.Skipped
 	Previous    map[string]string // resource name → digest, of the node's last composed declaration
-	Version     uint64            // the version of the node's stream compose read
+	// Carried is the node's last declaration that carried its resources
+	// (Node.Carried): Stored refers to it when the resources are its.
+	Carried Carried
+	Version uint64 // the version of the node's stream compose read
 	// Unchanged says the declaration is byte-identical to the node's
 	// current one (the same digest, warnings and skipped nodes): it then
 	// carries the current declaration's id and correlation, and Push appends
@@ -169,6 +174,7 @@ func composition(self Node, own plan, r roster, skipped []events.Skipped, correl
 	}
 	c.Declaration = d
 	c.Previous = self.Declared
+	c.Carried = self.Carried
 	c.Version = self.Version
 	return c
 }
@@ -209,6 +215,24 @@ func (c Composition) Composed() events.DeclarationComposed {
 		Node: d.Node, Declaration: d.ID, Digest: d.Digest, RosterRevision: d.RosterRevision, Roster: roster, Resources: refs,
 		Warnings: d.Warnings, Skipped: c.Skipped, Specs: specs,
 	}
+}
+
+// Stored returns the declaration.composed payload of c as the store keeps
+// it: Composed, with its resources by reference when they are, name for
+// name, those of the node's last declaration that carried them
+// (c.Carried): resources_since, that declaration's event id, in their
+// place. A roster-only change (a name added, moved or removed elsewhere in
+// the mesh) then costs its node the envelope and a few fields, not its
+// whole resource list again; every reader resolves the reference
+// (events.ResourceBook, events.Public). A declaration without resources
+// is stored as it is: [] costs less than a reference.
+func (c Composition) Stored() events.DeclarationComposed {
+	p := c.Composed()
+	if c.Carried.ID == uuid.Nil || len(p.Resources) == 0 || !slices.Equal(p.Resources, c.Carried.Resources) {
+		return p
+	}
+	p.Resources, p.ResourcesSince = nil, c.Carried.ID.String()
+	return p
 }
 
 // mesh is everything compose read, so that planning is pure.

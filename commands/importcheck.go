@@ -104,9 +104,11 @@ type Import struct {
 	next    int               // the next of seen that Replay hands over
 	pub     publicForms       // apply reports in the public form (importheld.go)
 	roster  importRoster      // the file's roster (importroster.go)
+	res     importResources   // the file's composed declarations' resources (importresources.go)
 	// stripped says the line Line checks last is a composed declaration
-	// stored without its roster (seenLine.stripped).
-	stripped bool
+	// stored without its roster (seenLine.stripped); resStripped, one
+	// stored by reference to its resources (seenLine.resStripped).
+	stripped, resStripped bool
 	// What the file said of nodes, removed modules and tokens
 	// (importdoor.go).
 	nodes          map[string]*fileNode
@@ -120,10 +122,11 @@ type Import struct {
 // seenLine is a line Line checked: its number, a digest of its bytes, and
 // whether it was accepted.
 type seenLine struct {
-	n        int
-	sum      [16]byte
-	ok       bool
-	stripped bool // a composed declaration stored without its roster
+	n           int
+	sum         [16]byte
+	ok          bool
+	stripped    bool // a composed declaration stored without its roster
+	resStripped bool // a composed declaration stored by reference to its resources
 }
 
 func lineSum(line []byte) [16]byte {
@@ -149,11 +152,11 @@ func NewImport(reg *events.Registry) *Import {
 // holds (Pending, Settle) until Settle has run; after it, it is refused
 // unless the store holds it.
 func (im *Import) Line(line []byte, n int) (events.Event, error) {
-	im.stripped = false
+	im.stripped, im.resStripped = false, false
 	ev, err := im.line(line, n)
 	im.chainDone(n, err == nil)
 	im.lastSeen = n
-	im.seen = append(im.seen, seenLine{n: n, sum: lineSum(line), ok: err == nil, stripped: im.stripped})
+	im.seen = append(im.seen, seenLine{n: n, sum: lineSum(line), ok: err == nil, stripped: im.stripped, resStripped: im.resStripped})
 	return ev, err
 }
 
@@ -299,6 +302,17 @@ func (im *Import) Replay(line []byte, n int) (ev events.Event, ok bool, err erro
 	}
 	if seen.stripped {
 		if ev, err = storedComposed(im.reg, ev); err != nil {
+			return events.Event{}, false, fmt.Errorf("line %d: %w", n, err)
+		}
+	}
+	if ev.Type == events.TypeDeclarationComposed {
+		// The resources after the roster: the public form adds them first.
+		if seen.resStripped {
+			ev, err = storedResources(im.reg, ev)
+		} else {
+			ev, err = im.withoutNote(ev)
+		}
+		if err != nil {
 			return events.Event{}, false, fmt.Errorf("line %d: %w", n, err)
 		}
 	}

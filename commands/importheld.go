@@ -74,7 +74,11 @@ func (im *Import) public(ev events.Event, n int) (events.Event, error) {
 	switch ev.Type {
 	case events.TypeApplyReported:
 	case events.TypeDeclarationComposed:
-		return im.composedLine(ev, n)
+		ev, err := im.composedLine(ev, n)
+		if err != nil {
+			return ev, err
+		}
+		return im.resourcesLine(ev, n)
 	default:
 		return ev, nil
 	}

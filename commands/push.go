@@ -201,7 +201,7 @@ func (h *Handler) record(ctx context.Context, c Composition) (StagedPush, error)
 		return st, nil
 	}
 	stream := events.NodeStream(node)
-	evs, err := h.events(stream, []events.Payload{c.Composed()}, st.meta)
+	evs, err := h.events(stream, []events.Payload{c.Stored()}, st.meta)
 	if err != nil {
 		return StagedPush{}, err
 	}

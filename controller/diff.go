@@ -287,6 +287,7 @@ func readComposed(ctx context.Context, store events.Store, reg *events.Registry,
 		return nil, fmt.Errorf("read %s: %w", events.NodeStream(node), err)
 	}
 	d := &declared{composed: map[string]events.DeclarationComposed{}, specs: map[string]json.RawMessage{}}
+	book := resourceBook(store, reg)
 	for _, ev := range evs {
 		if ev.Position > to {
 			break
@@ -294,7 +295,7 @@ func readComposed(ctx context.Context, store events.Store, reg *events.Registry,
 		if ev.Type != events.TypeDeclarationComposed {
 			continue
 		}
-		p, err := events.DecodeAs[events.DeclarationComposed](reg, ev)
+		p, err := decodeComposed(ctx, book, reg, ev)
 		if err != nil {
 			return nil, fmt.Errorf("read %s #%d: %w", events.NodeStream(node), ev.Version, err)
 		}

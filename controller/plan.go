@@ -246,11 +246,12 @@ func lastApplied(ctx context.Context, store events.Store, reg *events.Registry, 
 	}
 	specs := map[string]json.RawMessage{}
 	var composed *events.DeclarationComposed
+	book := resourceBook(store, reg)
 	for _, ev := range evs {
 		if ev.Type != events.TypeDeclarationComposed {
 			continue
 		}
-		p, err := events.DecodeAs[events.DeclarationComposed](reg, ev)
+		p, err := decodeComposed(ctx, book, reg, ev)
 		if err != nil {
 			return declaration.Declaration{}, nil, fmt.Errorf("read %s #%d: %w", events.NodeStream(node), ev.Version, err)
 		}

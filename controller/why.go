@@ -32,10 +32,11 @@ func readDeclared(ctx context.Context, store events.Store, reg *events.Registry,
 		return nil, fmt.Errorf("read %s: %w", events.NodeStream(node), err)
 	}
 	d := &declared{composed: map[string]events.DeclarationComposed{}, specs: map[string]json.RawMessage{}}
+	book := resourceBook(store, reg)
 	for _, ev := range evs {
 		switch ev.Type {
 		case events.TypeDeclarationComposed:
-			p, err := events.DecodeAs[events.DeclarationComposed](reg, ev)
+			p, err := decodeComposed(ctx, book, reg, ev)
 			if err != nil {
 				return nil, fmt.Errorf("read %s #%d: %w", events.NodeStream(node), ev.Version, err)
 			}
@@ -53,6 +54,25 @@ func readDeclared(ctx context.Context, store events.Store, reg *events.Registry,
 		}
 	}
 	return d, nil
+}
+
+// resourceBook resolves the resources_since of a node's composed
+// declarations read in order, looking up through store's id index one
+// carried before what was read.
+func resourceBook(store events.Store, reg *events.Registry) *events.ResourceBook {
+	ir, _ := store.(events.IDReader)
+	return events.NewResourceBook(reg, ir)
+}
+
+// decodeComposed decodes ev, a declaration.composed read in its stream's
+// order, with its resources in full (book): one whose reference does not
+// resolve has them unknown (nil), noted in ResourcesUnknown.
+func decodeComposed(ctx context.Context, book *events.ResourceBook, reg *events.Registry, ev events.Event) (events.DeclarationComposed, error) {
+	p, err := events.DecodeAs[events.DeclarationComposed](reg, ev)
+	if err != nil {
+		return p, err
+	}
+	return book.Resolve(ctx, ev, p)
 }
 
 // changes is, for a touch that replaced or updated resource by the apply

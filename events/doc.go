@@ -42,4 +42,18 @@
 // distance), so every event it hands out reads alone. mesh export
 // --compact writes the stored form, and mesh import takes both, storing
 // the public form compact again, byte for byte (StoredApplyData).
+//
+// A declaration.composed whose resources are those of its node's last
+// declaration that carried them (a roster-only change: a name added,
+// moved or removed elsewhere in the mesh) is stored by reference: its
+// resources left out, and resources_since names that declaration by its
+// event id ("the resources of this declaration are those of the
+// declaration resources_since names"). Every surface that hands events
+// out gives resources in full beside resources_since (Public,
+// PublicResourcesData; ResourceBook and ResourcesOf resolve it, at any
+// distance, through IDReader), and mesh import stores the public form by
+// reference again, byte for byte (StoredResourcesData). A reference that
+// does not resolve (a damaged or forged history) is read with the
+// resources unknown and resources_unknown, a reader's note, saying why:
+// never a failed read.
 package events

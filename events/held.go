@@ -141,11 +141,19 @@ func nonNil(held []Held) []Held {
 // resolved through a RosterBook: from the roster.changed it has seen, else
 // read from the roster's stream when r is also a StreamReader (or one is
 // given: WithRosters).
+//
+// A declaration.composed stored by reference (resources_since) is given
+// its resources in full (PublicResourcesData), resolved through a
+// ResourceBook: the last one of its node it has seen carrying them, else
+// looked up through r. One that does not resolve is given with
+// resources_unknown, the note why, in place of its resources: an export
+// of a damaged history is written whole.
 type Public struct {
 	reg    *Registry
 	r      IDReader // nil: only what it has seen
 	last   map[string]seenHeld
 	roster *RosterBook
+	res    *ResourceBook
 }
 
 type seenHeld struct {
@@ -157,7 +165,7 @@ type seenHeld struct {
 // through r (nil: a held_since it has not seen is ErrHeldUnresolved).
 func NewPublic(reg *Registry, r IDReader) *Public {
 	sr, _ := r.(StreamReader)
-	return &Public{reg: reg, r: r, last: map[string]seenHeld{}, roster: NewRosterBook(reg, sr)}
+	return &Public{reg: reg, r: r, last: map[string]seenHeld{}, roster: NewRosterBook(reg, sr), res: NewResourceBook(reg, r)}
 }
 
 // WithRosters makes p read roster revisions it has not seen through s.
@@ -211,12 +219,21 @@ func (p *Public) Event(ctx context.Context, ev Event) (Event, error) {
 
 // composed is Event for a declaration.composed.
 func (p *Public) composed(ctx context.Context, ev Event) (Event, error) {
-	if !bytes.Contains(ev.Data, []byte(`"roster_revision"`)) {
-		return ev, nil
-	}
 	c, err := DecodeAs[DeclarationComposed](p.reg, ev)
-	if err != nil || c.RosterRevision == 0 || c.Roster != nil {
+	if err != nil {
 		return ev, nil // handed out as stored
+	}
+	full, err := p.res.Resolve(ctx, ev, c)
+	if err != nil {
+		return Event{}, fmt.Errorf("events: composed declaration at position %d: %w", ev.Position, err)
+	}
+	if c.ByReference() {
+		if ev.Data, err = PublicResourcesData(ev.Data, full.Resources, full.ResourcesUnknown); err != nil {
+			return Event{}, fmt.Errorf("events: composed declaration at position %d: %w", ev.Position, err)
+		}
+	}
+	if c.RosterRevision == 0 || c.Roster != nil {
+		return ev, nil
 	}
 	names, err := p.roster.Names(ctx, c.RosterRevision)
 	if err != nil {

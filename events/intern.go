@@ -37,6 +37,8 @@ type composedWire struct {
 	Warnings    []string  `json:"warnings,omitempty"`
 	Skipped     []Skipped `json:"skipped,omitempty"`
 	Specs       rawList   `json:"specs,omitempty"`
+	Since       string    `json:"resources_since,omitempty"`
+	Unknown     string    `json:"resources_unknown,omitempty"`
 }
 
 // rawList is each value a payload gives one field, as bytes: nearly always
@@ -123,7 +125,8 @@ func (c *internCache) decodeComposed(data []byte) (DeclarationComposed, error) {
 // tail (data[i:] opened with "{"), the tail's parts through the cache, and
 // reports whether it could. It can when the head has no field of the tail
 // (roster, resources, warnings, skipped, specs, in any case) and the tail
-// none of the head (node, declaration, digest): the two decodes then set
+// none of the head (node, declaration, digest, roster_revision,
+// resources_since, resources_unknown): the two decodes then set
 // disjoint fields, and together are the decode of data. A mark inside a
 // nested value (a skipped node's object, say) cuts data where the head
 // cannot close, and a head that does not decode falls back too, as does
@@ -137,7 +140,7 @@ func (c *internCache) decodeSplit(data []byte, i int) (DeclarationComposed, bool
 		obj = append(append(obj, '{'), tail[1:]...)
 		var err error
 		t, err = c.decodeWhole(obj)
-		if err != nil || t.Node != "" || t.Declaration != "" || t.Digest != "" || t.RosterRevision != 0 {
+		if err != nil || t.Node != "" || t.Declaration != "" || t.Digest != "" || t.RosterRevision != 0 || t.ResourcesSince != "" || t.ResourcesUnknown != "" {
 			return DeclarationComposed{}, false
 		}
 		t.Warnings, t.Skipped = slices.Clip(t.Warnings), slices.Clip(t.Skipped)
@@ -152,6 +155,7 @@ func (c *internCache) decodeSplit(data []byte, i int) (DeclarationComposed, bool
 		return DeclarationComposed{}, false
 	}
 	t.Node, t.Declaration, t.Digest, t.RosterRevision = h.Node, h.Declaration, h.Digest, h.RosterRev
+	t.ResourcesSince, t.ResourcesUnknown = h.Since, h.Unknown
 	return t, true
 }
 
@@ -176,7 +180,7 @@ func (c *internCache) decodeWhole(data []byte) (DeclarationComposed, error) {
 	}
 	return DeclarationComposed{
 		Node: w.Node, Declaration: w.Declaration, Digest: w.Digest, RosterRevision: w.RosterRev, Roster: roster, Resources: refs,
-		Warnings: w.Warnings, Skipped: w.Skipped, Specs: specs,
+		Warnings: w.Warnings, Skipped: w.Skipped, Specs: specs, ResourcesSince: w.Since, ResourcesUnknown: w.Unknown,
 	}, nil
 }
 

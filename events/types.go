@@ -247,9 +247,22 @@ type DeclarationComposed struct {
 	// Roster out; every surface that hands events out gives it in full
 	// (Public, RosterBook). A declaration recorded before the roster had
 	// revisions has none, and its Roster as stored.
-	RosterRevision uint64        `json:"roster_revision,omitempty"`
-	Roster         []string      `json:"roster,omitempty"`
-	Resources      []ResourceRef `json:"resources"`
+	RosterRevision uint64   `json:"roster_revision,omitempty"`
+	Roster         []string `json:"roster,omitempty"`
+	// Resources is the declaration's resources. A declaration whose
+	// resources are those of its node's last declaration that carried them
+	// (a roster-only change) is stored by reference: ResourcesSince, the id
+	// of that declaration.composed, in place of Resources (the stored form
+	// leaves the key out: omitzero keeps an empty list, [], as given).
+	// Every surface that hands events out gives them in full beside
+	// ResourcesSince (Public, ResourceBook); a reader that cannot resolve
+	// the reference (a damaged or forged history) reads Resources as
+	// unknown (nil) and says why in ResourcesUnknown.
+	Resources      []ResourceRef `json:"resources,omitzero"`
+	ResourcesSince string        `json:"resources_since,omitempty"`
+	// ResourcesUnknown is a reader's note, never stored by the controller:
+	// why the resources ResourcesSince names could not be resolved.
+	ResourcesUnknown string `json:"resources_unknown,omitempty"`
 	// Added fields.
 	Warnings []string  `json:"warnings,omitempty"` // unfilled port requests, ...
 	Skipped  []Skipped `json:"skipped,omitempty"`  // nodes passed over as incoherent

@@ -355,6 +355,17 @@ func appliedContainer(ctx context.Context, node, container string) (*declaration
 			if p.Declaration != r.Declaration {
 				continue
 			}
+			if p.ByReference() {
+				// Its resources are those of the declaration it names, as
+				// every reader resolves them (events.ResourcesOf).
+				ir, ok := w.store.(events.IDReader)
+				if !ok {
+					return nil, fmt.Errorf("declaration %s of %s is stored by reference, and the store does not read by id", p.Declaration, node)
+				}
+				if p.Resources, err = events.ResourcesOf(ctx, ir, w.mesh.Registry, evs[i].Stream, p.ResourcesSince); err != nil {
+					return nil, err
+				}
+			}
 			for _, ref := range p.Resources {
 				if ref.Name == container && ref.Kind == declaration.KindContainer {
 					digest = ref.Digest

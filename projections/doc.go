@@ -44,6 +44,18 @@
 // answer alike whichever form the stream holds (TestCompactReportsAnswerAsFullOnes).
 // Churn reads no held list and falls back to the composed digest.
 //
+// # Declarations by reference
+//
+// A composed declaration after a roster-only change is stored by reference
+// to its node's last one that carried the same resources
+// (events.DeclarationComposed.ResourcesSince). A Runner resolves it before
+// any projection folds it (events.ResourceBook: from the declarations it
+// folded, else by id through its store), so every projection folds the
+// resources in full (TestComposedByReferenceFolds). A reference that does
+// not resolve (a damaged or forged history) is folded with the resources
+// unknown and the note why (ResourcesUnknown, which the timeline's line
+// says), never refused.
+//
 // # Runs
 //
 // Collapse and CollapseTouches turn runs of identical outcomes on a node

@@ -99,8 +99,9 @@ type Runner struct {
 	// Resume, LoadSnapshot) and have not all been adopted from a fold from
 	// 0 since (Adopt).
 	restored bool
-	foldCtx  context.Context    // of the catch-up or run folding: held lists are looked up under it
-	roster   *events.RosterBook // resolves composed declarations' roster_revision; guarded by fold
+	foldCtx  context.Context      // of the catch-up or run folding: held lists are looked up under it
+	roster   *events.RosterBook   // resolves composed declarations' roster_revision; guarded by fold
+	res      *events.ResourceBook // resolves composed declarations' resources_since; guarded by fold
 
 	mu       sync.RWMutex // guards what follows
 	pos      uint64
@@ -133,7 +134,7 @@ func NewRunner(store events.Store, reg *events.Registry, ps ...Projection) *Runn
 // checkpointed in cp under name.
 func NewRunnerWithCheckpoints(store events.Store, reg *events.Registry, cp Checkpoints, name string, ps ...Projection) *Runner {
 	r := &Runner{
-		store: store, reg: reg, ps: ps, cp: cp, name: name, roster: events.NewRosterBook(reg, store),
+		store: store, reg: reg, ps: ps, cp: cp, name: name, roster: events.NewRosterBook(reg, store), res: resourceBook(store, reg),
 		unknown: map[string]int{}, moved: events.NewSignal(),
 	}
 	r.lookHeldUp()
@@ -674,8 +675,12 @@ func (r *Runner) foldDecoded(ev *events.Event, p events.Payload, node string, er
 // gives a composed declaration that names a roster revision its roster in
 // full (events.RosterBook.Resolve, reading the roster's stream for a
 // revision folded before the runner's start): every projection folds the
-// names, as a declaration recorded before revisions carried them. Called in
-// position order, under fold.
+// names, as a declaration recorded before revisions carried them. A
+// declaration stored by reference gets its resources in full likewise
+// (events.ResourceBook.Resolve, looking up by id one carried before the
+// runner's start), or, when the reference does not resolve, is folded with
+// its resources unknown and the note why (ResourcesUnknown), never
+// refused. Called in position order, under fold.
 func (r *Runner) resolveRoster(ev *events.Event, p events.Payload) (events.Payload, error) {
 	switch v := p.(type) {
 	case events.RosterChanged:
@@ -683,16 +688,27 @@ func (r *Runner) resolveRoster(ev *events.Event, p events.Payload) (events.Paylo
 			r.roster.Fold(v)
 		}
 	case events.DeclarationComposed:
-		if v.RosterRevision == 0 || v.Roster != nil {
-			return p, nil
-		}
 		ctx := r.foldCtx
 		if ctx == nil {
 			ctx = context.Background()
 		}
+		v, err := r.res.Resolve(ctx, *ev, v)
+		if err != nil {
+			return p, err
+		}
+		if v.RosterRevision == 0 || v.Roster != nil {
+			return v, nil
+		}
 		return r.roster.Resolve(ctx, v)
 	}
 	return p, nil
+}
+
+// resourceBook is the runner's events.ResourceBook, looking up through
+// store when it reads by id.
+func resourceBook(store events.Store, reg *events.Registry) *events.ResourceBook {
+	ir, _ := store.(events.IDReader)
+	return events.NewResourceBook(reg, ir)
 }
 
 // nodeFolder is a projection of this package: it folds an event whose

@@ -246,6 +246,7 @@ func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 		t.history(node).Composed(v.Resources)
 		tl.decl, tl.roster, tl.resources = d, int32(len(v.Roster)), int32(len(v.Resources))
 		v.Roster, v.Resources, v.Specs = nil, nil, nil
+		v.ResourcesSince = "" // resolved: the note, if any, stays (ResourcesUnknown)
 		tl.p = t.composed.add(v)
 		mods = d.modules
 	case events.DeclarationPushed:

@@ -46,7 +46,10 @@ func TestShowEventIsTheFoldedEntry(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c, ok := p.(events.DeclarationComposed); ok { // as a reader hands it out: its roster in full
+		if c, ok := p.(events.DeclarationComposed); ok { // as a reader hands it out: its roster and resources in full
+			if c, err = events.NewResourceBook(reg, store).Resolve(ctx, evs[0], c); err != nil {
+				t.Fatal(err)
+			}
 			if p, err = events.NewRosterBook(reg, store).Resolve(ctx, c); err != nil {
 				t.Fatal(err)
 			}

@@ -139,6 +139,9 @@ func summarize(e *entry) string {
 		if len(v.Skipped) > 0 {
 			s += fmt.Sprintf(", %d node(s) skipped", len(v.Skipped))
 		}
+		if v.ResourcesUnknown != "" {
+			s += "; its resources are unknown: " + v.ResourcesUnknown
+		}
 		return s
 	case events.DeclarationComposeFailed:
 		return fmt.Sprintf("compose for %s failed: %s", e.node, v.Error)

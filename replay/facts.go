@@ -31,6 +31,9 @@ type facts struct {
 	// roster folds the run's roster.changed, to give a compose that names
 	// a roster revision its names (the runs are folded from their start).
 	roster *events.RosterBook
+	// res resolves a compose stored by reference (resources_since) to
+	// its resources, likewise.
+	res *events.ResourceBook
 	// Totals of the run so far.
 	totals Totals
 }
@@ -39,7 +42,7 @@ func newFacts(reg *events.Registry) *facts {
 	return &facts{
 		reg: reg, decls: map[string]*events.DeclarationComposed{}, last: map[string]*events.DeclarationComposed{},
 		specs: map[string]json.RawMessage{}, held: map[string][]events.Held{},
-		roster: events.NewRosterBook(reg, nil),
+		roster: events.NewRosterBook(reg, nil), res: events.NewResourceBook(reg, nil),
 	}
 }
 
@@ -65,6 +68,9 @@ func (f *facts) pass(evs []events.Event) map[string]*nodePass {
 			v, err := events.DecodeAs[events.DeclarationComposed](f.reg, ev)
 			if err == nil {
 				v, err = f.roster.Resolve(context.Background(), v)
+			}
+			if err == nil {
+				v, err = f.res.Resolve(context.Background(), ev, v)
 			}
 			if err != nil {
 				continue

@@ -48,7 +48,8 @@ func Write(ctx context.Context, store events.Store, since uint64, w io.Writer, p
 }
 
 // WriteCompact is Write giving each payload in its stored form: a quiet
-// apply.reported with held_since alone, as the store keeps it.
+// apply.reported with held_since alone, and a declaration.composed stored
+// by reference with resources_since alone, as the store keeps them.
 func WriteCompact(ctx context.Context, store events.Store, since uint64, w io.Writer, progress func(done, total uint64)) (int, error) {
 	return write(ctx, store, since, w, progress, true)
 }
@@ -117,8 +118,9 @@ func WriteTo(ctx context.Context, store events.Store, since uint64, compact bool
 }
 
 // public is the events.Public an export hands its events out through,
-// looking held lists up through store when it reads by id, and roster
-// revisions through its roster stream.
+// looking held lists and the resources of declarations stored by
+// reference up through store when it reads by id, and roster revisions
+// through its roster stream.
 func public(store events.Store) *events.Public {
 	r, _ := store.(events.IDReader)
 	return events.NewPublic(events.NewRegistry(), r).WithRosters(store)

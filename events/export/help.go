@@ -11,9 +11,13 @@ correlation, and its chain value when the store chains) with its public
 payload in data: as stored, but a quiet
 apply.reported, which the store keeps with held_since (the apply id of the
 earlier report whose holds it repeats) instead of its holds, is given with
-its holds in full beside held_since, so that every line reads alone.
---compact writes each payload as stored instead (held_since alone: smaller,
-and what mesh import stores either way). It reads the store
+its holds in full beside held_since, and a declaration.composed stored by
+reference (resources_since: the id of the node's declaration whose
+resources it repeats, after a roster-only change) is given with its
+resources in full beside resources_since (resources_unknown, the reason,
+when the store does not hold what it names), so that every line reads
+alone. --compact writes each payload as stored instead (held_since and
+resources_since alone: smaller, and what mesh import stores either way). It reads the store
 directly (any backend, --store); a store a running controller holds is
 refused: export from its database (--store postgres://...), or stop it.
 A progress bar (events/s, time left) is shown on stderr when it is a

@@ -185,6 +185,9 @@ type query struct {
 	// roster resolves a composed declaration's roster_revision (made when
 	// first needed).
 	roster *events.RosterBook
+	// res resolves a composed declaration's resources_since (made when
+	// first needed).
+	res *events.ResourceBook
 }
 
 // walk calls fn with each position of name's blocks in b (nil name: of the
@@ -353,6 +356,15 @@ func (q *query) event(pos uint64) (events.Event, events.Payload, error) {
 	p, err := q.src.Reg.Decode(evs[0])
 	if err != nil {
 		return events.Event{}, nil, damagedf("an entry at position %d, whose event does not decode (%v)", pos, err)
+	}
+	if c, ok := p.(events.DeclarationComposed); ok && c.ByReference() {
+		if q.res == nil {
+			ir, _ := q.src.Store.(events.IDReader)
+			q.res = events.NewResourceBook(q.src.Reg, ir)
+		}
+		if p, err = q.res.Resolve(q.ctx, evs[0], c); err != nil {
+			return events.Event{}, nil, fmt.Errorf("snapstore: the event at %d: %w", pos, err)
+		}
 	}
 	return evs[0], p, nil
 }
