@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -134,6 +135,16 @@ func (im *Import) storedForms(ev events.Event) []events.Event {
 	case events.TypeDeclarationComposed:
 		if st, err := storedComposed(im.reg, ev); err == nil {
 			out = append(out, st)
+		}
+		// A declaration stored by reference to its resources
+		// (resources_since), with or without its roster: the public form
+		// gives them in full (importresources.go).
+		if bytes.Contains(ev.Data, []byte(`"resources_since"`)) {
+			for _, e := range out[:len(out):len(out)] {
+				if st, err := storedResources(im.reg, e); err == nil {
+					out = append(out, st)
+				}
+			}
 		}
 	}
 	return out

@@ -143,7 +143,15 @@ func TestComposedByReferenceRoundTrips(t *testing.T) {
 	}
 	other := memstore.New()
 	defer other.Close()
-	if bad := importInto(t, other, strings.Join(tampered, "\n")+"\n"); len(bad) != 1 || !strings.Contains(bad[0], "are not those of the declaration") {
+	// The line is refused; so is every later line that names its
+	// declaration, which the import then never composed.
+	bad := importInto(t, other, strings.Join(tampered, "\n")+"\n")
+	if len(bad) == 0 || !strings.Contains(bad[0], "are not those of the declaration") {
 		t.Errorf("import of a public line with other resources: %v", bad)
+	}
+	for _, b := range bad[min(1, len(bad)):] {
+		if !strings.Contains(b, "was never composed") {
+			t.Errorf("import of a public line with other resources: a later line refused for another reason: %s", b)
+		}
 	}
 }
