@@ -26,7 +26,7 @@
 // is another mesh's: never listed, changed or removed. One without the key
 // (made before it was given) is still taken as this node's.
 //
-// The digest covers only what cannot change on a running container (DESIGN.md
+// The digest covers only what cannot change on a running container (docs/design.md
 // rule 2): the declaration's container spec. The roster reaches containers
 // as the hosts file (declaration.HostsPath), which compose mounts read-only
 // at /etc/hosts and which WriteFile rewrites in place, so a running container

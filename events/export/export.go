@@ -9,7 +9,7 @@
 // the line shape of the scenario step `the event stream receives:`, plus
 // the id, version, position, schema, actor, causation and correlation the
 // store holds. data is the payload as stored: for declaration.composed
-// and apply.reported, the public payloads of DESIGN.md. An import keeps
+// and apply.reported, the public payloads of docs/design.md. An import keeps
 // id, stream, type, schema, at, actor, causation, correlation and data;
 // the target store assigns version and position anew.
 //
