@@ -70,7 +70,8 @@ var examples = map[string]string{
   mesh plan novox --after "deploy forge"
   mesh plan novox --after "module define forge.yaml"`,
 	"timeline": `  mesh timeline --node novox --limit 20
-  mesh timeline --module forge --since 2026-12-01T00:00:00Z
+  mesh timeline --module forge --since 2h
+  mesh timeline --since 2026-12-01T00:00:00Z
   mesh timeline --type apply --resource ca`,
 	"roster": `  mesh roster novox
   mesh roster novox --history
