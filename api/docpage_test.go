@@ -30,7 +30,7 @@ func TestDocPageFields(t *testing.T) {
 	if start < 0 || end < start {
 		t.Fatal("docs/http-api.md's field names are not in a ```text block")
 	}
-	if got := s[start+len("```text\n"):end+1]; got != string(golden) {
+	if got := s[start+len("```text\n") : end+1]; got != string(golden) {
 		t.Errorf("docs/http-api.md's field names differ from api/testdata/fields.golden: copy the file into the block")
 	}
 }

@@ -40,3 +40,43 @@ func TestUpHelpShowsNoUnusedDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestMomentBeforeTheFirstEvent: --at, diff --from and revert --to read a
+// moment one way and give one answer: position 0, or a time before the
+// first event's, is refused (exit 3) with one sentence naming the first
+// event's time; the first event's own time is a moment of the history for
+// all three. (The example's first event is at the simulation's epoch,
+// 2026-09-29T22:00:00Z.)
+func TestMomentBeforeTheFirstEvent(t *testing.T) {
+	dir := upExample(t)
+	const first, before = "2026-09-29T22:00:00Z", "2026-09-29T21:59:59Z"
+	// timeline --until POSITION is the timeline --at it; --until TIME
+	// is a filter (events before it), where nothing is an answer.
+	if code, out, errOut := mesh(t, "timeline", "--until", "0", "--data", dir); code != exitRejected || !strings.Contains(errOut, "is before the first event") {
+		t.Errorf("mesh timeline --until 0: exit %d, %s%s; want %d", code, out, errOut, exitRejected)
+	}
+	for _, moment := range []string{"0", before} {
+		for _, args := range [][]string{
+			{"status", "--at", moment},
+			{"diff", "--from", moment},
+			{"diff", "--from", "1", "--to", moment},
+			{"revert", "forge", "--to", moment},
+		} {
+			code, out, errOut := mesh(t, append(args, "--data", dir)...)
+			if code != exitRejected || !strings.Contains(errOut, "is before the first event") {
+				t.Errorf("mesh %s: exit %d, %s%s; want %d, before the first event", strings.Join(args, " "), code, out, errOut, exitRejected)
+			}
+			if moment == before && !strings.Contains(errOut, "(position 1, at "+first+")") {
+				t.Errorf("mesh %s: %s; want the first event's time named", strings.Join(args, " "), errOut)
+			}
+		}
+	}
+	for _, args := range [][]string{
+		{"status", "--at", first},
+		{"diff", "--from", first},
+	} {
+		if code, out, errOut := mesh(t, append(args, "--data", dir)...); code != exitOK {
+			t.Errorf("mesh %s: exit %d, %s%s; want %d", strings.Join(args, " "), code, out, errOut, exitOK)
+		}
+	}
+}

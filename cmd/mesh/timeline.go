@@ -11,6 +11,9 @@ import (
 	"meshplane/session"
 )
 
+// isTime reports whether s is an RFC 3339 time (else a position).
+func isTime(s string) bool { return flagcheck.RFC3339(s) == nil }
+
 // timelinePage is the page size the timeline asks for while it follows the
 // cursors (api.FetchTimeline; a variable: tests make it small to page
 // often).
@@ -34,7 +37,7 @@ what there is.`,
 			if err != nil {
 				return err
 			}
-			if u, _ := api.ParseAt(until); u.Position > 0 { // --until POSITION: the timeline --at it
+			if until != "" && !isTime(until) { // --until POSITION: the timeline --at it
 				_, until = cmd.Flags().Set(flagAt, until), "" // checked: session.CheckAt
 			}
 			req.Since, req.Until = flagcheck.SinceTime(since, e.now()), flagcheck.Time(until)
