@@ -232,7 +232,7 @@ func Since(s string) error {
 		}
 		return nil
 	}
-	return errors.New("neither an RFC 3339 time (2026-09-29T23:02:00Z) nor a duration before now (10m, 2h)")
+	return errors.New("not an RFC 3339 time (2026-09-29T23:02:00Z) nor a duration before now (10m, 2h)")
 }
 
 // SinceTime is the time a flag Since checked stands for: the time given,
