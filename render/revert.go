@@ -31,6 +31,6 @@ func Reverted(w io.Writer, r api.RevertResult) {
 	}
 	fmt.Fprintf(w, "module %s reverted to %s, %s\n", r.Module, r.To, b.String())
 	for _, ev := range r.Events {
-		fmt.Fprintf(w, "%s #%d %s\n", ev.Stream, ev.Position, ev.Type)
+		fmt.Fprintln(w, EventLine(ev))
 	}
 }
