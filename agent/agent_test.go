@@ -256,7 +256,7 @@ func TestHolds(t *testing.T) {
 		held    []events.Held
 		running []string
 	}{
-		{"found and matching: directory and ca held (STEPS.md's worked count)", 0o755, false,
+		{"found and matching: directory and ca held (the worked count of docs/scenario-steps.md)", 0o755, false,
 			"applied 2 resource(s), 2 held for untaken modules (route-proxy: 2)",
 			[]events.Held{{Name: "ca", Module: "route-proxy", Reason: holdCA}, {Name: "route-proxy-ca", Module: "route-proxy", Reason: holdDir}},
 			[]string{"acme", "proxy"}},

@@ -16,7 +16,7 @@
 // removals, containers), one resource at a time: a resource that fails is
 // listed in the report with its error and the rest are still applied.
 //
-// What counts as a change (DESIGN.md rules 2, 4, 5):
+// What counts as a change (docs/design.md rules 2, 4, 5):
 //   - A container is unchanged when its digest and spec equal the ones it was
 //     created with (the runtime keeps both with the container, as labels
 //     would be kept on Docker). Otherwise it

@@ -48,7 +48,7 @@ func adopted(d declaration.Declaration, taken ...string) declaration.Declaration
 	return d
 }
 
-// routeProxy is the module of STEPS.md: containers proxy, ca, acme; ca
+// routeProxy is the module of docs/scenario-steps.md: containers proxy, ca, acme; ca
 // mounts /var/lib/route-proxy/ca, which is also a directory resource.
 func routeProxy() []declaration.Resource {
 	return []declaration.Resource{

@@ -131,7 +131,7 @@ type Plan struct {
 // resource, what to do and why. It is pure: no I/O, no clock, and it does not
 // modify its arguments.
 //
-// The rules (DESIGN.md 2, 3, 4 and 5; STEPS.md for the hold wording):
+// The rules (docs/design.md 2, 3, 4 and 5; docs/scenario-steps.md for the hold wording):
 //   - A container whose digest and spec equal the observed one is unchanged;
 //     otherwise it is replaced, naming the changed fields.
 //   - A directory at the declared mode, and a file byte-identical and at the
@@ -306,8 +306,8 @@ func diffContainer(s *Step, r declaration.Resource, obs Observed, found map[stri
 	s.Action, s.Reason = Replace, "changed: "+strings.Join(s.Fields, ", ")
 }
 
-// The hold reasons (STEPS.md, "Report wording"), in one voice: what was
-// found, and what is not done until the module is taken. STEPS.md words the
+// The hold reasons (docs/scenario-steps.md, "Report wording"), in one voice: what was
+// found, and what is not done until the module is taken. docs/scenario-steps.md words the
 // directory and container reasons; the reason for a file (or an unfound
 // directory) under a found directory is ours, in the same voice: it names
 // the found directory, as a container's names the path it would mount:

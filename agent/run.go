@@ -118,7 +118,7 @@ type RunConfig struct {
 // delivered in apply order through the Reporter. A report the mesh did not
 // take stays kept and is sent again after a backoff, with its attempts and
 // last error, until it is taken, so the controller records it once, as
-// delivered late (DESIGN.md rule 8).
+// delivered late (docs/design.md rule 8).
 //
 // A declaration that cannot be applied (invalid, for another node, a node
 // that cannot be observed) is logged and skipped; the loop goes on. So is

@@ -19,15 +19,20 @@ type At struct {
 }
 
 // ParseAt reads a moment as commands.ParseMoment does (the one reading of
-// TIME|POSITION, revert's too), but as bad usage, and refusing position 0:
-// a position (digits, above 0) or an RFC 3339 time.
+// TIME|POSITION, diff's and revert's too): a position or an RFC 3339 time.
+// What does not parse is a plain error (bad usage); position 0, before the
+// first event, is the refusal every verb gives such a moment
+// (commands.BeforeFirst: a *commands.Rejection), since the zero At is now.
 func ParseAt(s string) (At, error) {
 	if s == "" {
 		return At{}, errors.New("empty: want a position or an RFC 3339 time")
 	}
 	m, err := commands.ParseMoment(s)
-	if err != nil || (m.At.IsZero() && m.Position == 0) {
+	if err != nil {
 		return At{}, fmt.Errorf("%q: want a position of 1 or more, or an RFC 3339 time (2026-12-01T23:02:00Z)", s)
+	}
+	if m.At.IsZero() && m.Position == 0 {
+		return At{}, commands.BeforeFirst("at position 0", time.Time{})
 	}
 	return At{Position: m.Position, Time: m.At}, nil
 }

@@ -81,7 +81,7 @@ type NodePlan struct {
 	New      bool     `json:"new"`
 	Warnings []string `json:"warnings,omitempty"`
 	// Heavy: the plan creates, replaces or removes at least half of the
-	// declaration's resources, or of its containers (DESIGN.md rule 7,
+	// declaration's resources, or of its containers (docs/design.md rule 7,
 	// events.Heavy); Headline says so first.
 	Heavy bool `json:"heavy"`
 	// Headline is the plan's first line.

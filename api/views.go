@@ -186,7 +186,7 @@ type Entry struct {
 	Resources   []string  `json:"resources,omitempty"` // the resources an apply touched (not unchanged)
 	Declaration string    `json:"declaration,omitempty"`
 	Digest      string    `json:"digest,omitempty"`
-	Heavy       bool      `json:"heavy,omitempty"` // a heavy pass (DESIGN.md rule 7)
+	Heavy       bool      `json:"heavy,omitempty"` // a heavy pass (docs/design.md rule 7)
 	Churn       string    `json:"churn,omitempty"` // "loop detected", "flip detected", "loop cleared", ... at this event
 	Summary     string    `json:"summary"`
 	// Run is set when the entry stands for a run of identical outcomes;

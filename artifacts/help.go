@@ -4,7 +4,7 @@ package artifacts
 // recorded.
 const PushHelp = `Upload an image tarball (as docker save writes it) to the artifact store and
 record the build: its module, its name and its digest, never an address
-(DESIGN.md rule 6). The store is found where it is used: at the private
+(docs/design.md rule 6). The store is found where it is used: at the private
 address of the node holding it (mesh node set NODE artifact-store PORT), or
 by loopback while that node has none yet and is the mesh's only node (a
 first node, mid-genesis); --registry overrides.

@@ -21,7 +21,7 @@
 // the store opens, naming the file: the store does not serve half of what
 // it holds.
 //
-// The store names no address (DESIGN.md rule 6): where it is reached is
+// The store names no address (docs/design.md rule 6): where it is reached is
 // composed per declaration, from the node that holds it and its port.
 package artifacts
 

@@ -61,7 +61,7 @@
 // apply id is the apply.reported event's id: the controller's handler must
 // be idempotent per apply id, as commands.Handler.RecordApply is. An
 // error means the report may not be stored: the agent keeps it in its
-// outbox and sends it again (DESIGN.md rule 8). A node's connection does
+// outbox and sends it again (docs/design.md rule 8). A node's connection does
 // not buffer publishes while the bus is away (they fail at once), so a
 // report is never sent on reconnection behind the agent's back, uncounted.
 //

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Where the artifact store is reached (DESIGN.md rule 6).
+// Where the artifact store is reached (docs/design.md rule 6).
 var (
 	// ErrNoArtifactStore: no node was given an artifact-store port.
 	ErrNoArtifactStore = errors.New("no node holds the artifact store")

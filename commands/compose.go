@@ -17,7 +17,7 @@ import (
 )
 
 // Reader is every read compose makes. Each may fail; compose never takes a
-// failure for an absence (DESIGN.md rule 1, seed 000).
+// failure for an absence (docs/design.md rule 1, seed 000).
 type Reader interface {
 	// Nodes lists every registered node, sorted.
 	Nodes(ctx context.Context) ([]string, error)
@@ -353,7 +353,7 @@ func (m *mesh) plan(n Node) (plan, error) {
 }
 
 // container composes one container's spec on node n. Ports are read where
-// they are used (DESIGN.md rule 6): from what the node was given, now; an
+// they are used (docs/design.md rule 6): from what the node was given, now; an
 // unfilled request sets nothing and says so. An artifact's image reference
 // is composed here, from the node holding the artifact store.
 func (m *mesh) container(n Node, mod Module, c events.ContainerSpec) (*declaration.Container, []string, error) {

@@ -129,7 +129,7 @@ func drawMesh(t *rapid.T) *fakeMesh {
 	return m
 }
 
-// Property (DESIGN.md rule 1, seed 000): a compose whose read fails yields
+// Property (docs/design.md rule 1, seed 000): a compose whose read fails yields
 // no declaration. Whatever the mesh and whichever read fails (any of the
 // reads the same compose makes when none fails), Compose returns a
 // *ReadError naming the node composed, wrapping the failure, and an empty

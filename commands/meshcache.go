@@ -22,7 +22,7 @@ import (
 //   - every node and module read, for the cache's life; the node being
 //     composed is always read afresh (For), since its version guards the
 //     append of its declaration. A failed read is never remembered: the
-//     next compose meets the failure again and records it (DESIGN.md rule 1,
+//     next compose meets the failure again and records it (docs/design.md rule 1,
 //     seed 000).
 //   - once prepared, the mesh as every compose sees it apart from the node
 //     composed (a snapshot: the listed nodes, their modules, the artifact

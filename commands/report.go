@@ -1,7 +1,7 @@
 package commands
 
 // The report door: what an apply report must be for the controller to
-// record it, and the record of one it refuses. DESIGN.md, "The door": a
+// record it, and the record of one it refuses. docs/design.md, "The door": a
 // node can send only what is true of itself (its own stream, a declaration
 // pushed to it, sane counts and times); what fails is refused for good and
 // recorded as such (report.refused), never a crash, never redelivered for

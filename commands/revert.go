@@ -41,6 +41,20 @@ func ParseMoment(s string) (Moment, error) {
 	return Moment{At: t.UTC()}, nil
 }
 
+// BeforeFirst is the one refusal of a moment before the first event, by
+// every verb that reads one (--at, diff --from and --to, revert --to):
+// position 0, or a time before the first event's. first is the first
+// event's time, printed to the nanosecond so that a time that reads like
+// it to the second says why it is before it; zero when it is not known
+// (position 0, refused before the store is read). It is a *Rejection.
+func BeforeFirst(moment string, first time.Time) error {
+	if first.IsZero() {
+		return reject(CodeInvalid, "%s is before the first event: positions count from 1", moment)
+	}
+	return reject(CodeInvalid, "%s is before the first event (position 1, at %s): give a position of 1 or more, or a time at or after it",
+		moment, first.UTC().Format(time.RFC3339Nano))
+}
+
 // String is m as ParseMoment reads it: the position, or the time in RFC
 // 3339 (UTC, nanoseconds kept).
 func (m Moment) String() string {

@@ -90,13 +90,50 @@ func (c *Controller) Moment(ctx context.Context, at api.At) (api.Moment, error) 
 	}
 	pos, t, err := projections.PositionAt(ctx, c.store, at.Time)
 	if errors.Is(err, projections.ErrNoMoment) {
-		first, _ := projections.TimeOf(ctx, c.store, 1)
-		return api.Moment{}, reject(commands.CodeInvalid, "at %s: before the first event (%s)", at, first.UTC().Format(time.RFC3339))
+		return api.Moment{}, c.beforeFirst(ctx, "at "+at.String())
 	}
 	if err != nil {
 		return api.Moment{}, fmt.Errorf("controller: at %s: %w", at, err)
 	}
 	return api.Moment{Position: pos, Time: t}, nil
+}
+
+// beforeFirst is the refusal of moment, which is before the first event
+// (position 0, or a time before the first event's), as every verb that
+// reads a moment gives it: --at, diff and revert (commands.BeforeFirst,
+// naming the first event's time).
+func (c *Controller) beforeFirst(ctx context.Context, moment string) error {
+	head, err := c.store.Head(ctx)
+	if err != nil {
+		return fmt.Errorf("controller: %s: head: %w", moment, err)
+	}
+	if head == 0 {
+		return reject(commands.CodeInvalid, "%s: the history is empty", moment)
+	}
+	first, err := projections.TimeOf(ctx, c.store, 1)
+	if err != nil {
+		return fmt.Errorf("controller: %s: the first event's time: %w", moment, err)
+	}
+	return commands.BeforeFirst(moment, first)
+}
+
+// notBeforeFirst refuses m, named moment, when it is before the first
+// event (beforeFirst); a failed read is an error.
+func (c *Controller) notBeforeFirst(ctx context.Context, moment string, m commands.Moment) error {
+	if m.At.IsZero() {
+		if m.Position > 0 {
+			return nil
+		}
+		return c.beforeFirst(ctx, moment)
+	}
+	_, _, err := projections.PositionAt(ctx, c.store, m.At)
+	if errors.Is(err, projections.ErrNoMoment) {
+		return c.beforeFirst(ctx, moment)
+	}
+	if err != nil {
+		return fmt.Errorf("controller: %s: %w", moment, err)
+	}
+	return nil
 }
 
 // At is a read-only Service answering as the mesh stood at at (see the

@@ -24,8 +24,9 @@ cleared, its sync and health, and the churn episodes detected or ended.
 
 --from and --to are each a time in RFC 3339 (2026-09-29T22:46:00Z) or a store position (as
 mesh timeline and mesh export show them); a time stands for the last event at or before it.
---to defaults to the store's head. A moment past the head, or --from after --to, is refused
-(exit 3). The diff compares the projections as they stood after each end, and reads the
+--to defaults to the store's head. A moment past the head or before the first event (position
+0, or a time before the first event's: as --at and revert read a moment), or --from after
+--to, is refused (exit 3). The diff compares the projections as they stood after each end, and reads the
 events in between; only nodes and modules something changed on are shown.`
 
 // Diff is what changed in the mesh between two moments (mesh diff): the
@@ -84,7 +85,11 @@ func (c *Controller) momentPosition(ctx context.Context, flag, s string, head ui
 		return 0, &commands.Rejection{Code: commands.CodeInvalid, Msg: fmt.Sprintf(
 			"--%s: %s is after now (%s)", flag, s, c.clock().UTC().Format(time.RFC3339))}
 	}
-	return PositionAt(ctx, c.store, m, head)
+	pos, err := PositionAt(ctx, c.store, m, head)
+	if err == nil && pos == 0 {
+		return 0, c.beforeFirst(ctx, "--"+flag+" "+s)
+	}
+	return pos, err
 }
 
 // PositionAt is the position a moment stands for: a position itself, or

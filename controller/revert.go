@@ -30,6 +30,9 @@ func (c *Controller) Revert(ctx context.Context, req api.RevertRequest) (api.Rev
 	if err != nil {
 		return api.RevertResult{}, err
 	}
+	if err := c.notBeforeFirst(ctx, "--to "+req.To, to); err != nil {
+		return api.RevertResult{}, err
+	}
 	// Read before the append: the moment is one that has been, so what
 	// the revert appends comes after it.
 	then, err := c.handler.ModuleAt(ctx, req.Module, to)

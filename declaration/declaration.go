@@ -32,7 +32,7 @@ const (
 // HostsPath is where the node's hosts file (the roster) lives on the host;
 // every container mounts it read-only at /etc/hosts. It is the node's own
 // resource: it is updated in place, never part of a container's identity,
-// and not counted in apply reports (DESIGN.md rule 2).
+// and not counted in apply reports (docs/design.md rule 2).
 const HostsPath = "/var/lib/meshplane/hosts"
 
 // Declaration is everything a node must run, as composed by the controller,

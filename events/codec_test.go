@@ -256,7 +256,7 @@ func TestJSONLine(t *testing.T) {
 		ok   bool
 		want func(events.Event) bool
 	}{
-		{"STEPS.md doc string", `{"stream": "node-novox", "type": "declaration.composed", "at": "2026-09-29T22:46:00Z", "data": {"node":"novox"}}`, true,
+		{"scenario-steps doc string", `{"stream": "node-novox", "type": "declaration.composed", "at": "2026-09-29T22:46:00Z", "data": {"node":"novox"}}`, true,
 			func(e events.Event) bool {
 				return e.Stream == "node-novox" && e.Schema == 1 && e.At.Unix() == 1790721960 && string(e.Data) == `{"node":"novox"}`
 			}},

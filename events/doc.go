@@ -30,7 +30,7 @@
 //
 // # Stored and public payloads
 //
-// Two payloads are public (DESIGN.md, "Events"): declaration.composed and
+// Two payloads are public (docs/design.md, "The event vocabulary"): declaration.composed and
 // apply.reported. A quiet apply.reported is stored compact (ApplyReported):
 // a held list equal to one an earlier report of the node carried in full is
 // left out, and held_since names that report by its apply id. held_since

@@ -26,7 +26,7 @@ var (
 	maxTime = time.Unix(0, math.MaxInt64).UTC()
 )
 
-// Event is the envelope of DESIGN.md. Id, Stream, Type, Schema, At, Actor,
+// Event is the envelope of docs/design.md. Id, Stream, Type, Schema, At, Actor,
 // Causation, Correlation and Data are chosen by whoever creates the event;
 // Version and Position are assigned by the store when it is appended.
 //

@@ -25,7 +25,7 @@ type PassContext struct {
 	FailedBefore map[string]bool
 }
 
-// Heavy reports whether r is a heavy pass (DESIGN.md rule 7, seed 000):
+// Heavy reports whether r is a heavy pass (docs/design.md rule 7, seed 000):
 // Weigh(r, c).Heavy().
 func Heavy(r *ApplyReported, c PassContext) bool { return Weigh(r, c).Heavy() }
 
@@ -41,7 +41,7 @@ type Weight struct {
 	Containers, ContainersChanged int
 }
 
-// Heavy reports whether the apply is a heavy pass (DESIGN.md rule 7, seed
+// Heavy reports whether the apply is a heavy pass (docs/design.md rule 7, seed
 // 000):
 //
 //   - it created, replaced or removed at least half of its declaration's

@@ -127,7 +127,7 @@ func nonNil(held []Held) []Held {
 	return held
 }
 
-// Public hands events out in their public form (DESIGN.md, "Events"):
+// Public hands events out in their public form (docs/design.md, "The event vocabulary"):
 // every event as stored, but a compact apply.reported, whose held_since
 // names an earlier report's held list, with that list in full beside it
 // (PublicApplyData). It is what export and the API give. It keeps, per

@@ -19,7 +19,7 @@ import (
 // so {"operator":"alice","Operator":"mallory"} is mallory's to whoever reads
 // it last and alice's to whoever reads it first. UnmarshalStrict and
 // Registry.DecodeStrict refuse such input; readers of stored history keep
-// decoding as they always did (DESIGN.md, "The door").
+// decoding as they always did (docs/design.md, "The door").
 
 // UnmarshalStrict decodes data, one JSON value, into v (a non-nil pointer)
 // and refuses, with an error wrapping ErrInvalid, what plain decoding lets

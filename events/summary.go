@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Summary is the one line an apply report reads as (STEPS.md, "Report
+// Summary is the one line an apply report reads as (docs/scenario-steps.md, "Report
 // wording"): "applied A resource(s)", then ", H held for untaken modules (m1:
 // h1, m2: h2)" when H > 0, modules by count, largest first, then by name, then
 // ", F failed" when F > 0.
@@ -56,5 +56,5 @@ func HeldByModule(held []Held) []ModuleCount {
 }
 
 // Changes counts the resources the apply created, replaced or removed: what
-// a heavy pass measures (Heavy, DESIGN.md rule 7).
+// a heavy pass measures (Heavy, docs/design.md rule 7).
 func (r ApplyReported) Changes() int { return len(r.Created) + len(r.Replaced) + len(r.Removed) }

@@ -25,9 +25,9 @@ func TestSummary(t *testing.T) {
 	}{
 		{"nothing", events.ApplyReported{}, "applied 0 resource(s)"},
 		{"applied only", events.ApplyReported{Applied: 3}, "applied 3 resource(s)"},
-		{"STEPS.md example", events.ApplyReported{Applied: 3, Held: held("ca", "route-proxy")},
+		{"scenario-steps example", events.ApplyReported{Applied: 3, Held: held("ca", "route-proxy")},
 			"applied 3 resource(s), 1 held for untaken modules (route-proxy: 1)"},
-		{"DESIGN.md rule 3, largest first", events.ApplyReported{Applied: 330, Held: append(
+		{"design rule 3, largest first", events.ApplyReported{Applied: 330, Held: append(
 			held("p1", "photos", "p2", "photos", "p3", "photos"),
 			held("r1", "route-proxy", "r2", "route-proxy", "r3", "route-proxy", "r4", "route-proxy", "r5", "route-proxy",
 				"r6", "route-proxy", "r7", "route-proxy", "r8", "route-proxy", "r9", "route-proxy", "r10", "route-proxy",

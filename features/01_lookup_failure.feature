@@ -1,4 +1,4 @@
-Feature: A lookup failure is an error, never "not found" (DESIGN.md rule 1, seed 000)
+Feature: A lookup failure is an error, never "not found" (docs/design.md rule 1, seed 000)
   Composing a node's declaration reads every other node's plan to gather routed names.
   A read that fails aborts the compose, names the node and the read, and pushes nothing;
   only a node whose own module set does not compose is passed over.

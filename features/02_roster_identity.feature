@@ -1,4 +1,4 @@
-Feature: The roster is not part of a container's identity (DESIGN.md rule 2, seed 000 and its issue 151)
+Feature: The roster is not part of a container's identity (docs/design.md rule 2, seed 000 and its issue 151)
   A new or removed routed name updates the hosts file the containers mount, in place;
   it never recreates a container.
 

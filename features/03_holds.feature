@@ -1,4 +1,4 @@
-Feature: A hold is a line in every report (DESIGN.md rule 3, seed 002)
+Feature: A hold is a line in every report (docs/design.md rule 3, seed 002)
   On an adopted node, a module's data found on disk is not the mesh's to touch until the
   module is taken. Every found directory of a module assigned but not taken is held,
   whether or not it already matches, and so is every file under one and every container
@@ -13,7 +13,7 @@ Feature: A hold is a line in every report (DESIGN.md rule 3, seed 002)
     And directory "/var/lib/route-proxy/ca" exists on node "novox"
     And module "route-proxy" is assigned to "novox"
 
-  Scenario: Found data is held with the container that mounts it, and the report says so (STEPS.md's worked count)
+  Scenario: Found data is held with the container that mounts it, and the report says so (the worked count of docs/scenario-steps.md)
     When the mesh is pushed to "novox"
     And node "novox" applies its latest declaration
     Then the apply report of "novox" reads "applied 2 resource(s), 2 held for untaken modules (route-proxy: 2)"

@@ -1,4 +1,4 @@
-Feature: Nothing is misreported as changed (DESIGN.md rule 4, seed 000)
+Feature: Nothing is misreported as changed (docs/design.md rule 4, seed 000)
   Applying the same declaration twice reports zero changes.
 
   Scenario: The second apply of a declaration changes nothing

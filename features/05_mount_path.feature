@@ -1,4 +1,4 @@
-Feature: A changed mount path recreates the container, and says so (DESIGN.md rule 5, seed 002)
+Feature: A changed mount path recreates the container, and says so (docs/design.md rule 5, seed 002)
 
   Scenario: A new mount path replaces exactly the container that mounts it
     Given a mesh with nodes "novox"

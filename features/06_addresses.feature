@@ -1,4 +1,4 @@
-Feature: Addresses are read where they are used (DESIGN.md rule 6, seed 004)
+Feature: Addresses are read where they are used (docs/design.md rule 6, seed 004)
   A port that is a node setting is resolved at compose time from what the node was given;
   a recorded build names its module, name and digest, never an address.
 

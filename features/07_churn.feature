@@ -1,4 +1,4 @@
-Feature: Exiting a loop by luck is not a fix (DESIGN.md rule 7, seed 000)
+Feature: Exiting a loop by luck is not a fix (docs/design.md rule 7, seed 000)
   Two heavy passes in a row with no operator command in between are a churn loop; a digest
   that alternates A→B→A is a flip. Both are detected from the event stream alone.
 

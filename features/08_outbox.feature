@@ -1,4 +1,4 @@
-Feature: A report that cannot be delivered is kept, not lost (DESIGN.md rule 8, seed 000)
+Feature: A report that cannot be delivered is kept, not lost (docs/design.md rule 8, seed 000)
   "Applied, and could not tell the mesh": the agent keeps outcomes in an outbox and delivers
   them exactly once.
 

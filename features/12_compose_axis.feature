@@ -1,4 +1,4 @@
-Feature: A failed compose stays visible until a compose succeeds (issue 20, DESIGN.md "Status has two axes")
+Feature: A failed compose stays visible until a compose succeeds (issue 20, docs/design.md, "Status has two axes")
   An agent applies the declaration it holds again every interval. That re-apply says nothing of
   the declaration that did not compose: the node stays failing, naming why, until a compose for
   it succeeds. A module assigned but absent from the applied declaration is pending, with the

@@ -1,5 +1,5 @@
 // Package features is meshplane's scenario step library: every step of
-// STEPS.md, word for word, over an in-process mesh (package sim) that runs
+// docs/scenario-steps.md, word for word, over an in-process mesh (package sim) that runs
 // the same commands, store, projections and agent code as `mesh up`. The
 // feature files beside it are run by `go test ./features/...` and by
 // `mesh scenario run FILE...`.

@@ -10,7 +10,7 @@ import (
 	"meshplane/events"
 )
 
-// Churn detects churn loops and declaration flips per node (DESIGN.md rule
+// Churn detects churn loops and declaration flips per node (docs/design.md rule
 // 7, seed 000), from the event stream alone.
 //
 //   - A pass (apply.reported) is heavy by rule 7's one function,

@@ -11,7 +11,7 @@ import (
 	"meshplane/events"
 )
 
-// Property tests of the churn fold (DESIGN.md rule 7) over drawn histories
+// Property tests of the churn fold (docs/design.md rule 7) over drawn histories
 // of two nodes: compositions flipping between three digests, applies of
 // any weight (of the current declaration, an earlier one, or one never
 // composed), failures, operator commands on the node and on its modules. A

@@ -11,7 +11,7 @@ import (
 )
 
 // Holds is each node's own list of held resources, from its latest apply
-// report (DESIGN.md rule 3, seed 002): what the node decided at apply time,
+// report (docs/design.md rule 3, seed 002): what the node decided at apply time,
 // not what the controller expected. A resource held by consecutive applies
 // keeps the declaration and position from which it has been held.
 type Holds struct {

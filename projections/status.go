@@ -21,7 +21,7 @@ const (
 // Health values, in the order they win: churning over failing over
 // unknown over waiting-on-take over converged.
 //
-// Health has a compose axis (DESIGN.md, "Status has two axes"): a node
+// Health has a compose axis (docs/design.md, "Status has two axes"): a node
 // whose latest compose attempt failed is failing until a compose for it
 // succeeds, whatever its agent re-applies meanwhile (an older declaration
 // applied again says nothing of the one that did not compose).
@@ -33,7 +33,7 @@ const (
 	HealthConverged     = "converged"
 )
 
-// Status is each node's two axes (DESIGN.md: sync and health, as Argo CD's),
+// Status is each node's two axes (docs/design.md: sync and health, as Argo CD's),
 // with held counts per module and the last compose error.
 //
 // Health reads the churn projection at query time, so a Status is only

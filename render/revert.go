@@ -30,6 +30,6 @@ func Reverted(w io.Writer, r api.RevertResult) {
 	}
 	pf(w, "module %s reverted to %s, %s\n", r.Module, r.To, b.String())
 	for _, ev := range r.Events {
-		pf(w, "%s #%d %s\n", ev.Stream, ev.Position, ev.Type)
+		pln(w, EventLine(ev))
 	}
 }

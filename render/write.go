@@ -8,6 +8,7 @@ import (
 
 	"meshplane/api"
 	"meshplane/commands"
+	"meshplane/events"
 )
 
 // CommandResult shows what the write verbs did: for each command of cs,
@@ -20,9 +21,69 @@ func CommandResult(w io.Writer, res api.CommandResult, cs []commands.Command) {
 			pf(w, "%s, nothing to do\n", commands.UnchangedNote(cs[i]))
 		}
 		for _, ev := range a.Events {
-			pf(w, "%s #%d %s\n", ev.Stream, ev.Position, ev.Type)
+			pln(w, EventLine(ev))
 		}
 	}
+}
+
+// EventLine says what an appended event did, in words first, then the
+// event as the store names it: "defined module forge (module-forge #3
+// module.defined)". A type this build has no words for is said as
+// "recorded TYPE".
+func EventLine(ev api.EventRef) string {
+	what, ok := eventWords[ev.Type]
+	if !ok {
+		what = "recorded " + ev.Type + " on"
+	}
+	return fmt.Sprintf("%s %s (%s #%d %s)", what, streamSubject(ev.Stream), ev.Stream, ev.Position, ev.Type)
+}
+
+// eventWords are the words for each event type a command appends, before
+// the subject its stream names (streamSubject).
+var eventWords = map[string]string{
+	events.TypeNodeRegistered:           "registered",
+	events.TypeNodeAdopted:              "adopted",
+	events.TypeNodeSettingSet:           "set a setting of",
+	events.TypeNodeRemoved:              "removed",
+	events.TypeModuleDefined:            "defined",
+	events.TypeModuleRemoved:            "removed",
+	events.TypeModuleAssigned:           "assigned a module to",
+	events.TypeModuleReleased:           "released a module from",
+	events.TypeModuleTaken:              "took a module on",
+	events.TypeArtifactRecorded:         "recorded a build of",
+	events.TypeModuleDeployed:           "deployed builds of",
+	events.TypeDeclarationComposed:      "composed a declaration for",
+	events.TypeDeclarationComposeFailed: "could not compose a declaration for",
+	events.TypeDeclarationPushed:        "pushed a declaration to",
+	events.TypeDeclarationPushFailed:    "could not push a declaration to",
+	events.TypeApplyReported:            "recorded an apply on",
+	events.TypeNodeJoinTokenIssued:      "issued a join token for",
+	events.TypeNodeJoined:               "joined",
+	events.TypeNodeCredentialsIssued:    "issued bus credentials for",
+	events.TypeNodeCredentialsRevoked:   "revoked the bus users of",
+	events.TypeTokenCreated:             "created an API token for",
+	events.TypeTokenRevoked:             "revoked the API token of",
+	events.TypeSecretSet:                "set",
+	events.TypeRosterChanged:            "changed",
+	events.TypeNodeWentSilent:           "heard nothing from",
+	events.TypeNodeCameBack:             "heard again from",
+	events.TypeReportDeliveredLate:      "recorded a late report of",
+	events.TypeReportRefused:            "refused a report of",
+	events.TypeReportThrottled:          "deferred reports of",
+}
+
+// streamSubject is what a stream is of, in words: "node novox", "module
+// forge", "secret forge-db", "operator alice", "the roster".
+func streamSubject(stream string) string {
+	if stream == events.RosterStream {
+		return "the roster"
+	}
+	for prefix, what := range map[string]string{"node-": "node ", "module-": "module ", "secret-": "secret ", "token-": "operator "} {
+		if name, ok := strings.CutPrefix(stream, prefix); ok {
+			return what + name
+		}
+	}
+	return "stream " + stream
 }
 
 // Push shows each node's push (mesh push), and returns an error counting

@@ -3,7 +3,7 @@ package replay
 // Help is mesh replay's help, kept beside the code it describes.
 const Help = `Replay an exported history (mesh export's JSON lines) against this build, and
 say where today's run diverges from the recorded one: the proof that a fix
-works is that the incident, replayed, does not happen (DESIGN.md rule 7).
+works is that the incident, replayed, does not happen (docs/design.md rule 7).
 
 The file is checked as mesh import checks it (a line import would refuse is
 an error), then read up to --until POSITION (the file's positions; default:

@@ -8,7 +8,7 @@
 // declarations composed differently, resources replaced or not, holds
 // that differ, churn episodes that open in one and not the other.
 //
-// It is how a fix is proven (DESIGN.md rule 7: exiting a loop by luck is
+// It is how a fix is proven (docs/design.md rule 7: exiting a loop by luck is
 // not a fix): the incident, replayed, does not happen.
 //
 // A pass is what the recorded history shows as one round of the

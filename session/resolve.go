@@ -1,9 +1,11 @@
 package session
 
 import (
+	"errors"
 	"strings"
 
 	"meshplane/api"
+	"meshplane/commands"
 	"meshplane/events/storeurl"
 	"meshplane/internal/usage"
 )
@@ -32,7 +34,10 @@ func Resolve(g Given, localOnly bool, verb string) (Target, error) {
 	}
 	if g.At != "" {
 		at, err := api.ParseAt(g.At)
-		if err != nil {
+		var rej *commands.Rejection
+		if errors.As(err, &rej) {
+			return t, err // position 0: refused as the controller refuses a moment before the first event
+		} else if err != nil {
 			return t, usage.Errorf("--at %v", err)
 		}
 		t.At = at
@@ -64,7 +69,13 @@ func CheckStoreURL(url string) error {
 }
 
 // CheckAt checks a --at: a position or an RFC 3339 time (api.ParseAt).
+// Position 0 passes: Resolve refuses it as a moment before the first event
+// (exit 3), as diff and revert do.
 func CheckAt(s string) error {
 	_, err := api.ParseAt(s)
+	var rej *commands.Rejection
+	if errors.As(err, &rej) {
+		return nil
+	}
 	return err
 }

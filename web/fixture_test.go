@@ -67,7 +67,7 @@ var churnContainers = []string{"mesh-store", "mesh-bus", "forge", "directory", "
 
 // newFixture builds the store, then starts a controller on it and serves it.
 //
-//   - seed 002 (STEPS.md's worked count) on "novox": adopted, route-proxy
+//   - seed 002 (the worked count of docs/scenario-steps.md) on "novox": adopted, route-proxy
 //     with containers proxy, ca, acme, ca mounting /var/lib/route-proxy/ca
 //     which is found on disk, assigned and not taken; three passes, each
 //     "applied 2 resource(s), 2 held for untaken modules (route-proxy: 2)",
@@ -158,7 +158,7 @@ func newFixture(t *testing.T) *fixture {
 }
 
 // seed000Lines is seed 000's incident as JSON lines on the churning node's
-// stream (the public payloads of DESIGN.md), in the seed's times.
+// stream (the public payloads of docs/design.md), in the seed's times.
 func seed000Lines(t *testing.T) [][]byte {
 	t.Helper()
 	start := time.Date(2026, 9, 29, 22, 46, 0, 0, time.UTC)

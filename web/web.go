@@ -160,7 +160,10 @@ type atKey struct{}
 // or an RFC 3339 time), through q's api.Historian (the controller's At).
 func (h *handler) at(r *http.Request) (*http.Request, error) {
 	at, err := api.ParseAt(r.URL.Query().Get("at"))
-	if err != nil {
+	var rej *commands.Rejection
+	if errors.As(err, &rej) {
+		return r, err // ?at=0: before the first event, as the controller refuses one
+	} else if err != nil {
 		return r, badRequestf("at %v", err)
 	}
 	hs, ok := h.q.(api.Historian)

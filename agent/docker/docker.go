@@ -30,7 +30,7 @@
 // never touched, joined or mounted: the resource fails with ErrOtherMesh,
 // naming the owner's label.
 //
-// The digest covers only what cannot change on a running container (DESIGN.md
+// The digest covers only what cannot change on a running container (docs/design.md
 // rule 2): the declaration's container spec. The roster reaches containers
 // as the hosts file (declaration.HostsPath), which compose mounts read-only
 // at /etc/hosts and which WriteFile rewrites in place, so a running container

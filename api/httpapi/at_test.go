@@ -71,7 +71,7 @@ func TestAtRefused(t *testing.T) {
 		says               string
 	}{
 		{http.MethodGet, "/v1/nodes?at=yesterday", "", http.StatusBadRequest, "RFC 3339"},
-		{http.MethodGet, "/v1/nodes?at=0", "", http.StatusBadRequest, "position of 1 or more"},
+		{http.MethodGet, "/v1/nodes?at=0", "", http.StatusUnprocessableEntity, "before the first event"}, // as a time before it
 		{http.MethodGet, "/v1/nodes?at=" + past, "", http.StatusUnprocessableEntity, "past the head"},
 		{http.MethodGet, "/v1/churn?at=2020-01-01T00:00:00Z", "", http.StatusUnprocessableEntity, "before the first event"},
 		{http.MethodPost, "/v1/nodes?at=1", `{"operator":"x","nodes":["z"]}`, http.StatusBadRequest, "a write never does"},

@@ -163,7 +163,10 @@ func (h *handler) at(r *http.Request) (*http.Request, error) {
 		return r, badRequestf("at: only reads take a moment (a write never does)")
 	}
 	at, err := api.ParseAt(r.URL.Query().Get("at"))
-	if err != nil {
+	var rej *commands.Rejection
+	if errors.As(err, &rej) {
+		return r, err // ?at=0: before the first event, as the controller refuses one (422)
+	} else if err != nil {
 		return r, badRequestf("at %v", err)
 	}
 	hs, ok := h.svc.(api.Historian)

@@ -109,7 +109,7 @@ status, holds, timeline and churn are projections of the stream.`,
 		e.assignCmd(), e.takeCmd(), e.releaseCmd(), e.pushCmd(), artifact, e.deployCmd(), e.planCmd(),
 		e.timelineCmd(), e.rosterCmd(), e.whyCmd(), e.churnCmd(), e.revertCmd(), e.diffCmd(),
 		e.rebuildCmd(), e.exportCmd(), e.importCmd(), e.replayCmd(), store, scenario, e.simCmd(), busGroup,
-		e.tokenGroup(), e.secretGroup(),
+		e.tokenGroup(), e.secretGroup(), e.docsCmd(),
 	)
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
@@ -117,6 +117,7 @@ status, holds, timeline and churn are projections of the stream.`,
 			c.Short = "generate the shell completion script: mesh completion bash|zsh|fish|powershell"
 		}
 	}
+	addExamples(root)
 	// The root's usage lists every verb, with the notes; the verbs' usage
 	// is cobra's.
 	def := root.UsageTemplate()

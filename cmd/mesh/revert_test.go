@@ -47,7 +47,7 @@ func TestRevertVerb(t *testing.T) {
 			if out := run(exitOK, "revert", "forge", "--to", "1"); !strings.Contains(out, "module forge is already as it was at 1") || !strings.Contains(out, "nothing to do") {
 				t.Errorf("revert again: %s", out)
 			}
-			if out := run(exitRejected, "revert", "forge", "--to", "0"); !strings.Contains(out, "not defined yet then") {
+			if out := run(exitRejected, "revert", "forge", "--to", "0"); !strings.Contains(out, "before the first event") {
 				t.Errorf("revert to before forge: %s", out)
 			}
 			if out := run(exitRejected, "revert", "gitea", "--to", "1"); !strings.Contains(out, "never defined") {

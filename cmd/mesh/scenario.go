@@ -19,7 +19,7 @@ func (e *env) scenarioRunCmd() *cobra.Command {
 	var store string
 	cmd := &cobra.Command{
 		Use:   "run FILE...",
-		Short: "run Gherkin scenarios (STEPS.md) against an in-process mesh (no --data: each starts empty)",
+		Short: "run Gherkin scenarios (docs/scenario-steps.md) against an in-process mesh (no --data: each starts empty)",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usagef("name at least one feature file or directory")

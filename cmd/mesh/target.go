@@ -22,6 +22,8 @@ const (
 	flagTLSCA     = "tls-ca"
 	flagStore     = "store"
 	flagAt        = "at" // a read verb's (addQuery)
+
+	defaultData = ".mesh" // --data without MESH_DATA
 )
 
 // addTarget declares the flags naming where commands work.
@@ -29,7 +31,7 @@ func addTarget(root *cobra.Command) {
 	fs := root.PersistentFlags()
 	def := os.Getenv("MESH_DATA")
 	if def == "" {
-		def = ".mesh"
+		def = defaultData
 	}
 	fs.String(flagData, def, "the data `directory` holding the event store (env MESH_DATA)")
 	fs.String(flagServer, "", "work against the controller at this `URL` (https://HOST:7480) instead of a local store (env MESH_SERVER)")

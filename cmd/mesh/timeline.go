@@ -11,6 +11,9 @@ import (
 	"meshplane/session"
 )
 
+// isTime reports whether s is an RFC 3339 time (else a position).
+func isTime(s string) bool { return flagcheck.RFC3339(s) == nil }
+
 // timelinePage is the page size the timeline asks for while it follows the
 // cursors (api.FetchTimeline; a variable: tests make it small to page
 // often).
@@ -34,10 +37,10 @@ what there is.`,
 			if err != nil {
 				return err
 			}
-			if u, _ := api.ParseAt(until); u.Position > 0 { // --until POSITION: the timeline --at it
+			if until != "" && !isTime(until) { // --until POSITION: the timeline --at it
 				_, until = cmd.Flags().Set(flagAt, until), "" // checked: session.CheckAt
 			}
-			req.Since, req.Until = flagcheck.Time(since), flagcheck.Time(until)
+			req.Since, req.Until = flagcheck.SinceTime(since, e.now()), flagcheck.Time(until)
 			return withQuery(cmd, func(s *session.Session) error {
 				raw, sk, err := s.Timeline(cmd.Context(), req, limit, timelinePage)
 				m, merr := s.Moment(cmd.Context())
@@ -54,10 +57,10 @@ what there is.`,
 	fs.StringVar(&req.Resource, "resource", "", "only applies that touched this `resource`")
 	fs.StringVar(&req.Type, "type", "", "only events of this `type`, or of every type it begins (apply, declaration.); one that matches none is refused, exit 3")
 	fs.StringVar(&req.Correlation, "correlation", "", "only events of this push (`id`)")
-	fs.StringVar(&since, "since", "", "only events at or after this `time` (RFC 3339)")
+	fs.StringVar(&since, "since", "", "only events at or after this `time`: RFC 3339, or a duration before now (10m, 2h)")
 	fs.StringVar(&until, "until", "", "only events before this `time` (RFC 3339), or up to this position (as --at)")
 	fs.IntVar(&limit, "limit", 0, "only the last `N` matches (0: all)")
-	flagcheck.Install(fs, map[string]flagcheck.Check{"since": flagcheck.Optional(flagcheck.RFC3339), "until": flagcheck.Optional(session.CheckAt), "limit": flagcheck.AtLeast(0)})
+	flagcheck.Install(fs, map[string]flagcheck.Check{"since": flagcheck.Optional(flagcheck.Since), "until": flagcheck.Optional(session.CheckAt), "limit": flagcheck.AtLeast(0)})
 	_ = cmd.RegisterFlagCompletionFunc("node", completeNodes)
 	addQuery(cmd)
 	return cmd

@@ -46,6 +46,7 @@ func (e *env) upCmd() *cobra.Command {
 				return err
 			}
 			o.ctl.Data, o.ctl.TLSCA, o.ctl.Store = t.Data, t.TLSCA, t.Store
+			o.fillExample()
 			if !cmd.Flags().Changed("passes") {
 				return e.up(cmd, o, t.Bolt())
 			}
@@ -61,8 +62,8 @@ func (e *env) upCmd() *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.modulesDir, "modules", "examples/local/modules", "the `directory` of module files (*.yaml) to define")
-	fs.StringVar(&o.meshPath, "mesh", "examples/local/mesh.yaml", "the `file` describing the nodes")
+	fs.StringVar(&o.modulesDir, "modules", "", "the `directory` of module files (*.yaml) to define (--once and --passes without it: "+exampleModules+")")
+	fs.StringVar(&o.meshPath, "mesh", "", "the `file` describing the nodes (--once and --passes without it: "+exampleMesh+"; a plain up sets up nothing)")
 	fs.IntVar(&o.passes, "passes", 2, "passes (push, then apply) to run on each node")
 	fs.StringVar(&o.ctl.Listen, "listen", "127.0.0.1:7480", "controller: serve the HTTP API on this `address`")
 	fs.StringVar(&o.ctl.BusListen, "bus-listen", "127.0.0.1:4222", "controller: the embedded NATS server listens on this `address`")
@@ -82,6 +83,25 @@ func (e *env) upCmd() *cobra.Command {
 		"nats": flagcheck.Optional(flagcheck.ListOf(flagcheck.URLOf("nats", "tls", "ws", "wss"))),
 	})
 	return cmd
+}
+
+// The example mesh, which --once and --passes set up when --mesh or
+// --modules leaves it out (a plain up sets up nothing, so its help shows no
+// default it would not use).
+const (
+	exampleMesh    = "examples/local/mesh.yaml"
+	exampleModules = "examples/local/modules"
+)
+
+// fillExample names the example's file and directory for what the flags
+// leave out.
+func (o *upOptions) fillExample() {
+	if o.meshPath == "" {
+		o.meshPath = exampleMesh
+	}
+	if o.modulesDir == "" {
+		o.modulesDir = exampleModules
+	}
 }
 
 // upPasses is mesh up --passes N, the in-process run (meshup.Passes).

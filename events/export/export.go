@@ -12,7 +12,7 @@
 // event's chain value, "chain":"sha256:<hex>": the hash of the line
 // before's value and the event's record as stored. data is the payload as
 // stored: for declaration.composed and apply.reported, the public
-// payloads of DESIGN.md. An import keeps id, stream, type, schema, at,
+// payloads of docs/design.md. An import keeps id, stream, type, schema, at,
 // actor, causation, correlation and data; the target store assigns
 // version, position and chain anew. An import checks that the chain
 // values follow each other within the file, and refuses a line that does

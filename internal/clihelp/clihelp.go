@@ -2,8 +2,10 @@
 // groups ("mesh node show"): a group command that only holds verbs, every
 // verb of a tree in the order added, the list of them a root's usage
 // template prints ({{verbs .}}), and a verb's arguments checked as bad
-// usage (NoArgs, ExactArgs). It knows nothing of mesh, as kubectl's
-// templates package knows nothing of kubectl's verbs.
+// usage (NoArgs, ExactArgs), and the tree's reference generated from the
+// commands: markdown and man pages (WriteMarkdown, WriteMan). It knows
+// nothing of mesh, as kubectl's templates package knows nothing of
+// kubectl's verbs.
 package clihelp
 
 import (

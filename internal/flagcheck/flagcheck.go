@@ -219,6 +219,31 @@ func RFC3339(s string) error {
 	return nil
 }
 
+// Since is a time in RFC 3339, or a positive duration that stands for that
+// long before now ("10m", "1h30m"), as kubectl's and journalctl's --since
+// read one.
+func Since(s string) error {
+	if _, err := time.Parse(time.RFC3339, s); err == nil {
+		return nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d <= 0 {
+			return errors.New("a duration before now must be above 0 (10m, 2h)")
+		}
+		return nil
+	}
+	return errors.New("not an RFC 3339 time (2026-09-29T23:02:00Z) nor a duration before now (10m, 2h)")
+}
+
+// SinceTime is the time a flag Since checked stands for: the time given,
+// or now less the duration given; the zero time for "".
+func SinceTime(s string, now time.Time) time.Time {
+	if d, err := time.ParseDuration(s); err == nil {
+		return now.Add(-d)
+	}
+	return Time(s)
+}
+
 // Time is the value of a flag RFC3339 checked; the zero time for "".
 func Time(s string) time.Time {
 	t, _ := time.Parse(time.RFC3339, s) // checked as it was parsed

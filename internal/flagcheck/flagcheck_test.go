@@ -32,6 +32,8 @@ func TestChecks(t *testing.T) {
 		{"AtLeast", AtLeast(1), []string{"1", "0x10"}, map[string]string{"0": "want 1 or more", "one": "whole number"}},
 		{"OneOf", OneOf("sim", "docker", "auto"), []string{"sim"}, map[string]string{"k8s": "want sim, docker or auto"}},
 		{"RFC3339", RFC3339, []string{"2026-09-29T23:02:00Z"}, map[string]string{"23:02": "RFC 3339"}},
+		{"Since", Since, []string{"2026-09-29T23:02:00Z", "10m", "1h30m", "90s"},
+			map[string]string{"23:02": "nor a duration", "0s": "above 0", "-10m": "above 0", "10 min": "nor a duration"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, v := range tc.good {
@@ -78,5 +80,21 @@ func TestTime(t *testing.T) {
 	}
 	if got := Time(""); !got.IsZero() {
 		t.Errorf(`Time("") = %v, want zero`, got)
+	}
+}
+
+// TestSinceTime: a duration stands for that long before now, a time for
+// itself, and "" for none.
+func TestSinceTime(t *testing.T) {
+	now := time.Date(2026, 12, 7, 18, 53, 20, 0, time.UTC)
+	for s, want := range map[string]time.Time{
+		"10m":                  now.Add(-10 * time.Minute),
+		"1h30m":                now.Add(-90 * time.Minute),
+		"2026-09-29T23:02:00Z": time.Date(2026, 9, 29, 23, 2, 0, 0, time.UTC),
+		"":                     {},
+	} {
+		if got := SinceTime(s, now); !got.Equal(want) {
+			t.Errorf("SinceTime(%q): %v, want %v", s, got, want)
+		}
 	}
 }
