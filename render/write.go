@@ -29,13 +29,14 @@ func CommandResult(w io.Writer, res api.CommandResult, cs []commands.Command) {
 // EventLine says what an appended event did, in words first, then the
 // event as the store names it: "defined module forge (module-forge #3
 // module.defined)". A type this build has no words for is said as
-// "recorded TYPE".
+// "recorded TYPE". Its names are escaped (Escape): the line is safe to
+// print as it is.
 func EventLine(ev api.EventRef) string {
 	what, ok := eventWords[ev.Type]
 	if !ok {
 		what = "recorded " + ev.Type + " on"
 	}
-	return fmt.Sprintf("%s %s (%s #%d %s)", what, streamSubject(ev.Stream), ev.Stream, ev.Position, ev.Type)
+	return Escape(fmt.Sprintf("%s %s (%s #%d %s)", what, streamSubject(ev.Stream), ev.Stream, ev.Position, ev.Type))
 }
 
 // eventWords are the words for each event type a command appends, before
