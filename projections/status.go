@@ -469,6 +469,12 @@ type DeclarationFacts struct {
 	ComposedAt time.Time // when (its last compose)
 	Pushed     bool      // a push of it is recorded (declaration.pushed or declaration.push-failed)
 	Latest     bool      // the node's last composed declaration
+	Resources  []string  // the names of its resources (a new slice)
+	// Declared says whether a resource of that name was in a declaration
+	// composed for the node (any, folded so far); nil when status cannot
+	// say (a snapshot left older declarations out). Safe to call at any
+	// time.
+	Declared func(name string) bool
 }
 
 // Declaration says what node's stream holds of declaration id, as folded
@@ -485,7 +491,38 @@ func (s *Status) Declaration(node, id string) DeclarationFacts {
 	if !ok || d == nil {
 		return DeclarationFacts{}
 	}
-	return DeclarationFacts{Composed: true, ComposedAt: d.at, Pushed: d.pushed, Latest: n.composed.Declaration == id}
+	f := DeclarationFacts{Composed: true, ComposedAt: d.at, Pushed: d.pushed, Latest: n.composed.Declaration == id,
+		Resources: make([]string, len(d.resources))}
+	for i, r := range d.resources {
+		f.Resources[i] = r.Name
+	}
+	if !n.decls.trimmed {
+		f.Declared = func(name string) bool { return s.declared(node, name) }
+	}
+	return f
+}
+
+// declared says whether a declaration composed for node had a resource of
+// that name. It reads every declaration of the node: the door asks only of
+// what a report says it removed, or failed.
+func (s *Status) declared(node, name string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n, ok := s.nodes[node]
+	if !ok {
+		return false
+	}
+	for _, d := range n.decls.vals {
+		if d == nil {
+			continue
+		}
+		for _, r := range d.resources {
+			if r.Name == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Converged reports whether node is converged and in sync: what the step
