@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -116,6 +117,9 @@ type ApplyRecord struct {
 	DeclMark
 	Report  events.ApplyReported `json:"report"`
 	Summary string               `json:"summary"`
+	// HoldsUnknown: the report's held_since names no held list
+	// (ErrHoldsUnknown), so what it held is not known; Report.Held is empty.
+	HoldsUnknown bool `json:"holds_unknown,omitempty"`
 }
 
 // NodeStatus is a node's status as queried.
@@ -219,9 +223,14 @@ func (s *Status) fold(ev *events.Event, p events.Payload, node string) error {
 		delete(s.nodes, node)
 		return nil
 	}
+	holdsUnknown := false
 	if a, ok := p.(events.ApplyReported); ok {
 		var err error
-		if p, err = s.reports.resolve(ev, a, true); err != nil {
+		p, err = s.reports.resolve(ev, a, true)
+		switch {
+		case errors.Is(err, ErrHoldsUnknown):
+			holdsUnknown = true
+		case err != nil:
 			return err
 		}
 	}
@@ -270,7 +279,7 @@ func (s *Status) fold(ev *events.Event, p events.Payload, node string) error {
 		}
 		*n.applied = ApplyRecord{
 			DeclMark: DeclMark{Declaration: v.Declaration, Digest: digest, Position: ev.Position, At: ev.At, Correlation: ev.Correlation},
-			Report:   v,
+			Report:   v, HoldsUnknown: holdsUnknown,
 		}
 	}
 	return nil
@@ -339,6 +348,9 @@ func (s *Status) of(name string, n *statusNode) NodeStatus {
 	if n.applied != nil {
 		a := *n.applied // a copy: the node's record is overwritten by the next apply; this one gets its summary
 		a.Summary = a.Report.Summary()
+		if a.HoldsUnknown {
+			a.Summary += "; " + HoldsUnknownNote
+		}
 		st.Applied = &a
 	}
 	for _, m := range n.modules {
