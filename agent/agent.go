@@ -453,12 +453,14 @@ func orDefault(mode, def uint32) uint32 {
 // Failed (under declaration.HostsPath), as is a failed removal.
 func buildOutcome(node string, d declaration.Declaration, plan Plan, res result) events.ApplyReported {
 	out := events.ApplyReported{Node: node, Declaration: d.ID, Digest: d.Digest, Sent: len(d.Resources)}
+	// A message is cut to the bound the controller's door takes
+	// (events.MaxReportMessage): a longer one would have the report refused.
 	if err, ok := res.failed[declaration.HostsPath]; ok {
-		out.Failed = append(out.Failed, events.Failed{Name: declaration.HostsPath, Error: err.Error()})
+		out.Failed = append(out.Failed, events.Failed{Name: declaration.HostsPath, Error: events.BoundText(err.Error(), events.MaxReportMessage)})
 	}
 	for _, s := range plan.Steps {
 		if err, ok := res.failed[s.Name]; ok {
-			out.Failed = append(out.Failed, events.Failed{Name: s.Name, Error: err.Error()})
+			out.Failed = append(out.Failed, events.Failed{Name: s.Name, Error: events.BoundText(err.Error(), events.MaxReportMessage)})
 			continue
 		}
 		switch s.Action {
@@ -473,7 +475,7 @@ func buildOutcome(node string, d declaration.Declaration, plan Plan, res result)
 		case Remove:
 			out.Removed = append(out.Removed, s.Name)
 		case Hold:
-			out.Held = append(out.Held, events.Held{Name: s.Name, Module: s.Module, Reason: s.Reason})
+			out.Held = append(out.Held, events.Held{Name: s.Name, Module: s.Module, Reason: events.BoundText(s.Reason, events.MaxReportMessage)})
 		}
 		if s.Action != Remove && s.Action != Hold {
 			out.Applied++

@@ -119,6 +119,9 @@ type ApplyRecord struct {
 	DeclMark
 	Report  events.ApplyReported `json:"report"`
 	Summary string               `json:"summary"`
+	// HoldsUnknown: the report's held_since names no held list (history
+	// written past the door), so what it held is not known.
+	HoldsUnknown bool `json:"holds_unknown,omitempty"`
 }
 
 // NodeResources is what runs on a node now, as its last apply report
@@ -198,6 +201,9 @@ type Entry struct {
 	// Held is every resource an apply held, and why, in full, a quiet
 	// report's too (its stored held_since resolved).
 	Held []events.Held `json:"held,omitempty"`
+	// HoldsUnknown: the apply's held_since names no held list (history
+	// written past the door); Held is empty and the summary says so.
+	HoldsUnknown bool `json:"holds_unknown,omitempty"`
 }
 
 // Run is a run of entries of one node with identical outcomes, collapsed

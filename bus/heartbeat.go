@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"meshplane/events"
 	"meshplane/internal/safego"
 )
 
@@ -34,8 +36,11 @@ import (
 // at is the agent's clock, for the log only: the controller stamps what it
 // heard with its own. A node's user may publish on its own heartbeat
 // subject alone (NodePermissions), so the subject says who sent it; a
-// heartbeat whose node differs from its subject's, or that does not
-// decode, is ignored (logged, counted: HeartbeatStats.Ignored).
+// heartbeat whose node differs from its subject's, that does not decode
+// strictly (a key given twice, or in another case: events.CheckKeys; an
+// unknown key is let by, for a newer agent), or whose version is longer
+// than MaxVersionLen or not printable ASCII, is ignored (logged, counted:
+// HeartbeatStats.Ignored).
 
 // DefaultHeartbeatEvery is how often an agent heartbeats: well inside the
 // controller's default bound (30 s), so that a lost one or two never make a
@@ -44,6 +49,26 @@ const DefaultHeartbeatEvery = 5 * time.Second
 
 // maxHeartbeat bounds a heartbeat message the controller decodes.
 const maxHeartbeat = 1 << 10
+
+// MaxVersionLen bounds the version a heartbeat says (a module version or a
+// VCS revision with "+dirty", internal/buildinfo): a heartbeat with a
+// longer one, or one with a byte that is not printable ASCII, is ignored.
+const MaxVersionLen = 128
+
+var heartbeatType = reflect.TypeFor[Heartbeat]()
+
+// checkVersion says what is wrong with a heartbeat's version.
+func checkVersion(v string) error {
+	if len(v) > MaxVersionLen {
+		return fmt.Errorf("a version of %d bytes, over the limit of %d", len(v), MaxVersionLen)
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x21 || c > 0x7e {
+			return fmt.Errorf("a version with byte %d not printable ASCII (%q)", i, c)
+		}
+	}
+	return nil
+}
 
 // Heartbeat is one agent heartbeat.
 type Heartbeat struct {
@@ -166,12 +191,18 @@ func decodeHeartbeat(node string, b []byte) (Heartbeat, error) {
 	if len(b) > maxHeartbeat {
 		return Heartbeat{}, fmt.Errorf("a heartbeat of %d bytes: at most %d", len(b), maxHeartbeat)
 	}
+	if err := events.CheckKeys(b, heartbeatType, true); err != nil {
+		return Heartbeat{}, fmt.Errorf("heartbeat: %w", err)
+	}
 	var hb Heartbeat
 	if err := json.Unmarshal(b, &hb); err != nil {
 		return Heartbeat{}, fmt.Errorf("heartbeat: %w", err)
 	}
 	if hb.Node != node {
 		return Heartbeat{}, fmt.Errorf("a heartbeat on %s's subject claims node %q", node, hb.Node)
+	}
+	if err := checkVersion(hb.Version); err != nil {
+		return Heartbeat{}, fmt.Errorf("a heartbeat of %s: %w", node, err)
 	}
 	return hb, nil
 }

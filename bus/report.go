@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -54,6 +55,8 @@ func ReasonOf(err error) string {
 // reportVersion is the version of the report wire format written here.
 const reportVersion = 1
 
+var reportType = reflect.TypeFor[Report]()
+
 // MaxReportSize is the most bytes a report message may have: what the event
 // store takes of one event's payload (events.MaxDataSize), since the
 // report's outcome becomes the apply.reported event. The controller refuses
@@ -88,6 +91,35 @@ func Digest(data []byte) string {
 //
 // It carries what commands.Delivery holds; the controller's wiring turns one
 // into the other.
+//
+// What the controller takes (bus.DecodeReport, then the report door,
+// commands.CheckReport and Handler.RecordApply); anything else is refused
+// for good and recorded as report.refused with its reason:
+//
+//   - the message: at most MaxReportSize bytes (too-large); one JSON object
+//     with no key given twice, at any depth, and none in another case than
+//     its field's (malformed);
+//   - names, each at most events.MaxReportName (256) bytes of UTF-8 with no
+//     NUL (too-large beyond): every resource name (created, removed,
+//     replaced, updated, held, failed), a held resource's module, a changed
+//     field's name, the declaration, the digest, the apply id and
+//     held_since; correlation at most events.MaxNameSize (512);
+//   - messages, at most events.MaxReportMessage (4 KiB) each (too-large
+//     beyond): a failure's error, a hold's reason; last_error is kept cut
+//     to 1 KiB;
+//   - counts: none below zero or above events.MaxReportCount; applied equal
+//     to unchanged plus created, replaced and updated; sent equal to the
+//     number of resources of the declaration named, and no count larger
+//     (bad-counts);
+//   - resources: created, replaced, updated and held only those of the
+//     declaration named; removed only one some declaration of the node had
+//     (failed: either, or the hosts file) (bad-counts);
+//   - held_since: the apply id of an earlier report of the node that
+//     carried a held list (malformed);
+//   - the declaration composed for the node and pushed to it
+//     (unknown-declaration), the apply time within events.MaxReportSkew
+//     (bad-time), the apply id new or the same report again, whatever its
+//     age (apply-id-conflict).
 type Report struct {
 	Version     int                  `json:"version"`
 	Node        string               `json:"node"`
@@ -132,6 +164,13 @@ func DecodeReport(subject string, data []byte) (Report, error) {
 	}
 	if len(data) > MaxReportSize {
 		return Report{}, badReport(events.RefusedTooLarge, "on %s: %d bytes, over the limit of %d", subject, len(data), MaxReportSize)
+	}
+	// Strictly: a key given twice, or in another case than its field's,
+	// would mean one thing to this decoder and another to the next
+	// (events.CheckKeys, as the API and import decode). A key no field has
+	// is let by: the wire format may gain fields.
+	if err := events.CheckKeys(data, reportType, true); err != nil {
+		return Report{}, badReport(events.RefusedMalformed, "on %s: %v", subject, err)
 	}
 	var r Report
 	if err := json.Unmarshal(data, &r); err != nil {

@@ -2,15 +2,20 @@ package bus_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"testing"
+	"unicode/utf8"
 
 	"meshplane/bus"
+	"meshplane/internal/jsontest"
 )
 
 // FuzzDecodeReport holds that whatever arrives on a report subject either
 // decodes into a report of the subject's node that encodes again, or is
-// refused with ErrBadReport; it never panics.
+// refused with ErrBadReport; it never panics. What gives a key twice, at
+// any depth (internal/jsontest, an oracle sharing no code with the
+// door's strict decoding), is refused, and so is what is not UTF-8.
 func FuzzDecodeReport(f *testing.F) {
 	good, err := bus.EncodeReport(report("n1", "n1/1"))
 	if err != nil {
@@ -20,10 +25,22 @@ func FuzzDecodeReport(f *testing.F) {
 	f.Add("mesh.report.n2", good)
 	f.Add("mesh.report.n1", []byte(`{"version":1,"node":"n1","apply_id":"00000000-0000-0000-0000-000000000000"}`))
 	f.Add("mesh.report.n1", []byte(`{"version":1,"node":"n1","apply_id":"01a22bc2-e0ac-7db6-b30e-93a609b41e53","applied_at":"2026-11-30T09:00:00Z","outcome":{"node":"n1","held":[{}]}}`))
+	f.Add("mesh.report.n1", []byte(`{"version":1,"node":"n2","node":"n1","apply_id":"01a22bc2-e0ac-7db6-b30e-93a609b41e53","applied_at":"2026-11-30T09:00:00Z","outcome":{"node":"n1"}}`))
+	f.Add("mesh.report.n1", []byte(`{"version":1,"node":"n1","apply_id":"01a22bc2-e0ac-7db6-b30e-93a609b41e53","applied_at":"2026-11-30T09:00:00Z","outcome":{"node":"n1","sent":1,"sent":0}}`))
+	f.Add("mesh.report.n1", []byte(`{"version":1,"Node":"n2","node":"n1","apply_id":"01a22bc2-e0ac-7db6-b30e-93a609b41e53","applied_at":"2026-11-30T09:00:00Z","outcome":{"node":"n1"}}`))
+	f.Add("mesh.report.n1", []byte(`{"version":1,"node":"n1","apply_id":"01a22bc2-e0ac-7db6-b30e-93a609b41e53","applied_at":"2026-11-30T09:00:00Z","outcome":{"node":"n1","held":[{"name":"a","na\u006de":"b"}]}}`))
 	f.Add("other", []byte(`{}`))
 	f.Add("mesh.report.", []byte(`null`))
 	f.Fuzz(func(t *testing.T, subject string, data []byte) {
 		r, err := bus.DecodeReport(subject, data)
+		if err == nil && json.Valid(data) {
+			if dup, derr := jsontest.HasDuplicateKey(data); derr == nil && dup {
+				t.Fatalf("decoded a report that gives a key twice: %s", data)
+			}
+		}
+		if err == nil && !utf8.Valid(data) {
+			t.Fatalf("decoded a report that is not UTF-8: %q", data)
+		}
 		if err != nil {
 			if !errors.Is(err, bus.ErrBadReport) {
 				t.Fatalf("error not ErrBadReport: %v", err)

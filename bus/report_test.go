@@ -367,3 +367,38 @@ func TestReportOutlivesController(t *testing.T) {
 		t.Fatalf("the next controller recorded %s, want %s", got.ApplyID, r.ApplyID)
 	}
 }
+
+// TestDecodeReportStrict: issue 31, item 2. The bus door decodes as
+// strictly as the API and import: a key given twice (the last would win),
+// or in another case than its field's, at any depth, is refused as
+// malformed; an unknown key is let by (the wire format may gain fields).
+func TestDecodeReportStrict(t *testing.T) {
+	const head = `{"version":1,"apply_id":"01a22bc2-e0ac-7db6-b30e-93a609b41e53","applied_at":"2026-11-30T09:00:00Z",`
+	for _, tc := range []struct {
+		name, data string
+		ok         bool
+	}{
+		{"plain", head + `"node":"n1","outcome":{"node":"n1","declaration":"n1/1"}}`, true},
+		{"an unknown key", head + `"node":"n1","future":1,"outcome":{"node":"n1","declaration":"n1/1","later":[1]}}`, true},
+		{"node twice, the last n1", head + `"node":"n2","node":"n1","outcome":{"node":"n1"}}`, false},
+		{"node twice in the outcome", head + `"node":"n1","outcome":{"node":"n2","node":"n1"}}`, false},
+		{"sent twice", head + `"node":"n1","outcome":{"node":"n1","sent":5,"sent":0}}`, false},
+		{"a key escaped into a twin", head + `"node":"n1","outcome":{"node":"n1","declaration":"a","declar\u0061tion":"b"}}`, false},
+		{"Node beside node", head + `"Node":"n2","node":"n1","outcome":{"node":"n1"}}`, false},
+		{"a held entry's key twice", head + `"node":"n1","outcome":{"node":"n1","held":[{"name":"a","name":"b"}]}}`, false},
+		{"not UTF-8", head + "\"node\":\"n1\",\"outcome\":{\"node\":\"n1\",\"declaration\":\"\xff\"}}", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := bus.DecodeReport(bus.ReportSubject("n1"), []byte(tc.data))
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, bus.ErrBadReport) || bus.ReasonOf(err) != events.RefusedMalformed {
+				t.Fatalf("got %v (reason %q), want refused as malformed", err, bus.ReasonOf(err))
+			}
+		})
+	}
+}

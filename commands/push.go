@@ -314,6 +314,9 @@ func (h *Handler) RecordApply(ctx context.Context, d Delivery) ([]events.Event, 
 		return nil, err
 	}
 	stream := events.NodeStream(node)
+	if err := h.checkHeldSince(ctx, stream, d); err != nil {
+		return nil, err
+	}
 	// The apply id is the event's id: the stored payload leaves it out
 	// (events.ApplyReported), and readers take it from the envelope. The
 	// time received is the controller's, whatever the agent said.
@@ -360,6 +363,30 @@ func (h *Handler) RecordApply(ctx context.Context, d Delivery) ([]events.Event, 
 	return stored, nil
 }
 
+// checkHeldSince refuses a report whose held_since names no report of its
+// node that carried a held list (events.HeldOf, through the store's id
+// index; a store that has none is not asked): a reader would have no hold
+// to show for it. A failed read is an error, never a refusal.
+func (h *Handler) checkHeldSince(ctx context.Context, stream string, d Delivery) error {
+	since := d.Report.HeldSince
+	if since == "" {
+		return nil
+	}
+	ir, ok := h.store.(events.IDReader)
+	if !ok {
+		return nil
+	}
+	_, err := events.HeldOf(ctx, ir, h.reg, stream, since)
+	switch {
+	case errors.Is(err, events.ErrHeldUnresolved):
+		return refuse(events.RefusedMalformed, "apply report %s from %s: held_since %s names no earlier report of %s that carried a held list",
+			d.ApplyID, short(d.Report.Node), quote(since), short(d.Report.Node))
+	case err != nil:
+		return fmt.Errorf("commands: record apply %s: held_since %s: %w", d.ApplyID, since, err)
+	}
+	return nil
+}
+
 // maxLastError bounds the delivery error a report.delivered-late keeps.
 const maxLastError = 1024
 
@@ -376,15 +403,25 @@ func (h *Handler) recordedBefore(ctx context.Context, node string, apply events.
 	}
 	conflict := refuse(events.RefusedApplyID, "apply report %s from %s: apply id %s is already stored with other content, or is the id of another event",
 		apply.ID, node, apply.ID)
-	v := n.Applies.Version(apply.ID)
-	if v == 0 {
-		return nil, conflict
+	var evs []events.Event
+	if v := n.Applies.Version(apply.ID); v > 0 {
+		evs, err = h.store.ReadStream(ctx, apply.Stream, v-1, 1)
+		if err != nil {
+			return nil, fmt.Errorf("commands: record apply %s: read it back: %w", apply.ID, err)
+		}
+	} else if ir, ok := h.store.(events.IDReader); ok {
+		// Older than the node's recent applies: the id index finds it,
+		// whatever its age.
+		ev, err := ir.ReadByID(ctx, apply.ID)
+		switch {
+		case errors.Is(err, events.ErrNotFound):
+			return nil, conflict
+		case err != nil:
+			return nil, fmt.Errorf("commands: record apply %s: read it back: %w", apply.ID, err)
+		}
+		evs = []events.Event{ev}
 	}
-	evs, err := h.store.ReadStream(ctx, apply.Stream, v-1, 1)
-	if err != nil {
-		return nil, fmt.Errorf("commands: record apply %s: read it back: %w", apply.ID, err)
-	}
-	if len(evs) != 1 || evs[0].ID != apply.ID {
+	if len(evs) != 1 || evs[0].ID != apply.ID || evs[0].Stream != apply.Stream {
 		return nil, conflict
 	}
 	stored := evs[0]

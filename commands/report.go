@@ -12,9 +12,12 @@ package commands
 //   - it has an apply id, and its node is registered (a report of a node
 //     that is not is a *Rejection with CodeNodeUnknown: there is no stream
 //     to record anything on);
-//   - its counts agree (events.ApplyReported.Check): bad-counts;
 //   - its attempts are not below zero, its correlation fits an envelope:
 //     malformed;
+//   - its names and messages have the form and the bounds a report may
+//     have (events.ApplyReported.CheckForm): too-large past a bound,
+//     malformed otherwise (not UTF-8, a NUL, a held_since that is no UUID);
+//   - its counts agree (events.ApplyReported.CheckCounts): bad-counts;
 //   - its apply time is no later than the controller's clock when it
 //     received it (Delivery.ReceivedAt) plus events.MaxReportSkew: bad-time
 //     (a delivery with no receive time, a simulation's, in process, is not
@@ -22,15 +25,25 @@ package commands
 //   - its declaration was composed for this node and pushed to it (a push
 //     recorded, or the node's latest, whose push may not be recorded yet):
 //     unknown-declaration; and the apply time is no earlier than that
-//     compose less events.MaxReportSkew: bad-time. The facts come from
-//     ReportFacts (the controller's projections); a Handler without them
-//     (a simulation, a test) passes over these two;
+//     compose less events.MaxReportSkew: bad-time; its sent is the
+//     declaration's number of resources and no count is larger, it
+//     created, replaced, updated and held only the declaration's
+//     resources, and removed (or failed) only what a declaration of the
+//     node had: bad-counts. The facts come from ReportFacts (the
+//     controller's projections); a Handler without them (a simulation, a
+//     test) passes over these;
+//   - its held_since, if any, names an earlier report of the node that
+//     carried a held list (events.HeldOf, through the store's id index):
+//     malformed (RecordApply: a store read, not in CheckReport);
 //   - its payload fits the store (events.MaxDataSize): too-large;
-//   - its apply id is new, or the same report again (a no-op): an id stored
-//     with other content, or the id of another event, is apply-id-conflict.
+//   - its apply id is new, or the same report again (a no-op, whatever
+//     its age: an id older than the node's recent applies is read through
+//     the store's id index): an id stored with other content, or the id of
+//     another event, is apply-id-conflict.
 //
-// The bus checks the rest before it decodes (size, JSON, version, node
-// equal to the subject's).
+// The bus checks the rest before it decodes (size, strict JSON: no key
+// twice, version, node equal to the subject's). The bounds are listed
+// where the wire format is (bus.Report).
 
 import (
 	"context"
@@ -42,6 +55,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"meshplane/declaration"
 	"meshplane/events"
 )
 
@@ -75,6 +89,16 @@ type DeclarationFacts struct {
 	ComposedAt time.Time // its time (the last compose of the id)
 	Pushed     bool      // a push of it is recorded: declaration.pushed, or declaration.push-failed (a put whose acknowledgement was lost may have reached the bus)
 	Latest     bool      // it is the node's last composed declaration: its push may be on its way, not yet recorded
+	// Resources names the declaration's resources (its compose's), when
+	// Counted says the facts know them: a report must say it was sent
+	// that many, count no more, and create, replace, update and hold only
+	// them.
+	Resources []string
+	Counted   bool
+	// Declared says whether a resource of that name was in a declaration
+	// composed for the node, this one or an earlier one: what a report may
+	// say it removed, or failed to remove. nil: not known, not checked.
+	Declared func(name string) bool
 }
 
 // ReportFacts is what the door reads beyond the node's own aggregate: the
@@ -106,7 +130,14 @@ func CheckReport(d Delivery, decl *DeclarationFacts, now time.Time) error {
 	case len(d.Correlation) > events.MaxNameSize:
 		return refuse(events.RefusedMalformed, "apply report %s from %s: a correlation of %d bytes, over %d", id, short(r.Node), len(d.Correlation), events.MaxNameSize)
 	}
-	if err := r.Check(); err != nil {
+	if err := r.CheckForm(); err != nil {
+		reason := events.RefusedMalformed
+		if errors.Is(err, events.ErrTooLong) {
+			reason = events.RefusedTooLarge
+		}
+		return refuse(reason, "apply report %s from %s: %v", id, short(r.Node), err)
+	}
+	if err := r.CheckCounts(); err != nil {
 		return refuse(events.RefusedCounts, "apply report %s from %s: %v", id, short(r.Node), err)
 	}
 	if latest := now.Add(events.MaxReportSkew); !now.IsZero() && d.AppliedAt.After(latest) {
@@ -127,7 +158,74 @@ func CheckReport(d Delivery, decl *DeclarationFacts, now time.Time) error {
 		return refuse(events.RefusedTime, "apply report %s from %s: applied at %s, before its declaration %s was composed (%s), by more than %v",
 			id, short(r.Node), stamp(d.AppliedAt), short(r.Declaration), stamp(decl.ComposedAt), events.MaxReportSkew)
 	}
+	if err := checkAgainst(r, decl); err != nil {
+		return refuse(events.RefusedCounts, "apply report %s from %s: %v", id, short(r.Node), err)
+	}
 	return nil
+}
+
+// checkAgainst says what r says that its declaration contradicts (decl's
+// Resources and Declared, when known): a count other than the
+// declaration's, or larger; a resource created, replaced, updated or held
+// that it does not have; one removed, or failed, that no declaration of
+// the node had.
+func checkAgainst(r events.ApplyReported, decl *DeclarationFacts) error {
+	if decl.Counted {
+		n := len(decl.Resources)
+		switch {
+		case r.Sent != n:
+			return fmt.Errorf("sent %d, but declaration %s has %d resource(s)", r.Sent, short(r.Declaration), n)
+		case r.Applied > n, r.Unchanged > n:
+			return fmt.Errorf("%d applied, %d unchanged, of the %d resource(s) of declaration %s", r.Applied, r.Unchanged, n, short(r.Declaration))
+		case r.Applied+len(r.Held)+len(r.Failed) > n+1:
+			return fmt.Errorf("%d applied, %d held and %d failed, of the %d resource(s) of declaration %s (and the hosts file)",
+				r.Applied, len(r.Held), len(r.Failed), n, short(r.Declaration))
+		}
+		has := make(map[string]bool, n)
+		for _, name := range decl.Resources {
+			has[name] = true
+		}
+		lists := []struct {
+			what  string
+			names []string
+		}{{"created", r.Created}, {"replaced", replacedNames(r.Replaced)}, {"updated", replacedNames(r.Updated)}, {"held", heldNames(r.Held)}}
+		for _, l := range lists {
+			for _, name := range l.names {
+				if !has[name] {
+					return fmt.Errorf("%s %s, which declaration %s does not have", l.what, quote(name), short(r.Declaration))
+				}
+			}
+		}
+		for _, f := range r.Failed {
+			if !has[f.Name] && f.Name != declaration.HostsPath && (decl.Declared == nil || !decl.Declared(f.Name)) {
+				return fmt.Errorf("failed %s, which no declaration of %s has had", quote(f.Name), short(r.Node))
+			}
+		}
+	}
+	if decl.Declared != nil {
+		for _, name := range r.Removed {
+			if !decl.Declared(name) {
+				return fmt.Errorf("removed %s, which no declaration of %s has had", quote(name), short(r.Node))
+			}
+		}
+	}
+	return nil
+}
+
+func replacedNames(rs []events.Replaced) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Name
+	}
+	return out
+}
+
+func heldNames(hs []events.Held) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = h.Name
+	}
+	return out
 }
 
 // stamp is a time for a message.

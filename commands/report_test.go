@@ -3,6 +3,8 @@ package commands_test
 import (
 	"context"
 	"errors"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +30,9 @@ func goodDelivery() commands.Delivery {
 // what passes them all is nil.
 func TestCheckReport(t *testing.T) {
 	pushed := commands.DeclarationFacts{Composed: true, ComposedAt: doorNow.Add(-time.Hour), Pushed: true}
+	counted := pushed
+	counted.Resources, counted.Counted = []string{"web", "db", "cache"}, true
+	counted.Declared = func(name string) bool { return slices.Contains([]string{"web", "db", "cache", "old-web"}, name) }
 	for _, tc := range []struct {
 		name   string
 		edit   func(*commands.Delivery)
@@ -66,6 +71,55 @@ func TestCheckReport(t *testing.T) {
 			&commands.DeclarationFacts{}, events.RefusedDecl},
 		{"composed, never pushed, not the latest", func(*commands.Delivery) {},
 			&commands.DeclarationFacts{Composed: true, ComposedAt: doorNow.Add(-time.Hour)}, events.RefusedDecl},
+
+		// Issue 31, item 2: what a report may say.
+		{"counted: as the agent says it", func(*commands.Delivery) {}, &counted, ""},
+		{"counted: removed one an earlier declaration had", func(d *commands.Delivery) { d.Report.Removed = []string{"old-web"} }, &counted, ""},
+		{"counted: failed to apply the hosts file and remove an old one", func(d *commands.Delivery) {
+			d.Report.Applied, d.Report.Unchanged = 2, 1
+			d.Report.Failed = []events.Failed{{Name: "db", Error: "e"}, {Name: "/var/lib/meshplane/hosts", Error: "e"}}
+		}, &counted, ""},
+		{"counted: holds one of its resources", func(d *commands.Delivery) {
+			d.Report.Applied, d.Report.Unchanged = 2, 1
+			d.Report.Held = []events.Held{{Name: "db", Module: "m", Reason: "not taken"}}
+		}, &counted, ""},
+		{"sent 0, applied 5, unchanged 5", func(d *commands.Delivery) {
+			d.Report = events.ApplyReported{Node: "n1", Declaration: "n1/3", Sent: 0, Applied: 5, Unchanged: 5}
+		}, &counted, events.RefusedCounts},
+		{"counts of the largest int", func(d *commands.Delivery) {
+			d.Report = events.ApplyReported{Node: "n1", Declaration: "n1/3", Sent: math.MaxInt64, Applied: math.MaxInt64, Unchanged: math.MaxInt64}
+		}, &pushed, events.RefusedCounts},
+		{"more than the declaration has", func(d *commands.Delivery) {
+			d.Report = events.ApplyReported{Node: "n1", Declaration: "n1/3", Sent: 5, Applied: 5, Unchanged: 5}
+		}, &counted, events.RefusedCounts},
+		{"created a resource the declaration lacks", func(d *commands.Delivery) { d.Report.Created = []string{"evil-resource"} }, &counted, events.RefusedCounts},
+		{"created on a declaration of 0 resources", func(d *commands.Delivery) {
+			d.Report = events.ApplyReported{Node: "n1", Declaration: "n1/3", Applied: 1, Created: []string{"evil-resource"}}
+		}, &commands.DeclarationFacts{Composed: true, ComposedAt: doorNow.Add(-time.Hour), Pushed: true, Counted: true}, events.RefusedCounts},
+		{"replaced a resource the declaration lacks", func(d *commands.Delivery) {
+			d.Report.Created, d.Report.Replaced = nil, []events.Replaced{{Name: "evil", Fields: []string{"image"}}}
+		}, &counted, events.RefusedCounts},
+		{"held a resource the declaration lacks", func(d *commands.Delivery) {
+			d.Report.Applied, d.Report.Unchanged = 2, 1
+			d.Report.Held = []events.Held{{Name: "evil", Module: "m", Reason: "not taken"}}
+		}, &counted, events.RefusedCounts},
+		{"removed one no declaration had", func(d *commands.Delivery) { d.Report.Removed = []string{"evil-resource"} }, &counted, events.RefusedCounts},
+		{"failed one no declaration had", func(d *commands.Delivery) {
+			d.Report.Applied, d.Report.Unchanged = 2, 1
+			d.Report.Failed = []events.Failed{{Name: "evil", Error: "e"}}
+		}, &counted, events.RefusedCounts},
+		{"a resource name of 1 MiB", func(d *commands.Delivery) { d.Report.Created = []string{strings.Repeat("x", 1<<20)} }, nil, events.RefusedTooLarge},
+		{"an error of 5 KiB", func(d *commands.Delivery) {
+			d.Report.Applied, d.Report.Unchanged = 2, 1
+			d.Report.Failed = []events.Failed{{Name: "db", Error: strings.Repeat("e", 5<<10)}}
+		}, &counted, events.RefusedTooLarge},
+		{"a hold's reason of 5 KiB", func(d *commands.Delivery) {
+			d.Report.Applied, d.Report.Unchanged = 2, 1
+			d.Report.Held = []events.Held{{Name: "db", Module: "m", Reason: strings.Repeat("r", 5<<10)}}
+		}, &counted, events.RefusedTooLarge},
+		{"a declaration id of 1 KiB", func(d *commands.Delivery) { d.Report.Declaration = strings.Repeat("d", 1<<10) }, nil, events.RefusedTooLarge},
+		{"held_since not a uuid", func(d *commands.Delivery) { d.Report.HeldSince = "not-a-uuid" }, &counted, events.RefusedMalformed},
+		{"a NUL in a name", func(d *commands.Delivery) { d.Report.Created = []string{"we\x00b"} }, nil, events.RefusedMalformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := goodDelivery()
@@ -317,4 +371,87 @@ func TestRecordThrottled(t *testing.T) {
 	if _, err := h.RecordThrottled(ctx, commands.Throttled{Node: "ghost", Deferred: 1}); !errors.Is(err, commands.ErrRejected) {
 		t.Fatalf("throttled of an unregistered node: %v", err)
 	}
+}
+
+// TestRecordApplyHeldSince: issue 31, item 1. A report whose held_since
+// names no earlier report of its node that carried a held list is refused
+// (malformed, its detail naming held_since) and appends nothing; one that
+// names such a report is recorded.
+func TestRecordApplyHeldSince(t *testing.T) {
+	ctx := context.Background()
+	h, store := doorSetup(t)
+	holding := goodDelivery()
+	holding.Report.Applied, holding.Report.Created, holding.Report.Unchanged = 2, nil, 2
+	holding.Report.Held = []events.Held{{Name: "db", Module: "m", Reason: "not taken"}}
+	if _, err := h.RecordApply(ctx, holding); err != nil {
+		t.Fatal(err)
+	}
+	quiet := goodDelivery() // held nothing
+	if _, err := h.RecordApply(ctx, quiet); err != nil {
+		t.Fatal(err)
+	}
+	n2, err := store.ReadStream(ctx, "node-n2", 0, 1)
+	if err != nil || len(n2) != 1 {
+		t.Fatal(n2, err)
+	}
+	compact := func(since string) commands.Delivery {
+		d := holding
+		d.ApplyID = uuid.Must(uuid.NewV7())
+		d.Report.Held, d.Report.HeldSince = nil, since
+		return d
+	}
+	before := streamTypes(t, store, "node-n1")
+	for _, tc := range []struct{ name, since string }{
+		{"the issue's uuid", "00000000-0000-4000-8000-000000000001"},
+		{"a random uuid", uuid.NewString()},
+		{"another node's event", n2[0].ID.String()},
+		{"not a uuid", "not-a-uuid"},
+		{"its own report that held nothing", quiet.ApplyID.String()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := h.RecordApply(ctx, compact(tc.since))
+			refusedFor(t, err, events.RefusedMalformed)
+			if !strings.Contains(err.Error(), "held_since") {
+				t.Errorf("refusal %q does not name held_since", err)
+			}
+		})
+	}
+	if got := streamTypes(t, store, "node-n1"); len(got) != len(before) {
+		t.Fatalf("stream n1 is %v, was %v", got, before)
+	}
+	if _, err := h.RecordApply(ctx, compact(holding.ApplyID.String())); err != nil {
+		t.Fatalf("a report naming the one that held: %v", err)
+	}
+}
+
+// TestRecordApplySameReportAnyAge: issue 31, item 5. The same report sent
+// again is recorded once, whatever its age: one older than the node's
+// recent applies (the 16 Node.Applies keeps) is a no-op, never
+// apply-id-conflict; other content under its id is still refused.
+func TestRecordApplySameReportAnyAge(t *testing.T) {
+	ctx := context.Background()
+	h, _ := doorSetup(t)
+	old := goodDelivery()
+	first, err := h.RecordApply(ctx, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 40 {
+		if _, err := h.RecordApply(ctx, goodDelivery()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again := old
+	again.ReceivedAt = doorNow.Add(time.Hour)
+	stored, err := h.RecordApply(ctx, again)
+	if err != nil {
+		t.Fatalf("the same report, 40 applies later: %v", err)
+	}
+	if len(stored) != 1 || stored[0].Position != first[0].Position {
+		t.Fatalf("stored %v, want the first %v", stored, first)
+	}
+	other := old
+	other.Report.Created, other.Report.Unchanged = nil, 3
+	_, err = h.RecordApply(ctx, other)
+	refusedFor(t, err, events.RefusedApplyID)
 }

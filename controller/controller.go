@@ -504,5 +504,8 @@ func (f reportFacts) Declaration(ctx context.Context, node, id string) (commands
 		}
 		d = f.c.views.Status.Declaration(node, id)
 	}
-	return commands.DeclarationFacts{Composed: d.Composed, ComposedAt: d.ComposedAt, Pushed: d.Pushed, Latest: d.Latest}, nil
+	return commands.DeclarationFacts{
+		Composed: d.Composed, ComposedAt: d.ComposedAt, Pushed: d.Pushed, Latest: d.Latest,
+		Resources: d.Resources, Counted: d.Composed, Declared: d.Declared,
+	}, nil
 }

@@ -80,6 +80,7 @@ func statusOf(s projections.NodeStatus) api.NodeStatus {
 	if s.Applied != nil {
 		out.Applied = &api.ApplyRecord{
 			DeclMark: api.DeclMark(s.Applied.DeclMark), Report: s.Applied.Report, Summary: s.Applied.Summary,
+			HoldsUnknown: s.Applied.HoldsUnknown,
 		}
 	}
 	if s.ReportRefused != nil {
@@ -110,7 +111,7 @@ func entryOf(e projections.Entry) api.Entry {
 		Position: e.Position, At: e.At, Stream: e.Stream, Type: e.Type, Actor: e.Actor,
 		Correlation: e.Correlation, Node: e.Node, Modules: e.Modules, Resources: e.Resources,
 		Declaration: e.Declaration, Digest: e.Digest, Heavy: e.Heavy, Churn: e.Churn, Summary: e.Summary,
-		Idle: e.Idle, Held: e.Held,
+		Idle: e.Idle, Held: e.Held, HoldsUnknown: e.HoldsUnknown,
 	}
 	if e.Run != nil {
 		r := api.Run(*e.Run)

@@ -49,6 +49,9 @@ func HeldOf(ctx context.Context, r IDReader, reg *Registry, stream, applyID stri
 			return nil, fmt.Errorf("events: held_since %s: %w", want, err)
 		}
 		if a.HeldSince == "" {
+			if len(a.Held) == 0 {
+				return nil, fmt.Errorf("events: held_since %s names a report that held nothing: %w", want, ErrHeldUnresolved)
+			}
 			return a.Held, nil
 		}
 		want = a.HeldSince

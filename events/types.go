@@ -442,10 +442,10 @@ type ReportRefused struct {
 // Reasons a report is refused (ReportRefused.Reason). The set is fixed; a
 // reason is never renamed.
 const (
-	RefusedTooLarge    = "too-large"           // more bytes than the door takes (bus.MaxReportSize)
-	RefusedMalformed   = "malformed"           // does not decode, unknown version, no apply id or time, or the store refuses its form
+	RefusedTooLarge    = "too-large"           // more bytes than the door takes (bus.MaxReportSize), or a name or message over its bound (ApplyReported.CheckForm)
+	RefusedMalformed   = "malformed"           // does not decode (strictly), unknown version, no apply id or time, a held_since naming no held list, or the store refuses its form
 	RefusedWrongNode   = "wrong-node"          // the report or its outcome names another node than its subject's
-	RefusedCounts      = "bad-counts"          // the counts disagree (ApplyReported.Check)
+	RefusedCounts      = "bad-counts"          // the counts or resources disagree, in themselves (ApplyReported.CheckCounts) or with the declaration
 	RefusedDecl        = "unknown-declaration" // not a declaration composed for the node, or one never pushed to it
 	RefusedTime        = "bad-time"            // the apply time is outside the bound (MaxReportSkew)
 	RefusedApplyID     = "apply-id-conflict"   // the apply id is stored with other content, or is another event's id

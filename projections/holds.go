@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -89,6 +90,9 @@ func (h *Holds) fold(ev *events.Event, p events.Payload, node string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	a, err := h.reports.resolveHeld(ev, a)
+	if errors.Is(err, ErrHoldsUnknown) {
+		return nil // what it held is not known: the holds stay as the last known report left them
+	}
 	if err != nil {
 		return err
 	}

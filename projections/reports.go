@@ -14,6 +14,20 @@ import (
 // did not find either: the stream lacks it, or the resolver has no lookup.
 var ErrUnresolved = errors.New("apply report refers to a report not seen")
 
+// ErrHoldsUnknown means a compact apply report's HeldSince names nothing
+// the store holds a held list under (events.ErrHeldUnresolved from the
+// lookup: a random id, another node's report, one that held nothing, not
+// an id at all): history written past the door (issue 31), by an older
+// build or a hand. It is no failure of the fold: the report is folded with
+// its holds unknown (an empty held list), and the projections that show
+// holds say so (ApplyRecord.HoldsUnknown, Entry.HoldsUnknown). Only the
+// door is strict; a read never dies on a value it can describe.
+var ErrHoldsUnknown = errors.New("held_since names no held list: the apply's holds are unknown")
+
+// HoldsUnknownNote is what a surface that shows holds says of an apply
+// whose holds are unknown (ErrHoldsUnknown).
+const HoldsUnknownNote = "holds unknown: its held_since names no held list"
+
 // HeldLookup finds the held list that HeldSince names: that of the apply
 // report appended on stream under the apply id (events.HeldOf, through the
 // store's id index). An error wrapping events.ErrHeldUnresolved says the
@@ -78,8 +92,9 @@ func (r *Reports) SetLookup(fn HeldLookup) { r.lookup = fn }
 
 // Resolve returns a, the payload of ev, in full. The held list it fills in
 // is shared with the report that carried it: never modify it. A HeldSince
-// that names no held list seen on the node is ErrUnresolved; the report is
-// then returned with an empty held list.
+// that names no held list seen on the node is ErrUnresolved; one the
+// store does not resolve either is ErrHoldsUnknown (to fold, not to fail
+// on). The report is then returned with an empty held list.
 func (r *Reports) Resolve(ev events.Event, a events.ApplyReported) (events.ApplyReported, error) {
 	return r.resolve(&ev, a, true)
 }
@@ -121,7 +136,7 @@ func (r *Reports) resolve(ev *events.Event, a events.ApplyReported, withID bool)
 			if lerr != nil {
 				err = fmt.Errorf("projections: apply report at position %d: held list of apply %s: %w", ev.Position, a.HeldSince, lerr)
 				if errors.Is(lerr, events.ErrHeldUnresolved) {
-					err = fmt.Errorf("%w (%w)", err, ErrUnresolved)
+					err = fmt.Errorf("%w (%w)", err, ErrHoldsUnknown)
 				}
 				a.Held = nil
 				break

@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -116,6 +117,9 @@ type ApplyRecord struct {
 	DeclMark
 	Report  events.ApplyReported `json:"report"`
 	Summary string               `json:"summary"`
+	// HoldsUnknown: the report's held_since names no held list
+	// (ErrHoldsUnknown), so what it held is not known; Report.Held is empty.
+	HoldsUnknown bool `json:"holds_unknown,omitempty"`
 }
 
 // NodeStatus is a node's status as queried.
@@ -219,9 +223,14 @@ func (s *Status) fold(ev *events.Event, p events.Payload, node string) error {
 		delete(s.nodes, node)
 		return nil
 	}
+	holdsUnknown := false
 	if a, ok := p.(events.ApplyReported); ok {
 		var err error
-		if p, err = s.reports.resolve(ev, a, true); err != nil {
+		p, err = s.reports.resolve(ev, a, true)
+		switch {
+		case errors.Is(err, ErrHoldsUnknown):
+			holdsUnknown = true
+		case err != nil:
 			return err
 		}
 	}
@@ -270,7 +279,7 @@ func (s *Status) fold(ev *events.Event, p events.Payload, node string) error {
 		}
 		*n.applied = ApplyRecord{
 			DeclMark: DeclMark{Declaration: v.Declaration, Digest: digest, Position: ev.Position, At: ev.At, Correlation: ev.Correlation},
-			Report:   v,
+			Report:   v, HoldsUnknown: holdsUnknown,
 		}
 	}
 	return nil
@@ -350,6 +359,9 @@ func (s *Status) of(name string, n *statusNode) NodeStatus {
 	if n.applied != nil {
 		a := *n.applied // a copy: the node's record is overwritten by the next apply; this one gets its summary
 		a.Summary = a.Report.Summary()
+		if a.HoldsUnknown {
+			a.Summary += "; " + HoldsUnknownNote
+		}
 		st.Applied = &a
 	}
 	for _, m := range n.modules {
@@ -480,6 +492,12 @@ type DeclarationFacts struct {
 	ComposedAt time.Time // when (its last compose)
 	Pushed     bool      // a push of it is recorded (declaration.pushed or declaration.push-failed)
 	Latest     bool      // the node's last composed declaration
+	Resources  []string  // the names of its resources (a new slice)
+	// Declared says whether a resource of that name was in a declaration
+	// composed for the node (any, folded so far); nil when status cannot
+	// say (a snapshot left older declarations out). Safe to call at any
+	// time.
+	Declared func(name string) bool
 }
 
 // Declaration says what node's stream holds of declaration id, as folded
@@ -496,7 +514,38 @@ func (s *Status) Declaration(node, id string) DeclarationFacts {
 	if !ok || d == nil {
 		return DeclarationFacts{}
 	}
-	return DeclarationFacts{Composed: true, ComposedAt: d.at, Pushed: d.pushed, Latest: n.composed.Declaration == id}
+	f := DeclarationFacts{Composed: true, ComposedAt: d.at, Pushed: d.pushed, Latest: n.composed.Declaration == id,
+		Resources: make([]string, len(d.resources))}
+	for i, r := range d.resources {
+		f.Resources[i] = r.Name
+	}
+	if !n.decls.trimmed {
+		f.Declared = func(name string) bool { return s.declared(node, name) }
+	}
+	return f
+}
+
+// declared says whether a declaration composed for node had a resource of
+// that name. It reads every declaration of the node: the door asks only of
+// what a report says it removed, or failed.
+func (s *Status) declared(node, name string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n, ok := s.nodes[node]
+	if !ok {
+		return false
+	}
+	for _, d := range n.decls.vals {
+		if d == nil {
+			continue
+		}
+		for _, r := range d.resources {
+			if r.Name == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Converged reports whether node is converged and in sync: what the step

@@ -2,6 +2,7 @@ package projections
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -420,8 +421,18 @@ func TestStatusDeclaration(t *testing.T) {
 		{"novox", "novox/999", DeclarationFacts{}},
 		{"ghost", "ghost/1", DeclarationFacts{}},
 	} {
-		if got := s.Declaration(tc.node, tc.decl); got != tc.want {
+		got := s.Declaration(tc.node, tc.decl)
+		if tc.want.Composed {
+			tc.want.Resources = []string{"m-0"}
+		}
+		declared := got.Declared
+		got.Declared = nil
+		if !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("Declaration(%s, %s) = %+v, want %+v", tc.node, tc.decl, got, tc.want)
+		}
+		// What a removal may name: any resource the node's declarations had.
+		if tc.want.Composed && (declared == nil || !declared("m-0") || declared("evil-resource")) {
+			t.Errorf("Declaration(%s, %s): Declared does not say m-0 and only m-0", tc.node, tc.decl)
 		}
 	}
 }

@@ -6,6 +6,7 @@
 package projections
 
 import (
+	"errors"
 	"maps"
 	"math"
 	"slices"
@@ -151,6 +152,9 @@ type Entry struct {
 	// report stored with held_since is given the held list it names (rule
 	// 3: a hold is a line in every report).
 	Held []events.Held `json:"held,omitempty"`
+	// HoldsUnknown: the apply's held_since names no held list
+	// (ErrHoldsUnknown); Held is empty and the summary says so.
+	HoldsUnknown bool `json:"holds_unknown,omitempty"`
 }
 
 var _ Projection = (*Timeline)(nil)
@@ -254,12 +258,14 @@ func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 		mods = tl.decl.mods()
 	case events.ApplyReported:
 		a, err := t.reports.resolveHeld(ev, v)
-		if err != nil {
+		unknown := errors.Is(err, ErrHoldsUnknown)
+		if err != nil && !unknown {
 			return err
 		}
 		tl.decl = t.decl(node, a.Declaration)
 		c := compactApply(&a, t.weigh(node, &a, tl.decl))
 		c.digestFilled = v.Digest == "" && a.Digest != ""
+		c.heldUnknown = unknown
 		// The strings the timeline holds already, rather than the report's
 		// copies of them: most of what a quiet report would keep.
 		if c.node == node {
@@ -272,7 +278,7 @@ func (t *Timeline) fold(ev *events.Event, p events.Payload, node string) error {
 			}
 		}
 		switch {
-		case v.HeldSince != "":
+		case v.HeldSince != "" && !unknown:
 			c.heldPos = t.heldPos(node, v.HeldSince)
 		case len(v.Held) > 0:
 			t.keepHeld(node, a.ApplyID, ev.Position)

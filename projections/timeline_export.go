@@ -125,7 +125,9 @@ func keysOf(e *entry) EntryKeys {
 // fold kept of it (fold, from TakeKeys) and, for a pushed or apply entry:
 // decl, the payload of the composed event at fold.Decl (nil when it is 0),
 // and held, the held list a compact report's HeldSince names (that of the
-// report at fold.Held, or events.HeldOf). An entry read back so is the entry that was folded.
+// report at fold.Held, or events.HeldOf; nil when it names none: the
+// entry's holds are then unknown, as the fold had them). An entry read
+// back so is the entry that was folded.
 func ShowEvent(ev events.Event, p events.Payload, fold EntryFold, decl *events.DeclarationComposed, held []events.Held) Entry {
 	e := entry{
 		position: ev.Position,
@@ -144,6 +146,7 @@ func ShowEvent(ev events.Event, p events.Payload, fold EntryFold, decl *events.D
 	case events.DeclarationPushed:
 		e.decl = d
 	case events.ApplyReported:
+		unknown := v.HeldSince != "" && held == nil
 		if v.HeldSince != "" {
 			v.Held, v.HeldSince = held, ""
 		}
@@ -152,7 +155,7 @@ func ShowEvent(ev events.Event, p events.Payload, fold EntryFold, decl *events.D
 		}
 		e.decl = d
 		c := compactApply(&v, fold.Heavy)
-		c.heldPos = fold.Held
+		c.heldPos, c.heldUnknown = fold.Held, unknown
 		e.p = &c
 	}
 	return show(&e)

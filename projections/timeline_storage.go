@@ -160,6 +160,7 @@ type tlApply struct {
 	// it in (from the node's previous report): TakeKeys keeps it then.
 	digestFilled bool
 	heldPos      uint64 // a compact report's: where its held list was carried in full, 0 if not known
+	heldUnknown  bool   // a compact report whose held_since names no held list (ErrHoldsUnknown)
 }
 
 // tlFull is a whole apply report, and whether it was a heavy pass
@@ -186,7 +187,8 @@ func compactApply(a *events.ApplyReported, heavy bool) tlApply {
 func (a *tlApply) same(b *tlApply) bool {
 	return a.full == nil && b.full == nil && a.node == b.node && a.declaration == b.declaration &&
 		a.digest == b.digest && slices.Equal(a.held, b.held) && a.sent == b.sent && a.applied == b.applied &&
-		a.unchanged == b.unchanged && a.digestFilled == b.digestFilled && a.heldPos == b.heldPos
+		a.unchanged == b.unchanged && a.digestFilled == b.digestFilled && a.heldPos == b.heldPos &&
+		a.heldUnknown == b.heldUnknown
 }
 
 // heavy reports whether the apply was a heavy pass.

@@ -91,12 +91,16 @@ func show(e *entry) Entry {
 		out.Heavy = v.heavy()
 		out.Idle = a.Changes() == 0 && len(a.Updated) == 0 && len(a.Failed) == 0
 		out.Held = a.Held
+		out.HoldsUnknown = v.heldUnknown
 	case events.ReportDeliveredLate:
 		out.Declaration = v.Declaration
 	case events.ReportRefused:
 		out.Declaration = v.Declaration
 	}
 	out.Summary = summarize(e)
+	if out.HoldsUnknown {
+		out.Summary += "; " + HoldsUnknownNote
+	}
 	return out
 }
 

@@ -10,6 +10,13 @@
 //     (snapstore.Verify);
 //   - or, instead, an agent's outbox (agent.CheckOutbox).
 //
+// Beside damage, a sound store's history is read for what the door should
+// have refused and the readers describe instead (Findings): an apply
+// report whose held_since names no held list (written by an older build,
+// issue 31), named by position, node and held_since. A finding is no
+// damage: status, timeline and export read such a report with its holds
+// unknown, and verify exits 0 for it.
+//
 // A Report says what was checked and what is damaged (WriteText, the text
 // mesh store verify prints) and is an error when anything is (Err). It
 // reads files and changes none.
@@ -22,6 +29,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"meshplane/agent"
@@ -51,7 +59,28 @@ type Report struct {
 	// Caches are the cache files' reports; nil when they were not checked
 	// (the store is damaged).
 	Caches []snapstore.FileReport
+	// Findings are the events the door should have refused, the first
+	// maxFindings of them (MoreFindings: how many beyond).
+	Findings     []Finding
+	MoreFindings int
 }
+
+// Finding is an event of a sound store that the door should have refused:
+// an apply report whose held_since names no held list.
+type Finding struct {
+	Position  uint64
+	Node      string
+	HeldSince string
+	Err       error
+}
+
+func (f Finding) String() string {
+	return fmt.Sprintf("position %d, node %s: apply report's held_since %s names no held list (its holds read as unknown)",
+		f.Position, strconv.Quote(f.Node), strconv.Quote(f.HeldSince))
+}
+
+// maxFindings bounds the findings a Report names.
+const maxFindings = 100
 
 // Data checks the event store of the data directory dir and, if it is
 // sound, the cache files beside it, read-only (it runs beside other reads,
@@ -80,7 +109,58 @@ func Data(ctx context.Context, dir string) (*Report, error) {
 		return r, err
 	}
 	r.Caches = caches
+	if err := r.findHeld(ctx, store); err != nil {
+		return r, err
+	}
 	return r, nil
+}
+
+// findHeld reads every apply report of store that gives held_since and
+// notes, as a Finding, each whose held_since names no held list
+// (events.Public resolves it as export does: the last held list seen on
+// the stream, else through the id index).
+func (r *Report) findHeld(ctx context.Context, store events.Store) error {
+	reg := events.NewRegistry()
+	ir, _ := store.(events.IDReader)
+	pub := events.NewPublic(reg, ir)
+	head, err := store.Head(ctx)
+	if err != nil {
+		return fmt.Errorf("storeverify: head: %w", err)
+	}
+	for pos := uint64(0); pos < head; {
+		page, err := store.ReadAll(ctx, pos, 4096)
+		if err != nil {
+			return fmt.Errorf("storeverify: read after %d: %w", pos, err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, ev := range page {
+			pos = ev.Position
+			if ev.Type != events.TypeApplyReported {
+				continue
+			}
+			_, err := pub.Event(ctx, ev)
+			switch {
+			case errors.Is(err, events.ErrHeldUnresolved):
+				if len(r.Findings) == maxFindings {
+					r.MoreFindings++
+					continue
+				}
+				f := Finding{Position: ev.Position, Node: strings.TrimPrefix(ev.Stream, "node-"), Err: err}
+				if a, derr := events.DecodeAs[events.ApplyReported](reg, ev); derr == nil {
+					f.HeldSince = a.HeldSince
+					if a.Node != "" {
+						f.Node = a.Node
+					}
+				}
+				r.Findings = append(r.Findings, f)
+			case err != nil:
+				return fmt.Errorf("storeverify: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // damage counts the event store's damage.
@@ -128,6 +208,15 @@ func (r *Report) WriteText(w io.Writer) {
 	fmt.Fprintln(w, "no damage found")
 	for _, c := range r.Caches {
 		writeCache(w, c)
+	}
+	if n := len(r.Findings) + r.MoreFindings; n > 0 {
+		fmt.Fprintf(w, "\nfindings (%d): history the report door now refuses, read as described\n", n)
+		for _, f := range r.Findings {
+			fmt.Fprintf(w, "  %s\n", f)
+		}
+		if r.MoreFindings > 0 {
+			fmt.Fprintf(w, "  ... and %d more\n", r.MoreFindings)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -120,12 +121,47 @@ func TestDaemonForgedReports(t *testing.T) {
 		r.Outcome.Created, r.Outcome.Sent, r.Outcome.Applied = []string{strings.Repeat("x", bus.MaxReportSize)}, 2, 2
 	})
 	add("a used apply id, other content", events.RefusedApplyID, first, func(r *bus.Report) {
-		r.Outcome.Unchanged, r.Outcome.Applied, r.Outcome.Sent = 5, 5, 5
+		r.Outcome.Digest = "sha256:other"
 	})
 	add("another stream's event id", events.RefusedApplyID, good(), func(r *bus.Report) {
 		r.ApplyID = uuid.MustParse(n2Event)
 		r.Outcome.ApplyID = n2Event
 	})
+	// Issue 31: a held_since that names no held list (items 1), what a
+	// report may say (item 2).
+	add("held_since: the issue's id", events.RefusedMalformed, good(), func(r *bus.Report) {
+		r.Outcome.HeldSince = "00000000-0000-4000-8000-000000000001"
+	})
+	add("held_since: another node's event", events.RefusedMalformed, good(), func(r *bus.Report) { r.Outcome.HeldSince = n2Event })
+	add("held_since: not an id", events.RefusedMalformed, good(), func(r *bus.Report) { r.Outcome.HeldSince = "not-a-uuid" })
+	add("held_since: its own report that held nothing", events.RefusedMalformed, good(), func(r *bus.Report) {
+		r.Outcome.HeldSince = first.ApplyID.String()
+	})
+	add("sent 0, applied 5, unchanged 5", events.RefusedCounts, good(), func(r *bus.Report) {
+		r.Outcome.Sent, r.Outcome.Applied, r.Outcome.Unchanged = 0, 5, 5
+	})
+	add("counts of the largest int", events.RefusedCounts, good(), func(r *bus.Report) {
+		r.Outcome.Sent, r.Outcome.Applied, r.Outcome.Unchanged = math.MaxInt64, math.MaxInt64, math.MaxInt64
+	})
+	add("more than the declaration has", events.RefusedCounts, good(), func(r *bus.Report) {
+		r.Outcome.Sent, r.Outcome.Applied, r.Outcome.Unchanged = 5, 5, 5
+	})
+	add("created a resource the declaration lacks", events.RefusedCounts, good(), func(r *bus.Report) {
+		r.Outcome.Unchanged, r.Outcome.Created = 0, []string{"evil-resource"}
+	})
+	add("removed a resource no declaration had", events.RefusedCounts, good(), func(r *bus.Report) {
+		r.Outcome.Removed = []string{"evil-resource"}
+	})
+	add("a resource name of 512 KiB", events.RefusedTooLarge, good(), func(r *bus.Report) {
+		r.Outcome.Unchanged, r.Outcome.Created = 0, []string{strings.Repeat("x", 512<<10)}
+	})
+	add("an error of 5 KiB", events.RefusedTooLarge, good(), func(r *bus.Report) {
+		r.Outcome.Unchanged, r.Outcome.Applied = 0, 0
+		r.Outcome.Failed = []events.Failed{{Name: "/var/lib/meshplane/hosts", Error: strings.Repeat("e", 5<<10)}}
+	})
+	dup := good()
+	dupWire := strings.Replace(string(wire(dup)), `"node":"n1"`, `"node":"n2","node":"n1"`, 1)
+	refused = append(refused, forged{"node given twice, the last n1", events.RefusedMalformed, []byte(dupWire)})
 	for _, f := range refused {
 		if err := publish(t, f.data); err != nil {
 			t.Fatalf("%s: the stream did not take it: %v", f.name, err)
@@ -227,10 +263,16 @@ func TestDaemonForgedReports(t *testing.T) {
 	})
 	noneOutstanding(t, d, data)
 
+	// The first report again, far older than n1's last 16 applies, with
+	// no message id (the stream's duplicate window does not drop it): a
+	// no-op, never apply-id-conflict (issue 31, item 5).
+	if err := publish(t, wire(first)); err != nil {
+		t.Fatal(err)
+	}
+
 	// After all of that, a good report is recorded, with the controller's
 	// receive time beside the agent's.
 	last := good()
-	last.Outcome.Sent, last.Outcome.Applied, last.Outcome.Unchanged = 0, 0, 0
 	if _, err := agentConn.PublishReport(ctx, last); err != nil {
 		t.Fatal(err)
 	}
@@ -244,6 +286,8 @@ func TestDaemonForgedReports(t *testing.T) {
 		}
 		return nil
 	})
+	waitTimeline(t, d.client, "n1", events.TypeReportRefused, len(refused)) // the first again refused nothing
+	waitTimeline(t, d.client, "n1", events.TypeApplyReported, 2+took)       // nor appended anything
 	checkUp(t, d)
 	noneOutstanding(t, d, data)
 }

@@ -30,11 +30,14 @@ func (e *env) exportCmd() *cobra.Command {
 			}
 			defer s.Close()
 			report, stop := render.ProgressFunc(e.stderr, "exporting")
-			n, err := export.WriteTo(cmd.Context(), s.Store, since, compact, output, e.stdout, report)
+			var unresolved []export.Unresolved
+			n, err := export.WriteToNoting(cmd.Context(), s.Store, since, compact, output, e.stdout, report,
+				func(u export.Unresolved) { unresolved = append(unresolved, u) })
 			stop()
 			if err != nil {
 				return err
 			}
+			render.HeldUnresolved(e.stderr, unresolved)
 			if output != "" && output != "-" {
 				fmt.Fprintf(e.stdout, "exported %d event(s) after position %d to %s\n", n, since, output)
 			}

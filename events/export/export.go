@@ -22,6 +22,14 @@
 // payload, events.MaxDataSize, and 64 KiB of envelope); an import refuses
 // a file with a longer one at that line.
 //
+// A quiet apply.reported whose held_since names no held list (history
+// written past the door: a random id, another node's report, one that
+// held nothing) has no holds to give: its line is written as stored,
+// held_since alone with no held key, which reads as "holds unknown", and
+// the export goes on; WriteToNoting hands each such event to its caller
+// (mesh export names them on stderr and exits 0). mesh store verify names
+// them too.
+//
 // Write reads the store through events.Store and writes to an io.Writer:
 // it opens no file (mesh export --file writes through internal/atomicfile).
 package export
@@ -29,6 +37,7 @@ package export
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -44,17 +53,26 @@ const Page = 4096
 // how many it wrote. progress, if set, is called as it goes with the
 // events written and how many it will write in all, first with none.
 func Write(ctx context.Context, store events.Store, since uint64, w io.Writer, progress func(done, total uint64)) (int, error) {
-	return write(ctx, store, since, w, progress, false)
+	return write(ctx, store, since, w, progress, false, nil)
+}
+
+// Unresolved is an apply report whose held_since names no held list,
+// written as stored (see the package comment).
+type Unresolved struct {
+	Position  uint64
+	Stream    string
+	HeldSince string
+	Err       error // what the lookup said (wraps events.ErrHeldUnresolved)
 }
 
 // WriteCompact is Write giving each payload in its stored form: a quiet
 // apply.reported with held_since alone, and a declaration.composed stored
 // by reference with resources_since alone, as the store keeps them.
 func WriteCompact(ctx context.Context, store events.Store, since uint64, w io.Writer, progress func(done, total uint64)) (int, error) {
-	return write(ctx, store, since, w, progress, true)
+	return write(ctx, store, since, w, progress, true, nil)
 }
 
-func write(ctx context.Context, store events.Store, since uint64, w io.Writer, progress func(done, total uint64), compact bool) (int, error) {
+func write(ctx context.Context, store events.Store, since uint64, w io.Writer, progress func(done, total uint64), compact bool, noted func(Unresolved)) (int, error) {
 	pub := public(store)
 	head, err := store.Head(ctx)
 	if err != nil {
@@ -77,8 +95,16 @@ func write(ctx context.Context, store events.Store, since uint64, w io.Writer, p
 		}
 		for _, ev := range page {
 			if !compact {
-				if ev, err = pub.Event(ctx, ev); err != nil {
+				public, err := pub.Event(ctx, ev)
+				switch {
+				case errors.Is(err, events.ErrHeldUnresolved):
+					if noted != nil {
+						noted(Unresolved{Position: ev.Position, Stream: ev.Stream, HeldSince: heldSince(ev), Err: err})
+					}
+				case err != nil:
 					return n, fmt.Errorf("export: %w (mesh export --compact writes it as stored)", err)
+				default:
+					ev = public
 				}
 			}
 			line, err := events.MarshalJSONLine(ev)
@@ -103,18 +129,30 @@ func write(ctx context.Context, store events.Store, since uint64, w io.Writer, p
 // to stdout when path is "" or "-": a file is renamed over path once whole
 // (internal/atomicfile), so a failed export leaves none.
 func WriteTo(ctx context.Context, store events.Store, since uint64, compact bool, path string, stdout io.Writer, progress func(done, total uint64)) (n int, err error) {
-	form := Write
-	if compact {
-		form = WriteCompact
-	}
-	write := func(w io.Writer) (err error) {
-		n, err = form(ctx, store, since, w, progress)
+	return WriteToNoting(ctx, store, since, compact, path, stdout, progress, nil)
+}
+
+// WriteToNoting is WriteTo handing each apply report written with its
+// held_since unresolved to noted (nil: none), as it goes.
+func WriteToNoting(ctx context.Context, store events.Store, since uint64, compact bool, path string, stdout io.Writer, progress func(done, total uint64), noted func(Unresolved)) (n int, err error) {
+	out := func(w io.Writer) (err error) {
+		n, err = write(ctx, store, since, w, progress, compact, noted)
 		return err
 	}
 	if path == "" || path == "-" {
-		return n, write(stdout)
+		return n, out(stdout)
 	}
-	return n, atomicfile.Write(path, 0o600, write)
+	return n, atomicfile.Write(path, 0o600, out)
+}
+
+// heldSince is the held_since an apply report's data gives ("" when it
+// does not decode).
+func heldSince(ev events.Event) string {
+	a, err := events.DecodeAs[events.ApplyReported](events.NewRegistry(), ev)
+	if err != nil {
+		return ""
+	}
+	return a.HeldSince
 }
 
 // public is the events.Public an export hands its events out through,

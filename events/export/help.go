@@ -21,4 +21,10 @@ resources_since alone: smaller, and what mesh import stores either way). It read
 directly (any backend, --store); a store a running controller holds is
 refused: export from its database (--store postgres://...), or stop it.
 A progress bar (events/s, time left) is shown on stderr when it is a
-terminal.`
+terminal.
+
+A quiet apply.reported whose held_since names no held list (history
+written past the report door: a random id, another node's report, one
+that held nothing) is written as stored, held_since alone with no held,
+which reads as "holds unknown"; export names each on stderr (position,
+stream, held_since) and exits 0. mesh store verify names them too.`

@@ -399,7 +399,10 @@ func (q *query) show(r rec) (projections.Entry, error) {
 		} else {
 			held, err = q.heldOf(ev.Stream, a.HeldSince)
 		}
-		if err != nil {
+		switch {
+		case errors.Is(err, events.ErrHeldUnresolved):
+			held = nil // names no held list: its holds are unknown, as the fold had them
+		case err != nil:
 			return projections.Entry{}, err
 		}
 	}
