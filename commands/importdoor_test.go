@@ -134,7 +134,7 @@ func TestImportChecksWhatTheDoorChecks(t *testing.T) {
 		{"held_since naming a report that held something", compact(idOf(8)), ""},
 		{"held_since naming a random id", compact("00000000-0000-4000-8000-000000000001"),
 			`held_since 00000000-0000-4000-8000-000000000001 names no apply report of this node, earlier in the file or in the store`},
-		{"held_since naming no id", compact("not-a-uuid"), "held_since not-a-uuid names no apply report of this node"},
+		{"held_since naming no id", compact("not-a-uuid"), `held_since: "not-a-uuid" is not an apply id`},
 		{"held_since naming another node's report", compact(idOf(12)), "names a report on node-g14, not on node-novox"},
 		{"held_since naming a report that held nothing", compact(idOf(9)), "names a report that held nothing"},
 		{"held_since naming a compose", compact(idOf(6)), "names no apply report of this node"},

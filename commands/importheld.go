@@ -148,6 +148,9 @@ func (im *Import) HeldPending() int { return len(im.pub.pending) }
 func (im *Import) SettleHeld(lookup func(stream, apply string) ([]events.Held, error)) ([]*ImportLineError, error) {
 	var refused []*ImportLineError
 	for _, p := range im.pub.pending {
+		if im.refused(p.line) {
+			continue // refused as Line checked it: one reason a line
+		}
 		var held []events.Held
 		err := fmt.Errorf("not in the store: %w", events.ErrHeldUnresolved)
 		if lookup != nil {
@@ -186,4 +189,12 @@ func HeldLookup(ctx context.Context, store events.Store, reg *events.Registry) f
 		return nil
 	}
 	return func(stream, apply string) ([]events.Held, error) { return events.HeldOf(ctx, r, reg, stream, apply) }
+}
+
+// refused says whether line n was refused as Line checked it: a line
+// queued for a settle (its held_since, its resources_since) and refused
+// for another reason is not refused twice.
+func (im *Import) refused(n int) bool {
+	i, ok := slices.BinarySearchFunc(im.seen, n, func(l seenLine, n int) int { return cmp.Compare(l.n, n) })
+	return ok && !im.seen[i].ok
 }

@@ -144,6 +144,9 @@ func (im *Import) ResourcesPending() int { return len(im.res.pending) }
 func (im *Import) SettleResources(lookup func(stream, id string) ([]events.ResourceRef, error)) ([]*ImportLineError, error) {
 	var refused []*ImportLineError
 	for _, p := range im.res.pending {
+		if im.refused(p.line) {
+			continue // refused as Line checked it
+		}
 		if lookup == nil {
 			break
 		}

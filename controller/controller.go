@@ -506,6 +506,6 @@ func (f reportFacts) Declaration(ctx context.Context, node, id string) (commands
 	}
 	return commands.DeclarationFacts{
 		Composed: d.Composed, ComposedAt: d.ComposedAt, Pushed: d.Pushed, Latest: d.Latest,
-		Resources: d.Resources, Counted: d.Composed, Declared: d.Declared,
+		Resources: d.Resources, Counted: d.Composed && !d.ResourcesUnknown, Declared: d.Declared,
 	}, nil
 }

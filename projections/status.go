@@ -69,6 +69,9 @@ type decl struct {
 	resources []events.ResourceRef
 	at        time.Time // when it was composed
 	pushed    bool      // a push of it is recorded (declaration.pushed or declaration.push-failed)
+	// unknown says its resources could not be read: stored by reference
+	// (resources_since) to a declaration the reader did not find.
+	unknown bool
 }
 
 // DeclMark is a declaration at a point of the stream.
@@ -246,7 +249,7 @@ func (s *Status) fold(ev *events.Event, p events.Payload, node string) error {
 	case events.ModuleTaken:
 		n.taken = insertSorted(n.taken, v.Module)
 	case events.DeclarationComposed:
-		n.decls.add(v.Declaration, &decl{digest: v.Digest, resources: v.Resources, at: ev.At})
+		n.decls.add(v.Declaration, &decl{digest: v.Digest, resources: v.Resources, at: ev.At, unknown: v.ResourcesUnknown != ""})
 		n.composed = DeclMark{Declaration: v.Declaration, Digest: v.Digest, Position: ev.Position, At: ev.At, Correlation: ev.Correlation}
 	case events.DeclarationComposeFailed:
 		n.composeFailed = ComposeFailure{Read: v.Read, Error: v.Error, Position: ev.Position, At: ev.At}
@@ -493,6 +496,10 @@ type DeclarationFacts struct {
 	Pushed     bool      // a push of it is recorded (declaration.pushed or declaration.push-failed)
 	Latest     bool      // the node's last composed declaration
 	Resources  []string  // the names of its resources (a new slice)
+	// ResourcesUnknown says its resources could not be read (a reference,
+	// resources_since, that named nothing the reader found): Resources is
+	// empty, and says nothing.
+	ResourcesUnknown bool
 	// Declared says whether a resource of that name was in a declaration
 	// composed for the node (any, folded so far); nil when status cannot
 	// say (a snapshot left older declarations out). Safe to call at any
@@ -515,7 +522,7 @@ func (s *Status) Declaration(node, id string) DeclarationFacts {
 		return DeclarationFacts{}
 	}
 	f := DeclarationFacts{Composed: true, ComposedAt: d.at, Pushed: d.pushed, Latest: n.composed.Declaration == id,
-		Resources: make([]string, len(d.resources))}
+		Resources: make([]string, len(d.resources)), ResourcesUnknown: d.unknown}
 	for i, r := range d.resources {
 		f.Resources[i] = r.Name
 	}
@@ -624,6 +631,7 @@ type declSnapVal struct {
 	Resources int
 	At        time.Time
 	Pushed    bool `json:",omitempty"`
+	Unknown   bool `json:",omitempty"` // its resources could not be read (decl.unknown)
 }
 
 func (s *Status) save(t *tables) *statusSnap {
@@ -641,7 +649,7 @@ func (s *Status) save(t *tables) *statusSnap {
 			Modules: n.modules, Taken: n.taken, Adopted: n.adopted, Composed: n.composed,
 			ComposeFailed: n.composeFailed, Pushed: n.pushed, PushFailed: n.pushFailed, Refused: n.refused, Applied: applied,
 			Decls: saveDecls(&n.decls, func(d *decl) declSnapVal {
-				return declSnapVal{Digest: d.digest, Resources: t.resources(d.resources), At: d.at, Pushed: d.pushed}
+				return declSnapVal{Digest: d.digest, Resources: t.resources(d.resources), At: d.at, Pushed: d.pushed, Unknown: d.unknown}
 			}, appliedDecl(n), n.pushed.Declaration),
 		}
 	}
@@ -657,7 +665,7 @@ func (s *Status) load(sn *statusSnap, st *snapState) {
 			modules: n.Modules, taken: n.Taken, adopted: n.Adopted, composed: n.Composed,
 			composeFailed: n.ComposeFailed, pushed: n.Pushed, pushFailed: n.PushFailed, refused: n.Refused, applied: n.Applied,
 			decls: loadDecls(n.Decls, func(d declSnapVal) *decl {
-				return &decl{digest: d.Digest, resources: st.res(d.Resources), at: d.At, pushed: d.Pushed}
+				return &decl{digest: d.Digest, resources: st.res(d.Resources), at: d.At, pushed: d.Pushed, unknown: d.Unknown}
 			}),
 		}
 	}

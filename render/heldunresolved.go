@@ -1,7 +1,6 @@
 package render
 
 import (
-	"fmt"
 	"io"
 	"strconv"
 
@@ -21,12 +20,12 @@ func HeldUnresolved(w io.Writer, us []export.Unresolved) {
 	if len(us) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "note: %d apply report(s) name in held_since no held list; written as stored (held_since alone, holds unknown):\n", len(us))
+	pf(w, "note: %d apply report(s) name in held_since no held list; written as stored (held_since alone, holds unknown):\n", len(us))
 	for i, u := range us {
 		if i == maxUnresolvedNamed {
-			fmt.Fprintf(w, "  and %d more (mesh store verify names every one)\n", len(us)-i)
+			pf(w, "  and %d more (mesh store verify names every one)\n", len(us)-i)
 			break
 		}
-		fmt.Fprintf(w, "  position %d, %s: held_since %s\n", u.Position, u.Stream, strconv.Quote(u.HeldSince))
+		pf(w, "  position %d, %s: held_since %s\n", u.Position, u.Stream, strconv.Quote(u.HeldSince))
 	}
 }

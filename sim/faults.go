@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/google/uuid"
+
 	"meshplane/events"
 )
 
@@ -73,4 +75,21 @@ func (f *FaultyStore) ReadStream(ctx context.Context, stream string, after uint6
 		return nil, fmt.Errorf("read %s: FATAL: the database system is not yet accepting connections: %w", stream, ErrInjected)
 	}
 	return f.Store.ReadStream(ctx, stream, after, limit)
+}
+
+// ReadByID reads an event by its id from the wrapped store
+// (events.IDReader), failing as ReadStream does when the event is on a
+// stream under a read fault: readers that look an event up by id (a
+// declaration stored by reference, a quiet report's held_since) meet the
+// store the mesh's other reads meet.
+func (f *FaultyStore) ReadByID(ctx context.Context, id uuid.UUID) (events.Event, error) {
+	r, ok := f.Store.(events.IDReader)
+	if !ok {
+		return events.Event{}, fmt.Errorf("sim: read event %s: the store reads no event by id", id)
+	}
+	ev, err := r.ReadByID(ctx, id)
+	if err == nil && f.failing(ev.Stream) {
+		return events.Event{}, fmt.Errorf("read %s: FATAL: the database system is not yet accepting connections: %w", ev.Stream, ErrInjected)
+	}
+	return ev, err
 }
