@@ -250,7 +250,8 @@ func LastApplied(ctx context.Context, store events.Store, reg *events.Registry, 
 // and returns the stream read: its resources with their specs (each spec
 // stands once in the stream, in the composed event that first declared
 // its digest). The hosts file is not in the stream: it is taken to be
-// next's when the roster's names are the same, and to differ otherwise.
+// next's when the roster's names are the same (read from the roster's
+// stream for a compose naming its revision), and to differ otherwise.
 // No apply yet is the empty declaration. A resource whose spec the stream
 // does not hold (an event written by hand) is left out: the plan then
 // creates it.
@@ -308,7 +309,15 @@ func lastApplied(ctx context.Context, store events.Store, reg *events.Registry, 
 			d.Resources = append(d.Resources, r)
 		}
 	}
-	if slices.Equal(composed.Roster, rosterNames(next)) {
+	// A compose naming a roster revision is stored without its names
+	// (the roster is on its own stream): they are read from there, as
+	// every surface does (events.RosterBook). Compared without them, every
+	// hosts file differed (mesh plan after mesh up --once).
+	rc, err := events.NewRosterBook(reg, store).Resolve(ctx, *composed)
+	if err != nil {
+		return declaration.Declaration{}, nil, fmt.Errorf("the roster of %s: %w", composed.Declaration, err)
+	}
+	if slices.Equal(rc.Roster, rosterNames(next)) {
 		d.Hosts = next.Hosts
 	}
 	return d, evs, nil

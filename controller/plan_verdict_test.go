@@ -163,3 +163,47 @@ func indexOf(xs []string, x string) int {
 	}
 	return -1
 }
+
+// TestPlanFromDeclarationsSameRoster: right after a pass (mesh up --once),
+// a node planned from its last applied declaration (no agent asked) has
+// nothing to do, its hosts file included: the compose stored its roster by
+// revision, and the plan reads the names back from the roster's stream.
+// A roster that changed since is a hosts file to update.
+func TestPlanFromDeclarationsSameRoster(t *testing.T) {
+	ctx := context.Background()
+	m, do := verdictMesh(t, 2, 1)
+	if _, err := m.AddNode(ctx, "novox"); err != nil {
+		t.Fatal(err)
+	}
+	do(commands.SetNodeSetting{Node: "novox", Key: events.SettingPrivateAddress, Value: "10.0.0.2"})
+	do(commands.DefineModule{Module: "web", Spec: events.ModuleSpec{Routes: []string{"web.mesh.example"},
+		Containers: []events.ContainerSpec{{Name: "web-0", Image: "registry.example/web:1"}}}})
+	do(commands.AssignModule{Module: "web", Node: "novox"})
+	if _, _, err := m.Pass(ctx, "novox"); err != nil {
+		t.Fatal(err)
+	}
+	plan := func() api.NodePlan {
+		t.Helper()
+		if err := m.CatchUp(ctx); err != nil {
+			t.Fatal(err)
+		}
+		np, err := controller.PlanNode(ctx, controller.Planning{
+			Reader: m.Handler, Store: m.Store, Registry: m.Registry, NoDryRun: "not asked", Status: m.Views.Status,
+		}, "novox")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if np.Source != api.PlanByDeclarations {
+			t.Fatalf("planned by %s", np.Source)
+		}
+		return np
+	}
+	if np := plan(); np.Hosts != "" || len(np.Steps) != 0 {
+		t.Errorf("the same declaration again: hosts %q, %d step(s): %s", np.Hosts, len(np.Steps), np.Headline)
+	}
+	do(commands.DefineModule{Module: "web", Spec: events.ModuleSpec{Routes: []string{"web.mesh.example", "www.mesh.example"},
+		Containers: []events.ContainerSpec{{Name: "web-0", Image: "registry.example/web:1"}}}})
+	if np := plan(); np.Hosts == "" {
+		t.Errorf("a new name on the roster: no hosts file to update: %s", np.Headline)
+	}
+}
