@@ -23,8 +23,10 @@ plan), --after "revert forge --to 41" (or a time), --after "secret set forge-db"
 every container reading it replaced, no value asked). Nothing is stored.
 
 A plan that would create, replace or remove at least half of a node's resources, or of its
-containers (a container its last apply failed, created now, is a retry and not counted), is
-heavy (a heavy pass, rule 7): its first line says so, and mesh plan exits 4. A node whose
+containers, is heavy (a heavy pass, rule 7): its first line says so, and mesh plan exits 4.
+A resource its last apply failed, created now, is a retry and not counted; a first deploy (a
+node that has had no resource applied) is never heavy: rule 7 is about churn on a running
+node. A plan of several nodes is heavy when any node's is. A node whose
 declaration does not compose (its line says "does not compose" and why) makes mesh plan
 exit 5, over 4.`
 

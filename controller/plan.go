@@ -102,8 +102,12 @@ func PlanNode(ctx context.Context, p Planning, node string) (api.NodePlan, error
 		np.Against, np.Unapplied = last.Applied.ID, last.Unapplied()
 	}
 	np.Preview = previewOf(pv)
-	w := events.Weigh(&np.Outcome, planContext(d, pv, lastFailed(p.Status, node)))
-	np.Heavy = w.Heavy()
+	prior := priorOf(p.Status, node)
+	if np.Source == api.PlanByDeclarations && np.Against == "" {
+		prior.none = true // no apply report: nothing was applied
+	}
+	w := planWeight(&np.Outcome, planContext(d, pv, prior.failed))
+	np.Heavy = w.Heavy() && !prior.none
 	np.Headline = headline(np, w)
 	return np, nil
 }
@@ -128,21 +132,47 @@ func planContext(d declaration.Declaration, pv agent.Preview, failed map[string]
 	return c
 }
 
-// lastFailed is what node's last apply failed, as st knows it (nil st, or
-// no apply: nothing).
-func lastFailed(st *projections.Status, node string) map[string]bool {
+// prior is what a plan's verdict needs of the node's apply before it.
+type prior struct {
+	failed map[string]bool // the resources it failed
+	none   bool            // the node has had no resource applied: a first deploy
+}
+
+// priorOf is node's last apply as st knows it (nil st: nothing known, so
+// neither a retry nor a first deploy).
+func priorOf(st *projections.Status, node string) prior {
 	if st == nil {
-		return nil
+		return prior{}
 	}
 	ns, err := st.Of(node)
-	if err != nil || ns.Applied == nil || len(ns.Applied.Report.Failed) == 0 {
-		return nil
+	if err != nil {
+		return prior{}
 	}
-	out := make(map[string]bool, len(ns.Applied.Report.Failed))
+	if ns.Applied == nil || ns.Applied.Report.Sent == 0 {
+		return prior{none: true}
+	}
+	out := prior{failed: make(map[string]bool, len(ns.Applied.Report.Failed))}
 	for _, f := range ns.Applied.Report.Failed {
-		out[f.Name] = true
+		out.failed[f.Name] = true
 	}
 	return out
+}
+
+// planWeight is rule 7's weight of a plan (events.Weigh), with a retry
+// counted by neither clause: a resource the node's last apply failed,
+// created now, is no churn (Weigh leaves it out of the containers, and
+// here it leaves the resources too, as mesh plan --help says). A first
+// deploy is never heavy either (PlanNode): rule 7 is about churn on a
+// running node, and a node that has had no resource applied runs nothing
+// a push could churn.
+func planWeight(out *events.ApplyReported, c events.PassContext) events.Weight {
+	w := events.Weigh(out, c)
+	for _, name := range out.Created {
+		if c.FailedBefore[name] {
+			w.Changed--
+		}
+	}
+	return w
 }
 
 // headline is a plan's first line. A heavy plan says so first, in rule 7's
@@ -220,7 +250,8 @@ func LastApplied(ctx context.Context, store events.Store, reg *events.Registry, 
 // and returns the stream read: its resources with their specs (each spec
 // stands once in the stream, in the composed event that first declared
 // its digest). The hosts file is not in the stream: it is taken to be
-// next's when the roster's names are the same, and to differ otherwise.
+// next's when the roster's names are the same (read from the roster's
+// stream for a compose naming its revision), and to differ otherwise.
 // No apply yet is the empty declaration. A resource whose spec the stream
 // does not hold (an event written by hand) is left out: the plan then
 // creates it.
@@ -279,7 +310,15 @@ func lastApplied(ctx context.Context, store events.Store, reg *events.Registry, 
 			d.Resources = append(d.Resources, r)
 		}
 	}
-	if slices.Equal(composed.Roster, rosterNames(next)) {
+	// A compose naming a roster revision is stored without its names
+	// (the roster is on its own stream): they are read from there, as
+	// every surface does (events.RosterBook). Compared without them, every
+	// hosts file differed (mesh plan after mesh up --once).
+	rc, err := events.NewRosterBook(reg, store).Resolve(ctx, *composed)
+	if err != nil {
+		return declaration.Declaration{}, nil, fmt.Errorf("the roster of %s: %w", composed.Declaration, err)
+	}
+	if slices.Equal(rc.Roster, rosterNames(next)) {
 		d.Hosts = next.Hosts
 	}
 	return d, evs, nil

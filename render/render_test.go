@@ -514,6 +514,13 @@ func TestPrinters(t *testing.T) {
 				Position: 1234, Reason: "the history ends at position 1233, and the anchor is at position 1234: positions 1234 to 1234 were removed (truncated)"}})
 			return nil
 		}, false},
+		{"chain-anchor-differs", func(w *bytes.Buffer) error {
+			head := chainAnchor
+			head.Chain = events.Hash{0x77, 31: 0x01}
+			render.ChainReport(w, events.ChainReport{Start: 1, Checked: 1234, Head: head, Anchor: &chainAnchor, Break: &events.ChainBreak{
+				Position: 1234, Reason: "the chain value here is " + head.Chain.String() + ", the anchor says " + chainAnchor.Chain.String()}})
+			return nil
+		}, false},
 		{"migrated", func(w *bytes.Buffer) error {
 			render.Migrated(w, []int{3, 4}, 4)
 			render.Migrated(w, nil, 4)

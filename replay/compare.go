@@ -246,17 +246,24 @@ func holdsDiff(node string, r, t *events.ApplyReported) (Divergence, bool) {
 }
 
 // episodes lists c's episodes, their positions turned into passes by
-// ends (each pass's last position).
-func episodes(c *projections.Churn, ends []uint64) []Episode {
+// ran (an apply's position → the pass it ran in, its report delivered
+// in that pass or later) or else ends (each pass's last position).
+func episodes(c *projections.Churn, ends []uint64, ran map[uint64]int) []Episode {
+	passOf := func(p uint64) int {
+		if k, ok := ran[p]; ok {
+			return k
+		}
+		return roundOf(ends, p)
+	}
 	var out []Episode
 	for _, n := range c.Nodes() {
 		for _, e := range c.Episodes(n) {
 			ep := Episode{
-				Node: n, Loop: e.Loop, Flip: e.Flip, Start: roundOf(ends, e.Start.Position),
-				Detected: roundOf(ends, e.Detected.Position), HeavyPasses: e.HeavyPasses, Flips: e.Flips,
+				Node: n, Loop: e.Loop, Flip: e.Flip, Start: passOf(e.Start.Position),
+				Detected: passOf(e.Detected.Position), HeavyPasses: e.HeavyPasses, Flips: e.Flips,
 			}
 			if e.End != nil {
-				ep.End = roundOf(ends, e.End.Position)
+				ep.End = passOf(e.End.Position)
 			}
 			out = append(out, ep)
 		}

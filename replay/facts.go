@@ -28,6 +28,10 @@ type facts struct {
 	last  map[string]*events.DeclarationComposed // node → its latest compose
 	specs map[string]json.RawMessage             // resource digest → spec
 	held  map[string][]events.Held               // apply id → its held list
+	// applies is every apply folded, held resolved, by apply id: a pass
+	// compares the applies that ran in it, wherever their reports were
+	// delivered (settle).
+	applies map[string]*events.ApplyReported
 	// roster folds the run's roster.changed, to give a compose that names
 	// a roster revision its names (the runs are folded from their start).
 	roster *events.RosterBook
@@ -42,7 +46,8 @@ func newFacts(reg *events.Registry) *facts {
 	return &facts{
 		reg: reg, decls: map[string]*events.DeclarationComposed{}, last: map[string]*events.DeclarationComposed{},
 		specs: map[string]json.RawMessage{}, held: map[string][]events.Held{},
-		roster: events.NewRosterBook(reg, nil), res: events.NewResourceBook(reg, nil),
+		applies: map[string]*events.ApplyReported{},
+		roster:  events.NewRosterBook(reg, nil), res: events.NewResourceBook(reg, nil),
 	}
 }
 
@@ -112,6 +117,7 @@ func (f *facts) pass(evs []events.Event) map[string]*nodePass {
 			}
 			f.held[id] = v.Held
 			np(node).apply = &v
+			f.applies[id] = &v
 			f.totals.Applies++
 			f.totals.Created += len(v.Created)
 			f.totals.Replaced += len(v.Replaced)
@@ -122,6 +128,31 @@ func (f *facts) pass(evs []events.Event) map[string]*nodePass {
 		}
 	}
 	return out
+}
+
+// settle sets each node's apply in passes to the last of the applies that
+// ran in the pass (ran: node → apply ids, in order), folded in any pass,
+// or to none when none of them was delivered: a report kept in an outbox
+// is delivered in a later pass than the one its apply ran in, and a pass
+// may deliver an earlier pass's.
+func (f *facts) settle(passes map[string]*nodePass, ran map[string][]string) {
+	for n, p := range passes {
+		if len(ran[n]) == 0 {
+			p.apply = nil
+		}
+	}
+	for n, ids := range ran {
+		var a *events.ApplyReported
+		for _, id := range ids {
+			if v := f.applies[id]; v != nil {
+				a = v
+			}
+		}
+		if passes[n] == nil {
+			passes[n] = &nodePass{}
+		}
+		passes[n].apply = a
+	}
 }
 
 // kinds maps each resource of d to its kind.

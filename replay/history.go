@@ -108,16 +108,19 @@ type round struct {
 	// whose report was delivered in it, and those whose report was kept in
 	// an outbox and delivered late (report.delivered-late), in a later one.
 	apply    []nodeAt
-	late     map[string]bool // nodes whose late reports were delivered in it
-	from, to uint64          // positions in the store: (from, to]
-	at       time.Time       // of its first event
+	late     map[string]bool      // nodes whose late reports were delivered in it
+	staged   map[string]bool      // "STAGE NODE": the controller's stages (ctlStage) a node went through in it
+	flushed  map[string]time.Time // node → when its kept reports were last delivered in it
+	from, to uint64               // positions in the store: (from, to]
+	at       time.Time            // of its first event
 }
 
 // nodeAt is a node's apply at a time.
 type nodeAt struct {
 	node string
 	at   time.Time
-	late bool // its report was delivered late
+	late bool         // its report was delivered late
+	ev   events.Event // its apply.reported
 }
 
 func (r *round) empty() bool { return len(r.ops)+len(r.ctl)+len(r.applies) == 0 }
@@ -134,6 +137,20 @@ var inputTypes = map[string]bool{
 var controlTypes = map[string]bool{
 	events.TypeDeclarationComposed: true, events.TypeDeclarationComposeFailed: true,
 	events.TypeDeclarationPushed: true, events.TypeDeclarationPushFailed: true,
+}
+
+// The stages of a controller's pass a controller event records.
+const (
+	stageCompose = "compose" // declaration.composed or compose-failed
+	stageSend    = "send"    // declaration.pushed or push-failed
+)
+
+// ctlStage is the stage of a controller's pass a controller event records.
+func ctlStage(typ string) string {
+	if typ == events.TypeDeclarationComposed || typ == events.TypeDeclarationComposeFailed {
+		return stageCompose
+	}
+	return stageSend
 }
 
 // isInput reports whether ev is an operator's command to run again: a
@@ -171,16 +188,33 @@ func splitRounds(reg *events.Registry, evs []events.Event) []round {
 			}
 		}
 	}
+	// When the late reports' applies ran, by the agents' clocks.
+	var lateAt []time.Time
+	for _, ev := range evs {
+		if ev.Type == events.TypeApplyReported && late[applyID(reg, ev)] {
+			lateAt = append(lateAt, ev.At)
+		}
+	}
+	slices.SortFunc(lateAt, time.Time.Compare)
+	// appliedBetween reports whether an apply whose report was kept ran
+	// after a and before b.
+	appliedBetween := func(a, b time.Time) bool {
+		i, _ := slices.BinarySearchFunc(lateAt, a, time.Time.Compare)
+		for i < len(lateAt) && !lateAt[i].After(a) {
+			i++
+		}
+		return i < len(lateAt) && lateAt[i].Before(b)
+	}
 	var lateApplies []nodeAt
 	var out []round
-	cur := round{applied: map[string]bool{}, late: map[string]bool{}}
+	cur := round{applied: map[string]bool{}, late: map[string]bool{}, staged: map[string]bool{}, flushed: map[string]time.Time{}}
 	var last uint64
 	closeRound := func() {
 		if !cur.empty() {
 			cur.to = last
 			out = append(out, cur)
 		}
-		cur = round{applied: map[string]bool{}, late: map[string]bool{}, from: last}
+		cur = round{applied: map[string]bool{}, late: map[string]bool{}, staged: map[string]bool{}, flushed: map[string]time.Time{}, from: last}
 	}
 	for _, ev := range evs {
 		switch {
@@ -190,22 +224,40 @@ func splitRounds(reg *events.Registry, evs []events.Event) []round {
 			}
 			cur.ops = append(cur.ops, ev)
 		case controlTypes[ev.Type]:
-			if cur.applied[nodeOf(ev)] {
+			n, stage := nodeOf(ev), ctlStage(ev.Type)
+			// A pass composes a node once and sends it once, after its
+			// compose, and records every compose before the applies its
+			// sends bring: a node's second compose or send, its compose
+			// after its send, and a compose after an apply (delivered on
+			// time, or kept: by the agent's clock) are the next pass's. (A pass that recorded nothing, a send that failed
+			// again, a node whose report a cut bus or a failing store
+			// kept: each leaves no apply of the node to close on.)
+			if cur.applied[n] || cur.staged[stage+" "+n] || (stage == stageCompose && cur.staged[stageSend+" "+n]) ||
+				(stage == stageCompose && (len(cur.apply) > 0 || !cur.at.IsZero() && appliedBetween(cur.at, ev.At))) {
 				closeRound()
 			}
+			cur.staged[stage+" "+n] = true
 			cur.ctl = append(cur.ctl, ev)
 		case ev.Type == events.TypeApplyReported && late[applyID(reg, ev)]:
 			cur.applies = append(cur.applies, ev)
 			cur.late[nodeOf(ev)] = true
-			lateApplies = append(lateApplies, nodeAt{nodeOf(ev), ev.At, true})
+			lateApplies = append(lateApplies, nodeAt{nodeOf(ev), ev.At, true, ev})
 		case ev.Type == events.TypeApplyReported:
 			n := nodeOf(ev)
-			if cur.applied[n] {
+			// A node applies once a pass; an apply that ran after the
+			// node's kept reports were delivered (its bus restored
+			// between passes) is the next pass's, while one that ran
+			// before is the one the delivery followed.
+			if cur.applied[n] || (!cur.flushed[n].IsZero() && ev.At.After(cur.flushed[n])) {
 				closeRound()
 			}
 			cur.applies = append(cur.applies, ev)
 			cur.applied[n] = true
-			cur.apply = append(cur.apply, nodeAt{n, ev.At, false})
+			cur.apply = append(cur.apply, nodeAt{n, ev.At, false, ev})
+		case ev.Type == events.TypeReportDeliveredLate:
+			cur.flushed[nodeOf(ev)] = ev.At
+			last = ev.Position
+			continue
 		default:
 			last = ev.Position
 			continue
@@ -220,15 +272,37 @@ func splitRounds(reg *events.Registry, evs []events.Event) []round {
 		// The last round begun by then, or the next one without an apply
 		// of the node (a node applies once a round: a round's first
 		// recorded event may come after an apply whose report was kept).
+		// When that next one begins with an operator's command or the
+		// controller's pass after the apply ran, or there is none, the
+		// apply ran in a pass that recorded nothing on time (every
+		// report of it kept): a round of its own, with no events.
 		i, _ := slices.BinarySearchFunc(out, a.at, func(r round, t time.Time) int { return r.at.Compare(t) })
 		if i == len(out) || (i > 0 && out[i].at.After(a.at)) {
 			i--
 		}
-		for i < len(out) && slices.ContainsFunc(out[i].apply, func(b nodeAt) bool { return b.node == a.node }) {
-			i++
+		if i < 0 {
+			continue // no round: no late report without an apply before it
 		}
-		if i >= 0 && i < len(out) {
-			out[i].apply = append(out[i].apply, a)
+		mine := func(b nodeAt) bool { return b.node == a.node }
+		// begunAfter: out[i] began after the apply ran with what comes
+		// before a pass's applies, or with an apply of the node.
+		begunAfter := func(i int) bool {
+			return out[i].at.After(a.at) && (len(out[i].ops)+len(out[i].ctl) > 0 || slices.ContainsFunc(out[i].apply, mine))
+		}
+		for i < len(out) && slices.ContainsFunc(out[i].apply, mine) {
+			i++
+			if i < len(out) && begunAfter(i) {
+				break
+			}
+		}
+		if i == len(out) || begunAfter(i) || slices.ContainsFunc(out[i].apply, mine) {
+			at := out[i-1].to
+			out = slices.Insert(out, i, round{from: at, to: at, at: a.at,
+				applied: map[string]bool{}, late: map[string]bool{}, staged: map[string]bool{}, flushed: map[string]time.Time{}})
+		}
+		out[i].apply = append(out[i].apply, a)
+		if out[i].from >= a.ev.Position {
+			out[i].late[a.node] = true // its report, delivered before the round, is restored after it
 		}
 	}
 	for i := range out {

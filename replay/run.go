@@ -52,25 +52,67 @@ func Run(ctx context.Context, path string, o Options) (*Report, error) {
 	found := map[string][]string{} // node → directories found on its disk
 	removed := make([][]removal, len(h.rounds))
 	running := map[string]map[string]bool{} // node → containers of the declaration it last applied
+	hadDir := map[string]map[string]bool{}  // node → directories of every declaration it applied
 	nodes := map[string]bool{}
 	for k, rd := range h.rounds {
 		recPasses[k] = recF.pass(h.events[rd.from:rd.to])
 		recEnds[k] = rd.to
-		for _, ev := range rd.applies {
-			n := nodeOf(ev)
-			a := recPasses[k][n].apply
-			if a == nil {
+	}
+	for k, rd := range h.rounds {
+		ran := map[string][]string{}
+		for _, a := range rd.apply {
+			ran[a.node] = append(ran[a.node], applyID(reg, a.ev))
+		}
+		recF.settle(recPasses[k], ran)
+	}
+	// What the world did to the nodes, read from their applies in the
+	// order they ran (a report delivered late belongs to the pass of its
+	// apply, each apply read from its own report).
+	for k, rd := range h.rounds {
+		for _, at := range rd.apply {
+			n := at.node
+			a, err := events.DecodeAs[events.ApplyReported](reg, at.ev)
+			if err != nil {
 				continue
 			}
-			decl := recF.decls[a.Declaration]
-			kind := kinds(decl)
-			for _, hd := range a.Held {
+			kind := kinds(recF.decls[a.Declaration])
+			held := a.Held
+			if a.HeldSince != "" && len(held) == 0 {
+				held = recF.held[a.HeldSince]
+			}
+			for _, hd := range held {
 				if kind[hd.Name] == declaration.KindDirectory && !slices.Contains(found[n], hd.Name) {
 					found[n] = append(found[n], hd.Name)
 				}
 			}
+			// A directory the node never had declared that its first
+			// apply neither created nor failed on was on its disk.
+			for _, name := range slices.Sorted(maps.Keys(kind)) {
+				if kind[name] != declaration.KindDirectory || hadDir[n][name] {
+					continue
+				}
+				if !slices.Contains(a.Created, name) && !slices.Contains(found[n], name) &&
+					!slices.ContainsFunc(a.Failed, func(f events.Failed) bool { return f.Name == name }) &&
+					!slices.ContainsFunc(held, func(h events.Held) bool { return h.Name == name }) {
+					found[n] = append(found[n], name)
+				}
+				if hadDir[n] == nil {
+					hadDir[n] = map[string]bool{}
+				}
+				hadDir[n][name] = true
+			}
+			// A container the node ran that this apply created again was
+			// removed from outside before it; so was one it ran that the
+			// declaration no longer has and the apply did not remove
+			// (nor fail to remove): it was gone already.
 			for _, c := range a.Created {
 				if running[n][c] {
+					removed[k] = append(removed[k], removal{node: n, container: c})
+				}
+			}
+			for _, c := range slices.Sorted(maps.Keys(running[n])) {
+				if _, declared := kind[c]; !declared && !slices.Contains(a.Removed, c) &&
+					!slices.ContainsFunc(a.Failed, func(f events.Failed) bool { return f.Name == c }) {
 					removed[k] = append(removed[k], removal{node: n, container: c})
 				}
 			}
@@ -99,7 +141,9 @@ func Run(ctx context.Context, path string, o Options) (*Report, error) {
 	m := sim.New(store, sim.WithClock(clk.Now))
 	todayF := newFacts(reg)
 	todayEnds := make([]uint64, len(h.rounds))
-	faults := map[string]map[string]bool{} // node whose reads fail → the nodes whose recorded compose said so
+	todayEvs := make([][]events.Event, len(h.rounds))
+	todayRan := make([]map[string][]string, len(h.rounds)) // node → the apply ids it ran in the pass
+	faults := map[string]map[string]bool{}                 // node whose reads fail → the nodes whose recorded compose said so
 	unreplayed := map[string]bool{}
 	cut := map[string]bool{} // nodes whose bus is cut
 	for k, rd := range h.rounds {
@@ -142,9 +186,15 @@ func Run(ctx context.Context, path string, o Options) (*Report, error) {
 			}
 		}
 		// The faults the recorded pass shows.
+		// A node composed, sent, or failed on another read, no longer
+		// shows a read failing: a read fails while a node's last compose
+		// recorded says it does.
 		for n, p := range recPasses[k] {
-			if p.failed == nil && (p.composed != nil || p.pushed) {
+			if p.failed != nil || p.composed != nil || p.pushed {
 				for x, owners := range faults {
+					if p.failed != nil && p.failed.Read == "node "+x {
+						continue
+					}
 					delete(owners, n)
 					if len(owners) == 0 {
 						delete(faults, x)
@@ -215,39 +265,75 @@ func Run(ctx context.Context, path string, o Options) (*Report, error) {
 				return nil, fmt.Errorf("replay: pass %d: push: %w", k+1, err)
 			}
 		}
+		todayRan[k] = map[string][]string{}
 		for _, a := range rd.apply {
-			if _, _, err := m.Apply(ctx, a.node); err != nil {
+			r, ran, err := m.Apply(ctx, a.node)
+			if err != nil {
 				return nil, fmt.Errorf("replay: pass %d: %w", k+1, err)
+			}
+			if ran {
+				todayRan[k][a.node] = append(todayRan[k][a.node], r.Outcome.ApplyID)
 			}
 		}
 		m.Store.Recover()
+		// The reports kept that the recorded pass delivered, delivered:
+		// a cut bus restored, or (kept for a failing store) sent again.
 		for _, n := range slices.Sorted(maps.Keys(rd.late)) {
-			if cut[n] {
-				if err := m.RestoreBus(ctx, n); err != nil {
-					return nil, err
-				}
-				delete(cut, n)
+			if err := m.RestoreBus(ctx, n); err != nil {
+				return nil, err
 			}
+			delete(cut, n)
 		}
 		to, err := m.Store.Head(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("replay: sandbox: %w", err)
 		}
 		todayEnds[k] = to
-		evs, err := readRange(ctx, m.Store, from, to)
-		if err != nil {
+		if todayEvs[k], err = readRange(ctx, m.Store, from, to); err != nil {
 			return nil, err
 		}
-		for _, d := range compareRound(recPasses[k], todayF.pass(evs), recF, todayF) {
-			rep.Divergences = append(rep.Divergences, pass(d))
+	}
+	// Today's passes, compared once every report is in: an apply is
+	// compared in the pass it ran in, wherever its report was delivered.
+	todayPasses := make([]map[string]*nodePass, len(h.rounds))
+	for k := range h.rounds {
+		todayPasses[k] = todayF.pass(todayEvs[k])
+	}
+	for k, rd := range h.rounds {
+		todayF.settle(todayPasses[k], todayRan[k])
+		for _, d := range compareRound(recPasses[k], todayPasses[k], recF, todayF) {
+			d.Pass, d.At, d.Position = k+1, rd.at, h.filePos[rd.to-1]
+			rep.Divergences = append(rep.Divergences, d)
 		}
 	}
 	rep.Inputs.Unreplayed = slices.Sorted(maps.Keys(unreplayed))
 	if err := m.CatchUp(ctx); err != nil {
 		return nil, fmt.Errorf("replay: sandbox projections: %w", err)
 	}
-	rep.ChurnRecorded = episodes(recSet.Churn, recEnds)
-	rep.ChurnToday = episodes(m.Views.Churn, todayEnds)
+	// An apply's report delivered late counts in the pass it ran in.
+	recAt, todayAt := map[uint64]int{}, map[uint64]int{}
+	ranIn := map[string]int{} // today's apply id → its pass
+	for k, rd := range h.rounds {
+		for _, a := range rd.apply {
+			recAt[a.ev.Position] = k + 1
+		}
+		for _, ids := range todayRan[k] {
+			for _, id := range ids {
+				ranIn[id] = k + 1
+			}
+		}
+	}
+	for _, evs := range todayEvs {
+		for _, ev := range evs {
+			if ev.Type == events.TypeApplyReported {
+				if k, ok := ranIn[applyID(reg, ev)]; ok {
+					todayAt[ev.Position] = k
+				}
+			}
+		}
+	}
+	rep.ChurnRecorded = episodes(recSet.Churn, recEnds, recAt)
+	rep.ChurnToday = episodes(m.Views.Churn, todayEnds, todayAt)
 	for _, d := range churnDiffs(rep.ChurnRecorded, rep.ChurnToday) {
 		if d.Pass > 0 && d.Pass <= len(h.rounds) {
 			rd := h.rounds[d.Pass-1]

@@ -33,11 +33,17 @@ With --anchor LINE it checks the hash chain instead, of any store (bolt,
 its chain value, recomputed from its bytes and the value before it, and the
 history against LINE, a head printed by mesh store head and kept off the host.
 It names the first position that is not intact: a record changed (even with
-its checksum made again), removed or moved, a history rewritten at or before
-the anchor (the anchor's value differs), or cut short of it (the anchor is
-past the store's head: its newest records were removed, which the chain alone
-cannot see). Records older than the chain (a store made before it) are read,
-not checked: it says where the chain starts. Exit 1 when not intact.`
+its checksum made again), removed or moved, or a history cut short of the
+anchor (the anchor is past the store's head: its newest records were removed,
+which the chain alone cannot see). A history rewritten with its chain
+recomputed (an edited export imported again, a swapped store, another store's
+anchor) matches every record's value but not the anchor's: it says only that
+the history does not end at the anchor's chain value (position N's chain is
+X, the anchor says Y), as a head alone cannot locate the first position
+rewritten. Records older than the chain (a store made before it) are read,
+not checked: it says where the chain starts. Exit 1 when not intact; an empty
+LINE (a head file that was not there) or one that does not parse is a wrong
+command line (exit 2).`
 
 // HeadHelp is mesh store head's help.
 const HeadHelp = `Head prints the head of the store's hash chain as one line:

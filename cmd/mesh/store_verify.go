@@ -1,8 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/spf13/cobra"
 
+	"meshplane/events"
 	"meshplane/render"
 	"meshplane/storeverify"
 )
@@ -22,12 +26,25 @@ func (e *env) storeVerifyCmd() *cobra.Command {
 			if agentData != "" {
 				return storeverify.AgentText(render.SafeWriter(e.stdout), agentData)
 			}
-			if anchor != "" {
+			if cmd.Flags().Changed("anchor") {
+				// An empty or unparsable anchor (--anchor "$(cat head.txt)"
+				// of a missing file) is a wrong command line, never a
+				// plain verify.
+				if strings.TrimSpace(anchor) == "" {
+					return usagef("--anchor is empty: want the line mesh store head printed (meshplane-head position=N chain=sha256:HEX at=TIME); was its file missing?")
+				}
+				if _, err := events.ParseChainHead(anchor); err != nil {
+					return usagef("--anchor: %v", err)
+				}
 				rep, err := storeverify.Anchored(cmd.Context(), t.Store, t.Data, anchor)
 				if err != nil {
 					return err
 				}
 				render.ChainReport(e.stdout, rep)
+				if render.AnchorDiffers(rep) {
+					return fmt.Errorf("%w: the history does not end at the anchor's chain value (position %d's chain is %s, the anchor says %s)",
+						events.ErrChainBroken, rep.Anchor.Position, rep.Head.Chain, rep.Anchor.Chain)
+				}
 				return rep.Err()
 			}
 			if err := storeverify.Supported(t.Store); err != nil {
