@@ -345,6 +345,9 @@ func (w *keyWatch[T]) run(ctx context.Context) {
 	var retry <-chan time.Time
 	read := func() {
 		retry = nil
+		if !w.n.nc.IsConnected() {
+			return // reconnected kicks the watch, which reads then
+		}
 		if err := w.fetch(ctx); err != nil {
 			if ctx.Err() != nil || w.n.nc.IsClosed() {
 				return
