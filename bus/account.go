@@ -176,7 +176,7 @@ func (a *ExternalAccount) ServerConfig() (string, error) {
 	mesh := jwt.NewAccountClaims(accPub)
 	mesh.Name = "MESH"
 	mesh.SigningKeys.Add(mustPub(a.signing))
-	mesh.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
+	mesh.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: AccountMaxConsumers}
 	jwts := map[string]string{}
 	for _, ac := range []*jwt.AccountClaims{sys, mesh} {
 		s, err := ac.Encode(a.operator)

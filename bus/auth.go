@@ -115,7 +115,7 @@ func (a *Authority) claims(revoked map[string]time.Time) (op *jwt.OperatorClaims
 	sys.Name = "SYS"
 	mesh := jwt.NewAccountClaims(accPub)
 	mesh.Name = "MESH"
-	mesh.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
+	mesh.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: AccountMaxConsumers}
 	for pub, at := range revoked {
 		mesh.RevokeAt(pub, at)
 	}
@@ -174,6 +174,11 @@ func (i *Issuer) Node(node string) (User, error) {
 }
 
 func (i *Issuer) user(name string, perms *jwt.Permissions) (User, error) {
+	return i.userUntil(name, perms, time.Time{})
+}
+
+// userUntil is user, expiring at until (zero: never).
+func (i *Issuer) userUntil(name string, perms *jwt.Permissions, until time.Time) (User, error) {
 	kp, err := nkeys.CreateUser()
 	if err != nil {
 		return User{}, fmt.Errorf("bus: user %s: %w", name, err)
@@ -183,6 +188,9 @@ func (i *Issuer) user(name string, perms *jwt.Permissions) (User, error) {
 	uc.IssuerAccount = i.account
 	if perms != nil {
 		uc.Permissions = *perms
+	}
+	if !until.IsZero() {
+		uc.Expires = until.Unix()
 	}
 	tok, err := uc.Encode(i.key)
 	if err != nil {

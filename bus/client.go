@@ -27,6 +27,8 @@ type dialConfig struct {
 	timeout   time.Duration
 	// reconnected, if set, is called after each reconnection.
 	reconnected func()
+	// closed, if set, is called once the connection is closed for good.
+	closed func()
 	// noBuffer makes a publish fail at once while the connection is down,
 	// instead of being buffered and sent on reconnection: an agent's report
 	// must be taken now or kept and sent again, counted late (rule 8).
@@ -85,6 +87,9 @@ func dial(cfg dialConfig) (*nats.Conn, error) {
 				cfg.reconnected()
 			}
 		}),
+	}
+	if cfg.closed != nil {
+		opts = append(opts, nats.ClosedHandler(func(*nats.Conn) { cfg.closed() }))
 	}
 	if len(cfg.ca) > 0 {
 		pool := x509.NewCertPool()

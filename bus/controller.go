@@ -77,7 +77,31 @@ const (
 	// for about 30 s after it (TestHostsFailover). So: 5 s, a pull every 5 s
 	// when idle.
 	pullExpiry = 5 * time.Second
+
+	// declMaxConsumers bounds the consumers of the declarations bucket's
+	// stream. No agent of this build makes one (each hears its key
+	// republished, Node.Watch) and the controller makes none; these are for
+	// an operator's tools (nats kv watch) and agents whose users were minted
+	// before (they hold CONSUMER.CREATE on their key): whatever one of them
+	// makes, an agent of this build still hears its declarations.
+	declMaxConsumers = 16
+	// reportsMaxConsumers bounds the consumers of the reports stream: the
+	// controller's durable one (a work queue takes no second overlapping
+	// it); no node may create one.
+	reportsMaxConsumers = 4
+	// AccountMaxConsumers bounds the consumers of the whole mesh account
+	// (its JetStream limits, in the account JWT the controller signs, or
+	// the one ExternalAccount makes): the two streams' bounds and room to
+	// spare. Set, it also replaces the server's default per-stream limit
+	// (default_max_consumers, 1,000 in nats-server 2.15) for any stream
+	// that sets none.
+	AccountMaxConsumers = 64
 )
+
+// declRepublish is the bucket's stream's RePublish: every value it stores,
+// once stored, is published again on mesh.decl.<key>, with its sequence
+// (Nats-Sequence) and headers; agents subscribe to their own key's.
+var declRepublish = jetstream.RePublish{Source: declPrefix + ">", Destination: RepublishSubjectPrefix + ">"}
 
 // ControllerConfig is how the controller reaches the bus. Server.Controller
 // fills it for the embedded bus; with --nats it comes from the operator.
@@ -188,14 +212,7 @@ func setup(ctx context.Context, nc *nats.Conn, cfg ControllerConfig, log *slog.L
 		return nil, fmt.Errorf("bus: controller: %w", err)
 	}
 	replicas := max(cfg.Replicas, 1)
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket:       DeclarationsBucket,
-		Description:  "meshplane: the latest declaration of each node, under the node's name",
-		History:      1,
-		MaxValueSize: maxPayload - 64<<10, // room for the headers
-		Storage:      jetstream.FileStorage,
-		Replicas:     replicas,
-	})
+	kv, err := ensureBucket(ctx, js, replicas, log)
 	if err != nil {
 		return nil, fmt.Errorf("bus: controller: bucket %s: %w", DeclarationsBucket, err)
 	}
@@ -216,10 +233,92 @@ func setup(ctx context.Context, nc *nats.Conn, cfg ControllerConfig, log *slog.L
 		MaxMsgSize:           maxReportMsg,
 		Duplicates:           duplicateWindow,
 		Replicas:             replicas,
+		MaxConsumers:         reportsMaxConsumers,
 	}); err != nil {
 		return nil, fmt.Errorf("bus: controller: stream %s: %w", ReportsStream, err)
 	}
 	return &Controller{nc: nc, js: js, kv: kv, log: log, workers: max(cfg.ReportWorkers, 1)}, nil
+}
+
+// bucketConfig is the declarations bucket meshplane makes.
+func bucketConfig(replicas int) jetstream.KeyValueConfig {
+	rp := declRepublish
+	return jetstream.KeyValueConfig{
+		Bucket:       DeclarationsBucket,
+		Description:  "meshplane: the latest declaration of each node, under the node's name",
+		History:      1,
+		MaxValueSize: maxPayload - 64<<10, // room for the headers
+		Storage:      jetstream.FileStorage,
+		Replicas:     replicas,
+		RePublish:    &rp,
+	}
+}
+
+// ensureBucket makes the declarations bucket, or brings the stream of one
+// made by an older build up to date in place (its values kept): RePublish
+// added (declRepublish), its consumers bounded (declMaxConsumers), its
+// replicas as asked. A new bucket's stream is made with the consumer limit
+// in it (the KV client would make it unlimited, and a server before 2.10
+// cannot change the limit later). A server that refuses to change an
+// existing stream's consumer limit gets the rest of the update, and a
+// warning: the account's limit (AccountMaxConsumers) bounds it still.
+func ensureBucket(ctx context.Context, js jetstream.JetStream, replicas int, log *slog.Logger) (jetstream.KeyValue, error) {
+	want := bucketConfig(replicas)
+	st, err := js.Stream(ctx, declStream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		_, err := js.CreateStream(ctx, jetstream.StreamConfig{
+			Name:              declStream,
+			Description:       want.Description,
+			Subjects:          []string{declPrefix + ">"},
+			MaxMsgsPerSubject: int64(want.History),
+			MaxBytes:          -1,
+			MaxMsgs:           -1,
+			MaxMsgSize:        want.MaxValueSize,
+			Storage:           want.Storage,
+			Replicas:          replicas,
+			AllowRollup:       true,
+			DenyDelete:        true,
+			Duplicates:        2 * time.Minute,
+			MaxConsumers:      declMaxConsumers,
+			AllowDirect:       true,
+			RePublish:         want.RePublish,
+			Discard:           jetstream.DiscardNew,
+		})
+		if err == nil || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return js.KeyValue(ctx, DeclarationsBucket)
+		}
+		return nil, fmt.Errorf("create stream %s: %w", declStream, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cfg := st.CachedInfo().Config
+	was := cfg
+	changed := false
+	set := func(ok bool, apply func()) {
+		if !ok {
+			apply()
+			changed = true
+		}
+	}
+	set(cfg.RePublish != nil && *cfg.RePublish == *want.RePublish, func() { cfg.RePublish = want.RePublish })
+	set(cfg.MaxConsumers == declMaxConsumers, func() { cfg.MaxConsumers = declMaxConsumers })
+	set(cfg.Replicas == replicas, func() { cfg.Replicas = replicas })
+	set(cfg.Description == want.Description, func() { cfg.Description = want.Description })
+	set(cfg.MaxMsgSize == want.MaxValueSize, func() { cfg.MaxMsgSize = want.MaxValueSize })
+	set(cfg.AllowDirect, func() { cfg.AllowDirect = true })
+	if changed {
+		_, err := js.UpdateStream(ctx, cfg)
+		if err != nil && was.MaxConsumers != declMaxConsumers {
+			log.Warn("bus: the server did not change the declarations stream's consumer limit; the account's bounds it", "stream", declStream, "was", was.MaxConsumers, "want", declMaxConsumers, "err", err)
+			cfg.MaxConsumers = was.MaxConsumers
+			_, err = js.UpdateStream(ctx, cfg)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("update stream %s: %w", declStream, err)
+		}
+	}
+	return js.KeyValue(ctx, DeclarationsBucket)
 }
 
 // reportsPerSubject is the per-node limit to give the reports stream:

@@ -7,15 +7,22 @@
 //
 // # Subjects, bucket, stream
 //
-//	bucket  mesh-declarations     (stream KV_mesh-declarations, file storage, history 1)
+//	bucket  mesh-declarations     (stream KV_mesh-declarations, file storage, history 1,
+//	                              at most 16 consumers: agents need none)
 //	        key = node name       value = JSON of declaration.Declaration
+//	republish mesh.decl.<key>     each value the bucket's stream stored, published
+//	                              again by it once stored (RePublish), with its
+//	                              sequence (Nats-Sequence): what agents subscribe to
 //	stream  MESH_REPORTS          subjects mesh.report.<node>, file storage, work-queue
 //	                              retention, duplicate window 1 h, at most 1 GiB and
 //	                              then new reports are refused (the agents keep them);
 //	                              at most 64 reports of one node (then that node's new
 //	                              ones are refused: its agent keeps them) and 2 MiB a
 //	                              message
-//	consumer "controller"         durable, on MESH_REPORTS, explicit ack
+//	consumer "controller"         durable, on MESH_REPORTS, explicit ack (the stream
+//	                              takes at most 4 consumers)
+//	account limits                the mesh account's JetStream consumers bounded
+//	                              (AccountMaxConsumers, 64), in the account JWT
 //	request mesh.secret.<node>    core NATS: the node asks for the secrets its
 //	                              declaration names; only the leading controller
 //	                              answers, and refuses (and logs) any other (secret.go)
@@ -46,10 +53,26 @@
 // published, then their acknowledgements awaited). On the
 // node, Node.Watch yields the latest declaration at once (an agent that was
 // away gets it on return), then each new one, keeping only the newest if
-// the agent is busy. The watch is a KV watch (an ordered push consumer with
-// the key as filter, in memory); when the connection comes back after the
-// bus went away, it starts anew and yields only revisions it has not seen.
+// the agent is busy.
 //
+// A watch is no JetStream consumer: the bucket's stream republishes each
+// value it stored on mesh.decl.<key> (RePublish, only after the store took
+// it, with its stream sequence), and the agent holds a core NATS
+// subscription to its own key's subject and the roster's, and reads the
+// latest value of each with a direct get at its start, whenever the
+// connection comes back, and every NodeOptions.Resync (a minute): a value
+// republished while it was away is read then, and the sequence orders what
+// it gets both ways (an older one is ignored). So the server keeps nothing
+// per agent but two subscriptions, any number of agents watch one bucket
+// (nats-server gives a stream 1,000 consumers by default, which the watches
+// as consumers met at about a thousand agents), and a node's user needs,
+// and is given, no right to create a consumer: one node can neither use up
+// what others need nor have the server deliver to another's subjects.
+// A user minted by an older build (its permissions name consumers, not
+// mesh.decl) reads by direct get alone, every 5 s. The controller brings a
+// bucket made by an older build up to date at its start (a stream update:
+// RePublish added, consumers bounded; its values kept).
+
 // # Reports
 //
 // Node.PublishReport publishes a Report (see its wire format) on
@@ -126,9 +149,10 @@
 //
 // NodePermissions lists what a node may do, and why each subject is there.
 // Its tests run the real server and check that a node can neither read
-// another node's key (get, watch, a consumer whose filter differs from its
-// create subject) nor publish another node's reports, nor subscribe beyond
-// its inbox.
+// another node's key (get, its republished subject) nor create any
+// consumer (not even of its own key), nor publish another node's reports,
+// nor subscribe beyond its inbox, its plan subject and its own and the
+// roster's republished subjects.
 //
 // # TLS and listening
 //
@@ -168,6 +192,14 @@
 //     (the subjects are listed there) and hand it out as the JSON
 //     credentials file (Creds; LoadCreds checks the name);
 //   - TLS on the client port, its CA in the credentials if private;
+//   - JetStream limits on the account: a consumer limit (ExternalAccount's
+//     account JWT sets AccountMaxConsumers, 64; with nsc, `nsc edit account
+//     MESH --js-consumer 64`). The controller sets its streams' own limits
+//     (16 on the bucket's, 4 on the reports'); agents need no consumer, so
+//     the server's default_max_consumers and the number of agents do not
+//     meet;
+//   - nats-server 2.9 or later (RePublish and direct gets; 2.10 or later
+//     to lower the consumer limit of a bucket made by an older meshplane);
 //   - max_payload of at least 8 MiB if declarations carry large files or the
 //     mesh passes about 3,000 nodes: every declaration carries the whole
 //     roster and hosts file, about 330 bytes a node of the mesh (NATS's
@@ -175,4 +207,12 @@
 //
 // The names (bucket, stream, consumer, subjects) are fixed: one mesh per
 // account.
+//
+// `mesh bus check` (Check) connects with the controller's user and says,
+// a line each, whether the bus is as meshplane needs it: the server's
+// version, the account's consumer limit, the bucket's stream (RePublish to
+// mesh.decl.>, direct gets, its consumer limit) and the reports stream's,
+// and that a node's user cannot create a consumer; exit 1 if one is not.
+// Node users made by hand for an external cluster must carry exactly
+// NodePermissions: no $JS.API.CONSUMER subject.
 package bus

@@ -16,7 +16,8 @@ DATA/bus-account/nats-server.conf):
                              directory), so that a re-signed account JWT can be
                              pushed to every server
   resolver_preload           the system account's and the MESH account's JWTs
-                             (the MESH account has JetStream and a signing key)
+                             (the MESH account has JetStream, at most 64
+                             consumers, and a signing key)
   max_payload: 8MB           declarations carry whole files
 
 The operator adds it to each server's configuration, beside the server's own
@@ -28,6 +29,19 @@ the controller runs against them:
     --nats-account-seed DATA/bus-account/signing.nk \
     --nats-operator-seed DATA/bus-account/operator-signing.nk \
     --nats-system-creds DATA/bus-account/system.creds [--nats-ca CA.pem]
+
+Once the controller ran (it makes the bucket and the stream), check the
+cluster as meshplane needs it (the servers' version, the MESH account's
+consumer limit, the bucket's republish and limits, that a node's user can
+create no consumer), exit 1 if one check fails:
+
+  mesh bus check --nats nats://a:4222,... \
+    --nats-creds DATA/bus-account/controller.creds \
+    --nats-account-seed DATA/bus-account/signing.nk
+
+An account made by an older meshplane has no consumer limit until its JWT
+from this fragment is on the servers again (or nsc edit account MESH
+--js-consumer 64).
 
 controller.creds is the controller's user (every right in MESH), signed by
 the signing key in signing.nk, which the controller keeps to mint each node's

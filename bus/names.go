@@ -37,6 +37,12 @@ const (
 	// (core NATS: nothing stored; the wire form is in heartbeat.go).
 	HeartbeatSubjectPrefix = "mesh.heartbeat."
 
+	// RepublishSubjectPrefix starts the subject on which the bucket's
+	// stream republishes each value it stored: mesh.decl.<key>. An agent
+	// takes a core NATS subscription on its own key's and the roster's,
+	// never a JetStream consumer (node.go).
+	RepublishSubjectPrefix = "mesh.decl."
+
 	// declStream is the stream JetStream keeps DeclarationsBucket in, and
 	// declPrefix the subject prefix of its keys.
 	declStream = "KV_" + DeclarationsBucket
@@ -99,6 +105,13 @@ func DeclarationSubject(node string) string { return declPrefix + node }
 // RosterSubject is the subject of RosterKey in DeclarationsBucket.
 const RosterSubject = declPrefix + RosterKey
 
+// RepublishSubject is the subject on which the bucket's stream republishes
+// each value stored under key (a node's name, or RosterKey), once stored.
+func RepublishSubject(key string) string { return RepublishSubjectPrefix + key }
+
+// DeclarationsStream is the stream JetStream keeps DeclarationsBucket in.
+const DeclarationsStream = declStream
+
 // NodeInbox is the inbox prefix of node's connections. A node name may hold
 // '.', which would make it several subject tokens, and then node "web" could
 // subscribe to node "web.a"'s inbox; '.' becomes '~' (which no node name
@@ -106,55 +119,45 @@ const RosterSubject = declPrefix + RosterKey
 func NodeInbox(node string) string { return nodeInboxRoot + strings.ReplaceAll(node, ".", "~") }
 
 // NodePermissions are the permissions of node's bus user: exactly what
-// watching and reading its own declaration key and the mesh's roster value
-// (RosterKey) and publishing its own reports need, nothing else.
+// reading its own declaration key and the mesh's roster value (RosterKey),
+// hearing each new value of both, and publishing its own reports need,
+// nothing else. It has no JetStream consumer, so it may create none: one
+// node cannot take what another needs, nor make the server deliver
+// anything to another node's subjects.
 //
 // Publish:
 //
 //	mesh.report.<node>                                                         its reports (the stream acks to its inbox)
 //	mesh.heartbeat.<node>                                                      its heartbeats (core NATS, nothing stored)
 //	mesh.secret.<node>                                                         requests for its declaration's secrets (secret.go)
-//	$JS.API.CONSUMER.CREATE.KV_mesh-declarations.*.$KV.mesh-declarations.<node> a consumer (any name) whose filter is its key:
-//	                                                                           the server refuses a config whose filter differs
-//	                                                                           from the one in the subject
 //	$JS.API.DIRECT.GET.KV_mesh-declarations.$KV.mesh-declarations.<node>        the latest value of its key
-//	$JS.API.CONSUMER.CREATE.KV_mesh-declarations.*.$KV.mesh-declarations._roster a consumer whose filter is the roster's key
 //	$JS.API.DIRECT.GET.KV_mesh-declarations.$KV.mesh-declarations._roster       the latest roster value (never a put of it)
-//	$JS.API.CONSUMER.DELETE.KV_mesh-declarations.*                              removing its watch's consumer when the watch stops
-//	$JS.API.STREAM.INFO.KV_mesh-declarations                                    binding to the bucket (see below)
-//	$JS.FC.KV_mesh-declarations.>                                               flow-control replies of its watch
 //	the reply subject of a request it received, once, within a minute         its answers to dry runs (allow_responses)
 //
 // Subscribe:
 //
-//	_INBOX.node.<node>.>                                                       its inbox: API replies, acks, watch deliveries
+//	_INBOX.node.<node>.>                                                       its inbox: direct gets' and acks' replies
 //	mesh.plan.<node>                                                           dry-run requests for it (mesh plan)
+//	mesh.decl.<node>                                                           each new value of its key, republished by the stream
+//	mesh.decl._roster                                                          each new roster value, republished by the stream
 //
-// What a node can learn beyond its own key: the bucket's configuration and
-// state through STREAM.INFO (message counts and, when asked, the keys, that
-// is the node names; never a value). Every declaration already names the
-// other nodes in its roster, and so does the roster value every node reads,
-// so this tells a node nothing new. It may delete
-// a consumer of the bucket's stream by name (the client removes its watch's
-// consumer on stop, and waits 5 s for the answer when refused); another
-// node's watch consumer has a random name that it cannot list, and deleting
-// one would only make that watch start again. It cannot list consumers,
-// touch the reports stream's, or read any other subject.
+// Users minted by older builds also hold $JS.API.CONSUMER.CREATE on their
+// own key and the roster's, CONSUMER.DELETE, STREAM.INFO and $JS.FC on the
+// bucket's stream, and not the two mesh.decl subjects: such a node's agent
+// reads its key by direct get alone, polling (Node.Watch), and what it can
+// create is bounded by the stream's and the account's consumer limits
+// (declMaxConsumers, AccountMaxConsumers), which no agent of this build
+// needs.
 func NodePermissions(node string) jwt.Permissions {
 	var p jwt.Permissions
 	p.Pub.Allow.Add(
 		ReportSubject(node),
 		HeartbeatSubject(node),
 		SecretSubject(node),
-		"$JS.API.CONSUMER.CREATE."+declStream+".*."+DeclarationSubject(node),
 		"$JS.API.DIRECT.GET."+declStream+"."+DeclarationSubject(node),
-		"$JS.API.CONSUMER.CREATE."+declStream+".*."+RosterSubject,
 		"$JS.API.DIRECT.GET."+declStream+"."+RosterSubject,
-		"$JS.API.CONSUMER.DELETE."+declStream+".*",
-		"$JS.API.STREAM.INFO."+declStream,
-		"$JS.FC."+declStream+".>",
 	)
-	p.Sub.Allow.Add(NodeInbox(node)+".>", PlanSubject(node))
+	p.Sub.Allow.Add(NodeInbox(node)+".>", PlanSubject(node), RepublishSubject(node), RepublishSubject(RosterKey))
 	p.Resp = &jwt.ResponsePermission{MaxMsgs: 1, Expires: time.Minute}
 	return p
 }

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,10 +28,16 @@ var ErrNoDeclaration = errors.New("bus: no declaration for the node yet")
 type NodeOptions struct {
 	Logger *slog.Logger // nil discards
 	// WaitForBus makes DialNode try again, every RetryEvery, while no server
-	// answers (an agent started before its controller), until ctx is done.
+	// answers (an agent started before its controller) or the server is too
+	// busy to finish the handshake (transientDial), until ctx is done.
 	// Refused credentials fail at once either way.
 	WaitForBus bool
 	RetryEvery time.Duration // 0 means 1s
+	// Resync is how often a watch reads its key's latest value besides
+	// hearing each new one (Node.Watch); 0 means DefaultResync.
+	Resync time.Duration
+
+	inProcess nats.InProcessConnProvider // tests: connect without a socket
 }
 
 // Node is an agent's connection to the bus, as one node: it reads and
@@ -42,6 +51,12 @@ type Node struct {
 
 	mu      sync.Mutex
 	watches map[kicker]struct{} // told when the connection comes back
+	closed  chan struct{}       // closed with the connection
+	resync  time.Duration
+
+	// subOK says the node's user may subscribe to its key's republish
+	// subject (users minted by older builds may not: their watches poll).
+	subOK bool
 
 	// rosterOK says the node's user may read the shared roster value
 	// (rosterPermitted: users minted before it existed may not); held is
@@ -59,7 +74,12 @@ func DialNode(ctx context.Context, c Creds, o NodeOptions) (*Node, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	n := &Node{node: c.Node, log: log.With("node", c.Node), watches: map[kicker]struct{}{}, rosterOK: rosterPermitted(c.JWT)}
+	n := &Node{node: c.Node, log: log.With("node", c.Node), watches: map[kicker]struct{}{}, closed: make(chan struct{}),
+		rosterOK: rosterPermitted(c.JWT), subOK: republishPermitted(c.JWT, c.Node), resync: o.Resync}
+	if n.resync <= 0 {
+		n.resync = DefaultResync
+	}
+	var closeOnce sync.Once
 	every := o.RetryEvery
 	if every <= 0 {
 		every = time.Second
@@ -69,13 +89,14 @@ func DialNode(ctx context.Context, c Creds, o NodeOptions) (*Node, error) {
 		var err error
 		nc, err = dial(dialConfig{
 			name: "agent:" + c.Node, urls: c.URLs, user: c.User(), ca: []byte(c.CA),
-			inbox: NodeInbox(c.Node), logger: log, reconnected: n.reconnected, noBuffer: true,
+			inbox: NodeInbox(c.Node), logger: log, reconnected: n.reconnected, noBuffer: true, inProcess: o.inProcess,
+			closed: func() { closeOnce.Do(func() { close(n.closed) }) },
 		})
 		if err == nil {
 			log.Info("bus: connected", "conn", "agent:"+c.Node, "url", nc.ConnectedUrlRedacted())
 			break
 		}
-		if !o.WaitForBus || !errors.Is(err, nats.ErrNoServers) {
+		if !o.WaitForBus || !transientDial(err) {
 			return nil, err
 		}
 		log.Info("bus: no server answers yet; trying again", "node", c.Node, "in", every, "err", err)
@@ -94,9 +115,22 @@ func DialNode(ctx context.Context, c Creds, o NodeOptions) (*Node, error) {
 	return n, nil
 }
 
-// reconnected tells every watch that the connection came back: the bus may
-// have restarted and lost the watch's consumer (it is in memory), and
-// waiting for the client to notice missing heartbeats takes tens of seconds.
+// transientDial says a first connection failed for want of a server's
+// answer in time, not for what it is: no server listens yet, or one too
+// busy to finish the handshake (thousands of agents connecting at once:
+// "Authentication Timeout", or its first PING before the PONG the client
+// waits for). Refused credentials and a bad certificate are not.
+func transientDial(err error) bool {
+	if errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return true
+	}
+	s := strings.ToLower(err.Error())
+	return strings.Contains(s, "authentication timeout") || strings.Contains(s, "expected 'pong'")
+}
+
+// reconnected tells every watch that the connection came back: values
+// republished while it was away were not delivered, so each watch reads its
+// key anew.
 func (n *Node) reconnected() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -117,33 +151,25 @@ func (n *Node) Name() string { return n.node }
 // Close closes the connection.
 func (n *Node) Close() { n.nc.Close() }
 
-func (n *Node) bucket(ctx context.Context) (jetstream.KeyValue, error) {
-	kv, err := n.js.KeyValue(ctx, DeclarationsBucket)
-	if err != nil {
-		return nil, fmt.Errorf("bus: node %s: bucket %s: %w", n.node, DeclarationsBucket, err)
-	}
-	return kv, nil
-}
-
 // Latest returns the node's latest declaration and its revision in the
 // bucket, or ErrNoDeclaration.
 func (n *Node) Latest(ctx context.Context) (declaration.Declaration, uint64, error) {
-	kv, err := n.bucket(ctx)
-	if err != nil {
-		return declaration.Declaration{}, 0, err
-	}
-	e, err := kv.Get(ctx, n.node)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
+	m, err := n.directGet(ctx, n.node)
+	if errors.Is(err, errNoValue) {
 		return declaration.Declaration{}, 0, fmt.Errorf("bus: node %s: %w", n.node, ErrNoDeclaration)
 	}
 	if err != nil {
 		return declaration.Declaration{}, 0, fmt.Errorf("bus: node %s: get declaration: %w", n.node, err)
 	}
-	d, err := decodeDeclaration(n.node, e.Value())
-	if err != nil {
-		return declaration.Declaration{}, 0, fmt.Errorf("bus: node %s: revision %d: %w", n.node, e.Revision(), err)
+	rev, _ := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+	if op := m.Header.Get(kvOperationHeader); op != "" && op != "PUT" {
+		return declaration.Declaration{}, 0, fmt.Errorf("bus: node %s: deleted at revision %d: %w", n.node, rev, ErrNoDeclaration)
 	}
-	return d, e.Revision(), nil
+	d, err := decodeDeclaration(n.node, m.Data)
+	if err != nil {
+		return declaration.Declaration{}, 0, fmt.Errorf("bus: node %s: revision %d: %w", n.node, rev, err)
+	}
+	return d, rev, nil
 }
 
 // ErrBadDeclaration means a value in the bucket is not a declaration for
@@ -183,18 +209,25 @@ type Watch = keyWatch[declaration.Declaration]
 type RosterWatch = keyWatch[declaration.Roster]
 
 // keyWatch is a watch of one key of DeclarationsBucket, each value decoded
-// by decode.
+// by decode: a core NATS subscription on the key's republish subject
+// (RepublishSubject), and a direct get of the key's latest value at start,
+// when the connection comes back and every resync. No JetStream consumer.
 type keyWatch[T any] struct {
 	n       *Node
 	key     string
 	what    string // "declaration", "roster": for the log
 	decode  func([]byte) (T, error)
 	out     chan T
-	kick    chan struct{} // the connection came back: watch anew
+	kick    chan struct{} // the connection came back: read the key anew
 	done    chan struct{}
 	stop    sync.Once
 	refused atomic.Uint64
-	seen    atomic.Uint64 // the newest revision the watch has handled
+	seen    atomic.Uint64 // the newest sequence the watch has handled
+
+	mu    sync.Mutex
+	last  uint64 // the newest sequence handled; older values are ignored
+	ended bool   // out is closed: the subscription's late deliveries are dropped
+	sub   *nats.Subscription
 }
 
 // Watch watches the node's declaration: Updates yields the latest
@@ -202,80 +235,61 @@ type keyWatch[T any] struct {
 // return) and then each new one. It keeps only the latest: an agent busy
 // applying finds the newest waiting, not a queue of stale ones. A value that
 // does not decode, or is for another node, is logged, counted (Refused) and
-// skipped. The watch survives the bus going away and coming back: it watches
-// anew on reconnection and yields what it has not seen. It ends when ctx is
-// done, Stop is called or the Node is closed; then Updates is closed.
+// skipped. The watch survives the bus going away and coming back: it reads
+// its key anew on reconnection and yields what it has not seen. It ends
+// when ctx is done, Stop is called or the Node is closed; then Updates is
+// closed.
+//
+// Each new value reaches the watch as the bucket's stream republishes it
+// (declRepublish), on a core NATS subscription to mesh.decl.<node>: the
+// server keeps no consumer for it, so any number of agents watch one
+// bucket. A value republished while the connection was away is not
+// redelivered: the watch reads the key's latest value by direct get at its
+// start, on every reconnection and every NodeOptions.Resync, and yields a
+// value only if its stream sequence is newer than the last one handled. A
+// user minted by an older build may not subscribe to mesh.decl.<node>: its
+// watch reads by direct get alone, every legacyPoll.
 func (n *Node) Watch(ctx context.Context) (*Watch, error) {
 	return startWatch(ctx, n, n.node, "declaration", func(b []byte) (declaration.Declaration, error) {
 		return decodeDeclaration(n.node, b)
 	})
 }
 
+// watchStart bounds one direct get of a watched key: one that no server
+// answers (the stream between leaders, just after its server stopped) is
+// given up and tried again after rewatchDelay.
+const watchStart = 10 * time.Second
+
+// legacyPoll is how often the watch of a node whose user may not subscribe
+// to its republish subject (minted by an older build) reads its key.
+const legacyPoll = 5 * time.Second
+
+// DefaultResync is how often a watch reads its key's latest value although
+// the subscription is there (NodeOptions.Resync): a republished value the
+// connection lost without a reconnection (the server dropped it from a slow
+// client) is found by then.
+const DefaultResync = time.Minute
+
 func startWatch[T any](ctx context.Context, n *Node, key, what string, decode func([]byte) (T, error)) (*keyWatch[T], error) {
-	kw, err := n.watchKey(ctx, key, what)
-	if err != nil {
+	w := &keyWatch[T]{n: n, key: key, what: what, decode: decode, out: make(chan T, 1), kick: make(chan struct{}, 1), done: make(chan struct{})}
+	if n.subOK {
+		// Subscribed before the first get: a value stored between the two
+		// comes by both, and the newer sequence wins.
+		sub, err := n.nc.Subscribe(RepublishSubject(key), w.heard)
+		if err != nil {
+			return nil, fmt.Errorf("bus: node %s: watch %s: %w", n.node, what, err)
+		}
+		w.sub = sub
+	}
+	if err := w.fetch(ctx); err != nil {
+		w.end()
 		return nil, err
 	}
-	w := &keyWatch[T]{n: n, key: key, what: what, decode: decode, out: make(chan T, 1), kick: make(chan struct{}, 1), done: make(chan struct{})}
 	n.mu.Lock()
 	n.watches[w] = struct{}{}
 	n.mu.Unlock()
-	go w.run(ctx, kw)
+	go w.run(ctx)
 	return w, nil
-}
-
-// watchStart bounds one try at starting a watch. The watch's context
-// lives as long as the watch and need not have a deadline, and JetStream
-// waits on it for the answer to the requests that make the watch's
-// consumer: one that no server answers (the stream between leaders, just
-// after its server stopped) would hold the watch until that context ends,
-// rather than letting it try again.
-const watchStart = 10 * time.Second
-
-// watchKey starts a watch of key. The watch's subscription ends with the
-// context it was made under (the client unsubscribes when it is done), so
-// that context is the watch's own, ended by its Stop, and a try that has
-// not started within watchStart is abandoned by ending it.
-func (n *Node) watchKey(ctx context.Context, key, what string) (jetstream.KeyWatcher, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	abandon := time.AfterFunc(watchStart, cancel)
-	kw, err := n.tryWatch(ctx, key, what)
-	if !abandon.Stop() { // abandoned: ctx is done and the try with it
-		cancel()
-		if err == nil {
-			_ = kw.Stop()
-		}
-		return nil, fmt.Errorf("bus: node %s: watch %s: no answer within %v: %w", n.node, what, watchStart, context.DeadlineExceeded)
-	}
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	return &ownWatch{KeyWatcher: kw, cancel: cancel}, nil
-}
-
-func (n *Node) tryWatch(ctx context.Context, key, what string) (jetstream.KeyWatcher, error) {
-	kv, err := n.bucket(ctx)
-	if err != nil {
-		return nil, err
-	}
-	kw, err := kv.Watch(ctx, key)
-	if err != nil {
-		return nil, fmt.Errorf("bus: node %s: watch %s: %w", n.node, what, err)
-	}
-	return kw, nil
-}
-
-// ownWatch is a JetStream watch with the context it lives under, ended
-// with it.
-type ownWatch struct {
-	jetstream.KeyWatcher
-	cancel context.CancelFunc
-}
-
-func (k *ownWatch) Stop() error {
-	defer k.cancel()
-	return k.KeyWatcher.Stop()
 }
 
 // Updates yields the values; it is closed when the watch ends.
@@ -291,93 +305,127 @@ func (w *keyWatch[T]) Stop() {
 
 func (w *keyWatch[T]) kicked() chan struct{} { return w.kick }
 
-// rewatchDelay is how long a watch that could not start again waits before
-// the next try.
+// rewatchDelay is how long a watch whose read of its key failed waits
+// before the next try.
 const rewatchDelay = time.Second
 
-func (w *keyWatch[T]) run(ctx context.Context, kw jetstream.KeyWatcher) {
+// end unsubscribes and closes out; a delivery after it is dropped.
+func (w *keyWatch[T]) end() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended {
+		return
+	}
+	w.ended = true
+	if w.sub != nil {
+		if err := w.sub.Unsubscribe(); err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrBadSubscription) {
+			w.n.log.Debug("bus: stop watch", "of", w.what, "err", err)
+		}
+	}
+	close(w.out)
+}
+
+func (w *keyWatch[T]) run(ctx context.Context) {
 	log := w.n.log
-	defer close(w.out)
+	defer w.end()
 	defer func() {
 		w.n.mu.Lock()
 		delete(w.n.watches, w)
 		w.n.mu.Unlock()
 	}()
-	drop := func() {
-		if kw != nil {
-			if err := kw.Stop(); err != nil {
-				log.Debug("bus: stop watch", "of", w.what, "err", err)
-			}
-			kw = nil
-		}
-	}
-	defer func() { drop() }()
 	// Last deferred, first run: a panic stops the process before the
 	// closed Updates tell the agent its source ended.
 	defer safego.Catch("bus.watch", log)
-	updates := kw.Updates()
-	var retry <-chan time.Time
-	// rewatch watches anew; false means the connection is closed: the end.
-	rewatch := func() bool {
-		drop()
-		updates, retry = nil, nil
-		nkw, err := w.n.watchKey(ctx, w.key, w.what)
-		if err != nil && w.n.nc.IsClosed() {
-			return false
-		}
-		if err != nil {
-			log.Warn("bus: watch not restarted; trying again", "of", w.what, "in", rewatchDelay, "err", err)
-			retry = time.After(rewatchDelay)
-			return true
-		}
-		kw, updates = nkw, nkw.Updates()
-		return true
+	every := w.n.resync
+	if w.sub == nil {
+		every = min(every, legacyPoll)
 	}
-	var last uint64
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	var retry <-chan time.Time
+	read := func() {
+		retry = nil
+		if !w.n.nc.IsConnected() {
+			return // reconnected kicks the watch, which reads then
+		}
+		if err := w.fetch(ctx); err != nil {
+			if ctx.Err() != nil || w.n.nc.IsClosed() {
+				return
+			}
+			log.Warn("bus: latest value not read; trying again", "of", w.what, "in", rewatchDelay, "err", err)
+			retry = time.After(rewatchDelay)
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-w.done:
 			return
+		case <-w.n.closed:
+			return
 		case <-w.kick:
-			if !rewatch() {
-				return
-			}
+			read()
 		case <-retry:
-			if !rewatch() {
-				return
-			}
-		case e, ok := <-updates:
-			if !ok { // the subscription ended under us
-				kw = nil
-				if w.n.nc.IsClosed() {
-					return
-				}
-				updates, retry = nil, time.After(rewatchDelay)
-				continue
-			}
-			if e == nil || e.Revision() <= last { // nil: the initial values are done
-				continue
-			}
-			last = e.Revision()
-			w.handle(e)
-			w.seen.Store(last) // handled: offered, or skipped with its reason
+			read()
+		case <-tick.C:
+			read()
 		}
 	}
 }
 
-// handle offers the value of entry e on w.out, keeping only the latest (one
-// not yet taken is replaced), or logs why it is skipped.
-func (w *keyWatch[T]) handle(e jetstream.KeyValueEntry) {
-	if e.Operation() != jetstream.KeyValuePut {
-		w.n.log.Warn("bus: key deleted; keeping the last value", "of", w.what, "revision", e.Revision())
+// fetch reads the key's latest value by direct get and handles it if it is
+// newer than what the watch handled. No value yet is no error.
+func (w *keyWatch[T]) fetch(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, watchStart)
+	defer cancel()
+	m, err := w.n.directGet(ctx, w.key)
+	if errors.Is(err, errNoValue) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("bus: node %s: watch %s: %w", w.n.node, w.what, err)
+	}
+	w.offer(m)
+	return nil
+}
+
+// heard is the subscription's handler: a value republished by the stream.
+func (w *keyWatch[T]) heard(m *nats.Msg) {
+	defer safego.Catch("bus.watch", w.n.log)
+	w.offer(m)
+}
+
+// offer handles m (a direct get's answer or a republished value), unless
+// the watch handled a newer one or has ended.
+func (w *keyWatch[T]) offer(m *nats.Msg) {
+	seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+	if err != nil || seq == 0 {
+		w.n.log.Warn("bus: value without its stream sequence ignored", "of", w.what, "subject", m.Subject)
 		return
 	}
-	v, err := w.decode(e.Value())
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended || seq <= w.last {
+		return
+	}
+	w.last = seq
+	w.handle(seq, m)
+	w.seen.Store(seq) // handled: offered, or skipped with its reason
+}
+
+// handle offers the value of m on w.out, keeping only the latest (one not
+// yet taken is replaced), or logs why it is skipped. Called with w.mu
+// held, the only sender on w.out.
+func (w *keyWatch[T]) handle(seq uint64, m *nats.Msg) {
+	if op := m.Header.Get(kvOperationHeader); op != "" && op != "PUT" {
+		w.n.log.Warn("bus: key deleted; keeping the last value", "of", w.what, "revision", seq)
+		return
+	}
+	v, err := w.decode(m.Data)
 	if err != nil {
 		w.refused.Add(1)
-		w.n.log.Error("bus: value refused", "of", w.what, "revision", e.Revision(), "err", err)
+		w.n.log.Error("bus: value refused", "of", w.what, "revision", seq, "err", err)
 		return
 	}
 	select {
@@ -388,6 +436,32 @@ func (w *keyWatch[T]) handle(e jetstream.KeyValueEntry) {
 		default:
 		}
 		w.out <- v
+	}
+}
+
+// kvOperationHeader says what a KV message is: absent for a put, DEL or
+// PURGE for a delete.
+const kvOperationHeader = "KV-Operation"
+
+// errNoValue means a direct get found no value under the key.
+var errNoValue = errors.New("bus: no value under the key")
+
+// directGet reads the latest message of key in DeclarationsBucket with a
+// direct get (the only read a node's user may make: its own key's and the
+// roster's). The answer carries the value, its stream sequence
+// (Nats-Sequence) and the KV operation; errNoValue if there is none.
+func (n *Node) directGet(ctx context.Context, key string) (*nats.Msg, error) {
+	m, err := n.nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+declStream+"."+declPrefix+key, nil)
+	if err != nil {
+		return nil, fmt.Errorf("direct get of %s: %w", key, err)
+	}
+	switch st := m.Header.Get("Status"); st {
+	case "":
+		return m, nil
+	case "404":
+		return nil, errNoValue
+	default:
+		return nil, fmt.Errorf("direct get of %s: status %s %s", key, st, m.Header.Get("Description"))
 	}
 }
 

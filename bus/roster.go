@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats.go/jetstream"
@@ -196,13 +197,17 @@ func (n *Node) Roster(ctx context.Context) (declaration.Roster, uint64, error) {
 	if !n.rosterOK {
 		return declaration.Roster{}, 0, fmt.Errorf("bus: node %s: %w", n.node, ErrRosterNotPermitted)
 	}
-	kv, err := n.bucket(ctx)
-	if err != nil {
-		return declaration.Roster{}, 0, err
+	m, err := n.directGet(ctx, RosterKey)
+	if errors.Is(err, errNoValue) {
+		return declaration.Roster{}, 0, fmt.Errorf("bus: node %s: %w", n.node, ErrNoRoster)
 	}
-	r, rev, err := getRoster(ctx, kv)
 	if err != nil {
-		return declaration.Roster{}, 0, fmt.Errorf("bus: node %s: %w", n.node, err)
+		return declaration.Roster{}, 0, fmt.Errorf("bus: node %s: get roster: %w", n.node, err)
+	}
+	rev, _ := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+	r, err := DecodeRoster(m.Data)
+	if err != nil {
+		return declaration.Roster{}, 0, fmt.Errorf("bus: node %s: roster at bucket revision %d: %w", n.node, rev, err)
 	}
 	n.hold(r.Revision)
 	return r, rev, nil
@@ -248,6 +253,21 @@ func (n *Node) HeldRoster() uint64 { return n.held.Load() }
 // before; new credentials (mesh node join-token, or register --creds)
 // let it read the shared value.
 var ErrRosterNotPermitted = errors.New("bus: the node's credentials do not permit reading the shared roster (minted before it existed)")
+
+// republishPermitted reports whether the user JWT may subscribe to node's
+// republish subject (NodePermissions grants it since agents hear their key
+// republished rather than through a consumer). A JWT that does not decode
+// permits nothing.
+func republishPermitted(userJWT, node string) bool {
+	uc, err := jwt.DecodeUserClaims(userJWT)
+	if err != nil {
+		return false
+	}
+	if len(uc.Sub.Allow) == 0 && len(uc.Sub.Deny) == 0 {
+		return true // a user without subscribe permissions may subscribe to anything
+	}
+	return slices.Contains(uc.Sub.Allow, RepublishSubject(node))
+}
 
 // rosterPermitted reports whether the user JWT may read the shared roster
 // value (NodePermissions grants it since the roster travelled once). A JWT

@@ -28,6 +28,10 @@ var ErrInsecure = errors.New("bus: listening beyond loopback needs TLS (or Insec
 // carries its files' contents, so NATS's 1 MiB default is raised.
 const maxPayload = 8 << 20
 
+// authTimeout is how long the embedded server waits for a new
+// connection's CONNECT (server.Options.AuthTimeout).
+const authTimeout = 10 * time.Second
+
 // ServerConfig is how the embedded bus runs.
 type ServerConfig struct {
 	// Dir is the bus's directory (DATA/bus): the trust root's seeds (unless
@@ -140,6 +144,12 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 		TrustedOperators: []*jwt.OperatorClaims{op},
 		AccountResolver:  resolver,
 		SystemAccount:    op.SystemAccount,
+		// A connection has this long to say who it is (nats-server's
+		// default is 2 s): thousands of agents connecting at once (a
+		// fleet coming back after the bus restarted) each need their JWT
+		// checked, and were refused with "Authentication Timeout" at 1,000
+		// on a loaded machine.
+		AuthTimeout: authTimeout.Seconds(),
 	}
 	if host == "" {
 		opts.Host = "0.0.0.0"

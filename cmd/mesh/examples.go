@@ -104,6 +104,11 @@ var examples = map[string]string{
   mesh sim --nodes 1000 --faults none --measure`,
 	"bus account": `  # the NATS servers' trust and the controller's credentials, for mesh up --nats
   mesh bus account --data /var/lib/mesh`,
+	"bus check": `  # the embedded bus of a controller
+  mesh bus check --data /var/lib/mesh
+
+  # an external cluster, as mesh up --nats reaches it
+  mesh bus check --nats nats://a:4222 --nats-creds DATA/bus-account/controller.creds --nats-account-seed DATA/bus-account/signing.nk`,
 	"token": `  mesh token create alice
   mesh token list`,
 	"token create": `  mesh token create alice --ttl 720h`,

@@ -139,6 +139,7 @@ var freeFormFlags = map[string]string{
 	"export --file": "a path", "export --since": "a position: pflag parses every uint64",
 	"up --mesh": "a path", "up --modules": "a path", "up --tls-cert": "a path", "up --tls-key": "a path",
 	"up --bus-trust": "a path", "up --nats-creds": "a path", "up --nats-ca": "a path", "up --nats-account-seed": "a path", "up --nats-operator-seed": "a path", "up --nats-system-creds": "a path",
+	"bus check --nats-creds": "a path", "bus check --nats-ca": "a path", "bus check --nats-account-seed": "a path",
 	"node revoke --creds": "a path", "node revoke --key": "the controller checks it (Minter.CheckKey)",
 	"roster --diff": "the verb checks it first (FROM,TO)",
 	"docs --dir":    "a path", "docs --man": "a path",

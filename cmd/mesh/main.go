@@ -101,8 +101,8 @@ status, holds, timeline and churn are projections of the stream.`,
 	store.AddCommand(e.storeVerifyCmd(), e.storeMigrateCmd(), e.storeHeadCmd())
 	scenario := clihelp.Group("scenario", "Gherkin scenarios: run")
 	scenario.AddCommand(e.scenarioRunCmd())
-	busGroup := clihelp.Group("bus", "the bus: account")
-	busGroup.AddCommand(e.busAccountCmd())
+	busGroup := clihelp.Group("bus", "the bus: account, check")
+	busGroup.AddCommand(e.busAccountCmd(), e.busCheckCmd())
 
 	root.AddCommand(
 		e.upCmd(), e.agentCmd(), e.statusCmd(), e.infoCmd(), e.versionCmd(), node, module,

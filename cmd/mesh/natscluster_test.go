@@ -149,6 +149,15 @@ include meshplane.conf
 	c.token = strings.TrimSpace(string(tok))
 	env := c.env()
 
+	// mesh bus check against the cluster, as an operator would run it.
+	if code, out, errOut := cli(t, nil, "bus", "check", "--nats", strings.Join(urls, ","),
+		"--nats-creds", filepath.Join(accountDir, bus.ControllerCredsFile),
+		"--nats-account-seed", filepath.Join(accountDir, "signing.nk")); code != exitOK || strings.Count(out, "\nok  ") != 4 || !strings.HasPrefix(out, "ok  ") {
+		t.Fatalf("mesh bus check on the external cluster: exit %d\n%s%s", code, out, errOut)
+	} else {
+		t.Logf("mesh bus check on the external cluster:\n%s", out)
+	}
+
 	// The node's user, minted with the signing key the controller keeps.
 	seed, err := os.ReadFile(filepath.Join(accountDir, "signing.nk"))
 	if err != nil {
