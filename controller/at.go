@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/google/uuid"
 	"sync"
 	"time"
 
@@ -346,6 +347,22 @@ func (s storeAt) Append(context.Context, string, events.ExpectedVersion, ...even
 }
 
 func (s storeAt) Head(context.Context) (uint64, error) { return s.pos, nil }
+
+// ReadByID reads through the store (events.IDReader), as far as pos: an
+// event stored after it is not found. Folds of a past moment look up by
+// id what their checkpoint does not hold (a quiet report's held_since, a
+// declaration stored by reference to its resources).
+func (s storeAt) ReadByID(ctx context.Context, id uuid.UUID) (events.Event, error) {
+	r, ok := s.Store.(events.IDReader)
+	if !ok {
+		return events.Event{}, fmt.Errorf("controller: read event %s: the store reads no event by id: %w", id, events.ErrNotFound)
+	}
+	ev, err := r.ReadByID(ctx, id)
+	if err == nil && ev.Position > s.pos {
+		return events.Event{}, fmt.Errorf("controller: event %s is after position %d: %w", id, s.pos, events.ErrNotFound)
+	}
+	return ev, err
+}
 
 func (s storeAt) ChainHead(ctx context.Context) (events.ChainHead, error) {
 	evs, err := s.Store.ReadAll(ctx, s.pos-1, 1)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/google/uuid"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -28,6 +29,13 @@ type countingStore struct {
 	mu   sync.Mutex
 	read int
 	low  uint64 // the lowest position a bulk read handed over (0: none)
+}
+
+// ReadByID reads through the store it counts for (events.IDReader): a
+// resumed runner looks up by id what its checkpoint does not hold (a
+// declaration stored by reference names one carried before it).
+func (s *countingStore) ReadByID(ctx context.Context, id uuid.UUID) (events.Event, error) {
+	return s.Store.(events.IDReader).ReadByID(ctx, id)
 }
 
 func (s *countingStore) ReadAll(ctx context.Context, after uint64, limit int) ([]events.Event, error) {

@@ -113,7 +113,18 @@ func (b *ResourceBook) lookup(ctx context.Context, stream, id string) ([]Resourc
 	if b.r == nil {
 		return nil, fmt.Errorf("events: resources_since %s: not seen, and no store to look it up in: %w", id, ErrResourcesUnresolved)
 	}
-	return ResourcesOf(ctx, b.r, b.reg, stream, id)
+	refs, err := ResourcesOf(ctx, b.r, b.reg, stream, id)
+	if err == nil {
+		if _, seen := b.last[stream]; !seen {
+			// The next declarations of the node name the same one until
+			// its resources change: one lookup for all of them (a book
+			// that starts after it, from a checkpoint).
+			if u, perr := uuid.Parse(id); perr == nil {
+				b.last[stream] = seenResources{id: u, refs: refs}
+			}
+		}
+	}
+	return refs, err
 }
 
 // Forget drops what the book keeps of stream (a node removed).
