@@ -205,6 +205,12 @@ func splitRounds(reg *events.Registry, evs []events.Event) []round {
 		}
 		return i < len(lateAt) && lateAt[i].Before(b)
 	}
+	// A compose after an apply begins the next pass only in a history of
+	// whole passes (the controller's pass: every node composed and sent,
+	// then the applies). A pass of one node at a time (mesh up --passes,
+	// the scenarios' "N passes run on"), composes a node after the
+	// previous node's apply within one pass.
+	whole := wholePasses(evs)
 	var lateApplies []nodeAt
 	var out []round
 	cur := round{applied: map[string]bool{}, late: map[string]bool{}, staged: map[string]bool{}, flushed: map[string]time.Time{}}
@@ -233,7 +239,7 @@ func splitRounds(reg *events.Registry, evs []events.Event) []round {
 			// again, a node whose report a cut bus or a failing store
 			// kept: each leaves no apply of the node to close on.)
 			if cur.applied[n] || cur.staged[stage+" "+n] || (stage == stageCompose && cur.staged[stageSend+" "+n]) ||
-				(stage == stageCompose && (len(cur.apply) > 0 || !cur.at.IsZero() && appliedBetween(cur.at, ev.At))) {
+				(whole && stage == stageCompose && (len(cur.apply) > 0 || !cur.at.IsZero() && appliedBetween(cur.at, ev.At))) {
 				closeRound()
 			}
 			cur.staged[stage+" "+n] = true
@@ -328,4 +334,25 @@ func roundOf(ends []uint64, p uint64) int {
 		return len(ends)
 	}
 	return i + 1
+}
+
+// wholePasses reports whether evs were recorded by whole passes (the
+// controller's PushChanged, mesh sim): two nodes' declarations composed one
+// after the other, with nothing between them, somewhere in the history. A
+// pass of one node at a time composes a node, sends it and records its
+// apply before the next node's compose, so never does that.
+func wholePasses(evs []events.Event) bool {
+	prev := ""
+	for _, ev := range evs {
+		if ev.Type != events.TypeDeclarationComposed {
+			prev = ""
+			continue
+		}
+		if n := nodeOf(ev); prev != "" && n != prev {
+			return true
+		} else {
+			prev = n
+		}
+	}
+	return false
 }
