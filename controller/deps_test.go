@@ -64,7 +64,7 @@ var layers = map[string]layer{
 	"meshplane/controller": {
 		imports: []string{
 			"cmp", "context", "crypto/rand", "crypto/sha256", "crypto/subtle", "encoding/base64", "encoding/hex", "encoding/json", "errors", "fmt",
-			"golang.org/x/sync/errgroup", "io", "io/fs", "log/slog",
+			"github.com/google/uuid", "golang.org/x/sync/errgroup", "io", "io/fs", "log/slog",
 			"meshplane/agent", "meshplane/api", "meshplane/commands", "meshplane/declaration", "meshplane/events",
 			"meshplane/internal/atomicfile", "meshplane/internal/safego", "meshplane/projections", "meshplane/secrets", "os", "path/filepath", "slices", "strings", "sync",
 			"sync/atomic", "syscall", "time",

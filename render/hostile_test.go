@@ -45,11 +45,12 @@ var printers = map[string]any{
 
 // notWalked are the exported functions the walk leaves out, and why.
 var notWalked = map[string]string{
-	"NewProgress":  "draws only on a terminal (never on a test's buffer); its description is Escape'd",
-	"ProgressFunc": "draws only on a terminal, through NewProgress",
-	"PassBar":      "draws only on a terminal, and no string of anyone's",
-	"Text":         "keeps newlines by design (CLI errors); TestText checks it",
-	"SafeWriter":   "Text on a stream; TestText checks it",
+	"NewProgress":   "draws only on a terminal (never on a test's buffer); its description is Escape'd",
+	"ProgressFunc":  "draws only on a terminal, through NewProgress",
+	"PassBar":       "draws only on a terminal, and no string of anyone's",
+	"Text":          "keeps newlines by design (CLI errors); TestText checks it",
+	"SafeWriter":    "Text on a stream; TestText checks it",
+	"AnchorDiffers": "a predicate on a chain report: it prints nothing",
 }
 
 // TestHostileStringsEveryPrinter: every exported printer, in table and in
