@@ -110,6 +110,7 @@ type round struct {
 	apply    []nodeAt
 	late     map[string]bool      // nodes whose late reports were delivered in it
 	staged   map[string]bool      // "STAGE NODE": the controller's stages (ctlStage) a node went through in it
+	sent     bool                 // a send of any node is in it: in whole passes, every compose of a pass comes before its sends
 	flushed  map[string]time.Time // node → when its kept reports were last delivered in it
 	from, to uint64               // positions in the store: (from, to]
 	at       time.Time            // of its first event
@@ -239,10 +240,11 @@ func splitRounds(reg *events.Registry, evs []events.Event) []round {
 			// again, a node whose report a cut bus or a failing store
 			// kept: each leaves no apply of the node to close on.)
 			if cur.applied[n] || cur.staged[stage+" "+n] || (stage == stageCompose && cur.staged[stageSend+" "+n]) ||
-				(whole && stage == stageCompose && (len(cur.apply) > 0 || !cur.at.IsZero() && appliedBetween(cur.at, ev.At))) {
+				(whole && stage == stageCompose && (cur.sent || len(cur.apply) > 0 || !cur.at.IsZero() && appliedBetween(cur.at, ev.At))) {
 				closeRound()
 			}
 			cur.staged[stage+" "+n] = true
+			cur.sent = cur.sent || stage == stageSend
 			cur.ctl = append(cur.ctl, ev)
 		case ev.Type == events.TypeApplyReported && late[applyID(reg, ev)]:
 			cur.applies = append(cur.applies, ev)
