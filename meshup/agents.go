@@ -13,6 +13,7 @@ import (
 
 	"meshplane/agent"
 	"meshplane/agent/agentd"
+	"meshplane/internal/forker"
 )
 
 // Where `mesh up` keeps the local agents it starts, in its data directory:
@@ -178,7 +179,7 @@ func StartAgents(cfg AgentsConfig) (Agents, error) {
 		// stops the agents itself, in order. Pdeathsig: up dying, even by
 		// SIGKILL, stops it too (see orphans.go).
 		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-		err = onForker(c.Start)
+		err = forker.Do(c.Start)
 		logf.Close() // the child has its own descriptor
 		if err != nil {
 			return procs, fmt.Errorf("start agent %s: %w", n.Name, err)

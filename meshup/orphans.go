@@ -7,15 +7,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"meshplane/agent/agentd"
-	"meshplane/internal/safego"
 )
 
 // The agents `mesh up` starts never outlive it, and the ones an earlier up
@@ -223,30 +220,4 @@ func stopPID(dir string, pid int) error {
 		return nil
 	}
 	return fmt.Errorf("its lock on %s is still held after SIGKILL", dir)
-}
-
-// forker is a goroutine locked to its OS thread for the life of the
-// process, on which the agents are started: Linux sends a child its
-// parent-death signal when the thread that forked it ends, not the
-// process, and the Go runtime may end a thread.
-var forker struct {
-	once sync.Once
-	reqs chan func()
-}
-
-// onForker runs start on the forker's thread and returns its error.
-func onForker(start func() error) error {
-	forker.once.Do(func() {
-		forker.reqs = make(chan func())
-		safego.Go("meshup.forker", nil, func() error {
-			runtime.LockOSThread() // never unlocked, and the goroutine never ends
-			for f := range forker.reqs {
-				f()
-			}
-			return nil
-		})
-	})
-	errc := make(chan error, 1)
-	forker.reqs <- func() { errc <- start() }
-	return <-errc
 }

@@ -7,14 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"meshplane/internal/forker"
 	"meshplane/internal/safego"
 )
 
@@ -55,7 +54,7 @@ func (h *Host) Start(t testing.TB, env []string, name string, args ...string) *P
 	// with the test's, even one killed without its cleanups, because it is
 	// started on the forker's thread, which lives as long as the process.
 	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := onForker(p.Cmd.Start); err != nil {
+	if err := forker.Do(p.Cmd.Start); err != nil {
 		t.Fatalf("hosttest: start %s on %s: %v", name, h, err)
 	}
 	safego.Go("hosttest.wait", nil, func() error {
@@ -70,32 +69,6 @@ func (h *Host) Start(t testing.TB, env []string, name string, args ...string) *P
 		}
 	})
 	return p
-}
-
-// forker is a goroutine locked to its OS thread for the life of the
-// process, on which Start forks: Linux sends a child its Pdeathsig when the
-// thread that forked it ends, not the process, and the Go runtime ends
-// threads (one whose goroutine ends locked, as Do's may).
-var forker struct {
-	once sync.Once
-	reqs chan func()
-}
-
-// onForker runs start on the forker's thread and returns its error.
-func onForker(start func() error) error {
-	forker.once.Do(func() {
-		forker.reqs = make(chan func())
-		safego.Go("hosttest.forker", nil, func() error {
-			runtime.LockOSThread() // never unlocked, and the goroutine never ends
-			for f := range forker.reqs {
-				f()
-			}
-			return nil
-		})
-	})
-	errc := make(chan error, 1)
-	forker.reqs <- func() { errc <- start() }
-	return <-errc
 }
 
 // Pid is the process's id (the program's: ip netns exec execs it).
