@@ -558,6 +558,29 @@ func declNumber(decl string) string {
 
 // --- roster diff, why ---
 
+// ownPush is the push behind touch t as its panel lists it: every apply
+// of a declaration shares the push's correlation, so the answer's Push
+// names the applies of the declaration's other touches too; ownPush keeps
+// the push's other entries (its compose, its push) and t's own applies
+// (those of its run), and leaves the other touches' applies to them.
+func ownPush(t api.WhyTouch) []api.Entry {
+	first, last := t.Entry.Position, t.Entry.Position
+	if r := t.Entry.Run; r != nil {
+		first, last = r.FirstPosition, r.LastPosition
+	}
+	var out []api.Entry
+	for _, en := range t.Push {
+		switch en.Type {
+		case events.TypeApplyReported, events.TypeReportDeliveredLate:
+			if en.Position < first || en.Position > last {
+				continue
+			}
+		}
+		out = append(out, en)
+	}
+	return out
+}
+
 type diffView struct {
 	Node string
 	api.RosterDiff
@@ -606,6 +629,9 @@ func (h *handler) why(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := whyView{Node: node, Resource: res, Touches: api.CollapseWhy(resp.Touches)}
+	for i := range v.Touches {
+		v.Touches[i].Push = ownPush(v.Touches[i])
+	}
 	if n := len(v.Touches); n > whyTouches {
 		v.Earlier = n - whyTouches
 		v.Touches = v.Touches[n-whyTouches:]
