@@ -158,6 +158,9 @@ type nodeView struct {
 	First, Last        uint64 // positions of the page's first and last entries
 	Decls              []api.Entry
 	DiffFrom, DiffTo   string
+	// AsOf is the moment shown (?at=); nil: now. The node's head and
+	// what ran say so, never "live" or "now".
+	AsOf *api.Moment
 }
 
 type column struct {
@@ -269,6 +272,7 @@ func (h *handler) node(w http.ResponseWriter, r *http.Request) {
 		row := statusRow(st.Nodes[0])
 		v.Status = &row
 	}
+	v.AsOf = st.AsOf
 	v.Decls = decls.Entries
 	slices.Reverse(v.Decls) // newest first
 	if len(v.Decls) > 0 {
@@ -609,7 +613,8 @@ func (h *handler) diff(w http.ResponseWriter, r *http.Request) {
 type whyView struct {
 	Node, Resource string
 	Touches        []api.WhyTouch
-	Earlier        int // touches not shown (older)
+	Earlier        int         // touches not shown (older)
+	AsOf           *api.Moment // the moment shown (?at=); nil: now
 }
 
 func (h *handler) why(w http.ResponseWriter, r *http.Request) {
@@ -628,7 +633,7 @@ func (h *handler) why(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	v := whyView{Node: node, Resource: res, Touches: api.CollapseWhy(resp.Touches)}
+	v := whyView{Node: node, Resource: res, Touches: api.CollapseWhy(resp.Touches), AsOf: resp.AsOf}
 	for i := range v.Touches {
 		v.Touches[i].Push = ownPush(v.Touches[i])
 	}

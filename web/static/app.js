@@ -33,8 +33,20 @@
     else if (e.name !== 'AbortError') console.error(e);
   }
 
+  // setLive says whether the page follows the controller; while a past
+  // moment is shown it says that instead (the stream still runs, so "now"
+  // finds it live), never "live" or a position of now.
+  let liveOn = false;
+  let liveText = 'not connected';
   function setLive(on, text) {
+    liveOn = on;
+    liveText = text;
     const l = $('live');
+    if (at && token) {
+      l.textContent = 'as of ' + at + ' · not live';
+      l.className = 'live past';
+      return;
+    }
     l.textContent = text;
     l.className = 'live ' + (on ? 'on' : 'off');
   }
@@ -66,6 +78,7 @@
     at = a;
     $('at').value = a;
     setHash();
+    setLive(liveOn, liveText);
     await refreshStatus();
     if (node) { cursor = ''; await loadNode(); }
   }
@@ -75,6 +88,7 @@
     $('login').hidden = true;
     $('main').hidden = false;
     $('logout').hidden = false;
+    setLive(liveOn, liveText);
     try {
       await refreshStatus();
       const h = new URLSearchParams(location.hash.slice(1));
@@ -234,7 +248,8 @@
     if (!b) return;
     const d = b.dataset;
     let work = null;
-    if (d.node !== undefined) work = openNode(d.node, '');
+    if ('live' in d) work = moveTo('');
+    else if (d.node !== undefined) work = openNode(d.node, '');
     else if (d.before !== undefined) { cursor = 'before=' + d.before; work = loadNode(); }
     else if (d.after !== undefined) { cursor = 'after=' + d.after + ('forward' in d ? '&forward=1' : ''); work = loadNode(); }
     else if ('latest' in d) { cursor = ''; work = loadNode(); }
