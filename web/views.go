@@ -30,6 +30,7 @@ var funcs = template.FuncMap{
 		return t.UTC().Format(time.RFC3339)
 	},
 	"short": shortDigest,
+	"kind":  stateKind,
 	// orNone is a changed field's value, "(none)" when absent.
 	"orNone": func(s string) string {
 		if s == "" {
@@ -65,15 +66,6 @@ func shortDigest(d string) string {
 
 // --- status ---
 
-type statusView struct {
-	Info  api.Info
-	Nodes []nodeRow
-	// Skipped is how many events the projections could not fold.
-	Skipped int
-	// AsOf is the moment shown (?at=); nil: now.
-	AsOf *api.Moment
-}
-
 type nodeRow struct {
 	api.NodeStatus
 	Held      string // "route-proxy: 2, photos: 1"
@@ -88,6 +80,9 @@ type nodeRow struct {
 	// Pending are the modules assigned and absent from the applied
 	// declaration, by name, each with why (its compose failed, ...).
 	Pending []pendingModule
+	// Runs are the node's modules, each with its containers and their
+	// states (the overview's; set for the rows of its page only).
+	Runs []moduleRun
 }
 
 // pendingModule is a module of a node's that is pending, and why.
@@ -95,27 +90,6 @@ type pendingModule struct{ Module, Reason string }
 
 // modulePending is projections.ModulePending, as the API carries it.
 const modulePending = "pending"
-
-func (h *handler) status(w http.ResponseWriter, r *http.Request) {
-	info, err := h.qs(r).Info(r.Context())
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	st, err := h.qs(r).Status(r.Context(), api.StatusRequest{})
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	v := statusView{Info: info, Skipped: st.Skipped.FailuresTotal, AsOf: st.AsOf}
-	for _, n := range st.Skipped.UnknownTypes {
-		v.Skipped += n
-	}
-	for _, ns := range st.Nodes {
-		v.Nodes = append(v.Nodes, statusRow(ns))
-	}
-	h.render(w, r, "status.html", v)
-}
 
 // --- a node's swimlanes ---
 
