@@ -159,8 +159,16 @@
     const q = '/ui/node?node=' + encodeURIComponent(node) + (cursor ? '&' + cursor : '');
     const html = await get(q);
     if (shown !== node) return; // another node was chosen meanwhile
+    // The lanes keep their newest columns in view: a page opens scrolled
+    // to its right end, and a refresh stays there unless the reader
+    // scrolled back to look at older columns.
+    const was = document.querySelector('#node .lanes-wrap');
+    const atEnd = !keepDiff || !was || was.scrollLeft + was.clientWidth >= was.scrollWidth - 4;
+    const left = was ? was.scrollLeft : 0;
     $('node').innerHTML = html;
     if (keep && $('diff')) $('diff').innerHTML = keep;
+    const wrap = document.querySelector('#node .lanes-wrap');
+    if (wrap) wrap.scrollLeft = atEnd ? wrap.scrollWidth : left;
   }
 
   // refresh is what an announced position does: the status again, and the
