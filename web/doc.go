@@ -19,7 +19,11 @@
 //
 //	GET /                   the page (no data: it asks for the token)
 //	GET /static/{file}      the script, the style sheet, the icon
-//	GET /ui/status          fragment: every node's status, and the controller's
+//	GET /ui/status          fragment: ?state=S &module=M &name=N &page=P
+//	                        the nodes' status, a page (StatusPageSize) at a
+//	                        time, what is wrong first, each with its modules
+//	                        and containers and their states; above it every
+//	                        node counted by state; and the controller's
 //	GET /ui/node            fragment: ?node=N [&before=P | &after=P] [&limit=L]
 //	                        what runs on the node now, its swimlanes, churn
 //	                        bands and evidence, and the roster diff form
@@ -29,7 +33,10 @@
 //
 // Every fragment takes ?at=POSITION or ?at=TIME (RFC 3339): it is then
 // rendered as the mesh stood after the last event at or before it (the
-// controller's At, api.Historian), the status saying "as of position N".
+// controller's At, api.Historian), and says it is a moment: the status
+// opens with a banner naming it and a way back to live, and leaves out
+// now's controller facts; the node's head names it and never says live;
+// its resources are "What ran then".
 // The page's time control (the "as of" field) asks every fragment so,
 // keeps the moment in the link (#at=...&node=...), and follows no live
 // update while it shows one; "now" goes back to the live page.
@@ -66,5 +73,10 @@
 // Every state is a word on the page; a colour only repeats it, and two
 // meanings never share one: a failure (a failed resource, compose, push or
 // apply) is red, a heavy pass and a churn band magenta, a hold amber, a
-// resource restarted after it was found stopped orange, what runs green.
+// resource restarted after it was found stopped orange, what runs green,
+// a past moment slate blue. The overview styles the states it shows (a
+// node's health, a module's, a container's as the engine says it) by
+// kind (stateKind): failure red (failed, crash-looping, restarting,
+// unhealthy, exited), waiting amber, well green, and neutral grey for
+// starting and any state it does not know, shown as it is.
 package web

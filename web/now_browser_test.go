@@ -21,7 +21,8 @@ import (
 // failed push's error. A heavy pass (the
 // seed-000 marker's colour) and a failure never share a colour: the failed
 // resource, the failed compose and a failing apply are one red, opx's
-// first pass (heavy: it created every container) is not.
+// first pass (heavy: it created every container) is not. It saves
+// docs/img/node.png and why.png (-update rewrites them).
 func TestPageShowsWhatRunsNowInChromium(t *testing.T) {
 	exe := chromium(t)
 	f := newNowFixture(t)
@@ -142,4 +143,16 @@ func TestPageShowsWhatRunsNowInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", p)
+
+	// The docs' screenshots (-update rewrites them): opx's page, and why
+	// its restarted container is what it is.
+	do("show opx's page", chromedp.ScrollIntoView(chromedp.CSS(`[data-node-page="opx"]`)))
+	docShot(t, ctx, "node.png")
+	do("ask why "+f.restarted,
+		chromedp.Click(chromedp.CSS(`#resources button[data-why="`+f.restarted+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#panel .why[data-why-resource="`+f.restarted+`"]`)))
+	if got := text("the why panel", "#panel .why"); !strings.Contains(got, "updated (running) in opx/1") || !strings.Contains(got, "created in opx/1") {
+		t.Errorf("the why panel of %s reads %q, want its update and its creation", f.restarted, got)
+	}
+	docShot(t, ctx, "why.png")
 }

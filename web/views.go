@@ -30,6 +30,7 @@ var funcs = template.FuncMap{
 		return t.UTC().Format(time.RFC3339)
 	},
 	"short": shortDigest,
+	"kind":  stateKind,
 	// orNone is a changed field's value, "(none)" when absent.
 	"orNone": func(s string) string {
 		if s == "" {
@@ -65,15 +66,6 @@ func shortDigest(d string) string {
 
 // --- status ---
 
-type statusView struct {
-	Info  api.Info
-	Nodes []nodeRow
-	// Skipped is how many events the projections could not fold.
-	Skipped int
-	// AsOf is the moment shown (?at=); nil: now.
-	AsOf *api.Moment
-}
-
 type nodeRow struct {
 	api.NodeStatus
 	Held      string // "route-proxy: 2, photos: 1"
@@ -88,6 +80,9 @@ type nodeRow struct {
 	// Pending are the modules assigned and absent from the applied
 	// declaration, by name, each with why (its compose failed, ...).
 	Pending []pendingModule
+	// Runs are the node's modules, each with its containers and their
+	// states (the overview's; set for the rows of its page only).
+	Runs []moduleRun
 }
 
 // pendingModule is a module of a node's that is pending, and why.
@@ -95,27 +90,6 @@ type pendingModule struct{ Module, Reason string }
 
 // modulePending is projections.ModulePending, as the API carries it.
 const modulePending = "pending"
-
-func (h *handler) status(w http.ResponseWriter, r *http.Request) {
-	info, err := h.qs(r).Info(r.Context())
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	st, err := h.qs(r).Status(r.Context(), api.StatusRequest{})
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	v := statusView{Info: info, Skipped: st.Skipped.FailuresTotal, AsOf: st.AsOf}
-	for _, n := range st.Skipped.UnknownTypes {
-		v.Skipped += n
-	}
-	for _, ns := range st.Nodes {
-		v.Nodes = append(v.Nodes, statusRow(ns))
-	}
-	h.render(w, r, "status.html", v)
-}
 
 // --- a node's swimlanes ---
 
@@ -158,6 +132,9 @@ type nodeView struct {
 	First, Last        uint64 // positions of the page's first and last entries
 	Decls              []api.Entry
 	DiffFrom, DiffTo   string
+	// AsOf is the moment shown (?at=); nil: now. The node's head and
+	// what ran say so, never "live" or "now".
+	AsOf *api.Moment
 }
 
 type column struct {
@@ -269,6 +246,7 @@ func (h *handler) node(w http.ResponseWriter, r *http.Request) {
 		row := statusRow(st.Nodes[0])
 		v.Status = &row
 	}
+	v.AsOf = st.AsOf
 	v.Decls = decls.Entries
 	slices.Reverse(v.Decls) // newest first
 	if len(v.Decls) > 0 {
@@ -558,6 +536,29 @@ func declNumber(decl string) string {
 
 // --- roster diff, why ---
 
+// ownPush is the push behind touch t as its panel lists it: every apply
+// of a declaration shares the push's correlation, so the answer's Push
+// names the applies of the declaration's other touches too; ownPush keeps
+// the push's other entries (its compose, its push) and t's own applies
+// (those of its run), and leaves the other touches' applies to them.
+func ownPush(t api.WhyTouch) []api.Entry {
+	first, last := t.Entry.Position, t.Entry.Position
+	if r := t.Entry.Run; r != nil {
+		first, last = r.FirstPosition, r.LastPosition
+	}
+	var out []api.Entry
+	for _, en := range t.Push {
+		switch en.Type {
+		case events.TypeApplyReported, events.TypeReportDeliveredLate:
+			if en.Position < first || en.Position > last {
+				continue
+			}
+		}
+		out = append(out, en)
+	}
+	return out
+}
+
 type diffView struct {
 	Node string
 	api.RosterDiff
@@ -586,7 +587,8 @@ func (h *handler) diff(w http.ResponseWriter, r *http.Request) {
 type whyView struct {
 	Node, Resource string
 	Touches        []api.WhyTouch
-	Earlier        int // touches not shown (older)
+	Earlier        int         // touches not shown (older)
+	AsOf           *api.Moment // the moment shown (?at=); nil: now
 }
 
 func (h *handler) why(w http.ResponseWriter, r *http.Request) {
@@ -605,7 +607,10 @@ func (h *handler) why(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	v := whyView{Node: node, Resource: res, Touches: api.CollapseWhy(resp.Touches)}
+	v := whyView{Node: node, Resource: res, Touches: api.CollapseWhy(resp.Touches), AsOf: resp.AsOf}
+	for i := range v.Touches {
+		v.Touches[i].Push = ownPush(v.Touches[i])
+	}
 	if n := len(v.Touches); n > whyTouches {
 		v.Earlier = n - whyTouches
 		v.Touches = v.Touches[n-whyTouches:]

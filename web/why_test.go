@@ -70,3 +70,60 @@ func TestWhyPanelTellsTheWholeChange(t *testing.T) {
 		t.Errorf("the deploy is shown %d times, want once", n)
 	}
 }
+
+// TestWhyPanelListsEachTouchsOwnApplies: two touches of one declaration
+// (a replace, then a restart found later) share the push's correlation,
+// and the answer's Push of each names the other's apply; the panel lists
+// under each touch the push behind it and its own applies only, never
+// the other touch's.
+func TestWhyPanelListsEachTouchsOwnApplies(t *testing.T) {
+	at := time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)
+	compose := api.Entry{Position: 28, Type: events.TypeDeclarationComposed, Summary: "composed novox/4", Declaration: "novox/4"}
+	push := api.Entry{Position: 29, Type: events.TypeDeclarationPushed, Summary: "pushed novox/4", Declaration: "novox/4"}
+	apply := func(pos uint64, summary string) api.Entry {
+		return api.Entry{Position: pos, Type: events.TypeApplyReported, Summary: summary, Declaration: "novox/4", Correlation: "c-4", Node: "novox", At: at.Add(time.Duration(pos) * time.Minute)}
+	}
+	first, second := apply(30, "apply-thirty replaced 1"), apply(40, "apply-forty updated 1")
+	resp := api.WhyResponse{Node: "novox", Resource: "forge-web", Touches: []api.WhyTouch{
+		{Touch: api.Touch{Entry: first, Action: "replaced", Fields: []string{"image"}}, Push: []api.Entry{compose, push, second}},
+		{Touch: api.Touch{Entry: second, Action: "updated", Reason: "found stopped"}, Push: []api.Entry{compose, push, first}},
+	}}
+	srv := httptest.NewServer(web.Handler(whyOnly{resp: resp}, testToken, web.Options{}))
+	t.Cleanup(srv.Close)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/ui/why?node=novox&resource=forge-web", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	res, err := srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("status %d, %v: %s", res.StatusCode, err, b)
+	}
+	// Newest first: the touch of #40, then the touch of #30.
+	_, touches, ok := strings.Cut(string(b), `<ol class="touches">`)
+	items := strings.Split(touches, "<li><strong>")
+	if !ok || len(items) != 3 {
+		t.Fatalf("want two touches listed:\n%s", b)
+	}
+	for _, c := range []struct {
+		item        string
+		own, others string
+	}{
+		{items[1], "apply #40", "apply-thirty"},
+		{items[2], "apply #30", "apply-forty"},
+	} {
+		if strings.Contains(c.item, c.others) {
+			t.Errorf("the touch of %s lists the other touch's apply %q:\n%s", c.own, c.others, c.item)
+		}
+		for _, want := range []string{"composed novox/4", "pushed novox/4"} {
+			if !strings.Contains(c.item, want) {
+				t.Errorf("the touch of %s does not list its push's %q:\n%s", c.own, want, c.item)
+			}
+		}
+	}
+}

@@ -16,6 +16,14 @@
   // time; every fragment is asked with ?at= then, and the link (#at=)
   // holds it.
   let at = new URLSearchParams(location.hash.slice(1)).get('at') || '';
+  // filter is the overview's: state, module, name and page, kept in the
+  // link too; the server filters and pages (/ui/status).
+  const FILTERS = ['state', 'module', 'name', 'page'];
+  const filter = {};
+  {
+    const h = new URLSearchParams(location.hash.slice(1));
+    for (const k of FILTERS) filter[k] = h.get(k) || '';
+  }
 
   class Unauthorized extends Error {}
 
@@ -33,8 +41,20 @@
     else if (e.name !== 'AbortError') console.error(e);
   }
 
+  // setLive says whether the page follows the controller; while a past
+  // moment is shown it says that instead (the stream still runs, so "now"
+  // finds it live), never "live" or a position of now.
+  let liveOn = false;
+  let liveText = 'not connected';
   function setLive(on, text) {
+    liveOn = on;
+    liveText = text;
     const l = $('live');
+    if (at && token) {
+      l.textContent = 'as of ' + at + ' · not live';
+      l.className = 'live past';
+      return;
+    }
     l.textContent = text;
     l.className = 'live ' + (on ? 'on' : 'off');
   }
@@ -58,6 +78,7 @@
     const h = new URLSearchParams();
     if (node) h.set('node', node);
     if (at) h.set('at', at);
+    for (const k of FILTERS) if (filter[k]) h.set(k, filter[k]);
     history.replaceState(null, '', '#' + h.toString());
   }
 
@@ -66,15 +87,18 @@
     at = a;
     $('at').value = a;
     setHash();
+    setLive(liveOn, liveText);
     await refreshStatus();
     if (node) { cursor = ''; await loadNode(); }
   }
 
   async function start() {
     $('at').value = at;
+    showFilter();
     $('login').hidden = true;
     $('main').hidden = false;
     $('logout').hidden = false;
+    setLive(liveOn, liveText);
     try {
       await refreshStatus();
       const h = new URLSearchParams(location.hash.slice(1));
@@ -84,8 +108,31 @@
   }
 
   async function refreshStatus() {
-    $('status').innerHTML = await get('/ui/status');
+    const q = new URLSearchParams();
+    for (const k of FILTERS) if (filter[k]) q.set(k, filter[k]);
+    const s = q.toString();
+    $('status').innerHTML = await get('/ui/status' + (s ? '?' + s : ''));
     markChosen();
+  }
+
+  // showFilter puts the filter in the form.
+  function showFilter() {
+    const sel = $('filter-state');
+    if (filter.state && ![...sel.options].some((o) => o.value === filter.state)) {
+      sel.add(new Option(filter.state, filter.state)); // a state this page's list does not name
+    }
+    sel.value = filter.state;
+    $('filter-module').value = filter.module;
+    $('filter-name').value = filter.name;
+  }
+
+  // setFilter narrows the overview (page 1 unless a page is given).
+  async function setFilter(f) {
+    for (const k of FILTERS) if (k in f) filter[k] = f[k];
+    if (!('page' in f)) filter.page = '';
+    showFilter();
+    setHash();
+    await refreshStatus();
   }
 
   function markChosen() {
@@ -112,8 +159,16 @@
     const q = '/ui/node?node=' + encodeURIComponent(node) + (cursor ? '&' + cursor : '');
     const html = await get(q);
     if (shown !== node) return; // another node was chosen meanwhile
+    // The lanes keep their newest columns in view: a page opens scrolled
+    // to its right end, and a refresh stays there unless the reader
+    // scrolled back to look at older columns.
+    const was = document.querySelector('#node .lanes-wrap');
+    const atEnd = !keepDiff || !was || was.scrollLeft + was.clientWidth >= was.scrollWidth - 4;
+    const left = was ? was.scrollLeft : 0;
     $('node').innerHTML = html;
     if (keep && $('diff')) $('diff').innerHTML = keep;
+    const wrap = document.querySelector('#node .lanes-wrap');
+    if (wrap) wrap.scrollLeft = atEnd ? wrap.scrollWidth : left;
   }
 
   // refresh is what an announced position does: the status again, and the
@@ -234,7 +289,10 @@
     if (!b) return;
     const d = b.dataset;
     let work = null;
-    if (d.node !== undefined) work = openNode(d.node, '');
+    if ('live' in d) work = moveTo('');
+    else if (d.statusState !== undefined) work = setFilter({state: d.statusState});
+    else if (d.statusPage !== undefined) work = setFilter({page: d.statusPage});
+    else if (d.node !== undefined) work = openNode(d.node, '');
     else if (d.before !== undefined) { cursor = 'before=' + d.before; work = loadNode(); }
     else if (d.after !== undefined) { cursor = 'after=' + d.after + ('forward' in d ? '&forward=1' : ''); work = loadNode(); }
     else if ('latest' in d) { cursor = ''; work = loadNode(); }
@@ -256,6 +314,8 @@
       start();
     } else if (ev.target.id === 'moment') {
       moveTo($('at').value.trim()).catch(handle);
+    } else if (ev.target.id === 'status-filter') {
+      setFilter({state: $('filter-state').value, module: $('filter-module').value.trim(), name: $('filter-name').value.trim()}).catch(handle);
     } else if (ev.target.id === 'diff-form') {
       loadDiff($('diff-from').value, $('diff-to').value).catch(handle);
     }
@@ -265,6 +325,7 @@
   $('panel-close').addEventListener('click', (ev) => { ev.stopPropagation(); closePanel(); });
   $('logout').addEventListener('click', () => showLogin(''));
   $('at-now').addEventListener('click', () => moveTo('').catch(handle));
+  $('filter-clear').addEventListener('click', () => setFilter({state: '', module: '', name: ''}).catch(handle));
 
   if (token) start(); else showLogin('');
 })();
