@@ -113,6 +113,7 @@ type round struct {
 	apply    []nodeAt
 	late     map[string]bool      // nodes whose late reports were delivered in it
 	staged   map[string]bool      // "STAGE NODE": the controller's stages (ctlStage) a node went through in it
+	ranLate  map[string]bool      // nodes with a late report delivered in it of an apply that ran in it (by the agent's clock)
 	sent     bool                 // a send of any node is in it: in whole passes, every compose of a pass comes before its sends
 	pass     string               // the pass its controller's events name (events.PassOf), "" when they name none
 	flushed  map[string]time.Time // node → when its kept reports were last delivered in it
@@ -218,14 +219,14 @@ func splitRounds(reg *events.Registry, evs []events.Event) []round {
 	whole := wholePasses(evs)
 	var lateApplies []nodeAt
 	var out []round
-	cur := round{applied: map[string]bool{}, late: map[string]bool{}, staged: map[string]bool{}, flushed: map[string]time.Time{}}
+	cur := round{applied: map[string]bool{}, late: map[string]bool{}, staged: map[string]bool{}, ranLate: map[string]bool{}, flushed: map[string]time.Time{}}
 	var last uint64
 	closeRound := func() {
 		if !cur.empty() {
 			cur.to = last
 			out = append(out, cur)
 		}
-		cur = round{applied: map[string]bool{}, late: map[string]bool{}, staged: map[string]bool{}, flushed: map[string]time.Time{}, from: last}
+		cur = round{applied: map[string]bool{}, late: map[string]bool{}, staged: map[string]bool{}, ranLate: map[string]bool{}, flushed: map[string]time.Time{}, from: last}
 	}
 	for _, ev := range evs {
 		switch {
@@ -276,13 +277,20 @@ func splitRounds(reg *events.Registry, evs []events.Event) []round {
 			cur.applies = append(cur.applies, ev)
 			cur.late[nodeOf(ev)] = true
 			lateApplies = append(lateApplies, nodeAt{nodeOf(ev), ev.At, true, ev})
+			if !cur.at.IsZero() && !ev.At.Before(cur.at) {
+				cur.ranLate[nodeOf(ev)] = true
+			}
 		case ev.Type == events.TypeApplyReported:
 			n := nodeOf(ev)
 			// A node applies once a pass; an apply that ran after the
 			// node's kept reports were delivered (its bus restored
 			// between passes) is the next pass's, while one that ran
-			// before is the one the delivery followed.
-			if cur.applied[n] || (!cur.flushed[n].IsZero() && ev.At.After(cur.flushed[n])) {
+			// before is the one the delivery followed. So is one after
+			// a kept report of an apply of the node that ran in the
+			// round: a pass that recorded nothing of the controller's
+			// (every compose unchanged, or failing as before) has only
+			// its applies to begin it.
+			if cur.applied[n] || cur.ranLate[n] || (!cur.flushed[n].IsZero() && ev.At.After(cur.flushed[n])) {
 				closeRound()
 			}
 			cur.applies = append(cur.applies, ev)
@@ -332,7 +340,7 @@ func splitRounds(reg *events.Registry, evs []events.Event) []round {
 		if i == len(out) || begunAfter(i) || slices.ContainsFunc(out[i].apply, mine) {
 			at := out[i-1].to
 			out = slices.Insert(out, i, round{from: at, to: at, at: a.at,
-				applied: map[string]bool{}, late: map[string]bool{}, staged: map[string]bool{}, flushed: map[string]time.Time{}})
+				applied: map[string]bool{}, late: map[string]bool{}, staged: map[string]bool{}, ranLate: map[string]bool{}, flushed: map[string]time.Time{}})
 		}
 		out[i].apply = append(out[i].apply, a)
 		if out[i].from >= a.ev.Position {

@@ -120,6 +120,23 @@ func TestReplayPassNamesItself(t *testing.T) {
 	agrees(t, path, 3)
 }
 
+// TestReplayPassOfAppliesOnly: a pass that records nothing of the
+// controller's (every compose failing as the last one did, so none is
+// recorded again) has only its applies to begin it. Here (3 nodes, seed
+// 3) two nodes' reads fail in pass 2, so their reports are kept; in pass
+// 3 each delivers its kept report, then its new one. Each node's second
+// apply was read as pass 2's, one pass was lost, and node-002's churn
+// loop (its containers removed in passes 1 and 2) was recorded and not
+// found today. An apply after a kept report of the node's that ran in
+// the round begins the next.
+func TestReplayPassOfAppliesOnly(t *testing.T) {
+	path := recordRun(t, "reads:count=1,passes=3;remove:count=1,passes=1-2;reads:count=2,passes=2;rollout:passes=1;reads:count=2,passes=2",
+		sim.Config{Nodes: 3, Modules: 3, Passes: 3, Seed: 3, ModulesPerNode: 2, Containers: 2})
+	if rep := agrees(t, path, 3); rep.Recorded.Episodes == 0 {
+		t.Errorf("no churn episode recorded: the test proves less than it says")
+	}
+}
+
 // passRE is a controller's event's pass (events.PassCause) and chainRE an
 // export line's chain value, as mesh export writes them.
 var (
