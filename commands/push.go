@@ -23,6 +23,10 @@ type SendFunc func(ctx context.Context, d declaration.Declaration) error
 type LastPush struct {
 	Digest  string
 	Failure string
+	// Pass is the causation of the pass over every node this push is
+	// part of (events.PassCause), recorded on each event the push
+	// appends; "" for a push of its own (named nodes, PushNode).
+	Pass string
 }
 
 // PushAction is what one node's push in a pass does (DecidePush).
@@ -139,9 +143,9 @@ func (h *Handler) StagePush(ctx context.Context, node string, reader Reader, las
 		case PushSkip:
 			return StagedPush{Action: act, Composition: c}, nil
 		case PushRecordFailure:
-			return StagedPush{Action: act}, h.ComposeFailed(ctx, node, err)
+			return StagedPush{Action: act}, h.composeFailed(ctx, node, err, last.Pass)
 		}
-		st, err := h.record(ctx, c)
+		st, err := h.record(ctx, c, last.Pass)
 		if errors.Is(err, events.ErrWrongExpectedVersion) {
 			lastErr = err
 			continue
@@ -174,7 +178,7 @@ func (h *Handler) StagePush(ctx context.Context, node string, reader Reader, las
 //
 // A composition without a correlation (composed with "") gets a new one.
 func (h *Handler) Push(ctx context.Context, c Composition, send SendFunc) (declaration.Declaration, error) {
-	st, err := h.record(ctx, c)
+	st, err := h.record(ctx, c, "")
 	if err != nil {
 		return declaration.Declaration{}, err
 	}
@@ -184,13 +188,14 @@ func (h *Handler) Push(ctx context.Context, c Composition, send SendFunc) (decla
 // record is Push's first step: c's correlation, its roster's revision
 // (roster.changed appended first when its roster is not the last recorded:
 // RosterRevision), and declaration.composed appended at c.Version unless c
-// is unchanged.
-func (h *Handler) record(ctx context.Context, c Composition) (StagedPush, error) {
+// is unchanged; each of its events, and those FinishPush appends, caused
+// by pass (LastPush.Pass).
+func (h *Handler) record(ctx context.Context, c Composition, pass string) (StagedPush, error) {
 	node := c.Declaration.Node
 	if c.Declaration.Correlation == "" {
 		c.Declaration.Correlation = h.newID().String()
 	}
-	st := StagedPush{Action: PushSend, Composition: c, meta: events.Meta{Actor: "controller", Correlation: c.Declaration.Correlation}}
+	st := StagedPush{Action: PushSend, Composition: c, meta: events.Meta{Actor: "controller", Correlation: c.Declaration.Correlation, Causation: pass}}
 	rev, err := h.rosterRevisionOf(ctx, c.Roster, c.Declaration.RosterDigest, st.meta)
 	if err != nil {
 		return StagedPush{}, fmt.Errorf("commands: push %s: %w", node, err)
@@ -241,7 +246,12 @@ func (h *Handler) FinishPush(ctx context.Context, st StagedPush, sendErr error) 
 // (declaration.compose-failed, naming the read when cause is a *ReadError)
 // and returns the error to report, naming the node.
 func (h *Handler) ComposeFailed(ctx context.Context, node string, cause error) error {
-	meta := events.Meta{Actor: "controller", Correlation: h.newID().String()}
+	return h.composeFailed(ctx, node, cause, "")
+}
+
+// composeFailed is ComposeFailed in a pass (LastPush.Pass), its cause.
+func (h *Handler) composeFailed(ctx context.Context, node string, cause error, pass string) error {
+	meta := events.Meta{Actor: "controller", Correlation: h.newID().String(), Causation: pass}
 	p := events.DeclarationComposeFailed{Node: node, Error: cause.Error()}
 	var re *ReadError
 	if errors.As(cause, &re) {

@@ -11,6 +11,7 @@ import (
 	"meshplane/api"
 	"meshplane/commands"
 	"meshplane/declaration"
+	"meshplane/events"
 	"meshplane/internal/safego"
 )
 
@@ -207,7 +208,8 @@ func (c *Controller) Push(ctx context.Context, req api.PushRequest) (api.PushRes
 // digest differs from the last pushed, or its compose failure recorded
 // when it differs from the last recorded (commands.DecidePush). Each
 // node's failure is in its result; only nodes that were pushed or recorded
-// have one. The simulator's passes are this one.
+// have one. Every event it appends names the pass (events.PassCause). The
+// simulator's passes are this one.
 func (c *Controller) PushChanged(ctx context.Context) ([]api.PushResult, error) {
 	if c.standby.Load() {
 		return nil, errStandby()
@@ -256,20 +258,26 @@ func (c *Controller) pushNodes(ctx context.Context, nodes []string, force bool) 
 	if err := c.Sync(ctx); err != nil {
 		return nil, err
 	}
+	// A pass over every node records its id on each event it appends
+	// (events.PassCause): a reader of the history knows which pass each
+	// compose and send belongs to. A push of named nodes is no such pass.
+	pass := ""
 	if nodes == nil {
 		var err error
 		if nodes, err = c.handler.Nodes(ctx); err != nil {
 			return nil, fmt.Errorf("controller: push: %w", err)
 		}
+		pass = events.PassCause(events.NewID())
 	}
 	cache := commands.NewMeshCache(c.handler)
 	cache.Prepare(ctx)
 	// What was last pushed is read here, before the workers start: pushed
 	// is read and written by this goroutine alone. A push now knows none.
 	last := make([]commands.LastPush, len(nodes))
-	if !force {
-		for i, n := range nodes {
-			last[i] = commands.LastPush{Digest: c.lastPushed(n), Failure: c.lastComposeFailure(n)}
+	for i, n := range nodes {
+		last[i].Pass = pass
+		if !force {
+			last[i].Digest, last[i].Failure = c.lastPushed(n), c.lastComposeFailure(n)
 		}
 	}
 	p := &push{c: c, nodes: nodes, force: force,

@@ -16,10 +16,13 @@
 // before it, then the controller's events (declaration.composed,
 // compose-failed, pushed, push-failed), then each node's apply.reported,
 // up to the next command, or the next controller event or apply of a
-// node that already applied in the round. The sandbox runs each round as
-// the controller runs a pass (controller.Controller.PushChanged: every
-// node composed, what changed pushed) and then applies on the nodes that
-// applied in it, in the recorded order.
+// node that already applied in the round. The controller's events of a
+// pass over every node name it (events.PassOf, in histories recorded
+// since they do): a round is then one pass's events, and the order of
+// events decides only for those that name none. The sandbox runs each
+// round as the controller runs a pass (controller.Controller.PushChanged:
+// every node composed, what changed pushed) and then applies on the nodes
+// that applied in it, in the recorded order.
 //
 // Run reads the history file once, as mesh import reads it
 // (commands/importfile: a line over its bound refuses the file, a signal
@@ -110,7 +113,9 @@ type round struct {
 	apply    []nodeAt
 	late     map[string]bool      // nodes whose late reports were delivered in it
 	staged   map[string]bool      // "STAGE NODE": the controller's stages (ctlStage) a node went through in it
+	ranLate  map[string]bool      // nodes with a late report delivered in it of an apply that ran in it (by the agent's clock)
 	sent     bool                 // a send of any node is in it: in whole passes, every compose of a pass comes before its sends
+	pass     string               // the pass its controller's events name (events.PassOf), "" when they name none
 	flushed  map[string]time.Time // node → when its kept reports were last delivered in it
 	from, to uint64               // positions in the store: (from, to]
 	at       time.Time            // of its first event
@@ -214,14 +219,14 @@ func splitRounds(reg *events.Registry, evs []events.Event) []round {
 	whole := wholePasses(evs)
 	var lateApplies []nodeAt
 	var out []round
-	cur := round{applied: map[string]bool{}, late: map[string]bool{}, staged: map[string]bool{}, flushed: map[string]time.Time{}}
+	cur := round{applied: map[string]bool{}, late: map[string]bool{}, staged: map[string]bool{}, ranLate: map[string]bool{}, flushed: map[string]time.Time{}}
 	var last uint64
 	closeRound := func() {
 		if !cur.empty() {
 			cur.to = last
 			out = append(out, cur)
 		}
-		cur = round{applied: map[string]bool{}, late: map[string]bool{}, staged: map[string]bool{}, flushed: map[string]time.Time{}, from: last}
+		cur = round{applied: map[string]bool{}, late: map[string]bool{}, staged: map[string]bool{}, ranLate: map[string]bool{}, flushed: map[string]time.Time{}, from: last}
 	}
 	for _, ev := range evs {
 		switch {
@@ -231,17 +236,39 @@ func splitRounds(reg *events.Registry, evs []events.Event) []round {
 			}
 			cur.ops = append(cur.ops, ev)
 		case controlTypes[ev.Type]:
-			n, stage := nodeOf(ev), ctlStage(ev.Type)
+			n, stage, pass := nodeOf(ev), ctlStage(ev.Type), events.PassOf(ev)
 			// A pass composes a node once and sends it once, after its
 			// compose, and records every compose before the applies its
 			// sends bring: a node's second compose or send, its compose
 			// after its send, and a compose after an apply (delivered on
-			// time, or kept: by the agent's clock) are the next pass's. (A pass that recorded nothing, a send that failed
-			// again, a node whose report a cut bus or a failing store
-			// kept: each leaves no apply of the node to close on.)
-			if cur.applied[n] || cur.staged[stage+" "+n] || (stage == stageCompose && cur.staged[stageSend+" "+n]) ||
-				(whole && stage == stageCompose && (cur.sent || len(cur.apply) > 0 || !cur.at.IsZero() && appliedBetween(cur.at, ev.At))) {
+			// time, or kept: by the agent's clock) are the next pass's. (A
+			// pass that recorded nothing, a send that failed again, a node
+			// whose report a cut bus or a failing store kept: each leaves
+			// no apply of the node to close on.)
+			//
+			// An event that names its pass over every node (events.PassOf:
+			// recorded since passes name themselves) says which it is: the
+			// round's pass goes on, another begins the next round, and so
+			// does an event of no such pass (a push of named nodes) after
+			// one. A round without one goes on into a pass until it holds
+			// another push's events or an apply (on time, or kept: by the
+			// agent's clock), which came after an earlier pass. Events of
+			// no such pass, in a round of none, are cut by their order.
+			var next bool
+			switch {
+			case cur.pass != "":
+				next = pass != cur.pass
+			case pass != "":
+				next = len(cur.ctl) > 0 || len(cur.apply) > 0 || !cur.at.IsZero() && appliedBetween(cur.at, ev.At)
+			default:
+				next = cur.applied[n] || cur.staged[stage+" "+n] || (stage == stageCompose && cur.staged[stageSend+" "+n]) ||
+					(whole && stage == stageCompose && (cur.sent || len(cur.apply) > 0 || !cur.at.IsZero() && appliedBetween(cur.at, ev.At)))
+			}
+			if next {
 				closeRound()
+			}
+			if cur.pass == "" {
+				cur.pass = pass
 			}
 			cur.staged[stage+" "+n] = true
 			cur.sent = cur.sent || stage == stageSend
@@ -250,13 +277,20 @@ func splitRounds(reg *events.Registry, evs []events.Event) []round {
 			cur.applies = append(cur.applies, ev)
 			cur.late[nodeOf(ev)] = true
 			lateApplies = append(lateApplies, nodeAt{nodeOf(ev), ev.At, true, ev})
+			if !cur.at.IsZero() && !ev.At.Before(cur.at) {
+				cur.ranLate[nodeOf(ev)] = true
+			}
 		case ev.Type == events.TypeApplyReported:
 			n := nodeOf(ev)
 			// A node applies once a pass; an apply that ran after the
 			// node's kept reports were delivered (its bus restored
 			// between passes) is the next pass's, while one that ran
-			// before is the one the delivery followed.
-			if cur.applied[n] || (!cur.flushed[n].IsZero() && ev.At.After(cur.flushed[n])) {
+			// before is the one the delivery followed. So is one after
+			// a kept report of an apply of the node that ran in the
+			// round: a pass that recorded nothing of the controller's
+			// (every compose unchanged, or failing as before) has only
+			// its applies to begin it.
+			if cur.applied[n] || cur.ranLate[n] || (!cur.flushed[n].IsZero() && ev.At.After(cur.flushed[n])) {
 				closeRound()
 			}
 			cur.applies = append(cur.applies, ev)
@@ -306,7 +340,7 @@ func splitRounds(reg *events.Registry, evs []events.Event) []round {
 		if i == len(out) || begunAfter(i) || slices.ContainsFunc(out[i].apply, mine) {
 			at := out[i-1].to
 			out = slices.Insert(out, i, round{from: at, to: at, at: a.at,
-				applied: map[string]bool{}, late: map[string]bool{}, staged: map[string]bool{}, flushed: map[string]time.Time{}})
+				applied: map[string]bool{}, late: map[string]bool{}, staged: map[string]bool{}, ranLate: map[string]bool{}, flushed: map[string]time.Time{}})
 		}
 		out[i].apply = append(out[i].apply, a)
 		if out[i].from >= a.ev.Position {
