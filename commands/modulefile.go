@@ -338,7 +338,9 @@ func (p *mfParser) container(n *yaml.Node, f string) events.ContainerSpec {
 				c.Mounts = append(c.Mounts, m)
 			})
 		default:
-			p.fail(v, f+"."+key, "unknown field (want name, image, artifact, command, env, ports, mounts, networks)")
+			if !p.option(&c, f, key, v) {
+				p.fail(v, f+"."+key, "unknown field (want %s)", containerKeys)
+			}
 		}
 	})
 	if p.err == nil {
