@@ -39,6 +39,13 @@
 // Networks a container joins, and volumes it mounts, are made when missing,
 // labelled with the node; they are never removed (a volume is data).
 //
+// A container's options (options.go) are the engine's own: its health
+// check (the engine runs it), network mode (host), published ports (bound
+// at the address the declaration names), restart policy (the spec's, else
+// Options.RestartPolicy), stop timeout (also given when it is removed),
+// memory and CPU limits, entrypoint, user, capabilities, tmpfs mounts and
+// read-only root.
+//
 // # Observing cheaply
 //
 // ListContainers is one ContainerList call with label filters: the
@@ -374,6 +381,16 @@ func stopped(s container.ContainerState) bool {
 // container renamed behind the agent's back is still its own. One at most,
 // unless something outside the mesh copied its labels.
 func (r *Runtime) find(ctx context.Context, op, name string) ([]string, error) {
+	found, err := r.findAll(ctx, op, name)
+	ids := make([]string, len(found))
+	for i, c := range found {
+		ids[i] = c.ID
+	}
+	return ids, err
+}
+
+// findAll is find with the engine's summary of each container.
+func (r *Runtime) findAll(ctx context.Context, op, name string) ([]container.Summary, error) {
 	if err := agent.ValidateContainerName(name); err != nil {
 		return nil, fmt.Errorf("docker: %s: %w", op, err)
 	}
@@ -385,30 +402,36 @@ func (r *Runtime) find(ctx context.Context, op, name string) ([]string, error) {
 	if err != nil {
 		return nil, fail(op, name, err)
 	}
-	var ids []string
+	var found []container.Summary
 	for _, c := range list {
 		if r.ours(c.Labels) && c.Labels[agent.LabelResource] == name {
-			ids = append(ids, c.ID)
+			found = append(found, c)
 		}
 	}
-	if len(ids) == 0 {
+	if len(found) == 0 {
 		return nil, fmt.Errorf("docker: %s %s: managed container of node %s %w", op, name, r.opt.Node, agent.ErrNotFound)
 	}
-	return ids, nil
+	return found, nil
 }
 
 // RemoveContainer implements agent.Runtime: it stops the container (giving
-// it StopTimeout) and removes it, keeping its volumes.
+// it its spec's stop_grace_period, else StopTimeout) and removes it,
+// keeping its volumes.
 func (r *Runtime) RemoveContainer(ctx context.Context, name string) error {
 	if err := done(ctx, "remove", name); err != nil {
 		return err
 	}
-	ids, err := r.find(ctx, "remove", name)
+	found, err := r.findAll(ctx, "remove", name)
 	if err != nil {
 		return err
 	}
-	secs := int(r.opt.StopTimeout / time.Second)
-	for _, id := range ids {
+	for _, c := range found {
+		id := c.ID
+		secs := int(r.opt.StopTimeout / time.Second)
+		var spec declaration.Container
+		if json.Unmarshal([]byte(c.Labels[agent.LabelSpec]), &spec) == nil && spec.StopGracePeriod > 0 {
+			secs = int((spec.StopGracePeriod + time.Second - 1) / time.Second)
+		}
 		r.mine(id)
 		if err := r.eng.ContainerStop(ctx, id, container.StopOptions{Timeout: &secs}); err != nil && !cerrdefs.IsNotFound(err) {
 			return fail("remove", name, fmt.Errorf("stop: %w", err))
@@ -497,8 +520,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, c agent.Container) error 
 		cfg.Cmd = c.Spec.Command
 	}
 	hc := &container.HostConfig{Mounts: mounts, RestartPolicy: container.RestartPolicy{Name: r.opt.RestartPolicy}}
+	options(c.Spec, cfg, hc)
 	var nc *network.NetworkingConfig
-	if len(c.Spec.Networks) > 0 {
+	if len(c.Spec.Networks) > 0 && c.Spec.NetworkMode == "" {
 		first := r.EngineName(c.Spec.Networks[0])
 		hc.NetworkMode = container.NetworkMode(first)
 		nc = &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
