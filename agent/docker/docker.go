@@ -34,7 +34,10 @@
 // rule 2): the declaration's container spec. The roster reaches containers
 // as the hosts file (declaration.HostsPath), which compose mounts read-only
 // at /etc/hosts and which WriteFile rewrites in place, so a running container
-// reads a new name without being recreated.
+// reads a new name without being recreated. This runtime binds a file of the
+// container's own there instead (hosts.go, HostsDir/NAME): the engine's own
+// lines (localhost, the container's host name at its address) above the
+// roster, whose part WriteFile rewrites in place with the node's file.
 //
 // Networks a container joins, and volumes it mounts, are made when missing,
 // labelled with the node; they are never removed (a volume is data).
@@ -448,13 +451,20 @@ func (r *Runtime) StartContainer(ctx context.Context, name string) error {
 	if err := done(ctx, "start", name); err != nil {
 		return err
 	}
-	ids, err := r.find(ctx, "start", name)
+	found, err := r.findAll(ctx, "start", name)
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
-		if err := r.eng.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+	for _, c := range found {
+		if err := r.eng.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
 			return fail("start", name, err)
+		}
+		var spec declaration.Container
+		if json.Unmarshal([]byte(c.Labels[agent.LabelSpec]), &spec) == nil && ownHostsFile(spec) {
+			// Its address may have changed with the start.
+			if err := r.startedHosts(ctx, name, c.ID); err != nil {
+				return fmt.Errorf("docker: start %s: its hosts file: %w", name, err)
+			}
 		}
 	}
 	return nil
@@ -482,6 +492,14 @@ func (r *Runtime) CreateContainer(ctx context.Context, c agent.Container) error 
 				return fmt.Errorf("docker: create %s: %w", c.Name, err)
 			}
 			mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: r.EngineName(m.Source), Target: m.Target, ReadOnly: m.ReadOnly})
+			continue
+		}
+		if rosterHosts(m.Source, m.Target) {
+			// The container's own hosts file (hosts.go) in its place.
+			if err := r.writeContainerHosts(ctx, c.Name, nil); err != nil {
+				return fmt.Errorf("docker: create %s: its hosts file: %w", c.Name, err)
+			}
+			mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: r.host(hostsOf(c.Name)), Target: m.Target, ReadOnly: m.ReadOnly})
 			continue
 		}
 		src, err := r.source(m.Source)
@@ -551,7 +569,23 @@ func (r *Runtime) CreateContainer(ctx context.Context, c agent.Container) error 
 	if err := r.eng.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		return r.undo(created.ID, fail("create", c.Name, fmt.Errorf("start: %w", err)))
 	}
+	if ownHostsFile(c.Spec) {
+		if err := r.startedHosts(ctx, c.Name, created.ID); err != nil {
+			return r.undo(created.ID, fmt.Errorf("docker: create %s: its hosts file: %w", c.Name, err))
+		}
+	}
 	return nil
+}
+
+// ownHostsFile reports whether s mounts the node's hosts file, which this
+// runtime serves as the container's own (hosts.go).
+func ownHostsFile(s declaration.Container) bool {
+	for _, m := range s.Mounts {
+		if !m.Volume && rosterHosts(m.Source, m.Target) {
+			return true
+		}
+	}
+	return false
 }
 
 // undo removes a container CreateContainer made and could not finish, so a
