@@ -2,7 +2,9 @@ package commands
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -258,4 +260,59 @@ func FuzzParseContainerOptions(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDocsModuleFilesParse: every whole module file the docs show (a yaml
+// block starting with "module:") is one ParseModuleFile accepts.
+func TestDocsModuleFilesParse(t *testing.T) {
+	n := 0
+	for _, doc := range []string{"../docs/module-format.md", "../docs/operations.md"} {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, part := range strings.Split(string(b), "```yaml\n")[1:] {
+			block, _, _ := strings.Cut(part, "```")
+			if !strings.HasPrefix(strings.TrimLeft(block, "# \n"), "module:") && !strings.Contains(block, "\nmodule:") {
+				continue
+			}
+			n++
+			if _, _, err := ParseModuleFile(doc, []byte(block)); err != nil {
+				t.Errorf("%s shows a module file that does not parse: %v\n%s", doc, err, block)
+			}
+		}
+	}
+	if n < 3 {
+		t.Fatalf("read %d module files from the docs, want the examples (at least 3)", n)
+	}
+}
+
+// TestOptionsRoundTripStrictly: a definition holding every option, and the
+// declaration composed from it, decode back strictly (the import door, an
+// export read back) to what was written.
+func TestOptionsRoundTripStrictly(t *testing.T) {
+	_, spec, err := ParseModuleFile("f.yaml", []byte(optionsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := events.ModuleDefined{Module: "forge", Spec: spec}
+	b, _ := json.Marshal(def)
+	var back events.ModuleDefined
+	if err := events.UnmarshalStrict(b, &back); err != nil || !reflect.DeepEqual(back, def) {
+		t.Fatalf("module.defined back: %+v, %v", back, err)
+	}
+	m := newFakeMesh().apply(events.NodeRegistered{Node: "novox"},
+		events.NodeSettingSet{Node: "novox", Key: events.SettingPrivateAddress, Value: "10.1.0.3"},
+		events.NodeSettingSet{Node: "novox", Key: "port.http", Value: "8443"},
+		events.NodeSettingSet{Node: "novox", Key: "port.ssh", Value: "2222"},
+		def, events.ModuleAssigned{Module: "forge", Node: "novox"})
+	c, err := Compose(context.Background(), m, "novox", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = json.Marshal(c.Declaration)
+	var d declaration.Declaration
+	if err := events.UnmarshalStrict(b, &d); err != nil || declaration.Digest(d) != declaration.Digest(c.Declaration) {
+		t.Fatalf("declaration back: %v", err)
+	}
 }
