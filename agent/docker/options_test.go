@@ -120,3 +120,40 @@ func TestPublishedServiceIsReachable(t *testing.T) {
 	// from the spec label, not from the engine's defaults.
 	noChange(t, apply(t, ag, decl(r.node, "2", hosts1, ctrRes("web", "forge", web), ctrRes("cron", "forge", host))))
 }
+
+// TestDependsOnWaitsForHealth: on the real engine, a container that depends
+// on another as service_healthy starts once the engine calls that one
+// healthy; one whose dependency turns unhealthy is not started, and its
+// failure names the dependency and the probe.
+func TestDependsOnWaitsForHealth(t *testing.T) {
+	r := newRT(t)
+	ag := newAgent(t, r.Runtime, r.node)
+	db := func(test ...string) declaration.Container {
+		return declaration.Container{Image: testRef, Healthcheck: &declaration.Healthcheck{Test: test, Interval: 500 * time.Millisecond, Retries: 1}}
+	}
+	app := declaration.Container{Image: testRef, Command: []string{"app"}, DependsOn: []declaration.Dependency{{Container: "db", Condition: "service_healthy"}}}
+	// "app" sorts before "db": only depends_on puts db first.
+	o := apply(t, ag, decl(r.node, "1", hosts1, ctrRes("app", "forge", app), ctrRes("db", "forge", db("CMD", "/mesh-demo", "cat", "/etc/hostname"))))
+	if len(o.Created) != 2 || len(o.Failed) != 0 {
+		t.Fatalf("apply: %+v", o)
+	}
+	dbIn, appIn := r.inspect(t, "db"), r.inspect(t, "app")
+	var healthyAt time.Time
+	for _, l := range dbIn.State.Health.Log {
+		if l.ExitCode == 0 {
+			healthyAt = l.End
+			break
+		}
+	}
+	started, _ := time.Parse(time.RFC3339Nano, appIn.State.StartedAt)
+	if healthyAt.IsZero() || started.Before(healthyAt) {
+		t.Fatalf("app started at %s, db's first passing check ended at %s: app did not wait", started, healthyAt)
+	}
+
+	app.Command = []string{"app", "v2"} // replaced with db, so started again after it
+	o = apply(t, ag, decl(r.node, "2", hosts1, ctrRes("app", "forge", app), ctrRes("db", "forge", db("CMD", "/mesh-demo", "cat", "/no/such/file"))))
+	if len(o.Failed) != 1 || o.Failed[0].Name != "app" || !strings.Contains(o.Failed[0].Error, "depends on db being healthy") ||
+		!strings.Contains(o.Failed[0].Error, "no such file") {
+		t.Fatalf("apply with an unhealthy db: %+v", o)
+	}
+}
