@@ -69,6 +69,11 @@ func (e *ModuleFileError) Is(target error) bool { return target == ErrModuleFile
 //	    mounts:
 //	      - /var/lib/forge           # source = target
 //	      - {source: /srv/cfg, target: /etc/forge, readonly: true}
+//	    volumes: ["forge-cache:/cache"]          # compose's keys (containeropts.go):
+//	    publish: [{port: http, container: 8080}] # healthcheck, network, publish,
+//	    healthcheck: {test: [CMD, forge, ping]}  # restart, stop_grace_period, memory,
+//	    restart: always                          # cpus, entrypoint, user, cap_add,
+//	                                             # tmpfs, read_only, depends_on, volumes
 //	directories:
 //	  - {path: /var/lib/forge, mode: "0700"}
 //	files:
