@@ -183,6 +183,10 @@ type Runtime struct {
 
 	ownMu sync.Mutex
 	own   map[string]time.Time // container id → until when its events are the runtime's own (watch.go)
+
+	// hostsMu serialises writes of the containers' own hosts files with
+	// rewrites of their roster part (hosts.go).
+	hostsMu sync.Mutex
 }
 
 // New makes a Runtime. With no Options.Engine it makes a client from the

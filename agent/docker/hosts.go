@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 
 	"meshplane/agent"
 	"meshplane/declaration"
@@ -41,10 +40,6 @@ const engineHosts = "127.0.0.1\tlocalhost\n" +
 	"ff02::1\tip6-allnodes\n" +
 	"ff02::2\tip6-allrouters\n"
 
-// hostsMu serialises writes of the containers' hosts files with rewrites
-// of their roster part.
-var hostsMu sync.Mutex
-
 func hostsOf(name string) string { return HostsDir + "/" + name }
 
 // rosterHosts mounts the node's hosts file at /etc/hosts: m is that mount.
@@ -78,8 +73,8 @@ func (r *Runtime) WriteFile(ctx context.Context, p string, content []byte, mode 
 // lines, own (its host name at its address; nil keeps what the file has,
 // for a container not started yet), the roster.
 func (r *Runtime) writeContainerHosts(ctx context.Context, name string, own *string) error {
-	hostsMu.Lock()
-	defer hostsMu.Unlock()
+	r.hostsMu.Lock()
+	defer r.hostsMu.Unlock()
 	roster, err := r.roster(ctx)
 	if err != nil {
 		return err
@@ -133,8 +128,8 @@ func (r *Runtime) ownHosts(ctx context.Context, id string) (string, error) {
 // refreshHosts rewrites the roster part of every container's hosts file in
 // place, after the node's hosts file became roster.
 func (r *Runtime) refreshHosts(ctx context.Context, roster []byte) error {
-	hostsMu.Lock()
-	defer hostsMu.Unlock()
+	r.hostsMu.Lock()
+	defer r.hostsMu.Unlock()
 	entries, err := os.ReadDir(r.host(HostsDir))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
