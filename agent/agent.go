@@ -340,7 +340,9 @@ func unobserved(d declaration.Declaration, cause error) (Plan, result) {
 }
 
 // execute carries out plan through rt: the hosts file first (containers
-// mount it), then directories and files, then removals, then containers.
+// mount it), then directories and files, then removals, then containers,
+// each after those it depends on (and, for service_healthy, once they are
+// healthy: depends.go).
 //
 // values are the secrets' values of the containers it creates; a step whose
 // secrets are missing from it is not carried out (secretsFor failed it).
@@ -370,8 +372,13 @@ func execute(ctx context.Context, rt Runtime, plan Plan, values map[string]strin
 		}
 	}
 	sort.SliceStable(order, func(i, j int) bool { return phase(order[i]) < phase(order[j]) })
+	order = orderByDependencies(order) // depends_on: a dependency first (depends.go)
 	for _, s := range order {
 		if needsSecrets(s) && !hasSecrets(s, values) {
+			continue
+		}
+		if err := awaitDependencies(ctx, rt, s, res.failed); err != nil {
+			res.failed[s.Name] = err
 			continue
 		}
 		err := do(ctx, rt, s, values)

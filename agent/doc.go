@@ -14,7 +14,12 @@
 // container that is no longer declared, and whether the hosts file must be
 // written. Agent.Apply carries the plan out (hosts file, directories, files,
 // removals, containers), one resource at a time: a resource that fails is
-// listed in the report with its error and the rest are still applied.
+// listed in the report with its error and the rest are still applied. A
+// container that depends on others (depends_on, depends.go) is created after
+// them, and, for service_healthy on a runtime that can tell (HealthWaiter),
+// once they are healthy, waited for at most DependencyWait; one whose
+// dependency failed or is not healthy fails naming it, and its running
+// container is left as it is.
 //
 // What counts as a change (docs/design.md rules 2, 4, 5):
 //   - A container is unchanged when its digest and spec equal the ones it was
@@ -22,7 +27,8 @@
 //     would be kept on Docker). Otherwise it
 //     is replaced, and the report names the changed fields: "image",
 //     "command", "env.KEY", "mounts.TARGET" (a changed mount path names its
-//     target), "networks". A managed container listed stopped with an
+//     target), "networks", and each option in the module file's words
+//     ("healthcheck.test", "publish.PORT", "memory", ...: options.go). A managed container listed stopped with an
 //     unchanged spec is started in place and reported updated ("running").
 //   - A directory at its declared mode, and a byte-identical file at its
 //     declared mode, are unchanged; otherwise they are updated in place

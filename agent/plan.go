@@ -436,7 +436,9 @@ func changedKeys[V comparable](have, want map[string]V) []string {
 // report paths: "image", "command", "env.KEY" per changed, added or removed
 // key (sorted), "mounts.TARGET" per changed, added or removed mount (sorted
 // by target), "networks", "secret.KEY" per secret variable whose secret or
-// digest changed (sorted). Equal specs give none.
+// digest changed (sorted), then each changed option in the module file's
+// words (options.go: "healthcheck.test", "publish.8080", "memory", ...).
+// Equal specs give none.
 func ContainerFields(have, want declaration.Container) []string {
 	var out []string
 	if have.Image != want.Image {
@@ -463,6 +465,9 @@ func ContainerFields(have, want declaration.Container) []string {
 			out = append(out, "secret."+k)
 		}
 	}
+	for _, c := range optionChanges(have, want) {
+		out = append(out, c.Field)
+	}
 	return out
 }
 
@@ -486,6 +491,10 @@ func ContainerChanges(have, want declaration.Container) []Change {
 	var out []Change
 	hm, wm := mountMap(have.Mounts), mountMap(want.Mounts)
 	he, we := envMap(have.Env), envMap(want.Env)
+	opts := map[string]Change{}
+	for _, c := range optionChanges(have, want) {
+		opts[c.Field] = c
+	}
 	for _, f := range ContainerFields(have, want) {
 		c := Change{Field: f}
 		switch {
@@ -503,6 +512,8 @@ func ContainerChanges(have, want declaration.Container) []Change {
 			c.From, c.To = mountWords(hm, f[7:]), mountWords(wm, f[7:])
 		case strings.HasPrefix(f, "secret."):
 			c.From, c.To = secretShown(have.Secrets, f[7:]), secretShown(want.Secrets, f[7:])
+		default:
+			c.From, c.To = opts[f].From, opts[f].To
 		}
 		out = append(out, c)
 	}

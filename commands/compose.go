@@ -294,7 +294,8 @@ func (m *mesh) plan(n Node) (plan, error) {
 	incoherent := func(format string, args ...any) (plan, error) {
 		return plan{}, &IncoherentError{Node: n.Name, Reason: fmt.Sprintf(format, args...)}
 	}
-	owner := map[string]string{} // resource name → module
+	owner := map[string]string{}  // resource name → module
+	published := map[int]string{} // host port → the container publishing it
 	claim := func(name, module string) error {
 		if prev, ok := owner[name]; ok {
 			if prev == module {
@@ -325,8 +326,18 @@ func (m *mesh) plan(n Node) (plan, error) {
 				return plan{}, err
 			}
 			p.warnings = append(p.warnings, warnings...)
+			for _, pub := range spec.Publish {
+				who := fmt.Sprintf("module %s's container %s", modName, c.Name)
+				if prev, ok := published[pub.HostPort]; ok {
+					return incoherent("%s and %s both publish port %d of node %s", prev, who, pub.HostPort, n.Name)
+				}
+				published[pub.HostPort] = who
+			}
 			p.resources = append(p.resources, declaration.Resource{Name: c.Name, Kind: declaration.KindContainer, Module: modName, Container: spec})
 			for _, mt := range c.Mounts {
+				if mt.Volume {
+					continue // the engine's, not a directory of the host
+				}
 				if _, ok := dirs[mt.Source]; !ok {
 					dirs[mt.Source] = 0o755
 				}
@@ -353,8 +364,9 @@ func (m *mesh) plan(n Node) (plan, error) {
 }
 
 // container composes one container's spec on node n. Ports are read where
-// they are used (docs/design.md rule 6): from what the node was given, now; an
-// unfilled request sets nothing and says so. An artifact's image reference
+// they are used (docs/design.md rule 6): from what the node was given, now; a
+// port the node was not given is a setting that reaches nothing (rule 1),
+// and the node does not compose, naming it. An artifact's image reference
 // is composed here, from the node holding the artifact store.
 func (m *mesh) container(n Node, mod Module, c events.ContainerSpec) (*declaration.Container, []string, error) {
 	var warnings []string
@@ -365,9 +377,7 @@ func (m *mesh) container(n Node, mod Module, c events.ContainerSpec) (*declarati
 	for _, pr := range c.Ports {
 		port := n.Port(pr.Port)
 		if port == "" {
-			warnings = append(warnings, fmt.Sprintf("container %s asks for port %q of node %s, which was not given: %s left unset", c.Name, pr.Port, n.Name, pr.Env))
-			delete(env, pr.Env)
-			continue
+			return nil, nil, &IncoherentError{Node: n.Name, Reason: fmt.Sprintf("module %s's container %s reads port %q of node %s into %s, and the node was not given it (mesh node set %s port.%s=PORT)", mod.Name, c.Name, pr.Port, n.Name, pr.Env, n.Name, pr.Port)}
 		}
 		env[pr.Env] = port
 	}
@@ -397,11 +407,14 @@ func (m *mesh) container(n Node, mod Module, c events.ContainerSpec) (*declarati
 		if target == "" {
 			target = mt.Source
 		}
-		spec.Mounts = append(spec.Mounts, declaration.Mount{Source: mt.Source, Target: target, ReadOnly: mt.ReadOnly})
+		spec.Mounts = append(spec.Mounts, declaration.Mount{Source: mt.Source, Target: target, Volume: mt.Volume, ReadOnly: mt.ReadOnly})
 	}
 	spec.Mounts = append(spec.Mounts, declaration.Mount{Source: declaration.HostsPath, Target: "/etc/hosts", ReadOnly: true})
 	sort.Slice(spec.Mounts, func(i, j int) bool { return spec.Mounts[i].Target < spec.Mounts[j].Target })
 	spec.Networks = slices.Sorted(slices.Values(c.Networks))
+	if err := options(n, mod, c, spec); err != nil {
+		return nil, nil, err
+	}
 	return spec, warnings, nil
 }
 

@@ -521,6 +521,20 @@ func ValidateSpec(s events.ModuleSpec) error {
 		targets := map[string]int{}
 		for j, m := range c.Mounts {
 			mf := fmt.Sprintf("%s.mounts[%d]", f, j)
+			if m.Volume {
+				// A named volume: the engine's, mounted at its target.
+				if bad := badName("volume", m.Source); bad != "" {
+					return specErr(mf+".source", "%s", bad)
+				}
+				if err := checkPath(m.Target); err != nil {
+					return specErr(mf+".target", "%v", err)
+				}
+				if k, dup := targets[m.Target]; dup {
+					return specErr(mf, "mounts at %s, as mounts[%d] does", m.Target, k)
+				}
+				targets[m.Target] = j
+				continue
+			}
 			if err := checkPath(m.Source); err != nil {
 				return specErr(mf+".source", "%v", err)
 			}
@@ -539,9 +553,9 @@ func ValidateSpec(s events.ModuleSpec) error {
 				return specErr(mf, "mounts at %s, as mounts[%d] does", target, k)
 			}
 			targets[target] = j
-			if m.Volume {
-				return specErr(mf, "volume mounts are not supported yet")
-			}
+		}
+		if err := validateOptions(f, c, s); err != nil {
+			return err
 		}
 		for j, p := range c.Ports {
 			if bad := badName("port", p.Port); bad != "" {
@@ -551,6 +565,9 @@ func ValidateSpec(s events.ModuleSpec) error {
 				return specErr(fmt.Sprintf("%s.ports[%d].env", f, j), "%s is not a variable name", quote(p.Env))
 			}
 		}
+	}
+	if cyc := dependencyCycle(s); cyc != "" {
+		return specErr("containers", "depends_on goes round: %s", cyc)
 	}
 	if len(s.Volumes) > 0 {
 		return specErr("volumes", "volumes are not supported yet")

@@ -69,6 +69,11 @@ func (e *ModuleFileError) Is(target error) bool { return target == ErrModuleFile
 //	    mounts:
 //	      - /var/lib/forge           # source = target
 //	      - {source: /srv/cfg, target: /etc/forge, readonly: true}
+//	    volumes: ["forge-cache:/cache"]          # compose's keys (containeropts.go):
+//	    publish: [{port: http, container: 8080}] # healthcheck, network, publish,
+//	    healthcheck: {test: [CMD, forge, ping]}  # restart, stop_grace_period, memory,
+//	    restart: always                          # cpus, entrypoint, user, cap_add,
+//	                                             # tmpfs, read_only, depends_on, volumes
 //	directories:
 //	  - {path: /var/lib/forge, mode: "0700"}
 //	files:
@@ -338,7 +343,9 @@ func (p *mfParser) container(n *yaml.Node, f string) events.ContainerSpec {
 				c.Mounts = append(c.Mounts, m)
 			})
 		default:
-			p.fail(v, f+"."+key, "unknown field (want name, image, artifact, command, env, ports, mounts, networks)")
+			if !p.option(&c, f, key, v) {
+				p.fail(v, f+"."+key, "unknown field (want %s)", containerKeys)
+			}
 		}
 	})
 	if p.err == nil {

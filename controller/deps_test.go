@@ -41,10 +41,10 @@ var layers = map[string]layer{
 		"github.com/goccy/go-json", "github.com/google/uuid", "hash/crc32", "maps", "math", "reflect", "slices",
 		"sort", "strconv", "strings", "sync", "time", "unicode/utf8",
 	}},
-	"meshplane/declaration": {imports: []string{"crypto/sha256", "encoding/hex", "encoding/json", "errors", "fmt", "strings"}},
+	"meshplane/declaration": {imports: []string{"crypto/sha256", "encoding/hex", "encoding/json", "errors", "fmt", "strings", "time"}},
 	"meshplane/commands": {imports: []string{
 		"bytes", "cmp", "context", "crypto/sha256", "encoding/hex", "encoding/json", "errors", "fmt",
-		"github.com/google/uuid", "github.com/opencontainers/go-digest", "go.yaml.in/yaml/v3", "io", "maps",
+		"github.com/google/uuid", "github.com/opencontainers/go-digest", "go.yaml.in/yaml/v3", "io", "maps", "math",
 		"meshplane/declaration", "meshplane/events", "net/netip", "path", "reflect", "slices", "sort", "strconv",
 		"strings", "sync", "time", "unicode", "unicode/utf8",
 	}},

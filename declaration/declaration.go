@@ -18,6 +18,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"time"
 )
 
 // Resource kinds.
@@ -94,6 +95,48 @@ type Container struct {
 	Networks []string `json:"networks,omitempty"`
 	// Added fields.
 	Secrets []Secret `json:"secrets,omitempty"` // sorted by Env
+	// How the engine checks, publishes, limits and restarts it (the module
+	// file's compose keys, resolved at compose time).
+	Healthcheck     *Healthcheck  `json:"healthcheck,omitempty"`
+	NetworkMode     string        `json:"network_mode,omitempty"` // "host": the node's own network
+	Publish         []Published   `json:"publish,omitempty"`
+	Restart         string        `json:"restart,omitempty"` // "" is the runtime's default
+	StopGracePeriod time.Duration `json:"stop_grace_period,omitempty"`
+	Memory          int64         `json:"memory,omitempty"`    // bytes
+	NanoCPUs        int64         `json:"nano_cpus,omitempty"` // billionths of a CPU
+	Entrypoint      []string      `json:"entrypoint,omitempty"`
+	User            string        `json:"user,omitempty"`
+	CapAdd          []string      `json:"cap_add,omitempty"`
+	Tmpfs           []string      `json:"tmpfs,omitempty"`
+	ReadOnly        bool          `json:"read_only,omitempty"`
+	DependsOn       []Dependency  `json:"depends_on,omitempty"`
+}
+
+// Healthcheck is the engine's health check of a container: Test is
+// [CMD, ...], [CMD-SHELL, "..."] or [NONE] (the image's own disabled); a
+// zero duration or retry count is the engine's default.
+type Healthcheck struct {
+	Test        []string      `json:"test"`
+	Interval    time.Duration `json:"interval,omitempty"`
+	Timeout     time.Duration `json:"timeout,omitempty"`
+	Retries     int           `json:"retries,omitempty"`
+	StartPeriod time.Duration `json:"start_period,omitempty"`
+}
+
+// Published is a container port published on the node: HostPort (the
+// node's setting, read at compose time) at HostIP ("" for every address).
+type Published struct {
+	HostIP        string `json:"host_ip,omitempty"`
+	HostPort      int    `json:"host_port"`
+	ContainerPort int    `json:"container_port"`
+}
+
+// Dependency is a container of the same module that is started before this
+// one; with Condition "service_healthy" the agent waits, bounded, for it to
+// be healthy first ("service_started" otherwise).
+type Dependency struct {
+	Container string `json:"container"`
+	Condition string `json:"condition"`
 }
 
 // Secret is an environment variable of a container whose value is a

@@ -118,6 +118,49 @@ type ContainerSpec struct {
 	Networks []string          `json:"networks,omitempty"`
 	// Added fields.
 	Secrets map[string]SecretRef `json:"secrets,omitempty"` // env variable → the secret it holds
+	// How it is checked, published and restarted (compose's keys, in
+	// compose's words; durations as compose writes them, "30s", "1m30s").
+	Healthcheck     *Healthcheck `json:"healthcheck,omitempty"`
+	Network         string       `json:"network,omitempty"` // "host": the node's own network
+	Publish         []Publish    `json:"publish,omitempty"`
+	Restart         string       `json:"restart,omitempty"` // always, on-failure, no; "" is the agent's default
+	StopGracePeriod string       `json:"stop_grace_period,omitempty"`
+	Memory          string       `json:"memory,omitempty"` // "512m", "1g", bytes
+	CPUs            string       `json:"cpus,omitempty"`   // "0.5"
+	Entrypoint      []string     `json:"entrypoint,omitempty"`
+	User            string       `json:"user,omitempty"`
+	CapAdd          []string     `json:"cap_add,omitempty"`
+	Tmpfs           []string     `json:"tmpfs,omitempty"` // container paths
+	ReadOnly        bool         `json:"read_only,omitempty"`
+	DependsOn       []Dependency `json:"depends_on,omitempty"`
+}
+
+// Healthcheck is a container's health check, compose's healthcheck: the
+// engine runs Test ([CMD, ...], [CMD-SHELL, "..."] or [NONE], which
+// disables the image's own).
+type Healthcheck struct {
+	Test        []string `json:"test"`
+	Interval    string   `json:"interval,omitempty"`
+	Timeout     string   `json:"timeout,omitempty"`
+	Retries     int      `json:"retries,omitempty"`
+	StartPeriod string   `json:"start_period,omitempty"`
+}
+
+// Publish publishes a container port on the node: the host port is the
+// node's setting "port.<Port>", read at compose time (rule 6), bound to the
+// node's private address unless On is "all" (every address).
+type Publish struct {
+	Port      string `json:"port"`
+	Container int    `json:"container"`
+	On        string `json:"on,omitempty"` // "" (the private address) or "all"
+}
+
+// Dependency is compose's depends_on entry: Container (of the same module)
+// is started before this one and, with Condition service_healthy, is
+// healthy first.
+type Dependency struct {
+	Container string `json:"container"`
+	Condition string `json:"condition,omitempty"` // service_started (the default) or service_healthy
 }
 
 // SecretRef is an environment variable whose value is a secret of the

@@ -13,8 +13,17 @@ Feature: Addresses are read where they are used (docs/design.md rule 6, seed 004
     When 1 passes run on "novox"
     Then container "web" on "novox" has environment "STORE_PORT=6852"
 
-  Scenario: A port the node is given later is read at the next compose
+  Scenario: A port the node was not given fails the compose, naming it (rule 1)
     Given module "forge" container "web" reads port "store" of its node as "STORE_PORT"
+    And module "forge" is assigned to "novox"
+    When the mesh is pushed to "novox"
+    Then the push to "novox" fails naming "STORE_PORT"
+    And no declaration was pushed to "novox"
+    And status of "novox" shows a failed compose naming "port"
+
+  Scenario: A port the node is given another value is read at the next compose
+    Given node "novox" has port "store" set to 6852
+    And module "forge" container "web" reads port "store" of its node as "STORE_PORT"
     And module "forge" is assigned to "novox"
     And 1 passes run on "novox"
     When node "novox" has port "store" set to 6853

@@ -159,7 +159,7 @@ func TestRosterChangeRecreatesNothing(t *testing.T) {
 	rs := forge("/srv/forge")
 	apply(t, ag, decl(r.node, "1", hosts1, rs...))
 	before := r.inspect(t, "web")
-	if got := r.exec(t, "web", "cat", "/etc/hosts"); got != hosts1 {
+	if got := rosterSeen(t, r, "web"); got != hosts1 {
 		t.Fatalf("container reads /etc/hosts = %q, want %q", got, hosts1)
 	}
 	hostsFile := filepath.Join(r.root, declaration.HostsPath)
@@ -174,12 +174,12 @@ func TestRosterChangeRecreatesNothing(t *testing.T) {
 	if got := inode(t, hostsFile); got != ino {
 		t.Fatalf("hosts file replaced (inode %d, then %d): a running container keeps the old one", ino, got)
 	}
-	if got := r.exec(t, "web", "cat", "/etc/hosts"); got != hosts2 {
+	if got := rosterSeen(t, r, "web"); got != hosts2 {
 		t.Fatalf("running container reads /etc/hosts = %q, want the new roster %q", got, hosts2)
 	}
 	// A removed name too.
 	apply(t, ag, decl(r.node, "3", "", rs...))
-	if got := r.exec(t, "web", "cat", "/etc/hosts"); got != "" {
+	if got := rosterSeen(t, r, "web"); got != "" {
 		t.Fatalf("running container reads /etc/hosts = %q after the roster emptied", got)
 	}
 }

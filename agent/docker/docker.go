@@ -34,10 +34,20 @@
 // rule 2): the declaration's container spec. The roster reaches containers
 // as the hosts file (declaration.HostsPath), which compose mounts read-only
 // at /etc/hosts and which WriteFile rewrites in place, so a running container
-// reads a new name without being recreated.
+// reads a new name without being recreated. This runtime binds a file of the
+// container's own there instead (hosts.go, HostsDir/NAME): the engine's own
+// lines (localhost, the container's host name at its address) above the
+// roster, whose part WriteFile rewrites in place with the node's file.
 //
 // Networks a container joins, and volumes it mounts, are made when missing,
 // labelled with the node; they are never removed (a volume is data).
+//
+// A container's options (options.go) are the engine's own: its health
+// check (the engine runs it), network mode (host), published ports (bound
+// at the address the declaration names), restart policy (the spec's, else
+// Options.RestartPolicy), stop timeout (also given when it is removed),
+// memory and CPU limits, entrypoint, user, capabilities, tmpfs mounts and
+// read-only root.
 //
 // # Observing cheaply
 //
@@ -173,6 +183,10 @@ type Runtime struct {
 
 	ownMu sync.Mutex
 	own   map[string]time.Time // container id → until when its events are the runtime's own (watch.go)
+
+	// hostsMu serialises writes of the containers' own hosts files with
+	// rewrites of their roster part (hosts.go).
+	hostsMu sync.Mutex
 }
 
 // New makes a Runtime. With no Options.Engine it makes a client from the
@@ -374,6 +388,16 @@ func stopped(s container.ContainerState) bool {
 // container renamed behind the agent's back is still its own. One at most,
 // unless something outside the mesh copied its labels.
 func (r *Runtime) find(ctx context.Context, op, name string) ([]string, error) {
+	found, err := r.findAll(ctx, op, name)
+	ids := make([]string, len(found))
+	for i, c := range found {
+		ids[i] = c.ID
+	}
+	return ids, err
+}
+
+// findAll is find with the engine's summary of each container.
+func (r *Runtime) findAll(ctx context.Context, op, name string) ([]container.Summary, error) {
 	if err := agent.ValidateContainerName(name); err != nil {
 		return nil, fmt.Errorf("docker: %s: %w", op, err)
 	}
@@ -385,30 +409,36 @@ func (r *Runtime) find(ctx context.Context, op, name string) ([]string, error) {
 	if err != nil {
 		return nil, fail(op, name, err)
 	}
-	var ids []string
+	var found []container.Summary
 	for _, c := range list {
 		if r.ours(c.Labels) && c.Labels[agent.LabelResource] == name {
-			ids = append(ids, c.ID)
+			found = append(found, c)
 		}
 	}
-	if len(ids) == 0 {
+	if len(found) == 0 {
 		return nil, fmt.Errorf("docker: %s %s: managed container of node %s %w", op, name, r.opt.Node, agent.ErrNotFound)
 	}
-	return ids, nil
+	return found, nil
 }
 
 // RemoveContainer implements agent.Runtime: it stops the container (giving
-// it StopTimeout) and removes it, keeping its volumes.
+// it its spec's stop_grace_period, else StopTimeout) and removes it,
+// keeping its volumes.
 func (r *Runtime) RemoveContainer(ctx context.Context, name string) error {
 	if err := done(ctx, "remove", name); err != nil {
 		return err
 	}
-	ids, err := r.find(ctx, "remove", name)
+	found, err := r.findAll(ctx, "remove", name)
 	if err != nil {
 		return err
 	}
-	secs := int(r.opt.StopTimeout / time.Second)
-	for _, id := range ids {
+	for _, c := range found {
+		id := c.ID
+		secs := int(r.opt.StopTimeout / time.Second)
+		var spec declaration.Container
+		if json.Unmarshal([]byte(c.Labels[agent.LabelSpec]), &spec) == nil && spec.StopGracePeriod > 0 {
+			secs = int((spec.StopGracePeriod + time.Second - 1) / time.Second)
+		}
 		r.mine(id)
 		if err := r.eng.ContainerStop(ctx, id, container.StopOptions{Timeout: &secs}); err != nil && !cerrdefs.IsNotFound(err) {
 			return fail("remove", name, fmt.Errorf("stop: %w", err))
@@ -425,13 +455,20 @@ func (r *Runtime) StartContainer(ctx context.Context, name string) error {
 	if err := done(ctx, "start", name); err != nil {
 		return err
 	}
-	ids, err := r.find(ctx, "start", name)
+	found, err := r.findAll(ctx, "start", name)
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
-		if err := r.eng.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+	for _, c := range found {
+		if err := r.eng.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
 			return fail("start", name, err)
+		}
+		var spec declaration.Container
+		if json.Unmarshal([]byte(c.Labels[agent.LabelSpec]), &spec) == nil && ownHostsFile(spec) {
+			// Its address may have changed with the start.
+			if err := r.startedHosts(ctx, name, c.ID); err != nil {
+				return fmt.Errorf("docker: start %s: its hosts file: %w", name, err)
+			}
 		}
 	}
 	return nil
@@ -459,6 +496,14 @@ func (r *Runtime) CreateContainer(ctx context.Context, c agent.Container) error 
 				return fmt.Errorf("docker: create %s: %w", c.Name, err)
 			}
 			mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: r.EngineName(m.Source), Target: m.Target, ReadOnly: m.ReadOnly})
+			continue
+		}
+		if rosterHosts(m.Source, m.Target) {
+			// The container's own hosts file (hosts.go) in its place.
+			if err := r.writeContainerHosts(ctx, c.Name, nil); err != nil {
+				return fmt.Errorf("docker: create %s: its hosts file: %w", c.Name, err)
+			}
+			mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: r.host(hostsOf(c.Name)), Target: m.Target, ReadOnly: m.ReadOnly})
 			continue
 		}
 		src, err := r.source(m.Source)
@@ -497,8 +542,9 @@ func (r *Runtime) CreateContainer(ctx context.Context, c agent.Container) error 
 		cfg.Cmd = c.Spec.Command
 	}
 	hc := &container.HostConfig{Mounts: mounts, RestartPolicy: container.RestartPolicy{Name: r.opt.RestartPolicy}}
+	options(c.Spec, cfg, hc)
 	var nc *network.NetworkingConfig
-	if len(c.Spec.Networks) > 0 {
+	if len(c.Spec.Networks) > 0 && c.Spec.NetworkMode == "" {
 		first := r.EngineName(c.Spec.Networks[0])
 		hc.NetworkMode = container.NetworkMode(first)
 		nc = &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
@@ -527,7 +573,23 @@ func (r *Runtime) CreateContainer(ctx context.Context, c agent.Container) error 
 	if err := r.eng.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		return r.undo(created.ID, fail("create", c.Name, fmt.Errorf("start: %w", err)))
 	}
+	if ownHostsFile(c.Spec) {
+		if err := r.startedHosts(ctx, c.Name, created.ID); err != nil {
+			return r.undo(created.ID, fmt.Errorf("docker: create %s: its hosts file: %w", c.Name, err))
+		}
+	}
 	return nil
+}
+
+// ownHostsFile reports whether s mounts the node's hosts file, which this
+// runtime serves as the container's own (hosts.go).
+func ownHostsFile(s declaration.Container) bool {
+	for _, m := range s.Mounts {
+		if !m.Volume && rosterHosts(m.Source, m.Target) {
+			return true
+		}
+	}
+	return false
 }
 
 // undo removes a container CreateContainer made and could not finish, so a

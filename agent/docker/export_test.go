@@ -30,3 +30,7 @@ func Resolve(t testing.TB, how string) bool {
 	t.Fatalf("resolve %q: want openat2 or walk", how)
 	return false
 }
+
+// RosterMark divides a container's hosts file: the engine's lines, then
+// the roster (hosts.go).
+const RosterMark = rosterMark

@@ -402,7 +402,7 @@ func (r *Runtime) Chmod(ctx context.Context, p string, mode uint32) error {
 	return nil
 }
 
-// WriteFile implements agent.Runtime. An existing file is written in place
+// writeFile is WriteFile's write of p. An existing file is written in place
 // (from the start, then cut to the new length) through a descriptor opened
 // without following a link and checked to be a regular file, so it keeps
 // its inode and a container that bind-mounts it reads the new content; a
@@ -411,7 +411,7 @@ func (r *Runtime) Chmod(ctx context.Context, p string, mode uint32) error {
 // its name without replacing anything (renameat2 RENAME_NOREPLACE), so it
 // appears complete or not at all. The mode is set exactly and the content
 // synced before it returns. A link at p or above it is agent.ErrSymlink.
-func (r *Runtime) WriteFile(ctx context.Context, p string, content []byte, mode uint32) error {
+func (r *Runtime) writeFile(ctx context.Context, p string, content []byte, mode uint32) error {
 	if err := r.check(ctx, "write", p, &mode); err != nil {
 		return err
 	}

@@ -55,7 +55,7 @@ func TestRosterOnTheWireRecreatesNothing(t *testing.T) {
 		t.Fatalf("first apply: %+v", o)
 	}
 	before := r.inspect(t, "web")
-	if got := r.exec(t, "web", "cat", "/etc/hosts"); got != r1.Hosts() {
+	if got := rosterSeen(t, r, "web"); got != r1.Hosts() {
 		t.Fatalf("container reads /etc/hosts = %q, want %q", got, r1.Hosts())
 	}
 	hostsFile := filepath.Join(r.root, declaration.HostsPath)
@@ -66,7 +66,7 @@ func TestRosterOnTheWireRecreatesNothing(t *testing.T) {
 	// it waits for the roster, then applies.
 	src <- wireDecl(r.node, "2", r2, rsrc...)
 	time.Sleep(200 * time.Millisecond)
-	if got := r.exec(t, "web", "cat", "/etc/hosts"); got != r1.Hosts() {
+	if got := rosterSeen(t, r, "web"); got != r1.Hosts() {
 		t.Fatalf("the hosts file moved before its roster came: %q", got)
 	}
 	ros <- r2
@@ -81,7 +81,7 @@ func TestRosterOnTheWireRecreatesNothing(t *testing.T) {
 	if got := inode(t, hostsFile); got != ino {
 		t.Fatalf("hosts file replaced (inode %d, then %d): a running container keeps the old one", ino, got)
 	}
-	if got := r.exec(t, "web", "cat", "/etc/hosts"); got != r2.Hosts() {
+	if got := rosterSeen(t, r, "web"); got != r2.Hosts() {
 		t.Fatalf("running container reads /etc/hosts = %q, want the new roster %q", got, r2.Hosts())
 	}
 }
