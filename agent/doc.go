@@ -14,7 +14,10 @@
 // container that is no longer declared, and whether the hosts file must be
 // written. Agent.Apply carries the plan out (hosts file, directories, files,
 // removals, containers), one resource at a time: a resource that fails is
-// listed in the report with its error and the rest are still applied.
+// listed in the report with its error and the rest are still applied. On a
+// runtime that pulls (ImagePuller, images.go) every image the creates and
+// replaces need is pulled before any removal or create: a failed pull
+// stops nothing of its module.
 //
 // What counts as a change (docs/design.md rules 2, 4, 5):
 //   - A container is unchanged when its digest and spec equal the ones it was

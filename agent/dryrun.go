@@ -37,6 +37,10 @@ type Preview struct {
 	// failed: the same buildOutcome as Apply's, so a plan and the pass
 	// after it compare resource by resource.
 	Outcome events.ApplyReported `json:"outcome"`
+	// Images are the images the creates and replaces need, each present
+	// on the node, pullable or unavailable (images.go), asked of a runtime
+	// that pulls; absent on one that does not (the simulated runtime).
+	Images []ImageCheck `json:"images,omitempty"`
 }
 
 // PreviewStep is one step of a Preview.
@@ -85,9 +89,10 @@ func rejected(p Plan) map[string]error {
 // DryRun is Apply without the doing: it observes the node and plans d
 // (Diff, with the agent's State) exactly as Apply would now, and returns
 // the Preview. It changes nothing on the node, in the State or in the
-// outbox, and makes no report. Like Apply, it refuses a declaration for
-// another node or with duplicate names, and fails when the node cannot be
-// observed.
+// outbox, and makes no report; it asks a runtime that pulls whether each
+// image the plan needs is present or pullable (Preview.Images). Like
+// Apply, it refuses a declaration for another node or with duplicate
+// names, and fails when the node cannot be observed.
 func (a *Agent) DryRun(ctx context.Context, d declaration.Declaration) (Preview, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -101,7 +106,10 @@ func (a *Agent) DryRun(ctx context.Context, d declaration.Declaration) (Preview,
 	if err != nil {
 		return Preview{}, fmt.Errorf("agent: dry run %s: %w", d.ID, err)
 	}
-	return PreviewOf(a.cfg.Node, d, Diff(d, obs, a.state)), nil
+	plan := Diff(d, obs, a.state)
+	pv := PreviewOf(a.cfg.Node, d, plan)
+	pv.Images = checkImages(ctx, a.cfg.Runtime, plan)
+	return pv, nil
 }
 
 // Declared is what a node would hold had it applied prev in full: its
