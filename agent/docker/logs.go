@@ -59,6 +59,7 @@ func (r *Runtime) ReadLogs(ctx context.Context, name string, q agent.LogQuery) (
 	}
 	wait := time.Duration(q.WaitMillis) * time.Millisecond
 	opt.Follow = wait > 0
+	start := time.Now().UTC() // a tail with no line follows from here
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	rc, err := le.ContainerLogs(lctx, ids[0], opt)
@@ -138,6 +139,9 @@ loop:
 	ch.Data = buf.Bytes()
 	if ch.Cursor.IsZero() {
 		ch.Cursor = q.Since
+		if q.Since.IsZero() {
+			ch.Cursor = start
+		}
 	}
 	return ch, nil
 }
