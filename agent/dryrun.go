@@ -94,22 +94,32 @@ func rejected(p Plan) map[string]error {
 // Apply, it refuses a declaration for another node or with duplicate
 // names, and fails when the node cannot be observed.
 func (a *Agent) DryRun(ctx context.Context, d declaration.Declaration) (Preview, error) {
+	plan, err := a.dryPlan(ctx, d)
+	if err != nil {
+		return Preview{}, err
+	}
+	pv := PreviewOf(a.cfg.Node, d, plan)
+	// Registries are asked after the lock (an apply never waits on one),
+	// all at once, within ImageCheckBudget.
+	pv.Images = checkImages(ctx, a.cfg.Runtime, plan)
+	return pv, nil
+}
+
+// dryPlan is DryRun's plan, under the agent's lock.
+func (a *Agent) dryPlan(ctx context.Context, d declaration.Declaration) (Plan, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err := a.check(d); err != nil {
-		return Preview{}, err
+		return Plan{}, err
 	}
 	if d.NamesRoster() {
-		return Preview{}, fmt.Errorf("agent: dry run %s: names roster revision %d, which it does not carry: %w", d.ID, d.RosterRevision, declaration.ErrRosterNotHeld)
+		return Plan{}, fmt.Errorf("agent: dry run %s: names roster revision %d, which it does not carry: %w", d.ID, d.RosterRevision, declaration.ErrRosterNotHeld)
 	}
 	obs, err := Observe(ctx, a.cfg.Runtime, d)
 	if err != nil {
-		return Preview{}, fmt.Errorf("agent: dry run %s: %w", d.ID, err)
+		return Plan{}, fmt.Errorf("agent: dry run %s: %w", d.ID, err)
 	}
-	plan := Diff(d, obs, a.state)
-	pv := PreviewOf(a.cfg.Node, d, plan)
-	pv.Images = checkImages(ctx, a.cfg.Runtime, plan)
-	return pv, nil
+	return Diff(d, obs, a.state), nil
 }
 
 // Declared is what a node would hold had it applied prev in full: its

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"time"
 
 	"meshplane/declaration"
+	"meshplane/internal/safego"
 )
 
 // Images before anything stops (issue 34, "roll-outs that wait"). A
@@ -132,25 +135,53 @@ func pullFirst(ctx context.Context, rt Runtime, plan Plan) map[string]error {
 	return failed
 }
 
+// ImageCheckBudget bounds how long a dry run waits for its images'
+// checks, all asked at once: the controller waits for a dry run's answer
+// only a few seconds (controller.DefaultDryRunTimeout), and an image whose
+// registry did not answer in time is unknown, said so, rather than the
+// whole plan unanswered.
+const ImageCheckBudget = 3 * time.Second
+
 // checkImages asks rt, when it is an ImagePuller, about every image plan's
-// creates and replaces need (a dry run's Images).
+// creates and replaces need (a dry run's Images), at once, within
+// ImageCheckBudget.
 func checkImages(ctx context.Context, rt Runtime, plan Plan) []ImageCheck {
 	pu, ok := rt.(ImagePuller)
 	if !ok {
 		return nil
 	}
 	order, by := neededImages(plan)
-	out := make([]ImageCheck, 0, len(order))
-	for _, img := range order {
-		ic, err := pu.CheckImage(ctx, img)
-		if err != nil {
-			ic = ImageCheck{State: ImageUnknown, Detail: err.Error()}
-		}
-		ic.Image = img
-		ic.Containers = slices.Sorted(slices.Values(by[img]))
-		ic.Detail = boundDetail(ic.Detail)
-		out = append(out, ic)
+	out := make([]ImageCheck, len(order))
+	cctx, cancel := context.WithTimeout(ctx, ImageCheckBudget)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i, img := range order {
+		out[i] = ImageCheck{Image: img, State: ImageUnknown, Detail: fmt.Sprintf("not checked within %v", ImageCheckBudget), Containers: slices.Sorted(slices.Values(by[img]))}
+		done := make(chan ImageCheck, 1) // never blocks the checker left behind
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case ic := <-done:
+				ic.Image, ic.Containers, ic.Detail = img, out[i].Containers, boundDetail(ic.Detail)
+				out[i] = ic
+			case <-cctx.Done():
+			}
+		}()
+		go func() {
+			var ic ImageCheck
+			// A check that panics is that image's unknown, never the agent's end.
+			err := safego.Call("agent.checkimage", nil, func() (err error) { // logged and counted
+				ic, err = pu.CheckImage(cctx, img)
+				return err
+			})
+			if err != nil {
+				ic = ImageCheck{State: ImageUnknown, Detail: err.Error()}
+			}
+			done <- ic
+		}()
 	}
+	wg.Wait()
 	return out
 }
 

@@ -198,3 +198,46 @@ func TestDryRunChecksImages(t *testing.T) {
 		t.Errorf("simulated runtime: images %+v, %v; want none", pv.Images, err)
 	}
 }
+
+// slowPuller is a puller whose registry answers for one image only after
+// the dry run's budget, and panics for another.
+type slowPuller struct{ *puller }
+
+func (p slowPuller) CheckImage(ctx context.Context, ref string) (agent.ImageCheck, error) {
+	switch ref {
+	case "forge/slow:1":
+		<-ctx.Done()
+		return agent.ImageCheck{}, ctx.Err()
+	case "forge/bug:1":
+		panic("a checker's bug")
+	}
+	return p.puller.CheckImage(ctx, ref)
+}
+
+// TestDryRunImagesWithinABudget: a registry that does not answer makes its
+// image unknown within agent.ImageCheckBudget, not the whole dry run late,
+// a checker's panic makes its image unknown, and the others are answered.
+func TestDryRunImagesWithinABudget(t *testing.T) {
+	p := slowPuller{newPuller([]string{"forge/web:1"}, nil)}
+	ag, err := agent.New(agent.Config{Node: "novox", Runtime: p, Outbox: agent.NewMemOutbox(), Deliver: (&sink{}).deliver, Now: fixedNow, NewID: ids()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := decl("novox/1", ctr("web", "forge", image("forge/web:1")), ctr("slow", "forge", image("forge/slow:1")), ctr("bug", "forge", image("forge/bug:1")))
+	start := time.Now()
+	pv, err := ag.DryRun(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el > agent.ImageCheckBudget+time.Second {
+		t.Errorf("the dry run took %v, over the budget %v", el, agent.ImageCheckBudget)
+	}
+	got := map[string]string{}
+	for _, ic := range pv.Images {
+		got[ic.Image] = ic.State
+	}
+	want := map[string]string{"forge/web:1": agent.ImagePresent, "forge/slow:1": agent.ImageUnknown, "forge/bug:1": agent.ImageUnknown}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%v, want %v (%+v)", got, want, pv.Images)
+	}
+}
