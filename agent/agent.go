@@ -340,9 +340,10 @@ func unobserved(d declaration.Declaration, cause error) (Plan, result) {
 }
 
 // execute carries out plan through rt: the hosts file first (containers
-// mount it), then directories and files, then removals, then containers,
-// each after those it depends on (and, for service_healthy, once they are
-// healthy: depends.go).
+// mount it), then directories and files, then (after pulling every image
+// the creates and replaces need, on a runtime that pulls: images.go)
+// removals, then containers, each after those it depends on (and, for
+// service_healthy, once they are healthy: depends.go).
 //
 // values are the secrets' values of the containers it creates; a step whose
 // secrets are missing from it is not carried out (secretsFor failed it).
@@ -373,8 +374,15 @@ func execute(ctx context.Context, rt Runtime, plan Plan, values map[string]strin
 	}
 	sort.SliceStable(order, func(i, j int) bool { return phase(order[i]) < phase(order[j]) })
 	order = orderByDependencies(order) // depends_on: a dependency first (depends.go)
+	// Every image a create or replace needs is pulled before anything is
+	// stopped (images.go); what a failed pull blocks is not carried out.
+	blocked := pullFirst(ctx, rt, plan)
 	for _, s := range order {
 		if needsSecrets(s) && !hasSecrets(s, values) {
+			continue
+		}
+		if err, ok := blocked[s.Name]; ok {
+			res.failed[s.Name] = err
 			continue
 		}
 		if err := awaitDependencies(ctx, rt, s, res.failed); err != nil {

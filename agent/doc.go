@@ -14,12 +14,14 @@
 // container that is no longer declared, and whether the hosts file must be
 // written. Agent.Apply carries the plan out (hosts file, directories, files,
 // removals, containers), one resource at a time: a resource that fails is
-// listed in the report with its error and the rest are still applied. A
-// container that depends on others (depends_on, depends.go) is created after
-// them, and, for service_healthy on a runtime that can tell (HealthWaiter),
-// once they are healthy, waited for at most DependencyWait; one whose
-// dependency failed or is not healthy fails naming it, and its running
-// container is left as it is.
+// listed in the report with its error and the rest are still applied. On a
+// runtime that pulls (ImagePuller, images.go) every image the creates and
+// replaces need is pulled before any removal or create: a failed pull
+// stops nothing of its module. A container that depends on others
+// (depends_on, depends.go) is created after them, and, for service_healthy
+// on a runtime that can tell (HealthWaiter), once they are healthy, waited
+// for at most DependencyWait; one whose dependency failed or is not healthy
+// fails naming it, and its running container is left as it is.
 //
 // What counts as a change (docs/design.md rules 2, 4, 5):
 //   - A container is unchanged when its digest and spec equal the ones it was

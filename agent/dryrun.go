@@ -37,6 +37,10 @@ type Preview struct {
 	// failed: the same buildOutcome as Apply's, so a plan and the pass
 	// after it compare resource by resource.
 	Outcome events.ApplyReported `json:"outcome"`
+	// Images are the images the creates and replaces need, each present
+	// on the node, pullable or unavailable (images.go), asked of a runtime
+	// that pulls; absent on one that does not (the simulated runtime).
+	Images []ImageCheck `json:"images,omitempty"`
 }
 
 // PreviewStep is one step of a Preview.
@@ -85,23 +89,37 @@ func rejected(p Plan) map[string]error {
 // DryRun is Apply without the doing: it observes the node and plans d
 // (Diff, with the agent's State) exactly as Apply would now, and returns
 // the Preview. It changes nothing on the node, in the State or in the
-// outbox, and makes no report. Like Apply, it refuses a declaration for
-// another node or with duplicate names, and fails when the node cannot be
-// observed.
+// outbox, and makes no report; it asks a runtime that pulls whether each
+// image the plan needs is present or pullable (Preview.Images). Like
+// Apply, it refuses a declaration for another node or with duplicate
+// names, and fails when the node cannot be observed.
 func (a *Agent) DryRun(ctx context.Context, d declaration.Declaration) (Preview, error) {
+	plan, err := a.dryPlan(ctx, d)
+	if err != nil {
+		return Preview{}, err
+	}
+	pv := PreviewOf(a.cfg.Node, d, plan)
+	// Registries are asked after the lock (an apply never waits on one),
+	// all at once, within ImageCheckBudget.
+	pv.Images = checkImages(ctx, a.cfg.Runtime, plan)
+	return pv, nil
+}
+
+// dryPlan is DryRun's plan, under the agent's lock.
+func (a *Agent) dryPlan(ctx context.Context, d declaration.Declaration) (Plan, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err := a.check(d); err != nil {
-		return Preview{}, err
+		return Plan{}, err
 	}
 	if d.NamesRoster() {
-		return Preview{}, fmt.Errorf("agent: dry run %s: names roster revision %d, which it does not carry: %w", d.ID, d.RosterRevision, declaration.ErrRosterNotHeld)
+		return Plan{}, fmt.Errorf("agent: dry run %s: names roster revision %d, which it does not carry: %w", d.ID, d.RosterRevision, declaration.ErrRosterNotHeld)
 	}
 	obs, err := Observe(ctx, a.cfg.Runtime, d)
 	if err != nil {
-		return Preview{}, fmt.Errorf("agent: dry run %s: %w", d.ID, err)
+		return Plan{}, fmt.Errorf("agent: dry run %s: %w", d.ID, err)
 	}
-	return PreviewOf(a.cfg.Node, d, Diff(d, obs, a.state)), nil
+	return Diff(d, obs, a.state), nil
 }
 
 // Declared is what a node would hold had it applied prev in full: its

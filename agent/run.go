@@ -162,6 +162,12 @@ func Run(ctx context.Context, cfg RunConfig) error {
 			return fmt.Errorf("agent: run %s: answer dry runs: %w", cfg.Node, err)
 		}
 		defer stop()
+		// The same transport answers container logs (logs.go), when it can.
+		stopLogs, err := serveLogs(ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("agent: run %s: answer log requests: %w", cfg.Node, err)
+		}
+		defer stopLogs()
 	}
 	decls, err := cfg.Source.Declarations(ctx)
 	if err != nil {

@@ -18,7 +18,8 @@ import (
 var update = flag.Bool("update", false, "rewrite testdata/fields.golden")
 
 // TestFieldNames pins the JSON of the API: every field of every request
-// and response of Service and Rebuilder, and of every struct they hold (the
+// and response of Service and Rebuilder (and Tokens, Secrets, Logs: a
+// callback's arguments are responses), and of every struct they hold (the
 // event payloads included), by its JSON name, its Go type and its
 // omitempty/omitzero, as encoding/json writes them (embedded structs
 // inlined). A rename, a removal or a new field anywhere in what `mesh ...
@@ -31,6 +32,7 @@ func TestFieldNames(t *testing.T) {
 		reflect.TypeFor[api.Rebuilder](),
 		reflect.TypeFor[api.Tokens](),
 		reflect.TypeFor[api.Secrets](),
+		reflect.TypeFor[api.Logs](),
 	}
 	w := &fieldWalker{seen: map[reflect.Type]bool{}}
 	for _, it := range roots {
@@ -110,6 +112,10 @@ func (w *fieldWalker) walk(t reflect.Type) {
 	case reflect.Map:
 		w.walk(t.Key())
 		w.walk(t.Elem())
+	case reflect.Func: // a callback's arguments are answers too (api.Logs)
+		for i := range t.NumIn() {
+			w.walk(t.In(i))
+		}
 	case reflect.Struct:
 		if leaf(t) {
 			return

@@ -319,6 +319,19 @@ type Preview struct {
 	// Outcome is the report the apply would make if no runtime call
 	// failed.
 	Outcome events.ApplyReported `json:"outcome"`
+	// Images are the images the creates and replaces need, as the node's
+	// agent found them (present, pullable, unavailable, unknown); absent
+	// when the agent was not asked or its runtime pulls nothing (the
+	// simulated one). An apply pulls every one before it stops anything.
+	Images []ImageCheck `json:"images,omitempty"`
+}
+
+// ImageCheck is what a node's agent found of one image a plan needs.
+type ImageCheck struct {
+	Image      string   `json:"image"`
+	State      string   `json:"state"` // present, pullable, unavailable, unknown
+	Detail     string   `json:"detail,omitempty"`
+	Containers []string `json:"containers"`
 }
 
 // PreviewStep is one step of a Preview.

@@ -151,8 +151,11 @@
 // Its tests run the real server and check that a node can neither read
 // another node's key (get, its republished subject) nor create any
 // consumer (not even of its own key), nor publish another node's reports,
-// nor subscribe beyond its inbox, its plan subject and its own and the
-// roster's republished subjects.
+// nor subscribe beyond its inbox, its plan and logs subjects and its own
+// and the roster's republished subjects. A node user minted before the
+// logs subject (mesh.logs.<node>, logs.go) was in NodePermissions cannot
+// take it: its agent answers no log request (mesh logs says no agent
+// answered) until the node is given new credentials.
 //
 // # TLS and listening
 //

@@ -132,12 +132,13 @@ func NodeInbox(node string) string { return nodeInboxRoot + strings.ReplaceAll(n
 //	mesh.secret.<node>                                                         requests for its declaration's secrets (secret.go)
 //	$JS.API.DIRECT.GET.KV_mesh-declarations.$KV.mesh-declarations.<node>        the latest value of its key
 //	$JS.API.DIRECT.GET.KV_mesh-declarations.$KV.mesh-declarations._roster       the latest roster value (never a put of it)
-//	the reply subject of a request it received, once, within a minute         its answers to dry runs (allow_responses)
+//	the reply subject of a request it received, once, within a minute         its answers to dry runs and log requests (allow_responses)
 //
 // Subscribe:
 //
 //	_INBOX.node.<node>.>                                                       its inbox: direct gets' and acks' replies
 //	mesh.plan.<node>                                                           dry-run requests for it (mesh plan)
+//	mesh.logs.<node>                                                           log requests for it (mesh logs; logs.go)
 //	mesh.decl.<node>                                                           each new value of its key, republished by the stream
 //	mesh.decl._roster                                                          each new roster value, republished by the stream
 //
@@ -157,7 +158,7 @@ func NodePermissions(node string) jwt.Permissions {
 		"$JS.API.DIRECT.GET."+declStream+"."+DeclarationSubject(node),
 		"$JS.API.DIRECT.GET."+declStream+"."+RosterSubject,
 	)
-	p.Sub.Allow.Add(NodeInbox(node)+".>", PlanSubject(node), RepublishSubject(node), RepublishSubject(RosterKey))
+	p.Sub.Allow.Add(NodeInbox(node)+".>", PlanSubject(node), LogsSubject(node), RepublishSubject(node), RepublishSubject(RosterKey))
 	p.Resp = &jwt.ResponsePermission{MaxMsgs: 1, Expires: time.Minute}
 	return p
 }

@@ -575,6 +575,9 @@ func ValidateSpec(s events.ModuleSpec) error {
 	if len(s.Networks) > 0 {
 		return specErr("networks", "networks are not supported yet")
 	}
+	if err := validUpdate(s.Update); err != nil {
+		return err
+	}
 	switch s.Upgrade {
 	case "", events.UpgradeManual, events.UpgradeRollOut:
 	default:

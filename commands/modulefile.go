@@ -58,6 +58,7 @@ func (e *ModuleFileError) Is(target error) bool { return target == ErrModuleFile
 //
 //	module: forge                    # required
 //	upgrade: manual                  # or roll-out: how a recorded build reaches the nodes
+//	update: {min_healthy: 10s, healthy_deadline: 5m}  # how a roll-out replaces containers (update.go)
 //	routes: [forge.zurag.be]
 //	containers:
 //	  - name: web
@@ -234,8 +235,10 @@ func (p *mfParser) module(doc *yaml.Node) (string, events.ModuleSpec) {
 			if p.err == nil && spec.Upgrade != events.UpgradeManual && spec.Upgrade != events.UpgradeRollOut {
 				p.fail(v, "upgrade", "%s is not an upgrade policy (want %s, the default, or %s)", quote(spec.Upgrade), events.UpgradeManual, events.UpgradeRollOut)
 			}
+		case "update":
+			spec.Update = p.update(v)
 		default:
-			p.fail(v, key, "unknown field (want module, upgrade, routes, containers, directories, files)")
+			p.fail(v, key, "unknown field (want module, upgrade, update, routes, containers, directories, files)")
 		}
 	})
 	if p.err == nil && !nameSeen {

@@ -166,5 +166,6 @@ func previewOf(p agent.Preview) api.Preview {
 			}
 		}),
 		Unchanged: p.Unchanged, Outcome: p.Outcome,
+		Images: mapSlice(p.Images, func(i agent.ImageCheck) api.ImageCheck { return api.ImageCheck(i) }),
 	}
 }

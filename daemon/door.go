@@ -134,6 +134,7 @@ func deliveryOf(r bus.Report) commands.Delivery {
 type busPublisher interface {
 	controller.BatchPublisher
 	controller.DryRunner
+	controller.LogAsker
 }
 
 var (

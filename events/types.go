@@ -103,6 +103,9 @@ type ModuleSpec struct {
 	// Upgrade is the module's upgrade policy: UpgradeManual (also when
 	// empty) or UpgradeRollOut.
 	Upgrade string `json:"upgrade,omitempty"`
+	// Update is the module's update block (update.go); nil when it has
+	// none.
+	Update *UpdatePolicy `json:"update,omitempty"`
 }
 
 // ContainerSpec is one container of a module. Exactly one of Image and

@@ -40,7 +40,7 @@ var printers = map[string]any{
 	"TokenCreated": render.TokenCreated, "TokenRevoked": render.TokenRevoked, "JoinToken": render.JoinToken, "Revoked": render.Revoked,
 	"Migrated": render.Migrated, "Joined": render.Joined, "CommandResult": render.CommandResult, "Push": render.Push,
 	"ArtifactPushed": render.ArtifactPushed, "Rebuild": render.Rebuild, "RebuildLocal": render.RebuildLocal, "SnapshotSaved": render.SnapshotSaved,
-	"Escape": render.Escape,
+	"Escape": render.Escape, "LogChunk": render.LogChunk,
 }
 
 // notWalked are the exported functions the walk leaves out, and why.

@@ -74,7 +74,28 @@ func Plan(w io.Writer, f Format, resp api.PlanResponse) error {
 				pln(w)
 			}
 		}
+		planImages(w, np.Images)
 		pf(w, "  %d unchanged; the report would read: %s\n", np.Unchanged, np.Outcome.Summary())
 	}
 	return nil
+}
+
+// planImages says what the node's agent found of each image the plan
+// needs; an image that cannot be had first, loudly: the apply would fail
+// its containers and leave what they replace running.
+func planImages(w io.Writer, images []api.ImageCheck) {
+	for _, ic := range images {
+		if ic.State == "unavailable" {
+			pf(w, "  IMAGE UNAVAILABLE %s (for %s): %s; the apply would fail them and stop nothing\n", ic.Image, strings.Join(ic.Containers, ", "), orDash(ic.Detail))
+		}
+	}
+	for _, ic := range images {
+		switch ic.State {
+		case "unavailable":
+		case "unknown":
+			pf(w, "  image    %s (for %s): not known: %s\n", ic.Image, strings.Join(ic.Containers, ", "), orDash(ic.Detail))
+		default:
+			pf(w, "  image    %s (for %s): %s\n", ic.Image, strings.Join(ic.Containers, ", "), ic.State)
+		}
+	}
 }

@@ -234,7 +234,12 @@ var plan = api.PlanResponse{
 					{Name: "/etc/forge", Kind: "directory", Action: "create"},
 				},
 				Unchanged: 1,
-				Outcome:   events.ApplyReported{Node: "novox", Declaration: "novox/8", Sent: 4, Applied: 3, Created: []string{"/etc/forge"}, Replaced: []events.Replaced{{Name: "forge-web", Fields: []string{"image"}}}, Held: []events.Held{{Name: "route-proxy", Module: "route-proxy", Reason: "not taken"}}, Unchanged: 1},
+				Images: []api.ImageCheck{
+					{Image: "127.0.0.1:5000/forge/web@sha256:bb", State: "pullable", Containers: []string{"forge-web"}},
+					{Image: "127.0.0.1:5000/forge/cron@sha256:00", State: "unavailable", Detail: "manifest unknown", Containers: []string{"forge-cron", "forge-mail"}},
+					{Image: "caddy:2", State: "present", Containers: []string{"route-proxy"}},
+				},
+				Outcome: events.ApplyReported{Node: "novox", Declaration: "novox/8", Sent: 4, Applied: 3, Created: []string{"/etc/forge"}, Replaced: []events.Replaced{{Name: "forge-web", Fields: []string{"image"}}}, Held: []events.Held{{Name: "route-proxy", Module: "route-proxy", Reason: "not taken"}}, Unchanged: 1},
 			},
 			Source: api.PlanByAgent, New: true, Heavy: true, Warnings: []string{"forge's build is older than its module"},
 			Headline: "novox: HEAVY: would replace 1 and create 1 of 4 resources",

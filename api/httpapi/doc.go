@@ -30,6 +30,7 @@
 //	GET    /v1/nodes/{node}/roster/history                 RosterHistory
 //	GET    /v1/nodes/{node}/roster/diff                    RosterDiff       ?from=DECL&to=DECL
 //	GET    /v1/nodes/{node}/why                            Why              ?resource=R
+//	GET    /v1/nodes/{node}/containers/{container}/logs    Logs             ?tail=N ?follow=true: JSON lines, one chunk each; api.Logs
 //	GET    /v1/churn                                       Churn            ?node=N (repeatable)
 //	GET    /v1/diff                                        Diff             ?from=MOMENT&to=MOMENT (a time in RFC 3339 or a position; no to: the head)
 //	GET    /v1/timeline                                    Timeline         ?node ?module ?resource ?type ?correlation

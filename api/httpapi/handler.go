@@ -99,6 +99,7 @@ func Handler(svc api.Service, token string, opts ...HandlerOption) http.Handler 
 	m.HandleFunc("GET /v1/nodes/{node}/roster/history", h.rosterHistory)
 	m.HandleFunc("GET /v1/nodes/{node}/roster/diff", h.rosterDiff)
 	m.HandleFunc("GET /v1/nodes/{node}/why", h.why)
+	m.HandleFunc("GET /v1/nodes/{node}/containers/{container}/logs", h.logs)
 	m.HandleFunc("GET /v1/churn", h.churn)
 	m.HandleFunc("GET /v1/diff", h.diff)
 	m.HandleFunc("GET /v1/timeline", h.timeline)

@@ -78,6 +78,11 @@ var examples = map[string]string{
   mesh roster novox --diff novox/3,novox/7`,
 	"why": `  # every apply that touched route-proxy's ca container on novox, and the push behind each
   mesh why novox ca`,
+	"logs": `  # the last 100 lines of forge's web container on novox
+  mesh logs novox forge-web --server https://ctl.example:7480 --token-file api-token
+
+  # the last 20, then every line it writes, until Ctrl-C
+  mesh logs novox forge-web -n 20 --follow --server https://ctl.example:7480 --token-file api-token`,
 	"churn": `  mesh churn
   mesh churn novox -o json`,
 	"revert": `  mesh revert forge --to 41

@@ -40,6 +40,10 @@ func TestDayOneVerbs(t *testing.T) {
 		{args: []string{"timeline", "--type", "module.", "-o", "json"}, out: []string{`"type": "module.defined"`, `"type": "module.assigned"`}},
 		{args: []string{"why", "a", "nosuch"}, code: exitRejected, err: "resource-unknown"},
 		{args: []string{"churn", "nosuch"}, code: exitRejected, err: "node-unknown"},
+		// a store alone has no bus (unsupported); a controller's has no agent of a (logs-unreadable)
+		{args: []string{"logs", "a", "web"}, code: exitRejected, err: "logs"},
+		{args: []string{"logs", "nosuch", "web"}, code: exitRejected, err: "node-unknown"},
+		{args: []string{"logs", "a", "web", "--tail", "-1"}, code: exitUsage, err: "--tail"},
 		{args: []string{"node", "remove", "a", "--drain"}, out: []string{"node-a #", "module.released", "node.removed"}},
 		{args: []string{"node", "remove", "a"}, out: []string{"node a is removed already, nothing to do"}},
 		{args: []string{"module", "remove", "web", "--release"}, out: []string{"node-b #", "module.released", "module-web #", "module.removed"}},

@@ -107,7 +107,7 @@ status, holds, timeline and churn are projections of the stream.`,
 	root.AddCommand(
 		e.upCmd(), e.agentCmd(), e.statusCmd(), e.infoCmd(), e.versionCmd(), node, module,
 		e.assignCmd(), e.takeCmd(), e.releaseCmd(), e.pushCmd(), artifact, e.deployCmd(), e.planCmd(),
-		e.timelineCmd(), e.rosterCmd(), e.whyCmd(), e.churnCmd(), e.revertCmd(), e.diffCmd(),
+		e.timelineCmd(), e.rosterCmd(), e.whyCmd(), e.logsCmd(), e.churnCmd(), e.revertCmd(), e.diffCmd(),
 		e.rebuildCmd(), e.exportCmd(), e.importCmd(), e.replayCmd(), store, scenario, e.simCmd(), busGroup,
 		e.tokenGroup(), e.secretGroup(), e.docsCmd(),
 	)

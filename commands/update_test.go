@@ -1,0 +1,101 @@
+package commands
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"meshplane/declaration"
+	"meshplane/events"
+)
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestParseModuleFileUpdate: the update block with its defaults, each key
+// set, and its refusals, each naming the file, line and field; a module
+// without one has none, so an old definition is unchanged.
+func TestParseModuleFileUpdate(t *testing.T) {
+	def := events.DefaultUpdatePolicy()
+	tests := []struct {
+		name, file string
+		want       *events.UpdatePolicy
+		err        string
+	}{
+		{name: "no block", file: "module: forge\n", want: nil},
+		{name: "an empty block: the defaults", file: "module: forge\nupdate: {}\n",
+			want: &events.UpdatePolicy{Order: "stop-first", MinHealthyMS: 10_000, HealthyDeadlineMS: 300_000, OnFailure: "pause"}},
+		{name: "every key", file: "module: forge\nupdate:\n  order: stop-first\n  min_healthy: 30s\n  healthy_deadline: 2m\n  on_failure: pause\n",
+			want: &events.UpdatePolicy{Order: "stop-first", MinHealthyMS: 30_000, HealthyDeadlineMS: 120_000, OnFailure: "pause"}},
+		{name: "one key", file: "module: forge\nupdate: {healthy_deadline: 1h}\n",
+			want: &events.UpdatePolicy{Order: def.Order, MinHealthyMS: def.MinHealthyMS, HealthyDeadlineMS: 3_600_000, OnFailure: def.OnFailure}},
+		{name: "an unknown key", file: "module: forge\nupdate:\n  order: stop-first\n  canary: 1\n", err: "f.yaml:4: update.canary: unknown field (want order, min_healthy, healthy_deadline, on_failure)"},
+		{name: "not a duration", file: "module: forge\nupdate:\n  min_healthy: ten\n", err: `f.yaml:3: update.min_healthy: "ten" is not a duration`},
+		{name: "a number, not a duration", file: "module: forge\nupdate: {healthy_deadline: 300}\n", err: `update.healthy_deadline: "300" is not a duration`},
+		{name: "zero", file: "module: forge\nupdate: {min_healthy: 0s}\n", err: "f.yaml:2: update.min_healthy: 0s: want above 0"},
+		{name: "over a day", file: "module: forge\nupdate: {healthy_deadline: 25h}\n", err: "update.healthy_deadline: 25h0m0s: want above 0 and at most 24h0m0s"},
+		{name: "min_healthy not below the deadline", file: "module: forge\nupdate: {min_healthy: 5m, healthy_deadline: 5m}\n", err: "update.min_healthy: 5m0s is not below healthy_deadline 5m0s"},
+		{name: "an unknown order", file: "module: forge\nupdate: {order: blue-green}\n", err: `update.order: "blue-green" is not an order (want stop-first or start-first)`},
+		{name: "start-first, not yet", file: "module: forge\nupdate: {order: start-first}\n", err: "update.order: start-first is not supported yet"},
+		{name: "revert, not yet", file: "module: forge\nupdate: {on_failure: revert}\n", err: "update.on_failure: revert is not supported yet"},
+		{name: "an unknown action", file: "module: forge\nupdate: {on_failure: retry}\n", err: `update.on_failure: "retry" is not a failure action`},
+		{name: "not a mapping", file: "module: forge\nupdate: stop-first\n", err: "f.yaml:2: update"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, spec, err := ParseModuleFile("f.yaml", []byte(tt.file))
+			if tt.err != "" {
+				if !errors.Is(err, ErrModuleFile) || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err %v\nwant one containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(spec.Update, tt.want) {
+				t.Fatalf("update %+v, want %+v", spec.Update, tt.want)
+			}
+		})
+	}
+}
+
+// TestUpdateIsPartOfTheModule: a module's update block is in its
+// definition: defining it again with another block is a change, with the
+// same one none; a spec from the API is checked as the file's is.
+func TestUpdateIsPartOfTheModule(t *testing.T) {
+	parse := func(f string) events.ModuleSpec {
+		t.Helper()
+		_, s, err := ParseModuleFile("f.yaml", []byte(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	base := "module: forge\ncontainers: [{name: web, image: a}]\n"
+	none, dflt, long := parse(base), parse(base+"update: {}\n"), parse(base+"update: {healthy_deadline: 10m}\n")
+	// What DefineModule compares: the spec's digest.
+	if declaration.Digest(none) == declaration.Digest(dflt) || declaration.Digest(dflt) == declaration.Digest(long) {
+		t.Error("an update block, or a change of it, is not a change of the module's digest")
+	}
+	if declaration.Digest(dflt) != declaration.Digest(parse(base+"update:\n  order: stop-first\n  on_failure: pause\n")) {
+		t.Error("the defaults written out differ from the defaults")
+	}
+	if declaration.Digest(none) != declaration.Digest(parse(base)) || strings.Contains(string(mustJSON(t, none)), "update") {
+		t.Error("a module without a block does not keep its digest")
+	}
+	bad := none
+	bad.Update = &events.UpdatePolicy{Order: events.UpdateStopFirst, OnFailure: events.UpdatePause}
+	var se *SpecError
+	if err := ValidateSpec(bad); !errors.As(err, &se) || se.Field != "update.min_healthy" {
+		t.Errorf("a block without its durations from the API: %v", err)
+	}
+}

@@ -1,0 +1,33 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+
+	"meshplane/agent"
+	"meshplane/bus"
+	"meshplane/controller"
+)
+
+// Container logs (mesh logs) go through the publisher as dry runs do: the
+// bus asks the node's agent.
+
+var _ controller.LogAsker = bus.DeclarationPublisher{}
+
+// Logs forwards to the bus's publisher once it is up.
+func (l *laterPublisher) Logs(ctx context.Context, node string, req agent.LogRequest) (agent.LogChunk, error) {
+	p := l.p.Load()
+	if p == nil {
+		return agent.LogChunk{}, errBusNotUp
+	}
+	return (*p).Logs(ctx, node, req)
+}
+
+// Logs forwards to the wrapped publisher's log requests, when it has them.
+func (p notifyingPublisher) Logs(ctx context.Context, node string, req agent.LogRequest) (agent.LogChunk, error) {
+	la, ok := p.Publisher.(controller.LogAsker)
+	if !ok {
+		return agent.LogChunk{}, errors.New("no log requests on this bus")
+	}
+	return la.Logs(ctx, node, req)
+}
