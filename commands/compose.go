@@ -334,6 +334,16 @@ func (m *mesh) plan(n Node) (plan, error) {
 				published[pub.HostPort] = who
 			}
 			p.resources = append(p.resources, declaration.Resource{Name: c.Name, Kind: declaration.KindContainer, Module: modName, Container: spec})
+			files, err := m.reachFiles(n, mod, c)
+			if err != nil {
+				return plan{}, err
+			}
+			for _, f := range files {
+				if err := claim(f.Name, modName); err != nil {
+					return plan{}, err
+				}
+				p.resources = append(p.resources, f)
+			}
 			for _, mt := range c.Mounts {
 				if mt.Volume {
 					continue // the engine's, not a directory of the host
@@ -381,6 +391,12 @@ func (m *mesh) container(n Node, mod Module, c events.ContainerSpec) (*declarati
 		}
 		env[pr.Env] = port
 	}
+	spec := &declaration.Container{}
+	reached, err := m.reachEnv(n, mod, c, env, spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	warnings = append(warnings, reached...)
 	image := c.Image
 	if c.Artifact != "" {
 		ref, err := m.artifactRef(n, mod, c.Artifact)
@@ -389,8 +405,7 @@ func (m *mesh) container(n Node, mod Module, c events.ContainerSpec) (*declarati
 		}
 		image = ref
 	}
-	spec := &declaration.Container{Image: image, Command: c.Command}
-	var err error
+	spec.Image, spec.Command = image, c.Command
 	keys := make([]string, 0, len(env))
 	for k := range env {
 		keys = append(keys, k)

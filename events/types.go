@@ -103,6 +103,9 @@ type ModuleSpec struct {
 	// Upgrade is the module's upgrade policy: UpgradeManual (also when
 	// empty) or UpgradeRollOut.
 	Upgrade string `json:"upgrade,omitempty"`
+	// Provides is what the module offers other modules' containers, by
+	// service name (bindings.go).
+	Provides map[string]Provide `json:"provides,omitempty"`
 }
 
 // ContainerSpec is one container of a module. Exactly one of Image and
@@ -133,6 +136,10 @@ type ContainerSpec struct {
 	Tmpfs           []string     `json:"tmpfs,omitempty"` // container paths
 	ReadOnly        bool         `json:"read_only,omitempty"`
 	DependsOn       []Dependency `json:"depends_on,omitempty"`
+	// What it consumes of other modules' provided services (bindings.go):
+	// their addresses, and logins to them.
+	Reaches []Binding `json:"reaches,omitempty"`
+	Grants  []Binding `json:"grants,omitempty"`
 }
 
 // Healthcheck is a container's health check, compose's healthcheck: the
