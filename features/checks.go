@@ -557,7 +557,16 @@ func planReplaces(ctx context.Context, node, name, field string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("the plan for %s replaces %s because of %v, none of which is %q", node, name, s.Fields, field)
+	// "env.STORE_ADDR: 10.1.0.3:5432 → 10.1.0.3:6852": a field with what
+	// it was and what it becomes.
+	var changes []string
+	for _, c := range s.Changes {
+		changes = append(changes, fmt.Sprintf("%s: %s → %s", c.Field, c.From, c.To))
+		if changes[len(changes)-1] == field {
+			return nil
+		}
+	}
+	return fmt.Errorf("the plan for %s replaces %s because of %v (%s), none of which is %q", node, name, s.Fields, strings.Join(changes, "; "), field)
 }
 
 func planHolds(ctx context.Context, node, name string) error {
