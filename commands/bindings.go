@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -205,16 +206,17 @@ func validateBindings(f string, c events.ContainerSpec, declare func(field, path
 }
 
 // reach composes the value of binding b of module mod's container c on
-// node n: ADDRESS:PORT of the node running the provider. An empty value
-// with a warning is a binding left unfilled (the provider's node was not
-// given its port or private address: rule 6); an *IncoherentError says
-// the binding cannot be told (the provider is not defined, provides no such
-// service, runs nowhere, or on two nodes and the binding does not say
-// which).
-func (m *mesh) reach(n Node, mod Module, c events.ContainerSpec, b events.Binding) (string, string, error) {
+// node n: ADDRESS:PORT of the node running the provider, and the binding
+// behind it (events.Bound, its Container and Field left to the caller).
+// An empty value with a warning is a binding left unfilled (the provider's
+// node was not given its port or private address: rule 6); an
+// *IncoherentError says the binding cannot be told (the provider is not
+// defined, provides no such service, runs nowhere, or on two nodes and the
+// binding does not say which).
+func (m *mesh) reach(n Node, mod Module, c events.ContainerSpec, b events.Binding) (string, events.Bound, string, error) {
 	who := fmt.Sprintf("module %s's container %s reaches %s of module %s", mod.Name, c.Name, b.Service, b.Module)
-	incoherent := func(format string, args ...any) (string, string, error) {
-		return "", "", &IncoherentError{Node: n.Name, Reason: who + ", " + fmt.Sprintf(format, args...)}
+	incoherent := func(format string, args ...any) (string, events.Bound, string, error) {
+		return "", events.Bound{}, "", &IncoherentError{Node: n.Name, Reason: who + ", " + fmt.Sprintf(format, args...)}
 	}
 	var on []string // registered nodes the provider is assigned to
 	for _, name := range m.names {
@@ -264,11 +266,11 @@ func (m *mesh) reach(n Node, mod Module, c events.ContainerSpec, b events.Bindin
 	port, addr := pn.Port(svc.Port), pn.PrivateAddress()
 	switch {
 	case port == "":
-		return "", fmt.Sprintf("%s on node %s, which was not given port %s (mesh node set %s port.%s PORT): %s is not set", who, at, svc.Port, at, svc.Port, target), nil
+		return "", events.Bound{}, fmt.Sprintf("%s on node %s, which was not given port %s (mesh node set %s port.%s PORT): %s is not set", who, at, svc.Port, at, svc.Port, target), nil
 	case addr == "":
-		return "", fmt.Sprintf("%s on node %s, which has no private address (mesh node set %s private-address ADDRESS): %s is not set", who, at, at, target), nil
+		return "", events.Bound{}, fmt.Sprintf("%s on node %s, which has no private address (mesh node set %s private-address ADDRESS): %s is not set", who, at, at, target), nil
 	}
-	return addr + ":" + port, "", nil
+	return addr + ":" + port, events.Bound{Module: b.Module, Service: b.Service, Node: at, Setting: events.SettingPortPrefix + svc.Port}, "", nil
 }
 
 // reachEnv composes container c's reaches into env (by variable), with
@@ -277,7 +279,7 @@ func (m *mesh) reach(n Node, mod Module, c events.ContainerSpec, b events.Bindin
 func (m *mesh) reachEnv(n Node, mod Module, c events.ContainerSpec, env map[string]string, spec *declaration.Container) ([]string, error) {
 	var warnings []string
 	for _, b := range c.Reaches {
-		v, warn, err := m.reach(n, mod, c, b)
+		v, _, warn, err := m.reach(n, mod, c, b)
 		if err != nil {
 			return nil, err
 		}
@@ -295,22 +297,36 @@ func (m *mesh) reachEnv(n Node, mod Module, c events.ContainerSpec, env map[stri
 }
 
 // reachFiles composes the files of container c's reaches into a file:
-// each holds ADDRESS:PORT and a newline, mode BindingFileMode. An unfilled
-// one is not declared (its warning is reachEnv's).
-func (m *mesh) reachFiles(n Node, mod Module, c events.ContainerSpec) ([]declaration.Resource, error) {
+// each holds ADDRESS:PORT and a newline, mode BindingFileMode; and the
+// binding behind every value c's reaches filled, file or variable. An
+// unfilled one is neither (its warning is reachEnv's).
+func (m *mesh) reachFiles(n Node, mod Module, c events.ContainerSpec) ([]declaration.Resource, []events.Bound, error) {
 	var out []declaration.Resource
+	var bound []events.Bound
 	for _, b := range c.Reaches {
-		if b.File == "" {
-			continue
-		}
-		v, warn, err := m.reach(n, mod, c, b)
+		v, bd, warn, err := m.reach(n, mod, c, b)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if warn != "" {
 			continue
 		}
+		bd.Container = c.Name
+		if b.Env != "" {
+			bd.Field = "env." + b.Env
+			bound = append(bound, bd)
+			continue
+		}
+		bd.Field = "file." + b.File
+		bound = append(bound, bd)
 		out = append(out, declaration.Resource{Name: b.File, Kind: declaration.KindFile, Module: mod.Name, File: &declaration.File{Path: b.File, Mode: BindingFileMode, Content: v + "\n"}})
 	}
-	return out, nil
+	return out, bound, nil
+}
+
+// sortBound orders a declaration's bindings by container, then field.
+func sortBound(bs []events.Bound) {
+	slices.SortFunc(bs, func(a, b events.Bound) int {
+		return cmp.Or(strings.Compare(a.Container, b.Container), strings.Compare(a.Field, b.Field))
+	})
 }

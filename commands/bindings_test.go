@@ -324,3 +324,45 @@ func FuzzParseModuleFileBindings(f *testing.F) {
 		}
 	})
 }
+
+// why names the binding behind each value: the composed declaration
+// carries it, and the event's stored form decodes it back.
+func TestComposedNamesTheBindingBehindEachValue(t *testing.T) {
+	m := storeMesh().apply(events.ModuleDefined{Module: "forge", Spec: events.ModuleSpec{
+		Containers: []events.ContainerSpec{{Name: "web", Image: "forge:1",
+			Reaches: []events.Binding{
+				{Module: "mesh-store", Service: "store", File: "/run/mesh/store.addr"},
+				{Module: "mesh-store", Service: "store", Env: "STORE_ADDR"},
+			}}}}})
+	c, err := composeBoth(t, m, "g14")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []events.Bound{
+		{Container: "web", Field: "env.STORE_ADDR", Module: "mesh-store", Service: "store", Node: "novox", Setting: "port.store"},
+		{Container: "web", Field: "file./run/mesh/store.addr", Module: "mesh-store", Service: "store", Node: "novox", Setting: "port.store"},
+	}
+	p := c.Stored()
+	if !reflect.DeepEqual(p.Bindings, want) {
+		t.Fatalf("bindings = %+v, want %+v", p.Bindings, want)
+	}
+	reg := events.NewRegistry()
+	data, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ { // the second decode is the interned one
+		back, err := reg.Decode(events.Event{Type: events.TypeDeclarationComposed, Data: data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := back.(events.DeclarationComposed).Bindings; !reflect.DeepEqual(got, want) {
+			t.Fatalf("decode %d: bindings = %+v, want %+v", i, got, want)
+		}
+	}
+	// An unfilled binding names nothing behind it.
+	m.apply(events.NodeSettingSet{Node: "novox", Key: "port.store", Value: ""})
+	if c, err = composeBoth(t, m, "g14"); err != nil || c.Composed().Bindings != nil {
+		t.Fatalf("unfilled: bindings = %+v, err %v; want none", c.Composed().Bindings, err)
+	}
+}

@@ -33,3 +33,17 @@ type Binding struct {
 	File    string `json:"file,omitempty"`
 	Node    string `json:"node,omitempty"`
 }
+
+// Bound is one value a composed declaration gave a container through a
+// binding (DeclarationComposed.Bindings), so that why can name it: the
+// container, where the value went (Field: "env.STORE_ADDR", or
+// "file./run/mesh/store.addr"), the provider's module and service, the
+// node it was read from and that node's setting read ("port.store").
+type Bound struct {
+	Container string `json:"container"`
+	Field     string `json:"field"`
+	Module    string `json:"module"`
+	Service   string `json:"service"`
+	Node      string `json:"node"`
+	Setting   string `json:"setting"`
+}

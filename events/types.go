@@ -316,6 +316,9 @@ type DeclarationComposed struct {
 	// Added fields.
 	Warnings []string  `json:"warnings,omitempty"` // unfilled port requests, ...
 	Skipped  []Skipped `json:"skipped,omitempty"`  // nodes passed over as incoherent
+	// Bindings names the binding behind each value a container was
+	// given by one (reaches), sorted by container and field.
+	Bindings []Bound `json:"bindings,omitempty"`
 	// Specs holds the spec (JSON) of every resource digest that the node's
 	// previous declaration did not have, by digest: every spec a node was
 	// ever declared stands once in its stream, and a declaration that

@@ -43,3 +43,13 @@ Feature: A container reaches another module's service at its node's address (iss
     Then the push to "g14" fails naming "novox"
     And no declaration was pushed to "g14"
     And the event stream has 1 "declaration.compose-failed" events for "g14"
+
+  Scenario: why names the binding behind a value, who moved it and when
+    Given node "novox" has port "store" set to 5432
+    And module "mesh-store" is assigned to "novox"
+    And module "forge" is assigned to "g14"
+    And 1 passes run on "g14"
+    When the port "store" of node "novox" is set to 6852
+    And 1 passes run on "g14"
+    Then why container "web" on "g14" was last replaced names "env.STORE_ADDR from store of module mesh-store on novox (its port.store)"
+    And why container "web" on "g14" was last replaced names "port.store set to 6852 on novox"

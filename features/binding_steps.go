@@ -6,7 +6,9 @@ import (
 
 	"github.com/cucumber/godog"
 
+	"meshplane/api"
 	"meshplane/events"
+	"meshplane/render"
 )
 
 // bindingSteps are the steps of what modules give each other (issue 35:
@@ -39,4 +41,23 @@ func containerReaches(ctx context.Context, module, container, service, provider,
 		}
 		c.Reaches = append(c.Reaches, b)
 	})
+}
+
+// bindingsBehind is the binding behind each value of container on node
+// that the apply at position was given, as `mesh why` words them
+// (render.BindingWords), from the controller's answer.
+func bindingsBehind(ctx context.Context, w *World, node, container string, position uint64) ([]string, error) {
+	resp, err := w.mesh.Controller.Why(ctx, api.WhyRequest{Node: node, Resource: container})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, t := range resp.Touches {
+		if t.Entry.Position == position {
+			for _, b := range t.Bindings {
+				out = append(out, render.BindingWords(b))
+			}
+		}
+	}
+	return out, nil
 }

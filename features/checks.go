@@ -511,6 +511,18 @@ func whyNames(ctx context.Context, container, node, words string) error {
 			}
 			lines = append(lines, en.Summary)
 		}
+		// The binding behind each value it was given, as `mesh why` words
+		// it (issue 35).
+		bound, err := bindingsBehind(ctx, w, node, container, t.Entry.Position)
+		if err != nil {
+			return err
+		}
+		for _, b := range bound {
+			if strings.Contains(b, words) {
+				return nil
+			}
+			lines = append(lines, b)
+		}
 		return fmt.Errorf("why %s on %s was replaced (at #%d) names no %q; behind it:\n  %s", container, node, t.Entry.Position, words, strings.Join(lines, "\n  "))
 	}
 	return fmt.Errorf("container %s on %s was never replaced", container, node)
