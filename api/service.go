@@ -250,6 +250,25 @@ type WhyTouch struct {
 	// applied before, each with its actor and time
 	// (projections.Timeline.CommandsBehind).
 	Commands []Entry `json:"commands,omitempty"`
+	// Bindings names the binding behind each value of the resource a
+	// binding gave (a container's reaches, or the file of one), as the
+	// declaration it applied was composed.
+	Bindings []Binding `json:"bindings,omitempty"`
+}
+
+// Binding is the binding behind one value (WhyTouch.Bindings): where it
+// went (Field: "env.STORE_ADDR", "file./run/mesh/store.addr"), the
+// provider's module and service, the node it runs on and that node's
+// setting read ("port.store"), and Set, the last node.setting-set of
+// that setting before the apply: who set it, and when (absent when none
+// is in the timeline).
+type Binding struct {
+	Field   string `json:"field"`
+	Module  string `json:"module"`
+	Service string `json:"service"`
+	Node    string `json:"node"`
+	Setting string `json:"setting"`
+	Set     *Entry `json:"set,omitempty"`
 }
 
 // RosterHistory is every declaration composed for a node, oldest first.

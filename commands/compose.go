@@ -48,6 +48,9 @@ type Composition struct {
 	// success (Current.Pushed); with Unchanged, a successful send records
 	// nothing.
 	Pushed bool
+	// Bindings names the binding behind each value a container of the
+	// node was given by one (events.Bound), for why.
+	Bindings []events.Bound
 	// Roster is the roster composed against, as its events name it
 	// (shared: never modified). Its revision is the Handler's to record
 	// (Declaration.RosterRevision, set when the composition is recorded).
@@ -151,7 +154,7 @@ func composition(self Node, own plan, r roster, skipped []events.Skipped, correl
 	for i := range own.resources {
 		own.resources[i].Digest = declaration.Digest(own.resources[i].Spec())
 	}
-	c := Composition{Skipped: skipped, Roster: r.mesh}
+	c := Composition{Skipped: skipped, Roster: r.mesh, Bindings: own.bound}
 	d := declaration.Declaration{
 		Node:         self.Name,
 		ID:           fmt.Sprintf("%s/%d", self.Name, self.Composed+1),
@@ -213,7 +216,7 @@ func (c Composition) Composed() events.DeclarationComposed {
 	}
 	return events.DeclarationComposed{
 		Node: d.Node, Declaration: d.ID, Digest: d.Digest, RosterRevision: d.RosterRevision, Roster: roster, Resources: refs,
-		Warnings: d.Warnings, Skipped: c.Skipped, Specs: specs,
+		Warnings: d.Warnings, Skipped: c.Skipped, Bindings: c.Bindings, Specs: specs,
 	}
 }
 
@@ -283,6 +286,7 @@ type plan struct {
 	resources []declaration.Resource
 	routes    []string
 	warnings  []string
+	bound     []events.Bound // the bindings behind values (bindings.go)
 }
 
 // plan composes n's resources from its assigned modules, without their
@@ -334,6 +338,17 @@ func (m *mesh) plan(n Node) (plan, error) {
 				published[pub.HostPort] = who
 			}
 			p.resources = append(p.resources, declaration.Resource{Name: c.Name, Kind: declaration.KindContainer, Module: modName, Container: spec})
+			files, bound, err := m.reachFiles(n, mod, c)
+			if err != nil {
+				return plan{}, err
+			}
+			p.bound = append(p.bound, bound...)
+			for _, f := range files {
+				if err := claim(f.Name, modName); err != nil {
+					return plan{}, err
+				}
+				p.resources = append(p.resources, f)
+			}
 			for _, mt := range c.Mounts {
 				if mt.Volume {
 					continue // the engine's, not a directory of the host
@@ -358,6 +373,7 @@ func (m *mesh) plan(n Node) (plan, error) {
 		}
 	}
 	sort.Slice(p.resources, func(i, j int) bool { return p.resources[i].Name < p.resources[j].Name })
+	sortBound(p.bound)
 	sort.Strings(p.routes)
 	p.routes = slices.Compact(p.routes)
 	return p, nil
@@ -381,6 +397,12 @@ func (m *mesh) container(n Node, mod Module, c events.ContainerSpec) (*declarati
 		}
 		env[pr.Env] = port
 	}
+	spec := &declaration.Container{}
+	reached, err := m.reachEnv(n, mod, c, env, spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	warnings = append(warnings, reached...)
 	image := c.Image
 	if c.Artifact != "" {
 		ref, err := m.artifactRef(n, mod, c.Artifact)
@@ -389,8 +411,7 @@ func (m *mesh) container(n Node, mod Module, c events.ContainerSpec) (*declarati
 		}
 		image = ref
 	}
-	spec := &declaration.Container{Image: image, Command: c.Command}
-	var err error
+	spec.Image, spec.Command = image, c.Command
 	keys := make([]string, 0, len(env))
 	for k := range env {
 		keys = append(keys, k)

@@ -557,6 +557,9 @@ func ValidateSpec(s events.ModuleSpec) error {
 		if err := validateOptions(f, c, s); err != nil {
 			return err
 		}
+		if err := validateBindings(f, c, declare); err != nil {
+			return err
+		}
 		for j, p := range c.Ports {
 			if bad := badName("port", p.Port); bad != "" {
 				return specErr(fmt.Sprintf("%s.ports[%d].port", f, j), "%s", bad)
@@ -565,6 +568,9 @@ func ValidateSpec(s events.ModuleSpec) error {
 				return specErr(fmt.Sprintf("%s.ports[%d].env", f, j), "%s is not a variable name", quote(p.Env))
 			}
 		}
+	}
+	if err := validateProvides(s); err != nil {
+		return err
 	}
 	if cyc := dependencyCycle(s); cyc != "" {
 		return specErr("containers", "depends_on goes round: %s", cyc)

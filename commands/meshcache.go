@@ -38,7 +38,9 @@ import (
 // plan) those
 //
 //   - with a module assigned: their plans give the roster's routes, and an
-//     incoherent plan is recorded in Skipped;
+//     incoherent plan is recorded in Skipped; and their settings give the
+//     address of every service their modules provide to the containers
+//     that reach it (bindings.go);
 //   - holding the artifact store (the first of them, in name order, is the
 //     one every artifact image is pulled from);
 //   - whose read failed while preparing: nothing is known of them, so every

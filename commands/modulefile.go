@@ -79,6 +79,11 @@ func (e *ModuleFileError) Is(target error) bool { return target == ErrModuleFile
 //	  - {path: /var/lib/forge, mode: "0700"}
 //	files:
 //	  - {path: /etc/forge.conf, mode: "0644", content: "..."}
+//	provides:                        # services other modules' containers use (bindings.go)
+//	  store: {port: store, kind: tcp}  # tcp, file, postgres, nats
+//
+// and, in a container, reaches: [{module: mesh-store, service: store, env:
+// STORE_ADDR}] (or file: PATH; node: NODE when the provider runs on two).
 //
 // A file holds one YAML document: a second one (after "---") is refused,
 // never dropped. Every mounted path is also a directory resource of the
@@ -237,8 +242,10 @@ func (p *mfParser) module(doc *yaml.Node) (string, events.ModuleSpec) {
 			}
 		case "update":
 			spec.Update = p.update(v)
+		case "provides":
+			spec.Provides = p.provides(v)
 		default:
-			p.fail(v, key, "unknown field (want module, upgrade, update, routes, containers, directories, files)")
+			p.fail(v, key, "unknown field (want module, upgrade, update, routes, containers, directories, files, provides)")
 		}
 	})
 	if p.err == nil && !nameSeen {
@@ -346,8 +353,8 @@ func (p *mfParser) container(n *yaml.Node, f string) events.ContainerSpec {
 				c.Mounts = append(c.Mounts, m)
 			})
 		default:
-			if !p.option(&c, f, key, v) {
-				p.fail(v, f+"."+key, "unknown field (want %s)", containerKeys)
+			if !p.option(&c, f, key, v) && !p.binding(&c, f, key, v) {
+				p.fail(v, f+"."+key, "unknown field (want %s, %s)", containerKeys, bindingKeys)
 			}
 		}
 	})

@@ -221,6 +221,7 @@ func (c *Controller) Why(ctx context.Context, req api.WhyRequest) (api.WhyRespon
 			}
 			out.Touches[i].Commands = entriesOf(cmds)
 		}
+		out.Touches[i].Bindings = c.bindingsBehind(decl, req.Resource, t)
 		if t.Entry.Correlation == "" {
 			continue
 		}

@@ -34,6 +34,8 @@ func FuzzDecodeAgreesWithStdlib(f *testing.F) {
 	f.Add(composed, []byte(`{"node":"n","roster":["a"],"node":"m"}`))
 	f.Add(composed, []byte(`{"node":"n","roster":["a"],"NODE":null,"Declaration":"d"}`))
 	f.Add(composed, []byte(`{"node":"n","skipped":[{"node":"b","roster":[]}],"roster":["a"]}`))
+	f.Add(composed, []byte(`{"node":"n","bindings":[{"container":"web","field":"env.A","module":"s","service":"st","node":"b","setting":"port.st"}],"roster":["a"]}`))
+	f.Add(composed, []byte(`{"node":"n","roster":["a"],"bindings":[{"container":"web","roster":["b"]}],"bindings":null}`))
 	f.Add(composed, []byte(`{"node":"n","roster":null,"resources":[],"roster":["x"]}`))
 	f.Add(composed, []byte(`{"node":"n","roster":["a"]}x`))
 	f.Add(composed, []byte(`{"node":"n","specs":{"a":1},"roster":["a"],"specs":{"b":2}}`))

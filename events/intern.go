@@ -36,6 +36,7 @@ type composedWire struct {
 	Resources   rawList   `json:"resources"`
 	Warnings    []string  `json:"warnings,omitempty"`
 	Skipped     []Skipped `json:"skipped,omitempty"`
+	Bindings    []Bound   `json:"bindings,omitempty"`
 	Specs       rawList   `json:"specs,omitempty"`
 	Since       string    `json:"resources_since,omitempty"`
 	Unknown     string    `json:"resources_unknown,omitempty"`
@@ -124,7 +125,7 @@ func (c *internCache) decodeComposed(data []byte) (DeclarationComposed, error) {
 // decodeSplit decodes data as its head (data[:i] closed with "}") and its
 // tail (data[i:] opened with "{"), the tail's parts through the cache, and
 // reports whether it could. It can when the head has no field of the tail
-// (roster, resources, warnings, skipped, specs, in any case) and the tail
+// (roster, resources, warnings, skipped, bindings, specs, in any case) and the tail
 // none of the head (node, declaration, digest, roster_revision,
 // resources_since, resources_unknown): the two decodes then set
 // disjoint fields, and together are the decode of data. A mark inside a
@@ -143,7 +144,7 @@ func (c *internCache) decodeSplit(data []byte, i int) (DeclarationComposed, bool
 		if err != nil || t.Node != "" || t.Declaration != "" || t.Digest != "" || t.RosterRevision != 0 || t.ResourcesSince != "" || t.ResourcesUnknown != "" {
 			return DeclarationComposed{}, false
 		}
-		t.Warnings, t.Skipped = slices.Clip(t.Warnings), slices.Clip(t.Skipped)
+		t.Warnings, t.Skipped, t.Bindings = slices.Clip(t.Warnings), slices.Clip(t.Skipped), slices.Clip(t.Bindings)
 		remember(c, c.tails, tail, t)
 	}
 	buf := c.heads.Get().(*[]byte)
@@ -151,7 +152,7 @@ func (c *internCache) decodeSplit(data []byte, i int) (DeclarationComposed, bool
 	*buf = append(append((*buf)[:0], data[:i]...), '}')
 	var h composedWire
 	if err := unmarshal(*buf, &h); err != nil ||
-		len(h.Roster) > 0 || len(h.Resources) > 0 || h.Warnings != nil || h.Skipped != nil || len(h.Specs) > 0 {
+		len(h.Roster) > 0 || len(h.Resources) > 0 || h.Warnings != nil || h.Skipped != nil || h.Bindings != nil || len(h.Specs) > 0 {
 		return DeclarationComposed{}, false
 	}
 	t.Node, t.Declaration, t.Digest, t.RosterRevision = h.Node, h.Declaration, h.Digest, h.RosterRev
@@ -180,7 +181,7 @@ func (c *internCache) decodeWhole(data []byte) (DeclarationComposed, error) {
 	}
 	return DeclarationComposed{
 		Node: w.Node, Declaration: w.Declaration, Digest: w.Digest, RosterRevision: w.RosterRev, Roster: roster, Resources: refs,
-		Warnings: w.Warnings, Skipped: w.Skipped, Specs: specs, ResourcesSince: w.Since, ResourcesUnknown: w.Unknown,
+		Warnings: w.Warnings, Skipped: w.Skipped, Bindings: w.Bindings, Specs: specs, ResourcesSince: w.Since, ResourcesUnknown: w.Unknown,
 	}, nil
 }
 

@@ -106,6 +106,9 @@ type ModuleSpec struct {
 	// Update is the module's update block (update.go); nil when it has
 	// none.
 	Update *UpdatePolicy `json:"update,omitempty"`
+	// Provides is what the module offers other modules' containers, by
+	// service name (bindings.go).
+	Provides map[string]Provide `json:"provides,omitempty"`
 }
 
 // ContainerSpec is one container of a module. Exactly one of Image and
@@ -136,6 +139,10 @@ type ContainerSpec struct {
 	Tmpfs           []string     `json:"tmpfs,omitempty"` // container paths
 	ReadOnly        bool         `json:"read_only,omitempty"`
 	DependsOn       []Dependency `json:"depends_on,omitempty"`
+	// What it consumes of other modules' provided services (bindings.go):
+	// their addresses, and logins to them.
+	Reaches []Binding `json:"reaches,omitempty"`
+	Grants  []Binding `json:"grants,omitempty"`
 }
 
 // Healthcheck is a container's health check, compose's healthcheck: the
@@ -312,6 +319,9 @@ type DeclarationComposed struct {
 	// Added fields.
 	Warnings []string  `json:"warnings,omitempty"` // unfilled port requests, ...
 	Skipped  []Skipped `json:"skipped,omitempty"`  // nodes passed over as incoherent
+	// Bindings names the binding behind each value a container was
+	// given by one (reaches), sorted by container and field.
+	Bindings []Bound `json:"bindings,omitempty"`
 	// Specs holds the spec (JSON) of every resource digest that the node's
 	// previous declaration did not have, by digest: every spec a node was
 	// ever declared stands once in its stream, and a declaration that

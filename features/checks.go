@@ -511,6 +511,18 @@ func whyNames(ctx context.Context, container, node, words string) error {
 			}
 			lines = append(lines, en.Summary)
 		}
+		// The binding behind each value it was given, as `mesh why` words
+		// it (issue 35).
+		bound, err := bindingsBehind(ctx, w, node, container, t.Entry.Position)
+		if err != nil {
+			return err
+		}
+		for _, b := range bound {
+			if strings.Contains(b, words) {
+				return nil
+			}
+			lines = append(lines, b)
+		}
 		return fmt.Errorf("why %s on %s was replaced (at #%d) names no %q; behind it:\n  %s", container, node, t.Entry.Position, words, strings.Join(lines, "\n  "))
 	}
 	return fmt.Errorf("container %s on %s was never replaced", container, node)
@@ -557,7 +569,16 @@ func planReplaces(ctx context.Context, node, name, field string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("the plan for %s replaces %s because of %v, none of which is %q", node, name, s.Fields, field)
+	// "env.STORE_ADDR: 10.1.0.3:5432 → 10.1.0.3:6852": a field with what
+	// it was and what it becomes.
+	var changes []string
+	for _, c := range s.Changes {
+		changes = append(changes, fmt.Sprintf("%s: %s → %s", c.Field, c.From, c.To))
+		if changes[len(changes)-1] == field {
+			return nil
+		}
+	}
+	return fmt.Errorf("the plan for %s replaces %s because of %v (%s), none of which is %q", node, name, s.Fields, strings.Join(changes, "; "), field)
 }
 
 func planHolds(ctx context.Context, node, name string) error {

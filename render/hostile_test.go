@@ -36,7 +36,7 @@ var printers = map[string]any{
 	"Plan": render.Plan, "WriteJSON": render.WriteJSON, "Health": render.Health, "Replay": render.Replay,
 	"Reverted": render.Reverted, "Roster": render.Roster, "RosterHistory": render.RosterHistory, "RosterDiff": render.RosterDiff,
 	"SecretList": render.SecretList, "Status": render.Status, "StatusAnswer": render.StatusAnswer, "NodeShow": render.NodeShow,
-	"EventLine": render.EventLine, "HeldUnresolved": render.HeldUnresolved, "Timeline": render.Timeline, "Why": render.Why, "ChangeWords": render.ChangeWords, "Tokens": render.Tokens,
+	"EventLine": render.EventLine, "HeldUnresolved": render.HeldUnresolved, "Timeline": render.Timeline, "Why": render.Why, "ChangeWords": render.ChangeWords, "BindingWords": render.BindingWords, "Tokens": render.Tokens,
 	"TokenCreated": render.TokenCreated, "TokenRevoked": render.TokenRevoked, "JoinToken": render.JoinToken, "Revoked": render.Revoked,
 	"Migrated": render.Migrated, "Joined": render.Joined, "CommandResult": render.CommandResult, "Push": render.Push,
 	"ArtifactPushed": render.ArtifactPushed, "Rebuild": render.Rebuild, "RebuildLocal": render.RebuildLocal, "SnapshotSaved": render.SnapshotSaved,

@@ -79,6 +79,9 @@ func Why(w io.Writer, f Format, resp api.WhyResponse, sk api.Skipped) error {
 		for _, c := range t.Changes {
 			pf(w, "      %s\n", ChangeWords(c))
 		}
+		for _, b := range t.Bindings {
+			pf(w, "      %s\n", BindingWords(b))
+		}
 		if r := t.Entry.Run; r != nil {
 			pf(w, "      by applies #%d to #%d of %s", r.FirstPosition, r.LastPosition, orDash(t.Entry.Declaration))
 		} else {
@@ -103,6 +106,18 @@ func Why(w io.Writer, f Format, resp api.WhyResponse, sk api.Skipped) error {
 		}
 	}
 	return Partial(sk, false)
+}
+
+// BindingWords is the binding behind a value as why words it:
+// "env.STORE_ADDR from store of module mesh-store on novox (its
+// port.store): #12 port.store set to 6852 on novox, by alice at
+// 2026-12-08 00:10:00", escaped (Escape).
+func BindingWords(b api.Binding) string {
+	s := fmt.Sprintf("%s from %s of module %s on %s (its %s)", b.Field, b.Service, b.Module, b.Node, b.Setting)
+	if e := b.Set; e != nil {
+		s += fmt.Sprintf(": #%d %s, by %s at %s", e.Position, e.Summary, orDash(e.Actor), stamp(e.At))
+	}
+	return Escape(s)
 }
 
 // ChangeWords is one changed field as why and the page word it:
