@@ -178,6 +178,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Node: creds.Node, Runtime: rt, Outbox: box, Source: link, Rosters: link, Reporter: reporter, DryRuns: link, Secrets: link,
 		Interval: cfg.Interval, RetryMax: cfg.RetryMax, ReportTimeout: cfg.ReportTimeout,
 		Logger: log, Applied: applied, Now: clock(cfg.ClockOffset),
+		FollowContainers: true,
 	})
 	if err == nil {
 		log.Info("agent: stopped")
