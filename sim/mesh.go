@@ -211,7 +211,7 @@ func (m *Mesh) deliver(ctx context.Context, n *Node, r agent.Report) error {
 	}
 	_, err = m.Handler.RecordApply(ctx, commands.Delivery{
 		Report: r.Wire(), ApplyID: id, AppliedAt: r.AppliedAt, Correlation: r.Correlation,
-		Attempts: r.Attempts, LastError: r.LastError,
+		Attempts: r.Attempts, LastError: r.LastError, Workload: r.Workload,
 	})
 	return err
 }

@@ -50,3 +50,11 @@ func (w *Workload) Check(node string) error {
 	}
 	return nil
 }
+
+// List is w's changes; none for a nil w.
+func (w *Workload) List() []events.ContainerChange {
+	if w == nil {
+		return nil
+	}
+	return w.Changes
+}
