@@ -48,6 +48,10 @@ type Mesh struct {
 	// Controller is the controller over Store, publishing to the simulated
 	// bus: PushChanged is its pass.
 	Controller *controller.Controller
+	// FollowContainers has the agents of the nodes made from then on
+	// follow how their containers run (agent.Config.FollowContainers),
+	// on the mesh's clock: each report carries what changed.
+	FollowContainers bool
 
 	now   func() time.Time // stamps every event the mesh makes
 	mu    sync.Mutex
@@ -159,6 +163,11 @@ func (m *Mesh) node(name string) (*Node, error) {
 		return n, nil
 	}
 	n := &Node{Name: name, Runtime: simruntime.New()}
+	if m.FollowContainers {
+		// The mesh's clock moves at each reading: only a mesh that
+		// follows containers reads it for them.
+		n.Runtime.SetClock(m.now)
+	}
 	a, err := agent.New(agent.Config{
 		Node:    name,
 		Runtime: n.Runtime,
@@ -167,6 +176,8 @@ func (m *Mesh) node(name string) (*Node, error) {
 		Deliver: func(ctx context.Context, r agent.Report) error { return m.deliver(ctx, n, r) },
 		Now:     m.now,
 		NewID:   uuid.NewV7,
+
+		FollowContainers: m.FollowContainers,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sim: start agent %s: %w", name, err)
