@@ -148,6 +148,14 @@ func New(cfg Config) (*Agent, error) {
 	return &Agent{cfg: cfg, state: st, follow: Follower{MinHealthy: cfg.MinHealthy}}, nil
 }
 
+// Follow sets whether the agent follows how its containers run from its
+// next apply on (Config.FollowContainers).
+func (a *Agent) Follow(on bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.cfg.FollowContainers = on
+}
+
 // State returns a copy of what the agent remembers.
 func (a *Agent) State() State {
 	a.mu.Lock()

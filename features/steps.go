@@ -156,6 +156,7 @@ func Initialize(sc *godog.ScenarioContext, opts Options) {
 	sc.Step(`^the plan for "([^"]*)" was made without its agent$`, planWithoutAgent)
 	sc.Step(`^the last pass on "([^"]*)" did what the plan said$`, lastPassDidWhatThePlanSaid)
 	revertSteps(sc)
+	workloadSteps(sc)
 }
 
 func newWorld(opts Options) (*World, error) {

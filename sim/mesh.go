@@ -54,6 +54,7 @@ type Mesh struct {
 	FollowContainers bool
 
 	now   func() time.Time // stamps every event the mesh makes
+	clock *Clock           // the simulated clock behind now; nil for WithClock's
 	mu    sync.Mutex
 	nodes map[string]*Node
 	lossy map[string]bool // nodes whose reads compose answers as "no modules" (SetLossy)
@@ -99,6 +100,20 @@ func (c *Clock) Now() time.Time {
 	return t
 }
 
+// Peek returns the current simulated time without advancing it.
+func (c *Clock) Peek() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock on by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
 // Epoch is when every simulation starts.
 var Epoch = time.Date(2026, 9, 29, 22, 0, 0, 0, time.UTC)
 
@@ -122,10 +137,12 @@ func New(store events.Store, opts ...Option) *Mesh {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	var clock *Clock
 	if o.now == nil {
-		o.now = NewClock(Epoch).Now
+		clock = NewClock(Epoch)
+		o.now = clock.Now
 	}
-	m := &Mesh{Store: NewFaultyStore(store), Registry: events.NewRegistry(), now: o.now, nodes: map[string]*Node{}}
+	m := &Mesh{Store: NewFaultyStore(store), Registry: events.NewRegistry(), now: o.now, clock: clock, nodes: map[string]*Node{}}
 	c, err := controller.New(controller.Config{
 		Store: m.Store, Registry: m.Registry, Publisher: m, Clock: o.now,
 		Logger: slog.New(slog.DiscardHandler), ComposeReader: m.composeReader,
@@ -163,9 +180,10 @@ func (m *Mesh) node(name string) (*Node, error) {
 		return n, nil
 	}
 	n := &Node{Name: name, Runtime: simruntime.New()}
-	if m.FollowContainers {
-		// The mesh's clock moves at each reading: only a mesh that
-		// follows containers reads it for them.
+	switch {
+	case m.clock != nil:
+		n.Runtime.SetClock(m.clock.Peek) // read without moving it
+	case m.FollowContainers:
 		n.Runtime.SetClock(m.now)
 	}
 	a, err := agent.New(agent.Config{
@@ -225,6 +243,33 @@ func (m *Mesh) deliver(ctx context.Context, n *Node, r agent.Report) error {
 		Attempts: r.Attempts, LastError: r.LastError, Workload: r.Workload,
 	})
 	return err
+}
+
+// Follow has node's agent follow how its containers run from now on
+// (agent.Agent.Follow), its runtime on the mesh's clock (read without
+// moving it): its reports carry what changed, as a real agent's do.
+func (m *Mesh) Follow(node string) (*Node, error) {
+	n, err := m.node(node)
+	if err != nil {
+		return nil, err
+	}
+	if m.clock != nil {
+		n.Runtime.SetClock(m.clock.Peek)
+	} else {
+		n.Runtime.SetClock(m.now)
+	}
+	n.Agent.Follow(true)
+	return n, nil
+}
+
+// Wait moves the mesh's simulated clock on by d (N minutes pass); a mesh
+// on another clock (WithClock) cannot.
+func (m *Mesh) Wait(d time.Duration) error {
+	if m.clock == nil {
+		return fmt.Errorf("sim: wait %s: the mesh runs on a clock it does not move", d)
+	}
+	m.clock.Advance(d)
+	return nil
 }
 
 // Push pushes node now, changed or not, as mesh push does
