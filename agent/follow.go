@@ -114,8 +114,8 @@ func (f *Follower) Step(now time.Time, declared map[string]string, states map[st
 			}
 			c.Restarts, c.Since = max(st.Restarts-fl.base, 1), fl.since.UTC()
 			c.ExitCode = st.ExitCode
-			if st.Status == StatusRunning {
-				c.ExitCode = fl.exit // between two crashes: the last one's
+			if st.Status == StatusRunning && c.ExitCode == 0 {
+				c.ExitCode = fl.exit // between two crashes: the last one's, when the runtime no longer says it
 			}
 			if !st.FinishedAt.IsZero() {
 				c.At = st.FinishedAt.UTC()
@@ -141,7 +141,7 @@ func (f *Follower) Step(now time.Time, declared map[string]string, states map[st
 			c.At = now.UTC()
 		}
 		fl.restarts = st.Restarts
-		if st.Status != StatusRunning && st.Status != StatusCreated {
+		if (st.Status != StatusRunning && st.Status != StatusCreated) || st.ExitCode != 0 {
 			fl.exit = st.ExitCode
 		}
 		switch {

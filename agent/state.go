@@ -10,8 +10,10 @@ import (
 
 // ContainerState is what the engine says of one managed container now.
 type ContainerState struct {
-	Name       string
-	Status     string // "running", "restarting", "exited", "created", "dead"
+	Name   string
+	Status string // "running", "restarting", "exited", "created", "dead"
+	// ExitCode is the last exit's; a runtime that knows it may keep it
+	// while the engine runs the container again after a crash.
 	ExitCode   int
 	OOMKilled  bool
 	Restarts   int // the engine's restart count

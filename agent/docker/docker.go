@@ -184,6 +184,9 @@ type Runtime struct {
 	// ownStart holds the ids whose next start event is the runtime's own
 	// (watch.go).
 	ownStart map[string]bool
+	// exits holds the exit code of each container's last die event
+	// (watch.go).
+	exits map[string]int
 }
 
 // New makes a Runtime. With no Options.Engine it makes a client from the

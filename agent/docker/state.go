@@ -45,7 +45,15 @@ func (r *Runtime) InspectContainer(ctx context.Context, name string) (agent.Cont
 	if err != nil {
 		return agent.ContainerState{}, fail("inspect", name, err)
 	}
-	return stateOf(name, in), nil
+	st := stateOf(name, in)
+	if st.Status == agent.StatusRunning && st.Restarts > 0 && st.ExitCode == 0 {
+		// Started again by the engine: it cleared the exit code, which
+		// its die event carried (followed while the agent runs, watch.go).
+		if code, ok := r.lastExit(ids[0]); ok {
+			st.ExitCode = code
+		}
+	}
+	return st, nil
 }
 
 // stateOf is the agent's reading of the engine's inspection.

@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	dockerevents "github.com/docker/docker/api/types/events"
@@ -106,6 +107,33 @@ func (r *Runtime) isMyStart(id string) bool {
 	return false
 }
 
+// died keeps the exit code of a die event of id: the engine clears it
+// when its restart policy starts the container again, and a crash loop
+// seen running between two crashes still has one (InspectContainer).
+func (r *Runtime) died(id, code string) {
+	n, err := strconv.Atoi(code)
+	if err != nil {
+		return
+	}
+	r.ownMu.Lock()
+	defer r.ownMu.Unlock()
+	if r.exits == nil {
+		r.exits = map[string]int{}
+	}
+	if len(r.exits) > 4096 {
+		clear(r.exits) // bounded: a pass reads it again from the next die
+	}
+	r.exits[id] = n
+}
+
+// lastExit is the exit code of id's last die event seen, if any.
+func (r *Runtime) lastExit(id string) (int, bool) {
+	r.ownMu.Lock()
+	defer r.ownMu.Unlock()
+	n, ok := r.exits[id]
+	return n, ok
+}
+
 // eventFilter is what the stream is filtered by: this node's managed
 // containers (and Options.Labels), the watched actions.
 func (r *Runtime) eventFilter() filters.Args {
@@ -187,7 +215,13 @@ func (r *Runtime) drain(ctx context.Context, msgs <-chan dockerevents.Message, e
 		case err := <-errs:
 			return err
 		case m := <-msgs:
-			if !r.ours(m.Actor.Attributes) || r.isMine(m.Actor.ID, m.Action) {
+			if !r.ours(m.Actor.Attributes) {
+				continue
+			}
+			if m.Action == dockerevents.ActionDie {
+				r.died(m.Actor.ID, m.Actor.Attributes["exitCode"])
+			}
+			if r.isMine(m.Actor.ID, m.Action) {
 				continue
 			}
 			if m.Action == dockerevents.ActionStart && r.isMyStart(m.Actor.ID) {
