@@ -103,8 +103,9 @@ type Runtime struct {
 	creates    map[string]int
 	faults     map[string]*fault
 	seq        int
-	path       string           // the state file every change is written to (Open); "" in memory only (New)
-	now        func() time.Time // the clock (SetClock); nil is the wall clock
+	path       string               // the state file every change is written to (Open); "" in memory only (New)
+	now        func() time.Time     // the clock (SetClock); nil is the wall clock
+	crashes    map[string]behaviour // by container name: what a container made under it does (world.go)
 }
 
 var _ agent.Runtime = (*Runtime)(nil)
@@ -217,6 +218,10 @@ func (r *Runtime) CreateContainer(ctx context.Context, c agent.Container) error 
 		seq:       r.seq,
 		secretEnv: slices.Clone(c.SecretEnv),
 		startedAt: r.clock(),
+	}
+	if b, ok := r.crashes[c.Name]; ok {
+		b.since = r.containers[c.Name].startedAt
+		r.containers[c.Name].crash = &b
 	}
 	r.creates[c.Name]++
 	return r.save()

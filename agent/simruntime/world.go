@@ -11,7 +11,8 @@ import (
 
 // How a simulated container runs (agent.Inspector), and what the world
 // outside the mesh can make it do, as a real engine's containers do:
-// exit at every start (ExitAtStart: the engine restarts it with a growing
+// exit at every start (ExitAtStart, which holds for the name until
+// RunsAgain, whatever container is made under it: the engine restarts it with a growing
 // back-off, restartDelay, so it is "restarting" with a restart count that
 // grows with time), crash after running a while (CrashAfter), fail or pass
 // its health check (Unhealthy, Healthy), be killed for lack of memory
@@ -87,6 +88,11 @@ func (r *Runtime) CrashAfter(name string, after time.Duration, code int, log str
 	}
 	now := r.clock()
 	c.crash = &behaviour{exitCode: code, crashAfter: after, since: now, log: log}
+	// It holds for the name: a container made under it later crashes too.
+	if r.crashes == nil {
+		r.crashes = map[string]behaviour{}
+	}
+	r.crashes[name] = *c.crash
 	c.oom = false
 	if c.startedAt.IsZero() {
 		c.startedAt = now
@@ -103,6 +109,7 @@ func (r *Runtime) RunsAgain(name string) error {
 	if err != nil {
 		return err
 	}
+	delete(r.crashes, name)
 	if c.crash != nil {
 		st := r.stateOf(name, c)
 		// It ran (and died) before: its count, its last death and its log

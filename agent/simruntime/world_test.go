@@ -79,3 +79,54 @@ func TestWorld(t *testing.T) {
 		t.Error("a crash of no container: no error")
 	}
 }
+
+// TestExitAtStartHoldsForTheName: a container made under a name that exits
+// at every start exits too, until the name runs again.
+func TestExitAtStartHoldsForTheName(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 7, 19, 0, 0, 0, time.UTC)
+	r := simruntime.New()
+	r.SetClock(func() time.Time { return now })
+	spec := declaration.Container{Image: "img:1"}
+	c := agent.Container{Name: "web", Module: "m", Digest: declaration.Digest(spec), Spec: spec}
+	if err := r.CreateContainer(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.ExitAtStart("web", 1, "boom"); err != nil {
+		t.Fatal(err)
+	}
+	state := func() string {
+		st, err := r.InspectContainer(ctx, "web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Status
+	}
+	for _, step := range []struct {
+		what string
+		do   func() error
+		want string
+	}{
+		{"replaced", func() error {
+			if err := r.RemoveContainer(ctx, "web"); err != nil {
+				return err
+			}
+			return r.CreateContainer(ctx, c)
+		}, "restarting"},
+		{"runs again", func() error { return r.RunsAgain("web") }, "running"},
+		{"replaced after", func() error {
+			if err := r.RemoveContainer(ctx, "web"); err != nil {
+				return err
+			}
+			return r.CreateContainer(ctx, c)
+		}, "running"},
+	} {
+		if err := step.do(); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Minute)
+		if got := state(); got != step.want {
+			t.Errorf("%s: %s, want %s", step.what, got, step.want)
+		}
+	}
+}
