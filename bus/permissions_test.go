@@ -12,6 +12,8 @@ import (
 
 	"meshplane/bus"
 	"meshplane/bus/natstest"
+	"meshplane/events"
+	"meshplane/wire"
 )
 
 // rawNode connects to s with node's credentials as a plain NATS client, to
@@ -81,6 +83,28 @@ func TestPermissions(t *testing.T) {
 		}
 		if got := rec.wait(t); got.ApplyID != r.ApplyID {
 			t.Fatalf("recorded %s, want %s", got.ApplyID, r.ApplyID)
+		}
+	})
+
+	t.Run("its own workload changes, on its own subject only", func(t *testing.T) {
+		// What the engine runs travels in a report (wire.Workload): a
+		// node's credentials publish it on its own subject, never on
+		// another node's (below: "cannot publish mesh.report.b").
+		n := natstest.Node(t, s, "a")
+		r := report("a", "a/1")
+		r.Workload = &wire.Workload{Changes: []events.ContainerChange{{Node: "a", Module: "m", Container: "web", Declaration: "a/1",
+			State: events.WorkloadCrashLooping, At: r.AppliedAt, ExitCode: 1, Restarts: 2}}}
+		if _, err := n.PublishReport(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		got := rec.wait(t)
+		if got.ApplyID != r.ApplyID || got.Workload == nil || len(got.Workload.Changes) != 1 || got.Workload.Changes[0].Container != "web" {
+			t.Fatalf("recorded %+v, want a's report with its workload", got)
+		}
+		other := report("b", "b/1")
+		other.Workload = r.Workload
+		if _, err := n.PublishReport(ctx, other); err == nil {
+			t.Fatal("a published a report on b's subject")
 		}
 	})
 

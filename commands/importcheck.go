@@ -382,6 +382,11 @@ type subject struct {
 // a type added later is checked by the same rule without a case here.
 func subjectOf(p events.Payload) subject {
 	var s subject
+	if c, ok := events.ContainerOf(p); ok {
+		// A container state event is its node's (its module is a name
+		// of the declaration, not a subject).
+		return subject{node: c.Node, hasNode: true}
+	}
 	v := reflect.ValueOf(p)
 	if v.Kind() != reflect.Struct {
 		return s

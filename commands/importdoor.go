@@ -29,6 +29,9 @@ import (
 //     before its compose less events.MaxReportSkew); a compact report's
 //     held_since names an earlier report of the same node that held
 //     something (in the file, or in the store: SettleHeld);
+//   - a container state event (container.*) is of its stream's node, has
+//     the form the report door takes (events.ContainerChange.Check) and
+//     names a declaration composed for the node;
 //   - a module is taken only on an adopted node;
 //   - after node.removed (module.removed) nothing of the node (module)
 //     comes but its registration (definition) anew;
@@ -120,6 +123,22 @@ func (im *Import) door(ev events.Event, p events.Payload, s subject) ([]Need, er
 		}
 		needs = append(needs, Need{needDeclaration, decl})
 		return nil
+	}
+	if c, ok := events.ContainerOf(p); ok {
+		// A container state event, as the report door takes its change:
+		// of its stream's node, its form, and a declaration composed for it.
+		if c.Node != s.node {
+			return nil, fmt.Errorf("a container state of node %s on %s's stream", quote(c.Node), quote(s.node))
+		}
+		if err := c.Check(); err != nil {
+			return nil, err
+		}
+		if c.Declaration != "" {
+			if err := needDecl(c.Declaration); err != nil {
+				return nil, err
+			}
+		}
+		return needs, nil
 	}
 	switch p := p.(type) {
 	case events.DeclarationComposed:

@@ -121,6 +121,14 @@ func TestImportChecksWhatTheDoorChecks(t *testing.T) {
 		name, line, want string // want "": accepted
 	}{
 		{"a report of a declaration composed", line(31, "node-novox", "agent:novox", events.ApplyReported{Node: "novox", Declaration: "novox/3"}), ""},
+		{"a container crash loop of a declaration composed", line(31, "node-novox", "agent:novox", events.ContainerPayload(events.ContainerChange{
+			Node: "novox", Module: "forge", Container: "forge-web", Declaration: "novox/1", State: "crash-looping", At: at(31), ExitCode: 1, Restarts: 3})), ""},
+		{"a container state with a negative count", line(31, "node-novox", "agent:novox", events.ContainerPayload(events.ContainerChange{
+			Node: "novox", Container: "forge-web", Declaration: "novox/1", State: "crash-looping", At: at(31), Restarts: -3})), "restarts"},
+		{"a container state of another node", line(31, "node-novox", "agent:novox", events.ContainerPayload(events.ContainerChange{
+			Node: "g14", Container: "forge-web", State: "exited", At: at(31)})), "a node's events are on its own stream"},
+		{"a container state of a declaration never composed", line(31, "node-novox", "agent:novox", events.ContainerPayload(events.ContainerChange{
+			Node: "novox", Container: "forge-web", Declaration: "novox/9999", State: "exited", At: at(31)})), `declaration "novox/9999" was never composed`},
 		{"a report of a declaration never composed", line(31, "node-novox", "agent:novox", events.ApplyReported{Node: "novox", Declaration: "novox/9999"}),
 			`declaration "novox/9999" was never composed for node novox before this line (the file registers the node on line 1`},
 		{"a report naming a path", line(31, "node-novox", "agent:novox", events.ApplyReported{Node: "novox", Declaration: "novox/../../x"}),

@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	dockerevents "github.com/docker/docker/api/types/events"
@@ -20,6 +21,8 @@ import (
 //	stop     someone stopped it
 //	oom      the kernel killed it for memory
 //	destroy  someone removed it
+//	start    it started again (the engine's restart policy, or someone)
+//	health_status  its health check's verdict changed
 //
 // (A kill alone is not watched: a signal that ends the container is
 // followed by its die.) A running agent makes a pass at once (agent.Run,
@@ -46,6 +49,7 @@ var _ agent.Watcher = (*Runtime)(nil)
 // watchedActions are the container actions Changes reports.
 var watchedActions = []dockerevents.Action{
 	dockerevents.ActionDie, dockerevents.ActionStop, dockerevents.ActionOOM, dockerevents.ActionDestroy,
+	dockerevents.ActionStart, dockerevents.ActionHealthStatus,
 }
 
 // ownFor is how long an id the runtime acts on stays its own.
@@ -78,6 +82,56 @@ func (r *Runtime) isMine(id string, action dockerevents.Action) bool {
 		delete(r.own, id)
 	}
 	return time.Now().Before(until)
+}
+
+// startedMine marks the next start event of id as the runtime's own (a
+// create or a start it makes): only that one, so that the engine's restarts
+// after it are changes.
+func (r *Runtime) startedMine(id string) {
+	r.ownMu.Lock()
+	defer r.ownMu.Unlock()
+	if r.ownStart == nil {
+		r.ownStart = map[string]bool{}
+	}
+	r.ownStart[id] = true
+}
+
+// isMyStart reports, once, whether a start of id is the runtime's own.
+func (r *Runtime) isMyStart(id string) bool {
+	r.ownMu.Lock()
+	defer r.ownMu.Unlock()
+	if r.ownStart[id] {
+		delete(r.ownStart, id)
+		return true
+	}
+	return false
+}
+
+// died keeps the exit code of a die event of id: the engine clears it
+// when its restart policy starts the container again, and a crash loop
+// seen running between two crashes still has one (InspectContainer).
+func (r *Runtime) died(id, code string) {
+	n, err := strconv.Atoi(code)
+	if err != nil {
+		return
+	}
+	r.ownMu.Lock()
+	defer r.ownMu.Unlock()
+	if r.exits == nil {
+		r.exits = map[string]int{}
+	}
+	if len(r.exits) > 4096 {
+		clear(r.exits) // bounded: a pass reads it again from the next die
+	}
+	r.exits[id] = n
+}
+
+// lastExit is the exit code of id's last die event seen, if any.
+func (r *Runtime) lastExit(id string) (int, bool) {
+	r.ownMu.Lock()
+	defer r.ownMu.Unlock()
+	n, ok := r.exits[id]
+	return n, ok
 }
 
 // eventFilter is what the stream is filtered by: this node's managed
@@ -161,7 +215,16 @@ func (r *Runtime) drain(ctx context.Context, msgs <-chan dockerevents.Message, e
 		case err := <-errs:
 			return err
 		case m := <-msgs:
-			if !r.ours(m.Actor.Attributes) || r.isMine(m.Actor.ID, m.Action) {
+			if !r.ours(m.Actor.Attributes) {
+				continue
+			}
+			if m.Action == dockerevents.ActionDie {
+				r.died(m.Actor.ID, m.Actor.Attributes["exitCode"])
+			}
+			if r.isMine(m.Actor.ID, m.Action) {
+				continue
+			}
+			if m.Action == dockerevents.ActionStart && r.isMyStart(m.Actor.ID) {
 				continue
 			}
 			what := fmt.Sprintf("container %s: %s", m.Actor.Attributes[agent.LabelResource], m.Action)
