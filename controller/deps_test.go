@@ -32,7 +32,7 @@ var forbidden = []string{
 	"github.com/jackc/", "go.etcd.io/bbolt", "github.com/nats-io/", "github.com/docker/",
 	"github.com/kurrent-io/", "github.com/EventStore/", "google.golang.org/grpc",
 	"meshplane/api/httpapi", "meshplane/bus", "meshplane/events/", "meshplane/projections/",
-	"meshplane/agent/", "meshplane/metrics", "meshplane/web", "meshplane/sim", "meshplane/artifacts",
+	"meshplane/agent", "meshplane/agent/", "meshplane/metrics", "meshplane/web", "meshplane/sim", "meshplane/artifacts",
 }
 
 var layers = map[string]layer{
@@ -42,6 +42,13 @@ var layers = map[string]layer{
 		"sort", "strconv", "strings", "sync", "time", "unicode/utf8",
 	}},
 	"meshplane/declaration": {imports: []string{"crypto/sha256", "encoding/hex", "encoding/json", "errors", "fmt", "strings"}},
+	// What a node's agent sends and answers, and its pure plan: both
+	// sides import them, so neither links the agent.
+	"meshplane/wire": {imports: []string{"meshplane/events", "time"}},
+	"meshplane/declaration/nodeplan": {imports: []string{
+		"crypto/sha256", "encoding/hex", "errors", "fmt", "meshplane/declaration", "meshplane/events", "meshplane/wire",
+		"path", "regexp", "slices", "sort", "strings", "unicode/utf8",
+	}},
 	"meshplane/commands": {imports: []string{
 		"bytes", "cmp", "context", "crypto/sha256", "encoding/hex", "encoding/json", "errors", "fmt",
 		"github.com/google/uuid", "github.com/opencontainers/go-digest", "go.yaml.in/yaml/v3", "io", "maps",
@@ -65,8 +72,8 @@ var layers = map[string]layer{
 		imports: []string{
 			"cmp", "context", "crypto/rand", "crypto/sha256", "crypto/subtle", "encoding/base64", "encoding/hex", "encoding/json", "errors", "fmt",
 			"github.com/google/uuid", "golang.org/x/sync/errgroup", "io", "io/fs", "log/slog",
-			"meshplane/agent", "meshplane/api", "meshplane/commands", "meshplane/declaration", "meshplane/events",
-			"meshplane/internal/atomicfile", "meshplane/internal/safego", "meshplane/projections", "meshplane/secrets", "os", "path/filepath", "slices", "strings", "sync",
+			"meshplane/api", "meshplane/commands", "meshplane/declaration", "meshplane/declaration/nodeplan", "meshplane/events",
+			"meshplane/internal/atomicfile", "meshplane/internal/safego", "meshplane/projections", "meshplane/secrets", "meshplane/wire", "os", "path/filepath", "slices", "strings", "sync",
 			"sync/atomic", "syscall", "time",
 		},
 		fileIO: "controller.json (WriteInfo, ReadInfo)",
