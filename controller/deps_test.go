@@ -52,7 +52,7 @@ var layers = map[string]layer{
 	"meshplane/commands": {imports: []string{
 		"bytes", "cmp", "context", "crypto/sha256", "encoding/hex", "encoding/json", "errors", "fmt",
 		"github.com/google/uuid", "github.com/opencontainers/go-digest", "go.yaml.in/yaml/v3", "io", "maps",
-		"meshplane/declaration", "meshplane/events", "net/netip", "path", "reflect", "slices", "sort", "strconv",
+		"meshplane/api", "meshplane/declaration", "meshplane/events", "net/netip", "path", "reflect", "slices", "sort", "strconv",
 		"strings", "sync", "time", "unicode", "unicode/utf8",
 	}},
 	"meshplane/projections": {
@@ -63,9 +63,10 @@ var layers = map[string]layer{
 		},
 		fileIO: "to one file (versioned, CRC-32C, written",
 	},
-	// The API's types: no HTTP (api/httpapi), no projection, no agent.
+	// The API's types and its rejection (which the write side makes): no
+	// HTTP (api/httpapi), no write side, no projection, no agent.
 	"meshplane/api": {imports: []string{
-		"context", "encoding/base64", "encoding/hex", "encoding/json", "errors", "fmt", "meshplane/commands",
+		"context", "encoding/base64", "encoding/hex", "encoding/json", "errors", "fmt",
 		"meshplane/events", "slices", "strconv", "strings", "time", "unicode", "unicode/utf8",
 	}},
 	"meshplane/controller": {
