@@ -38,7 +38,7 @@ var forbidden = []string{
 var layers = map[string]layer{
 	"meshplane/events": {imports: []string{
 		"bytes", "context", "crypto/sha256", "encoding", "encoding/binary", "encoding/hex", "encoding/json", "errors", "fmt",
-		"github.com/goccy/go-json", "github.com/google/uuid", "hash/crc32", "maps", "math", "reflect", "slices",
+		"github.com/goccy/go-json", "github.com/google/uuid", "hash/crc32", "maps", "math", "meshplane/internal/crcframe", "reflect", "slices",
 		"sort", "strconv", "strings", "sync", "time", "unicode/utf8",
 	}},
 	"meshplane/declaration": {imports: []string{"crypto/sha256", "encoding/hex", "encoding/json", "errors", "fmt", "strings"}},
@@ -58,7 +58,7 @@ var layers = map[string]layer{
 	"meshplane/projections": {
 		imports: []string{
 			"bytes", "container/heap", "context", "encoding/binary", "encoding/json", "errors", "fmt", "hash/crc32", "maps", "math",
-			"meshplane/events", "meshplane/internal/atomicfile", "meshplane/internal/gcboost", "meshplane/internal/safego", "os", "path/filepath",
+			"meshplane/events", "meshplane/internal/atomicfile", "meshplane/internal/crcframe", "meshplane/internal/gcboost", "meshplane/internal/safego", "os", "path/filepath",
 			"runtime", "slices", "sort", "strconv", "strings", "sync", "sync/atomic", "time", "unsafe",
 		},
 		fileIO: "to one file (versioned, CRC-32C, written",

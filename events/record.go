@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"meshplane/internal/crcframe"
 )
 
 // The record format is how stores that keep bytes (boltstore) lay an event
@@ -79,9 +81,6 @@ const (
 // also wraps ErrInvalid.
 var ErrDamaged = errors.New("stored data damaged")
 
-// crcTable is CRC-32C's: hardware-accelerated on amd64 and arm64.
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
-
 // crcSize is the length of a format-3 record's checksum.
 const crcSize = 4
 
@@ -132,7 +131,7 @@ var errRecord = errors.New("events: corrupt record")
 func AppendRecord(b []byte, e Event) []byte {
 	start := len(b)
 	b = appendCompact(b, e)
-	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b[start:], crcTable))
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b[start:], crcframe.Table))
 }
 
 // appendCompact appends format 3's body: everything before the checksum.
@@ -233,7 +232,7 @@ func DecodeRecord(b []byte) (Event, error) {
 		}
 		body := b[:len(b)-crcSize]
 		want := binary.BigEndian.Uint32(b[len(body):])
-		if got := crc32.Checksum(body, crcTable); got != want {
+		if got := crc32.Checksum(body, crcframe.Table); got != want {
 			return e, recordErr("checksum mismatch: stored %08x, computed %08x over %d bytes", want, got, len(body))
 		}
 		b = body
