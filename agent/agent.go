@@ -13,64 +13,10 @@ import (
 	"github.com/google/uuid"
 
 	"meshplane/declaration"
+	"meshplane/declaration/nodeplan"
 	"meshplane/events"
 	"meshplane/wire"
 )
-
-// Report is one apply's outcome as the agent keeps and delivers it: the
-// apply.reported payload, and what delivery needs besides.
-type Report struct {
-	// Outcome is the apply.reported payload. Outcome.ApplyID is the id of the
-	// event the controller appends for it, which makes delivery idempotent.
-	Outcome events.ApplyReported `json:"outcome"`
-	// AppliedAt is when the apply finished, by the agent's clock.
-	AppliedAt time.Time `json:"applied_at"`
-	// Correlation is the declaration's correlation id (its push's).
-	Correlation string `json:"correlation,omitempty"`
-	// Attempts is how many delivery rounds (Outbox.Flush) failed while this
-	// report was kept, before the one it is handed to: 0 on the first try;
-	// above 0, a late delivery. A report waiting behind an earlier one that
-	// failed counts the round too, though it was not tried in it.
-	Attempts int `json:"attempts"`
-	// LastError is the error of the last failed delivery.
-	LastError string `json:"last_error,omitempty"`
-	// HeldSince and SameDeclaration are what Wire leaves out of Outcome,
-	// decided at apply time from the agent's State: HeldSince is the apply
-	// id of the earlier report that carried this held list in full, and
-	// SameDeclaration says the previous report was of the same declaration
-	// (so it carried the digest).
-	HeldSince       string `json:"held_since,omitempty"`
-	SameDeclaration bool   `json:"same_declaration,omitempty"`
-	// Workload is what the pass saw change in how the node's declared
-	// containers run (Follower), nil when nothing did or the agent does
-	// not follow them (Config.FollowContainers): it travels with the
-	// report, and the controller records each change as a container state
-	// event.
-	Workload *wire.Workload `json:"workload,omitempty"`
-	// Kept is set on the report Apply returns when it is still in the
-	// outbox, undelivered (its own delivery failed, or an earlier report's
-	// did and it waits behind it). It is not stored.
-	Kept bool `json:"-"`
-}
-
-// Summary is the report's one line (events.ApplyReported.Summary).
-func (r Report) Summary() string { return r.Outcome.Summary() }
-
-// Wire is the apply.reported payload as delivered: Outcome in its compact
-// form (events.ApplyReported). Empty lists are already absent from Outcome;
-// a held list the agent reported before in full is replaced by HeldSince,
-// and the digest is left out when the previous report was of the same
-// declaration. It is pure.
-func (r Report) Wire() events.ApplyReported {
-	w := r.Outcome
-	if r.HeldSince != "" {
-		w.Held, w.HeldSince = nil, r.HeldSince
-	}
-	if r.SameDeclaration {
-		w.Digest = ""
-	}
-	return w
-}
 
 // compactAgainst decides what the compact form of out may leave out, given
 // what the agent reported last. It is pure.
@@ -81,8 +27,8 @@ func compactAgainst(last Last, out events.ApplyReported) (heldSince string, same
 	return heldSince, last.Declaration != "" && last.Declaration == out.Declaration
 }
 
-// after is Last once r is reported. It is pure.
-func (l Last) after(r Report) Last {
+// lastAfter is l once r is reported. It is pure.
+func lastAfter(l Last, r Report) Last {
 	next := Last{Declaration: r.Outcome.Declaration}
 	switch {
 	case r.HeldSince != "":
@@ -302,7 +248,7 @@ func (a *Agent) keepWith(ctx context.Context, d declaration.Declaration, plan Pl
 	rep.Outcome.ApplyID = id.String()
 	rep.HeldSince, rep.SameDeclaration = compactAgainst(a.state.Last, rep.Outcome)
 
-	last := a.state.Last.after(rep)
+	last := lastAfter(a.state.Last, rep)
 	a.state = NextState(a.state, d, res.made)
 	a.state.Last = last
 	// The report and the State in one record: one durable write.
@@ -507,7 +453,7 @@ func do(ctx context.Context, rt Runtime, s Step, values map[string]string) error
 			return fmt.Errorf("create %s: %w", r.Name, err)
 		}
 	case declaration.KindDirectory:
-		mode := orDefault(r.Directory.Mode, DefaultDirMode)
+		mode := nodeplan.ModeOr(r.Directory.Mode, DefaultDirMode)
 		if s.Action == Create {
 			if err := rt.Mkdir(ctx, r.Directory.Path, mode); err != nil {
 				return fmt.Errorf("make directory %s: %w", r.Directory.Path, err)
@@ -518,7 +464,7 @@ func do(ctx context.Context, rt Runtime, s Step, values map[string]string) error
 			return fmt.Errorf("chmod %s %o: %w", r.Directory.Path, mode, err)
 		}
 	case declaration.KindFile:
-		mode := orDefault(r.File.Mode, DefaultFileMode)
+		mode := nodeplan.ModeOr(r.File.Mode, DefaultFileMode)
 		if err := rt.WriteFile(ctx, r.File.Path, []byte(r.File.Content), mode); err != nil {
 			return fmt.Errorf("write %s: %w", r.File.Path, err)
 		}
@@ -526,55 +472,10 @@ func do(ctx context.Context, rt Runtime, s Step, values map[string]string) error
 	return nil
 }
 
-func orDefault(mode, def uint32) uint32 {
-	if mode == 0 {
-		return def
-	}
-	return mode
-}
-
-// buildOutcome turns a carried-out plan into the apply.reported payload, in
-// full but with empty lists left nil (absent on the wire).
-// Sent counts the declaration's resources; Applied those neither held nor
-// failed. The hosts file is never counted; a failed write of it is listed in
-// Failed (under declaration.HostsPath), as is a failed removal.
+// buildOutcome turns a carried-out plan into the apply.reported payload
+// (nodeplan.Outcome).
 func buildOutcome(node string, d declaration.Declaration, plan Plan, res result) events.ApplyReported {
-	out := events.ApplyReported{Node: node, Declaration: d.ID, Digest: d.Digest, Sent: len(d.Resources)}
-	// A message is cut to the bound the controller's door takes
-	// (events.MaxReportMessage): a longer one would have the report refused.
-	if err, ok := res.failed[declaration.HostsPath]; ok {
-		out.Failed = append(out.Failed, events.Failed{Name: declaration.HostsPath, Error: events.BoundText(err.Error(), events.MaxReportMessage)})
-	}
-	for _, s := range plan.Steps {
-		if err, ok := res.failed[s.Name]; ok {
-			out.Failed = append(out.Failed, events.Failed{Name: s.Name, Error: events.BoundText(err.Error(), events.MaxReportMessage)})
-			continue
-		}
-		switch s.Action {
-		case Unchanged:
-			out.Unchanged++
-		case Create:
-			out.Created = append(out.Created, s.Name)
-		case Replace:
-			out.Replaced = append(out.Replaced, events.Replaced{Name: s.Name, Fields: s.Fields})
-		case Update:
-			out.Updated = append(out.Updated, events.Replaced{Name: s.Name, Fields: s.Fields})
-		case Remove:
-			out.Removed = append(out.Removed, s.Name)
-		case Hold:
-			out.Held = append(out.Held, events.Held{Name: s.Name, Module: s.Module, Reason: events.BoundText(s.Reason, events.MaxReportMessage)})
-		}
-		if s.Action != Remove && s.Action != Hold {
-			out.Applied++
-		}
-	}
-	sort.Strings(out.Created)
-	sort.Strings(out.Removed)
-	sort.Slice(out.Replaced, func(i, j int) bool { return out.Replaced[i].Name < out.Replaced[j].Name })
-	sort.Slice(out.Updated, func(i, j int) bool { return out.Updated[i].Name < out.Updated[j].Name })
-	sort.Slice(out.Held, func(i, j int) bool { return out.Held[i].Name < out.Held[j].Name })
-	sort.Slice(out.Failed, func(i, j int) bool { return out.Failed[i].Name < out.Failed[j].Name })
-	return out
+	return nodeplan.Outcome(node, d, plan, res.failed)
 }
 
 // NextState is the State after applying d: the directories made before that

@@ -6,6 +6,10 @@
 // # Plan, then apply
 //
 // As in Nomad's reconciler, the decision is pure and the doing is narrow.
+// The decision is package declaration/nodeplan's and the report and the
+// dry run's answer package wire's, so that the controller reads them
+// without linking the agent; the agent spells them under its own names
+// (nodeplan.go).
 // Observe reads the node through the Runtime (managed containers, and what
 // is at every declared path); Diff, which does no I/O and reads no clock,
 // turns the declaration, the observation and the agent's State into a Plan:

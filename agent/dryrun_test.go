@@ -7,6 +7,7 @@ import (
 
 	"meshplane/agent"
 	"meshplane/declaration"
+	"meshplane/declaration/nodeplan"
 )
 
 // TestDryRunPredictsTheApply: for each change, a dry run changes nothing
@@ -84,7 +85,7 @@ func containsChange(cs []agent.Change, c agent.Change) bool {
 // changed.
 func TestDeclaredIsTheDeclarationDiff(t *testing.T) {
 	prev := decl("novox/1", append(forge("/var/lib/forge"), routeProxy()...)...)
-	obs, st := agent.Declared(prev)
+	obs, st := nodeplan.Declared(prev)
 	if pv := agent.PreviewOf("novox", prev, agent.Diff(prev, obs, st)); len(pv.Steps) != 0 || pv.Hosts != "" || pv.Unchanged != len(prev.Resources) {
 		t.Fatalf("a declaration against itself: %+v", pv)
 	}

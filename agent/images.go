@@ -10,6 +10,7 @@ import (
 
 	"meshplane/declaration"
 	"meshplane/internal/safego"
+	"meshplane/wire"
 )
 
 // Images before anything stops (issue 34, "roll-outs that wait"). A
@@ -48,31 +49,24 @@ type ImagePuller interface {
 	CheckImage(ctx context.Context, ref string) (ImageCheck, error)
 }
 
-// The states of an ImageCheck.
+// The states of an ImageCheck (wire.ImageCheck).
 const (
-	ImagePresent     = "present"     // the engine holds it
-	ImagePullable    = "pullable"    // its registry has it: an apply would pull it
-	ImageUnavailable = "unavailable" // neither: an apply would fail the containers that need it
-	ImageUnknown     = "unknown"     // the agent could not look (Detail says why)
+	ImagePresent     = wire.ImagePresent
+	ImagePullable    = wire.ImagePullable
+	ImageUnavailable = wire.ImageUnavailable
+	ImageUnknown     = wire.ImageUnknown
 )
 
 // ErrImageUnavailable means an image a roll-out needs could not be pulled:
 // nothing that depended on it was stopped.
 var ErrImageUnavailable = errors.New("image unavailable")
 
-// ImageCheck is what a dry run found of one image an apply would need. Its
-// JSON is part of the Preview's wire format.
-type ImageCheck struct {
-	Image  string `json:"image"`
-	State  string `json:"state"` // ImagePresent, ImagePullable, ImageUnavailable, ImageUnknown
-	Detail string `json:"detail,omitempty"`
-	// Containers are the containers whose create or replace needs it,
-	// sorted.
-	Containers []string `json:"containers"`
-}
+// ImageCheck is what a dry run found of one image an apply would need
+// (wire.ImageCheck, part of the Preview's wire format).
+type ImageCheck = wire.ImageCheck
 
 // MaxImageDetail bounds an ImageCheck's Detail.
-const MaxImageDetail = 512
+const MaxImageDetail = wire.MaxImageDetail
 
 // neededImages are the images the plan's creates and replaces of
 // containers need, each with its containers, in order of first need. It is

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"meshplane/wire"
 )
 
 // Container logs (mesh logs NODE CONTAINER). The operator asks the
@@ -32,53 +34,28 @@ type LogServer interface {
 	ServeLogs(ctx context.Context, answer func(context.Context, LogRequest) (LogChunk, error)) (stop func(), err error)
 }
 
-// LogRequest is one ask for a container's log. Its JSON is a wire format
-// (the bus's logs request): fields may be added, never renamed.
-type LogRequest struct {
-	Container string `json:"container"`
-	LogQuery
-}
+// LogRequest, LogQuery and LogChunk are the bus's log ask and answer
+// (wire/logs.go): both sides import them.
+type (
+	LogRequest = wire.LogRequest
+	LogQuery   = wire.LogQuery
+	LogChunk   = wire.LogChunk
+)
 
-// LogQuery says which part of a log a chunk holds.
-type LogQuery struct {
-	// Tail is how many lines from the end (0: every line), when Since is
-	// zero; with Since, every line after it.
-	Tail int `json:"tail,omitempty"`
-	// Since is a previous chunk's Cursor: only lines after it.
-	Since time.Time `json:"since,omitzero"`
-	// WaitMillis is how long to wait for a first line when there is none
-	// yet (following a log); 0 answers at once. At most MaxLogWait.
-	WaitMillis int `json:"wait_ms,omitempty"`
-	// MaxBytes bounds the chunk (0 or more than MaxLogChunk: MaxLogChunk).
-	// Of a tail, the last lines are kept; after Since, the first.
-	MaxBytes int `json:"max_bytes,omitempty"`
-}
-
-// LogChunk is part of a container's log.
-type LogChunk struct {
-	Data []byte `json:"data"`
-	// Cursor is when the last line of Data was written (zero: no line);
-	// the next chunk's LogQuery.Since.
-	Cursor time.Time `json:"cursor,omitzero"`
-	// Cut says lines were left out to keep within MaxBytes: before Data, of
-	// a tail; after it, of a chunk after Since (the next chunk has them).
-	Cut bool `json:"cut,omitempty"`
-}
-
-// Bounds of a log ask.
+// Bounds of a log ask (wire/logs.go).
 const (
-	MaxLogChunk = 256 << 10        // bytes of one chunk (the bus carries up to 1 MiB)
-	MaxLogLines = 100_000          // lines of a tail
-	MaxLogWait  = 20 * time.Second // a follow's wait, within the bus's answer
+	MaxLogChunk = wire.MaxLogChunk
+	MaxLogLines = wire.MaxLogLines
+	MaxLogWait  = wire.MaxLogWait
 )
 
 // ErrNoLogs means the node's runtime keeps no logs to read (the simulated
 // runtime).
 var ErrNoLogs = errors.New("this node's runtime keeps no container logs")
 
-// Check bounds q: a negative tail or wait, or one over its bound, is
-// ErrInvalid; MaxBytes is brought within MaxLogChunk.
-func (q LogQuery) Check() (LogQuery, error) {
+// checkLogQuery bounds q: a negative tail or wait, or one over its bound,
+// is ErrInvalid; MaxBytes is brought within MaxLogChunk.
+func checkLogQuery(q LogQuery) (LogQuery, error) {
 	switch {
 	case q.Tail < 0 || q.Tail > MaxLogLines:
 		return q, fmt.Errorf("tail %d: want 0 to %d lines: %w", q.Tail, MaxLogLines, ErrInvalid)
@@ -99,7 +76,7 @@ func Logs(ctx context.Context, rt Runtime, req LogRequest) (LogChunk, error) {
 	if err := ValidateContainerName(req.Container); err != nil {
 		return LogChunk{}, fmt.Errorf("agent: logs: %w", err)
 	}
-	q, err := req.LogQuery.Check()
+	q, err := checkLogQuery(req.LogQuery)
 	if err != nil {
 		return LogChunk{}, fmt.Errorf("agent: logs of %s: %w", req.Container, err)
 	}

@@ -6,20 +6,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/google/uuid"
 
 	"meshplane/internal/atomicfile"
+	"meshplane/internal/crcframe"
 )
 
 // ErrUndelivered means a report could not be delivered; it is kept in the
@@ -115,8 +114,6 @@ const (
 	opFail  = "fail"
 )
 
-var crcSuffix = []byte(" crc32c ")
-
 // compactBytes is the size past which a log with nothing pending is
 // compacted (a variable for tests).
 var compactBytes = 1 << 20
@@ -156,29 +153,16 @@ func encodeRecord(r record) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode %s record: %w", r.Op, err)
 	}
-	b = append(b, crcSuffix...)
-	return fmt.Appendf(b, "%08x\n", crc32.Checksum(b[:len(b)-len(crcSuffix)], castagnoli)), nil
+	return crcframe.Line(nil, b), nil
 }
 
 // decodeRecord decodes and checks one line of the log (without its
 // newline): its checksum, its JSON, its op's fields. Fields added by a
 // later build are ignored; anything else is ErrCorrupt.
 func decodeRecord(line []byte) (record, error) {
-	i := bytes.LastIndex(line, crcSuffix)
-	if i < 0 || len(line)-i-len(crcSuffix) != 8 {
-		return record{}, fmt.Errorf("no checksum at the end of the line: %w", ErrCorrupt)
-	}
-	hex := line[i+len(crcSuffix):]
-	if bytes.ContainsFunc(hex, func(r rune) bool { return !strings.ContainsRune("0123456789abcdef", r) }) {
-		return record{}, fmt.Errorf("checksum %q: %w", hex, ErrCorrupt)
-	}
-	sum, err := strconv.ParseUint(string(hex), 16, 32)
+	body, err := crcframe.CheckLine(line)
 	if err != nil {
-		return record{}, fmt.Errorf("checksum %q: %w", hex, ErrCorrupt)
-	}
-	body := line[:i]
-	if crc32.Checksum(body, castagnoli) != uint32(sum) {
-		return record{}, fmt.Errorf("checksum mismatch: %w", ErrCorrupt)
+		return record{}, fmt.Errorf("%w: %w", err, ErrCorrupt)
 	}
 	var r record
 	dec := json.NewDecoder(bytes.NewReader(body))

@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"sort"
 	"strings"
 
 	"github.com/google/uuid"
+
+	"meshplane/internal/crcframe"
 )
 
 // The legacy format, versions 1 and 2 (before the log, see outbox.go): a
@@ -38,36 +39,21 @@ const (
 	entryPrefix   = "report-"
 	entrySuffix   = ".json"
 	damagedSuffix = ".damaged"
-	sumPrefix     = "crc32c "
 )
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// seal appends to body (ending in a newline) its checksum line
+// (crcframe.Seal).
+func seal(body []byte) []byte { return crcframe.Seal(body) }
 
-// seal appends to body (ending in a newline) its checksum line.
-func seal(body []byte) []byte {
-	return fmt.Appendf(body, "%s%08x\n", sumPrefix, crc32.Checksum(body, castagnoli))
-}
-
-// unseal splits b into its body and checksum line and checks it. A file
-// without a checksum line is returned whole, sealed false (version 1).
+// unseal splits b into its body and checksum line and checks it
+// (crcframe.Unseal). A file without a checksum line is returned whole,
+// sealed false (version 1).
 func unseal(b []byte) (body []byte, sealed bool, err error) {
-	i := bytes.LastIndexByte(bytes.TrimSuffix(b, []byte("\n")), '\n')
-	last := b[i+1:]
-	if !bytes.HasPrefix(last, []byte(sumPrefix)) {
-		return b, false, nil
+	body, sealed, err = crcframe.Unseal(b)
+	if err != nil {
+		return nil, sealed, fmt.Errorf("%w: %w", err, ErrCorrupt)
 	}
-	var sum uint32
-	if len(last) != len(sumPrefix)+9 || last[len(last)-1] != '\n' {
-		return nil, true, fmt.Errorf("checksum line %q: %w", last, ErrCorrupt)
-	}
-	if _, err := fmt.Sscanf(string(last[len(sumPrefix):len(last)-1]), "%08x", &sum); err != nil {
-		return nil, true, fmt.Errorf("checksum line %q: %w", last, ErrCorrupt)
-	}
-	body = b[:i+1]
-	if crc32.Checksum(body, castagnoli) != sum {
-		return nil, true, fmt.Errorf("checksum mismatch: %w", ErrCorrupt)
-	}
-	return body, true, nil
+	return body, sealed, nil
 }
 
 // checkVersion checks a decoded file's version against whether it was

@@ -8,6 +8,7 @@ import (
 
 	"meshplane/agent"
 	"meshplane/declaration"
+	"meshplane/declaration/nodeplan"
 )
 
 type want struct {
@@ -434,7 +435,7 @@ func TestContainerFields(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := agent.ContainerFields(tt.have, tt.want); !slices.Equal(got, tt.fields) {
+			if got := nodeplan.ContainerFields(tt.have, tt.want); !slices.Equal(got, tt.fields) {
 				t.Fatalf("fields = %v, want %v", got, tt.fields)
 			}
 		})

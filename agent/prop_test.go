@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -222,7 +223,7 @@ func TestApplyingThePlanYieldsTheDeclarationProperty(t *testing.T) {
 		if len(rep.Outcome.Failed) != 0 {
 			t.Fatalf("the apply failed %v\nplan %+v\ndisk:\n%s", rep.Outcome.Failed, plan.Steps, fx.rt.Paths())
 		}
-		if err := rep.Outcome.Check(); err != nil {
+		if err := errors.Join(rep.Outcome.CheckForm(), rep.Outcome.CheckCounts()); err != nil {
 			t.Fatalf("report: %v: %+v", err, rep.Outcome)
 		}
 

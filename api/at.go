@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-
-	"meshplane/commands"
 )
 
 // At is a moment of history a read asks for (mesh ... --at, ?at= on the
@@ -18,23 +16,23 @@ type At struct {
 	Time     time.Time
 }
 
-// ParseAt reads a moment as commands.ParseMoment does (the one reading of
+// ParseAt reads a moment as ReadMoment does (the one reading of
 // TIME|POSITION, diff's and revert's too): a position or an RFC 3339 time.
 // What does not parse is a plain error (bad usage); position 0, before the
 // first event, is the refusal every verb gives such a moment
-// (commands.BeforeFirst: a *commands.Rejection), since the zero At is now.
+// (BeforeFirst: a *Rejection), since the zero At is now.
 func ParseAt(s string) (At, error) {
 	if s == "" {
 		return At{}, errors.New("empty: want a position or an RFC 3339 time")
 	}
-	m, err := commands.ParseMoment(s)
+	p, t, err := ReadMoment(s)
 	if err != nil {
 		return At{}, fmt.Errorf("%q: want a position of 1 or more, or an RFC 3339 time (2026-12-01T23:02:00Z)", s)
 	}
-	if m.At.IsZero() && m.Position == 0 {
-		return At{}, commands.BeforeFirst("at position 0", time.Time{})
+	if t.IsZero() && p == 0 {
+		return At{}, BeforeFirst("at position 0", time.Time{})
 	}
-	return At{Position: m.Position, Time: m.At}, nil
+	return At{Position: p, Time: t}, nil
 }
 
 // IsZero reports whether a is now (no moment asked).

@@ -7,8 +7,7 @@ import "slices"
 // run's first entry with Run set, so that a year of quiet passes reads as
 // a few lines: what mesh timeline and the web console show. Entries stay
 // in position order, a run at the place of its first entry. es is not
-// modified. It is projections.Collapse on the API's entries
-// (controller's TestCollapseAsProjections holds the two to the same answers).
+// modified. It is the one collapse: the read side returns every entry.
 func Collapse(es []Entry) []Entry {
 	out := make([]Entry, 0, len(es))
 	open := map[string]int{} // node → index in out of its last entry

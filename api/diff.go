@@ -8,7 +8,7 @@ import (
 
 // DiffRequest asks what changed in the mesh between two moments (mesh
 // diff): From and To each a time in RFC 3339 or a store position, as
-// commands.ParseMoment reads them, a time standing for the last event at
+// ReadMoment reads them, a time standing for the last event at
 // or before it; To empty is the store's head.
 type DiffRequest struct {
 	From string `json:"from"`
@@ -16,7 +16,7 @@ type DiffRequest struct {
 }
 
 // Validate checks the fields of a DiffRequest, as the door says: From
-// given, both bounded (the diff reads them: commands.ParseMoment).
+// given, both bounded (the diff reads them: ReadMoment).
 func (r DiffRequest) Validate() error {
 	if r.From == "" {
 		return invalidField("from", "empty: a time (RFC 3339) or a store position")

@@ -8,7 +8,7 @@ import (
 
 // RevertRequest makes a module again what it was at a moment (mesh
 // revert): To is a time in RFC 3339 or a store position (the event at or
-// before it), as commands.ParseMoment reads it.
+// before it), as ReadMoment reads it.
 type RevertRequest struct {
 	Operator string `json:"operator"`
 	Module   string `json:"module"`
@@ -16,7 +16,7 @@ type RevertRequest struct {
 }
 
 // Validate checks the fields of a RevertRequest, as the door says: the
-// operator, and To bounded (the revert reads it: commands.ParseMoment).
+// operator, and To bounded (the revert reads it: ReadMoment).
 func (r RevertRequest) Validate() error {
 	if err := checkOperator(r.Operator); err != nil {
 		return err

@@ -12,7 +12,7 @@ import (
 // projections and the write side) and Client (the same calls over HTTP to a
 // running controller), so the CLI renders the same output either way.
 //
-// Errors: a command or query the mesh refuses is a *commands.Rejection (in
+// Errors: a command or query the mesh refuses is a *Rejection (in
 // both implementations), which the CLI maps to its exit code 3. Every other
 // error is a failure (exit 1).
 type Service interface {
@@ -93,7 +93,7 @@ type Service interface {
 	RemoveNode(ctx context.Context, req RemoveNodeRequest) (CommandResult, error)
 }
 
-// Rejection codes the read side adds to those of package commands.
+// Rejection codes the read side adds to those of commands (rejection.go).
 const (
 	// CodeDeclarationUnknown: a query named a declaration never composed for
 	// that node.

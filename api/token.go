@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"meshplane/commands"
 )
 
 // ErrTokenRefused is wrapped by every refusal of a per-operator API token
@@ -42,10 +40,15 @@ type CreateTokenRequest struct {
 	TTLSeconds int64  `json:"ttl_seconds,omitempty"`
 }
 
+// MaxTokenTTL is the longest an API token may live: 10 years (of 365
+// days), 315,360,000 seconds. A longer time to live is refused, not
+// converted (a count of seconds that large overflows a time.Duration).
+const MaxTokenTTL = 10 * 365 * 24 * time.Hour
+
 // MaxTokenTTLSeconds is the longest time to live of an API token, in
-// seconds: 10 years (commands.MaxTokenTTL). A ttl_seconds beyond it is
-// refused as it is, before it is converted to a duration.
-const MaxTokenTTLSeconds = int64(commands.MaxTokenTTL / time.Second)
+// seconds: 10 years (MaxTokenTTL). A ttl_seconds beyond it is refused as
+// it is, before it is converted to a duration.
+const MaxTokenTTLSeconds = int64(MaxTokenTTL / time.Second)
 
 // CreateTokenResponse is a new token: Token is its secret (TokenPrefix and
 // the base64url of 32 random bytes), given once.
@@ -84,7 +87,7 @@ func (r CreateTokenRequest) Validate() error {
 	if err := checkOperator(r.Operator); err != nil {
 		return err
 	}
-	if err := commands.CheckOperator(r.Name); err != nil {
+	if err := CheckOperator(r.Name); err != nil {
 		return invalidField("name", "%v", err)
 	}
 	if r.TTLSeconds < 0 || r.TTLSeconds > MaxTokenTTLSeconds {
@@ -98,7 +101,7 @@ func (r RevokeTokenRequest) Validate() error {
 	if err := checkOperator(r.Operator); err != nil {
 		return err
 	}
-	if err := commands.CheckOperator(r.Name); err != nil {
+	if err := CheckOperator(r.Name); err != nil {
 		return invalidField("name", "%v", err)
 	}
 	return nil

@@ -5,7 +5,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"meshplane/commands"
 	"meshplane/events"
 )
 
@@ -18,7 +17,7 @@ import (
 // settings, specs, artifacts, digests) the commands check at their door
 // (422 invalid, naming the rule); what only a request can name is checked
 // here (422 invalid, naming the field): the operator, by
-// commands.CheckOperator as the controller does; the names of reads,
+// CheckOperator as the controller does; the names of reads,
 // pushes and plans, bounded (history may hold names an older build took,
 // so they are not held to the name rule); every list, bounded.
 
@@ -37,7 +36,7 @@ const (
 
 // invalidField is a request refused for one of its fields.
 func invalidField(field, format string, args ...any) error {
-	return &commands.Rejection{Code: commands.CodeInvalid, Msg: field + ": " + fmt.Sprintf(format, args...)}
+	return &Rejection{Code: CodeInvalid, Msg: field + ": " + fmt.Sprintf(format, args...)}
 }
 
 // checkRef checks a name a request reads or pushes by: bounded, UTF-8,
@@ -64,7 +63,7 @@ func checkText(field, v string, max int) error {
 }
 
 // checkOperator checks who asks; the refusal names the operator field.
-func checkOperator(op string) error { return commands.CheckOperator(op) }
+func checkOperator(op string) error { return CheckOperator(op) }
 
 func checkItems(field string, n int) error {
 	if n > MaxRequestItems {

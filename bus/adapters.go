@@ -7,26 +7,20 @@ import (
 
 	"github.com/google/uuid"
 
-	"meshplane/agent"
 	"meshplane/declaration"
+	"meshplane/wire"
 )
 
 // This file adapts the bus to the interfaces its users define: the agent's
 // Source and Reporter (package agent), and the controller's Publisher
 // (package controller, checked in cmd/mesh so that bus does not link the
-// controller). The agent's interfaces are imported: agent imports neither
-// bus nor anything that does.
+// controller). Neither is imported: the bus links no agent (what an agent
+// sends is package wire's), and its tests check that AgentLink is what the
+// agent's interfaces ask (adapters_test.go).
 
 // AgentLink is a node's connection as a running agent needs it: the source
 // of its declarations and the reporter of its applies (agent.Run).
 type AgentLink struct{ n *Node }
-
-var (
-	_ agent.Source       = AgentLink{}
-	_ agent.Reporter     = AgentLink{}
-	_ agent.DryRunServer = AgentLink{}
-	_ agent.RosterSource = AgentLink{}
-)
 
 // Agent returns n as an agent's Source and Reporter.
 func (n *Node) Agent() AgentLink { return AgentLink{n: n} }
@@ -70,7 +64,7 @@ func (l AgentLink) Secrets(ctx context.Context, want []declaration.Secret) (map[
 // the message id, and returns once the stream stored it (Node.PublishReport).
 // The node's connection does not buffer while the bus is away, so a report
 // is either taken now or kept by the agent and sent again, late.
-func (l AgentLink) Report(ctx context.Context, r agent.Report) (bool, error) {
+func (l AgentLink) Report(ctx context.Context, r wire.Report) (bool, error) {
 	br, err := ReportOf(l.n.node, r)
 	if err != nil {
 		return false, err
@@ -79,10 +73,10 @@ func (l AgentLink) Report(ctx context.Context, r agent.Report) (bool, error) {
 }
 
 // ReportOf turns an agent's report into its wire form: the compact outcome
-// (agent.Report.Wire), the apply id, when, the correlation, and the failed
+// (wire.Report.Wire), the apply id, when, the correlation, and the failed
 // attempts with the last error. A report that is not node's, or has no
 // apply id, wraps ErrBadReport.
-func ReportOf(node string, r agent.Report) (Report, error) {
+func ReportOf(node string, r wire.Report) (Report, error) {
 	id, err := uuid.Parse(r.Outcome.ApplyID)
 	if err != nil {
 		return Report{}, fmt.Errorf("%w: apply id %q: %v", ErrBadReport, r.Outcome.ApplyID, err)

@@ -15,6 +15,16 @@ import (
 	"meshplane/events"
 )
 
+// AgentLink is what a running agent needs of its transport; checked here
+// so that package bus does not link the agent.
+var (
+	_ agent.Source       = bus.AgentLink{}
+	_ agent.Reporter     = bus.AgentLink{}
+	_ agent.DryRunServer = bus.AgentLink{}
+	_ agent.RosterSource = bus.AgentLink{}
+	_ agent.LogServer    = bus.AgentLink{}
+)
+
 func agentReport(node, decl string, attempts int) agent.Report {
 	id := uuid.Must(uuid.NewV7())
 	return agent.Report{

@@ -32,6 +32,19 @@ type CheckResult struct {
 	Detail  string
 }
 
+// Line is r as mesh bus check prints it: "ok  ", "skip" or "FAIL", two
+// spaces, the check's name and what it found.
+func (r CheckResult) Line() string {
+	mark := "ok  "
+	switch {
+	case r.Skipped:
+		mark = "skip"
+	case !r.OK:
+		mark = "FAIL"
+	}
+	return fmt.Sprintf("%s  %s: %s", mark, r.Name, r.Detail)
+}
+
 // MinServerVersion is the oldest nats-server the bus is checked against:
 // RePublish, direct gets and stream updates of RePublish are 2.9's.
 const MinServerVersion = "2.9.0"

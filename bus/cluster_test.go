@@ -16,6 +16,7 @@ import (
 
 	"meshplane/bus"
 	"meshplane/bus/natstest"
+	"meshplane/internal/testwait"
 )
 
 // startCluster starts n embedded servers routed to each other on
@@ -81,7 +82,7 @@ func TestCluster(t *testing.T) {
 	defer cancel()
 
 	// Every server learns the others' client URLs (what agents are given).
-	eventually(t, 20*time.Second, func() error {
+	testwait.Eventually(t, 20*time.Second, func() error {
 		for _, s := range srvs {
 			if got := s.URLs(); len(got) != 3 || s.Routes() < 2 {
 				return fmt.Errorf("%s: urls %v, %d routes", s.Name(), got, s.Routes())
@@ -180,7 +181,7 @@ func TestCluster(t *testing.T) {
 	// Until the bucket has a leader again (a new election when the
 	// stopped server led it), a put fails: the controller's push is then
 	// recorded as failed and tried again, as here.
-	eventually(t, 60*time.Second, func() error {
+	testwait.Eventually(t, 60*time.Second, func() error {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		_, err := ctl.PutDeclaration(pctx, decl("n1", 2))
@@ -196,7 +197,7 @@ func TestCluster(t *testing.T) {
 	}
 	t.Logf("the node's watch went on %v after its server stopped (%s, now %s)", time.Since(killed).Round(time.Millisecond), was, n.ConnectedURL())
 	second := report("n1", "n1/2")
-	eventually(t, 60*time.Second, func() error {
+	testwait.Eventually(t, 60*time.Second, func() error {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		_, err := n.PublishReport(pctx, second)
@@ -253,22 +254,5 @@ func TestTrustDirNeverMade(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Errorf("the trust directory holds %d file(s) after the refusal, want none", len(ents))
-	}
-}
-
-// eventually retries fn every 100 ms until it returns nil, failing t after
-// d with its last error.
-func eventually(t *testing.T, d time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", d, err)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -9,8 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"meshplane/agent"
 	"meshplane/internal/safego"
+	"meshplane/wire"
 )
 
 // Container logs (mesh logs). The controller asks a node's agent for a
@@ -18,9 +18,9 @@ import (
 // answered by the agent only (NodePermissions lets a node subscribe to its
 // own logs subject, and publish nothing but one answer to a request it
 // received). A follow is one request after another, each from the last
-// chunk's cursor, each waiting at most agent.MaxLogWait for a line.
+// chunk's cursor, each waiting at most wire.MaxLogWait for a line.
 //
-// The request is an agent.LogRequest as JSON. The reply is one JSON
+// The request is an wire.LogRequest as JSON. The reply is one JSON
 // object:
 //
 //	{"version": 1, "chunk": {"data": "<base64>", "cursor": "2026-…Z", "cut": false}}
@@ -40,7 +40,7 @@ func LogsSubject(node string) string { return LogsSubjectPrefix + node }
 const logsVersion = 1
 
 // maxLogAnswers bounds the log requests one agent answers at once (each
-// may wait agent.MaxLogWait for a line): one more is answered busy.
+// may wait wire.MaxLogWait for a line): one more is answered busy.
 const maxLogAnswers = 8
 
 // logsMargin is how much longer than a request's own wait the controller
@@ -48,9 +48,9 @@ const maxLogAnswers = 8
 const logsMargin = 10 * time.Second
 
 type logsReply struct {
-	Version int             `json:"version"`
-	Chunk   *agent.LogChunk `json:"chunk,omitempty"`
-	Error   string          `json:"error,omitempty"`
+	Version int            `json:"version"`
+	Chunk   *wire.LogChunk `json:"chunk,omitempty"`
+	Error   string         `json:"error,omitempty"`
 }
 
 // ErrBadLogs means a logs reply did not decode.
@@ -64,43 +64,43 @@ var ErrLogsFailed = errors.New("the agent could not read the log")
 // answer until ctx ends or the request's own wait and a margin pass. No
 // agent connected is ErrNoAgent; an agent that could not read the log is
 // its error, wrapping ErrLogsFailed.
-func (c *Controller) Logs(ctx context.Context, node string, req agent.LogRequest) (agent.LogChunk, error) {
+func (c *Controller) Logs(ctx context.Context, node string, req wire.LogRequest) (wire.LogChunk, error) {
 	if err := ValidNode(node); err != nil {
-		return agent.LogChunk{}, err
+		return wire.LogChunk{}, err
 	}
 	data, err := json.Marshal(req)
 	if err != nil {
-		return agent.LogChunk{}, fmt.Errorf("bus: logs on %s: %w", node, err)
+		return wire.LogChunk{}, fmt.Errorf("bus: logs on %s: %w", node, err)
 	}
 	rctx, cancel := context.WithTimeout(ctx, time.Duration(req.WaitMillis)*time.Millisecond+logsMargin)
 	defer cancel()
 	msg, err := c.nc.RequestWithContext(rctx, LogsSubject(node), data)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return agent.LogChunk{}, fmt.Errorf("bus: logs on %s: %w", node, ErrNoAgent)
+		return wire.LogChunk{}, fmt.Errorf("bus: logs on %s: %w", node, ErrNoAgent)
 	case errors.Is(err, context.DeadlineExceeded):
-		return agent.LogChunk{}, fmt.Errorf("bus: logs on %s: its agent did not answer in time: %w", node, err)
+		return wire.LogChunk{}, fmt.Errorf("bus: logs on %s: its agent did not answer in time: %w", node, err)
 	case err != nil:
-		return agent.LogChunk{}, fmt.Errorf("bus: logs on %s: %w", node, err)
+		return wire.LogChunk{}, fmt.Errorf("bus: logs on %s: %w", node, err)
 	}
 	var r logsReply
 	if err := json.Unmarshal(msg.Data, &r); err != nil {
-		return agent.LogChunk{}, fmt.Errorf("bus: logs on %s: %w: %v", node, ErrBadLogs, err)
+		return wire.LogChunk{}, fmt.Errorf("bus: logs on %s: %w: %v", node, ErrBadLogs, err)
 	}
 	switch {
 	case r.Error != "":
-		return agent.LogChunk{}, fmt.Errorf("bus: logs on %s: %w: %s", node, ErrLogsFailed, r.Error)
+		return wire.LogChunk{}, fmt.Errorf("bus: logs on %s: %w: %s", node, ErrLogsFailed, r.Error)
 	case r.Chunk == nil:
-		return agent.LogChunk{}, fmt.Errorf("bus: logs on %s: %w: version %d, without a chunk", node, ErrBadLogs, r.Version)
-	case len(r.Chunk.Data) > agent.MaxLogChunk:
-		return agent.LogChunk{}, fmt.Errorf("bus: logs on %s: %w: a chunk of %d bytes, over %d", node, ErrBadLogs, len(r.Chunk.Data), agent.MaxLogChunk)
+		return wire.LogChunk{}, fmt.Errorf("bus: logs on %s: %w: version %d, without a chunk", node, ErrBadLogs, r.Version)
+	case len(r.Chunk.Data) > wire.MaxLogChunk:
+		return wire.LogChunk{}, fmt.Errorf("bus: logs on %s: %w: a chunk of %d bytes, over %d", node, ErrBadLogs, len(r.Chunk.Data), wire.MaxLogChunk)
 	}
 	return *r.Chunk, nil
 }
 
 // Logs asks node's agent for a chunk of a container's log
 // (Controller.Logs): the controller core's LogAsker.
-func (p DeclarationPublisher) Logs(ctx context.Context, node string, req agent.LogRequest) (agent.LogChunk, error) {
+func (p DeclarationPublisher) Logs(ctx context.Context, node string, req wire.LogRequest) (wire.LogChunk, error) {
 	return p.c.Logs(ctx, node, req)
 }
 
@@ -108,7 +108,7 @@ func (p DeclarationPublisher) Logs(ctx context.Context, node string, req agent.L
 // the node's runtime), each on a goroutine of its own, at most
 // maxLogAnswers at once, until stop is called or the connection closes. A
 // request that does not decode is answered with an error.
-func (n *Node) ServeLogs(ctx context.Context, answer func(context.Context, agent.LogRequest) (agent.LogChunk, error)) (stop func(), err error) {
+func (n *Node) ServeLogs(ctx context.Context, answer func(context.Context, wire.LogRequest) (wire.LogChunk, error)) (stop func(), err error) {
 	slots := make(chan struct{}, maxLogAnswers)
 	respond := func(m *nats.Msg, r logsReply) {
 		r.Version = logsVersion
@@ -121,7 +121,7 @@ func (n *Node) ServeLogs(ctx context.Context, answer func(context.Context, agent
 		}
 	}
 	sub, err := n.nc.Subscribe(LogsSubject(n.node), func(m *nats.Msg) {
-		var req agent.LogRequest
+		var req wire.LogRequest
 		if err := json.Unmarshal(m.Data, &req); err != nil {
 			respond(m, logsReply{Error: fmt.Sprintf("bus: node %s: a log request that does not decode: %v", n.node, err)})
 			return
@@ -135,9 +135,9 @@ func (n *Node) ServeLogs(ctx context.Context, answer func(context.Context, agent
 		go func() {
 			defer func() { <-slots }()
 			wait := time.Duration(req.WaitMillis) * time.Millisecond
-			actx, cancel := context.WithTimeout(ctx, min(wait, agent.MaxLogWait)+logsMargin/2)
+			actx, cancel := context.WithTimeout(ctx, min(wait, wire.MaxLogWait)+logsMargin/2)
 			defer cancel()
-			var ch agent.LogChunk
+			var ch wire.LogChunk
 			// A read that panics is answered with the panic, logged and
 			// counted; the agent goes on answering.
 			err := safego.Call("agent.logs", n.log, func() (aerr error) {
@@ -163,8 +163,6 @@ func (n *Node) ServeLogs(ctx context.Context, answer func(context.Context, agent
 
 // ServeLogs answers the node's log requests (Node.ServeLogs): the running
 // agent's LogServer.
-func (l AgentLink) ServeLogs(ctx context.Context, answer func(context.Context, agent.LogRequest) (agent.LogChunk, error)) (func(), error) {
+func (l AgentLink) ServeLogs(ctx context.Context, answer func(context.Context, wire.LogRequest) (wire.LogChunk, error)) (func(), error) {
 	return l.n.ServeLogs(ctx, answer)
 }
-
-var _ agent.LogServer = AgentLink{}

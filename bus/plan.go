@@ -9,9 +9,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"meshplane/agent"
 	"meshplane/declaration"
 	"meshplane/internal/safego"
+	"meshplane/wire"
 )
 
 // Dry runs (mesh plan). The controller asks a node's agent what it would do
@@ -22,7 +22,7 @@ import (
 // The request is the declaration, as JSON (the same form the bucket
 // holds). The reply is one JSON object:
 //
-//	{"version": 1, "preview": {...agent.Preview...}}
+//	{"version": 1, "preview": {...wire.Preview...}}
 //	{"version": 1, "error": "agent: dry run novox/4: observe: list containers: ..."}
 //
 // A node with no agent connected gives no responder at once (ErrNoAgent);
@@ -39,20 +39,20 @@ const dryRunVersion = 1
 const DefaultDryRunAnswer = 30 * time.Second
 
 type dryRunReply struct {
-	Version int            `json:"version"`
-	Preview *agent.Preview `json:"preview,omitempty"`
-	Error   string         `json:"error,omitempty"`
+	Version int           `json:"version"`
+	Preview *wire.Preview `json:"preview,omitempty"`
+	Error   string        `json:"error,omitempty"`
 }
 
-// DryRun asks d's node's agent what it would do with d (agent.Preview),
+// DryRun asks d's node's agent what it would do with d (wire.Preview),
 // waiting until ctx ends. No agent connected is ErrNoAgent; an agent that
 // could not plan (it could not observe its node) is its error. A
 // declaration naming the roster last put as the shared value travels
 // as a pushed one does (without it, to a node that holds a roster:
 // wireOf); any other carries its roster.
-func (c *Controller) DryRun(ctx context.Context, d declaration.Declaration) (agent.Preview, error) {
+func (c *Controller) DryRun(ctx context.Context, d declaration.Declaration) (wire.Preview, error) {
 	if err := ValidNode(d.Node); err != nil {
-		return agent.Preview{}, err
+		return wire.Preview{}, err
 	}
 	c.rosterMu.Lock()
 	put := c.rosterPut
@@ -62,20 +62,20 @@ func (c *Controller) DryRun(ctx context.Context, d declaration.Declaration) (age
 	}
 	data, err := json.Marshal(d)
 	if err != nil {
-		return agent.Preview{}, fmt.Errorf("bus: dry run on %s: %w", d.Node, err)
+		return wire.Preview{}, fmt.Errorf("bus: dry run on %s: %w", d.Node, err)
 	}
 	msg, err := c.nc.RequestWithContext(ctx, PlanSubject(d.Node), data)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		return agent.Preview{}, fmt.Errorf("bus: dry run on %s: %w", d.Node, ErrNoAgent)
+		return wire.Preview{}, fmt.Errorf("bus: dry run on %s: %w", d.Node, ErrNoAgent)
 	case errors.Is(err, context.DeadlineExceeded):
-		return agent.Preview{}, fmt.Errorf("bus: dry run on %s: its agent did not answer in time: %w", d.Node, err)
+		return wire.Preview{}, fmt.Errorf("bus: dry run on %s: its agent did not answer in time: %w", d.Node, err)
 	case err != nil:
-		return agent.Preview{}, fmt.Errorf("bus: dry run on %s: %w", d.Node, err)
+		return wire.Preview{}, fmt.Errorf("bus: dry run on %s: %w", d.Node, err)
 	}
 	pv, err := DecodeDryRunReply(d.Node, msg.Data)
 	if err != nil {
-		return agent.Preview{}, fmt.Errorf("bus: dry run on %s: %w", d.Node, err)
+		return wire.Preview{}, fmt.Errorf("bus: dry run on %s: %w", d.Node, err)
 	}
 	return pv, nil
 }
@@ -87,18 +87,18 @@ var ErrBadDryRun = errors.New("bus: bad dry-run reply")
 // DecodeDryRunReply decodes node's reply to a dry run: its preview, or the
 // agent's error (wrapping ErrDryRunFailed). A reply that does not decode, has
 // neither, or is a preview of another node wraps ErrBadDryRun.
-func DecodeDryRunReply(node string, b []byte) (agent.Preview, error) {
+func DecodeDryRunReply(node string, b []byte) (wire.Preview, error) {
 	var r dryRunReply
 	if err := json.Unmarshal(b, &r); err != nil {
-		return agent.Preview{}, fmt.Errorf("%w: %v", ErrBadDryRun, err)
+		return wire.Preview{}, fmt.Errorf("%w: %v", ErrBadDryRun, err)
 	}
 	switch {
 	case r.Error != "":
-		return agent.Preview{}, fmt.Errorf("%w: %s", ErrDryRunFailed, r.Error)
+		return wire.Preview{}, fmt.Errorf("%w: %s", ErrDryRunFailed, r.Error)
 	case r.Preview == nil:
-		return agent.Preview{}, fmt.Errorf("%w: version %d, without a preview", ErrBadDryRun, r.Version)
+		return wire.Preview{}, fmt.Errorf("%w: version %d, without a preview", ErrBadDryRun, r.Version)
 	case r.Preview.Node != node:
-		return agent.Preview{}, fmt.Errorf("%w: a preview of node %q", ErrBadDryRun, r.Preview.Node)
+		return wire.Preview{}, fmt.Errorf("%w: a preview of node %q", ErrBadDryRun, r.Preview.Node)
 	}
 	return *r.Preview, nil
 }
@@ -109,7 +109,7 @@ var ErrDryRunFailed = errors.New("the agent could not plan")
 
 // DryRun asks d's node's agent for a dry run (Controller.DryRun): the
 // controller core's DryRunner.
-func (p DeclarationPublisher) DryRun(ctx context.Context, d declaration.Declaration) (agent.Preview, error) {
+func (p DeclarationPublisher) DryRun(ctx context.Context, d declaration.Declaration) (wire.Preview, error) {
 	return p.c.DryRun(ctx, d)
 }
 
@@ -117,14 +117,14 @@ func (p DeclarationPublisher) DryRun(ctx context.Context, d declaration.Declarat
 // agent's DryRun), each within DefaultDryRunAnswer, until stop is called or
 // the connection closes. A request that is not a declaration for this node
 // is answered with an error.
-func (n *Node) ServeDryRuns(ctx context.Context, answer func(context.Context, declaration.Declaration) (agent.Preview, error)) (stop func(), err error) {
+func (n *Node) ServeDryRuns(ctx context.Context, answer func(context.Context, declaration.Declaration) (wire.Preview, error)) (stop func(), err error) {
 	sub, err := n.nc.Subscribe(PlanSubject(n.node), func(m *nats.Msg) {
 		var r dryRunReply
 		r.Version = dryRunVersion
 		d, err := decodeDeclaration(n.node, m.Data)
 		if err == nil {
 			actx, cancel := context.WithTimeout(ctx, DefaultDryRunAnswer)
-			var pv agent.Preview
+			var pv wire.Preview
 			// A dry run that panics is answered with the panic, logged
 			// and counted; the agent goes on answering.
 			err = safego.Call("agent.dryrun", n.log, func() (aerr error) {
@@ -157,6 +157,6 @@ func (n *Node) ServeDryRuns(ctx context.Context, answer func(context.Context, de
 
 // ServeDryRuns answers the node's dry-run requests (Node.ServeDryRuns): the
 // running agent's DryRunServer.
-func (l AgentLink) ServeDryRuns(ctx context.Context, answer func(context.Context, declaration.Declaration) (agent.Preview, error)) (func(), error) {
+func (l AgentLink) ServeDryRuns(ctx context.Context, answer func(context.Context, declaration.Declaration) (wire.Preview, error)) (func(), error) {
 	return l.n.ServeDryRuns(ctx, answer)
 }

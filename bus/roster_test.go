@@ -17,6 +17,7 @@ import (
 	"meshplane/bus/natstest"
 	"meshplane/declaration"
 	"meshplane/internal/gz"
+	"meshplane/internal/testwait"
 )
 
 func routesN(n int) []declaration.Route {
@@ -43,7 +44,7 @@ func heardHolding(t *testing.T, ctl *bus.Controller, n *bus.Node) {
 	if err := n.Heartbeat(time.Now(), "test"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() error {
+	testwait.Eventually(t, 10*time.Second, func() error {
 		if !bus.HoldsRoster(ctl, n.Name()) {
 			return fmt.Errorf("the controller does not know %s holds roster %d", n.Name(), n.HeldRoster())
 		}
@@ -378,7 +379,7 @@ func TestRosterOnlyToHolders(t *testing.T) {
 	if err := nc2.Publish(bus.HeartbeatSubject("a"), b); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() error {
+	testwait.Eventually(t, 10*time.Second, func() error {
 		if bus.HoldsRoster(ctl, "a") {
 			return errors.New("still a holder after a heartbeat holding none")
 		}

@@ -4,16 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"meshplane/api"
 )
 
 // Sentinel errors.
 var (
 	// ErrRejected means a command was refused by its aggregate. The concrete
-	// error is a *Rejection carrying a code and a sentence.
-	ErrRejected = errors.New("rejected")
+	// error is a *Rejection carrying a code and a sentence (api.ErrRejected).
+	ErrRejected = api.ErrRejected
 
 	// ErrIncoherent marks the two compose failures that are statements about
 	// a node rather than failures to read: its module set does not compose,
@@ -26,65 +26,33 @@ var (
 	ErrConflict = errors.New("conflict")
 )
 
-// Rejection codes: stable, for the CLI's exit codes and API clients. A
-// command whose work is already done is no rejection (see Decide), so there
-// is no code for "already registered", "already assigned" or "already
-// taken".
+// Rejection codes: the API's (api.Code*), spelled here for the write
+// side that makes them.
 const (
-	CodeInvalid       = "invalid"        // the command's input is malformed, or too long
-	CodeNodeUnknown   = "node-unknown"   // the node is not registered
-	CodeNotAdopted    = "not-adopted"    // a take on a node that was not adopted
-	CodeModuleUnknown = "module-unknown" // the module is not defined
-	CodeNotAssigned   = "not-assigned"   // a take of a module not assigned to the node
-	CodeRouteClaimed  = "route-claimed"  // another module already routes one of the module's names
-	CodeNoBuild       = "no-build"       // a deploy of a build (or a module) of which no build is recorded
+	CodeInvalid       = api.CodeInvalid
+	CodeNodeUnknown   = api.CodeNodeUnknown
+	CodeNotAdopted    = api.CodeNotAdopted
+	CodeModuleUnknown = api.CodeModuleUnknown
+	CodeNotAssigned   = api.CodeNotAssigned
+	CodeRouteClaimed  = api.CodeRouteClaimed
+	CodeNoBuild       = api.CodeNoBuild
 )
 
-// Rejection is a command refused by its aggregate: a code callers branch on,
-// and a sentence for the operator.
-type Rejection struct {
-	Code string
-	Msg  string
-}
-
-func (r *Rejection) Error() string { return r.Msg }
-
-// Is makes errors.Is(err, ErrRejected) true.
-func (r *Rejection) Is(target error) bool { return target == ErrRejected }
+// Rejection is a command refused by its aggregate: the API's rejection
+// (api.Rejection), a code callers branch on and a sentence for the
+// operator.
+type Rejection = api.Rejection
 
 func reject(code, format string, args ...any) error {
 	return &Rejection{Code: code, Msg: fmt.Sprintf(format, args...)}
 }
 
-// MaxOperatorLen bounds an operator's name, recorded in every event an
-// operator's command appends ("operator:NAME").
-const MaxOperatorLen = 128
+// MaxOperatorLen bounds an operator's name (api.MaxOperatorLen).
+const MaxOperatorLen = api.MaxOperatorLen
 
-// CheckOperator checks the name of an operator who asks for a command: 1
-// to MaxOperatorLen bytes of UTF-8, printable (no control or format
-// character: a NUL, a newline, a bidirectional override), no space at
-// either end. The refusal is a *Rejection (invalid) naming the rule.
-func CheckOperator(name string) error {
-	bad := func(format string, args ...any) error {
-		return reject(CodeInvalid, "operator %s: %s", quote(name), fmt.Sprintf(format, args...))
-	}
-	switch {
-	case strings.TrimSpace(name) == "":
-		return reject(CodeInvalid, "the request names no operator (who asks is recorded with every event)")
-	case len(name) > MaxOperatorLen:
-		return bad("%d bytes, over the limit of %d", len(name), MaxOperatorLen)
-	case !utf8.ValidString(name):
-		return bad("not valid UTF-8")
-	case strings.TrimSpace(name) != name:
-		return bad("a space at the start or the end")
-	}
-	for i, r := range name {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
-			return bad("byte %d is %U: no control or format characters", i, r)
-		}
-	}
-	return nil
-}
+// CheckOperator is the one rule for an operator's name
+// (api.CheckOperator).
+func CheckOperator(name string) error { return api.CheckOperator(name) }
 
 // maxQuoted is how much of a name or other input a message quotes: enough
 // to recognise it, never a megabyte of it.

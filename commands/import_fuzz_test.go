@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"meshplane/commands"
 	"meshplane/events"
@@ -129,7 +130,7 @@ func FuzzDecodeImportLine(f *testing.F) {
 			t.Fatalf("accepted %s: module %q", line, module)
 		}
 		if a, ok := p.(events.ApplyReported); ok {
-			if err := a.Check(); err != nil || !strings.HasPrefix(a.Declaration, a.Node+"/") {
+			if err := commands.CheckReport(commands.Delivery{Report: a, ApplyID: ev.ID, AppliedAt: ev.At, Correlation: ev.Correlation}, nil, time.Time{}); err != nil || !strings.HasPrefix(a.Declaration, a.Node+"/") {
 				t.Fatalf("accepted %s: an apply report that does not hold (%v)", line, err)
 			}
 		}

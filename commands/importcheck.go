@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -72,7 +73,7 @@ func (n Need) String() string {
 //     module name passes events.CheckName;
 //   - what the command behind the event checks: a node setting's key and
 //     value, a module's spec, an artifact's name and digest, a deploy's
-//     builds; an apply report passes events.ApplyReported.Check, names a
+//     builds; an apply report passes the door's CheckReport, names a
 //     declaration of its node, and its apply id (if it gives one) is the
 //     event's;
 //   - an event on a node's stream follows that node's registration, and one
@@ -519,7 +520,9 @@ func checkPayload(ev events.Event, p events.Payload, node string) error {
 	case events.DeclarationPushFailed:
 		return ofNode(p.Declaration, false)
 	case events.ApplyReported:
-		if err := p.Check(); err != nil {
+		// The door's own check (CheckReport), without the facts the
+		// file gives, which importdoor.go checks the report against.
+		if err := CheckReport(Delivery{Report: p, ApplyID: ev.ID, AppliedAt: ev.At, Correlation: ev.Correlation}, nil, time.Time{}); err != nil {
 			return err
 		}
 		if p.ApplyID != "" && p.ApplyID != ev.ID.String() {

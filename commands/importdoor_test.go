@@ -254,3 +254,39 @@ func TestImportChecksWhatTheStoreHolds(t *testing.T) {
 		}
 	}
 }
+
+// TestImportRefusesAReportAsTheDoor: an import refuses an apply report
+// through the door's one check (CheckReport), so its refusal is the
+// door's, with the same reason: one function checks a report, whatever
+// it came through.
+func TestImportRefusesAReportAsTheDoor(t *testing.T) {
+	t0 := time.Date(2026, 9, 29, 22, 46, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name   string
+		report events.ApplyReported
+		reason string
+	}{
+		{"counts that disagree", events.ApplyReported{Node: "novox", Declaration: "novox/1", Sent: 1, Applied: 1}, events.RefusedCounts},
+		{"a NUL in a name", events.ApplyReported{Node: "novox", Declaration: "novox/1", Sent: 1, Applied: 1, Created: []string{"a\x00b"}}, events.RefusedMalformed},
+		{"a name over its bound", events.ApplyReported{Node: "novox", Declaration: "novox/1", Sent: 1, Applied: 1, Created: []string{strings.Repeat("x", events.MaxReportName+1)}}, events.RefusedTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ids := &importIDs{n: 3000}
+			line := doorLine(t, ids, t0, "node-novox", "agent:novox", tc.report)
+			ev, err := events.UnmarshalJSONLine([]byte(line))
+			if err != nil {
+				t.Fatal(err)
+			}
+			door := commands.CheckReport(commands.Delivery{Report: tc.report, ApplyID: ev.ID, AppliedAt: ev.At, Correlation: ev.Correlation}, nil, time.Time{})
+			var want *commands.Refusal
+			if !errors.As(door, &want) || want.Reason != tc.reason {
+				t.Fatalf("the door: %v, want a refusal for %s", door, tc.reason)
+			}
+			_, err = commands.NewImport(events.NewRegistry()).Line([]byte(line), 1)
+			var got *commands.Refusal
+			if !errors.As(err, &got) || got.Reason != want.Reason || !strings.Contains(err.Error(), want.Msg) {
+				t.Fatalf("the import: %v, want the door's refusal %q (%s)", err, want.Msg, want.Reason)
+			}
+		})
+	}
+}

@@ -8,17 +8,18 @@ import (
 	"strings"
 	"time"
 
+	"meshplane/api"
 	"meshplane/events"
 )
 
 // Rejection codes of joining (IssueJoinToken, JoinNode) and of a node's bus
 // users (RecordCredentials, RevokeNode).
 const (
-	CodeTokenUsed      = "token-used"       // the join token was redeemed already
-	CodeTokenExpired   = "token-expired"    // the join token's time is over
-	CodeTokenOtherNode = "token-other-node" // the join token is another node's
-	CodeTokenUnknown   = "token-unknown"    // no join token of that secret was issued for the node (unknown or forged)
-	CodeBadPublicKey   = "bad-public-key"   // the public key is not a NATS user nkey (U...), or was used before
+	CodeTokenUsed      = api.CodeTokenUsed
+	CodeTokenExpired   = api.CodeTokenExpired
+	CodeTokenOtherNode = api.CodeTokenOtherNode
+	CodeTokenUnknown   = api.CodeTokenUnknown
+	CodeBadPublicKey   = api.CodeBadPublicKey
 )
 
 // Access is what a node's history says of its bus users: its join tokens,

@@ -5,13 +5,14 @@ import (
 	"slices"
 	"strings"
 
+	"meshplane/api"
 	"meshplane/events"
 )
 
 // Rejection codes of removing a module or a node.
 const (
-	CodeModuleAssigned  = "module-assigned"  // a module removed while it is assigned to a node
-	CodeModulesAssigned = "modules-assigned" // a node removed while modules are assigned to it, without a drain
+	CodeModuleAssigned  = api.CodeModuleAssigned
+	CodeModulesAssigned = api.CodeModulesAssigned
 )
 
 // RemoveModule removes a defined module from the mesh (module.removed):

@@ -7,9 +7,9 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
+	"meshplane/api"
 	"meshplane/declaration"
 	"meshplane/events"
 )
@@ -23,37 +23,17 @@ type Moment struct {
 	At       time.Time // UTC; zero for a position
 }
 
-// ParseMoment reads TIME|POSITION: a whole number is a store position,
-// anything else a time in RFC 3339 ("2026-09-29T22:46:00Z"). What is
-// neither is a rejection (invalid) naming both forms.
+// ParseMoment reads TIME|POSITION (api.ReadMoment): a whole number is a
+// store position, anything else a time in RFC 3339. What is neither is a
+// rejection (invalid) naming both forms.
 func ParseMoment(s string) (Moment, error) {
-	if s != "" && strings.Trim(s, "0123456789") == "" {
-		p, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return Moment{}, reject(CodeInvalid, "%s is not a store position: %v", quote(s), err)
-		}
-		return Moment{Position: p}, nil
-	}
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return Moment{}, reject(CodeInvalid, "%s is neither a time (RFC 3339: 2026-09-29T22:46:00Z) nor a store position (a whole number)", quote(s))
-	}
-	return Moment{At: t.UTC()}, nil
+	p, at, err := api.ReadMoment(s)
+	return Moment{Position: p, At: at}, err
 }
 
-// BeforeFirst is the one refusal of a moment before the first event, by
-// every verb that reads one (--at, diff --from and --to, revert --to):
-// position 0, or a time before the first event's. first is the first
-// event's time, printed to the nanosecond so that a time that reads like
-// it to the second says why it is before it; zero when it is not known
-// (position 0, refused before the store is read). It is a *Rejection.
-func BeforeFirst(moment string, first time.Time) error {
-	if first.IsZero() {
-		return reject(CodeInvalid, "%s is before the first event: positions count from 1", moment)
-	}
-	return reject(CodeInvalid, "%s is before the first event (position 1, at %s): give a position of 1 or more, or a time at or after it",
-		moment, first.UTC().Format(time.RFC3339Nano))
-}
+// BeforeFirst is the one refusal of a moment before the first event
+// (api.BeforeFirst). It is a *Rejection.
+func BeforeFirst(moment string, first time.Time) error { return api.BeforeFirst(moment, first) }
 
 // String is m as ParseMoment reads it: the position, or the time in RFC
 // 3339 (UTC, nanoseconds kept).

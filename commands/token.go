@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"meshplane/api"
 	"meshplane/events"
 )
 
@@ -31,7 +32,7 @@ type CreateToken struct {
 // MaxTokenTTL is the longest an API token may live: 10 years (of 365
 // days), 315,360,000 seconds. A longer time to live is refused, not
 // converted (a count of seconds that large overflows a time.Duration).
-const MaxTokenTTL = 10 * 365 * 24 * time.Hour
+const MaxTokenTTL = api.MaxTokenTTL
 
 // RevokeToken revokes the live token of the operator Name, by By. Done when
 // Name's last token is revoked already; refused (token-unknown) when Name
@@ -48,8 +49,8 @@ func (RevokeToken) command()         {}
 
 // Rejection codes of tokens.
 const (
-	CodeTokenExists = "token-exists"  // a create for a name whose token is live
-	CodeNoSuchToken = "no-such-token" // a revoke for a name that never had an API token
+	CodeTokenExists = api.CodeTokenExists
+	CodeNoSuchToken = api.CodeNoSuchToken
 )
 
 // TokenIDLen is how many hex digits of a token's SHA-256 name it (its id).

@@ -32,41 +32,49 @@ var forbidden = []string{
 	"github.com/jackc/", "go.etcd.io/bbolt", "github.com/nats-io/", "github.com/docker/",
 	"github.com/kurrent-io/", "github.com/EventStore/", "google.golang.org/grpc",
 	"meshplane/api/httpapi", "meshplane/bus", "meshplane/events/", "meshplane/projections/",
-	"meshplane/agent/", "meshplane/metrics", "meshplane/web", "meshplane/sim", "meshplane/artifacts",
+	"meshplane/agent", "meshplane/agent/", "meshplane/metrics", "meshplane/web", "meshplane/sim", "meshplane/artifacts",
 }
 
 var layers = map[string]layer{
 	"meshplane/events": {imports: []string{
 		"bytes", "context", "crypto/sha256", "encoding", "encoding/binary", "encoding/hex", "encoding/json", "errors", "fmt",
-		"github.com/goccy/go-json", "github.com/google/uuid", "hash/crc32", "maps", "math", "reflect", "slices",
+		"github.com/goccy/go-json", "github.com/google/uuid", "hash/crc32", "maps", "math", "meshplane/internal/crcframe", "reflect", "slices",
 		"sort", "strconv", "strings", "sync", "time", "unicode/utf8",
 	}},
 	"meshplane/declaration": {imports: []string{"crypto/sha256", "encoding/hex", "encoding/json", "errors", "fmt", "strings", "time"}},
+	// What a node's agent sends and answers, and its pure plan: both
+	// sides import them, so neither links the agent.
+	"meshplane/wire": {imports: []string{"fmt", "meshplane/events", "time"}},
+	"meshplane/declaration/nodeplan": {imports: []string{
+		"crypto/sha256", "encoding/hex", "errors", "fmt", "meshplane/declaration", "meshplane/events", "meshplane/wire",
+		"path", "regexp", "slices", "sort", "strconv", "strings", "unicode/utf8",
+	}},
 	"meshplane/commands": {imports: []string{
 		"bytes", "cmp", "context", "crypto/sha256", "encoding/hex", "encoding/json", "errors", "fmt",
 		"github.com/google/uuid", "github.com/opencontainers/go-digest", "go.yaml.in/yaml/v3", "io", "maps", "math",
-		"meshplane/declaration", "meshplane/events", "meshplane/wire", "net/netip", "path", "reflect", "slices", "sort", "strconv",
+		"meshplane/api", "meshplane/declaration", "meshplane/events", "meshplane/wire", "net/netip", "path", "reflect", "slices", "sort", "strconv",
 		"strings", "sync", "time", "unicode", "unicode/utf8",
 	}},
 	"meshplane/projections": {
 		imports: []string{
 			"bytes", "container/heap", "context", "encoding/binary", "encoding/json", "errors", "fmt", "hash/crc32", "maps", "math",
-			"meshplane/events", "meshplane/internal/atomicfile", "meshplane/internal/gcboost", "meshplane/internal/safego", "os", "path/filepath",
+			"meshplane/events", "meshplane/internal/atomicfile", "meshplane/internal/crcframe", "meshplane/internal/gcboost", "meshplane/internal/safego", "os", "path/filepath",
 			"runtime", "slices", "sort", "strconv", "strings", "sync", "sync/atomic", "time", "unsafe",
 		},
 		fileIO: "to one file (versioned, CRC-32C, written",
 	},
-	// The API's types: no HTTP (api/httpapi), no projection, no agent.
+	// The API's types and its rejection (which the write side makes): no
+	// HTTP (api/httpapi), no write side, no projection, no agent.
 	"meshplane/api": {imports: []string{
-		"context", "encoding/base64", "encoding/hex", "encoding/json", "errors", "fmt", "meshplane/commands",
+		"context", "encoding/base64", "encoding/hex", "encoding/json", "errors", "fmt",
 		"meshplane/events", "slices", "strconv", "strings", "time", "unicode", "unicode/utf8",
 	}},
 	"meshplane/controller": {
 		imports: []string{
 			"cmp", "context", "crypto/rand", "crypto/sha256", "crypto/subtle", "encoding/base64", "encoding/hex", "encoding/json", "errors", "fmt",
 			"github.com/google/uuid", "golang.org/x/sync/errgroup", "io", "io/fs", "log/slog",
-			"meshplane/agent", "meshplane/api", "meshplane/commands", "meshplane/declaration", "meshplane/events",
-			"meshplane/internal/atomicfile", "meshplane/internal/safego", "meshplane/projections", "meshplane/secrets", "os", "path/filepath", "slices", "strings", "sync",
+			"meshplane/api", "meshplane/commands", "meshplane/declaration", "meshplane/declaration/nodeplan", "meshplane/events",
+			"meshplane/internal/atomicfile", "meshplane/internal/safego", "meshplane/projections", "meshplane/secrets", "meshplane/wire", "os", "path/filepath", "slices", "strings", "sync",
 			"sync/atomic", "syscall", "time",
 		},
 		fileIO: "controller.json (WriteInfo, ReadInfo)",

@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"time"
 
-	"meshplane/agent"
 	"meshplane/api"
 	"meshplane/commands"
+	"meshplane/declaration/nodeplan"
 	"meshplane/events"
 	"meshplane/projections"
+	"meshplane/wire"
 )
 
 // DiffHelp is mesh diff's help.
@@ -314,7 +315,7 @@ func readComposed(ctx context.Context, store events.Store, reg *events.Registry,
 }
 
 // specChanges is what each field of resource is in declaration to and was
-// in declaration from, as why words it (agent.DeclaredChanges); none when
+// in declaration from, as why words it (nodeplan.DeclaredChanges); none when
 // either spec is unknown.
 func (d *declared) specChanges(from, to, resource string) []api.Change {
 	have, ok1 := d.resource(from, resource)
@@ -324,11 +325,11 @@ func (d *declared) specChanges(from, to, resource string) []api.Change {
 	}
 	fields := []string{"module", "mode", "content"}
 	if have.Container != nil && want.Container != nil {
-		for _, ch := range agent.ContainerChanges(*have.Container, *want.Container) {
+		for _, ch := range nodeplan.ContainerChanges(*have.Container, *want.Container) {
 			fields = append(fields, ch.Field)
 		}
 	}
-	return mapSlice(agent.DeclaredChanges(have, want, fields), func(ch agent.Change) api.Change { return api.Change(ch) })
+	return mapSlice(nodeplan.DeclaredChanges(have, want, fields), func(ch wire.Change) api.Change { return api.Change(ch) })
 }
 
 func diffMarkOf(m projections.EventMark) api.DiffMark { return api.DiffMark(m) }

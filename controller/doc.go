@@ -10,8 +10,9 @@
 // imports none of them, nor HTTP, a driver or the bus (deps_test.go holds
 // it to that): besides the core (events, declaration, commands,
 // projections) it imports api, for the Service it implements and its
-// request and response types, and agent, for a plan's preview
-// (agent.Preview, agent.Declared). Its only I/O of its own is
+// request and response types, and wire and declaration/nodeplan, for a
+// plan's preview (wire.Preview, nodeplan.Declared): never the agent. Its
+// only I/O of its own is
 // controller.json (info.go).
 //
 // Checkpoints (at.go, resume.go): the runner keeps checkpoints of the

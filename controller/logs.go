@@ -6,19 +6,19 @@ import (
 	"slices"
 	"time"
 
-	"meshplane/agent"
 	"meshplane/api"
 	"meshplane/commands"
+	"meshplane/wire"
 )
 
 // LogAsker asks a node's agent for a chunk of a container's log (mesh
 // logs): the bus implements it (a request on the node's logs subject).
 type LogAsker interface {
-	Logs(ctx context.Context, node string, req agent.LogRequest) (agent.LogChunk, error)
+	Logs(ctx context.Context, node string, req wire.LogRequest) (wire.LogChunk, error)
 }
 
 // followWait is how long one ask of a follow waits for a line at the
-// agent (within agent.MaxLogWait).
+// agent (within wire.MaxLogWait).
 const followWait = 15 * time.Second
 
 var _ api.Logs = (*Controller)(nil)
@@ -41,9 +41,9 @@ func (c *Controller) Logs(ctx context.Context, req api.LogsRequest, out func(api
 	if !ok {
 		return &commands.Rejection{Code: api.CodeUnsupported, Msg: "logs: this controller has no bus to ask the node's agent on (ask a running controller: --server)"}
 	}
-	q := agent.LogQuery{Tail: req.Tail}
+	q := wire.LogQuery{Tail: req.Tail}
 	for {
-		ch, err := la.Logs(ctx, req.Node, agent.LogRequest{Container: req.Container, LogQuery: q})
+		ch, err := la.Logs(ctx, req.Node, wire.LogRequest{Container: req.Container, LogQuery: q})
 		if ctx.Err() != nil {
 			return nil // the reader left
 		}
@@ -59,11 +59,11 @@ func (c *Controller) Logs(ctx context.Context, req api.LogsRequest, out func(api
 		}
 		switch {
 		case ch.Cut && !q.Since.IsZero():
-			q = agent.LogQuery{Since: ch.Cursor} // the rest at once
+			q = wire.LogQuery{Since: ch.Cursor} // the rest at once
 		case !req.Follow:
 			return nil
 		default:
-			q = agent.LogQuery{Since: ch.Cursor, WaitMillis: int(followWait / time.Millisecond)}
+			q = wire.LogQuery{Since: ch.Cursor, WaitMillis: int(followWait / time.Millisecond)}
 		}
 		if q.Since.IsZero() {
 			return &commands.Rejection{Code: api.CodeLogsUnreadable, Msg: fmt.Sprintf("logs of %s on %s: the agent gave no cursor to follow from", req.Container, req.Node)}

@@ -9,12 +9,13 @@ import (
 	"strings"
 	"time"
 
-	"meshplane/agent"
 	"meshplane/api"
 	"meshplane/commands"
 	"meshplane/declaration"
+	"meshplane/declaration/nodeplan"
 	"meshplane/events"
 	"meshplane/projections"
+	"meshplane/wire"
 )
 
 // DryRunner asks a node's agent what it would do with a declaration,
@@ -22,7 +23,7 @@ import (
 // as an apply (agent.Agent.DryRun). The bus implements it (a request on the
 // node's plan subject); the simulator answers in process.
 type DryRunner interface {
-	DryRun(ctx context.Context, d declaration.Declaration) (agent.Preview, error)
+	DryRun(ctx context.Context, d declaration.Declaration) (wire.Preview, error)
 }
 
 // DefaultDryRunTimeout is how long a plan waits for a node's answer before
@@ -55,7 +56,7 @@ type Planning struct {
 // node's agent for a dry run of that declaration: the agent's Diff against
 // what the node holds, found data and holds included. A node that does not
 // answer within the timeout is planned by the same Diff against the
-// declaration its last apply report applied (agent.Declared, LastApplied),
+// declaration its last apply report applied (nodeplan.Declared, LastApplied),
 // labelled so, naming a push not applied yet. A
 // declaration that does not compose is a plan of nothing, saying why. A
 // failed read is an error (rule 1), never a plan.
@@ -71,7 +72,7 @@ func PlanNode(ctx context.Context, p Planning, node string) (api.NodePlan, error
 	}
 	d := comp.Declaration
 	np := api.NodePlan{Source: api.PlanByAgent, New: !comp.Unchanged, Warnings: d.Warnings}
-	var pv agent.Preview
+	var pv wire.Preview
 	noAnswer := p.NoDryRun
 	if p.DryRun != nil {
 		timeout := p.Timeout
@@ -96,8 +97,8 @@ func PlanNode(ctx context.Context, p Planning, node string) (api.NodePlan, error
 		if err != nil {
 			return api.NodePlan{}, fmt.Errorf("plan %s: %w", node, err)
 		}
-		obs, st := agent.Declared(last.Applied)
-		pv = agent.PreviewOf(node, d, agent.Diff(d, obs, st))
+		obs, st := nodeplan.Declared(last.Applied)
+		pv = nodeplan.PreviewOf(node, d, nodeplan.Diff(d, obs, st))
 		np.Source, np.NoAnswer = api.PlanByDeclarations, noAnswer
 		np.Against, np.Unapplied = last.Applied.ID, last.Unapplied()
 	}
@@ -116,7 +117,7 @@ func PlanNode(ctx context.Context, p Planning, node string) (api.NodePlan, error
 // resources and containers, the names of containers in d or in the plan's
 // steps (a removal is of a container d no longer has), and what the node's
 // last apply failed.
-func planContext(d declaration.Declaration, pv agent.Preview, failed map[string]bool) events.PassContext {
+func planContext(d declaration.Declaration, pv wire.Preview, failed map[string]bool) events.PassContext {
 	c := events.PassContext{Resources: len(d.Resources), ContainerNames: map[string]bool{}, FailedBefore: failed}
 	for _, r := range d.Resources {
 		if r.Kind == declaration.KindContainer {

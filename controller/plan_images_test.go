@@ -6,22 +6,23 @@ import (
 	"testing"
 	"time"
 
-	"meshplane/agent"
 	"meshplane/api"
 	"meshplane/controller"
 	"meshplane/declaration"
+	"meshplane/declaration/nodeplan"
 	"meshplane/events/memstore"
+	"meshplane/wire"
 )
 
 // imageBus is a Publisher whose agents answer dry runs with images.
 type imageBus struct {
 	*bus
-	images []agent.ImageCheck
+	images []wire.ImageCheck
 }
 
-func (b imageBus) DryRun(_ context.Context, d declaration.Declaration) (agent.Preview, error) {
-	obs, st := agent.Declared(declaration.Declaration{})
-	pv := agent.PreviewOf(d.Node, d, agent.Diff(d, obs, st))
+func (b imageBus) DryRun(_ context.Context, d declaration.Declaration) (wire.Preview, error) {
+	obs, st := nodeplan.Declared(declaration.Declaration{})
+	pv := nodeplan.PreviewOf(d.Node, d, nodeplan.Diff(d, obs, st))
 	pv.Images = b.images
 	return pv, nil
 }
@@ -29,7 +30,7 @@ func (b imageBus) DryRun(_ context.Context, d declaration.Declaration) (agent.Pr
 // TestPlanSaysWhatTheAgentFoundOfImages: a plan carries what the node's
 // agent found of each image (mesh plan, module define --plan).
 func TestPlanSaysWhatTheAgentFoundOfImages(t *testing.T) {
-	images := []agent.ImageCheck{{Image: "registry.example/forge:1", State: agent.ImageUnavailable, Detail: "manifest unknown", Containers: []string{"forge-web"}}}
+	images := []wire.ImageCheck{{Image: "registry.example/forge:1", State: wire.ImageUnavailable, Detail: "manifest unknown", Containers: []string{"forge-web"}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c, err := controller.New(controller.Config{Store: memstore.New(), Publisher: imageBus{bus: newBus(), images: images}, Ticks: make(chan time.Time)})

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"meshplane/agent"
 	"meshplane/api"
 	"meshplane/declaration"
+	"meshplane/declaration/nodeplan"
 	"meshplane/events"
 	"meshplane/projections"
 )
@@ -78,7 +78,7 @@ func decodeComposed(ctx context.Context, book *events.ResourceBook, reg *events.
 // changes is, for a touch that replaced or updated resource by the apply
 // at position, what each of its fields was in the declaration the node
 // applied before (its last apply of another declaration) and is in the
-// apply's own (agent.DeclaredChanges). None when either is unknown.
+// apply's own (nodeplan.DeclaredChanges). None when either is unknown.
 func (d *declared) changes(resource string, t projections.Touch) []api.Change {
 	if t.Action != projections.ActionReplaced && t.Action != projections.ActionUpdated || len(t.Fields) == 0 {
 		return nil
@@ -98,7 +98,7 @@ func (d *declared) changes(resource string, t projections.Touch) []api.Change {
 		return nil
 	}
 	var out []api.Change
-	for _, c := range agent.DeclaredChanges(have, want, t.Fields) {
+	for _, c := range nodeplan.DeclaredChanges(have, want, t.Fields) {
 		out = append(out, api.Change(c))
 	}
 	return out

@@ -1,10 +1,10 @@
 package controller
 
 import (
-	"meshplane/agent"
 	"meshplane/api"
 	"meshplane/events"
 	"meshplane/projections"
+	"meshplane/wire"
 )
 
 // The one place the projections' and the agent's structs become the API's
@@ -161,17 +161,17 @@ func episodeOf(e projections.Episode) api.Episode {
 
 func comparedOf(c projections.Compared) api.Compared { return api.Compared(c) }
 
-func previewOf(p agent.Preview) api.Preview {
+func previewOf(p wire.Preview) api.Preview {
 	return api.Preview{
 		Node: p.Node, Declaration: p.Declaration, Digest: p.Digest, Hosts: p.Hosts,
-		Steps: mapSlice(p.Steps, func(s agent.PreviewStep) api.PreviewStep {
+		Steps: mapSlice(p.Steps, func(s wire.PreviewStep) api.PreviewStep {
 			return api.PreviewStep{
 				Name: s.Name, Kind: s.Kind, Module: s.Module, Action: s.Action, Fields: s.Fields,
-				Changes: mapSlice(s.Changes, func(c agent.Change) api.Change { return api.Change(c) }),
+				Changes: mapSlice(s.Changes, func(c wire.Change) api.Change { return api.Change(c) }),
 				Reason:  s.Reason,
 			}
 		}),
 		Unchanged: p.Unchanged, Outcome: p.Outcome,
-		Images: mapSlice(p.Images, func(i agent.ImageCheck) api.ImageCheck { return api.ImageCheck(i) }),
+		Images: mapSlice(p.Images, func(i wire.ImageCheck) api.ImageCheck { return api.ImageCheck(i) }),
 	}
 }

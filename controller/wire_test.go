@@ -2,13 +2,11 @@ package controller
 
 import (
 	"encoding/json"
-	"math/rand/v2"
 	"reflect"
 	"testing"
 	"time"
 
 	"meshplane/agent"
-	"meshplane/api"
 	"meshplane/projections"
 )
 
@@ -120,45 +118,5 @@ func TestWireSameJSON(t *testing.T) {
 	}
 	for _, es := range [][]projections.Entry{nil, {}} {
 		sameJSON(t, "entries", es, entriesOf(es))
-	}
-}
-
-// TestCollapseAsProjections holds api.Collapse and api.CollapseTouches
-// (what the CLI and the console show) to projections.Collapse and
-// CollapseTouches: on a thousand sequences of entries and touches of two
-// nodes, with repeated outcomes, churn marks and heavy passes, the API's
-// collapse of the converted entries is the conversion of the projections'
-// collapse.
-func TestCollapseAsProjections(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 18))
-	t0 := time.Date(2026, 9, 29, 23, 2, 0, 0, time.UTC)
-	pick := func(s ...string) string { return s[rng.IntN(len(s))] }
-	for seq := range 1000 {
-		n := rng.IntN(12)
-		es := make([]projections.Entry, n)
-		ts := make([]projections.Touch, n)
-		for i := range es {
-			es[i] = projections.Entry{
-				Position: uint64(i + 1), At: t0.Add(time.Duration(i) * time.Minute),
-				Node: pick("a", "b"), Type: pick("apply.reported", "apply.reported", "module.assigned"),
-				Declaration: pick("a/1", "a/2"), Summary: pick("applied 3", "applied 3; replaced web"),
-				Churn: pick("", "", "", "churn loop detected"), Heavy: rng.IntN(4) == 0,
-				Resources: [][]string{nil, {"web"}}[rng.IntN(2)],
-			}
-			ts[i] = projections.Touch{Entry: es[i], Action: pick("replaced", "held"), Fields: [][]string{nil, {"image"}}[rng.IntN(2)], Reason: pick("", "x")}
-		}
-		want, err := json.Marshal(entriesOf(projections.Collapse(es)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, _ := json.Marshal(api.Collapse(entriesOf(es)))
-		if string(got) != string(want) {
-			t.Fatalf("sequence %d: api.Collapse\n%s\nprojections.Collapse\n%s", seq, got, want)
-		}
-		want, _ = json.Marshal(mapSlice(projections.CollapseTouches(ts), touchOf))
-		got, _ = json.Marshal(api.CollapseTouches(mapSlice(ts, touchOf)))
-		if string(got) != string(want) {
-			t.Fatalf("sequence %d: api.CollapseTouches\n%s\nprojections.CollapseTouches\n%s", seq, got, want)
-		}
 	}
 }

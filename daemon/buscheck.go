@@ -11,6 +11,21 @@ import (
 	"meshplane/bus"
 )
 
+// BusCheckHelp is mesh bus check's help.
+const BusCheckHelp = `mesh bus check connects to the bus with the controller's user and prints one line
+per check (ok, FAIL, skip): the server's version; the mesh account's JetStream
+consumer limit (a bound, not unlimited); the declarations bucket's stream
+(republishing to mesh.decl.>, direct gets, at most 16 consumers) and the
+reports stream (work queue, at most 4 consumers), both made by the controller
+at its start; and that a node's user cannot create a JetStream consumer (a
+throwaway node user, expiring in a minute, tries).
+
+Without --nats it checks the embedded bus of the controller on --data (its
+trust root in DATA/bus, its URLs in DATA/bus-urls). With --nats URL and
+--nats-creds FILE it checks an external cluster as mesh up --nats reaches
+it; --nats-account-seed lets it mint the node user (else that check is
+skipped). Exit 0 when every check passed, 1 when one failed.`
+
 // BusCheck is what `mesh bus check` checks a bus with: the embedded bus of
 // the controller on Data (its trust root in DATA/bus, its URLs in
 // DATA/bus-urls, or URLs when given), or, with NATSCreds, an external

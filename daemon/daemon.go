@@ -209,264 +209,352 @@ var ErrStoreHeld = errors.New("the event store is held by another process (a con
 // for any failure and Run returns it (mesh: exit 70). The
 // metrics follower's stops the process through safego.Fatal.
 func Run(ctx context.Context, cfg Config) (err error) {
+	p, err := open(ctx, cfg)
+	if p != nil {
+		defer func() { err = p.close(ctx, err) }()
+	}
+	if err != nil {
+		return err
+	}
+	return p.wait(ctx)
+}
+
+// process is the controller process as open starts it, part by part:
+// every part started is stopped in reverse order by close.
+type process struct {
+	cfg     Config
+	log     *slog.Logger
+	listen  string
+	withTLS bool
+	stops   []func(context.Context) error
+
+	store    events.Store
+	lock     Leadership // nil: no leader lock, it leads
+	walked   <-chan error
+	cm       *controllerMetrics
+	token    string
+	caPEM    []byte
+	ctl      *controller.Controller
+	pub      *laterPublisher
+	revoked  map[string]time.Time
+	sb       startedBus
+	bc       *bus.Controller
+	busURLs  []string
+	runDone  chan error
+	leadLost chan error
+	leadsNow bool // takes writes from its first request
+	served   chan error
+}
+
+// open checks cfg and starts the controller's parts in order: the store,
+// the core, the bus, the core's run, the report door, the API; then says
+// it serves. What it returns is closed by close, even with an error.
+func open(ctx context.Context, cfg Config) (*process, error) {
+	p, err := checkConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, step := range []func(context.Context) error{
+		p.openStore, p.openCore, p.openBus, p.runCore, p.openDoor, p.serveAPI,
+	} {
+		if err := step(ctx); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
+// checkConfig checks what cfg says before anything starts.
+func checkConfig(cfg Config) (*process, error) {
 	if cfg.Data == "" {
-		return errors.New("controller: no data directory")
+		return nil, errors.New("controller: no data directory")
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	p := &process{cfg: cfg, log: cfg.Logger, listen: cmp.Or(cfg.Listen, defaultAPIListen)}
+	if p.log == nil {
+		p.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	listen := cfg.Listen
-	if listen == "" {
-		listen = defaultAPIListen
+	p.withTLS = cfg.TLSCert != "" || cfg.TLSKey != ""
+	if p.withTLS && (cfg.TLSCert == "" || cfg.TLSKey == "") {
+		return nil, errors.New("controller: give both --tls-cert and --tls-key")
 	}
-	withTLS := cfg.TLSCert != "" || cfg.TLSKey != ""
-	if withTLS && (cfg.TLSCert == "" || cfg.TLSKey == "") {
-		return errors.New("controller: give both --tls-cert and --tls-key")
-	}
-	if err := httpapi.CheckListen(listen, withTLS, cfg.Insecure); err != nil {
-		return fmt.Errorf("controller: %w", err)
+	if err := httpapi.CheckListen(p.listen, p.withTLS, cfg.Insecure); err != nil {
+		return nil, fmt.Errorf("controller: %w", err)
 	}
 	if err := os.MkdirAll(cfg.Data, 0o755); err != nil {
+		return nil, fmt.Errorf("controller: %w", err)
+	}
+	return p, nil
+}
+
+// close stops every part started, in reverse order, and returns err
+// joined with what stopping failed with.
+func (p *process) close(ctx context.Context, err error) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	for i := len(p.stops) - 1; i >= 0; i-- {
+		if serr := p.stops[i](sctx); serr != nil {
+			p.log.Error("controller: stop", "err", serr)
+			err = errors.Join(err, serr)
+		}
+	}
+	if err == nil {
+		p.log.Info("controller: stopped")
+	}
+	return err
+}
+
+// openStore opens the event store (and its leader lock), watches its
+// file's walk, and reads the API token, the CA and the secret key.
+func (p *process) openStore(ctx context.Context) error {
+	store, lock, err := openControllerStore(ctx, p.cfg, p.log)
+	if err != nil {
+		return err
+	}
+	p.store, p.lock = store, lock
+	p.stops = append(p.stops, func(context.Context) error { return store.Close() })
+	p.walked = watchWalk(ctx, store, p.log)
+	p.cm = newControllerMetrics(p.cfg.Version)
+	if p.token, err = httpapi.LoadOrCreateToken(p.cfg.Data); err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
+	p.caPEM, err = loadCA(p.cfg, p.log)
+	return err
+}
 
-	// Every part started is stopped in reverse order on the way out.
-	var stops []func(context.Context) error
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		for i := len(stops) - 1; i >= 0; i-- {
-			if serr := stops[i](sctx); serr != nil {
-				log.Error("controller: stop", "err", serr)
-				err = errors.Join(err, serr)
-			}
-		}
-		if err == nil {
-			log.Info("controller: stopped")
-		}
-	}()
-
-	store, lock, err := openControllerStore(ctx, cfg, log)
+// openCore makes the controller and resumes it. It is made and resumed
+// before the bus, so that the bus starts with the revocation list of the
+// resumed projections: a restart reads the events after the checkpoint,
+// not the whole store.
+func (p *process) openCore(ctx context.Context) error {
+	key, err := secretKey(p.cfg.Data)
 	if err != nil {
 		return err
 	}
-	stops = append(stops, func(context.Context) error { return store.Close() })
-	walked := watchWalk(ctx, store, log)
-	cm := newControllerMetrics(cfg.Version)
-
-	token, err := httpapi.LoadOrCreateToken(cfg.Data)
-	if err != nil {
-		return fmt.Errorf("controller: %w", err)
-	}
-
-	caPEM, err := loadCA(cfg, log)
-	if err != nil {
-		return err
-	}
-	key, err := secretKey(cfg.Data)
-	if err != nil {
-		return err
-	}
-	// The controller is made and resumed before the bus, so that the bus
-	// starts with the revocation list of the resumed projections: a
-	// restart reads the events after the checkpoint, not the whole store.
-	pub := &laterPublisher{}
-	ctl, err := controller.New(controller.Config{
-		Store: cm.store(store), Publisher: pub, Interval: cfg.Interval, HoldDefines: cfg.HoldDefines, SecretKey: key,
-		Version: cfg.Version, Logger: log, Standby: lock != nil,
+	p.pub = &laterPublisher{}
+	cfg := p.cfg
+	p.ctl, err = controller.New(controller.Config{
+		Store: p.cm.store(p.store), Publisher: p.pub, Interval: cfg.Interval, HoldDefines: cfg.HoldDefines, SecretKey: key,
+		Version: cfg.Version, Logger: p.log, Standby: p.lock != nil,
 		SilentAfter: cmp.Or(cfg.SilentAfter, controller.DefaultSilentAfter),
-		Checkpoints: controllerCheckpoints(cfg.Data, log),
+		Checkpoints: controllerCheckpoints(cfg.Data, p.log),
 	})
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
-	if err := resume(ctx, ctl, log); err != nil {
+	if err := resume(ctx, p.ctl, p.log); err != nil {
 		return err
 	}
-	revoked, err := ctl.Revocations(ctx)
-	if err != nil {
+	if p.revoked, err = p.ctl.Revocations(ctx); err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
-	cfg.join = &joinWiring{revoked: revoked}
-	sb, err := startBus(cfg, log)
+	return nil
+}
+
+// openBus starts the bus (or reaches the external one), dials it, and
+// gives the controller its publisher, the heartbeats and the secrets.
+func (p *process) openBus(ctx context.Context) error {
+	p.cfg.join = &joinWiring{revoked: p.revoked}
+	sb, err := startBus(p.cfg, p.log)
 	if err != nil {
 		return err
 	}
+	p.sb = sb
 	if sb.stop != nil {
-		stops = append(stops, sb.stop)
+		p.stops = append(p.stops, sb.stop)
 	}
-	sb.cfg.ReportWorkers = reportWorkers
-	bc, err := dialBus(ctx, sb)
+	p.sb.cfg.ReportWorkers = reportWorkers
+	bc, err := dialBus(ctx, p.sb)
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
-	busURLs := sb.urls()
-	stops = append(stops, func(context.Context) error { bc.Close(); return nil })
-	if cfg.Pushed != nil {
-		pub.set(notifyingPublisher{bc.Publisher(), cfg.Pushed})
+	p.bc, p.busURLs = bc, p.sb.urls()
+	p.stops = append(p.stops, func(context.Context) error { bc.Close(); return nil })
+	if p.cfg.Pushed != nil {
+		p.pub.set(notifyingPublisher{bc.Publisher(), p.cfg.Pushed})
 	} else {
-		pub.set(bc.Publisher())
+		p.pub.set(bc.Publisher())
 	}
-	stopHeard, err := hearHeartbeats(bc, ctl, log)
+	stopHeard, err := hearHeartbeats(bc, p.ctl, p.log)
 	if err != nil {
 		return err
 	}
-	stops = append(stops, stopHeard)
-	stopSecrets, err := serveSecrets(bc, ctl, log)
+	p.stops = append(p.stops, stopHeard)
+	stopSecrets, err := serveSecrets(bc, p.ctl, p.log)
 	if err != nil {
 		return err
 	}
-	stops = append(stops, stopSecrets)
+	p.stops = append(p.stops, stopSecrets)
+	return nil
+}
 
-	// The core runs (projections live, interval passes) until runCtx ends.
+// runCore runs the core (projections live, interval passes) until close,
+// logs the chain's head, and starts the metrics once it runs.
+func (p *process) runCore(ctx context.Context) error {
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
-	runDone := make(chan error, 1)
+	p.runDone = make(chan error, 1)
 	go func() {
-		runDone <- safego.Call("controller.run", log, func() error { return ctl.Run(runCtx) })
+		p.runDone <- safego.Call("controller.run", p.log, func() error { return p.ctl.Run(runCtx) })
 	}()
-	stops = append(stops, func(context.Context) error { stopRun(); return <-runDone })
-	if every := cmp.Or(cfg.ChainLogEvery, DefaultChainLogEvery); every > 0 {
+	p.stops = append(p.stops, func(context.Context) error { stopRun(); return <-p.runDone })
+	if every := cmp.Or(p.cfg.ChainLogEvery, DefaultChainLogEvery); every > 0 {
 		chainCtx, stopChain := context.WithCancel(context.WithoutCancel(ctx))
-		chainDone := logChainHead(chainCtx, store, every, log)
-		stops = append(stops, func(context.Context) error { stopChain(); <-chainDone; return nil })
+		chainDone := logChainHead(chainCtx, p.store, every, p.log)
+		p.stops = append(p.stops, func(context.Context) error { stopChain(); <-chainDone; return nil })
 	}
-	if err := waitRunning(ctx, ctl, runDone); err != nil {
+	if err := waitRunning(ctx, p.ctl, p.runDone); err != nil {
 		return err
 	}
-	stops = append(stops, cm.start(ctx, ctl, store, log))
+	p.stops = append(p.stops, p.cm.start(ctx, p.ctl, p.store, p.log))
+	return nil
+}
 
-	// Reports, recorded with a context that outlives ctx until the
-	// consumer has finished the one in hand. Under a leader lock, only
-	// once it is held (leadOnLock).
-	leadLost := make(chan error, 1)
-	leadsNow := lock == nil // takes writes from its first request
-	door := reportDoor{ctl: ctl, recorded: cfg.Recorded, metrics: cm.m, limit: cfg.ReportLimit, log: log}
-	if lock == nil {
-		stopConsumer, err := consumeReports(ctx, bc, door)
+// openDoor consumes reports, recorded with a context that outlives ctx
+// until the consumer has finished the one in hand. Under a leader lock,
+// only once it is held (leadOnLock). A leader records the bootstrap token.
+func (p *process) openDoor(ctx context.Context) error {
+	p.leadLost = make(chan error, 1)
+	p.leadsNow = p.lock == nil
+	door := reportDoor{ctl: p.ctl, recorded: p.cfg.Recorded, metrics: p.cm.m, limit: p.cfg.ReportLimit, log: p.log}
+	if p.lock == nil {
+		stopConsumer, err := consumeReports(ctx, p.bc, door)
 		if err != nil {
 			return err
 		}
-		stops = append(stops, stopConsumer)
-	} else {
-		// A lock that is free is taken before the controller says it
-		// serves, so that a lone controller leads from its first request;
-		// one held elsewhere is waited for in the background.
-		held, _, err := lock.TryLeader(ctx) // nil unless taken
-		if err != nil {
-			return fmt.Errorf("controller: leader lock: %w", err)
-		}
-		leadsNow = held != nil
-		leadCtx, stopLead := context.WithCancel(context.WithoutCancel(ctx))
-		leadDone := make(chan struct{})
-		leading := make(chan struct{})
-		go func() {
-			defer close(leadDone)
-			lerr := safego.Call("controller.lead", log, func() error {
-				return leadOnLock(leadCtx, lock, held, leading, bc, door)
-			})
-			if lerr != nil {
-				leadLost <- lerr
-			}
-		}()
-		stops = append(stops, func(context.Context) error { stopLead(); <-leadDone; return nil })
-		if held != nil {
-			select {
-			case <-leading:
-			case <-leadDone:
-				select {
-				case lerr := <-leadLost:
-					return fmt.Errorf("controller: %w", lerr)
-				default:
-					return fmt.Errorf("controller: stopped before leading: %w", context.Cause(ctx))
-				}
-			}
-		}
+		p.stops = append(p.stops, stopConsumer)
+	} else if err := p.leadOnLock(ctx, door); err != nil {
+		return err
 	}
-
 	// The bootstrap token: DATA/api-token's hash is recorded as the token
 	// of operator admin, by controller, unless admin has one already (a
 	// standby leaves it to the leader, which records it at its start).
-	if leadsNow {
-		if err := recordBootstrapToken(ctx, ctl, token, log); err != nil {
-			return err
+	if p.leadsNow {
+		return recordBootstrapToken(ctx, p.ctl, p.token, p.log)
+	}
+	return nil
+}
+
+// leadOnLock takes a lock that is free before the controller says it
+// serves, so that a lone controller leads from its first request; one
+// held elsewhere is waited for in the background.
+func (p *process) leadOnLock(ctx context.Context, door reportDoor) error {
+	held, _, err := p.lock.TryLeader(ctx) // nil unless taken
+	if err != nil {
+		return fmt.Errorf("controller: leader lock: %w", err)
+	}
+	p.leadsNow = held != nil
+	leadCtx, stopLead := context.WithCancel(context.WithoutCancel(ctx))
+	leadDone := make(chan struct{})
+	leading := make(chan struct{})
+	go func() {
+		defer close(leadDone)
+		lerr := safego.Call("controller.lead", p.log, func() error {
+			return leadOnLock(leadCtx, p.lock, held, leading, p.bc, door)
+		})
+		if lerr != nil {
+			p.leadLost <- lerr
+		}
+	}()
+	p.stops = append(p.stops, func(context.Context) error { stopLead(); <-leadDone; return nil })
+	if held == nil {
+		return nil
+	}
+	select {
+	case <-leading:
+		return nil
+	case <-leadDone:
+		select {
+		case lerr := <-p.leadLost:
+			return fmt.Errorf("controller: %w", lerr)
+		default:
+			return fmt.Errorf("controller: stopped before leading: %w", context.Cause(ctx))
 		}
 	}
+}
 
-	// The API.
-	ln, err := net.Listen("tcp", listen)
+// serveAPI serves the API under /v1 and the page (package web) at /: one
+// origin, one token. The page's event streams end with the serving
+// context, so that stopping does not wait for them.
+func (p *process) serveAPI(ctx context.Context) error {
+	ln, err := net.Listen("tcp", p.listen)
 	if err != nil {
-		return fmt.Errorf("controller: listen %s: %w", listen, err)
+		return fmt.Errorf("controller: listen %s: %w", p.listen, err)
 	}
 	serveCtx, stopServe := context.WithCancel(context.WithoutCancel(ctx))
-	served := make(chan error, 1)
-	// The API under /v1, the page (package web) at /: one origin, one token.
-	// The page's event streams end with serveCtx, so that stopping does not
-	// wait for them.
+	p.served = make(chan error, 1)
+	ctl, log := p.ctl, p.log
 	mux := http.NewServeMux()
-	mux.Handle("/v1/", httpapi.Handler(ctl, token, httpapi.WithLogger(log), httpapi.WithAuthenticator(ctl.Authenticate)))
+	mux.Handle("/v1/", httpapi.Handler(ctl, p.token, httpapi.WithLogger(log), httpapi.WithAuthenticator(ctl.Authenticate)))
 	// Joining: authorised by the join token, outside the API token.
-	joinHandler := httpapi.JoinHandler(ctl, caPEM, httpapi.WithLogger(log))
+	joinHandler := httpapi.JoinHandler(ctl, p.caPEM, httpapi.WithLogger(log))
 	mux.Handle("/v1/join", joinHandler)
 	mux.Handle("/v1/join/ca", joinHandler)
-	mux.Handle("/", web.Handler(ctl, token, web.Options{Feed: ctl, Authenticate: ctl.Authenticate, Logger: log, Done: serveCtx.Done()}))
+	mux.Handle("/", web.Handler(ctl, p.token, web.Options{Feed: ctl, Authenticate: ctl.Authenticate, Logger: log, Done: serveCtx.Done()}))
 	go func() {
-		served <- safego.Call("api.serve", log, func() error {
-			return httpapi.Serve(serveCtx, ln, cm.handler(mux, httpapi.NewGate(token, ctl.Authenticate)),
-				httpapi.ServeOptions{TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey, Insecure: cfg.Insecure, Logger: log})
+		p.served <- safego.Call("api.serve", log, func() error {
+			return httpapi.Serve(serveCtx, ln, p.cm.handler(mux, httpapi.NewGate(p.token, ctl.Authenticate)),
+				httpapi.ServeOptions{TLSCert: p.cfg.TLSCert, TLSKey: p.cfg.TLSKey, Insecure: p.cfg.Insecure, Logger: log})
 		})
 	}()
-	stops = append(stops, func(context.Context) error { stopServe(); return <-served })
+	p.stops = append(p.stops, func(context.Context) error { stopServe(); return <-p.served })
+	return p.ready(ctx, ln.Addr().String())
+}
 
+// ready mints node credentials from where the API and the bus are, gives
+// an external cluster history's revocations again, writes
+// controller.json and tells cfg.Ready.
+func (p *process) ready(ctx context.Context, addr string) error {
 	scheme := "http"
-	if withTLS {
+	if p.withTLS {
 		scheme = "https"
 	}
-	addr := ln.Addr().String()
-	ready := Ready{APIURL: localURL(scheme, addr), Listen: addr, BusURLs: busURLs, AgentBusURLs: busURLs, Token: token}
-	if !sb.external && unspecifiedHost(sb.listen) {
-		ready.AgentBusURLs = withAddresses(busURLs, interfaceIPs())
+	ready := Ready{APIURL: localURL(scheme, addr), Listen: addr, BusURLs: p.busURLs, AgentBusURLs: p.busURLs, Token: p.token}
+	if !p.sb.external && unspecifiedHost(p.sb.listen) {
+		ready.AgentBusURLs = withAddresses(p.busURLs, interfaceIPs())
 	}
-	m, err := newMinter(sb, busURLs, advertisedAPI(cfg, scheme+"://"+addr), caPEM)
+	m, err := newMinter(p.sb, p.busURLs, advertisedAPI(p.cfg, scheme+"://"+addr), p.caPEM)
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
 	if m != nil {
-		ctl.SetMinter(m)
+		p.ctl.SetMinter(m)
 	}
-	if sb.external && sb.revoker != nil && len(revoked) > 0 {
+	if p.sb.external && p.sb.revoker != nil && len(p.revoked) > 0 {
 		// A revocation recorded while the cluster did not take it: given
 		// again at each start (the embedded bus starts with the list).
-		if err := sb.revoker.Revoke(ctx, revoked); err != nil {
-			log.Warn("controller: the external cluster did not take history's revocation list; mesh node revoke gives it again", "keys", len(revoked), "err", err)
+		if err := p.sb.revoker.Revoke(ctx, p.revoked); err != nil {
+			p.log.Warn("controller: the external cluster did not take history's revocation list; mesh node revoke gives it again", "keys", len(p.revoked), "err", err)
 		}
 	}
-	removeInfo, err := controller.WriteInfo(cfg.Data, controller.Info{Listen: addr, URL: ready.APIURL})
+	removeInfo, err := controller.WriteInfo(p.cfg.Data, controller.Info{Listen: addr, URL: ready.APIURL})
 	if err != nil {
 		return err
 	}
-	stops = append(stops, func(context.Context) error { return removeInfo() })
-
-	log.Info("controller: serving", "api", ready.APIURL, "bus", busURLs, "data", cfg.Data)
-	if cfg.Ready != nil {
-		cfg.Ready(ready)
+	p.stops = append(p.stops, func(context.Context) error { return removeInfo() })
+	p.log.Info("controller: serving", "api", ready.APIURL, "bus", p.busURLs, "data", p.cfg.Data)
+	if p.cfg.Ready != nil {
+		p.cfg.Ready(ready)
 	}
+	return nil
+}
+
+// wait runs until ctx ends (a clean stop) or a part stops on its own.
+func (p *process) wait(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
-		log.Info("controller: stopping", "cause", context.Cause(ctx))
+		p.log.Info("controller: stopping", "cause", context.Cause(ctx))
 		return nil
-	case rerr := <-runDone:
-		runDone <- rerr // for its stop
+	case rerr := <-p.runDone:
+		p.runDone <- rerr // for its stop
 		return fmt.Errorf("controller: stopped running: %w", rerr)
-	case serr := <-served:
-		served <- serr
+	case serr := <-p.served:
+		p.served <- serr
 		return fmt.Errorf("controller: the API stopped: %w", serr)
-	case lerr := <-leadLost:
+	case lerr := <-p.leadLost:
 		// A leader whose lock is lost stops at once: another controller
 		// may be leading already. Its supervisor starts it again, as a
 		// standby.
 		return fmt.Errorf("controller: %w", lerr)
-	case werr := <-walked:
+	case werr := <-p.walked:
 		// The bolt file's structure, walked after the start: damage
 		// stops the controller, which could write nothing more.
 		return fmt.Errorf("controller: the event store: %w", werr)

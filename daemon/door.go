@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"sync/atomic"
 
-	"meshplane/agent"
 	"meshplane/api"
 	"meshplane/bus"
 	"meshplane/commands"
@@ -16,6 +15,7 @@ import (
 	"meshplane/events"
 	"meshplane/metrics"
 	"meshplane/web"
+	"meshplane/wire"
 )
 
 // consumeReports starts recording the bus's reports through door, and
@@ -173,10 +173,10 @@ func (l *laterPublisher) PutDeclarations(ctx context.Context, ds []declaration.D
 	return (*p).PutDeclarations(ctx, ds)
 }
 
-func (l *laterPublisher) DryRun(ctx context.Context, d declaration.Declaration) (agent.Preview, error) {
+func (l *laterPublisher) DryRun(ctx context.Context, d declaration.Declaration) (wire.Preview, error) {
 	p := l.p.Load()
 	if p == nil {
-		return agent.Preview{}, errBusNotUp
+		return wire.Preview{}, errBusNotUp
 	}
 	return (*p).DryRun(ctx, d)
 }
@@ -221,10 +221,10 @@ func (p notifyingPublisher) PutDeclarations(ctx context.Context, ds []declaratio
 var _ web.Feed = (*controller.Controller)(nil)
 
 // DryRun forwards to the wrapped publisher's dry runs, when it has them.
-func (p notifyingPublisher) DryRun(ctx context.Context, d declaration.Declaration) (agent.Preview, error) {
+func (p notifyingPublisher) DryRun(ctx context.Context, d declaration.Declaration) (wire.Preview, error) {
 	dr, ok := p.Publisher.(controller.DryRunner)
 	if !ok {
-		return agent.Preview{}, fmt.Errorf("no dry runs on this bus")
+		return wire.Preview{}, fmt.Errorf("no dry runs on this bus")
 	}
 	return dr.DryRun(ctx, d)
 }

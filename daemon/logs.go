@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 
-	"meshplane/agent"
 	"meshplane/bus"
 	"meshplane/controller"
+	"meshplane/wire"
 )
 
 // Container logs (mesh logs) go through the publisher as dry runs do: the
@@ -15,19 +15,19 @@ import (
 var _ controller.LogAsker = bus.DeclarationPublisher{}
 
 // Logs forwards to the bus's publisher once it is up.
-func (l *laterPublisher) Logs(ctx context.Context, node string, req agent.LogRequest) (agent.LogChunk, error) {
+func (l *laterPublisher) Logs(ctx context.Context, node string, req wire.LogRequest) (wire.LogChunk, error) {
 	p := l.p.Load()
 	if p == nil {
-		return agent.LogChunk{}, errBusNotUp
+		return wire.LogChunk{}, errBusNotUp
 	}
 	return (*p).Logs(ctx, node, req)
 }
 
 // Logs forwards to the wrapped publisher's log requests, when it has them.
-func (p notifyingPublisher) Logs(ctx context.Context, node string, req agent.LogRequest) (agent.LogChunk, error) {
+func (p notifyingPublisher) Logs(ctx context.Context, node string, req wire.LogRequest) (wire.LogChunk, error) {
 	la, ok := p.Publisher.(controller.LogAsker)
 	if !ok {
-		return agent.LogChunk{}, errors.New("no log requests on this bus")
+		return wire.LogChunk{}, errors.New("no log requests on this bus")
 	}
 	return la.Logs(ctx, node, req)
 }

@@ -72,31 +72,23 @@ func CheckName(what, name string) error {
 	return nil
 }
 
-// Check says whether an apply report is consistent in itself, as the agent
-// builds it (agent.buildOutcome): its form (CheckForm), no count below zero
-// or above MaxReportCount, Applied equal to Unchanged plus the resources
-// created, replaced and updated, and, when the report says how many
-// resources it was sent, no more applied and held than that, nor any count
-// or list longer. A report written by hand may leave Sent at 0 ("not
-// said"); its counts are then not compared with it (the live door, which
-// knows the declaration, requires Sent: commands.CheckReport). Check is
-// what the controller's door and an import ask of a report; readers accept
+// An apply report is checked at one door (commands.CheckReport), whatever
+// it came through (the bus, an import): its form (ApplyReported.CheckForm),
+// then its counts (ApplyReported.CheckCounts), then what the door knows of
+// its declaration. A report written by hand may leave Sent at 0 ("not
+// said"); its counts are then not compared with it. Readers accept
 // whatever history holds.
-func (r ApplyReported) Check() error {
-	if err := r.CheckForm(); err != nil {
-		return err
-	}
-	if err := r.CheckCounts(); err != nil {
-		return err
-	}
-	return nil
-}
 
 // MaxReportCount bounds each count of an apply report: no declaration has
 // more resources (a declaration is one event, at most MaxDataSize bytes).
 const MaxReportCount = MaxDataSize
 
-// CheckCounts is the second half of Check: the counts and lists agree.
+// CheckCounts says whether an apply report's counts and lists agree, as
+// the agent builds them (nodeplan.Outcome): no count below zero or above
+// MaxReportCount, Applied equal to Unchanged plus the resources created,
+// replaced and updated, and, when the report says how many resources it
+// was sent, no more applied and held than that, nor any count or list
+// longer. The door's second check (commands.CheckReport).
 func (r ApplyReported) CheckCounts() error {
 	for _, c := range []struct {
 		field string
@@ -175,7 +167,7 @@ func BoundText(s string, max int) string {
 // takes: each name and message within its bound (MaxReportName,
 // MaxReportMessage; an error wrapping ErrTooLong beside ErrInvalid), valid
 // UTF-8 with no NUL, and a held_since that is an apply id (a UUID). It is
-// the first half of Check.
+// the door's first check (commands.CheckReport).
 func (r ApplyReported) CheckForm() error {
 	if err := reportText("node", r.Node, MaxReportName); err != nil {
 		return err

@@ -89,7 +89,10 @@ func TestApplyReportedCheck(t *testing.T) {
 	} {
 		r := good
 		tc.edit(&r)
-		err := r.Check()
+		err := r.CheckForm()
+		if err == nil {
+			err = r.CheckCounts()
+		}
 		var ie *InvalidError
 		switch {
 		case tc.field == "" && err != nil:

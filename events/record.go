@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"meshplane/internal/crcframe"
 )
 
 // The record format is how stores that keep bytes (boltstore) lay an event
@@ -79,9 +81,6 @@ const (
 // also wraps ErrInvalid.
 var ErrDamaged = errors.New("stored data damaged")
 
-// crcTable is CRC-32C's: hardware-accelerated on amd64 and arm64.
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
-
 // crcSize is the length of a format-3 record's checksum.
 const crcSize = 4
 
@@ -132,7 +131,7 @@ var errRecord = errors.New("events: corrupt record")
 func AppendRecord(b []byte, e Event) []byte {
 	start := len(b)
 	b = appendCompact(b, e)
-	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b[start:], crcTable))
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b[start:], crcframe.Table))
 }
 
 // appendCompact appends format 3's body: everything before the checksum.
@@ -221,25 +220,11 @@ func RecordFormat(b []byte) byte {
 // truncated, oversized, followed by garbage or holds a code it does not
 // know, is an error wrapping both ErrDamaged and ErrInvalid, and no event.
 func DecodeRecord(b []byte) (Event, error) {
+	b, err := recordBody(b)
+	if err != nil {
+		return Event{}, err
+	}
 	var e Event
-	if len(b) < 1+16 {
-		return e, recordErr("%d bytes, shorter than a header", len(b))
-	}
-	switch b[0] {
-	case RecordFormatPlain:
-	case RecordFormatChecked:
-		if len(b) < 1+16+crcSize {
-			return e, recordErr("%d bytes, shorter than a header and checksum", len(b))
-		}
-		body := b[:len(b)-crcSize]
-		want := binary.BigEndian.Uint32(b[len(body):])
-		if got := crc32.Checksum(body, crcTable); got != want {
-			return e, recordErr("checksum mismatch: stored %08x, computed %08x over %d bytes", want, got, len(body))
-		}
-		b = body
-	default:
-		return e, recordErr("unknown format %d", b[0])
-	}
 	copy(e.ID[:], b[1:17])
 	r := reader{b: b, off: 17}
 	e.Version = r.uvarint()
@@ -247,9 +232,11 @@ func DecodeRecord(b []byte) (Event, error) {
 	schema := r.uvarint()
 	at := r.varint()
 	// One string for the names: they are substrings of it, made with one
-	// allocation of their exact size. pieces are what each name is made
-	// of, in order; a type known by its code is the table's own string,
-	// and a UUID is written out as text straight into the names.
+	// allocation of their exact size (setNames). pieces are what each name
+	// is made of, in order; a type known by its code is the table's own
+	// string, and a UUID is written out as text straight into the names.
+	// The helpers return the pieces and this function keeps them, so that
+	// they stay on its stack.
 	var (
 		pieces [8][]byte
 		np     int
@@ -269,74 +256,24 @@ func DecodeRecord(b []byte) (Event, error) {
 	} else {
 		stream := r.bytes(MaxNameSize)
 		name(0, stream)
-		switch k := r.uvarint(); {
-		case k == 0:
-			t := r.bytes(MaxNameSize)
-			if _, known := recordTypeCode[string(t)]; known {
-				r.fail("type %q written as a string, not by its code", t)
-			}
+		var t []byte
+		if t, typ = readType(&r); t != nil {
 			name(1, t)
-		case k <= uint64(len(recordTypes)):
-			typ = recordTypes[k-1]
-		default:
-			r.fail("unknown type code %d at offset %d", k, r.off)
 		}
-		node, isNode := bytes.CutPrefix(stream, []byte(recordNodePref))
-		switch k := r.uvarint(); {
-		case k == actorEmpty:
-		case k == actorControl:
-			name(2, []byte(actorControlS))
-		case k == actorAgent:
-			if !isNode {
-				r.fail("agent actor on stream %q, not a node's", stream)
-			}
-			name(2, []byte(actorPrefixAg))
-			name(2, node)
-		case k == actorOperator:
-			name(2, []byte(actorPrefixOp))
-			name(2, r.bytes(MaxNameSize-len(actorPrefixOp)))
-		case k-actorString > MaxNameSize:
-			r.fail("actor of %d bytes, over the limit of %d", k-actorString, MaxNameSize)
-		default:
-			actor := r.take(int(k - actorString))
-			if len(actor) == 0 || string(actor) == actorControlS || bytes.HasPrefix(actor, []byte(actorPrefixOp)) ||
-				(isNode && string(actor) == actorPrefixAg+string(node)) {
-				r.fail("actor %q written as a string, not by its code", actor)
-			}
+		prefix, actor := readActor(&r, stream)
+		if prefix != "" {
+			name(2, []byte(prefix))
+		}
+		if actor != nil {
 			name(2, actor)
 		}
-		for i := 3; i < 5; i++ {
-			switch k := r.uvarint(); {
-			case k == idEmpty:
-			case k == idUUID:
-				if raw := r.take(16); r.err == nil {
-					text := &uuids[i-3]
-					encodeUUID(text, uuid.UUID(raw))
-					name(i, text[:])
-				}
-			case k-idString > MaxNameSize:
-				r.fail("name of %d bytes, over the limit of %d", k-idString, MaxNameSize)
-			default:
-				v := r.take(int(k - idString))
-				if len(v) == 0 {
-					r.fail("empty name written as a string")
-				}
-				if len(v) == 36 {
-					if id, err := uuid.ParseBytes(v); err == nil && id.String() == string(v) {
-						r.fail("UUID %q written as a string", v)
-					}
-				}
-				name(i, v)
+		for i := 3; i < 5; i++ { // causation, correlation
+			if id := readID(&r, &uuids[i-3]); id != nil {
+				name(i, id)
 			}
 		}
 	}
-	total := 0
-	for i, n := range lens {
-		if n > MaxNameSize {
-			r.fail("name %d of %d bytes, over the limit of %d", i, n, MaxNameSize)
-		}
-		total += n
-	}
+	total := namesSize(&r, lens)
 	dataLen := r.length(MaxDataSize)
 	if r.err != nil {
 		return Event{}, r.err
@@ -349,9 +286,129 @@ func DecodeRecord(b []byte) (Event, error) {
 	}
 	e.Schema = int(schema)
 	e.At = time.Unix(0, at).UTC()
+	e.setNames(pieces[:np], lens, total)
+	if typ != "" {
+		e.Type = typ
+	}
+	e.Data = append([]byte(nil), b[r.off:]...)
+	return e, nil
+}
+
+// recordBody checks a record's header and format, and a checked record's
+// checksum, and returns the record without its checksum.
+func recordBody(b []byte) ([]byte, error) {
+	if len(b) < 1+16 {
+		return nil, recordErr("%d bytes, shorter than a header", len(b))
+	}
+	switch b[0] {
+	case RecordFormatPlain:
+		return b, nil
+	case RecordFormatChecked:
+		if len(b) < 1+16+crcSize {
+			return nil, recordErr("%d bytes, shorter than a header and checksum", len(b))
+		}
+		body := b[:len(b)-crcSize]
+		want := binary.BigEndian.Uint32(b[len(body):])
+		if got := crc32.Checksum(body, crcframe.Table); got != want {
+			return nil, recordErr("checksum mismatch: stored %08x, computed %08x over %d bytes", want, got, len(body))
+		}
+		return body, nil
+	}
+	return nil, recordErr("unknown format %d", b[0])
+}
+
+// readType reads a checked record's type: by its code (typ, the table's
+// string), or a string no code has (t).
+func readType(r *reader) (t []byte, typ string) {
+	switch k := r.uvarint(); {
+	case k == 0:
+		t = r.bytes(MaxNameSize)
+		if _, known := recordTypeCode[string(t)]; known {
+			r.fail("type %q written as a string, not by its code", t)
+		}
+		return t, ""
+	case k <= uint64(len(recordTypes)):
+		return nil, recordTypes[k-1]
+	default:
+		r.fail("unknown type code %d at offset %d", k, r.off)
+	}
+	return nil, ""
+}
+
+// readActor reads a checked record's actor, on stream: by its code, or a
+// string no code makes. It is a prefix (the controller's name, or
+// "operator:" or "agent:"), a name, or both; "" and nil are none.
+func readActor(r *reader, stream []byte) (prefix string, name []byte) {
+	node, isNode := bytes.CutPrefix(stream, []byte(recordNodePref))
+	switch k := r.uvarint(); {
+	case k == actorEmpty:
+	case k == actorControl:
+		return actorControlS, nil
+	case k == actorAgent:
+		if !isNode {
+			r.fail("agent actor on stream %q, not a node's", stream)
+		}
+		return actorPrefixAg, node
+	case k == actorOperator:
+		return actorPrefixOp, r.bytes(MaxNameSize - len(actorPrefixOp))
+	case k-actorString > MaxNameSize:
+		r.fail("actor of %d bytes, over the limit of %d", k-actorString, MaxNameSize)
+	default:
+		actor := r.take(int(k - actorString))
+		if len(actor) == 0 || string(actor) == actorControlS || bytes.HasPrefix(actor, []byte(actorPrefixOp)) ||
+			(isNode && string(actor) == actorPrefixAg+string(node)) {
+			r.fail("actor %q written as a string, not by its code", actor)
+		}
+		return "", actor
+	}
+	return "", nil
+}
+
+// readID reads causation or correlation in a checked record: nothing, a
+// UUID (written out as text into text), or a string that is no UUID.
+func readID(r *reader, text *[36]byte) []byte {
+	switch k := r.uvarint(); {
+	case k == idEmpty:
+	case k == idUUID:
+		if raw := r.take(16); r.err == nil {
+			encodeUUID(text, uuid.UUID(raw))
+			return text[:]
+		}
+	case k-idString > MaxNameSize:
+		r.fail("name of %d bytes, over the limit of %d", k-idString, MaxNameSize)
+	default:
+		v := r.take(int(k - idString))
+		if len(v) == 0 {
+			r.fail("empty name written as a string")
+		}
+		if len(v) == 36 {
+			if id, err := uuid.ParseBytes(v); err == nil && id.String() == string(v) {
+				r.fail("UUID %q written as a string", v)
+			}
+		}
+		return v
+	}
+	return nil
+}
+
+// namesSize is the names' bytes, each name checked against MaxNameSize.
+func namesSize(r *reader, lens [5]int) int {
+	total := 0
+	for i, n := range lens {
+		if n > MaxNameSize {
+			r.fail("name %d of %d bytes, over the limit of %d", i, n, MaxNameSize)
+		}
+		total += n
+	}
+	return total
+}
+
+// setNames makes the one string of the names' pieces (total bytes) and
+// sets e's five names to its parts, of lens bytes each.
+func (e *Event) setNames(pieces [][]byte, lens [5]int, total int) {
 	var all strings.Builder
 	all.Grow(total)
-	for _, p := range pieces[:np] {
+	for _, p := range pieces {
 		all.Write(p)
 	}
 	s := all.String()
@@ -361,11 +418,6 @@ func DecodeRecord(b []byte) (Event, error) {
 		*fields[i] = s[pos : pos+n]
 		pos += n
 	}
-	if typ != "" {
-		e.Type = typ
-	}
-	e.Data = append([]byte(nil), b[r.off:]...)
-	return e, nil
 }
 
 // encodeUUID writes id's canonical text form (as uuid.UUID.String) to dst.

@@ -17,11 +17,6 @@ import (
 	"meshplane/internal/freeport"
 )
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	return freeport.Addr(t)
-}
-
 // TestStoreServed: the artifact store is served on this machine only by a
 // node that runs on its engine, at its private address or loopback.
 func TestStoreServed(t *testing.T) {
@@ -61,7 +56,7 @@ func TestStoreFree(t *testing.T) {
 	if err := StoreFree(taken); err == nil || !strings.Contains(err.Error(), taken) {
 		t.Errorf("StoreFree(%s), taken: %v, want an error naming it", taken, err)
 	}
-	if free := freeAddr(t); StoreFree(free) != nil {
+	if free := freeport.Addr(t); StoreFree(free) != nil {
 		t.Errorf("StoreFree(%s), free: %v", free, StoreFree(free))
 	}
 }

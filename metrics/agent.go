@@ -6,16 +6,21 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"meshplane/agent"
+	"meshplane/wire"
 )
 
 // Pending is the part of an agent's outbox the depth gauge reads
 // (*agent.Outbox).
 type Pending interface {
-	Pending() ([]agent.Report, error)
+	Pending() ([]wire.Report, error)
 }
 
-var _ Pending = (*agent.Outbox)(nil)
+// Reporter is the agent's (agent.Reporter): it delivers a report and says
+// whether the mesh had it already. Declared here so that metrics does not
+// link the agent; agent_test.go checks the two agree.
+type Reporter interface {
+	Report(ctx context.Context, r wire.Report) (duplicate bool, err error)
+}
 
 // Agent is one agent's metrics, on a registry of its own. It is safe for
 // concurrent use.
@@ -71,8 +76,8 @@ func (m *Agent) Registry() *prometheus.Registry { return m.reg }
 
 // Applied counts one apply (agent.RunConfig.Applied), then calls next if
 // it is set.
-func (m *Agent) Applied(next func(agent.Report)) func(agent.Report) {
-	return func(r agent.Report) {
+func (m *Agent) Applied(next func(wire.Report)) func(wire.Report) {
+	return func(r wire.Report) {
 		m.applies.Inc()
 		for kind, n := range Outcomes(r.Outcome) {
 			add(m.outcomes.WithLabelValues(kind), n)
@@ -84,14 +89,14 @@ func (m *Agent) Applied(next func(agent.Report)) func(agent.Report) {
 }
 
 // Reporter returns r with every failed delivery counted as a bus error.
-func (m *Agent) Reporter(r agent.Reporter) agent.Reporter { return &countingReporter{r, m} }
+func (m *Agent) Reporter(r Reporter) Reporter { return &countingReporter{r, m} }
 
 type countingReporter struct {
-	agent.Reporter
+	Reporter
 	m *Agent
 }
 
-func (c *countingReporter) Report(ctx context.Context, r agent.Report) (bool, error) {
+func (c *countingReporter) Report(ctx context.Context, r wire.Report) (bool, error) {
 	dup, err := c.Reporter.Report(ctx, r)
 	if err != nil && ctx.Err() == nil {
 		c.m.busErrors.Inc()

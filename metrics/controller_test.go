@@ -15,6 +15,7 @@ import (
 
 	"meshplane/events"
 	"meshplane/events/memstore"
+	"meshplane/internal/testwait"
 	"meshplane/metrics"
 	"meshplane/projections"
 	"meshplane/sim"
@@ -90,22 +91,6 @@ func mapsKeys(m map[string]int) func(func(string) bool) {
 	}
 }
 
-// eventually retries check until it passes or 20 s pass.
-func eventually(t *testing.T, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // TestControllerAfterPasses runs a generated mesh (adopted nodes, churn,
 // failing reads, bus cuts) through a store the metrics wrap, and checks
 // every metric against what the store and the projections say.
@@ -131,7 +116,7 @@ func TestControllerAfterPasses(t *testing.T) {
 	reg := m.Registry()
 
 	want := expected(t, ctx, store)
-	eventually(t, "counters", func() error {
+	testwait.Eventually(t, 20*time.Second, func() error { // counters
 		return testutil.GatherAndCompare(reg, strings.NewReader(want),
 			"meshplane_events_appended_total", "meshplane_pushes_total", "meshplane_apply_outcomes_total")
 	})
@@ -301,7 +286,7 @@ meshplane_apply_outcomes_total{kind="replaced"} 0
 meshplane_apply_outcomes_total{kind="unchanged"} 2
 meshplane_apply_outcomes_total{kind="updated"} 0
 `
-	eventually(t, "outcomes", func() error {
+	testwait.Eventually(t, 20*time.Second, func() error { // outcomes
 		return testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "meshplane_apply_outcomes_total")
 	})
 	var b strings.Builder

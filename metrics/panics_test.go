@@ -16,6 +16,7 @@ import (
 	"meshplane/events"
 	"meshplane/events/memstore"
 	"meshplane/internal/safego"
+	"meshplane/internal/testwait"
 	"meshplane/metrics"
 )
 
@@ -93,7 +94,7 @@ func TestFollowerOutlivesABadReport(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "the event after the bad report counted", func() error {
+	testwait.Eventually(t, 20*time.Second, func() error { // the event after the bad report counted
 		return testutil.GatherAndCompare(m.Registry(), strings.NewReader(`# HELP meshplane_events_appended_total Events appended to the store since the controller started, by type.
 # TYPE meshplane_events_appended_total counter
 meshplane_events_appended_total{type="apply.reported"} 1

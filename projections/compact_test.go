@@ -124,14 +124,13 @@ func answers(t *testing.T, reg *events.Registry, evs []events.Event) map[string]
 		put("churn "+node, views.Churn.Episodes(node))
 		tl := views.Timeline.Query(projections.Filter{Node: node})
 		put("timeline "+node, tl)
-		put("timeline collapsed "+node, projections.Collapse(tl))
 		for _, en := range tl {
 			for _, r := range en.Resources {
 				why, err := views.Timeline.Why(node, r)
 				if err != nil {
 					t.Fatal(err)
 				}
-				put("why "+node+" "+r, projections.CollapseTouches(why))
+				put("why "+node+" "+r, why)
 			}
 		}
 	}

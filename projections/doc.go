@@ -58,7 +58,7 @@
 //
 // # Runs
 //
-// Collapse and CollapseTouches turn runs of identical outcomes on a node
+// api.Collapse and api.CollapseTouches turn runs of identical outcomes on a node
 // (a year of quiet passes) into one entry with a Run: the count, the time
 // range and the first and last positions. The CLI prints timeline and why
 // collapsed, in text and in JSON; Query and Why return every entry. In

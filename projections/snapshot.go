@@ -14,6 +14,7 @@ import (
 
 	"meshplane/events"
 	"meshplane/internal/atomicfile"
+	"meshplane/internal/crcframe"
 )
 
 // ErrSnapshot means a snapshot file could not be used: it is damaged, of
@@ -58,8 +59,6 @@ const (
 	snapshotMagic   = "MESHSNAP"
 	snapshotVersion = 8 // 8: status keeps each node's containers' last state events (the workload axis); 7: status keeps whether a node's last apply's holds are unknown (its held_since names no held list); 6: the timeline keeps each declaration's position and where held lists were carried; 5: status keeps each declaration's compose time and whether it was pushed, and each node's last refused report; 4: the timeline keeps each node's pass history (rule 7's one function weighs its applies); 3: the churn detector's
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 type snapState struct {
 	Position uint64
@@ -244,7 +243,7 @@ func frameSnapshot(body []byte) []byte {
 	buf = binary.BigEndian.AppendUint32(buf, snapshotVersion)
 	buf = binary.BigEndian.AppendUint64(buf, uint64(len(body)))
 	buf = append(buf, body...)
-	return binary.BigEndian.AppendUint32(buf, crc32.Checksum(body, castagnoli))
+	return binary.BigEndian.AppendUint32(buf, crc32.Checksum(body, crcframe.Table))
 }
 
 // snapshot encodes set's state at r's position, under r's fold lock.
@@ -351,7 +350,7 @@ func decodeSnapshot(ctx context.Context, path string, buf []byte, r *Runner) (*s
 		return nil, damagedSnapshot(path, "body of %d bytes in a file of %d: cut short or grown", n, len(buf))
 	}
 	body := buf[20 : 20+n]
-	if sum := binary.BigEndian.Uint32(buf[20+n:]); sum != crc32.Checksum(body, castagnoli) {
+	if sum := binary.BigEndian.Uint32(buf[20+n:]); sum != crc32.Checksum(body, crcframe.Table) {
 		return nil, damagedSnapshot(path, "checksum mismatch")
 	}
 	var st snapState

@@ -142,7 +142,7 @@ type Entry struct {
 	Churn       string    `json:"churn,omitempty"` // "loop detected", "flip detected", "loop cleared", ... at this event
 	Summary     string    `json:"summary"`
 	// Run is set when the entry stands for a run of identical outcomes
-	// (Collapse, CollapseTouches); the entry is then the run's first.
+	// (api.Collapse, api.CollapseTouches); the entry is then the run's first.
 	Run *Run `json:"run,omitempty"`
 	// Idle marks an apply that created, updated, replaced, removed and
 	// failed nothing (it may have held, as before): a run of them reads

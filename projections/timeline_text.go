@@ -5,7 +5,6 @@ package projections
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -21,41 +20,6 @@ type Run struct {
 	To            time.Time `json:"to"`    // the last's time
 	FirstPosition uint64    `json:"first_position"`
 	LastPosition  uint64    `json:"last_position"`
-}
-
-// Collapse replaces each run of entries of one node with identical outcomes
-// (see Run), consecutive among that node's entries in es, by the run's first
-// entry with Run set, so that a year of quiet passes reads as a few lines.
-// Entries stay in position order, a run at the place of its first entry.
-// es is not modified.
-func Collapse(es []Entry) []Entry {
-	out := make([]Entry, 0, len(es))
-	open := map[string]int{} // node → index in out of its last entry
-	for _, en := range es {
-		if i, ok := open[en.Node]; ok && sameOutcome(out[i], en) {
-			out[i].Run = extend(out[i], en)
-			continue
-		}
-		open[en.Node] = len(out)
-		out = append(out, en)
-	}
-	return out
-}
-
-func sameOutcome(a, b Entry) bool {
-	return a.Type == b.Type && a.Declaration == b.Declaration && a.Summary == b.Summary &&
-		a.Churn == "" && b.Churn == "" && a.Heavy == b.Heavy && slices.Equal(a.Resources, b.Resources)
-}
-
-// extend is the run of first (alone or already a run) followed by next.
-func extend(first, next Entry) *Run {
-	r := Run{Count: 1, From: first.At, To: first.At, FirstPosition: first.Position, LastPosition: first.Position}
-	if first.Run != nil {
-		r = *first.Run
-	}
-	r.Count++
-	r.To, r.LastPosition = next.At, next.Position
-	return &r
 }
 
 // show renders an entry.

@@ -31,7 +31,7 @@ const (
 // with the declaration (and digest) and correlation it came from: follow
 // the correlation to the compose and push of that declaration (every apply
 // of a declaration shares its compose's correlation, since a push that
-// changes nothing re-sends the stored declaration). CollapseTouches folds
+// changes nothing re-sends the stored declaration). api.CollapseTouches folds
 // runs of the same touch into one.
 func (t *Timeline) Why(node, resource string) ([]Touch, error) {
 	t.mu.RLock()
@@ -97,26 +97,6 @@ func touches(e *entry, name string) []Touch {
 		if f.Name == name {
 			out = append(out, Touch{Action: ActionFailed, Reason: f.Error})
 		}
-	}
-	return out
-}
-
-// CollapseTouches is Collapse for Why: consecutive touches of the resource
-// with the same action, fields, reason and declaration, and no churn mark,
-// become the first with its Entry.Run set.
-func CollapseTouches(ts []Touch) []Touch {
-	out := make([]Touch, 0, len(ts))
-	for _, t := range ts {
-		if n := len(out); n > 0 {
-			last := out[n-1]
-			if last.Action == t.Action && last.Reason == t.Reason && slices.Equal(last.Fields, t.Fields) &&
-				last.Entry.Declaration == t.Entry.Declaration && last.Entry.Node == t.Entry.Node &&
-				last.Entry.Churn == "" && t.Entry.Churn == "" {
-				out[n-1].Entry.Run = extend(last.Entry, t.Entry)
-				continue
-			}
-		}
-		out = append(out, t)
 	}
 	return out
 }

@@ -21,11 +21,6 @@ import (
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	return freeport.Addr(t)
-}
-
 // credsFile writes node's credentials, issued by an authority of its own
 // (no bus runs), naming a bus at urls.
 func credsFile(t *testing.T, node string, urls ...string) string {
@@ -107,7 +102,7 @@ func TestRunStopsWhileWaitingForTheBus(t *testing.T) {
 	data := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	if err := Run(ctx, Config{Creds: credsFile(t, "n1", "nats://"+freeAddr(t)), Data: data, Logger: quiet()}); err != nil {
+	if err := Run(ctx, Config{Creds: credsFile(t, "n1", "nats://"+freeport.Addr(t)), Data: data, Logger: quiet()}); err != nil {
 		t.Fatalf("Run, stopped waiting for the bus: %v, want nil", err)
 	}
 	if fi, err := os.Stat(filepath.Join(data, OutboxDir)); err != nil || !fi.IsDir() {
@@ -123,7 +118,7 @@ func TestServeMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	_, stop, err := serveMetrics(addr, "n1", box, quiet())
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +175,7 @@ func TestServeArtifactStore(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	addr := freeAddr(t)
+	addr := freeport.Addr(t)
 	dir := filepath.Join(t.TempDir(), ArtifactsDir)
 	stop, err := serveArtifactStore(ctx, addr, dir, log)
 	if err != nil {

@@ -295,7 +295,7 @@ func TestLinksAreNeverFollowed(t *testing.T) {
 					if b, err := os.ReadFile(r.at("/srv/ok.ini")); err != nil || string(b) != "ok 2\n" {
 						t.Errorf("the other resource: %q (%v), want it applied", b, err)
 					}
-					if err := o.Check(); err != nil {
+					if err := errors.Join(o.CheckForm(), o.CheckCounts()); err != nil {
 						t.Errorf("report: %v", err)
 					}
 					sameTree(t, "outside the root", out, outside)

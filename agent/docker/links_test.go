@@ -3,6 +3,7 @@ package docker_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -166,7 +167,7 @@ func TestContainerCannotRedirectTheAgent(t *testing.T) {
 	if len(o.Failed) != len(links) {
 		t.Errorf("failed %+v: want exactly %d", o.Failed, len(links))
 	}
-	if err := o.Check(); err != nil {
+	if err := errors.Join(o.CheckForm(), o.CheckCounts()); err != nil {
 		t.Errorf("report: %v", err)
 	}
 	sameTree(t, "outside the root", before, outside)

@@ -1,16 +1,15 @@
 package simruntime
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"os"
 
 	"meshplane/agent"
 	"meshplane/internal/atomicfile"
+	"meshplane/internal/crcframe"
 )
 
 // ErrDamaged is a state file that does not read back: its checksum, its
@@ -45,10 +44,6 @@ type fileNode struct {
 	Mode    uint32 `json:"mode"`
 	Content []byte `json:"content,omitempty"`
 }
-
-const sumPrefix = "crc32c "
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Open returns the simulated node kept in the file path: what it held when
 // the last Runtime on that file last changed (its containers, running or
@@ -95,20 +90,12 @@ func Open(path string) (*Runtime, error) {
 // decodeState checks b's checksum line and decodes what it seals.
 func decodeState(b []byte) (fileState, error) {
 	var st fileState
-	i := bytes.LastIndexByte(bytes.TrimSuffix(b, []byte("\n")), '\n')
-	if i < 0 {
+	body, sealed, err := crcframe.Unseal(b)
+	switch {
+	case err != nil:
+		return st, fmt.Errorf("%w: %w", err, ErrDamaged)
+	case !sealed:
 		return st, fmt.Errorf("no checksum line: %w", ErrDamaged)
-	}
-	body, last := b[:i+1], b[i+1:]
-	var sum uint32
-	if !bytes.HasPrefix(last, []byte(sumPrefix)) || len(last) != len(sumPrefix)+9 || last[len(last)-1] != '\n' {
-		return st, fmt.Errorf("checksum line %.40q: %w", last, ErrDamaged)
-	}
-	if _, err := fmt.Sscanf(string(last[len(sumPrefix):len(last)-1]), "%08x", &sum); err != nil {
-		return st, fmt.Errorf("checksum line %.40q: %w", last, ErrDamaged)
-	}
-	if crc32.Checksum(body, castagnoli) != sum {
-		return st, fmt.Errorf("checksum mismatch: %w", ErrDamaged)
 	}
 	if err := json.Unmarshal(body, &st); err != nil {
 		return st, fmt.Errorf("%v: %w", err, ErrDamaged)
@@ -145,7 +132,7 @@ func (r *Runtime) save() error {
 		return fmt.Errorf("simruntime: save %s: %w", r.path, err)
 	}
 	body = append(body, '\n')
-	body = fmt.Appendf(body, "%s%08x\n", sumPrefix, crc32.Checksum(body, castagnoli))
+	body = crcframe.Seal(body)
 	if err := atomicfile.WriteFile(r.path, body, 0o600); err != nil {
 		return fmt.Errorf("simruntime: save %s: %w: %w", r.path, agent.ErrRuntime, err)
 	}

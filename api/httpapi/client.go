@@ -16,11 +16,10 @@ import (
 	"time"
 
 	"meshplane/api"
-	"meshplane/commands"
 )
 
 // Client is a Service over HTTP: every call is one request to a controller.
-// A rejection comes back as the same *commands.Rejection the controller
+// A rejection comes back as the same *api.Rejection the controller
 // made; a refused token as ErrUnauthorized; any other failure as an *Error
 // or a transport error.
 type Client struct {
@@ -160,7 +159,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 }
 
 // decodeError turns an error answer back into what the controller's
-// Service returned: a *commands.Rejection for 400/404/409/422 in the API's
+// Service returned: a *api.Rejection for 400/404/409/422 in the API's
 // error form, ErrUnauthorized for 401, an *Error otherwise.
 func decodeError(status int, b []byte) error {
 	if status == http.StatusUnauthorized {
@@ -179,7 +178,7 @@ func decodeError(status int, b []byte) error {
 		return &Error{Status: status, Message: msg}
 	}
 	if rejectionStatus(status) {
-		return &commands.Rejection{Code: eb.Error.Code, Msg: eb.Error.Message}
+		return &api.Rejection{Code: eb.Error.Code, Msg: eb.Error.Message}
 	}
 	return &Error{Status: status, Code: eb.Error.Code, Message: eb.Error.Message}
 }

@@ -86,13 +86,13 @@
 //
 //	{"error": {"code": "node-unknown", "message": "node novox is not registered"}}
 //
-// A refusal (a *commands.Rejection) travels with its code and an HTTP
+// A refusal (a *api.Rejection) travels with its code and an HTTP
 // status: 404 for what names something unknown (node-unknown,
 // module-unknown, declaration-unknown), 409 for a conflict with the state
 // (node-exists, already-assigned, not-assigned, already-taken, not-adopted,
 // no-build: a deploy of a build never recorded),
 // 422 for the rest (invalid), 400 (code invalid) for a request that does
-// not parse. Client turns these back into the same *commands.Rejection, so
+// not parse. Client turns these back into the same *api.Rejection, so
 // the CLI's exit codes hold in both modes. 401 (unauthorized) is
 // ErrUnauthorized; 507 (store-full) says the event store could not write
 // for lack of space (events.ErrStoreFull: a full disk, PostgreSQL's

@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"meshplane/api"
-	"meshplane/commands"
 	"meshplane/events"
 )
 
@@ -61,11 +60,11 @@ type errorDetail struct {
 // handler cannot parse is 400, still with code "invalid".
 func StatusOf(code string) int {
 	switch code {
-	case commands.CodeNodeUnknown, commands.CodeModuleUnknown, api.CodeDeclarationUnknown, api.CodeResourceUnknown, commands.CodeTokenUnknown, commands.CodeNoSuchToken, CodeNoCA:
+	case api.CodeNodeUnknown, api.CodeModuleUnknown, api.CodeDeclarationUnknown, api.CodeResourceUnknown, api.CodeTokenUnknown, api.CodeNoSuchToken, CodeNoCA:
 		return http.StatusNotFound
-	case commands.CodeModuleAssigned, commands.CodeModulesAssigned,
-		commands.CodeNotAssigned, commands.CodeNotAdopted, commands.CodeRouteClaimed, commands.CodeNoBuild, api.CodeStandby,
-		commands.CodeTokenUsed, commands.CodeTokenExpired, commands.CodeTokenOtherNode, commands.CodeTokenExists:
+	case api.CodeModuleAssigned, api.CodeModulesAssigned,
+		api.CodeNotAssigned, api.CodeNotAdopted, api.CodeRouteClaimed, api.CodeNoBuild, api.CodeStandby,
+		api.CodeTokenUsed, api.CodeTokenExpired, api.CodeTokenOtherNode, api.CodeTokenExists:
 		return http.StatusConflict
 	default:
 		return http.StatusUnprocessableEntity

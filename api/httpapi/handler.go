@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"meshplane/api"
-	"meshplane/commands"
 	"meshplane/events"
 )
 
@@ -164,7 +163,7 @@ func (h *handler) at(r *http.Request) (*http.Request, error) {
 		return r, badRequestf("at: only reads take a moment (a write never does)")
 	}
 	at, err := api.ParseAt(r.URL.Query().Get("at"))
-	var rej *commands.Rejection
+	var rej *api.Rejection
 	if errors.As(err, &rej) {
 		return r, err // ?at=0: before the first event, as the controller refuses one (422)
 	} else if err != nil {
@@ -172,7 +171,7 @@ func (h *handler) at(r *http.Request) (*http.Request, error) {
 	}
 	hs, ok := h.svc.(api.Historian)
 	if !ok {
-		return r, &commands.Rejection{Code: api.CodeUnsupported, Msg: "this service answers for now only: no ?at="}
+		return r, &api.Rejection{Code: api.CodeUnsupported, Msg: "this service answers for now only: no ?at="}
 	}
 	svc, err := hs.At(r.Context(), at)
 	if err != nil {
@@ -426,13 +425,13 @@ func (h *handler) reply(w http.ResponseWriter, r *http.Request) func(any, error)
 // space (events.ErrStoreFull) as 507 "store-full" (logged), anything else
 // as 500 "internal" (logged).
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
-	var rej *commands.Rejection
+	var rej *api.Rejection
 	var bad *badRequest
 	switch {
 	case errors.As(err, &rej):
 		writeError(w, StatusOf(rej.Code), rej.Code, rej.Msg)
 	case errors.As(err, &bad):
-		writeError(w, http.StatusBadRequest, commands.CodeInvalid, bad.msg)
+		writeError(w, http.StatusBadRequest, api.CodeInvalid, bad.msg)
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		// The client went away; nobody reads the answer.
 		writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, err.Error())

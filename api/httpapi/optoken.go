@@ -6,7 +6,6 @@ import (
 	"net/url"
 
 	"meshplane/api"
-	"meshplane/commands"
 )
 
 // Per-operator API tokens: the routes /v1/tokens (api.Tokens).
@@ -24,7 +23,7 @@ func (h *handler) tokens(w http.ResponseWriter, r *http.Request) (api.Tokens, bo
 func optional[T any](h *handler, w http.ResponseWriter, r *http.Request, msg string) (T, bool) {
 	t, ok := h.svc.(T)
 	if !ok {
-		h.fail(w, r, &commands.Rejection{Code: api.CodeUnsupported, Msg: msg})
+		h.fail(w, r, &api.Rejection{Code: api.CodeUnsupported, Msg: msg})
 	}
 	return t, ok
 }

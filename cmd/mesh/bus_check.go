@@ -18,34 +18,15 @@ func (e *env) busCheckCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "check the bus as meshplane needs it: server version, account limits, bucket and stream, node permissions",
-		Long: `mesh bus check connects to the bus with the controller's user and prints one line
-per check (ok, FAIL, skip): the server's version; the mesh account's JetStream
-consumer limit (a bound, not unlimited); the declarations bucket's stream
-(republishing to mesh.decl.>, direct gets, at most 16 consumers) and the
-reports stream (work queue, at most 4 consumers), both made by the controller
-at its start; and that a node's user cannot create a JetStream consumer (a
-throwaway node user, expiring in a minute, tries).
-
-Without --nats it checks the embedded bus of the controller on --data (its
-trust root in DATA/bus, its URLs in DATA/bus-urls). With --nats URL and
---nats-creds FILE it checks an external cluster as mesh up --nats reaches
-it; --nats-account-seed lets it mint the node user (else that check is
-skipped). Exit 0 when every check passed, 1 when one failed.`,
-		Args: noArgs,
+		Long:  daemon.BusCheckHelp,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c.Data, _ = cmd.Flags().GetString(flagData)
 			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 			defer cancel()
 			results, err := daemon.CheckBus(ctx, c)
 			for _, r := range results {
-				mark := "ok  "
-				switch {
-				case r.Skipped:
-					mark = "skip"
-				case !r.OK:
-					mark = "FAIL"
-				}
-				fmt.Fprintf(e.stdout, "%s  %s: %s\n", mark, r.Name, r.Detail)
+				fmt.Fprintln(e.stdout, r.Line())
 			}
 			if errors.Is(err, bus.ErrCheckFailed) {
 				return &exitError{code: exitFailed}

@@ -17,6 +17,8 @@ import (
 	"meshplane/daemon"
 	"meshplane/events"
 	"meshplane/events/pgstore"
+	"meshplane/internal/freeport"
+	"meshplane/internal/testwait"
 )
 
 // clusterCtl is one controller process of a clustered bus: mesh up on a
@@ -33,7 +35,7 @@ func startClusterCtls(t *testing.T, db, trust string, n int) []*clusterCtl {
 	t.Helper()
 	routes, buses := make([]string, n), make([]string, n)
 	for i := range routes {
-		routes[i], buses[i] = freeAddr(t), freeAddr(t)
+		routes[i], buses[i] = freeport.Addr(t), freeport.Addr(t)
 	}
 	ctls := make([]*clusterCtl, n)
 	for i := range ctls {
@@ -50,7 +52,7 @@ func startClusterCtls(t *testing.T, db, trust string, n int) []*clusterCtl {
 		ctls[i] = &clusterCtl{ctlProc: &ctlProc{proc: p, data: data}, bus: "nats://" + buses[i]}
 	}
 	for _, c := range ctls {
-		eventually(t, 60*time.Second, func() error {
+		testwait.Eventually(t, 60*time.Second, func() error {
 			select {
 			case <-c.done:
 				t.Fatalf("a controller exited: %v\n%s", c.err, c.out)
@@ -113,7 +115,7 @@ func TestClusterFailover(t *testing.T) {
 	t.Logf("three clustered controllers serve %v after their start", time.Since(started).Round(time.Millisecond))
 
 	var leader *clusterCtl
-	eventually(t, 20*time.Second, func() error {
+	testwait.Eventually(t, 20*time.Second, func() error {
 		leaders := 0
 		for _, c := range ctls {
 			if c.role(t) == api.RoleLeader {
@@ -167,7 +169,7 @@ func TestClusterFailover(t *testing.T) {
 	// unchanged declaration is applied and reported again (unchanged).
 	base := reportCounts(t, s)
 	reported := func(what string, more int) {
-		eventually(t, 30*time.Second, func() error {
+		testwait.Eventually(t, 30*time.Second, func() error {
 			got := reportCounts(t, s)
 			for _, n := range nodes {
 				if got[n] < base[n]+more {

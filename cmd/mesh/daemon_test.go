@@ -30,6 +30,7 @@ import (
 	"meshplane/events/boltstore"
 	"meshplane/events/storeurl"
 	"meshplane/internal/freeport"
+	"meshplane/internal/testwait"
 	"meshplane/projections"
 )
 
@@ -170,28 +171,11 @@ func (n *node) applies() []agent.Report {
 	return slices.Clone(n.applied)
 }
 
-// eventually polls cond every 20ms until it returns nil, or fails t with
-// its last error after limit.
-func eventually(t testing.TB, limit time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", limit, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // inSync waits until every node's status reads in-sync.
 func inSync(t testing.TB, c *httpapi.Client, nodes ...string) api.StatusResponse {
 	t.Helper()
 	var st api.StatusResponse
-	eventually(t, 30*time.Second, func() error {
+	testwait.Eventually(t, 30*time.Second, func() error {
 		var err error
 		if st, err = c.Status(context.Background(), api.StatusRequest{Nodes: nodes}); err != nil {
 			return err
@@ -288,7 +272,7 @@ func TestDaemonTwoAgentsInSync(t *testing.T) {
 // with report.delivered-late beside it (rule 8).
 func TestDaemonLateReportsRecordedOnce(t *testing.T) {
 	data := t.TempDir()
-	busAt := "127.0.0.1:" + strconv.Itoa(daemonFreePort(t))
+	busAt := "127.0.0.1:" + strconv.Itoa(freeport.Port(t))
 	d := startDaemon(t, data, busAt)
 	daemonSetUp(t, d.client, []string{"n1"})
 	creds := d.creds(t, "n1")
@@ -306,7 +290,7 @@ func TestDaemonLateReportsRecordedOnce(t *testing.T) {
 		}
 		return ids
 	}
-	eventually(t, 30*time.Second, func() error {
+	testwait.Eventually(t, 30*time.Second, func() error {
 		if n := len(kept()); n < 3 {
 			return errors.New(strconv.Itoa(n) + " reports kept")
 		}
@@ -315,7 +299,7 @@ func TestDaemonLateReportsRecordedOnce(t *testing.T) {
 
 	d2 := startDaemon(t, data, busAt)
 	queued := kept() // the ones kept before the restart at least
-	eventually(t, 30*time.Second, func() error {
+	testwait.Eventually(t, 30*time.Second, func() error {
 		page, err := d2.client.Timeline(context.Background(), api.TimelineRequest{Node: "n1", Type: events.TypeReportDeliveredLate, Limit: 1000})
 		if err != nil {
 			return err
@@ -397,7 +381,7 @@ func TestDaemonOtherNodesCreds(t *testing.T) {
 	// Nothing reached n1's stream; the undecodable report is recorded as
 	// refused on n2's own stream (issue 17: refused for good, and kept
 	// visible), once: the store grew by that one event.
-	eventually(t, 10*time.Second, func() error {
+	testwait.Eventually(t, 10*time.Second, func() error {
 		if after := storeHead(t, ctx, d.client); after != before+1 {
 			return fmt.Errorf("the store grew from %d to %d events, want the one refusal", before, after)
 		}
@@ -517,11 +501,6 @@ func TestDaemonRefusesToStart(t *testing.T) {
 func controllerInfo(data string) (string, error) {
 	info, err := controller.ReadInfo(data)
 	return info.Listen, err
-}
-
-func daemonFreePort(t testing.TB) int {
-	t.Helper()
-	return freeport.Port(t)
 }
 
 func agentReportFor(node string) agent.Report {

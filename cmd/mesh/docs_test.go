@@ -90,12 +90,12 @@ func TestEveryVerbHasAnExample(t *testing.T) {
 		name := clihelp.Name(v)
 		names = append(names, name)
 		if strings.TrimSpace(v.Example) == "" {
-			t.Errorf("mesh %s --help has no example (examples.go)", name)
+			t.Errorf("mesh %s --help has no example (internal/clihelp/examples.go)", name)
 		}
 	}
-	for name := range examples {
+	for name := range clihelp.Examples {
 		if !slices.Contains(names, name) {
-			t.Errorf("examples.go has examples for %q, which is no verb", name)
+			t.Errorf("internal/clihelp/examples.go has examples for %q, which is no verb", name)
 		}
 	}
 	code, out, _ := mesh(t, "plan", "--help")

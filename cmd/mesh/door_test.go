@@ -23,6 +23,7 @@ import (
 	"meshplane/commands"
 	"meshplane/daemon"
 	"meshplane/events"
+	"meshplane/internal/testwait"
 	"meshplane/projections"
 )
 
@@ -249,7 +250,7 @@ func TestDaemonForgedReports(t *testing.T) {
 	waitTimeline(t, d.client, "n1", events.TypeApplyReported, 1+took)
 	// Said once a window (200 ms here, a minute by default) while n1's
 	// reports were deferred.
-	eventually(t, 10*time.Second, func() error {
+	testwait.Eventually(t, 10*time.Second, func() error {
 		th := timeline(t, d.client, "n1", events.TypeReportThrottled)
 		if len(th) == 0 {
 			return errors.New("no report.throttled on n1")
@@ -276,7 +277,7 @@ func TestDaemonForgedReports(t *testing.T) {
 	if _, err := agentConn.PublishReport(ctx, last); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, func() error {
+	testwait.Eventually(t, 30*time.Second, func() error {
 		ns, err := d.client.NodeShow(ctx, "n1")
 		if err != nil {
 			return err
@@ -317,7 +318,7 @@ func timeline(t *testing.T, c *httpapi.Client, node, typ string) []api.Entry {
 func waitTimeline(t *testing.T, c *httpapi.Client, node, typ string, n int) []api.Entry {
 	t.Helper()
 	var es []api.Entry
-	eventually(t, 30*time.Second, func() error {
+	testwait.Eventually(t, 30*time.Second, func() error {
 		es = timeline(t, c, node, typ)
 		if len(es) > n {
 			t.Fatalf("%d %s on %s, want %d", len(es), typ, node, n)
@@ -364,7 +365,7 @@ func noneOutstanding(t *testing.T, d *testDaemon, data string) {
 	}
 	defer bc.Close()
 	var ci *jetstream.ConsumerInfo
-	eventually(t, 30*time.Second, func() error {
+	testwait.Eventually(t, 30*time.Second, func() error {
 		if ci, err = bc.ConsumerInfo(ctx); err != nil {
 			return err
 		}
@@ -380,7 +381,7 @@ func noneOutstanding(t *testing.T, d *testDaemon, data string) {
 func eventuallyMetrics(t *testing.T, d *testDaemon, want map[string]int) {
 	t.Helper()
 	line := regexp.MustCompile(`(?m)^meshplane_reports_refused_total\{reason="([a-z-]+)"\} (\d+)$`)
-	eventually(t, 10*time.Second, func() error {
+	testwait.Eventually(t, 10*time.Second, func() error {
 		req, err := http.NewRequest(http.MethodGet, d.ready.APIURL+"/metrics", nil)
 		if err != nil {
 			return err

@@ -19,6 +19,7 @@ import (
 	"meshplane/agent"
 	"meshplane/artifacts"
 	"meshplane/artifacts/imagebuild"
+	"meshplane/internal/testwait"
 	"meshplane/projections"
 )
 
@@ -84,7 +85,7 @@ func TestHostsDockerRuntime(t *testing.T) {
 	a := host.Start(t, append([]string{"MESH_SERVER=", "MESH_TOKEN=", "MESH_DATA="}, env...), binary(t), args...)
 	m.mustCLI(t, m.ctl, "assign", module, node)
 	m.mustCLI(t, m.ctl, "push", node)
-	eventually(t, 2*time.Minute, func() error {
+	testwait.Eventually(t, 2*time.Minute, func() error {
 		if exited, err := a.Exited(); exited {
 			t.Fatalf("the agent exited: %v\n%s", err, a.Output())
 		}

@@ -27,6 +27,7 @@ import (
 	"meshplane/events/pgstore/pgtest"
 	"meshplane/internal/hosttest"
 	"meshplane/internal/testtls"
+	"meshplane/internal/testwait"
 )
 
 const hostsRoutePort = 6222 // a controller's --bus-cluster port on its host
@@ -123,7 +124,7 @@ func TestHostsFailover(t *testing.T) {
 		ctls[i] = c
 	}
 	for _, c := range ctls {
-		eventually(t, 60*time.Second, func() error {
+		testwait.Eventually(t, 60*time.Second, func() error {
 			if exited, err := c.proc.Exited(); exited {
 				t.Fatalf("the controller on %s exited: %v\n%s", c.ctl, err, c.proc.Output())
 			}
@@ -139,7 +140,7 @@ func TestHostsFailover(t *testing.T) {
 		c.token = tok
 	}
 	var leader *hostsCtl
-	eventually(t, 30*time.Second, func() error {
+	testwait.Eventually(t, 30*time.Second, func() error {
 		leader = nil
 		n := 0
 		for _, c := range ctls {
@@ -172,7 +173,7 @@ func TestHostsFailover(t *testing.T) {
 	inSync := func(c *hostsCtl, within time.Duration) {
 		t.Helper()
 		for _, n := range nodes {
-			eventually(t, within, func() error {
+			testwait.Eventually(t, within, func() error {
 				st := c.status(t, c.ctl, n)
 				if st.Pushed == nil || st.Applied == nil || st.Applied.Declaration != st.Pushed.Declaration {
 					return fmt.Errorf("%s: pushed %+v, applied %+v", n, st.Pushed, st.Applied)
@@ -192,7 +193,7 @@ func TestHostsFailover(t *testing.T) {
 	base := reportCounts(t, s)
 	reported := func(what string, more int, within time.Duration) {
 		t.Helper()
-		eventually(t, within, func() error {
+		testwait.Eventually(t, within, func() error {
 			got := reportCounts(t, s)
 			for _, n := range nodes {
 				if got[n] < base[n]+more {
@@ -243,7 +244,7 @@ func TestHostsFailover(t *testing.T) {
 	t.Logf("failover with agents following: every agent's report of that push recorded %.1f s after the link went down", following.Seconds())
 	// The partitioned leader stepped down by itself (its store's session
 	// failed its check), link still down.
-	eventually(t, 30*time.Second, func() error {
+	testwait.Eventually(t, 30*time.Second, func() error {
 		if !strings.Contains(leader.proc.Output(), "lost the store's leader lock") {
 			return errors.New("the partitioned leader does not say it lost the store's leader lock")
 		}
@@ -312,7 +313,7 @@ func TestHostsJoinToFirstReport(t *testing.T) {
 	joined := time.Since(start)
 	h.Start(t, []string{"MESH_SERVER=", "MESH_TOKEN=", "MESH_DATA="}, binary(t), "agent", "--data", data, "--runtime", "sim", "--interval", "10m")
 	m.mustCLI(t, m.ctl, "push", "j1")
-	eventually(t, 30*time.Second, func() error {
+	testwait.Eventually(t, 30*time.Second, func() error {
 		if st := m.status(t, m.ctl, "j1"); st.Applied == nil {
 			return errors.New("j1: no apply recorded yet")
 		}

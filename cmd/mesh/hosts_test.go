@@ -26,6 +26,7 @@ import (
 	"meshplane/events"
 	"meshplane/internal/hosttest"
 	"meshplane/internal/testtls"
+	"meshplane/internal/testwait"
 )
 
 // The controller's ports on its host: the defaults, free on a host of its
@@ -64,7 +65,7 @@ func startHostsMesh(t testing.TB, hosts int) *hostsMesh {
 		"--tls-cert", pki.CertFile, "--tls-key", pki.KeyFile, "--tls-ca", m.caFile)
 	// up says where it serves once it wrote DATA/bus-urls (which node
 	// register --creds reads).
-	eventually(t, 30*time.Second, func() error {
+	testwait.Eventually(t, 30*time.Second, func() error {
 		if exited, err := m.proc.Exited(); exited {
 			t.Fatalf("the controller exited: %v\n%s", err, m.proc.Output())
 		}
@@ -223,7 +224,7 @@ func TestHostsOnAPrivateLink(t *testing.T) {
 	// Asked from a host, not the controller's: the API across the link.
 	asker := m.net.Host(3)
 	for _, n := range nodes {
-		eventually(t, 30*time.Second, func() error {
+		testwait.Eventually(t, 30*time.Second, func() error {
 			st := m.status(t, asker, n)
 			if st.Pushed == nil || st.Applied == nil || st.Applied.Declaration != st.Pushed.Declaration {
 				return fmt.Errorf("%s: pushed %+v, applied %+v", n, st.Pushed, st.Applied)
@@ -241,7 +242,7 @@ func TestHostsOnAPrivateLink(t *testing.T) {
 		m.mustCLI(t, m.ctl, "assign", "motd", "h4")
 		m.mustCLI(t, m.ctl, "push", "h4")
 		var st api.NodeStatus
-		eventually(t, 30*time.Second, func() error {
+		testwait.Eventually(t, 30*time.Second, func() error {
 			st = m.status(t, asker, "h4")
 			if st.ReportRefused == nil {
 				return fmt.Errorf("h4: no refused report yet: %+v", st)
@@ -297,7 +298,7 @@ func TestHostsOnAPrivateLink(t *testing.T) {
 	m.mustCLI(t, m.ctl, "assign", "extra2", "h1")
 	m.mustCLI(t, m.ctl, "push", "h1")
 	var queued []string
-	eventually(t, 30*time.Second, func() error {
+	testwait.Eventually(t, 30*time.Second, func() error {
 		if queued = h1.queued(t); len(queued) < 2 {
 			return fmt.Errorf("%d report(s) kept in h1's outbox, want at least 2", len(queued))
 		}
@@ -309,7 +310,7 @@ func TestHostsOnAPrivateLink(t *testing.T) {
 	}
 	h1.host.LinkUp()
 
-	eventually(t, 45*time.Second, func() error {
+	testwait.Eventually(t, 45*time.Second, func() error {
 		st := m.status(t, asker, "h1")
 		if st.Applied == nil || st.Applied.Declaration != pushed.Declaration {
 			return fmt.Errorf("h1 applied %+v, want %s, pushed while its link was down", st.Applied, pushed.Declaration)

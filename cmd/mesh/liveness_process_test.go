@@ -9,6 +9,8 @@ import (
 
 	"meshplane/api"
 	"meshplane/events"
+	"meshplane/internal/freeport"
+	"meshplane/internal/testwait"
 )
 
 // livenessCounts counts n1's node.went-silent and node.came-back in the
@@ -41,13 +43,13 @@ func livenessCounts(t *testing.T, c *ctlProc, node string) (silent, back int) {
 // one node.went-silent however long it stays away; started again, it is
 // back at once with one node.came-back; `mesh status` shows LAST SEEN.
 func TestProcessAgentSilentAndBack(t *testing.T) {
-	c := startCtl(t, t.TempDir(), freeAddr(t), freeAddr(t), "--silent-after", "2s")
+	c := startCtl(t, t.TempDir(), freeport.Addr(t), freeport.Addr(t), "--silent-after", "2s")
 	creds := procSetUp(t, c, "n1")
 	data := t.TempDir()
 	a := startAgentProc(t, creds["n1"], data, "--heartbeat", "300ms")
 	mustCLI(t, c.env(), "push", "n1")
 	procInSync(t, c.env(), "n1")
-	eventually(t, 30*time.Second, func() error {
+	testwait.Eventually(t, 30*time.Second, func() error {
 		if st := statusJSON(t, c.env(), "n1"); st.LastSeen == nil || st.Sync == api.SyncUnreachable {
 			return fmt.Errorf("n1: sync %s, last seen %v", st.Sync, st.LastSeen)
 		}
@@ -62,7 +64,7 @@ func TestProcessAgentSilentAndBack(t *testing.T) {
 
 	a.stop(t)
 	stopped := time.Now()
-	eventually(t, 20*time.Second, func() error {
+	testwait.Eventually(t, 20*time.Second, func() error {
 		if st := statusJSON(t, c.env(), "n1"); st.Sync != api.SyncUnreachable {
 			return fmt.Errorf("n1: sync %s", st.Sync)
 		}
@@ -78,7 +80,7 @@ func TestProcessAgentSilentAndBack(t *testing.T) {
 	}
 
 	startAgentProc(t, creds["n1"], data, "--heartbeat", "300ms")
-	eventually(t, 30*time.Second, func() error {
+	testwait.Eventually(t, 30*time.Second, func() error {
 		if st := statusJSON(t, c.env(), "n1"); st.Sync == api.SyncUnreachable {
 			return fmt.Errorf("n1: sync %s", st.Sync)
 		}

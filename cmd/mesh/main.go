@@ -117,7 +117,7 @@ status, holds, timeline and churn are projections of the stream.`,
 			c.Short = "generate the shell completion script: mesh completion bash|zsh|fish|powershell"
 		}
 	}
-	addExamples(root)
+	clihelp.AddExamples(root)
 	// The root's usage lists every verb, with the notes; the verbs' usage
 	// is cobra's.
 	def := root.UsageTemplate()

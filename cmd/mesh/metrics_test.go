@@ -13,6 +13,8 @@ import (
 	"meshplane/agent/agentd"
 	"meshplane/api"
 	"meshplane/events"
+	"meshplane/internal/freeport"
+	"meshplane/internal/testwait"
 )
 
 // scrape GETs url with token ("" for none) and returns the status and body.
@@ -56,7 +58,7 @@ func TestDaemonMetrics(t *testing.T) {
 	ctx := context.Background()
 	d := startDaemon(t, t.TempDir(), "")
 	daemonSetUp(t, d.client, []string{"n1"})
-	agentAt := "127.0.0.1:" + strconv.Itoa(daemonFreePort(t))
+	agentAt := "127.0.0.1:" + strconv.Itoa(freeport.Port(t))
 	n1 := startNode(t, d.creds(t, "n1"), t.TempDir(), func(c *agentd.Config) { c.Metrics = agentAt })
 	if _, err := d.client.Push(ctx, api.PushRequest{Operator: testOperator}); err != nil {
 		t.Fatal(err)
@@ -92,7 +94,7 @@ func TestDaemonMetrics(t *testing.T) {
 	if want[events.TypeDeclarationPushed] == 0 || want[events.TypeApplyReported] == 0 {
 		t.Fatalf("the timeline has no push or apply: %v", want)
 	}
-	eventually(t, 20*time.Second, func() error {
+	testwait.Eventually(t, 20*time.Second, func() error {
 		_, body := scrape(t, url, d.ready.Token)
 		for typ, n := range want {
 			name := fmt.Sprintf("meshplane_events_appended_total{type=%q}", typ)
@@ -110,7 +112,7 @@ func TestDaemonMetrics(t *testing.T) {
 	})
 
 	// The agent's own.
-	eventually(t, 20*time.Second, func() error {
+	testwait.Eventually(t, 20*time.Second, func() error {
 		code, body := scrape(t, "http://"+agentAt+"/metrics", "")
 		if code != http.StatusOK {
 			return fmt.Errorf("agent metrics: status %d", code)

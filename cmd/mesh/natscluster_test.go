@@ -17,6 +17,8 @@ import (
 	"meshplane/controller"
 	"meshplane/events/pgstore/pgtest"
 	"meshplane/internal/atomicfile"
+	"meshplane/internal/freeport"
+	"meshplane/internal/testwait"
 )
 
 // natsServer is the path of a separately built nats-server (Debian's
@@ -56,7 +58,7 @@ func TestExternalNATSCluster(t *testing.T) {
 	// Three servers: the operator's own blocks, and the fragment.
 	clients, routes := make([]string, 3), make([]string, 3)
 	for i := range clients {
-		clients[i], routes[i] = freeAddr(t), freeAddr(t)
+		clients[i], routes[i] = freeport.Addr(t), freeport.Addr(t)
 	}
 	srvs := make([]*exec.Cmd, 3)
 	done := make([]chan struct{}, 3)
@@ -106,7 +108,7 @@ include meshplane.conf
 	var urls []string
 	for _, c := range clients {
 		urls = append(urls, "nats://"+c)
-		eventually(t, 30*time.Second, func() error {
+		testwait.Eventually(t, 30*time.Second, func() error {
 			conn, err := net.Dial("tcp", c)
 			if err == nil {
 				conn.Close()
@@ -125,7 +127,7 @@ include meshplane.conf
 		"--nats-operator-seed", filepath.Join(accountDir, bus.OperatorSigningFile),
 		"--nats-system-creds", filepath.Join(accountDir, bus.SystemCredsFile))
 	c := &ctlProc{proc: p, data: ctlData}
-	eventually(t, 60*time.Second, func() error {
+	testwait.Eventually(t, 60*time.Second, func() error {
 		select {
 		case <-p.done:
 			t.Fatalf("the controller exited: %v\n%s", p.err, p.out)
@@ -201,14 +203,14 @@ include meshplane.conf
 	_ = srvs[0].Process.Kill()
 	<-done[0]
 	killed := time.Now()
-	eventually(t, 60*time.Second, func() error {
+	testwait.Eventually(t, 60*time.Second, func() error {
 		code, out, errOut := cli(t, env, "push", "n1")
 		if code != exitOK {
 			return fmt.Errorf("push: exit %d\n%s%s", code, out, errOut)
 		}
 		return nil
 	})
-	eventually(t, 60*time.Second, func() error {
+	testwait.Eventually(t, 60*time.Second, func() error {
 		st := statusJSON(t, env, "n1")
 		if st.Applied == nil || before.Applied == nil || !st.Applied.At.After(before.Applied.At) {
 			return fmt.Errorf("n1: applied %+v, before the kill %+v", st.Applied, before.Applied)
@@ -281,7 +283,7 @@ func externalJoinAndRevoke(t *testing.T, env []string, apiURL string, urls []str
 	} else if !strings.Contains(strings.ToLower(err.Error()), "authoriz") && !strings.Contains(strings.ToLower(err.Error()), "revoked") {
 		t.Errorf("n2's revoked user is refused with %v; want an authorization error", err)
 	}
-	eventually(t, 20*time.Second, func() error {
+	testwait.Eventually(t, 20*time.Second, func() error {
 		if o := strings.ToLower(agent.out.String()); !strings.Contains(o, "revoked") && !strings.Contains(o, "authorization violation") {
 			return errors.New("the agent of n2 does not say its user was refused")
 		}

@@ -11,6 +11,8 @@ import (
 
 	"meshplane/bus"
 	"meshplane/daemon"
+	"meshplane/internal/freeport"
+	"meshplane/internal/testwait"
 )
 
 // TestNodeRevokeUnrecordedCreds: credentials minted without their key
@@ -22,8 +24,8 @@ import (
 // file is refused.
 func TestNodeRevokeUnrecordedCreds(t *testing.T) {
 	data := t.TempDir()
-	busAt := freeAddr(t)
-	c := startCtl(t, data, freeAddr(t), busAt)
+	busAt := freeport.Addr(t)
+	c := startCtl(t, data, freeport.Addr(t), busAt)
 	defer c.stop(t)
 	env := c.env()
 	urls := []string{"nats://" + busAt}
@@ -89,7 +91,7 @@ func TestNodeRevokeUnrecordedCreds(t *testing.T) {
 		nc2.Close()
 		t.Error("n1's revoked user connects again")
 	}
-	eventually(t, 20*time.Second, func() error {
+	testwait.Eventually(t, 20*time.Second, func() error {
 		if o := strings.ToLower(agent.out.String()); !strings.Contains(o, "revoked") && !strings.Contains(o, "authorization violation") {
 			return errors.New("the agent of n1 does not say its user was refused")
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"meshplane/controller"
+	"meshplane/internal/testwait"
 	"meshplane/meshup"
 )
 
@@ -48,7 +49,7 @@ func TestProcessLoopPanicExits70(t *testing.T) {
 					}
 				}
 			})
-			eventually(t, 60*time.Second, func() error {
+			testwait.Eventually(t, 60*time.Second, func() error {
 				select {
 				case <-p.done:
 					t.Fatalf("mesh up exited before the panic: %v\n%s", p.err, p.out)

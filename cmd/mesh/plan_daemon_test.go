@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"meshplane/api"
+	"meshplane/internal/testwait"
 )
 
 // TestDaemonPlanAsksTheAgents: mesh plan against a running controller asks
@@ -52,7 +53,7 @@ func TestDaemonPlanAsksTheAgents(t *testing.T) {
 	if _, err := d.client.Release(ctx, api.ModuleNodeRequest{Operator: testOperator, Module: "searxng", Node: "n1"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, func() error {
+	testwait.Eventually(t, 30*time.Second, func() error {
 		rs := n1.applies()
 		if len(rs) <= applied || rs[len(rs)-1].Outcome.Declaration != p1.Declaration {
 			return errors.New("n1 has not applied " + p1.Declaration)

@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,6 +30,8 @@ import (
 	"meshplane/events"
 	"meshplane/events/boltstore"
 	"meshplane/events/storeurl"
+	"meshplane/internal/freeport"
+	"meshplane/internal/testwait"
 	"meshplane/meshup"
 	"meshplane/projections"
 )
@@ -172,7 +173,7 @@ func startCtl(t testing.TB, data, apiAt, busAt string, extra ...string) *ctlProc
 	t.Helper()
 	p := startProc(t, nil, append([]string{"up", "--data", data, "--listen", apiAt, "--bus-listen", busAt}, extra...)...)
 	c := &ctlProc{proc: p, data: data}
-	eventually(t, 30*time.Second, func() error {
+	testwait.Eventually(t, 30*time.Second, func() error {
 		select {
 		case <-p.done:
 			t.Fatalf("the controller exited: %v\n%s", p.err, p.out)
@@ -281,7 +282,7 @@ func startAgentProc(t testing.TB, creds, data string, extra ...string) *proc {
 func procInSync(t testing.TB, env []string, nodes ...string) {
 	t.Helper()
 	for _, n := range nodes {
-		eventually(t, 30*time.Second, func() error {
+		testwait.Eventually(t, 30*time.Second, func() error {
 			if st := statusJSON(t, env, n); st.Sync != projections.SyncInSync {
 				return fmt.Errorf("%s: sync %q", n, st.Sync)
 			}
@@ -290,14 +291,11 @@ func procInSync(t testing.TB, env []string, nodes ...string) {
 	}
 }
 
-// freeAddr is a loopback address with a free port.
-func freeAddr(t testing.TB) string { return "127.0.0.1:" + strconv.Itoa(daemonFreePort(t)) }
-
 // TestProcessTwoAgentsInSync: a controller and two agents as processes:
 // register (with credentials), define, assign, take, push, apply, and
 // `mesh status -o json NODE` says both are in sync.
 func TestProcessTwoAgentsInSync(t *testing.T) {
-	c := startCtl(t, t.TempDir(), freeAddr(t), freeAddr(t))
+	c := startCtl(t, t.TempDir(), freeport.Addr(t), freeport.Addr(t))
 	creds := procSetUp(t, c, "n1", "n2")
 	for _, n := range []string{"n1", "n2"} {
 		startAgentProc(t, creds[n], t.TempDir())
@@ -336,7 +334,7 @@ func storeEvents(t testing.TB, data string) []events.Event {
 // once, as delivered late.
 func TestProcessLateReportsRecordedOnce(t *testing.T) {
 	data := t.TempDir()
-	apiAt, busAt := freeAddr(t), freeAddr(t)
+	apiAt, busAt := freeport.Addr(t), freeport.Addr(t)
 	c := startCtl(t, data, apiAt, busAt)
 	creds := procSetUp(t, c, "n1")
 	agentData := t.TempDir()
@@ -347,7 +345,7 @@ func TestProcessLateReportsRecordedOnce(t *testing.T) {
 	c.stop(t)
 	// Several drift applies, kept in the agent's outbox (a record each) while
 	// no controller records them: wait for three rather than for a time.
-	eventually(t, 30*time.Second, func() error {
+	testwait.Eventually(t, 30*time.Second, func() error {
 		c, err := agent.CheckOutbox(filepath.Join(agentData, agentd.OutboxDir))
 		if err != nil {
 			return err
@@ -358,7 +356,7 @@ func TestProcessLateReportsRecordedOnce(t *testing.T) {
 		return nil
 	})
 	c2 := startCtl(t, data, apiAt, busAt)
-	eventually(t, 30*time.Second, func() error {
+	testwait.Eventually(t, 30*time.Second, func() error {
 		page, err := c2.client.Timeline(context.Background(), api.TimelineRequest{Node: "n1", Type: events.TypeReportDeliveredLate, Limit: 1000})
 		if err != nil {
 			return err
@@ -402,7 +400,7 @@ func TestProcessLateReportsRecordedOnce(t *testing.T) {
 // status on the local store).
 func TestProcessKilledMidPass(t *testing.T) {
 	data := t.TempDir()
-	apiAt, busAt := freeAddr(t), freeAddr(t)
+	apiAt, busAt := freeport.Addr(t), freeport.Addr(t)
 	c := startCtl(t, data, apiAt, busAt)
 	creds := procSetUp(t, c, "n1")
 	startAgentProc(t, creds["n1"], t.TempDir())
@@ -444,7 +442,7 @@ func TestProcessKilledMidPass(t *testing.T) {
 	// (its first pass composes and pushes the nodes the kill left unpushed).
 	c2 := startCtl(t, data, apiAt, busAt)
 	var remote api.StatusResponse
-	eventually(t, 30*time.Second, func() error {
+	testwait.Eventually(t, 30*time.Second, func() error {
 		ctx := context.Background()
 		before, err := c2.client.Info(ctx)
 		if err != nil {
@@ -496,7 +494,7 @@ func TestProcessKilledMidPass(t *testing.T) {
 // can neither read n1's declaration nor publish n1's report, and nothing
 // reaches the store.
 func TestProcessOtherNodesCreds(t *testing.T) {
-	c := startCtl(t, t.TempDir(), freeAddr(t), freeAddr(t))
+	c := startCtl(t, t.TempDir(), freeport.Addr(t), freeport.Addr(t))
 	creds := procSetUp(t, c, "n1", "n2")
 	mustCLI(t, c.env(), "push", "n1")
 	cr, err := bus.LoadCreds(creds["n2"])
@@ -516,7 +514,7 @@ func TestProcessOtherNodesCreds(t *testing.T) {
 // TestProcessAPIToken: a request without the token gets 401 and appends
 // nothing; the CLI without MESH_TOKEN is refused.
 func TestProcessAPIToken(t *testing.T) {
-	c := startCtl(t, t.TempDir(), freeAddr(t), freeAddr(t))
+	c := startCtl(t, t.TempDir(), freeport.Addr(t), freeport.Addr(t))
 	ctx := context.Background()
 	before := storeHead(t, ctx, c.client)
 	for _, tc := range []struct{ method, path, body string }{
@@ -591,7 +589,7 @@ func TestProcessUpOnce(t *testing.T) {
 // an engine the test is skipped, loudly; in CI it fails.
 func TestProcessAgentDocker(t *testing.T) {
 	needEngine(t)
-	c := startCtl(t, t.TempDir(), freeAddr(t), freeAddr(t))
+	c := startCtl(t, t.TempDir(), freeport.Addr(t), freeport.Addr(t))
 	env := c.env()
 	creds := filepath.Join(t.TempDir(), "d1.creds")
 	mustCLI(t, env, "node", "register", "d1", "--creds", creds)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"meshplane/internal/hosttest"
+	"meshplane/internal/testwait"
 )
 
 // addHostLines are the commands of the README's "Add a host" section, in
@@ -170,7 +171,7 @@ func TestReadmeAddHost(t *testing.T) {
 	})
 
 	m.mustCLI(t, m.ctl, "push", node)
-	eventually(t, 60*time.Second, func() error {
+	testwait.Eventually(t, 60*time.Second, func() error {
 		select {
 		case <-done:
 			t.Fatalf("the agent exited:\n%s", agentOut.String())

@@ -8,6 +8,7 @@ import (
 	"meshplane/api"
 	"meshplane/api/httpapi"
 	"meshplane/events"
+	"meshplane/internal/freeport"
 	"meshplane/projections"
 )
 
@@ -18,7 +19,7 @@ import (
 // with it exits non-zero naming the revocation.
 func TestProcessTokens(t *testing.T) {
 	data := t.TempDir()
-	c := startCtl(t, data, freeAddr(t), freeAddr(t))
+	c := startCtl(t, data, freeport.Addr(t), freeport.Addr(t))
 	defer c.stop(t)
 	boot := append(c.env(), "MESH_OPERATOR=root")
 

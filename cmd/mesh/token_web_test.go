@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"meshplane/internal/freeport"
 )
 
 // TestProcessTokenPageAndMetrics: against a running mesh up, a token made
@@ -17,7 +19,7 @@ import (
 // naming the revocation), while the bootstrap token is still taken.
 func TestProcessTokenPageAndMetrics(t *testing.T) {
 	data := t.TempDir()
-	c := startCtl(t, data, freeAddr(t), freeAddr(t))
+	c := startCtl(t, data, freeport.Addr(t), freeport.Addr(t))
 	defer c.stop(t)
 	boot := append(c.env(), "MESH_OPERATOR=root")
 	mustCLI(t, boot, "node", "register", "n1")

@@ -25,6 +25,8 @@ import (
 	"meshplane/agent/docker"
 	"meshplane/api"
 	"meshplane/artifacts/imagebuild"
+	"meshplane/internal/freeport"
+	"meshplane/internal/testwait"
 	"meshplane/meshup"
 	"meshplane/projections"
 )
@@ -50,7 +52,7 @@ func localExample(t *testing.T, node string) (path, storeAt string) {
 		}
 		found = true
 		n.Name = node
-		n.ArtifactStore = daemonFreePort(t)
+		n.ArtifactStore = freeport.Port(t)
 		storeAt = "127.0.0.1:" + strconv.Itoa(n.ArtifactStore)
 	}
 	if !found {
@@ -185,7 +187,7 @@ func TestProcessUpOnceDocker(t *testing.T) {
 	if ip == "" {
 		t.Fatalf("container %s has no address", in.Name)
 	}
-	eventually(t, 20*time.Second, func() error {
+	testwait.Eventually(t, 20*time.Second, func() error {
 		cl := http.Client{Timeout: 2 * time.Second}
 		resp, err := cl.Get("http://" + ip + ":8080/")
 		if err != nil {

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"meshplane/internal/testwait"
 )
 
 // agentPIDs are the agent pids an up's output names ("agent NODE pid N,"),
@@ -46,7 +48,7 @@ func TestProcessUpKilledLeavesNoOrphans(t *testing.T) {
 	started := func(p *proc) map[string]int {
 		t.Helper()
 		var pids map[string]int
-		eventually(t, 60*time.Second, func() error {
+		testwait.Eventually(t, 60*time.Second, func() error {
 			select {
 			case <-p.done:
 				t.Fatalf("mesh up exited: %v\n%s", p.err, p.out)
@@ -70,7 +72,7 @@ func TestProcessUpKilledLeavesNoOrphans(t *testing.T) {
 	first := startProc(t, env, upArgs...)
 	old := started(first)
 	first.kill() // SIGKILL: no clean stop of its agents
-	eventually(t, 20*time.Second, func() error {
+	testwait.Eventually(t, 20*time.Second, func() error {
 		for n, pid := range old {
 			if running(pid) {
 				return fmt.Errorf("agent %s pid %d of the killed up still runs", n, pid)

@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"meshplane/api"
 	"meshplane/commands"
 	"meshplane/render"
 	"meshplane/session"
@@ -30,7 +29,7 @@ func operator() string {
 // that its work was already done.
 func (e *env) execute(cmd *cobra.Command, cs ...commands.Command) error {
 	return withSession(cmd, true, cs, func(s *session.Session) error {
-		res, err := api.Send(cmd.Context(), s.Service, operator(), cs)
+		res, err := session.Send(cmd.Context(), s.Service, operator(), cs)
 		render.CommandResult(cmd.OutOrStdout(), res, cs)
 		if len(res.Results) == 0 {
 			return commands.BatchRefused(err, len(cs))

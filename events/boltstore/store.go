@@ -19,6 +19,7 @@ import (
 
 	"meshplane/events"
 	"meshplane/events/internal/groupcommit"
+	"meshplane/internal/crcframe"
 )
 
 // ErrLocked means the file is held by another process, or by another open
@@ -527,14 +528,12 @@ func (s *Store) chainAt(b *bolt.Bucket, pos uint64) (events.Hash, error) {
 // position (8 bytes, big-endian) and the hash.
 const chainValueSize = len(events.Hash{}) + 4
 
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
-
 // chainCRC is the checksum of the chain value h of position pos.
 func chainCRC(pos uint64, h events.Hash) uint32 {
 	var b [8 + len(events.Hash{})]byte
 	binary.BigEndian.PutUint64(b[:8], pos)
 	copy(b[8:], h[:])
-	return crc32.Checksum(b[:], crcTable)
+	return crc32.Checksum(b[:], crcframe.Table)
 }
 
 // appendChainValue appends the chain bucket's value for h at pos.

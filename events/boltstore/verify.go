@@ -133,22 +133,10 @@ func Verify(ctx context.Context, path string, opts ...Option) (*Report, error) {
 
 // verifyStore checks the layout, every record and both indexes in tx.
 func verifyStore(ctx context.Context, tx *bolt.Tx, r *Report) error {
-	meta := tx.Bucket(bucketMeta)
-	if meta == nil {
-		r.damage("bucket %s missing: not a meshplane store", bucketMeta)
-		return nil
-	}
-	layout, ok := u64val(meta.Get(metaLayout))
-	if !ok || (layout != layoutPlain && layout != layoutChecksummed && layout != layoutChained) {
-		r.damage("meta layout is %x, want %d to %d", meta.Get(metaLayout), layoutPlain, layoutChained)
-		return nil
-	}
-	r.Layout = layout
-	head, ok := u64val(meta.Get(metaHead))
+	layout, head, ok := verifyMeta(tx, r)
 	if !ok {
-		r.damage("meta head is %x, not 8 bytes", meta.Get(metaHead))
+		return nil
 	}
-	r.Head = head
 	evb, sb, idb := tx.Bucket(bucketEvents), tx.Bucket(bucketStreams), tx.Bucket(bucketIDs)
 	for name, b := range map[string]*bolt.Bucket{"events": evb, "streams": sb, "ids": idb} {
 		if b == nil {
@@ -165,28 +153,65 @@ func verifyStore(ctx context.Context, tx *bolt.Tx, r *Report) error {
 	}
 	r.ChainStart = start
 	s := &Store{checked: layout >= layoutChecksummed, chainStart: start}
-	chain := tx.Bucket(bucketChain)
-	var prev events.Hash // the chain value of the last record read
-	chainBroken := false // reported once: every value after a break differs too
-
-	// Records, by position: each is kept as its stream, version and id, for
-	// the indexes to be checked against.
-	type rec struct {
-		stream  string
-		version uint64
-		id      [16]byte
-		ok      bool // decoded
-		streams int  // stream index entries pointing at it
-		ids     int  // id index entries pointing at it
+	recs, err := verifyRecords(ctx, evb, tx.Bucket(bucketChain), s, layout, r)
+	if err != nil {
+		return err
 	}
-	var recs []rec // recs[p-1] is position p
+	verifyStreamIndex(sb, s, recs, r)
+	verifyIDIndex(idb, recs, r)
+	if head != uint64(len(recs)) {
+		r.damage("meta head is %d, the last position is %d", head, len(recs))
+	}
+	r.checked("head: %d, the last position", head)
+	return nil
+}
+
+// verifyMeta reads the meta bucket's layout and head into r; not ok when
+// there is no store to read past it (no meta bucket, an unknown layout).
+func verifyMeta(tx *bolt.Tx, r *Report) (layout, head uint64, ok bool) {
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		r.damage("bucket %s missing: not a meshplane store", bucketMeta)
+		return 0, 0, false
+	}
+	layout, ok = u64val(meta.Get(metaLayout))
+	if !ok || (layout != layoutPlain && layout != layoutChecksummed && layout != layoutChained) {
+		r.damage("meta layout is %x, want %d to %d", meta.Get(metaLayout), layoutPlain, layoutChained)
+		return 0, 0, false
+	}
+	r.Layout = layout
+	head, ok = u64val(meta.Get(metaHead))
+	if !ok {
+		r.damage("meta head is %x, not 8 bytes", meta.Get(metaHead))
+	}
+	r.Head = head
+	return layout, head, true
+}
+
+// verifiedRecord is a record as verifyRecords kept it, by position: its
+// stream, version and id, for the indexes to be checked against.
+type verifiedRecord struct {
+	stream  string
+	version uint64
+	id      [16]byte
+	ok      bool // decoded
+	streams int  // stream index entries pointing at it
+	ids     int  // id index entries pointing at it
+}
+
+// verifyRecords reads every record in position order, each decoded, at
+// its position and (from the chain's start) matching its chain value;
+// recs[p-1] is position p, a zero one when missing or damaged.
+func verifyRecords(ctx context.Context, evb, chain *bolt.Bucket, s *Store, layout uint64, r *Report) ([]verifiedRecord, error) {
+	var recs []verifiedRecord
 	names := map[string]string{}
+	cc := chainCheck{s: s, chain: chain}
 	c := evb.Cursor()
 	var want uint64 = 1
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if len(recs)%4096 == 4095 {
 			if err := ctx.Err(); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		pos, ok := u64val(k)
@@ -205,39 +230,26 @@ func verifyStore(ctx context.Context, tx *bolt.Tx, r *Report) error {
 				break
 			}
 			for ; want < pos; want++ {
-				recs = append(recs, rec{})
+				recs = append(recs, verifiedRecord{})
 			}
 		}
 		want++
 		e, err := s.decodeAt(k, v, pos)
 		if err != nil {
 			r.damage("%v", trimDamaged(err))
-			recs = append(recs, rec{})
+			recs = append(recs, verifiedRecord{})
 			continue
 		}
 		r.Records++
 		if events.RecordFormat(v) == events.RecordFormatChecked {
 			r.Checksummed++
 		}
-		if start != 0 && pos >= start && !chainBroken {
-			stored, err := s.chainAt(chain, pos)
-			switch {
-			case err != nil:
-				r.damage("%s", trimDamaged(err))
-				chainBroken = true
-			case stored != events.ChainRecord(prev, v):
-				r.damage("position %d: the record does not match its chain value: it, or the order or number of records before it, was changed since it was written", pos)
-				chainBroken = true
-			default:
-				r.Chained++
-				prev = stored
-			}
-		}
+		cc.check(pos, v, r)
 		name, ok := names[e.Stream]
 		if !ok {
 			names[e.Stream], name = e.Stream, e.Stream
 		}
-		recs = append(recs, rec{stream: name, version: e.Version, id: e.ID, ok: true})
+		recs = append(recs, verifiedRecord{stream: name, version: e.Version, id: e.ID, ok: true})
 	}
 	if bad := len(recs) - r.Records; bad > 0 {
 		r.checked("records: %d at positions 1..%d: %d damaged; %d decoded and at their position, %d of them with a matching checksum (layout %d)",
@@ -246,22 +258,57 @@ func verifyStore(ctx context.Context, tx *bolt.Tx, r *Report) error {
 		r.checked("records: %d at positions 1..%d, each decoded and at its position; %d with a checksum, all matching it (layout %d)",
 			r.Records, len(recs), r.Checksummed, layout)
 	}
-	if start != 0 {
+	if start := s.chainStart; start != 0 {
 		if n := chain.Stats().KeyN; uint64(n) != uint64(len(recs))+1-min(start, uint64(len(recs))+1) {
 			r.damage("chain: %d values, for positions %d..%d", n, start, len(recs))
 		}
 		r.checked("chain: from position %d, %d values each recomputed from its record and the one before", start, r.Chained)
 	}
-	at := func(v []byte) (uint64, *rec, bool) {
-		p, ok := u64val(v)
-		if !ok || p == 0 || p > uint64(len(recs)) {
-			return p, nil, false
-		}
-		return p, &recs[p-1], true
-	}
+	return recs, nil
+}
 
-	// The stream index: every stream's versions 1..n, each at the record
-	// of that stream and version.
+// chainCheck recomputes the chain value of each record from the chain's
+// start, against the stored one; a break is reported once (every value
+// after it differs too).
+type chainCheck struct {
+	s      *Store
+	chain  *bolt.Bucket
+	prev   events.Hash // the chain value of the last record read
+	broken bool
+}
+
+func (cc *chainCheck) check(pos uint64, v []byte, r *Report) {
+	if start := cc.s.chainStart; start == 0 || pos < start || cc.broken {
+		return
+	}
+	stored, err := cc.s.chainAt(cc.chain, pos)
+	switch {
+	case err != nil:
+		r.damage("%s", trimDamaged(err))
+		cc.broken = true
+	case stored != events.ChainRecord(cc.prev, v):
+		r.damage("position %d: the record does not match its chain value: it, or the order or number of records before it, was changed since it was written", pos)
+		cc.broken = true
+	default:
+		r.Chained++
+		cc.prev = stored
+	}
+}
+
+// recordAt is the record a position value of an index points at; not ok
+// when it is no stored position.
+func recordAt(recs []verifiedRecord, v []byte) (uint64, *verifiedRecord, bool) {
+	p, ok := u64val(v)
+	if !ok || p == 0 || p > uint64(len(recs)) {
+		return p, nil, false
+	}
+	return p, &recs[p-1], true
+}
+
+// verifyStreamIndex checks the stream index: every stream's versions
+// 1..n, each at the record of that stream and version, and every record
+// pointed at once.
+func verifyStreamIndex(sb *bolt.Bucket, s *Store, recs []verifiedRecord, r *Report) {
 	sc := sb.Cursor()
 	for name, v := sc.First(); name != nil; name, v = sc.Next() {
 		if v != nil {
@@ -286,7 +333,7 @@ func verifyStore(ctx context.Context, tx *bolt.Tx, r *Report) error {
 				continue
 			}
 			ver = got
-			p, rc, ok := at(v)
+			p, rc, ok := recordAt(recs, v)
 			switch {
 			case !ok:
 				r.damage("stream %s version %d: points at %x, not a stored position", name, ver, v)
@@ -305,12 +352,15 @@ func verifyStore(ctx context.Context, tx *bolt.Tx, r *Report) error {
 		}
 	}
 	r.checked("stream index: %d streams, %d entries, each at the record of its stream and version", r.Streams, r.StreamEntries)
+}
 
-	// The id index: every id at the record that has it.
+// verifyIDIndex checks the id index: every id at the record that has it,
+// and every record pointed at once.
+func verifyIDIndex(idb *bolt.Bucket, recs []verifiedRecord, r *Report) {
 	ic := idb.Cursor()
 	for k, v := ic.First(); k != nil; k, v = ic.Next() {
 		r.IDs++
-		p, rc, ok := at(v)
+		p, rc, ok := recordAt(recs, v)
 		switch {
 		case len(k) != 16:
 			r.damage("ids: key %x is not 16 bytes", k)
@@ -330,12 +380,6 @@ func verifyStore(ctx context.Context, tx *bolt.Tx, r *Report) error {
 		}
 	}
 	r.checked("id index: %d ids, each at the record with that id", r.IDs)
-
-	if head != uint64(len(recs)) {
-		r.damage("meta head is %d, the last position is %d", head, len(recs))
-	}
-	r.checked("head: %d, the last position", head)
-	return nil
 }
 
 // trimDamaged drops the "stored data damaged: " prefix from err's text,

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"meshplane/events"
+	"meshplane/internal/crcframe"
 )
 
 // TableStream is the contract stream name the position table takes: its
@@ -79,8 +80,6 @@ var (
 	chunkV1 = chunkFormat{magic: "mpt1", header: 32, entry: 32, dirEntry: 24}
 	chunkV2 = chunkFormat{magic: "mpt2", header: 64, entry: 64, dirEntry: 56, chained: true}
 )
-
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // chunk is a run of consecutive positions of the table.
 type chunk struct {
@@ -152,7 +151,7 @@ func encodeChunkAs(f chunkFormat, k uint64, c *chunk, dir []chunkRef) []byte {
 // chunkCRC is the checksum of a chunk of either format: its first 28 bytes
 // and all from byte 32.
 func chunkCRC(b []byte) uint32 {
-	return crc32.Update(crc32.Checksum(b[:28], crcTable), crcTable, b[32:])
+	return crc32.Update(crc32.Checksum(b[:28], crcframe.Table), crcframe.Table, b[32:])
 }
 
 // formatOf is the format whose magic b starts with.

@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"sort"
 
+	"meshplane/internal/crcframe"
 	"meshplane/projections"
 )
 
@@ -38,7 +39,7 @@ const (
 
 // seal appends the checksum of key and body to body.
 func seal(key, body []byte) []byte {
-	sum := crc32.Update(crc32.Checksum(key, castagnoli), castagnoli, body)
+	sum := crc32.Update(crc32.Checksum(key, crcframe.Table), crcframe.Table, body)
 	return binary.BigEndian.AppendUint32(body, sum)
 }
 
@@ -49,7 +50,7 @@ func unseal(what string, key, v []byte) ([]byte, error) {
 		return nil, damagedf("%s: %d bytes", what, len(v))
 	}
 	body := v[:len(v)-4]
-	if sum := crc32.Update(crc32.Checksum(key, castagnoli), castagnoli, body); sum != binary.BigEndian.Uint32(v[len(v)-4:]) {
+	if sum := crc32.Update(crc32.Checksum(key, crcframe.Table), crcframe.Table, body); sum != binary.BigEndian.Uint32(v[len(v)-4:]) {
 		return nil, damagedf("%s: checksum mismatch", what)
 	}
 	return body, nil

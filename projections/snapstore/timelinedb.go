@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"maps"
 	"os"
 	"slices"
@@ -41,8 +40,6 @@ var (
 	kPos     = []byte("position")
 	kOrdered = []byte("ordered")
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // damagedf is an error saying timeline.db is damaged.
 func damagedf(format string, args ...any) error {

@@ -1,4 +1,4 @@
-package agent
+package nodeplan
 
 import (
 	"crypto/sha256"

@@ -1,20 +1,17 @@
-package main
+package clihelp
 
-// Every verb's examples, in one place (cobra's Example: the "Examples:"
+// Every verb of mesh's examples, in one place (cobra's Example: the "Examples:"
 // section of mesh VERB --help, and of the generated reference in
 // docs/cli). The names are those of the example mesh (examples/local):
 // nodes local, novox (adopted) and g14; modules hello, forge, route-proxy
 // and searxng.
 
-import (
-	"github.com/spf13/cobra"
+import "github.com/spf13/cobra"
 
-	"meshplane/internal/clihelp"
-)
-
-// examples maps a verb's name (clihelp.Name: "node show") to its examples.
-// TestEveryVerbHasAnExample holds every verb to one, and every key to a verb.
-var examples = map[string]string{
+// Examples maps a verb's name (Name: "node show") to its examples.
+// cmd/mesh's TestEveryVerbHasAnExample holds every verb to one, and every
+// key to a verb.
+var Examples = map[string]string{
 	"up": `  # the example mesh, one pass, then exit: what go tool task up runs
   mesh up --once --data .mesh --modules examples/local/modules --mesh examples/local/mesh.yaml
 
@@ -132,10 +129,10 @@ var examples = map[string]string{
   mesh docs --dir docs/cli --man docs/man`,
 }
 
-// addExamples gives each verb of root its examples.
-func addExamples(root *cobra.Command) {
-	for _, v := range clihelp.Verbs(root) {
-		if ex, ok := examples[clihelp.Name(v)]; ok && v.Example == "" {
+// AddExamples gives each verb of root its Examples.
+func AddExamples(root *cobra.Command) {
+	for _, v := range Verbs(root) {
+		if ex, ok := Examples[Name(v)]; ok && v.Example == "" {
 			v.Example = ex
 		}
 	}

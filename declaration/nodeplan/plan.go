@@ -1,4 +1,4 @@
-package agent
+package nodeplan
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 
 	"meshplane/declaration"
 	"meshplane/events"
+	"meshplane/wire"
 )
 
 // Action is what a plan does with one resource.
@@ -102,13 +103,8 @@ type Step struct {
 	Changes []Change
 }
 
-// Change is one changed field of a resource: "mounts./data",
-// "/var/lib/forge" → "/srv/forge".
-type Change struct {
-	Field string `json:"field"`
-	From  string `json:"from"`
-	To    string `json:"to"`
-}
+// Change is one changed field of a resource (wire.Change).
+type Change = wire.Change
 
 // HostsStep is the plan for the node's hosts file (declaration.HostsPath). It
 // is the node's own: it is never counted in a report.

@@ -1,12 +1,12 @@
-package agent_test
+package nodeplan_test
 
 import (
 	"reflect"
 	"testing"
 	"time"
 
-	"meshplane/agent"
 	"meshplane/declaration"
+	"meshplane/declaration/nodeplan"
 )
 
 // TestOptionChanges: every option of a container is a change the plan and
@@ -23,33 +23,33 @@ func TestOptionChanges(t *testing.T) {
 	tests := []struct {
 		name       string
 		have, want declaration.Container
-		out        []agent.Change
+		out        []nodeplan.Change
 	}{
-		{"a health check added", base, with(func(c *declaration.Container) { c.Healthcheck = hc }), []agent.Change{
+		{"a health check added", base, with(func(c *declaration.Container) { c.Healthcheck = hc }), []nodeplan.Change{
 			{Field: "healthcheck.test", To: "CMD-SHELL curl -f http://localhost:8080/"},
 			{Field: "healthcheck.interval", To: "10s"},
 			{Field: "healthcheck.retries", To: "3"}}},
 		{"a health check's interval", with(func(c *declaration.Container) { c.Healthcheck = hc }),
 			with(func(c *declaration.Container) { h := *hc; h.Interval = 5 * time.Second; c.Healthcheck = &h }),
-			[]agent.Change{{Field: "healthcheck.interval", From: "10s", To: "5s"}}},
+			[]nodeplan.Change{{Field: "healthcheck.interval", From: "10s", To: "5s"}}},
 		{"a publish moved to another host port", with(func(c *declaration.Container) {
 			c.Publish = []declaration.Published{{HostIP: "10.1.0.3", HostPort: 8443, ContainerPort: 8080}}
 		}), with(func(c *declaration.Container) {
 			c.Publish = []declaration.Published{{HostPort: 9443, ContainerPort: 8080}}
-		}), []agent.Change{{Field: "publish.8080", From: "10.1.0.3:8443", To: "*:9443"}}},
+		}), []nodeplan.Change{{Field: "publish.8080", From: "10.1.0.3:8443", To: "*:9443"}}},
 		{"network, restart, limits", base, with(func(c *declaration.Container) {
 			c.NetworkMode, c.Restart, c.Memory, c.NanoCPUs, c.StopGracePeriod = "host", "always", 512<<20, 1_500_000_000, 90*time.Second
-		}), []agent.Change{{Field: "network", To: "host"}, {Field: "restart", To: "always"}, {Field: "stop_grace_period", To: "1m30s"},
+		}), []nodeplan.Change{{Field: "network", To: "host"}, {Field: "restart", To: "always"}, {Field: "stop_grace_period", To: "1m30s"},
 			{Field: "memory", To: "512m"}, {Field: "cpus", To: "1.5"}}},
 		{"the rest", base, with(func(c *declaration.Container) {
 			c.Entrypoint, c.User, c.CapAdd, c.Tmpfs, c.ReadOnly = []string{"/bin/sh", "-c"}, "999", []string{"NET_ADMIN"}, []string{"/tmp"}, true
 			c.DependsOn = []declaration.Dependency{{Container: "db", Condition: "service_healthy"}}
-		}), []agent.Change{{Field: "entrypoint", To: "/bin/sh -c"}, {Field: "user", To: "999"}, {Field: "cap_add", To: "NET_ADMIN"},
+		}), []nodeplan.Change{{Field: "entrypoint", To: "/bin/sh -c"}, {Field: "user", To: "999"}, {Field: "cap_add", To: "NET_ADMIN"},
 			{Field: "tmpfs", To: "/tmp"}, {Field: "read_only", To: "true"}, {Field: "depends_on", To: "db (service_healthy)"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := agent.ContainerChanges(tt.have, tt.want); !reflect.DeepEqual(got, tt.out) {
+			if got := nodeplan.ContainerChanges(tt.have, tt.want); !reflect.DeepEqual(got, tt.out) {
 				t.Errorf("ContainerChanges = %+v\nwant %+v", got, tt.out)
 			}
 			if declaration.Digest(tt.have) == declaration.Digest(tt.want) {
@@ -61,7 +61,7 @@ func TestOptionChanges(t *testing.T) {
 			}
 			h := declaration.Resource{Name: "web", Kind: declaration.KindContainer, Container: &tt.have}
 			w := declaration.Resource{Name: "web", Kind: declaration.KindContainer, Container: &tt.want}
-			if got := agent.DeclaredChanges(h, w, fields); !reflect.DeepEqual(got, tt.out) {
+			if got := nodeplan.DeclaredChanges(h, w, fields); !reflect.DeepEqual(got, tt.out) {
 				t.Errorf("DeclaredChanges (why) = %+v\nwant %+v", got, tt.out)
 			}
 		})
