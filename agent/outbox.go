@@ -25,11 +25,11 @@ import (
 // outbox and Flush will try again.
 var ErrUndelivered = errors.New("report not delivered")
 
-// ErrCorrupt means a record of the outbox's log (or a legacy file) is
+// ErrDamaged means a record of the outbox's log (or a legacy file) is
 // damaged: its checksum fails, it is cut short, or it does not decode. The
 // outbox passes it over: it copies the log aside (outbox.log.damaged), says
 // so in its log, and goes on without it (see the format).
-var ErrCorrupt = errors.New("corrupt outbox entry")
+var ErrDamaged = errors.New("damaged outbox entry")
 
 // The on-disk format of an outbox directory (version 3):
 //
@@ -158,49 +158,49 @@ func encodeRecord(r record) ([]byte, error) {
 
 // decodeRecord decodes and checks one line of the log (without its
 // newline): its checksum, its JSON, its op's fields. Fields added by a
-// later build are ignored; anything else is ErrCorrupt.
+// later build are ignored; anything else is ErrDamaged.
 func decodeRecord(line []byte) (record, error) {
 	body, err := crcframe.CheckLine(line)
 	if err != nil {
-		return record{}, fmt.Errorf("%w: %w", err, ErrCorrupt)
+		return record{}, fmt.Errorf("%w: %w", err, ErrDamaged)
 	}
 	var r record
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&r); err != nil {
-		return record{}, fmt.Errorf("%v: %w", err, ErrCorrupt)
+		return record{}, fmt.Errorf("%v: %w", err, ErrDamaged)
 	}
 	if dec.More() {
-		return record{}, fmt.Errorf("more than one JSON value: %w", ErrCorrupt)
+		return record{}, fmt.Errorf("more than one JSON value: %w", ErrDamaged)
 	}
 	if r.Version != logVersion {
-		return record{}, fmt.Errorf("version %d, want %d: %w", r.Version, logVersion, ErrCorrupt)
+		return record{}, fmt.Errorf("version %d, want %d: %w", r.Version, logVersion, ErrDamaged)
 	}
 	switch r.Op {
 	case opLog:
 		if r.Next == 0 {
-			return record{}, fmt.Errorf("log record without next: %w", ErrCorrupt)
+			return record{}, fmt.Errorf("log record without next: %w", ErrDamaged)
 		}
 	case opPut:
 		if r.Seq == 0 || r.Report == nil {
-			return record{}, fmt.Errorf("put record without seq or report: %w", ErrCorrupt)
+			return record{}, fmt.Errorf("put record without seq or report: %w", ErrDamaged)
 		}
 		if err := checkReport(*r.Report); err != nil {
 			return record{}, err
 		}
 	case opState:
 		if r.State == nil {
-			return record{}, fmt.Errorf("state record without state: %w", ErrCorrupt)
+			return record{}, fmt.Errorf("state record without state: %w", ErrDamaged)
 		}
 	case opAck:
 		if r.Seq == 0 {
-			return record{}, fmt.Errorf("ack record without seq: %w", ErrCorrupt)
+			return record{}, fmt.Errorf("ack record without seq: %w", ErrDamaged)
 		}
 	case opFail:
 		if r.Seq == 0 || r.Attempts < 1 {
-			return record{}, fmt.Errorf("fail record without seq or attempts: %w", ErrCorrupt)
+			return record{}, fmt.Errorf("fail record without seq or attempts: %w", ErrDamaged)
 		}
 	default:
-		return record{}, fmt.Errorf("op %q: %w", r.Op, ErrCorrupt)
+		return record{}, fmt.Errorf("op %q: %w", r.Op, ErrDamaged)
 	}
 	return r, nil
 }
@@ -210,14 +210,14 @@ func checkReport(rep Report) error {
 	r := rep.Outcome
 	switch {
 	case r.Node == "":
-		return fmt.Errorf("report.node missing: %w", ErrCorrupt)
+		return fmt.Errorf("report.node missing: %w", ErrDamaged)
 	case r.Declaration == "":
-		return fmt.Errorf("report.declaration missing: %w", ErrCorrupt)
+		return fmt.Errorf("report.declaration missing: %w", ErrDamaged)
 	case rep.Attempts < 0:
-		return fmt.Errorf("report.attempts %d: %w", rep.Attempts, ErrCorrupt)
+		return fmt.Errorf("report.attempts %d: %w", rep.Attempts, ErrDamaged)
 	}
 	if id, err := uuid.Parse(r.ApplyID); err != nil || id == uuid.Nil {
-		return fmt.Errorf("report.apply_id %q: not a UUID: %w", r.ApplyID, ErrCorrupt)
+		return fmt.Errorf("report.apply_id %q: not a UUID: %w", r.ApplyID, ErrDamaged)
 	}
 	return nil
 }
@@ -238,14 +238,14 @@ type logView struct {
 func readLog(b []byte) logView {
 	v := logView{next: 1, sizes: map[uint64]int{}}
 	if len(b) == 0 {
-		v.damage = append(v.damage, fmt.Sprintf("empty (a log always has its first line): %v", ErrCorrupt))
+		v.damage = append(v.damage, fmt.Sprintf("empty (a log always has its first line): %v", ErrDamaged))
 		return v
 	}
 	var lastPut uint64
 	for line, off := 1, 0; off < len(b); line++ {
 		end := bytes.IndexByte(b[off:], '\n')
 		if end < 0 {
-			v.damage = append(v.damage, fmt.Sprintf("line %d (byte %d): cut short, no newline (the agent stopped mid-write?): %v", line, off, ErrCorrupt))
+			v.damage = append(v.damage, fmt.Sprintf("line %d (byte %d): cut short, no newline (the agent stopped mid-write?): %v", line, off, ErrDamaged))
 			break
 		}
 		raw := b[off : off+end]
@@ -253,10 +253,10 @@ func readLog(b []byte) logView {
 		off += end + 1
 		r, err := decodeRecord(raw)
 		if err == nil && r.Op == opPut && r.Seq <= lastPut {
-			err = fmt.Errorf("seq %d after seq %d: %w", r.Seq, lastPut, ErrCorrupt)
+			err = fmt.Errorf("seq %d after seq %d: %w", r.Seq, lastPut, ErrDamaged)
 		}
 		if err == nil && r.Op == opLog && line != 1 {
-			err = fmt.Errorf("a log record on line %d: %w", line, ErrCorrupt)
+			err = fmt.Errorf("a log record on line %d: %w", line, ErrDamaged)
 		}
 		if err != nil {
 			v.damage = append(v.damage, fmt.Sprintf("line %d (byte %d): %v", line, at, err))

@@ -36,8 +36,8 @@ func FuzzDecodeEntry(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := decodeEntry(b)
 		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("decode error %v does not wrap ErrCorrupt", err)
+			if !errors.Is(err, ErrDamaged) {
+				t.Fatalf("decode error %v does not wrap ErrDamaged", err)
 			}
 			return
 		}
@@ -84,15 +84,15 @@ func TestDecodeEntryRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := decodeEntry([]byte(tt.in)); !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("decode: %v, want ErrCorrupt", err)
+			if _, err := decodeEntry([]byte(tt.in)); !errors.Is(err, ErrDamaged) {
+				t.Fatalf("decode: %v, want ErrDamaged", err)
 			}
 		})
 	}
 }
 
 // FuzzDecodeState: whatever a legacy state.json holds, decodeState never
-// panics, and refuses with ErrCorrupt what is not a state; what it accepts
+// panics, and refuses with ErrDamaged what is not a state; what it accepts
 // is moved into the log on open and loads back the same.
 func FuzzDecodeState(f *testing.F) {
 	b, err := json.MarshalIndent(storedState{Version: entryVersion, Made: []string{"/srv/a", "/srv/b"}, Last: Last{Declaration: "novox/3",
@@ -108,8 +108,8 @@ func FuzzDecodeState(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		st, err := decodeState(b)
 		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("decode error %v does not wrap ErrCorrupt", err)
+			if !errors.Is(err, ErrDamaged) {
+				t.Fatalf("decode error %v does not wrap ErrDamaged", err)
 			}
 			return
 		}
@@ -137,7 +137,7 @@ func normalState(t *testing.T, s State) string {
 }
 
 // FuzzDecodeRecord: whatever a line of the log holds, decodeRecord never
-// panics and refuses with ErrCorrupt what is not a record; what it accepts
+// panics and refuses with ErrDamaged what is not a record; what it accepts
 // re-encodes to a line that decodes to the same.
 func FuzzDecodeRecord(f *testing.F) {
 	rep := Report{Outcome: events.ApplyReported{Node: "novox", Declaration: "novox/3", Sent: 4, Applied: 3,
@@ -161,8 +161,8 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line []byte) {
 		r, err := decodeRecord(line)
 		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("decode error %v does not wrap ErrCorrupt", err)
+			if !errors.Is(err, ErrDamaged) {
+				t.Fatalf("decode error %v does not wrap ErrDamaged", err)
 			}
 			return
 		}

@@ -51,7 +51,7 @@ func seal(body []byte) []byte { return crcframe.Seal(body) }
 func unseal(b []byte) (body []byte, sealed bool, err error) {
 	body, sealed, err = crcframe.Unseal(b)
 	if err != nil {
-		return nil, sealed, fmt.Errorf("%w: %w", err, ErrCorrupt)
+		return nil, sealed, fmt.Errorf("%w: %w", err, ErrDamaged)
 	}
 	return body, sealed, nil
 }
@@ -61,11 +61,11 @@ func unseal(b []byte) (body []byte, sealed bool, err error) {
 func checkVersion(v int, sealed bool) error {
 	switch {
 	case sealed && v != entryVersion:
-		return fmt.Errorf("version %d with a checksum, want %d: %w", v, entryVersion, ErrCorrupt)
+		return fmt.Errorf("version %d with a checksum, want %d: %w", v, entryVersion, ErrDamaged)
 	case !sealed && v == entryVersion:
-		return fmt.Errorf("version %d without its checksum line (cut short?): %w", v, ErrCorrupt)
+		return fmt.Errorf("version %d without its checksum line (cut short?): %w", v, ErrDamaged)
 	case !sealed && v != legacyVersion:
-		return fmt.Errorf("version %d, want %d: %w", v, entryVersion, ErrCorrupt)
+		return fmt.Errorf("version %d, want %d: %w", v, entryVersion, ErrDamaged)
 	}
 	return nil
 }
@@ -97,7 +97,7 @@ func encodeEntry(e entry) ([]byte, error) {
 
 // decodeEntry decodes and checks one stored entry: its checksum (version
 // 2), its JSON, its required fields. Fields added by a later build are
-// ignored; anything else is ErrCorrupt.
+// ignored; anything else is ErrDamaged.
 func decodeEntry(b []byte) (entry, error) {
 	body, sealed, err := unseal(b)
 	if err != nil {
@@ -106,10 +106,10 @@ func decodeEntry(b []byte) (entry, error) {
 	var e entry
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&e); err != nil {
-		return entry{}, fmt.Errorf("%v: %w", err, ErrCorrupt)
+		return entry{}, fmt.Errorf("%v: %w", err, ErrDamaged)
 	}
 	if dec.More() {
-		return entry{}, fmt.Errorf("more than one JSON value: %w", ErrCorrupt)
+		return entry{}, fmt.Errorf("more than one JSON value: %w", ErrDamaged)
 	}
 	if err := checkVersion(e.Version, sealed); err != nil {
 		return entry{}, err
@@ -117,16 +117,16 @@ func decodeEntry(b []byte) (entry, error) {
 	r := e.Report.Outcome
 	switch {
 	case e.Seq == 0:
-		return entry{}, fmt.Errorf("seq missing: %w", ErrCorrupt)
+		return entry{}, fmt.Errorf("seq missing: %w", ErrDamaged)
 	case r.Node == "":
-		return entry{}, fmt.Errorf("report.node missing: %w", ErrCorrupt)
+		return entry{}, fmt.Errorf("report.node missing: %w", ErrDamaged)
 	case r.Declaration == "":
-		return entry{}, fmt.Errorf("report.declaration missing: %w", ErrCorrupt)
+		return entry{}, fmt.Errorf("report.declaration missing: %w", ErrDamaged)
 	case e.Report.Attempts < 0:
-		return entry{}, fmt.Errorf("report.attempts %d: %w", e.Report.Attempts, ErrCorrupt)
+		return entry{}, fmt.Errorf("report.attempts %d: %w", e.Report.Attempts, ErrDamaged)
 	}
 	if id, err := uuid.Parse(r.ApplyID); err != nil || id == uuid.Nil {
-		return entry{}, fmt.Errorf("report.apply_id %q: not a UUID: %w", r.ApplyID, ErrCorrupt)
+		return entry{}, fmt.Errorf("report.apply_id %q: not a UUID: %w", r.ApplyID, ErrDamaged)
 	}
 	return e, nil
 }
@@ -138,7 +138,7 @@ func decodeState(b []byte) (State, error) {
 	}
 	var s storedState
 	if err := json.Unmarshal(body, &s); err != nil {
-		return State{}, fmt.Errorf("%v: %w", err, ErrCorrupt)
+		return State{}, fmt.Errorf("%v: %w", err, ErrDamaged)
 	}
 	if err := checkVersion(s.Version, sealed); err != nil {
 		return State{}, err
@@ -202,7 +202,7 @@ func (o *Outbox) readLegacy() (legacy, error) {
 		}
 		e, err := decodeEntry(b)
 		if err == nil && n != entryName(e.Seq) {
-			err = fmt.Errorf("holds seq %d: %w", e.Seq, ErrCorrupt)
+			err = fmt.Errorf("holds seq %d: %w", e.Seq, ErrDamaged)
 		}
 		if err != nil {
 			if err := o.passOverFile(n, err, "its report is not delivered; the next apply reports anew"); err != nil {
@@ -267,7 +267,7 @@ func checkLegacy(c *OutboxCheck, d *dirFiles, names []string) {
 				e, err = decodeEntry(b)
 			}
 			if err == nil && n != entryName(e.Seq) {
-				err = fmt.Errorf("holds seq %d: %w", e.Seq, ErrCorrupt)
+				err = fmt.Errorf("holds seq %d: %w", e.Seq, ErrDamaged)
 			}
 			if err != nil {
 				c.Damaged = append(c.Damaged, fmt.Sprintf("%s: %v", n, err))

@@ -94,10 +94,10 @@ func ReportOf(node string, r wire.Report) (Report, error) {
 
 // DeclarationPublisher is the controller's connection as the controller
 // core's Publisher: it puts each pushed declaration under its node's key.
-type DeclarationPublisher struct{ c *Controller }
+type DeclarationPublisher struct{ c *ControllerConn }
 
 // Publisher returns c as the controller core's Publisher.
-func (c *Controller) Publisher() DeclarationPublisher { return DeclarationPublisher{c: c} }
+func (c *ControllerConn) Publisher() DeclarationPublisher { return DeclarationPublisher{c: c} }
 
 // PutDeclaration makes d its node's latest declaration.
 func (p DeclarationPublisher) PutDeclaration(ctx context.Context, d declaration.Declaration) error {
@@ -105,7 +105,7 @@ func (p DeclarationPublisher) PutDeclaration(ctx context.Context, d declaration.
 	return err
 }
 
-// PutDeclarations puts every one of ds, pipelined (Controller.PutDeclarations).
+// PutDeclarations puts every one of ds, pipelined (ControllerConn.PutDeclarations).
 func (p DeclarationPublisher) PutDeclarations(ctx context.Context, ds []declaration.Declaration) []error {
 	return p.c.PutDeclarations(ctx, ds)
 }

@@ -324,7 +324,7 @@ func (s *Server) Routes() int { return s.ns.NumRoutes() }
 // ends with ctx (the last error), or when refused, asked between tries,
 // says why it never will (Server.RouteRefused: a peer of another trust
 // root). Credentials the bus refuses end it at once.
-func DialControllerWaiting(ctx context.Context, cfg ControllerConfig, refused func() error) (*Controller, error) {
+func DialControllerWaiting(ctx context.Context, cfg ControllerConnConfig, refused func() error) (*ControllerConn, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -366,7 +366,7 @@ func DialControllerWaiting(ctx context.Context, cfg ControllerConfig, refused fu
 // rather than when their ackWait ends. Any it had recorded and not yet
 // acknowledged are recorded once all the same: the apply id is the
 // event's id. None there is no error.
-func (c *Controller) TakeOverReports(ctx context.Context) error {
+func (c *ControllerConn) TakeOverReports(ctx context.Context) error {
 	err := c.js.DeleteConsumer(ctx, ReportsStream, ReportsConsumer)
 	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return fmt.Errorf("bus: take over consumer %s: %w", ReportsConsumer, err)
@@ -382,7 +382,7 @@ func (n *Node) ConnectedURL() string { return n.nc.ConnectedUrlRedacted() }
 // leader (a clustered bus elects new ones, in seconds, when a server
 // dies). A controller that starts leading waits for it, so that its first
 // pushes are not refused for a leader not yet elected.
-func (c *Controller) Ready(ctx context.Context) error {
+func (c *ControllerConn) Ready(ctx context.Context) error {
 	for _, name := range []string{"KV_" + DeclarationsBucket, ReportsStream} {
 		st, err := c.js.Stream(ctx, name)
 		if err != nil {

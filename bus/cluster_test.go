@@ -98,7 +98,7 @@ func TestCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := bus.ControllerConfig{URLs: allURLs(srvs[:2]), User: user, Replicas: bus.DefaultReplicas(len(srvs))}
+	cfg := bus.ControllerConnConfig{URLs: allURLs(srvs[:2]), User: user, Replicas: bus.DefaultReplicas(len(srvs))}
 	start := time.Now()
 	ctl, err := bus.DialControllerWaiting(ctx, cfg, srvs[0].RouteRefused)
 	if err != nil {
@@ -234,7 +234,7 @@ func TestClusterTrustMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = bus.DialControllerWaiting(ctx, bus.ControllerConfig{URLs: []string{srvs[1].URL()}, User: user}, srvs[1].RouteRefused)
+	_, err = bus.DialControllerWaiting(ctx, bus.ControllerConnConfig{URLs: []string{srvs[1].URL()}, User: user}, srvs[1].RouteRefused)
 	if !errors.Is(err, bus.ErrTrustMismatch) {
 		t.Fatalf("a controller on a server of another trust root than its peer's: %v, want ErrTrustMismatch", err)
 	}

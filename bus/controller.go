@@ -103,9 +103,9 @@ const (
 // (Nats-Sequence) and headers; agents subscribe to their own key's.
 var declRepublish = jetstream.RePublish{Source: declPrefix + ">", Destination: RepublishSubjectPrefix + ">"}
 
-// ControllerConfig is how the controller reaches the bus. Server.Controller
+// ControllerConnConfig is how the controller reaches the bus. Server.Controller
 // fills it for the embedded bus; with --nats it comes from the operator.
-type ControllerConfig struct {
+type ControllerConnConfig struct {
 	URLs []string
 	User User   // the controller's user (every right in the mesh account)
 	CA   []byte // PEM of a private CA; nil for the system's roots or no TLS
@@ -121,9 +121,9 @@ type ControllerConfig struct {
 	inProcess nats.InProcessConnProvider
 }
 
-// Controller is the controller's connection to the bus: it puts
+// ControllerConn is the controller's connection to the bus: it puts
 // declarations and consumes reports.
-type Controller struct {
+type ControllerConn struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	kv      jetstream.KeyValue
@@ -138,7 +138,7 @@ type Controller struct {
 }
 
 // heardRoster notes what node's heartbeat said of the roster it holds.
-func (c *Controller) heardRoster(node string, held uint64) {
+func (c *ControllerConn) heardRoster(node string, held uint64) {
 	if held == 0 {
 		c.holders.Delete(node)
 		return
@@ -149,7 +149,7 @@ func (c *Controller) heardRoster(node string, held uint64) {
 }
 
 // holdsRoster reports whether node's last heartbeat said it holds a roster.
-func (c *Controller) holdsRoster(node string) bool {
+func (c *ControllerConn) holdsRoster(node string) bool {
 	_, ok := c.holders.Load(node)
 	return ok
 }
@@ -160,7 +160,7 @@ func (c *Controller) holdsRoster(node string) bool {
 // gzipped (an agent that holds a roster decodes both: decodeDeclaration).
 // A declaration of a few containers is some 2 KB of JSON, most of it keys
 // and digests that repeat; gzipped, about a third.
-func (c *Controller) encodeFor(d declaration.Declaration) ([]byte, error) {
+func (c *ControllerConn) encodeFor(d declaration.Declaration) ([]byte, error) {
 	if !c.holdsRoster(d.Node) {
 		return json.Marshal(d)
 	}
@@ -177,7 +177,7 @@ func (c *Controller) encodeFor(d declaration.Declaration) ([]byte, error) {
 // the controller started (its first heartbeat comes within seconds), an
 // agent older than the shared roster and a node whose credentials may not
 // read it are sent the whole declaration, which every agent applies.
-func (c *Controller) wireOf(d declaration.Declaration) declaration.Declaration {
+func (c *ControllerConn) wireOf(d declaration.Declaration) declaration.Declaration {
 	if c.holdsRoster(d.Node) {
 		return d.Wire()
 	}
@@ -186,7 +186,7 @@ func (c *Controller) wireOf(d declaration.Declaration) declaration.Declaration {
 
 // DialController connects, and makes the declarations bucket and the reports
 // stream if they are not there (or brings their settings up to date).
-func DialController(ctx context.Context, cfg ControllerConfig) (*Controller, error) {
+func DialController(ctx context.Context, cfg ControllerConnConfig) (*ControllerConn, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -206,7 +206,7 @@ func DialController(ctx context.Context, cfg ControllerConfig) (*Controller, err
 	return c, nil
 }
 
-func setup(ctx context.Context, nc *nats.Conn, cfg ControllerConfig, log *slog.Logger) (*Controller, error) {
+func setup(ctx context.Context, nc *nats.Conn, cfg ControllerConnConfig, log *slog.Logger) (*ControllerConn, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("bus: controller: %w", err)
@@ -237,7 +237,7 @@ func setup(ctx context.Context, nc *nats.Conn, cfg ControllerConfig, log *slog.L
 	}); err != nil {
 		return nil, fmt.Errorf("bus: controller: stream %s: %w", ReportsStream, err)
 	}
-	return &Controller{nc: nc, js: js, kv: kv, log: log, workers: max(cfg.ReportWorkers, 1)}, nil
+	return &ControllerConn{nc: nc, js: js, kv: kv, log: log, workers: max(cfg.ReportWorkers, 1)}, nil
 }
 
 // bucketConfig is the declarations bucket meshplane makes.
@@ -350,14 +350,14 @@ func reportsPerSubject(ctx context.Context, js jetstream.JetStream) (int64, erro
 }
 
 // Close closes the connection.
-func (c *Controller) Close() { c.nc.Close() }
+func (c *ControllerConn) Close() { c.nc.Close() }
 
 // PutDeclaration makes d its node's latest declaration, and returns its
 // revision in the bucket, encoded for its node (encodeFor: without the
 // roster, gzipped, to a node that holds one; whole otherwise). The roster a
 // declaration names is put first as the shared roster value (PutRoster),
 // once per revision, and a failure to put it fails the declaration's put.
-func (c *Controller) PutDeclaration(ctx context.Context, d declaration.Declaration) (uint64, error) {
+func (c *ControllerConn) PutDeclaration(ctx context.Context, d declaration.Declaration) (uint64, error) {
 	if err := ValidNode(d.Node); err != nil {
 		return 0, fmt.Errorf("bus: put declaration %s: %w", d.ID, err)
 	}
@@ -395,7 +395,7 @@ const putWindow = 1024
 // was acknowledged. The rosters they name are put first, once each, as
 // PutDeclaration puts them; a declaration whose roster could not be put is
 // not put, and fails with that error.
-func (c *Controller) PutDeclarations(ctx context.Context, ds []declaration.Declaration) []error {
+func (c *ControllerConn) PutDeclarations(ctx context.Context, ds []declaration.Declaration) []error {
 	rosters := c.ensureRosters(ctx, ds)
 	wait, cancel := context.WithTimeout(ctx, putAckWait)
 	defer cancel()
@@ -440,7 +440,7 @@ func (c *Controller) PutDeclarations(ctx context.Context, ds []declaration.Decla
 
 // publishAsync publishes d under its node's key without awaiting the
 // acknowledgement, whose future it leaves in f.
-func (c *Controller) publishAsync(ctx context.Context, d declaration.Declaration, f *jetstream.PubAckFuture) error {
+func (c *ControllerConn) publishAsync(ctx context.Context, d declaration.Declaration, f *jetstream.PubAckFuture) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -539,7 +539,7 @@ type Consumer struct {
 // deferred is logged once a minute per node and told to the WithThrottled
 // callback. It runs until Stop (or the connection closes); ctx is what h
 // and the callbacks get.
-func (c *Controller) ConsumeReports(ctx context.Context, h Handler, opts ...ConsumeOption) (*Consumer, error) {
+func (c *ControllerConn) ConsumeReports(ctx context.Context, h Handler, opts ...ConsumeOption) (*Consumer, error) {
 	cons, err := c.js.CreateOrUpdateConsumer(ctx, ReportsStream, jetstream.ConsumerConfig{
 		Durable:       ReportsConsumer,
 		Description:   "meshplane controller: records apply reports",
@@ -755,7 +755,7 @@ func (k *Consumer) closeQueues() {
 // ConsumerInfo returns the state of the reports consumer (ReportsConsumer):
 // the reports not yet handed out, those handed out and not acknowledged,
 // those redelivered and not yet acknowledged.
-func (c *Controller) ConsumerInfo(ctx context.Context) (*jetstream.ConsumerInfo, error) {
+func (c *ControllerConn) ConsumerInfo(ctx context.Context) (*jetstream.ConsumerInfo, error) {
 	cons, err := c.js.Consumer(ctx, ReportsStream, ReportsConsumer)
 	if err != nil {
 		return nil, fmt.Errorf("bus: consumer %s: %w", ReportsConsumer, err)
@@ -770,7 +770,7 @@ func (c *Controller) ConsumerInfo(ctx context.Context) (*jetstream.ConsumerInfo,
 // Declaration returns node's latest declaration in the bucket and its
 // revision, or ErrNoDeclaration: what a controller that restarted compares
 // a newly composed declaration with, to push only one that changed.
-func (c *Controller) Declaration(ctx context.Context, node string) (declaration.Declaration, uint64, error) {
+func (c *ControllerConn) Declaration(ctx context.Context, node string) (declaration.Declaration, uint64, error) {
 	if err := ValidNode(node); err != nil {
 		return declaration.Declaration{}, 0, err
 	}

@@ -182,7 +182,7 @@ func TestExternalController(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := ctxT(t)
-	ctl, err := bus.DialController(ctx, bus.ControllerConfig{URLs: []string{s.URL()}, User: cu})
+	ctl, err := bus.DialController(ctx, bus.ControllerConnConfig{URLs: []string{s.URL()}, User: cu})
 	if err != nil {
 		t.Fatal(err)
 	}

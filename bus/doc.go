@@ -48,8 +48,8 @@
 //
 // # Declarations
 //
-// Controller.PutDeclaration puts a declaration under its node's key;
-// Controller.PutDeclarations puts many, pipelined (every put of a window
+// ControllerConn.PutDeclaration puts a declaration under its node's key;
+// ControllerConn.PutDeclarations puts many, pipelined (every put of a window
 // published, then their acknowledgements awaited). On the
 // node, Node.Watch yields the latest declaration at once (an agent that was
 // away gets it on return), then each new one, keeping only the newest if
@@ -89,10 +89,10 @@
 // report is never sent on reconnection behind the agent's back, uncounted.
 //
 // Node.Agent adapts a node's connection to the agent's Source and Reporter
-// (agent.Run); Controller.Publisher adapts the controller's to the
+// (agent.Run); ControllerConn.Publisher adapts the controller's to the
 // controller core's Publisher (adapters.go).
 //
-// Controller.ConsumeReports hands each report to a Handler, one at a time
+// ControllerConn.ConsumeReports hands each report to a Handler, one at a time
 // (or one at a time per worker, ControllerConfig.ReportWorkers, each node's
 // reports always to the same worker so that they stay in order), and
 // acknowledges it only after the handler returned nil (recorded). An

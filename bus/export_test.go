@@ -12,7 +12,7 @@ func WatchSeen(w *Watch) uint64 { return w.seen.Load() }
 
 // HoldsRoster reports whether c sends node's declarations without their
 // roster (its heartbeat said it holds one).
-func HoldsRoster(c *Controller, node string) bool { return c.holdsRoster(node) }
+func HoldsRoster(c *ControllerConn, node string) bool { return c.holdsRoster(node) }
 
 // NodeBeforeRoster mints node's user as builds before the shared roster
 // did: NodePermissions without the roster value's subjects.

@@ -30,7 +30,7 @@ import (
 // roster is the newest revision of the shared roster value the node read
 // (Node.HeldRoster; absent: none, or an agent older than the shared
 // roster). The controller sends declarations without their roster only to
-// a node that said it holds one (Controller.holdsRoster): an older agent
+// a node that said it holds one (ControllerConn.holdsRoster): an older agent
 // would write an empty hosts file from such a declaration, and a node
 // whose credentials predate the shared roster cannot read it.
 // at is the agent's clock, for the log only: the controller stamps what it
@@ -130,7 +130,7 @@ type HeartbeatSubscription struct {
 	heard, ignored atomic.Uint64
 	log            *slog.Logger
 	fn             func(node string, hb Heartbeat)
-	ctl            *Controller // told which nodes hold a roster
+	ctl            *ControllerConn // told which nodes hold a roster
 	warnedOnce     atomic.Bool
 }
 
@@ -138,7 +138,7 @@ type HeartbeatSubscription struct {
 // with the node its subject names, one at a time (from the connection's
 // goroutine: fn must not block), until Stop or the connection closes. A
 // heartbeat that does not decode or names another node is ignored.
-func (c *Controller) SubscribeHeartbeats(fn func(node string, hb Heartbeat)) (*HeartbeatSubscription, error) {
+func (c *ControllerConn) SubscribeHeartbeats(fn func(node string, hb Heartbeat)) (*HeartbeatSubscription, error) {
 	s := &HeartbeatSubscription{log: c.log, fn: fn, ctl: c}
 	sub, err := c.subscribe(HeartbeatSubjectPrefix+">", s.handle)
 	if err != nil {
@@ -151,7 +151,7 @@ func (c *Controller) SubscribeHeartbeats(fn func(node string, hb Heartbeat)) (*H
 // subscribe subscribes h to subject on the controller's connection and
 // flushes, so that the server has the subscription when it returns; a
 // subscription the flush cannot confirm is undone.
-func (c *Controller) subscribe(subject string, h nats.MsgHandler) (*nats.Subscription, error) {
+func (c *ControllerConn) subscribe(subject string, h nats.MsgHandler) (*nats.Subscription, error) {
 	sub, err := c.nc.Subscribe(subject, h)
 	if err != nil {
 		return nil, err

@@ -64,7 +64,7 @@ var ErrLogsFailed = errors.New("the agent could not read the log")
 // answer until ctx ends or the request's own wait and a margin pass. No
 // agent connected is ErrNoAgent; an agent that could not read the log is
 // its error, wrapping ErrLogsFailed.
-func (c *Controller) Logs(ctx context.Context, node string, req wire.LogRequest) (wire.LogChunk, error) {
+func (c *ControllerConn) Logs(ctx context.Context, node string, req wire.LogRequest) (wire.LogChunk, error) {
 	if err := ValidNode(node); err != nil {
 		return wire.LogChunk{}, err
 	}
@@ -99,7 +99,7 @@ func (c *Controller) Logs(ctx context.Context, node string, req wire.LogRequest)
 }
 
 // Logs asks node's agent for a chunk of a container's log
-// (Controller.Logs): the controller core's LogAsker.
+// (ControllerConn.Logs): the controller core's LogAsker.
 func (p DeclarationPublisher) Logs(ctx context.Context, node string, req wire.LogRequest) (wire.LogChunk, error) {
 	return p.c.Logs(ctx, node, req)
 }

@@ -50,7 +50,7 @@ type dryRunReply struct {
 // declaration naming the roster last put as the shared value travels
 // as a pushed one does (without it, to a node that holds a roster:
 // wireOf); any other carries its roster.
-func (c *Controller) DryRun(ctx context.Context, d declaration.Declaration) (wire.Preview, error) {
+func (c *ControllerConn) DryRun(ctx context.Context, d declaration.Declaration) (wire.Preview, error) {
 	if err := ValidNode(d.Node); err != nil {
 		return wire.Preview{}, err
 	}

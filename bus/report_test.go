@@ -112,7 +112,7 @@ func (r *recorder) none(t *testing.T, d time.Duration) {
 	}
 }
 
-func consume(t *testing.T, ctl *bus.Controller, r *recorder, opts ...bus.ConsumeOption) *bus.Consumer {
+func consume(t *testing.T, ctl *bus.ControllerConn, r *recorder, opts ...bus.ConsumeOption) *bus.Consumer {
 	t.Helper()
 	k, err := ctl.ConsumeReports(context.Background(), r.handle, append([]bus.ConsumeOption{bus.WithRefused(r.refusal)}, opts...)...)
 	if err != nil {
@@ -327,7 +327,7 @@ func TestReportsRefused(t *testing.T) {
 
 // noneOutstanding checks that the reports consumer holds nothing: no
 // message pending, none waiting for an acknowledgement or a redelivery.
-func noneOutstanding(t *testing.T, ctl *bus.Controller) {
+func noneOutstanding(t *testing.T, ctl *bus.ControllerConn) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

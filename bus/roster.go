@@ -102,14 +102,14 @@ func encodeRosterWithin(r declaration.Roster, limit int64) ([]byte, error) {
 // rosterLimit is the largest roster value this connection can put: the
 // server's max_payload less rosterHeadroom, and never above what the
 // bucket takes.
-func (c *Controller) rosterLimit() int64 {
+func (c *ControllerConn) rosterLimit() int64 {
 	return min(c.nc.MaxPayload()-rosterHeadroom, maxPayload-64<<10)
 }
 
 // PutRoster puts r as the mesh's shared roster value (RosterKey) and
 // returns its revision in the bucket. A roster too large for one message
 // of the bus, gzipped, wraps ErrRosterTooLarge naming its size.
-func (c *Controller) PutRoster(ctx context.Context, r declaration.Roster) (uint64, error) {
+func (c *ControllerConn) PutRoster(ctx context.Context, r declaration.Roster) (uint64, error) {
 	b, err := encodeRosterWithin(r, c.rosterLimit())
 	if err != nil {
 		return 0, err
@@ -123,7 +123,7 @@ func (c *Controller) PutRoster(ctx context.Context, r declaration.Roster) (uint6
 
 // Roster returns the shared roster value in the bucket and its revision
 // there, or ErrNoRoster.
-func (c *Controller) Roster(ctx context.Context) (declaration.Roster, uint64, error) {
+func (c *ControllerConn) Roster(ctx context.Context) (declaration.Roster, uint64, error) {
 	return getRoster(ctx, c.kv)
 }
 
@@ -156,7 +156,7 @@ type rosterPut struct {
 // are not the one last put (declaration.RosterOf), and returns for each
 // roster revision put or found the error of its put (nil: put).
 // Declarations naming no revision carry their roster themselves.
-func (c *Controller) ensureRosters(ctx context.Context, ds []declaration.Declaration) map[rosterPut]error {
+func (c *ControllerConn) ensureRosters(ctx context.Context, ds []declaration.Declaration) map[rosterPut]error {
 	c.rosterMu.Lock()
 	defer c.rosterMu.Unlock()
 	out := map[rosterPut]error{}
@@ -244,7 +244,7 @@ func (n *Node) hold(rev uint64) {
 
 // HeldRoster is the newest roster revision the node read (0: none), what
 // its heartbeats carry so that the controller sends it declarations
-// without their roster (Controller.PutDeclaration).
+// without their roster (ControllerConn.PutDeclaration).
 func (n *Node) HeldRoster() uint64 { return n.held.Load() }
 
 // ErrRosterNotPermitted means the node's bus user may not read the shared

@@ -39,7 +39,7 @@ func composedAgainst(node string, n int, r declaration.Roster) declaration.Decla
 
 // heardHolding has node's heartbeat heard by ctl (subscribed) and waits
 // until ctl sends node's declarations without their roster.
-func heardHolding(t *testing.T, ctl *bus.Controller, n *bus.Node) {
+func heardHolding(t *testing.T, ctl *bus.ControllerConn, n *bus.Node) {
 	t.Helper()
 	if err := n.Heartbeat(time.Now(), "test"); err != nil {
 		t.Fatal(err)

@@ -102,7 +102,7 @@ type SecretResolver func(ctx context.Context, want []declaration.Secret) (map[st
 
 // SecretService is the controller's subscription answering secret requests.
 type SecretService struct {
-	c                 *Controller
+	c                 *ControllerConn
 	sub               *nats.Subscription
 	resolve           SecretResolver
 	log               *slog.Logger
@@ -119,7 +119,7 @@ const maxSecretAnswers = 16
 // ServeSecrets answers the agents' secret requests on mesh.secret.> with
 // resolve, for the secrets the node's latest declaration names only, until
 // Stop or the connection closes.
-func (c *Controller) ServeSecrets(resolve SecretResolver) (*SecretService, error) {
+func (c *ControllerConn) ServeSecrets(resolve SecretResolver) (*SecretService, error) {
 	s := &SecretService{c: c, resolve: resolve, log: c.log, slots: make(chan struct{}, maxSecretAnswers)}
 	sub, err := c.subscribe(SecretSubjectPrefix+">", s.handle)
 	if err != nil {

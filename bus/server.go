@@ -266,14 +266,14 @@ var _ server.Logger = (*slogLogger)(nil)
 
 // Controller returns the configuration of a controller in this process: a
 // fresh controller user, and an in-process connection (no socket, no TLS).
-func (s *Server) Controller(logger *slog.Logger) (ControllerConfig, error) {
+func (s *Server) Controller(logger *slog.Logger) (ControllerConnConfig, error) {
 	u, err := s.auth.Issuer().Controller()
 	if err != nil {
-		return ControllerConfig{}, err
+		return ControllerConnConfig{}, err
 	}
 	// nats:// even with TLS: the in-process connection has no socket to
 	// secure (the server offers it TLS without requiring it), and a tls://
 	// URL would make the client insist.
 	url := "nats://" + strings.TrimPrefix(strings.TrimPrefix(s.URL(), "tls://"), "nats://")
-	return ControllerConfig{URLs: []string{url}, User: u, Logger: logger, inProcess: s.ns}, nil
+	return ControllerConnConfig{URLs: []string{url}, User: u, Logger: logger, inProcess: s.ns}, nil
 }

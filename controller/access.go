@@ -20,7 +20,7 @@ import (
 )
 
 // Minter is what the Access calls need of the bus: package bus's issuer
-// and server, wired by package daemon (the controller imports no bus).
+// and server, wired by package controllerd (the controller imports no bus).
 type Minter interface {
 	// Endpoint is what a join token carries: the API's URL and the hex
 	// SHA-256 of its CA certificate's DER ("" for plain HTTP).

@@ -48,14 +48,14 @@ type Config struct {
 
 	Clock    func() time.Time // stamps events; nil: time.Now
 	Interval time.Duration    // between pushes of what changed; 0: DefaultInterval
-	// HoldDefines (mesh up --push-on-define=false) makes a module
+	// DeferDefines (mesh up --push-on-define=false) makes a module
 	// definition wait for an explicit push (Push, PushChanged: mesh push):
 	// defining pushes nothing, and the interval pass pushes nothing (nor
 	// retries a failed push) until the next explicit push, from the start
 	// too (a definition made before a restart still waits). Other commands
 	// push the nodes they touch as ever, the held definition with them.
 	// False (the default): a definition pushes the nodes it changes at once.
-	HoldDefines bool
+	DeferDefines bool
 	// Ticks, when set, replaces the interval's ticker (tests drive it).
 	Ticks <-chan time.Time
 	// Passed, when set, is called after each pass of Run (the first, and
@@ -147,10 +147,10 @@ type Controller struct {
 	started atomic.Pointer[time.Time]
 
 	standby atomic.Bool // see Config.Standby
-	// holding: a definition waits for an explicit push (Config.HoldDefines).
-	holdDefines bool
-	holding     atomic.Bool
-	lead        chan struct{} // Lead's wake-up of Run (buffered 1)
+	// deferring: a definition waits for an explicit push (Config.DeferDefines).
+	deferDefines bool
+	deferring    atomic.Bool
+	lead         chan struct{} // Lead's wake-up of Run (buffered 1)
 
 	cmdMu sync.Mutex
 
@@ -188,8 +188,8 @@ func New(cfg Config) (*Controller, error) {
 		live: newLiveness(cfg.SilentAfter), liveTicks: cfg.LivenessTicks, secretKey: cfg.SecretKey,
 	}
 	c.standby.Store(cfg.Standby)
-	c.holdDefines = cfg.HoldDefines
-	c.holding.Store(cfg.HoldDefines)
+	c.deferDefines = cfg.DeferDefines
+	c.deferring.Store(cfg.DeferDefines)
 	if c.reg == nil {
 		c.reg = events.NewRegistry()
 	}
@@ -344,7 +344,7 @@ func (c *Controller) pass(ctx context.Context) {
 	if c.passed != nil {
 		defer c.passed()
 	}
-	if c.pub == nil || c.standby.Load() || c.holding.Load() {
+	if c.pub == nil || c.standby.Load() || c.deferring.Load() {
 		return
 	}
 	err := safego.Call("controller.pass", c.log, func() error {

@@ -20,7 +20,7 @@ func TestHoldDefines(t *testing.T) {
 			ctx, cancel := contextWithCancel(t)
 			h.ctx = ctx
 			var err error
-			h.ctrl, err = controller.New(controller.Config{Store: h.store, Publisher: h.bus, Ticks: h.ticks, HoldDefines: hold})
+			h.ctrl, err = controller.New(controller.Config{Store: h.store, Publisher: h.bus, Ticks: h.ticks, DeferDefines: hold})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,7 +14,7 @@ import (
 
 	"meshplane/api"
 	"meshplane/controller"
-	"meshplane/daemon"
+	"meshplane/controllerd"
 	"meshplane/events"
 	"meshplane/events/boltstore"
 	"meshplane/projections"
@@ -81,7 +81,7 @@ func BenchmarkRestartQuietDays(b *testing.B) {
 	head = h.events()
 	b.ReportMetric(float64(head)/1e6, "history-Mevents")
 
-	ckdir := filepath.Join(dir, daemon.CheckpointDir) // so mesh up --data DIR resumes from them
+	ckdir := filepath.Join(dir, controllerd.CheckpointDir) // so mesh up --data DIR resumes from them
 	keeper := func() *projections.Keeper {
 		return projections.NewKeeper(projections.DirCheckpoints(ckdir), projections.KeepPolicy{}, func(n string) { b.Log("checkpoints: " + n) })
 	}

@@ -50,8 +50,8 @@ func (c *Controller) execute(ctx context.Context, operator string, cs ...command
 	if err := c.syncTo(ctx, last); err != nil {
 		return res, err
 	}
-	if c.holdDefines && onlyDefines(cs) {
-		c.holding.Store(true) // it waits for mesh push (Config.HoldDefines)
+	if c.deferDefines && onlyDefines(cs) {
+		c.deferring.Store(true) // it waits for mesh push (Config.DeferDefines)
 		return res, nil
 	}
 	if nodes := touched(cs); c.pub != nil && (nodes == nil || len(nodes) > 0) {
@@ -194,7 +194,7 @@ func (c *Controller) Push(ctx context.Context, req api.PushRequest) (api.PushRes
 		nodes = []string{req.Node}
 	}
 	if req.Node == "" {
-		c.holding.Store(false) // a held definition is pushed now
+		c.deferring.Store(false) // a deferred definition is pushed now
 	}
 	rs, err := c.pushNodes(ctx, nodes, true)
 	if err != nil {
@@ -217,7 +217,7 @@ func (c *Controller) PushChanged(ctx context.Context) ([]api.PushResult, error) 
 	if c.pub == nil {
 		return nil, errors.New("controller: push: no bus is attached (run 'mesh up', or point the CLI at the controller)")
 	}
-	c.holding.Store(false) // a held definition is pushed now
+	c.deferring.Store(false) // a deferred definition is pushed now
 	return c.pushNodes(ctx, nil, false)
 }
 

@@ -12,7 +12,7 @@
 // (Converge: push every node, wait until each node's report is recorded).
 //
 // Two functions put them together: Up is `mesh up` (the set-up on the
-// store named, then the controller, package daemon, and the agents; with
+// store named, then the controller, package controllerd, and the agents; with
 // Once one pass and a stop), Passes is `mesh up --passes N` (the set-up on
 // the bolt store and N passes over nodes simulated in this process,
 // package sim). cmd/mesh reads the files the flags name, fills their

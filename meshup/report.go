@@ -12,7 +12,7 @@ import (
 
 	"meshplane/api"
 	"meshplane/api/httpapi"
-	"meshplane/daemon"
+	"meshplane/controllerd"
 	"meshplane/projections"
 	"meshplane/render"
 )
@@ -100,9 +100,9 @@ func sayNode(w io.Writer, s api.NodeStatus) {
 
 // SayReady is said once the controller serves: where its API is, and,
 // unless once, how to point the CLI at it. Addresses are ones a client
-// dials (daemon.Ready): loopback for the API when it listens on every
+// dials (controllerd.Ready): loopback for the API when it listens on every
 // address, and the bus as DATA/bus-urls names it.
-func SayReady(w io.Writer, data string, r daemon.Ready, once bool) {
+func SayReady(w io.Writer, data string, r controllerd.Ready, once bool) {
 	tokenFile := filepath.Join(data, httpapi.TokenFile)
 	busURLs := r.AgentBusURLs
 	if len(busURLs) == 0 {

@@ -16,7 +16,7 @@ import (
 	"meshplane/api/httpapi"
 	"meshplane/commands"
 	"meshplane/controller"
-	"meshplane/daemon"
+	"meshplane/controllerd"
 	"meshplane/events"
 	"meshplane/events/boltstore"
 	"meshplane/events/storeurl"
@@ -33,10 +33,10 @@ const OnceTimeout = 60 * time.Second
 
 // UpConfig is what Up runs: `mesh up` as the controller.
 type UpConfig struct {
-	// Controller is the controller's configuration (daemon.Run); its Data
+	// Controller is the controller's configuration (controllerd.Run); its Data
 	// is up's data directory, its Store the store set up. Up sets its
 	// Logger and Ready.
-	Controller daemon.Config
+	Controller controllerd.Config
 	// SetUp says to set up File and Modules on the store before the
 	// controller opens it, and to start File's agents.
 	SetUp   bool
@@ -59,7 +59,7 @@ type UpConfig struct {
 	TLSCA string
 	// Ready is called once the controller serves and DATA/bus-urls names
 	// its bus, before the agents start; its error stops up.
-	Ready func(daemon.Ready) error
+	Ready func(controllerd.Ready) error
 	// Out is told what is done (builds, set-up, runtimes, agents); Log
 	// gets the controller's log, but under Once DATA/controller.log does.
 	Out, Log io.Writer
@@ -78,7 +78,7 @@ type UpResult struct {
 	Missing   []string
 }
 
-// Up runs `mesh up` as the controller (daemon.Run) until ctx ends, or
+// Up runs `mesh up` as the controller (controllerd.Run) until ctx ends, or
 // under Once for one pass. With SetUp it first sets up what File and
 // Modules name, on the store before the controller opens it: one
 // ExecuteAll (Execute), so a refused command writes none and work already
@@ -131,15 +131,15 @@ func Up(ctx context.Context, cfg UpConfig) (UpResult, error) {
 		defer f.Close()
 		ccfg.Logger = slog.New(slog.NewTextHandler(f, nil))
 	}
-	ready := make(chan daemon.Ready, 1)
-	ccfg.Ready = func(r daemon.Ready) { ready <- r }
+	ready := make(chan controllerd.Ready, 1)
+	ccfg.Ready = func(r controllerd.Ready) { ready <- r }
 	ctlCtx, stopCtl := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopCtl()
 	done := make(chan error, 1)
 	go func() {
-		done <- safego.Call("up.controller", ccfg.Logger, func() error { return daemon.Run(ctlCtx, ccfg) })
+		done <- safego.Call("up.controller", ccfg.Logger, func() error { return controllerd.Run(ctlCtx, ccfg) })
 	}()
-	var r daemon.Ready
+	var r controllerd.Ready
 	select {
 	case r = <-ready:
 	case err := <-done:
@@ -148,7 +148,7 @@ func Up(ctx context.Context, cfg UpConfig) (UpResult, error) {
 		stopCtl()
 		return res, <-done
 	}
-	if err := daemon.WriteBusURLs(data, r.AgentBusURLs); err != nil {
+	if err := controllerd.WriteBusURLs(data, r.AgentBusURLs); err != nil {
 		stopCtl()
 		return res, errors.Join(err, <-done)
 	}
@@ -168,7 +168,7 @@ func Up(ctx context.Context, cfg UpConfig) (UpResult, error) {
 	agents, err := StartAgents(AgentsConfig{
 		Data: data, DataID: res.DataID, File: mf, Runtimes: res.Runtimes,
 		StoreNode: storeNode, StoreAt: storeAt, Out: cfg.Out,
-		Register: func(node, creds string) error { return daemon.RegisterCreds(data, node, creds, r.BusURLs, nil) },
+		Register: func(node, creds string) error { return controllerd.RegisterCreds(data, node, creds, r.BusURLs, nil) },
 	})
 	stop := func() error {
 		aerr := agents.Stop()
@@ -205,7 +205,7 @@ func setUpStore(ctx context.Context, cfg UpConfig, cs []commands.Command) error 
 	}
 	store, err := storeurl.Open(ctx, cfg.Controller.Store, storeurl.Options{Data: cfg.Controller.Data, Create: true})
 	if errors.Is(err, boltstore.ErrLocked) {
-		return fmt.Errorf("set-up: %w: %w", daemon.ErrStoreHeld, err)
+		return fmt.Errorf("set-up: %w: %w", controllerd.ErrStoreHeld, err)
 	} else if err != nil {
 		return err
 	}
@@ -228,7 +228,7 @@ func setUpStore(ctx context.Context, cfg UpConfig, cs []commands.Command) error 
 // onePass is Once: push every node of mf through the controller's API and
 // wait until each node's report of the declaration pushed is recorded, or
 // OnceTimeout (Converge); res gets the outcome.
-func onePass(ctx context.Context, cfg UpConfig, r daemon.Ready, mf File, res *UpResult) error {
+func onePass(ctx context.Context, cfg UpConfig, r controllerd.Ready, mf File, res *UpResult) error {
 	var opts []httpapi.ClientOption
 	if cfg.TLSCA != "" {
 		pem, err := os.ReadFile(cfg.TLSCA)

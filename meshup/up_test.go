@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"meshplane/commands"
-	"meshplane/daemon"
+	"meshplane/controllerd"
 	"meshplane/events/storeurl"
 	"meshplane/internal/freeport"
 )
@@ -67,7 +67,7 @@ func TestUpSetUpRefused(t *testing.T) {
 	mf, defs := exampleSetUp(t)
 	data := filepath.Join(t.TempDir(), "data")
 	_, err := Up(context.Background(), UpConfig{
-		Controller: daemon.Config{Data: data}, SetUp: true, File: mf, Modules: defs,
+		Controller: controllerd.Config{Data: data}, SetUp: true, File: mf, Modules: defs,
 		Check: func(context.Context, []commands.Command) error {
 			return &commands.Rejection{Code: "invalid", Msg: "no"}
 		},
@@ -83,7 +83,7 @@ func TestUpSetUpRefused(t *testing.T) {
 }
 
 // TestUpStoreHeld: a set-up on a bolt store another process holds fails
-// with daemon.ErrStoreHeld, before any controller starts.
+// with controllerd.ErrStoreHeld, before any controller starts.
 func TestUpStoreHeld(t *testing.T) {
 	mf, defs := exampleSetUp(t)
 	data := t.TempDir()
@@ -93,10 +93,10 @@ func TestUpStoreHeld(t *testing.T) {
 	}
 	defer held.Close()
 	_, err = Up(context.Background(), UpConfig{
-		Controller: daemon.Config{Data: data}, SetUp: true, File: mf, Modules: defs,
+		Controller: controllerd.Config{Data: data}, SetUp: true, File: mf, Modules: defs,
 		Clock: func() time.Time { return time.Now().UTC() }, Actor: "alice", Out: io.Discard, Log: io.Discard,
 	})
-	if !errors.Is(err, daemon.ErrStoreHeld) {
-		t.Fatalf("%v, want daemon.ErrStoreHeld", err)
+	if !errors.Is(err, controllerd.ErrStoreHeld) {
+		t.Fatalf("%v, want controllerd.ErrStoreHeld", err)
 	}
 }

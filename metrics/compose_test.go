@@ -48,7 +48,7 @@ func TestComposeAxis(t *testing.T) {
 	if _, _, err := mesh.Pass(ctx, "opx"); err != nil { // the compose fails; the agent applies its older declaration
 		t.Fatal(err)
 	}
-	m := metrics.NewController(func() time.Time { return sim.Epoch })
+	m := metrics.NewControllerMetrics(func() time.Time { return sim.Epoch })
 	check := func(want string) {
 		t.Helper()
 		if err := mesh.CatchUp(ctx); err != nil {

@@ -41,9 +41,9 @@ type Watched interface {
 	Views() *projections.Set
 }
 
-// Controller is the controller's metrics, on a registry of its own.
+// ControllerMetrics is the controller's metrics, on a registry of its own.
 // It is safe for concurrent use.
-type Controller struct {
+type ControllerMetrics struct {
 	reg   *prometheus.Registry
 	clock func() time.Time
 
@@ -67,14 +67,14 @@ type Controller struct {
 	buildOnce sync.Once
 }
 
-// NewController returns the controller's metrics, with the Go runtime and
+// NewControllerMetrics returns the controller's metrics, with the Go runtime and
 // process collectors registered beside them. clock is what the lag in
 // seconds is measured against (nil: time.Now).
-func NewController(clock func() time.Time) *Controller {
+func NewControllerMetrics(clock func() time.Time) *ControllerMetrics {
 	if clock == nil {
 		clock = time.Now
 	}
-	m := &Controller{
+	m := &ControllerMetrics{
 		reg:   prometheus.NewRegistry(),
 		clock: clock,
 		appended: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -153,7 +153,7 @@ const ReasonOther = "other"
 // report door: the bus consumer's wiring calls it, for every refusal,
 // including a node's that is not registered and so has no report.refused
 // event to count from).
-func (m *Controller) ReportRefused(reason string) {
+func (m *ControllerMetrics) ReportRefused(reason string) {
 	if !slices.Contains(events.RefusedReasons(), reason) {
 		reason = ReasonOther
 	}
@@ -161,7 +161,7 @@ func (m *Controller) ReportRefused(reason string) {
 }
 
 // ReportsDeferred counts n reports deferred by the per-node rate limit.
-func (m *Controller) ReportsDeferred(n uint64) { add(m.deferred, n) }
+func (m *ControllerMetrics) ReportsDeferred(n uint64) { add(m.deferred, n) }
 
 // add adds n to c if it is positive: a counter never decreases, and a
 // Prometheus counter panics if told to. Every count of a value that came
@@ -173,12 +173,12 @@ func add[N int | uint64](c prometheus.Counter, n N) {
 }
 
 // Registry is the registry every metric of m is on.
-func (m *Controller) Registry() *prometheus.Registry { return m.reg }
+func (m *ControllerMetrics) Registry() *prometheus.Registry { return m.reg }
 
 // Watch makes the scrape-time gauges read w's projections and store (the
 // store's head, and the first event not yet folded). Before Watch they are
 // not reported.
-func (m *Controller) Watch(w Watched, store events.Store) {
+func (m *ControllerMetrics) Watch(w Watched, store events.Store) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.watched, m.store = w, store
@@ -187,12 +187,12 @@ func (m *Controller) Watch(w Watched, store events.Store) {
 // Store returns s with every Append timed and its failures counted. The
 // events it appends are counted by Run, from the stream, so an append that
 // was a no-op (every id stored already) counts nothing.
-func (m *Controller) Store(s events.Store) events.Store { return &timedStore{Store: s, m: m} }
+func (m *ControllerMetrics) Store(s events.Store) events.Store { return &timedStore{Store: s, m: m} }
 
 // timedStore is the metrics decorator of an events.Store.
 type timedStore struct {
 	events.Store
-	m *Controller
+	m *ControllerMetrics
 }
 
 var _ events.Store = (*timedStore)(nil)
@@ -211,7 +211,7 @@ func (s *timedStore) Append(ctx context.Context, stream string, expected events.
 // Run follows store from its head as it is now, counting each event
 // appended after it (by type, and pushes and apply outcomes from their
 // payloads), until ctx ends (nil) or the store fails.
-func (m *Controller) Run(ctx context.Context, store events.Store, reg *events.Registry) error {
+func (m *ControllerMetrics) Run(ctx context.Context, store events.Store, reg *events.Registry) error {
 	head, err := store.Head(ctx)
 	if err != nil {
 		return fmt.Errorf("metrics: head: %w", err)
@@ -220,7 +220,7 @@ func (m *Controller) Run(ctx context.Context, store events.Store, reg *events.Re
 }
 
 // Follow is Run counting the events after position after.
-func (m *Controller) Follow(ctx context.Context, store events.Store, reg *events.Registry, after uint64) error {
+func (m *ControllerMetrics) Follow(ctx context.Context, store events.Store, reg *events.Registry, after uint64) error {
 	cp := projections.NewMemCheckpoints()
 	if err := cp.Save(ctx, foldName, after); err != nil {
 		return err
@@ -237,7 +237,7 @@ const foldName = "metrics"
 
 // fold is the projection that counts: it keeps no state of its own but the
 // counters.
-type fold Controller
+type fold ControllerMetrics
 
 var _ projections.Projection = (*fold)(nil)
 
@@ -277,7 +277,7 @@ func Outcomes(a events.ApplyReported) map[string]int {
 }
 
 // gauges is the collector of the scrape-time gauges.
-type gauges Controller
+type gauges ControllerMetrics
 
 func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{g.lagEvents, g.lagSeconds, g.position, g.holds, g.churning, g.composeFailed, g.pending, g.chainHead, g.container, g.restarts} {

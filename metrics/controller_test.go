@@ -98,7 +98,7 @@ func TestControllerAfterPasses(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	now := sim.Epoch.Add(24 * time.Hour)
-	m := metrics.NewController(func() time.Time { return now })
+	m := metrics.NewControllerMetrics(func() time.Time { return now })
 	store := memstore.New()
 	defer store.Close()
 	ts := m.Store(store)
@@ -200,7 +200,7 @@ meshplane_projection_lag_seconds %d
 }
 
 func TestHandlerToken(t *testing.T) {
-	m := metrics.NewController(nil)
+	m := metrics.NewControllerMetrics(nil)
 	srv := httptest.NewServer(metrics.Handler(m.Registry(), "s3cret"))
 	defer srv.Close()
 	for _, tc := range []struct {
@@ -250,7 +250,7 @@ var smallWorkload = sim.Workload{
 func TestControllerNeverPanicsOnOutsideValues(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	m := metrics.NewController(nil)
+	m := metrics.NewControllerMetrics(nil)
 	store := memstore.New()
 	defer store.Close()
 	followed := make(chan error, 1)

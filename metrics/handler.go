@@ -44,7 +44,7 @@ func Handler(reg *prometheus.Registry, token string) http.Handler {
 // (httpapi.Gate.Require), so that a scrape takes every token the API takes
 // (the bootstrap token, a live per-operator one) and none it refuses. A
 // nil guard refuses every scrape.
-func Mount(h http.Handler, m *Controller, guard func(http.Handler) http.Handler) http.Handler {
+func Mount(h http.Handler, m *ControllerMetrics, guard func(http.Handler) http.Handler) http.Handler {
 	var served http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="meshplane"`)
 		http.Error(w, "no token is accepted here", http.StatusUnauthorized)

@@ -37,7 +37,7 @@ type Seen interface {
 }
 
 // nodeGauges is the collector of the per-node gauges.
-type nodeGauges Controller
+type nodeGauges ControllerMetrics
 
 func (g *nodeGauges) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{g.health, g.lastApply, g.lastSeen, g.unreachable} {
@@ -93,7 +93,7 @@ func (g *nodeGauges) Collect(ch chan<- prometheus.Metric) {
 
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
-func nodeDescs(m *Controller) {
+func nodeDescs(m *ControllerMetrics) {
 	m.health = prometheus.NewDesc(namespace+"_node_health",
 		"1 for the node's health now (churning, failing, waiting-on-take, converged), 0 for each other state.", []string{"node", "health"}, nil)
 	m.lastApply = prometheus.NewDesc(namespace+"_node_last_apply_timestamp_seconds",
@@ -121,6 +121,6 @@ func buildInfo(version string) prometheus.Collector {
 
 // SetVersion reports version in meshplane_build_info (once; "" is the
 // build's own, buildinfo.Version).
-func (m *Controller) SetVersion(version string) {
+func (m *ControllerMetrics) SetVersion(version string) {
 	m.buildOnce.Do(func() { m.reg.MustRegister(buildInfo(version)) })
 }

@@ -37,7 +37,7 @@ func (w seenWatched) LastSeen(node string) (time.Time, bool, bool) {
 // never heard has no last seen); and build_info names the version and Go's.
 func TestNodeGauges(t *testing.T) {
 	ctx := context.Background()
-	m := metrics.NewController(nil)
+	m := metrics.NewControllerMetrics(nil)
 	m.SetVersion("v0.20.0-test")
 	store := memstore.New()
 	defer store.Close()

@@ -45,7 +45,7 @@ func TestPanicsCounted(t *testing.T) {
 	for range 3 {
 		_ = safego.Call("metrics.test.panicky", quiet, func() error { panic("counter cannot decrease in value") })
 	}
-	ctl := scrape(t, metrics.NewController(nil).Registry())
+	ctl := scrape(t, metrics.NewControllerMetrics(nil).Registry())
 	ag := scrape(t, metrics.NewAgent("n1", emptyOutbox{}).Registry())
 	for _, want := range []string{
 		`meshplane_panics_total{where="metrics.test.panicky"} 3`,
@@ -79,7 +79,7 @@ func (emptyOutbox) Pending() ([]agent.Report, error) { return nil, nil }
 func TestFollowerOutlivesABadReport(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	m := metrics.NewController(nil)
+	m := metrics.NewControllerMetrics(nil)
 	store := memstore.New()
 	defer store.Close()
 	followed := make(chan error, 1)

@@ -9,7 +9,7 @@ import (
 	"meshplane/api"
 	"meshplane/bus"
 	"meshplane/commands"
-	"meshplane/daemon"
+	"meshplane/controllerd"
 	"meshplane/internal/usage"
 )
 
@@ -36,11 +36,11 @@ func (s *Session) WriteNodeCreds(ctx context.Context, data, operator, node, file
 	}
 	if len(urls) == 0 {
 		var err error
-		if urls, err = daemon.ReadBusURLs(data); err != nil {
+		if urls, err = controllerd.ReadBusURLs(data); err != nil {
 			return err
 		}
 	}
-	pub, err := daemon.MintCreds(data, node, file, urls, nil)
+	pub, err := controllerd.MintCreds(data, node, file, urls, nil)
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func CheckMintable(t Target, node string) error {
 	if t.Server != "" {
 		return nil
 	}
-	if _, err := bus.OpenAuthority(filepath.Join(t.Data, daemon.BusDir)); err != nil {
+	if _, err := bus.OpenAuthority(filepath.Join(t.Data, controllerd.BusDir)); err != nil {
 		return fmt.Errorf("%w; on another machine than the controller's, use --server URL (or 'mesh node join-token %s')", err, node)
 	}
 	return nil

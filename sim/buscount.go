@@ -37,7 +37,7 @@ func (m *Mesh) BusCounted() BusCount {
 // any shared value a put of the Publisher hands to every node, such as a
 // roster), when counting: its bytes as the real bus puts them to a node
 // that holds a roster, as every simulated node does (the JSON gzipped:
-// bus.EncodeRoster, bus.Controller's encodeFor).
+// bus.EncodeRoster, bus.ControllerConn's encodeFor).
 func (m *Mesh) countPut(v any) {
 	if !m.bus.on.Load() {
 		return

@@ -299,7 +299,7 @@ func (m *Mesh) PushChanged(ctx context.Context) error {
 }
 
 // PutDeclaration is the simulated bus to d's node (controller.Publisher),
-// as the real bus carries it (bus.Controller.PutDeclaration): the roster d
+// as the real bus carries it (bus.ControllerConn.PutDeclaration): the roster d
 // names is put first as the one shared roster value, once a revision, then
 // d travels without it (Wire). The latest declaration delivered is what
 // the node applies next, filled from the roster it holds.

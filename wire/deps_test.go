@@ -11,7 +11,7 @@ import (
 // none of its packages links the agent, directly or not.
 func TestControllerSideLinksNoAgent(t *testing.T) {
 	side := []string{
-		"meshplane/controller", "meshplane/daemon", "meshplane/api", "meshplane/bus",
+		"meshplane/controller", "meshplane/controllerd", "meshplane/api", "meshplane/bus",
 		"meshplane/metrics", "meshplane/projections",
 	}
 	for _, p := range side {

@@ -1,7 +1,7 @@
 package agentd
 
 // The agent's two servers: the artifact store (--artifact-store) and its
-// metrics (--metrics; the controller's are in package daemon).
+// metrics (--metrics; the controller's are in package controllerd).
 
 import (
 	"context"

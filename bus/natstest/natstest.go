@@ -40,7 +40,7 @@ func Stop(t testing.TB, s *bus.Server) {
 }
 
 // Controller dials s as the controller, closed when the test ends.
-func Controller(t testing.TB, s *bus.Server) *bus.Controller {
+func Controller(t testing.TB, s *bus.Server) *bus.ControllerConn {
 	t.Helper()
 	cfg, err := s.Controller(nil)
 	if err != nil {

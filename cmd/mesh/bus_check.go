@@ -9,22 +9,22 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/bus"
-	"meshplane/daemon"
+	"meshplane/controllerd"
 	"meshplane/internal/flagcheck"
 )
 
 func (e *env) busCheckCmd() *cobra.Command {
-	var c daemon.BusCheck
+	var c controllerd.BusCheck
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "check the bus as meshplane needs it: server version, account limits, bucket and stream, node permissions",
-		Long:  daemon.BusCheckHelp,
+		Long:  controllerd.BusCheckHelp,
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c.Data, _ = cmd.Flags().GetString(flagData)
 			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 			defer cancel()
-			results, err := daemon.CheckBus(ctx, c)
+			results, err := controllerd.CheckBus(ctx, c)
 			for _, r := range results {
 				fmt.Fprintln(e.stdout, r.Line())
 			}

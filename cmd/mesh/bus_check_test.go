@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"meshplane/bus"
-	"meshplane/daemon"
+	"meshplane/controllerd"
 )
 
 // busCheckVaries is what changes from run to run in mesh bus check's
@@ -32,7 +32,7 @@ func TestBusCheck(t *testing.T) {
 	}
 	golden(t, "bus-check", busCheckVaries.ReplaceAllString(out, "VERSION (at least"), dir)
 
-	auth, err := bus.OpenAuthority(filepath.Join(dir, daemon.BusDir))
+	auth, err := bus.OpenAuthority(filepath.Join(dir, controllerd.BusDir))
 	if err != nil {
 		t.Fatal(err)
 	}

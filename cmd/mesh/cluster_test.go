@@ -14,7 +14,7 @@ import (
 	"meshplane/api"
 	"meshplane/bus"
 	"meshplane/controller"
-	"meshplane/daemon"
+	"meshplane/controllerd"
 	"meshplane/events"
 	"meshplane/events/pgstore"
 	"meshplane/internal/freeport"
@@ -135,7 +135,7 @@ func TestClusterFailover(t *testing.T) {
 	// when it started serving: its own and at least one peer (a majority
 	// was routed: its JetStream had a leader).
 	for _, c := range ctls {
-		urls, err := daemon.ReadBusURLs(c.data)
+		urls, err := controllerd.ReadBusURLs(c.data)
 		if err != nil || len(urls) < 2 || urls[0] != c.bus {
 			t.Errorf("%s/bus-urls: %v, %v; want its own bus %s first and a peer's", c.data, urls, err, c.bus)
 		}

@@ -13,13 +13,13 @@ import (
 	"meshplane/agent/agentd"
 	"meshplane/api"
 	"meshplane/bus"
-	"meshplane/daemon"
+	"meshplane/controllerd"
 	"meshplane/declaration"
 )
 
 // BenchmarkPushToRecorded measures a push to every node until every node's
 // report of it is recorded, through the whole system in one process: the
-// controller (daemon.Run: bolt store, embedded NATS, HTTP API) and one
+// controller (controllerd.Run: bolt store, embedded NATS, HTTP API) and one
 // agent per node (agentd.Run: its own NATS connection and watch, the
 // simulated runtime, its outbox on disk). Each iteration is one forced push
 // of every node (POST /v1/push); per node, the time from the push request
@@ -129,7 +129,7 @@ func (r *recordings) latencies() (fromPush, fromPut []time.Duration) {
 
 func benchPushToRecorded(b *testing.B, n int, memOutbox bool) {
 	rec := &recordings{}
-	d := startDaemon(b, b.TempDir(), "", func(c *daemon.Config) {
+	d := startDaemon(b, b.TempDir(), "", func(c *controllerd.Config) {
 		c.Recorded, c.Pushed = rec.recorded, rec.pushed
 	})
 	nodes := make([]string, n)
@@ -147,7 +147,7 @@ func benchPushToRecorded(b *testing.B, n int, memOutbox bool) {
 	credsDir := b.TempDir()
 	for _, node := range nodes {
 		path := filepath.Join(credsDir, node+".creds")
-		if err := daemon.RegisterCreds(d.cfg.Data, node, path, d.ready.BusURLs, nil); err != nil {
+		if err := controllerd.RegisterCreds(d.cfg.Data, node, path, d.ready.BusURLs, nil); err != nil {
 			b.Fatal(err)
 		}
 		startNode(b, path, b.TempDir(), func(c *agentd.Config) {

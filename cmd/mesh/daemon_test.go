@@ -25,7 +25,7 @@ import (
 	"meshplane/api/httpapi"
 	"meshplane/bus"
 	"meshplane/controller"
-	"meshplane/daemon"
+	"meshplane/controllerd"
 	"meshplane/events"
 	"meshplane/events/boltstore"
 	"meshplane/events/storeurl"
@@ -34,7 +34,7 @@ import (
 	"meshplane/projections"
 )
 
-// These tests run the controller and agents as daemon.Run and agentd.Run
+// These tests run the controller and agents as controllerd.Run and agentd.Run
 // in goroutines of the test process: a real embedded NATS server on a free
 // port, a real bolt store, the real HTTP API. MESH_TEST_LOG=1 shows their
 // logs.
@@ -46,38 +46,38 @@ func daemonLogger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// testDaemon is one daemon.Run in a goroutine.
+// testDaemon is one controllerd.Run in a goroutine.
 type testDaemon struct {
-	cfg    daemon.Config
-	ready  daemon.Ready
+	cfg    controllerd.Config
+	ready  controllerd.Ready
 	client *httpapi.Client
 	cancel context.CancelFunc
 	done   chan error
 }
 
 // startDaemon runs a controller on data; busListen "" picks a free port.
-func startDaemon(t testing.TB, data, busListen string, edit ...func(*daemon.Config)) *testDaemon {
+func startDaemon(t testing.TB, data, busListen string, edit ...func(*controllerd.Config)) *testDaemon {
 	t.Helper()
 	if busListen == "" {
 		busListen = "127.0.0.1:0"
 	}
-	readyc := make(chan daemon.Ready, 1)
-	cfg := daemon.Config{
+	readyc := make(chan controllerd.Ready, 1)
+	cfg := controllerd.Config{
 		Data: data, Listen: "127.0.0.1:0", BusListen: busListen, Interval: time.Hour,
-		Logger: daemonLogger(), Ready: func(r daemon.Ready) { readyc <- r },
+		Logger: daemonLogger(), Ready: func(r controllerd.Ready) { readyc <- r },
 	}
 	for _, e := range edit {
 		e(&cfg)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &testDaemon{cfg: cfg, cancel: cancel, done: make(chan error, 1)}
-	go func() { d.done <- daemon.Run(ctx, cfg) }()
+	go func() { d.done <- controllerd.Run(ctx, cfg) }()
 	t.Cleanup(func() { d.stop(t) })
 	select {
 	case d.ready = <-readyc:
 	case err := <-d.done:
 		d.done <- err
-		t.Fatalf("daemon.Run: %v", err)
+		t.Fatalf("controllerd.Run: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("the controller did not serve within 30s")
 	}
@@ -96,7 +96,7 @@ func (d *testDaemon) stop(t testing.TB) {
 	select {
 	case err, ok := <-d.done:
 		if ok && err != nil {
-			t.Errorf("daemon.Run: %v", err)
+			t.Errorf("controllerd.Run: %v", err)
 		}
 		if ok {
 			close(d.done)
@@ -114,7 +114,7 @@ func (d *testDaemon) stop(t testing.TB) {
 func (d *testDaemon) creds(t testing.TB, node string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), node+".creds")
-	if err := daemon.RegisterCreds(d.cfg.Data, node, path, d.ready.BusURLs, nil); err != nil {
+	if err := controllerd.RegisterCreds(d.cfg.Data, node, path, d.ready.BusURLs, nil); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -442,7 +442,7 @@ func TestDaemonAPIToken(t *testing.T) {
 	checkStoreStill(t, ctx, d.client, before)
 }
 
-// TestDaemonRefusesToStart: what daemon.Run and agentd.Run refuse before
+// TestDaemonRefusesToStart: what controllerd.Run and agentd.Run refuse before
 // serving.
 func TestDaemonRefusesToStart(t *testing.T) {
 	ctx := context.Background()
@@ -452,11 +452,11 @@ func TestDaemonRefusesToStart(t *testing.T) {
 		want string
 	}{
 		{"API beyond loopback without TLS", func() error {
-			return daemon.Run(ctx, daemon.Config{Data: t.TempDir(), Listen: "0.0.0.0:0", Logger: daemonLogger()})
+			return controllerd.Run(ctx, controllerd.Config{Data: t.TempDir(), Listen: "0.0.0.0:0", Logger: daemonLogger()})
 		}, "TLS"},
-		{"no data directory", func() error { return daemon.Run(ctx, daemon.Config{}) }, "no data directory"},
+		{"no data directory", func() error { return controllerd.Run(ctx, controllerd.Config{}) }, "no data directory"},
 		{"--nats without creds", func() error {
-			return daemon.Run(ctx, daemon.Config{Data: t.TempDir(), Listen: "127.0.0.1:0", NATS: []string{"nats://127.0.0.1:1"}, Logger: daemonLogger()})
+			return controllerd.Run(ctx, controllerd.Config{Data: t.TempDir(), Listen: "127.0.0.1:0", NATS: []string{"nats://127.0.0.1:1"}, Logger: daemonLogger()})
 		}, "--nats-creds"},
 		{"docker runtime under a relative root", func() error {
 			d := startDaemon(t, t.TempDir(), "")
@@ -491,9 +491,9 @@ func TestDaemonRefusesToStart(t *testing.T) {
 	t.Run("a second controller on the same data", func(t *testing.T) {
 		data := t.TempDir()
 		startDaemon(t, data, "")
-		err := daemon.Run(ctx, daemon.Config{Data: data, Listen: "127.0.0.1:0", BusListen: "127.0.0.1:0", Logger: daemonLogger()})
-		if !errors.Is(err, daemon.ErrStoreHeld) {
-			t.Fatalf("%v, want daemon.ErrStoreHeld", err)
+		err := controllerd.Run(ctx, controllerd.Config{Data: data, Listen: "127.0.0.1:0", BusListen: "127.0.0.1:0", Logger: daemonLogger()})
+		if !errors.Is(err, controllerd.ErrStoreHeld) {
+			t.Fatalf("%v, want controllerd.ErrStoreHeld", err)
 		}
 	})
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"meshplane/api/httpapi"
-	"meshplane/daemon"
+	"meshplane/controllerd"
 	"meshplane/internal/testtls"
 )
 
@@ -18,7 +18,7 @@ import (
 func TestDaemonTLS(t *testing.T) {
 	p := testtls.New(t)
 	ca, cert, key := p.CAPEM, p.CertFile, p.KeyFile
-	d := startDaemon(t, t.TempDir(), "", func(c *daemon.Config) { c.TLSCert, c.TLSKey = cert, key })
+	d := startDaemon(t, t.TempDir(), "", func(c *controllerd.Config) { c.TLSCert, c.TLSKey = cert, key })
 	if !strings.HasPrefix(d.ready.APIURL, "https://") || !strings.HasPrefix(d.ready.BusURLs[0], "tls://") {
 		t.Fatalf("API at %s, bus at %v: want https and tls", d.ready.APIURL, d.ready.BusURLs)
 	}
@@ -34,7 +34,7 @@ func TestDaemonTLS(t *testing.T) {
 	}
 	daemonSetUp(t, c, []string{"n1"})
 	creds := filepath.Join(t.TempDir(), "n1.creds")
-	if err := daemon.RegisterCreds(d.cfg.Data, "n1", creds, d.ready.BusURLs, ca); err != nil {
+	if err := controllerd.RegisterCreds(d.cfg.Data, "n1", creds, d.ready.BusURLs, ca); err != nil {
 		t.Fatal(err)
 	}
 	n1 := startNode(t, creds, t.TempDir())

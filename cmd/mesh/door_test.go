@@ -21,7 +21,7 @@ import (
 	"meshplane/api/httpapi"
 	"meshplane/bus"
 	"meshplane/commands"
-	"meshplane/daemon"
+	"meshplane/controllerd"
 	"meshplane/events"
 	"meshplane/internal/testwait"
 	"meshplane/projections"
@@ -29,7 +29,7 @@ import (
 
 // TestDaemonForgedReports is issue 17's forged reports, each published
 // with n1's own credentials on n1's own report subject against a running
-// controller (daemon.Run: its embedded bus, a bolt store, the API): the
+// controller (controllerd.Run: its embedded bus, a bolt store, the API): the
 // counts that killed it, a report for n2's declaration and for one never
 // pushed, dated 1900 and 9999, one over the size the door takes and one
 // over what the stream takes, a used apply id with other content, another
@@ -45,7 +45,7 @@ func TestDaemonForgedReports(t *testing.T) {
 	ctx := context.Background()
 	logs := &lockedBuffer{}
 	data := t.TempDir()
-	d := startDaemon(t, data, "", func(c *daemon.Config) {
+	d := startDaemon(t, data, "", func(c *controllerd.Config) {
 		c.Logger = slog.New(slog.NewJSONHandler(logs, nil))
 		c.ReportLimit = bus.RateLimit{Rate: 200, Burst: 20, Every: 200 * time.Millisecond}
 	})
@@ -349,7 +349,7 @@ func checkUp(t *testing.T, d *testDaemon) {
 // consumer holds nothing: none pending, unacknowledged or redelivered.
 func noneOutstanding(t *testing.T, d *testDaemon, data string) {
 	t.Helper()
-	auth, err := bus.LoadAuthority(filepath.Join(data, daemon.BusDir))
+	auth, err := bus.LoadAuthority(filepath.Join(data, controllerd.BusDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +359,7 @@ func noneOutstanding(t *testing.T, d *testDaemon, data string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	bc, err := bus.DialController(ctx, bus.ControllerConfig{URLs: d.ready.BusURLs, User: u})
+	bc, err := bus.DialController(ctx, bus.ControllerConnConfig{URLs: d.ready.BusURLs, User: u})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,23 +21,23 @@ import (
 	"meshplane/api"
 	"meshplane/api/httpapi"
 	"meshplane/commands"
-	"meshplane/daemon"
+	"meshplane/controllerd"
 	"meshplane/events"
 	"meshplane/events/pgstore"
 )
 
 // testController is the test binary run as a controller process (TestMain,
-// MESH_TEST_CONTROLLER=1): daemon.Run on MESH_TEST_DATA and
+// MESH_TEST_CONTROLLER=1): controllerd.Run on MESH_TEST_DATA and
 // MESH_TEST_STORE, the API and the embedded bus on free ports. It prints
 // "ready URL" once it serves, and stops on SIGTERM.
 func testController() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	err := daemon.Run(ctx, daemon.Config{
+	err := controllerd.Run(ctx, controllerd.Config{
 		Data: os.Getenv("MESH_TEST_DATA"), Store: os.Getenv("MESH_TEST_STORE"),
 		Listen: "127.0.0.1:0", BusListen: "127.0.0.1:0", Interval: time.Hour,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
-		Ready:  func(r daemon.Ready) { fmt.Printf("ready %s\n", r.APIURL) },
+		Ready:  func(r controllerd.Ready) { fmt.Printf("ready %s\n", r.APIURL) },
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -9,7 +9,7 @@ import (
 
 	"meshplane/api"
 	"meshplane/bus"
-	"meshplane/daemon"
+	"meshplane/controllerd"
 )
 
 // TestNodeJoinTokenAndRevoke: against a running controller, join-token
@@ -69,10 +69,10 @@ func TestNodeJoinTokenAndRevoke(t *testing.T) {
 
 	empty := t.TempDir()
 	code, _, errOut = mesh(t, "node", "register", "n5", "--creds", filepath.Join(t.TempDir(), "n5.creds"), "--data", empty)
-	if code == 0 || !strings.Contains(errOut, filepath.Join(empty, daemon.BusDir)) || !strings.Contains(errOut, "join-token n5") {
+	if code == 0 || !strings.Contains(errOut, filepath.Join(empty, controllerd.BusDir)) || !strings.Contains(errOut, "join-token n5") {
 		t.Fatalf("register --creds without a trust root: exit %d: %s", code, errOut)
 	}
-	if _, err := os.Stat(filepath.Join(empty, daemon.BusDir)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(empty, controllerd.BusDir)); !os.IsNotExist(err) {
 		t.Fatalf("register --creds made a trust root: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(empty, "events.db")); !os.IsNotExist(err) {

@@ -10,14 +10,14 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"meshplane/bus"
-	"meshplane/daemon"
+	"meshplane/controllerd"
 	"meshplane/internal/freeport"
 	"meshplane/internal/testwait"
 )
 
 // TestNodeRevokeUnrecordedCreds: credentials minted without their key
 // recorded (as node register --creds did before node.credentials-issued,
-// here daemon.RegisterCreds, which records nothing) are unknown to
+// here controllerd.RegisterCreds, which records nothing) are unknown to
 // history, so node revoke alone leaves them working; node revoke --creds
 // FILE records the key as the node's and revokes it: the agent's
 // connection is closed and a new one refused. --creds of another node's
@@ -30,11 +30,11 @@ func TestNodeRevokeUnrecordedCreds(t *testing.T) {
 	env := c.env()
 	urls := []string{"nats://" + busAt}
 	creds := filepath.Join(t.TempDir(), "n1.creds")
-	if err := daemon.RegisterCreds(data, "n1", creds, urls, nil); err != nil {
+	if err := controllerd.RegisterCreds(data, "n1", creds, urls, nil); err != nil {
 		t.Fatal(err)
 	}
 	other := filepath.Join(t.TempDir(), "n2.creds")
-	if err := daemon.RegisterCreds(data, "n2", other, urls, nil); err != nil {
+	if err := controllerd.RegisterCreds(data, "n2", other, urls, nil); err != nil {
 		t.Fatal(err)
 	}
 	_, pub, err := bus.CredsUser(creds)

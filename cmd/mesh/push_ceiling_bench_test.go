@@ -18,7 +18,7 @@ import (
 	"meshplane/bus"
 	"meshplane/bus/natstest"
 	"meshplane/commands"
-	"meshplane/daemon"
+	"meshplane/controllerd"
 	"meshplane/declaration"
 	"meshplane/events"
 	"meshplane/events/memstore"
@@ -132,7 +132,7 @@ func seedDeclaration(b *testing.B, node string, seed bool) declaration.Declarati
 
 // benchRawNATS is the ceiling BenchmarkPushToRecorded is compared with, in
 // the same run: the embedded NATS server alone (bus.StartServer, as
-// daemon.Run starts it), n agents each on its own connection with its own
+// controllerd.Run starts it), n agents each on its own connection with its own
 // JWT user, watching its own key (bus.Node.Watch), answering each
 // declaration at once with a report published to JetStream with its apply
 // id as message id (deduplicated by the stream); the controller's end
@@ -282,7 +282,7 @@ func rawAgent(ctx context.Context, s *bus.Server, node string) error {
 // held) and keeps its report on disk.
 func benchPushToRecordedSeed(b *testing.B, n int) {
 	rec := &recordings{}
-	d := startDaemon(b, b.TempDir(), "", func(c *daemon.Config) {
+	d := startDaemon(b, b.TempDir(), "", func(c *controllerd.Config) {
 		c.Recorded, c.Pushed = rec.recorded, rec.pushed
 	})
 	nodes := make([]string, n)
@@ -316,7 +316,7 @@ func benchPushToRecordedSeed(b *testing.B, n int) {
 	agents := make([]*node, n)
 	for i, name := range nodes {
 		path := filepath.Join(credsDir, name+".creds")
-		if err := daemon.RegisterCreds(d.cfg.Data, name, path, d.ready.BusURLs, nil); err != nil {
+		if err := controllerd.RegisterCreds(d.cfg.Data, name, path, d.ready.BusURLs, nil); err != nil {
 			b.Fatal(err)
 		}
 		agents[i] = startNode(b, path, b.TempDir(), func(c *agentd.Config) {

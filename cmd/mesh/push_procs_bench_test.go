@@ -17,7 +17,7 @@ import (
 	"meshplane/agent/agentd"
 	"meshplane/agent/simruntime"
 	"meshplane/api"
-	"meshplane/daemon"
+	"meshplane/controllerd"
 )
 
 // benchPushToRecordedProcs is benchPushToRecorded with the agents in procs
@@ -26,12 +26,12 @@ import (
 // each child (the test binary re-run by TestMain with MESH_TEST_AGENTS,
 // testAgents) runs n/procs of them, each agentd.Run as startNode runs it
 // (its own connection and watch, the simulated runtime, its outbox on
-// disk). The controller stays in the benchmark's process (daemon.Run, its
+// disk). The controller stays in the benchmark's process (controllerd.Run, its
 // embedded bus on loopback), so its store hooks time every report as the
 // one-process cases do: the same method and the same metrics.
 func benchPushToRecordedProcs(b *testing.B, n, procs int) {
 	rec := &recordings{}
-	d := startDaemon(b, b.TempDir(), "", func(c *daemon.Config) {
+	d := startDaemon(b, b.TempDir(), "", func(c *controllerd.Config) {
 		c.Recorded, c.Pushed = rec.recorded, rec.pushed
 	})
 	nodes := make([]string, n)
@@ -48,7 +48,7 @@ func benchPushToRecordedProcs(b *testing.B, n, procs int) {
 	for part := range slices.Chunk(nodes, (n+procs-1)/procs) {
 		dir := b.TempDir()
 		for _, node := range part {
-			if err := daemon.RegisterCreds(d.cfg.Data, node, filepath.Join(dir, node+".creds"), d.ready.BusURLs, nil); err != nil {
+			if err := controllerd.RegisterCreds(d.cfg.Data, node, filepath.Join(dir, node+".creds"), d.ready.BusURLs, nil); err != nil {
 				b.Fatal(err)
 			}
 		}

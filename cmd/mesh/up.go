@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"meshplane/commands"
-	"meshplane/daemon"
+	"meshplane/controllerd"
 	"meshplane/internal/flagcheck"
 	"meshplane/meshup"
 	"meshplane/session"
@@ -21,7 +21,7 @@ import (
 // meshup.Passes: define, set up, run N passes over simulated nodes in this
 // process, exit), kept for scripts and golden tests that need no processes.
 type upOptions struct {
-	ctl          daemon.Config // the controller's flags, bound into its config
+	ctl          controllerd.Config // the controller's flags, bound into its config
 	modulesDir   string
 	meshPath     string
 	passes       int
@@ -135,9 +135,9 @@ func (e *env) up(cmd *cobra.Command, o upOptions, bolt bool) error {
 		Controller: o.ctl,
 		SetUp:      o.once || fs.Changed("mesh") || fs.Changed("modules"), MeshPath: o.meshPath,
 		Clock: e.now, Actor: operator(), Once: o.once, TLSCA: o.ctl.TLSCA, Out: e.stdout, Log: e.stderr,
-		Ready: func(r daemon.Ready) error { meshup.SayReady(e.stdout, o.ctl.Data, r, o.once); return nil },
+		Ready: func(r controllerd.Ready) error { meshup.SayReady(e.stdout, o.ctl.Data, r, o.once); return nil },
 	}
-	cfg.Controller.HoldDefines = !o.pushOnDefine
+	cfg.Controller.DeferDefines = !o.pushOnDefine
 	if o.nats != "" {
 		cfg.Controller.NATS = []string{o.nats}
 	}

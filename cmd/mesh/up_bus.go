@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/pflag"
 
-	"meshplane/daemon"
+	"meshplane/controllerd"
 	"meshplane/internal/flagcheck"
 )
 
@@ -17,7 +17,7 @@ func init() { controllerFlags = append(controllerFlags, busFlagNames...) }
 // --nats to fs, into cfg (checked by cfg.CheckBus): a clustered embedded
 // bus (the controllers sharing one store each run a server of one NATS
 // cluster), and the controller's credentials on an external NATS cluster.
-func addBusFlags(fs *pflag.FlagSet, cfg *daemon.Config) {
+func addBusFlags(fs *pflag.FlagSet, cfg *controllerd.Config) {
 	fs.StringVar(&cfg.BusCluster, "bus-cluster", "", "controller: the embedded NATS server listens for its peers' routes on this `address`, one server of a cluster with --bus-peers (routes use --tls-cert/--tls-key, peers verified against --tls-ca)")
 	fs.StringSliceVar(&cfg.BusPeers, "bus-peers", nil, "controller: the other controllers' route `URLs` (nats-route://host:port,...), the controllers sharing this --store")
 	fs.StringVar(&cfg.BusTrust, "bus-trust", "", "controller: read the bus's trust root (operator.nk, system-account.nk, mesh-account.nk) from this `directory`, a copy of the first controller's DATA/bus seeds; never made there")

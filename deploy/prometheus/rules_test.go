@@ -108,7 +108,7 @@ func scrapes(t *testing.T) map[string]*prometheus.Registry {
 	if err := mesh.CatchUp(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c := metrics.NewController(nil)
+	c := metrics.NewControllerMetrics(nil)
 	c.SetVersion("test")
 	c.Watch(seen{mesh}, store)
 	return map[string]*prometheus.Registry{"controller": c.Registry(), "agent": metrics.NewAgent("n1", emptyOutbox{}).Registry()}

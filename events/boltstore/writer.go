@@ -297,7 +297,7 @@ func (t *txn) bytes(b []byte) []byte {
 	return t.arena[start:len(t.arena):len(t.arena)]
 }
 
-// storedIDs looks up the ids of evs and decides them by events.Replayed.
+// storedIDs looks up the ids of evs and decides them by events.AlreadyStored.
 // It returns (nil, nil) if none is stored, the stored events if all are
 // stored with the same content, and an ErrIDConflict otherwise.
 func (t *txn) storedIDs(evs []events.Event) ([]events.Event, error) {
@@ -330,7 +330,7 @@ func (t *txn) storedIDs(evs []events.Event) ([]events.Event, error) {
 		}
 		stored[i] = old
 	}
-	if done, err := events.Replayed(evs, stored); !done {
+	if done, err := events.AlreadyStored(evs, stored); !done {
 		return nil, err
 	}
 	return stored, nil

@@ -164,7 +164,7 @@
 //
 //   - Appends of this process that share an id run one after the other, and
 //     each looks its ids up in the table first: if they are stored, it reads
-//     the stored events back and decides by events.Replayed, as every store
+//     the stored events back and decides by events.AlreadyStored, as every store
 //     does, and sends nothing.
 //   - Ids another process stored, not yet in the table, reach the server.
 //     If KurrentDB recognises the batch it writes nothing and reports no

@@ -498,7 +498,7 @@ func (s *Store) reserve(ctx context.Context, evs []events.Event) (release func()
 
 // replayed decides an append's ids against the table (brought up to date by
 // the caller): it reads back the events stored under them and decides by
-// events.Replayed. If the append replays them, evs become the stored events
+// events.AlreadyStored. If the append replays them, evs become the stored events
 // and done is true.
 func (s *Store) replayed(ctx context.Context, evs []events.Event) (done bool, err error) {
 	if err := s.loadIDs(ctx); err != nil {
@@ -531,7 +531,7 @@ func (s *Store) replayed(ctx context.Context, evs []events.Event) (done bool, er
 		}
 		stored[i] = got[0]
 	}
-	if done, err = events.Replayed(evs, stored); done {
+	if done, err = events.AlreadyStored(evs, stored); done {
 		copy(evs, stored)
 	}
 	return done, err

@@ -166,7 +166,7 @@ func (s *Store) Append(ctx context.Context, stream string, expected events.Expec
 	return out, nil
 }
 
-// replayed decides an append's ids, under the lock, by events.Replayed. If
+// replayed decides an append's ids, under the lock, by events.AlreadyStored. If
 // the append replays stored events it fills evs with their versions and
 // positions and reports done.
 func (s *Store) replayed(evs []events.Event) (done bool, err error) {
@@ -179,7 +179,7 @@ func (s *Store) replayed(evs []events.Event) (done bool, err error) {
 			stored[i] = s.log[pos-1]
 		}
 	}
-	if done, err = events.Replayed(evs, stored); done {
+	if done, err = events.AlreadyStored(evs, stored); done {
 		for i := range evs {
 			evs[i].Version, evs[i].Position, evs[i].Chain = stored[i].Version, stored[i].Position, stored[i].Chain
 		}

@@ -552,7 +552,7 @@ func queueIDs(b *pgx.Batch, group []*groupcommit.Request, stored map[uuid.UUID]e
 	})
 }
 
-// replayed decides a request's ids, by events.Replayed, against the stored
+// replayed decides a request's ids, by events.AlreadyStored, against the stored
 // events (and those accepted earlier in the group). If the request replays
 // them it fills evs with their versions and positions and reports done.
 func replayed(evs []events.Event, known map[uuid.UUID]*events.Event) (done bool, err error) {
@@ -565,7 +565,7 @@ func replayed(evs []events.Event, known map[uuid.UUID]*events.Event) (done bool,
 			stored[i] = *old
 		}
 	}
-	if done, err = events.Replayed(evs, stored); done {
+	if done, err = events.AlreadyStored(evs, stored); done {
 		for i := range evs {
 			evs[i].Version, evs[i].Position, evs[i].Chain = stored[i].Version, stored[i].Position, stored[i].Chain
 		}

@@ -260,7 +260,7 @@ func (s *suite) testAtomicity(t *testing.T) {
 
 // testIdempotence: re-appending stored ids with the same content is a no-op
 // returning the stored events, whatever the expected version; other content
-// (any field of it: events.Replayed, which every store decides by, names
+// (any field of it: events.AlreadyStored, which every store decides by, names
 // them), another stream, or a mix of stored and new ids, is ErrIDConflict.
 func (s *suite) testIdempotence(t *testing.T) {
 	t.Parallel()

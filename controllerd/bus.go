@@ -1,4 +1,4 @@
-package daemon
+package controllerd
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 // startedBus is the bus startBus started (or the external one it read the
 // configuration of).
 type startedBus struct {
-	cfg bus.ControllerConfig
+	cfg bus.ControllerConnConfig
 	// urls are the URLs agents dial, once the controller is connected:
 	// every server's of a clustered bus (as the cluster told this one).
 	urls func() []string
@@ -168,7 +168,7 @@ func externalBus(cfg Config, log *slog.Logger) (startedBus, error) {
 			return startedBus{}, fmt.Errorf("controller: %w", err)
 		}
 	}
-	cc := bus.ControllerConfig{URLs: urls, User: u, CA: ca, Logger: log, Replicas: busReplicas(cfg.BusReplicas, len(urls))}
+	cc := bus.ControllerConnConfig{URLs: urls, User: u, CA: ca, Logger: log, Replicas: busReplicas(cfg.BusReplicas, len(urls))}
 	return startedBus{cfg: cc, urls: func() []string { return urls }, issuer: issuer, revoker: rv, external: true, caPEM: ca}, nil
 }
 
@@ -225,7 +225,7 @@ const serverNameFile = "server-name"
 // its JetStream does not answer); for a clustered one, as long as it takes a
 // majority of its servers to be up (said every 10 s), unless a peer
 // refuses this one (another trust root).
-func dialBus(ctx context.Context, b startedBus) (*bus.Controller, error) {
+func dialBus(ctx context.Context, b startedBus) (*bus.ControllerConn, error) {
 	if b.clustered {
 		return bus.DialControllerWaiting(ctx, b.cfg, b.refused)
 	}
@@ -316,7 +316,7 @@ const leadTimeout = 2 * time.Minute
 // waited for the lock: another leader had it) first has the reports the
 // last leader had in hand delivered again at once
 // (bus.Controller.TakeOverReports), not when their ack wait ends.
-func leadReports(ctx context.Context, bc *bus.Controller, door reportDoor, takeOver bool) (func(context.Context) error, error) {
+func leadReports(ctx context.Context, bc *bus.ControllerConn, door reportDoor, takeOver bool) (func(context.Context) error, error) {
 	start, said := time.Now(), time.Time{}
 	for {
 		// Short tries: a stream without a leader answers nothing, and a

@@ -1,4 +1,4 @@
-package daemon
+package controllerd
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // event). A leader and a standby both hear them: a standby that starts
 // leading knows who was heard. The returned stop ends the subscription and
 // logs what it heard and ignored.
-func hearHeartbeats(bc *bus.Controller, ctl *controller.Controller, log *slog.Logger) (func(context.Context) error, error) {
+func hearHeartbeats(bc *bus.ControllerConn, ctl *controller.Controller, log *slog.Logger) (func(context.Context) error, error) {
 	sub, err := bc.SubscribeHeartbeats(func(node string, hb bus.Heartbeat) { ctl.HeardAgent(node, hb.Version) })
 	if err != nil {
 		return nil, fmt.Errorf("controller: %w", err)

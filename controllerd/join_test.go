@@ -1,4 +1,4 @@
-package daemon_test
+package controllerd_test
 
 import (
 	"context"
@@ -16,43 +16,43 @@ import (
 	"meshplane/api"
 	"meshplane/api/httpapi"
 	"meshplane/bus"
-	"meshplane/daemon"
+	"meshplane/controllerd"
 	"meshplane/internal/testtls"
 )
 
 // serveTLS runs a controller with the test CA's certificate on data, and
 // returns its ready and a stop.
-func serveTLS(t *testing.T, data string, p testtls.PKI) (daemon.Ready, func()) {
+func serveTLS(t *testing.T, data string, p testtls.PKI) (controllerd.Ready, func()) {
 	t.Helper()
-	ready := make(chan daemon.Ready, 1)
+	ready := make(chan controllerd.Ready, 1)
 	done := make(chan error, 1)
 	ctx, cancel := context.WithCancel(context.Background())
-	cfg := daemon.Config{
+	cfg := controllerd.Config{
 		Data: data, Listen: "127.0.0.1:0", BusListen: "127.0.0.1:0", Interval: time.Hour,
 		TLSCert: p.CertFile, TLSKey: p.KeyFile, TLSCA: writeFile(t, "ca.pem", p.CAPEM),
-		Logger: testLogger(), Ready: func(rd daemon.Ready) { ready <- rd },
+		Logger: testLogger(), Ready: func(rd controllerd.Ready) { ready <- rd },
 	}
-	go func() { done <- daemon.Run(ctx, cfg) }()
+	go func() { done <- controllerd.Run(ctx, cfg) }()
 	stop := func() {
 		cancel()
 		select {
 		case err := <-done:
 			if err != nil {
-				t.Errorf("daemon.Run: %v", err)
+				t.Errorf("controllerd.Run: %v", err)
 			}
 		case <-time.After(40 * time.Second):
-			t.Error("daemon.Run did not stop within 40s")
+			t.Error("controllerd.Run did not stop within 40s")
 		}
 	}
 	select {
 	case rd := <-ready:
 		return rd, stop
 	case err := <-done:
-		t.Fatalf("daemon.Run: %v", err)
+		t.Fatalf("controllerd.Run: %v", err)
 	case <-time.After(30 * time.Second):
-		t.Fatal("daemon.Run did not serve within 30s")
+		t.Fatal("controllerd.Run did not serve within 30s")
 	}
-	return daemon.Ready{}, stop
+	return controllerd.Ready{}, stop
 }
 
 // join is what the agent does: fetch and pin the CA, make a key, send

@@ -1,4 +1,4 @@
-package daemon
+package controllerd
 
 import (
 	"context"
@@ -84,7 +84,7 @@ func (p pgLeadership) TryLeader(ctx context.Context) (LeaderLock, bool, error) {
 //
 // A lock already held (taken by TryLeader) is passed as l: the wait is
 // skipped. leading is closed once the controller leads.
-func leadOnLock(ctx context.Context, lock Leadership, l LeaderLock, leading chan<- struct{}, bc *bus.Controller, door reportDoor) error {
+func leadOnLock(ctx context.Context, lock Leadership, l LeaderLock, leading chan<- struct{}, bc *bus.ControllerConn, door reportDoor) error {
 	ctl, log := door.ctl, door.log
 	held := l != nil
 	if l == nil {

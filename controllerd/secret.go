@@ -1,4 +1,4 @@
-package daemon
+package controllerd
 
 import (
 	"context"
@@ -31,7 +31,7 @@ func secretKey(data string) (*secrets.Key, error) {
 // serveSecrets answers the agents' secret requests (bus.ServeSecrets) with
 // the controller's ResolveSecrets; a standby answers none. It returns the
 // stop of the subscription, which logs what it answered and refused.
-func serveSecrets(bc *bus.Controller, ctl *controller.Controller, log *slog.Logger) (func(context.Context) error, error) {
+func serveSecrets(bc *bus.ControllerConn, ctl *controller.Controller, log *slog.Logger) (func(context.Context) error, error) {
 	svc, err := bc.ServeSecrets(func(ctx context.Context, want []declaration.Secret) (map[string]string, error) {
 		v, err := ctl.ResolveSecrets(ctx, want)
 		if errors.Is(err, controller.ErrNotLeading) {

@@ -1,4 +1,4 @@
-package daemon_test
+package controllerd_test
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 
 	"meshplane/api"
 	"meshplane/api/httpapi"
-	"meshplane/daemon"
+	"meshplane/controllerd"
 	"meshplane/projections"
 )
 
@@ -42,14 +42,14 @@ func (s *syncBuffer) String() string {
 // in lb, and returns a client of its API.
 func runOn(t *testing.T, data string, lb *syncBuffer) (*httpapi.Client, func()) {
 	t.Helper()
-	ready := make(chan daemon.Ready, 1)
+	ready := make(chan controllerd.Ready, 1)
 	done := make(chan error, 1)
 	ctx, cancel := context.WithCancel(context.Background())
-	cfg := daemon.Config{
+	cfg := controllerd.Config{
 		Data: data, Listen: "127.0.0.1:0", BusListen: "127.0.0.1:0", Interval: time.Hour,
-		Logger: slog.New(slog.NewTextHandler(lb, nil)), Ready: func(rd daemon.Ready) { ready <- rd },
+		Logger: slog.New(slog.NewTextHandler(lb, nil)), Ready: func(rd controllerd.Ready) { ready <- rd },
 	}
-	go func() { done <- daemon.Run(ctx, cfg) }()
+	go func() { done <- controllerd.Run(ctx, cfg) }()
 	stopped := false
 	stop := func() {
 		if stopped {
@@ -60,10 +60,10 @@ func runOn(t *testing.T, data string, lb *syncBuffer) (*httpapi.Client, func()) 
 		select {
 		case err := <-done:
 			if err != nil {
-				t.Errorf("daemon.Run: %v", err)
+				t.Errorf("controllerd.Run: %v", err)
 			}
 		case <-time.After(40 * time.Second):
-			t.Error("daemon.Run did not stop within 40s")
+			t.Error("controllerd.Run did not stop within 40s")
 		}
 	}
 	t.Cleanup(stop)
@@ -75,9 +75,9 @@ func runOn(t *testing.T, data string, lb *syncBuffer) (*httpapi.Client, func()) 
 		}
 		return c, stop
 	case err := <-done:
-		t.Fatalf("daemon.Run: %v", err)
+		t.Fatalf("controllerd.Run: %v", err)
 	case <-time.After(30 * time.Second):
-		t.Fatal("daemon.Run did not serve within 30s")
+		t.Fatal("controllerd.Run did not serve within 30s")
 	}
 	return nil, stop
 }
@@ -110,9 +110,9 @@ var resumedLine = regexp.MustCompile(`resumed from a checkpoint" checkpoint=(\d+
 // damaged newest checkpoint is passed over with a logged note and the next
 // older one used. The answers are those before the restart each time.
 func TestDaemonRestartResumesFromACheckpoint(t *testing.T) {
-	old := daemon.CheckpointPolicy
-	daemon.CheckpointPolicy = projections.KeepPolicy{Every: 4, MinGap: 1}
-	defer func() { daemon.CheckpointPolicy = old }()
+	old := controllerd.CheckpointPolicy
+	controllerd.CheckpointPolicy = projections.KeepPolicy{Every: 4, MinGap: 1}
+	defer func() { controllerd.CheckpointPolicy = old }()
 	data := t.TempDir()
 	var first syncBuffer
 	c, stop := runOn(t, data, &first)
@@ -129,7 +129,7 @@ func TestDaemonRestartResumesFromACheckpoint(t *testing.T) {
 		damaged bool
 	}{{"as kept", false}, {"the newest damaged", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := filepath.Join(data, daemon.CheckpointDir)
+			dir := filepath.Join(data, controllerd.CheckpointDir)
 			held, err := projections.DirCheckpoints(dir).List()
 			if err != nil || len(held) < 2 {
 				t.Fatalf("checkpoints in %s: %v, %v", dir, held, err)

@@ -1,4 +1,4 @@
-// Package daemon assembles the controller process (`mesh up`): the event
+// Package controllerd assembles the controller process (`mesh up`): the event
 // store, the bus (embedded, or an external NATS cluster), the controller
 // core (package controller), the report door's wiring, the leader election
 // of a shared store, the metrics and the HTTP API with the page. cmd/mesh
@@ -54,4 +54,4 @@
 // as for any failure and returns it, and mesh exits 70. The metrics
 // follower's (controller.metrics) stops the process through safego.Fatal,
 // which cancels the root context Run was given.
-package daemon
+package controllerd

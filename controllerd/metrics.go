@@ -1,4 +1,4 @@
-package daemon
+package controllerd
 
 // The wiring of package metrics into the controller.
 
@@ -17,11 +17,11 @@ import (
 // the controller is made), the stream it follows, and the /metrics route
 // beside the API.
 type controllerMetrics struct {
-	m *metrics.Controller
+	m *metrics.ControllerMetrics
 }
 
 func newControllerMetrics(version string) *controllerMetrics {
-	m := metrics.NewController(nil)
+	m := metrics.NewControllerMetrics(nil)
 	m.SetVersion(version)
 	return &controllerMetrics{m: m}
 }

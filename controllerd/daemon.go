@@ -1,4 +1,4 @@
-package daemon
+package controllerd
 
 import (
 	"cmp"
@@ -140,9 +140,9 @@ type Config struct {
 	// ("store: chain head", head=LINE); DefaultChainLogEvery (10m) when
 	// zero, never when negative.
 	ChainLogEvery time.Duration
-	// HoldDefines makes a module definition wait for an explicit push
-	// (--push-on-define=false; controller.Config.HoldDefines).
-	HoldDefines bool
+	// DeferDefines makes a module definition wait for an explicit push
+	// (--push-on-define=false; controller.Config.DeferDefines).
+	DeferDefines bool
 	// Version is reported by the API's info.
 	Version string
 	// Logger gets the controller's log; nil means text on stderr.
@@ -238,7 +238,7 @@ type process struct {
 	pub      *laterPublisher
 	revoked  map[string]time.Time
 	sb       startedBus
-	bc       *bus.Controller
+	bc       *bus.ControllerConn
 	busURLs  []string
 	runDone  chan error
 	leadLost chan error
@@ -333,7 +333,7 @@ func (p *process) openCore(ctx context.Context) error {
 	p.pub = &laterPublisher{}
 	cfg := p.cfg
 	p.ctl, err = controller.New(controller.Config{
-		Store: p.cm.store(p.store), Publisher: p.pub, Interval: cfg.Interval, HoldDefines: cfg.HoldDefines, SecretKey: key,
+		Store: p.cm.store(p.store), Publisher: p.pub, Interval: cfg.Interval, DeferDefines: cfg.DeferDefines, SecretKey: key,
 		Version: cfg.Version, Logger: p.log, Standby: p.lock != nil,
 		SilentAfter: cmp.Or(cfg.SilentAfter, controller.DefaultSilentAfter),
 		Checkpoints: controllerCheckpoints(cfg.Data, p.log),

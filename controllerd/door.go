@@ -1,4 +1,4 @@
-package daemon
+package controllerd
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 
 // consumeReports starts recording the bus's reports through door, and
 // returns the function that stops it (after the report in hand).
-func consumeReports(ctx context.Context, bc *bus.Controller, door reportDoor) (func(context.Context) error, error) {
+func consumeReports(ctx context.Context, bc *bus.ControllerConn, door reportDoor) (func(context.Context) error, error) {
 	log := door.log
 	recCtx, stopRec := context.WithCancel(context.WithoutCancel(ctx))
 	consumer, err := bc.ConsumeReports(recCtx, door.handler(), door.options()...)
@@ -42,8 +42,8 @@ func consumeReports(ctx context.Context, bc *bus.Controller, door reportDoor) (f
 // and to the metrics.
 type reportDoor struct {
 	ctl      *controller.Controller
-	recorded func(bus.Report)    // nil: not told
-	metrics  *metrics.Controller // nil: not counted
+	recorded func(bus.Report)           // nil: not told
+	metrics  *metrics.ControllerMetrics // nil: not counted
 	limit    bus.RateLimit
 	log      *slog.Logger
 }

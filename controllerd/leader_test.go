@@ -1,4 +1,4 @@
-package daemon_test
+package controllerd_test
 
 import (
 	"context"
@@ -14,10 +14,10 @@ import (
 	"meshplane/api/httpapi"
 	"meshplane/commands"
 	"meshplane/controller"
-	"meshplane/daemon"
+	"meshplane/controllerd"
 )
 
-// These tests run daemon.Run on a bolt store, its embedded bus and its API
+// These tests run controllerd.Run on a bolt store, its embedded bus and its API
 // on free ports, with a fake Leadership in place of PostgreSQL's advisory
 // lock: the test decides when the lock is granted and when it is lost.
 
@@ -40,7 +40,7 @@ func newFakeLeadership(free bool) *fakeLeadership {
 	return &fakeLeadership{free: free, grant: make(chan error, 1), acquiring: make(chan struct{}), acquired: make(chan struct{})}
 }
 
-func (f *fakeLeadership) TryLeader(ctx context.Context) (daemon.LeaderLock, bool, error) {
+func (f *fakeLeadership) TryLeader(ctx context.Context) (controllerd.LeaderLock, bool, error) {
 	if f.tryErr != nil {
 		return nil, false, f.tryErr
 	}
@@ -50,7 +50,7 @@ func (f *fakeLeadership) TryLeader(ctx context.Context) (daemon.LeaderLock, bool
 	return f.newLock(), true, nil
 }
 
-func (f *fakeLeadership) AcquireLeader(ctx context.Context) (daemon.LeaderLock, error) {
+func (f *fakeLeadership) AcquireLeader(ctx context.Context) (controllerd.LeaderLock, error) {
 	f.once.Do(func() { close(f.acquiring) })
 	defer close(f.acquired)
 	select {
@@ -123,7 +123,7 @@ func (l *fakeLock) isReleased() bool {
 	}
 }
 
-// running is one daemon.Run in a goroutine.
+// running is one controllerd.Run in a goroutine.
 type running struct {
 	data   string
 	client *httpapi.Client
@@ -140,23 +140,23 @@ func testLogger() *slog.Logger {
 
 // start runs a controller under lead and waits until it serves (or Run
 // returns: then the client is nil and done holds its error).
-func start(t *testing.T, lead daemon.Leadership) *running {
+func start(t *testing.T, lead controllerd.Leadership) *running {
 	t.Helper()
 	r := &running{data: t.TempDir(), done: make(chan error, 1)}
-	ready := make(chan daemon.Ready, 1)
+	ready := make(chan controllerd.Ready, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
-	cfg := daemon.Config{
+	cfg := controllerd.Config{
 		Data: r.data, Listen: "127.0.0.1:0", BusListen: "127.0.0.1:0", Interval: time.Hour,
-		Logger: testLogger(), Leadership: lead, Ready: func(rd daemon.Ready) { ready <- rd },
+		Logger: testLogger(), Leadership: lead, Ready: func(rd controllerd.Ready) { ready <- rd },
 	}
-	go func() { r.done <- daemon.Run(ctx, cfg) }()
+	go func() { r.done <- controllerd.Run(ctx, cfg) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
 		case <-r.done:
 		case <-time.After(40 * time.Second):
-			t.Error("daemon.Run did not stop within 40s")
+			t.Error("controllerd.Run did not stop within 40s")
 		}
 	})
 	select {
@@ -169,7 +169,7 @@ func start(t *testing.T, lead daemon.Leadership) *running {
 	case err := <-r.done:
 		r.done <- err
 	case <-time.After(30 * time.Second):
-		t.Fatal("daemon.Run did not serve within 30s")
+		t.Fatal("controllerd.Run did not serve within 30s")
 	}
 	return r
 }
@@ -182,7 +182,7 @@ func (r *running) stopped(t *testing.T) error {
 		r.done <- err // for the cleanup
 		return err
 	case <-time.After(40 * time.Second):
-		t.Fatal("daemon.Run did not return within 40s")
+		t.Fatal("controllerd.Run did not return within 40s")
 		return nil
 	}
 }
@@ -236,7 +236,7 @@ func TestStandbyUntilGranted(t *testing.T) {
 	lead := newFakeLeadership(false)
 	r := start(t, lead)
 	if r.client == nil {
-		t.Fatalf("daemon.Run: %v", r.stopped(t))
+		t.Fatalf("controllerd.Run: %v", r.stopped(t))
 	}
 	if got := r.role(t); got != api.RoleStandby {
 		t.Fatalf("role before the lock is granted: %q, want %q", got, api.RoleStandby)
@@ -263,7 +263,7 @@ func TestStandbyUntilGranted(t *testing.T) {
 
 	r.cancel()
 	if err := r.stopped(t); err != nil {
-		t.Fatalf("daemon.Run after a stop: %v, want nil", err)
+		t.Fatalf("controllerd.Run after a stop: %v, want nil", err)
 	}
 	if !l.isReleased() {
 		t.Error("the lock was not released by a clean stop")
@@ -278,7 +278,7 @@ func TestLeaderLostExits(t *testing.T) {
 	lead := newFakeLeadership(true)
 	r := start(t, lead)
 	if r.client == nil {
-		t.Fatalf("daemon.Run: %v", r.stopped(t))
+		t.Fatalf("controllerd.Run: %v", r.stopped(t))
 	}
 	if got := r.role(t); got != api.RoleLeader {
 		t.Fatalf("role of a controller that took a free lock, as soon as it serves: %q, want %q", got, api.RoleLeader)
@@ -297,7 +297,7 @@ func TestLeaderLostExits(t *testing.T) {
 	l.lose(errGone)
 	err := r.stopped(t)
 	if !errors.Is(err, errGone) || !strings.Contains(err.Error(), "lost the store's leader lock") {
-		t.Fatalf("daemon.Run after the lock was lost: %v, want an error wrapping %q", err, errGone)
+		t.Fatalf("controllerd.Run after the lock was lost: %v, want an error wrapping %q", err, errGone)
 	}
 	if !l.isReleased() {
 		t.Error("the lost lock was not released")
@@ -311,7 +311,7 @@ func TestStandbyStoppedWhileWaiting(t *testing.T) {
 	lead := newFakeLeadership(false)
 	r := start(t, lead)
 	if r.client == nil {
-		t.Fatalf("daemon.Run: %v", r.stopped(t))
+		t.Fatalf("controllerd.Run: %v", r.stopped(t))
 	}
 	select {
 	case <-lead.acquiring:
@@ -320,7 +320,7 @@ func TestStandbyStoppedWhileWaiting(t *testing.T) {
 	}
 	r.cancel()
 	if err := r.stopped(t); err != nil {
-		t.Fatalf("daemon.Run stopped as a standby: %v, want nil", err)
+		t.Fatalf("controllerd.Run stopped as a standby: %v, want nil", err)
 	}
 	<-lead.acquired
 	if !errors.Is(lead.ctxErr, context.Canceled) {
@@ -343,7 +343,7 @@ func TestLeadershipFails(t *testing.T) {
 		}
 		err := r.stopped(t)
 		if !errors.Is(err, errDown) || !strings.Contains(err.Error(), "controller: leader lock: ") {
-			t.Fatalf("daemon.Run: %v, want controller: leader lock: %v", err, errDown)
+			t.Fatalf("controllerd.Run: %v, want controller: leader lock: %v", err, errDown)
 		}
 		wantInfoRemoved(t, r.data)
 	})
@@ -351,12 +351,12 @@ func TestLeadershipFails(t *testing.T) {
 		lead := newFakeLeadership(false)
 		r := start(t, lead)
 		if r.client == nil {
-			t.Fatalf("daemon.Run: %v", r.stopped(t))
+			t.Fatalf("controllerd.Run: %v", r.stopped(t))
 		}
 		lead.grant <- errDown
 		err := r.stopped(t)
 		if !errors.Is(err, errDown) || !strings.Contains(err.Error(), "leader lock: ") {
-			t.Fatalf("daemon.Run: %v, want an error wrapping %v", err, errDown)
+			t.Fatalf("controllerd.Run: %v, want an error wrapping %v", err, errDown)
 		}
 		lead.mu.Lock()
 		n := len(lead.locks)

@@ -12,10 +12,10 @@ import (
 	"meshplane/events"
 )
 
-// TestReplayed is the idempotent-replay rule every store applies through
-// events.Replayed: which ids are stored decides first, then every stored
+// TestAlreadyStored is the idempotent-replay rule every store applies through
+// events.AlreadyStored: which ids are stored decides first, then every stored
 // event's content.
-func TestReplayed(t *testing.T) {
+func TestAlreadyStored(t *testing.T) {
 	idC := uuid.MustParse("0193a6c1-7b2e-7c00-8000-000000000003")
 	in := func(id uuid.UUID) events.Event {
 		e := validEvent(id)
@@ -52,7 +52,7 @@ func TestReplayed(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := events.Replayed(tc.evs, tc.stored)
+			got, err := events.AlreadyStored(tc.evs, tc.stored)
 			if got != tc.replayed {
 				t.Errorf("replayed = %v, want %v", got, tc.replayed)
 			}
@@ -67,9 +67,9 @@ func TestReplayed(t *testing.T) {
 		})
 	}
 	t.Run("lookups that do not match the batch", func(t *testing.T) {
-		got, err := events.Replayed(batch, []events.Event{none})
+		got, err := events.AlreadyStored(batch, []events.Event{none})
 		if got || err == nil || errors.Is(err, events.ErrIDConflict) {
-			t.Errorf("Replayed(2 events, 1 stored) = %v, %v; want an error that is not a conflict", got, err)
+			t.Errorf("AlreadyStored(2 events, 1 stored) = %v, %v; want an error that is not a conflict", got, err)
 		}
 	})
 }

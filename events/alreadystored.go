@@ -7,12 +7,12 @@ import (
 	"github.com/google/uuid"
 )
 
-// Replayed decides an append of evs by the events already stored under
+// AlreadyStored decides an append of evs by the events already stored under
 // their ids, as Store.Append requires of every store: stored[i] is the event
 // stored under evs[i].ID (with its Version and Position), or the zero Event
 // if that id is not stored; stored may be nil when no id is. The store looks
 // the ids up its own way (counting, in a group commit, the events accepted
-// earlier in the same commit); Replayed only compares, so that every store
+// earlier in the same commit); AlreadyStored only compares, so that every store
 // decides alike. It returns:
 //
 //   - false and nil if no id is stored: the append goes on, to its expected
@@ -24,7 +24,7 @@ import (
 //     fault: a batch that mixes stored and new ids (decided before any content
 //     is compared), or an id stored with other content, with the field that
 //     differs.
-func Replayed(evs, stored []Event) (bool, error) {
+func AlreadyStored(evs, stored []Event) (bool, error) {
 	if stored == nil {
 		return false, nil
 	}
