@@ -103,6 +103,14 @@ func (a *Agent) Follow(on bool) {
 }
 
 // State returns a copy of what the agent remembers.
+// FollowDue is when the agent's next pass would see a container change
+// state by itself (Follower.Due); zero when nothing waits on time.
+func (a *Agent) FollowDue() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.follow.Due()
+}
+
 func (a *Agent) State() State {
 	a.mu.Lock()
 	defer a.mu.Unlock()

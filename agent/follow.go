@@ -38,7 +38,16 @@ type Follower struct {
 	MinHealthy time.Duration
 
 	seen map[string]*followed
+	due  time.Time // the next time a pass would see a state change by itself
 }
+
+// Due is when a pass would next see a container change state with nothing
+// else happening: a container with no health check that is starting runs
+// MinHealthy and is running; a crash loop that stopped crashing ends
+// MinHealthy after its last start. Zero when nothing is waiting on time. A
+// running agent makes a pass then (Run), so that a starting container is
+// not said to be starting until the drift check.
+func (f *Follower) Due() time.Time { return f.due }
 
 type followed struct {
 	state    string    // the last state said
@@ -74,9 +83,15 @@ func (f *Follower) Step(now time.Time, declared map[string]string, states map[st
 	}
 	sort.Strings(names)
 	var out []Transition
+	f.due = time.Time{}
 	for _, name := range names {
 		st, ok := states[name]
 		fl := f.seen[name]
+		if ok && st.Status == StatusRunning && st.Health == "" && !st.StartedAt.IsZero() {
+			if at := st.StartedAt.Add(minHealthy); at.After(now) && (f.due.IsZero() || at.Before(f.due)) {
+				f.due = at
+			}
+		}
 		if !ok {
 			if fl != nil && fl.state != events.WorkloadVanished {
 				out = append(out, Transition{ContainerChange: events.ContainerChange{

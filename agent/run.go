@@ -249,6 +249,10 @@ func (r *runner) defaults() {
 	r.backoff = c.RetryMin
 }
 
+// followMargin is how long after a container's Follower.Due the agent
+// looks: the engine's clock and the agent's may differ a little.
+const followMargin = 500 * time.Millisecond
+
 func (r *runner) loop(ctx context.Context, decls <-chan declaration.Declaration) error {
 	drift := time.NewTimer(r.cfg.Interval)
 	defer drift.Stop()
@@ -261,7 +265,17 @@ func (r *runner) loop(ctx context.Context, decls <-chan declaration.Declaration)
 	r.safely(ctx, "agent.flush", func() { r.flush(ctx) }) // what a previous run kept
 	var settled <-chan time.Time                          // a runtime change waits for its burst to settle
 	var why string
+	check := time.NewTimer(time.Hour) // a container that waits on time to change state (Follower.Due)
+	check.Stop()
+	defer check.Stop()
+	var checkAt time.Time
 	for {
+		if due := r.agent.FollowDue(); !due.Equal(checkAt) {
+			check.Stop()
+			if checkAt = due; !due.IsZero() {
+				check.Reset(max(due.Sub(r.agent.cfg.Now())+followMargin, followMargin))
+			}
+		}
 		var retry, wait <-chan time.Time
 		if r.retry != nil {
 			retry = r.retry.C
@@ -317,6 +331,11 @@ func (r *runner) loop(ctx context.Context, decls <-chan declaration.Declaration)
 			if settled == nil {
 				settled = time.After(changeSettle)
 				why = "runtime: " + what
+			}
+		case <-check.C:
+			checkAt = time.Time{}
+			if r.latest != nil {
+				r.applyLatest(ctx, "container check")
 			}
 		case <-settled:
 			settled = nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -246,5 +247,37 @@ func TestRunEnds(t *testing.T) {
 				t.Errorf("Run: %v, want an error (%v)", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestRunSaysAStartingContainerRunsWithoutADriftCheck: a container with no
+// health check is starting for MinHealthy after its start; the agent makes
+// a pass when that time is up, so the mesh hears it runs then, not at the
+// drift check an hour later.
+func TestRunSaysAStartingContainerRunsWithoutADriftCheck(t *testing.T) {
+	src := &chanSource{ch: make(chan declaration.Declaration, 1)}
+	rep := &cutReporter{}
+	cfg := runConfig(src, rep, agent.NewMemOutbox())
+	cfg.FollowContainers, cfg.MinHealthy = true, 300*time.Millisecond
+	startRun(t, cfg)
+	src.ch <- decl("d1", forge("/srv/forge")...)
+	states := func() map[string]string {
+		out := map[string]string{}
+		for _, r := range rep.reports() {
+			if r.Workload == nil {
+				continue
+			}
+			for _, c := range r.Workload.Changes {
+				out[c.Container] = c.State
+			}
+		}
+		return out
+	}
+	waitFor(t, "the container said running", func() bool {
+		st := states()
+		return len(st) > 0 && !slices.ContainsFunc(slices.Collect(maps.Values(st)), func(s string) bool { return s != "running" })
+	})
+	if n := len(rep.reports()); n < 2 {
+		t.Errorf("%d report(s); want the first apply's and the check's", n)
 	}
 }

@@ -193,6 +193,27 @@ func inSync(t testing.TB, c *httpapi.Client, nodes ...string) api.StatusResponse
 	return st
 }
 
+// converged waits until every node of nodes is converged: its containers
+// have run min_healthy (10 s) since they started, and the agent's check
+// after it said so.
+func converged(t testing.TB, c *httpapi.Client, nodes ...string) api.StatusResponse {
+	t.Helper()
+	var st api.StatusResponse
+	testwait.Eventually(t, 40*time.Second, func() error {
+		var err error
+		if st, err = c.Status(context.Background(), api.StatusRequest{Nodes: nodes}); err != nil {
+			return err
+		}
+		for _, n := range st.Nodes {
+			if n.Health != projections.HealthConverged {
+				return errors.New("node " + n.Node + " is " + n.Health)
+			}
+		}
+		return nil
+	})
+	return st
+}
+
 const testOperator = "alice"
 
 var searxng = events.ModuleSpec{
@@ -246,7 +267,8 @@ func TestDaemonTwoAgentsInSync(t *testing.T) {
 	if len(res.Pushes) != 2 {
 		t.Fatalf("pushed %+v, want both nodes", res.Pushes)
 	}
-	st := inSync(t, d.client, "n1", "n2")
+	inSync(t, d.client, "n1", "n2")
+	st := converged(t, d.client, "n1", "n2")
 	for _, n := range st.Nodes {
 		t.Run(n.Node, func(t *testing.T) {
 			if n.Health != projections.HealthConverged {

@@ -131,7 +131,9 @@ func TestProcessUpOnceDocker(t *testing.T) {
 			"Docker engine reachable: node " + node + " on it",
 			"agent " + node + " ", "runtime docker",
 			"pushed hello/web to the artifact store at " + storeAt,
-			fmt.Sprintf("%-8s sync in-sync    health converged", node),
+			// --once prints right after the pass: its containers have run
+			// less than min_healthy (10 s), so they are starting.
+			fmt.Sprintf("%-8s sync in-sync    health starting", node),
 			"docker ps --filter label=" + agent.LabelNode + "=" + node,
 		} {
 			if !strings.Contains(out, want) {
@@ -259,7 +261,7 @@ func TestProcessUpOnceNoEngine(t *testing.T) {
 	}
 	for _, want := range []string{
 		fmt.Sprintf("agent %-8s pid", node),
-		fmt.Sprintf("%-8s sync in-sync    health converged", node),
+		fmt.Sprintf("%-8s sync in-sync    health starting", node), // run less than min_healthy
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output does not say %q:\n%s", want, out)
