@@ -14,6 +14,7 @@ import (
 
 	"meshplane/declaration"
 	"meshplane/events"
+	"meshplane/wire"
 )
 
 // Report is one apply's outcome as the agent keeps and delivers it: the
@@ -40,6 +41,12 @@ type Report struct {
 	// (so it carried the digest).
 	HeldSince       string `json:"held_since,omitempty"`
 	SameDeclaration bool   `json:"same_declaration,omitempty"`
+	// Workload is what the pass saw change in how the node's declared
+	// containers run (Follower), nil when nothing did or the agent does
+	// not follow them (Config.FollowContainers): it travels with the
+	// report, and the controller records each change as a container state
+	// event.
+	Workload *wire.Workload `json:"workload,omitempty"`
 	// Kept is set on the report Apply returns when it is still in the
 	// outbox, undelivered (its own delivery failed, or an earlier report's
 	// did and it waits behind it). It is not stored.
@@ -97,6 +104,13 @@ type Config struct {
 	// Secrets gives the values of the secrets the containers it creates
 	// read (secret.go); nil: such a container fails, no value to give it.
 	Secrets SecretSource
+	// FollowContainers, with a Runtime that is an Inspector, has each
+	// apply ask the engine how the declared containers run and report
+	// what changed (Report.Workload, follow.go). Without it the agent
+	// says nothing of them, and the mesh shows their state as unknown.
+	FollowContainers bool
+	// MinHealthy is the Follower's (0: events.MinHealthy).
+	MinHealthy time.Duration
 }
 
 // Agent applies declarations to its node and reports the outcome. It is safe
@@ -104,8 +118,9 @@ type Config struct {
 type Agent struct {
 	cfg Config
 
-	mu    sync.Mutex
-	state State
+	mu     sync.Mutex
+	state  State
+	follow Follower
 }
 
 // New makes an agent, loading its State from the outbox (a restarted agent
@@ -130,7 +145,15 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: new %s: %w", cfg.Node, err)
 	}
-	return &Agent{cfg: cfg, state: st}, nil
+	return &Agent{cfg: cfg, state: st, follow: Follower{MinHealthy: cfg.MinHealthy}}, nil
+}
+
+// Follow sets whether the agent follows how its containers run from its
+// next apply on (Config.FollowContainers).
+func (a *Agent) Follow(on bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.cfg.FollowContainers = on
 }
 
 // State returns a copy of what the agent remembers.
@@ -187,7 +210,50 @@ func (a *Agent) Apply(ctx context.Context, d declaration.Declaration) (Report, e
 			res.failed[name] = err
 		}
 	}
-	return a.keep(ctx, d, plan, res)
+	rep, err := a.keepWith(ctx, d, plan, res, a.workload(ctx, d))
+	return rep, err
+}
+
+// workload asks the engine how d's containers run and returns what changed
+// since the last pass (nil for nothing, or when the agent does not follow
+// them). A container the engine cannot be asked about is left as it was
+// for this pass: never a state guessed.
+func (a *Agent) workload(ctx context.Context, d declaration.Declaration) *wire.Workload {
+	in, ok := a.cfg.Runtime.(Inspector)
+	if !ok || !a.cfg.FollowContainers {
+		return nil
+	}
+	declared := map[string]string{}
+	states := map[string]ContainerState{}
+	for _, r := range d.Resources {
+		if r.Kind != declaration.KindContainer {
+			continue
+		}
+		st, err := in.InspectContainer(ctx, r.Name)
+		switch {
+		case errors.Is(err, ErrNotFound):
+		case err != nil:
+			continue // not asked: not followed this pass
+		default:
+			states[r.Name] = st
+		}
+		declared[r.Name] = r.Module
+	}
+	var w *wire.Workload
+	for _, t := range a.follow.Step(a.cfg.Now(), declared, states) {
+		c := t.ContainerChange
+		c.Node, c.Declaration = a.cfg.Node, d.ID
+		if t.NeedLog {
+			if log, err := in.ContainerLogTail(ctx, c.Container, events.MaxContainerLog); err == nil {
+				c.Log = log
+			}
+		}
+		if w == nil {
+			w = &wire.Workload{}
+		}
+		w.Changes = append(w.Changes, c)
+	}
+	return w
 }
 
 // NotApplied reports d as not applied, for cause, without looking at the
@@ -218,6 +284,11 @@ func (a *Agent) notApplied(ctx context.Context, d declaration.Declaration, cause
 // keep makes the report of d's carried-out plan, keeps it with the next
 // State and tries to deliver it (Apply's end).
 func (a *Agent) keep(ctx context.Context, d declaration.Declaration, plan Plan, res result) (Report, error) {
+	return a.keepWith(ctx, d, plan, res, nil)
+}
+
+// keepWith is keep, the report carrying w.
+func (a *Agent) keepWith(ctx context.Context, d declaration.Declaration, plan Plan, res result, w *wire.Workload) (Report, error) {
 	id, err := a.cfg.NewID()
 	if err != nil {
 		return Report{}, fmt.Errorf("agent: apply %s: apply id: %w", d.ID, err)
@@ -226,6 +297,7 @@ func (a *Agent) keep(ctx context.Context, d declaration.Declaration, plan Plan, 
 		Outcome:     buildOutcome(a.cfg.Node, d, plan, res),
 		AppliedAt:   a.cfg.Now().UTC(),
 		Correlation: d.Correlation,
+		Workload:    w,
 	}
 	rep.Outcome.ApplyID = id.String()
 	rep.HeldSince, rep.SameDeclaration = compactAgainst(a.state.Last, rep.Outcome)

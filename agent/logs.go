@@ -68,7 +68,7 @@ type LogChunk struct {
 // Bounds of a log ask.
 const (
 	MaxLogChunk = 256 << 10        // bytes of one chunk (the bus carries up to 1 MiB)
-	MaxLogTail  = 100_000          // lines of a tail
+	MaxLogLines = 100_000          // lines of a tail
 	MaxLogWait  = 20 * time.Second // a follow's wait, within the bus's answer
 )
 
@@ -80,8 +80,8 @@ var ErrNoLogs = errors.New("this node's runtime keeps no container logs")
 // ErrInvalid; MaxBytes is brought within MaxLogChunk.
 func (q LogQuery) Check() (LogQuery, error) {
 	switch {
-	case q.Tail < 0 || q.Tail > MaxLogTail:
-		return q, fmt.Errorf("tail %d: want 0 to %d lines: %w", q.Tail, MaxLogTail, ErrInvalid)
+	case q.Tail < 0 || q.Tail > MaxLogLines:
+		return q, fmt.Errorf("tail %d: want 0 to %d lines: %w", q.Tail, MaxLogLines, ErrInvalid)
 	case q.WaitMillis < 0 || time.Duration(q.WaitMillis)*time.Millisecond > MaxLogWait:
 		return q, fmt.Errorf("wait %d ms: want 0 to %v: %w", q.WaitMillis, MaxLogWait, ErrInvalid)
 	case q.MaxBytes < 0:

@@ -46,7 +46,7 @@ func TestLogsBounds(t *testing.T) {
 		{name: "not managed", rt: &logRT{Runtime: simruntime.New()}, req: agent.LogRequest{Container: "other"}, wantErr: agent.ErrNotFound},
 		{name: "a bad name", rt: &logRT{Runtime: simruntime.New()}, req: agent.LogRequest{Container: "../etc"}, wantErr: agent.ErrInvalid},
 		{name: "a negative tail", rt: &logRT{Runtime: simruntime.New()}, req: agent.LogRequest{Container: "web", LogQuery: agent.LogQuery{Tail: -1}}, wantErr: agent.ErrInvalid},
-		{name: "a tail too long", rt: &logRT{Runtime: simruntime.New()}, req: agent.LogRequest{Container: "web", LogQuery: agent.LogQuery{Tail: agent.MaxLogTail + 1}}, wantErr: agent.ErrInvalid},
+		{name: "a tail too long", rt: &logRT{Runtime: simruntime.New()}, req: agent.LogRequest{Container: "web", LogQuery: agent.LogQuery{Tail: agent.MaxLogLines + 1}}, wantErr: agent.ErrInvalid},
 		{name: "a wait too long", rt: &logRT{Runtime: simruntime.New()}, req: agent.LogRequest{Container: "web", LogQuery: agent.LogQuery{WaitMillis: 60_000}}, wantErr: agent.ErrInvalid},
 		{name: "no logs kept", rt: simruntime.New(), req: agent.LogRequest{Container: "web"}, wantErr: agent.ErrNoLogs},
 	}

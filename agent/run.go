@@ -94,6 +94,11 @@ type RunConfig struct {
 	// creates read (secret.go): on the bus, the node's own connection.
 	Secrets SecretSource
 
+	// FollowContainers and MinHealthy are the Agent's (Config): each pass
+	// reports what changed in how the declared containers run.
+	FollowContainers bool
+	MinHealthy       time.Duration
+
 	// Interval is the drift check: the latest declaration is applied again
 	// this long after the last apply. 0 means DefaultInterval.
 	Interval time.Duration
@@ -145,6 +150,7 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	a, err := New(Config{
 		Node: cfg.Node, Runtime: cfg.Runtime, Outbox: cfg.Outbox,
 		Deliver: r.deliver, Now: r.cfg.Now, NewID: r.cfg.NewID, Secrets: cfg.Secrets,
+		FollowContainers: cfg.FollowContainers, MinHealthy: cfg.MinHealthy,
 	})
 	if err != nil {
 		return fmt.Errorf("agent: run: %w", err)

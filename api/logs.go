@@ -23,7 +23,7 @@ type Logs interface {
 // read the log (no such managed container, a runtime that keeps no logs).
 const CodeLogsUnreadable = "logs-unreadable"
 
-// MaxLogsTail bounds a LogsRequest's Tail (agent.MaxLogTail).
+// MaxLogsTail bounds a LogsRequest's Tail (agent.MaxLogLines).
 const MaxLogsTail = 100_000
 
 // LogsRequest asks for a container's log: its last Tail lines (0: every

@@ -228,6 +228,10 @@ type WhyResponse struct {
 	Resource string     `json:"resource"`
 	Touches  []WhyTouch `json:"touches"`
 	AsOf     *Moment    `json:"as_of,omitempty"` // the moment answered for (At); absent: now
+	// Engine is, for a container, how the engine runs it now as its
+	// node's agent last said (its last container.* event); absent when
+	// the agent said nothing of it.
+	Engine *ContainerStatus `json:"engine,omitempty"`
 }
 
 // WhyTouch is one touch and the rest of the push behind it: the node's

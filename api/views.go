@@ -56,6 +56,31 @@ type NodeStatus struct {
 	// heartbeat (mesh version on the host); absent as LastSeen is, or
 	// when the agent said none.
 	AgentVersion string `json:"agent_version,omitempty"`
+	// Workload is the node's workload axis: the worst state of a declared
+	// container of its applied declaration (starting, running, unhealthy,
+	// crash-looping, exited, oom-killed, vanished), or "unknown" when its
+	// agent says nothing of its containers (an older build).
+	Workload string `json:"workload,omitempty"`
+	// Containers is the last state the node's agent said of each
+	// container of the applied declaration, by name.
+	Containers map[string]ContainerStatus `json:"containers,omitempty"`
+}
+
+// ContainerStatus is what the engine runs of one container, as the node's
+// agent last said it changed (its last container.* event).
+type ContainerStatus struct {
+	Module   string    `json:"module"`
+	State    string    `json:"state"` // starting, running, unhealthy, crash-looping, exited, oom-killed, vanished
+	At       time.Time `json:"at"`
+	ExitCode int       `json:"exit_code,omitempty"`
+	Restarts int       `json:"restarts,omitempty"` // a crash loop's, since Since
+	Since    time.Time `json:"since,omitzero"`
+	Health   string    `json:"health,omitempty"`
+	Output   string    `json:"output,omitempty"`   // the last health probe's
+	LogLine  string    `json:"log_line,omitempty"` // the last line of its log when it died
+	Position uint64    `json:"position"`           // Reason says why in one line: "exit code 1 at 19:00:02, the 14th
+	// restart since 18:59:30: <its last log line>".
+	Reason string `json:"reason,omitempty"`
 }
 
 // SyncUnreachable is the sync of a node whose agent the controller has not
@@ -67,7 +92,7 @@ const SyncUnreachable = "unreachable"
 type ModuleStatus struct {
 	Assigned bool   `json:"assigned"`
 	Taken    bool   `json:"taken"`
-	State    string `json:"state"`            // converged, waiting-on-take, failing, or pending (not yet in an apply)
+	State    string `json:"state"`            // converged, waiting-on-take, failing, pending (not yet in an apply), or crash-looping, stopped, unhealthy, starting (its containers')
 	Held     int    `json:"held,omitempty"`   // resources held for take
 	Failed   int    `json:"failed,omitempty"` // resources whose apply failed
 	// Reason says why a pending module is not in the applied declaration:

@@ -90,7 +90,7 @@ func ReportOf(node string, r agent.Report) (Report, error) {
 	br := Report{
 		Version: reportVersion, Node: node, ApplyID: id, AppliedAt: r.AppliedAt,
 		Correlation: r.Correlation, Attempts: r.Attempts, LastError: r.LastError,
-		Outcome: r.Wire(),
+		Outcome: r.Wire(), Workload: r.Workload,
 	}
 	if err := br.check(); err != nil {
 		return Report{}, err

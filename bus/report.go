@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"meshplane/events"
+	"meshplane/wire"
 )
 
 // ErrBadReport means a message on a report subject is not a report the
@@ -86,7 +87,8 @@ func Digest(data []byte) string {
 //	  "correlation": "...",              the push's correlation (optional)
 //	  "attempts": 0,                     failed delivery attempts before this one
 //	  "last_error": "...",               the last of them (optional)
-//	  "outcome": {apply.reported payload, its "node" equal to "node"}
+//	  "outcome": {apply.reported payload, its "node" equal to "node"},
+//	  "workload": {"changes": [container state changes]}   (optional, wire.Workload)
 //	}
 //
 // It carries what commands.Delivery holds; the controller's wiring turns one
@@ -116,6 +118,11 @@ func Digest(data []byte) string {
 //     (failed: either, or the hosts file) (bad-counts);
 //   - held_since: the apply id of an earlier report of the node that
 //     carried a held list (malformed);
+//   - workload changes: at most wire.MaxWorkloadChanges, each of the
+//     node, of the declaration the report names and of one of its
+//     containers, in a state of the list, with its bounds
+//     (events.ContainerChange.Check) (malformed; bad-counts for a
+//     container the declaration does not have);
 //   - the declaration composed for the node and pushed to it
 //     (unknown-declaration), the apply time within events.MaxReportSkew
 //     (bad-time), the apply id new or the same report again, whatever its
@@ -129,6 +136,9 @@ type Report struct {
 	Attempts    int                  `json:"attempts"`
 	LastError   string               `json:"last_error,omitempty"`
 	Outcome     events.ApplyReported `json:"outcome"`
+	// Workload is what the pass saw change in how the node's containers
+	// run (wire.Workload), absent when nothing did.
+	Workload *wire.Workload `json:"workload,omitempty"`
 
 	// Size and Digest are those of the message the report came in, filled
 	// by DecodeReport (never on the wire): what the controller records of
@@ -219,6 +229,9 @@ func (r Report) check() error {
 	}
 	if err := ValidNode(r.Node); err != nil {
 		return badReport(events.RefusedMalformed, "%v", err)
+	}
+	if err := r.Workload.Check(r.Node); err != nil {
+		return badReport(events.RefusedMalformed, "apply %s: %v", r.ApplyID, err)
 	}
 	return nil
 }

@@ -29,6 +29,8 @@ func FuzzDecodeReport(f *testing.F) {
 	f.Add("mesh.report.n1", []byte(`{"version":1,"node":"n1","apply_id":"01a22bc2-e0ac-7db6-b30e-93a609b41e53","applied_at":"2026-11-30T09:00:00Z","outcome":{"node":"n1","sent":1,"sent":0}}`))
 	f.Add("mesh.report.n1", []byte(`{"version":1,"Node":"n2","node":"n1","apply_id":"01a22bc2-e0ac-7db6-b30e-93a609b41e53","applied_at":"2026-11-30T09:00:00Z","outcome":{"node":"n1"}}`))
 	f.Add("mesh.report.n1", []byte(`{"version":1,"node":"n1","apply_id":"01a22bc2-e0ac-7db6-b30e-93a609b41e53","applied_at":"2026-11-30T09:00:00Z","outcome":{"node":"n1","held":[{"name":"a","na\u006de":"b"}]}}`))
+	f.Add("mesh.report.n1", []byte(`{"version":1,"node":"n1","apply_id":"01a22bc2-e0ac-7db6-b30e-93a609b41e53","applied_at":"2026-11-30T09:00:00Z","outcome":{"node":"n1"},"workload":{"changes":[{"node":"n1","module":"m","container":"web","declaration":"n1/1","state":"crash-looping","at":"2026-11-30T09:00:00Z","exit_code":1,"restarts":3,"since":"2026-11-30T08:59:00Z","log":"cat: x\n"}]}}`))
+	f.Add("mesh.report.n1", []byte(`{"version":1,"node":"n1","apply_id":"01a22bc2-e0ac-7db6-b30e-93a609b41e53","applied_at":"2026-11-30T09:00:00Z","outcome":{"node":"n1"},"workload":{"changes":[{"node":"n1","container":"web","state":"exited","at":"2026-11-30T09:00:00Z","exit_code":-1,"log":"\u001b[2J"}]}}`))
 	f.Add("other", []byte(`{}`))
 	f.Add("mesh.report.", []byte(`null`))
 	f.Fuzz(func(t *testing.T, subject string, data []byte) {

@@ -17,6 +17,7 @@ import (
 	"meshplane/bus"
 	"meshplane/bus/natstest"
 	"meshplane/events"
+	"meshplane/wire"
 )
 
 func report(node, decl string) bus.Report {
@@ -250,6 +251,16 @@ func TestReportsRefused(t *testing.T) {
 	lying.Outcome.Node = "n2"
 	big := report("n1", "n1/1")
 	big.Outcome.Created = []string{strings.Repeat("x", bus.MaxReportSize)}
+	change := events.ContainerChange{Node: "n1", Module: "m", Container: "web", Declaration: "n1/1", State: events.WorkloadCrashLooping,
+		At: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC), ExitCode: 1, Restarts: 3}
+	othersContainer := report("n1", "n1/1")
+	oc := change
+	oc.Node = "n2"
+	othersContainer.Workload = &wire.Workload{Changes: []events.ContainerChange{oc}}
+	noState := report("n1", "n1/1")
+	ns := change
+	ns.State = "fine, really"
+	noState.Workload = &wire.Workload{Changes: []events.ContainerChange{ns}}
 	for _, tc := range []struct {
 		name, subject string
 		data          []byte
@@ -262,6 +273,8 @@ func TestReportsRefused(t *testing.T) {
 		{"no apply id", bus.ReportSubject("n1"), []byte(`{"version":1,"node":"n1","applied_at":"2026-11-30T09:00:00Z","outcome":{"node":"n1"}}`), events.RefusedMalformed},
 		{"an unknown version", bus.ReportSubject("n1"), []byte(`{"version":99,"node":"n1"}`), events.RefusedMalformed},
 		{"over MaxReportSize", bus.ReportSubject("n1"), enc(big), events.RefusedTooLarge},
+		{"a workload change of another node's container", bus.ReportSubject("n1"), enc(othersContainer), events.RefusedMalformed},
+		{"a workload change in no state", bus.ReportSubject("n1"), enc(noState), events.RefusedMalformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := k.Refused()
@@ -289,8 +302,8 @@ func TestReportsRefused(t *testing.T) {
 			}
 		})
 	}
-	if st, ok := settle(k, func(st bus.ConsumerStats) bool { return st.Recorded == 7 && st.Refused == 7 }); !ok {
-		t.Fatalf("stats %+v: want 7 recorded and 7 refused", st)
+	if st, ok := settle(k, func(st bus.ConsumerStats) bool { return st.Recorded == 9 && st.Refused == 9 }); !ok {
+		t.Fatalf("stats %+v: want 9 recorded and 9 refused", st)
 	}
 	noneOutstanding(t, ctl)
 
@@ -302,7 +315,7 @@ func TestReportsRefused(t *testing.T) {
 		if _, err := raw.Request(bus.ReportSubject("n1"), []byte("not json again"), 5*time.Second); err != nil {
 			t.Fatal(err)
 		}
-		if st, ok := settle(k, func(st bus.ConsumerStats) bool { return st.Refused == 8 && st.Retried == 1 }); !ok {
+		if st, ok := settle(k, func(st bus.ConsumerStats) bool { return st.Refused == 10 && st.Retried == 1 }); !ok {
 			t.Fatalf("stats %+v: want it retried once, then refused", st)
 		}
 		if n := len(rec.refusals()); n != told+1 {
@@ -400,5 +413,32 @@ func TestDecodeReportStrict(t *testing.T) {
 				t.Fatalf("got %v (reason %q), want refused as malformed", err, bus.ReasonOf(err))
 			}
 		})
+	}
+}
+
+// TestReportCarriesWorkload: a report's workload changes travel as they
+// are, and a report without any has no "workload" on the wire.
+func TestReportCarriesWorkload(t *testing.T) {
+	r := report("n1", "n1/1")
+	quiet, err := bus.EncodeReport(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(quiet), "workload") {
+		t.Fatalf("a quiet report names a workload: %s", quiet)
+	}
+	c := events.ContainerChange{Node: "n1", Module: "m", Container: "web", Declaration: "n1/1", State: events.WorkloadUnhealthy,
+		At: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC), Health: "unhealthy", Output: "refused\n"}
+	r.Workload = &wire.Workload{Changes: []events.ContainerChange{c}}
+	b, err := bus.EncodeReport(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := bus.DecodeReport(bus.ReportSubject("n1"), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Workload == nil || len(back.Workload.Changes) != 1 || back.Workload.Changes[0] != c {
+		t.Fatalf("decoded workload %+v, want %+v", back.Workload, c)
 	}
 }

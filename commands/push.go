@@ -10,6 +10,7 @@ import (
 
 	"meshplane/declaration"
 	"meshplane/events"
+	"meshplane/wire"
 )
 
 // SendFunc hands a declaration to the bus for its node.
@@ -289,6 +290,10 @@ type Delivery struct {
 	// the record of a refusal (RecordRefusal); empty when not known.
 	Size   int
 	Digest string
+	// Workload is what the pass saw change in how the node's containers
+	// run (nil: nothing, or an agent that does not say): each change is
+	// recorded as its container state event beside the apply.reported.
+	Workload *wire.Workload
 }
 
 // RecordApply appends an agent's apply report as apply.reported, as the
@@ -354,6 +359,15 @@ func (h *Handler) RecordApply(ctx context.Context, d Delivery) ([]events.Event, 
 			return nil, err
 		}
 		batch = append(batch, late)
+	}
+	for i, c := range d.Workload.List() {
+		ev, err := h.reg.New(stream, events.ContainerPayload(c), events.Meta{
+			ID: workloadID(d.ApplyID, i), At: d.AppliedAt, Actor: "agent:" + node, Correlation: d.Correlation, Causation: d.ApplyID.String(),
+		})
+		if err != nil {
+			return nil, refuse(events.RefusedMalformed, "apply report %s from %s: workload change %d: %v", d.ApplyID, node, i, err)
+		}
+		batch = append(batch, ev)
 	}
 	stored, err := h.store.Append(ctx, stream, events.Any, batch...)
 	if errors.Is(err, events.ErrIDConflict) && len(batch) > 1 {
@@ -456,6 +470,13 @@ func (h *Handler) recordedBefore(ctx context.Context, node string, apply events.
 // lateID derives the id of a report's report.delivered-late event from the
 // apply id: the same report always yields the same id (a UUIDv7 still, with
 // the apply's timestamp and a flipped random bit).
+// workloadID is the id of the i-th container state event a report
+// carries: derived from its apply id, so that the same report delivered
+// again records nothing new.
+func workloadID(apply uuid.UUID, i int) uuid.UUID {
+	return uuid.NewSHA1(apply, []byte(fmt.Sprintf("workload/%d", i)))
+}
+
 func lateID(apply uuid.UUID) uuid.UUID {
 	id := apply
 	id[15] ^= 0x01

@@ -57,6 +57,7 @@ import (
 
 	"meshplane/declaration"
 	"meshplane/events"
+	"meshplane/wire"
 )
 
 // ErrRefused means an apply report was refused for good at the door. The
@@ -140,6 +141,9 @@ func CheckReport(d Delivery, decl *DeclarationFacts, now time.Time) error {
 	if err := r.CheckCounts(); err != nil {
 		return refuse(events.RefusedCounts, "apply report %s from %s: %v", id, short(r.Node), err)
 	}
+	if err := checkWorkload(d.Workload, r); err != nil {
+		return refuse(events.RefusedMalformed, "apply report %s from %s: %v", id, short(r.Node), err)
+	}
 	if latest := now.Add(events.MaxReportSkew); !now.IsZero() && d.AppliedAt.After(latest) {
 		return refuse(events.RefusedTime, "apply report %s from %s: applied at %s, later than the controller's clock (%s) allows, by more than %v",
 			id, short(r.Node), stamp(d.AppliedAt), stamp(now), events.MaxReportSkew)
@@ -160,6 +164,33 @@ func CheckReport(d Delivery, decl *DeclarationFacts, now time.Time) error {
 	}
 	if err := checkAgainst(r, decl); err != nil {
 		return refuse(events.RefusedCounts, "apply report %s from %s: %v", id, short(r.Node), err)
+	}
+	if decl.Counted {
+		has := make(map[string]bool, len(decl.Resources))
+		for _, name := range decl.Resources {
+			has[name] = true
+		}
+		for _, c := range d.Workload.List() {
+			if !has[c.Container] {
+				return refuse(events.RefusedCounts, "apply report %s from %s: workload: container %s, which declaration %s does not have",
+					id, short(r.Node), quote(c.Container), short(r.Declaration))
+			}
+		}
+	}
+	return nil
+}
+
+// checkWorkload checks the form of the workload changes a report carries
+// (wire.Workload.Check): each of the report's node and of the declaration
+// it names.
+func checkWorkload(w *wire.Workload, r events.ApplyReported) error {
+	if err := w.Check(r.Node); err != nil {
+		return err
+	}
+	for i, c := range w.List() {
+		if c.Declaration != r.Declaration {
+			return fmt.Errorf("workload: changes[%d] (%s): declaration %s, the report's is %s", i, quote(c.Container), quote(c.Declaration), quote(r.Declaration))
+		}
 	}
 	return nil
 }

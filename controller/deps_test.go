@@ -45,7 +45,7 @@ var layers = map[string]layer{
 	"meshplane/commands": {imports: []string{
 		"bytes", "cmp", "context", "crypto/sha256", "encoding/hex", "encoding/json", "errors", "fmt",
 		"github.com/google/uuid", "github.com/opencontainers/go-digest", "go.yaml.in/yaml/v3", "io", "maps", "math",
-		"meshplane/declaration", "meshplane/events", "net/netip", "path", "reflect", "slices", "sort", "strconv",
+		"meshplane/declaration", "meshplane/events", "meshplane/wire", "net/netip", "path", "reflect", "slices", "sort", "strconv",
 		"strings", "sync", "time", "unicode", "unicode/utf8",
 	}},
 	"meshplane/projections": {

@@ -196,6 +196,12 @@ func (c *Controller) Why(ctx context.Context, req api.WhyRequest) (api.WhyRespon
 		return api.WhyResponse{}, fmt.Errorf("why %s on %s: %w", req.Resource, req.Node, err)
 	}
 	out := api.WhyResponse{Node: req.Node, Resource: req.Resource, Touches: make([]api.WhyTouch, len(touches))}
+	if st, err := c.views.Status.Of(req.Node); err == nil {
+		if cs, ok := st.Containers[req.Resource]; ok {
+			e := api.ContainerStatus(cs)
+			out.Engine = &e
+		}
+	}
 	byCorr := map[string][]projections.Entry{}
 	for i, t := range touches {
 		out.Touches[i].Touch = touchOf(t)

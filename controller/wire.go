@@ -53,7 +53,13 @@ func failureOf(f projections.Failure) api.Failure { return api.Failure(f) }
 func statusOf(s projections.NodeStatus) api.NodeStatus {
 	out := api.NodeStatus{
 		Node: s.Node, Sync: s.Sync, Health: s.Health, Churn: s.Churn, Adopted: s.Adopted,
-		Held: s.Held,
+		Held: s.Held, Workload: s.Workload,
+	}
+	if s.Containers != nil {
+		out.Containers = make(map[string]api.ContainerStatus, len(s.Containers))
+		for k, c := range s.Containers {
+			out.Containers[k] = api.ContainerStatus(c)
+		}
 	}
 	if s.Modules != nil {
 		out.Modules = make(map[string]api.ModuleStatus, len(s.Modules))

@@ -125,7 +125,7 @@ func deliveryOf(r bus.Report) commands.Delivery {
 	return commands.Delivery{
 		Report: r.Outcome, ApplyID: r.ApplyID, AppliedAt: r.AppliedAt,
 		Correlation: r.Correlation, Attempts: r.Attempts, LastError: r.LastError,
-		Size: r.Size, Digest: r.Digest,
+		Size: r.Size, Digest: r.Digest, Workload: r.Workload,
 	}
 }
 

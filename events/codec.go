@@ -66,6 +66,13 @@ func NewRegistry() *Registry {
 	registerTyped[NodeRemoved](r)
 	registerTyped[SecretSet](r)
 	registerTyped[RosterChanged](r)
+	registerTyped[ContainerStarting](r)
+	registerTyped[ContainerRecovered](r)
+	registerTyped[ContainerUnhealthy](r)
+	registerTyped[ContainerCrashLooping](r)
+	registerTyped[ContainerExited](r)
+	registerTyped[ContainerOOMKilled](r)
+	registerTyped[ContainerVanished](r)
 	return r
 }
 

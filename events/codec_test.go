@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -199,6 +200,14 @@ func TestVocabulary(t *testing.T) {
 			Removed: []events.RosterRoute{{Name: "cache.z", Node: "novox"}}},
 		events.DeclarationComposed{Node: "novox", Declaration: "novox/3", Digest: "sha256:01", RosterRevision: 2,
 			Resources: []events.ResourceRef{{Name: "ca", Kind: "container", Module: "m", Digest: "sha256:02"}}},
+	}
+	for _, state := range slices.Sorted(maps.Keys(events.WorkloadTypes)) {
+		c := events.ContainerChange{Node: "novox", Module: "forge", Container: "web", Declaration: "novox/3", State: state, At: testAt.UTC(),
+			ExitCode: 1, Restarts: 14, Since: testAt.Add(-time.Minute).UTC(), Health: "unhealthy", Output: "refused", Log: "cat: x\n"}
+		payloads = append(payloads, events.ContainerPayload(c))
+		if back, ok := events.ContainerOf(events.ContainerPayload(c)); !ok || back != c {
+			t.Errorf("%s: ContainerOf(ContainerPayload) = %+v, %v", state, back, ok)
+		}
 	}
 	var types []string
 	for _, p := range payloads {

@@ -38,6 +38,7 @@ const (
 	TypeNodeRemoved              = "node.removed"
 	TypeSecretSet                = "secret.set"
 	TypeRosterChanged            = "roster.changed"
+	// The container state events are in container.go.
 )
 
 // NodeStream is the stream of a node's events.

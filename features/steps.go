@@ -157,6 +157,7 @@ func Initialize(sc *godog.ScenarioContext, opts Options) {
 	sc.Step(`^the last pass on "([^"]*)" did what the plan said$`, lastPassDidWhatThePlanSaid)
 	revertSteps(sc)
 	publishSteps(sc)
+	workloadSteps(sc)
 }
 
 func newWorld(opts Options) (*World, error) {

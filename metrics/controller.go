@@ -60,6 +60,7 @@ type Controller struct {
 	store   events.Store
 
 	lagEvents, lagSeconds, position, holds, churning, composeFailed, pending *prometheus.Desc
+	container, restarts                                                      *prometheus.Desc
 	chainHead                                                                *prometheus.Desc
 	health, lastApply, lastSeen, unreachable                                 *prometheus.Desc // nodes.go
 
@@ -121,6 +122,10 @@ func NewController(clock func() time.Time) *Controller {
 			"1 when the node's latest compose failed (it is failing until a compose succeeds, whatever its agent re-applies), else 0.", []string{"node"}, nil),
 		pending: prometheus.NewDesc(namespace+"_node_modules_pending",
 			"Modules assigned to the node and absent from its applied declaration (not composed, or not applied yet).", []string{"node"}, nil),
+		container: prometheus.NewDesc(namespace+"_container_state",
+			"1 for the state the engine runs each declared container in, as its node's agent last said (starting, running, unhealthy, crash-looping, exited, oom-killed, vanished); a node whose agent says nothing of its containers has none.", []string{"node", "module", "container", "state"}, nil),
+		restarts: prometheus.NewDesc(namespace+"_container_restarts",
+			"Restarts of a crash-looping container since its episode began (0 when it is not crash-looping).", []string{"node", "module", "container"}, nil),
 	}
 	nodeDescs(m)
 	for _, r := range []string{ResultPushed, ResultPushFailed, ResultComposeFailed} {
@@ -275,7 +280,7 @@ func Outcomes(a events.ApplyReported) map[string]int {
 type gauges Controller
 
 func (g *gauges) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{g.lagEvents, g.lagSeconds, g.position, g.holds, g.churning, g.composeFailed, g.pending, g.chainHead} {
+	for _, d := range []*prometheus.Desc{g.lagEvents, g.lagSeconds, g.position, g.holds, g.churning, g.composeFailed, g.pending, g.chainHead, g.container, g.restarts} {
 		ch <- d
 	}
 }
@@ -319,6 +324,14 @@ func (g *gauges) Collect(ch chan<- prometheus.Metric) {
 		failed, pending := ComposeAxis(st)
 		ch <- prometheus.MustNewConstMetric(g.composeFailed, prometheus.GaugeValue, failed, n)
 		ch <- prometheus.MustNewConstMetric(g.pending, prometheus.GaugeValue, float64(pending), n)
+		for name, c := range st.Containers {
+			ch <- prometheus.MustNewConstMetric(g.container, prometheus.GaugeValue, 1, n, c.Module, name, c.State)
+			r := 0.0
+			if c.State == events.WorkloadCrashLooping {
+				r = float64(c.Restarts)
+			}
+			ch <- prometheus.MustNewConstMetric(g.restarts, prometheus.GaugeValue, r, n, c.Module, name)
+		}
 	}
 }
 

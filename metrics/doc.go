@@ -53,6 +53,8 @@
 //	meshplane_reports_deferred_total               counter   reports deferred on the bus by their node's rate limit (recorded in their turn)
 //	meshplane_panics_total{where}                  counter   panics recovered, by the goroutine boundary that recovered them (package safego lists them)
 //	meshplane_node_health{node,health}             gauge     1 for the node's health now, 0 for each other state (HealthStates)
+//	meshplane_container_state{node,module,container,state}  gauge  1 for the state the engine runs each declared container in (the agent's last container.* event)
+//	meshplane_container_restarts{node,module,container}     gauge  a crash-looping container's restarts since its episode began, else 0
 //	meshplane_node_last_apply_timestamp_seconds{node} gauge  when the node's last recorded apply was made
 //	meshplane_node_last_seen_timestamp_seconds{node}  gauge  the node's last heartbeat the controller heard (none before one)
 //	meshplane_node_unreachable{node}               gauge     1 when not heard within mesh up --silent-after

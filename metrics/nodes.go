@@ -25,6 +25,7 @@ import (
 // that a rule can ask for one (health="failing") and see it go to 0.
 var HealthStates = []string{
 	projections.HealthChurning, projections.HealthFailing, projections.HealthWaitingOnTake, projections.HealthConverged, projections.HealthUnknown,
+	projections.HealthCrashLooping, projections.HealthStopped, projections.HealthUnhealthy, projections.HealthStarting,
 }
 
 // Seen is what the liveness gauges read (*controller.Controller): node's

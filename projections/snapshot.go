@@ -56,7 +56,7 @@ var ErrSnapshot = errors.New("projections: snapshot unusable")
 // version or another history is not: it is only stale.
 const (
 	snapshotMagic   = "MESHSNAP"
-	snapshotVersion = 7 // 7: status keeps whether a node's last apply's holds are unknown (its held_since names no held list); 6: the timeline keeps each declaration's position and where held lists were carried; 5: status keeps each declaration's compose time and whether it was pushed, and each node's last refused report; 4: the timeline keeps each node's pass history (rule 7's one function weighs its applies); 3: the churn detector's
+	snapshotVersion = 8 // 8: status keeps each node's containers' last state events (the workload axis); 7: status keeps whether a node's last apply's holds are unknown (its held_since names no held list); 6: the timeline keeps each declaration's position and where held lists were carried; 5: status keeps each declaration's compose time and whether it was pushed, and each node's last refused report; 4: the timeline keeps each node's pass history (rule 7's one function weighs its applies); 3: the churn detector's
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)

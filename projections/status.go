@@ -61,6 +61,10 @@ type statusNode struct {
 	refused       ReportRefusal    // the last report.refused
 	applied       *ApplyRecord     // overwritten in place by each apply: never handed out, only copies of it
 	decls         declIndex[*decl] // declaration id → what was composed
+	// containers is each container's last state event (status_workload.go);
+	// followed says the node's agent said one, ever.
+	containers map[string]ContainerStatus
+	followed   bool
 }
 
 // decl is what status keeps of a composed declaration.
@@ -146,13 +150,20 @@ type NodeStatus struct {
 	// report.refused after its last recorded apply): the node is sending
 	// what the controller cannot accept, and its health is failing.
 	ReportRefused *ReportRefusal `json:"report_refused,omitempty"`
+	// Workload is the node's workload axis (status_workload.go): the worst
+	// state of a declared container (running when all run), or unknown
+	// when its agent says nothing of them.
+	Workload string `json:"workload,omitempty"`
+	// Containers is the last state of each container of the applied
+	// declaration the agent said one of, by name.
+	Containers map[string]ContainerStatus `json:"containers,omitempty"`
 }
 
 // ModuleStatus is one module's state on a node.
 type ModuleStatus struct {
 	Assigned bool   `json:"assigned"`
 	Taken    bool   `json:"taken"`
-	State    string `json:"state"`            // converged, waiting-on-take, failing, or pending (not yet in an apply)
+	State    string `json:"state"`            // converged, waiting-on-take, failing, pending (not yet in an apply), or a workload health (crash-looping, stopped, unhealthy, starting)
 	Held     int    `json:"held,omitempty"`   // resources held for take
 	Failed   int    `json:"failed,omitempty"` // resources whose apply failed
 	// Reason says why a pending module is not in the applied declaration:
@@ -211,7 +222,9 @@ func (s *Status) fold(ev *events.Event, p events.Payload, node string) error {
 	switch p.(type) {
 	case events.NodeRegistered, events.NodeAdopted, events.ModuleAssigned, events.ModuleReleased,
 		events.ModuleTaken, events.DeclarationComposed, events.DeclarationComposeFailed,
-		events.DeclarationPushed, events.DeclarationPushFailed, events.ApplyReported, events.ReportRefused, events.NodeRemoved:
+		events.DeclarationPushed, events.DeclarationPushFailed, events.ApplyReported, events.ReportRefused, events.NodeRemoved,
+		events.ContainerStarting, events.ContainerRecovered, events.ContainerUnhealthy, events.ContainerCrashLooping,
+		events.ContainerExited, events.ContainerOOMKilled, events.ContainerVanished:
 	default:
 		return nil
 	}
@@ -238,6 +251,14 @@ func (s *Status) fold(ev *events.Event, p events.Payload, node string) error {
 		}
 	}
 	n := s.node(node)
+	if c, ok := events.ContainerOf(p); ok {
+		if n.containers == nil {
+			n.containers = map[string]ContainerStatus{}
+		}
+		n.containers[c.Container] = containerStatusOf(c, ev.Position)
+		n.followed = true
+		return nil
+	}
 	switch v := p.(type) {
 	case events.NodeAdopted:
 		n.adopted = true
@@ -402,6 +423,7 @@ func (s *Status) of(name string, n *statusNode) NodeStatus {
 	}
 
 	var failed, held int
+	var declared map[string]string // the applied declaration's containers, by name
 	if a := n.applied; a != nil {
 		st.Held = events.HeldByModule(a.Report.Held)
 		held, failed = len(a.Report.Held), len(a.Report.Failed)
@@ -409,6 +431,12 @@ func (s *Status) of(name string, n *statusNode) NodeStatus {
 		if d, _ := n.decls.peek(a.Declaration); d != nil {
 			for _, r := range d.resources {
 				byName[r.Name] = r.Module
+				if r.Kind == "container" {
+					if declared == nil {
+						declared = map[string]string{}
+					}
+					declared[r.Name] = r.Module
+				}
 			}
 			for _, r := range d.resources {
 				ms := st.Modules[r.Module]
@@ -439,6 +467,7 @@ func (s *Status) of(name string, n *statusNode) NodeStatus {
 	}
 
 	n.pendingReasons(&st)
+	workload := n.workload(&st, declared)
 
 	st.Churn = s.churn != nil && s.churn.Active(name)
 	switch {
@@ -446,10 +475,14 @@ func (s *Status) of(name string, n *statusNode) NodeStatus {
 		st.Health = HealthChurning
 	case failed > 0 || st.ComposeFailed != nil || st.ReportRefused != nil:
 		st.Health = HealthFailing
+	case workload != "" && workload != HealthStarting:
+		st.Health = workload // crash-looping, stopped, unhealthy: never converged
 	case n.applied == nil:
 		st.Health = HealthUnknown
 	case held > 0:
 		st.Health = HealthWaitingOnTake
+	case workload == HealthStarting:
+		st.Health = HealthStarting
 	default:
 		st.Health = HealthConverged
 	}
@@ -624,6 +657,8 @@ type statusNodeSnap struct {
 	Refused        ReportRefusal
 	Applied        *ApplyRecord
 	Decls          declSnap[declSnapVal]
+	Containers     map[string]ContainerStatus `json:",omitempty"`
+	Followed       bool                       `json:",omitempty"`
 }
 
 type declSnapVal struct {
@@ -651,6 +686,7 @@ func (s *Status) save(t *tables) *statusSnap {
 			Decls: saveDecls(&n.decls, func(d *decl) declSnapVal {
 				return declSnapVal{Digest: d.digest, Resources: t.resources(d.resources), At: d.at, Pushed: d.pushed, Unknown: d.unknown}
 			}, appliedDecl(n), n.pushed.Declaration),
+			Containers: n.containers, Followed: n.followed,
 		}
 	}
 	return out
@@ -667,6 +703,7 @@ func (s *Status) load(sn *statusSnap, st *snapState) {
 			decls: loadDecls(n.Decls, func(d declSnapVal) *decl {
 				return &decl{digest: d.Digest, resources: st.res(d.Resources), at: d.At, pushed: d.Pushed, unknown: d.Unknown}
 			}),
+			containers: n.Containers, followed: n.Followed,
 		}
 	}
 	s.reports.load(sn.Reports)

@@ -38,7 +38,10 @@ type ResourceState struct {
 	Module string `json:"module,omitempty"` // the module that declares it
 	Digest string `json:"digest,omitempty"` // its spec digest in the applied declaration
 	// State is ResourceRunning, ResourceInPlace, ResourceRestarted,
-	// ResourceHeld or ResourceFailed.
+	// ResourceHeld or ResourceFailed; for a container whose node's agent
+	// says how it runs, the engine's (a workload state: starting, running,
+	// unhealthy, crash-looping, exited, oom-killed, vanished), with Reason
+	// saying why (ContainerReason).
 	State string `json:"state"`
 	// Outcome is what the last apply did: ActionUnchanged, ActionCreated,
 	// ActionReplaced, ActionUpdated, ActionHeld or ActionFailed.
@@ -105,9 +108,64 @@ func (s *Status) Resources(node string) (NodeResources, error) {
 		if !ok {
 			r = outcome{action: ActionUnchanged}
 		}
-		out.Resources = append(out.Resources, stateOf(ref, r))
+		st := stateOf(ref, r)
+		if c, ok := n.containers[ref.Name]; ok && ref.Kind == "container" && st.State != ResourceFailed && st.State != ResourceHeld {
+			// What the engine runs, as the agent last said it changed.
+			st.State, st.Reason = c.State, ContainerReason(c)
+		}
+		out.Resources = append(out.Resources, st)
 	}
 	return out, nil
+}
+
+// ContainerReason says in one line why a container is in its state: "exit
+// code 1 at 19:00:02, the 14th restart since 18:59:30: <its last log
+// line>", "health check failing: <the probe's output>"; "" for a
+// container that runs or starts.
+func ContainerReason(c ContainerStatus) string {
+	var s string
+	switch c.State {
+	case events.WorkloadCrashLooping:
+		s = fmt.Sprintf("exit code %d at %s, the %s restart since %s", c.ExitCode, c.At.UTC().Format(time.TimeOnly), ordinal(c.Restarts), c.Since.UTC().Format(time.TimeOnly))
+	case events.WorkloadExited:
+		s = fmt.Sprintf("exit code %d at %s", c.ExitCode, c.At.UTC().Format(time.TimeOnly))
+	case events.WorkloadOOMKilled:
+		s = fmt.Sprintf("killed for lack of memory at %s (exit code %d)", c.At.UTC().Format(time.TimeOnly), c.ExitCode)
+	case events.WorkloadVanished:
+		return fmt.Sprintf("removed from the engine by something outside the mesh, seen at %s", c.At.UTC().Format(time.TimeOnly))
+	case events.WorkloadUnhealthy:
+		s = "health check failing since " + c.At.UTC().Format(time.TimeOnly)
+		if o := LastLine(c.Output); o != "" {
+			s += ": " + o
+		}
+		return s
+	case events.WorkloadRunning:
+		if c.Restarts > 0 {
+			return fmt.Sprintf("running again since %s, after %d restarts from %s", c.At.UTC().Format(time.TimeOnly), c.Restarts, c.Since.UTC().Format(time.TimeOnly))
+		}
+		return ""
+	default:
+		return ""
+	}
+	if c.LogLine != "" {
+		s += ": " + c.LogLine
+	}
+	return s
+}
+
+// ordinal is n as an English ordinal: 1st, 2nd, 3rd, 14th, 22nd.
+func ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return fmt.Sprintf("%d%s", n, suffix)
 }
 
 // outcome is what one apply did to one resource.

@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 
@@ -68,8 +69,39 @@ func StatusAnswer(w io.Writer, f Format, resp api.StatusResponse, _ api.Skipped)
 		if r := st.ReportRefused; r != nil {
 			pf(w, "\n%s: latest report refused at %s (%s): %s\n", st.Node, stamp(r.At), r.Reason, r.Detail)
 		}
+		if names := notRunning(st); len(names) > 0 {
+			pln(w)
+			for _, n := range names {
+				c := st.Containers[n]
+				pf(w, "%s: container %s (%s) %s%s\n", st.Node, n, c.Module, c.State, reasonOf(c))
+			}
+		}
 	}
 	return Noted(w, sk)
+}
+
+// notRunning is the containers of st that do not run as they should,
+// sorted (a crash loop is a container's, never a churn loop).
+func notRunning(st api.NodeStatus) []string {
+	var out []string
+	for n, c := range st.Containers {
+		if c.State != workloadRunning {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// workloadRunning is the state of a container that runs as it should.
+const workloadRunning = "running"
+
+// reasonOf is ": " and c's reason, or "".
+func reasonOf(c api.ContainerStatus) string {
+	if c.Reason == "" {
+		return ""
+	}
+	return ": " + c.Reason
 }
 
 // modulePending is the state of a module assigned and absent from the
@@ -127,6 +159,11 @@ func NodeShow(w io.Writer, f Format, ns api.NodeShow, sk api.Skipped) error {
 		}
 	}
 	pf(w, "health   %s\n", Health(st.Health, st.Held))
+	if st.Workload == "unknown" {
+		pf(w, "workload unknown (its agent says nothing of how its containers run)\n")
+	} else if st.Workload != "" {
+		pf(w, "workload %s\n", st.Workload)
+	}
 	if st.Pushed != nil {
 		pf(w, "pushed   %s at %s\n", st.Pushed.Declaration, stamp(st.Pushed.At))
 	}
@@ -156,6 +193,18 @@ func NodeShow(w io.Writer, f Format, ns api.NodeShow, sk api.Skipped) error {
 	}
 	for _, m := range pending(st) {
 		pf(w, "  %s is pending: %s\n", m, orDash(st.Modules[m].Reason))
+	}
+	if len(st.Containers) > 0 {
+		pf(w, "\ncontainers (as the engine runs them):\n")
+		ctw := table(w)
+		pf(ctw, "  CONTAINER\tMODULE\tSTATE\tSINCE\tWHY\n")
+		for _, n := range slices.Sorted(maps.Keys(st.Containers)) {
+			c := st.Containers[n]
+			pf(ctw, "  %s\t%s\t%s\t%s\t%s\n", n, c.Module, c.State, stamp(c.At), orDash(c.Reason))
+		}
+		if err := ctw.Flush(); err != nil {
+			return err
+		}
 	}
 	pf(w, "\nholds (from the node's own apply reports): %d\n", len(ns.Holds))
 	for _, h := range ns.Holds {

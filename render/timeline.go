@@ -59,6 +59,10 @@ func Why(w io.Writer, f Format, resp api.WhyResponse, sk api.Skipped) error {
 		}
 		return Partial(sk, false)
 	}
+	if e := resp.Engine; e != nil {
+		// How it runs now first: the workload's state, never the mesh's.
+		pf(w, "%s on %s runs %s%s\n", resp.Resource, resp.Node, e.State, reasonOf(*e))
+	}
 	if len(touches) == 0 {
 		pf(w, "no apply on %s has touched %s: every apply found it unchanged, or it was never declared\n", resp.Node, resp.Resource)
 		return Partial(sk, false)

@@ -71,6 +71,13 @@ var eventWords = map[string]string{
 	events.TypeReportDeliveredLate:      "recorded a late report of",
 	events.TypeReportRefused:            "refused a report of",
 	events.TypeReportThrottled:          "deferred reports of",
+	events.TypeContainerStarting:        "saw a container start on",
+	events.TypeContainerRecovered:       "saw a container run on",
+	events.TypeContainerUnhealthy:       "saw a container fail its health check on",
+	events.TypeContainerCrashLooping:    "saw a container crash-loop on",
+	events.TypeContainerExited:          "saw a container exit on",
+	events.TypeContainerOOMKilled:       "saw a container killed for memory on",
+	events.TypeContainerVanished:        "saw a container vanish from",
 }
 
 // streamSubject is what a stream is of, in words: "node novox", "module

@@ -48,8 +48,13 @@ type Mesh struct {
 	// Controller is the controller over Store, publishing to the simulated
 	// bus: PushChanged is its pass.
 	Controller *controller.Controller
+	// FollowContainers has the agents of the nodes made from then on
+	// follow how their containers run (agent.Config.FollowContainers),
+	// on the mesh's clock: each report carries what changed.
+	FollowContainers bool
 
 	now   func() time.Time // stamps every event the mesh makes
+	clock *Clock           // the simulated clock behind now; nil for WithClock's
 	mu    sync.Mutex
 	nodes map[string]*Node
 	lossy map[string]bool // nodes whose reads compose answers as "no modules" (SetLossy)
@@ -95,6 +100,20 @@ func (c *Clock) Now() time.Time {
 	return t
 }
 
+// Peek returns the current simulated time without advancing it.
+func (c *Clock) Peek() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock on by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
 // Epoch is when every simulation starts.
 var Epoch = time.Date(2026, 9, 29, 22, 0, 0, 0, time.UTC)
 
@@ -118,10 +137,12 @@ func New(store events.Store, opts ...Option) *Mesh {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	var clock *Clock
 	if o.now == nil {
-		o.now = NewClock(Epoch).Now
+		clock = NewClock(Epoch)
+		o.now = clock.Now
 	}
-	m := &Mesh{Store: NewFaultyStore(store), Registry: events.NewRegistry(), now: o.now, nodes: map[string]*Node{}}
+	m := &Mesh{Store: NewFaultyStore(store), Registry: events.NewRegistry(), now: o.now, clock: clock, nodes: map[string]*Node{}}
 	c, err := controller.New(controller.Config{
 		Store: m.Store, Registry: m.Registry, Publisher: m, Clock: o.now,
 		Logger: slog.New(slog.DiscardHandler), ComposeReader: m.composeReader,
@@ -159,6 +180,12 @@ func (m *Mesh) node(name string) (*Node, error) {
 		return n, nil
 	}
 	n := &Node{Name: name, Runtime: simruntime.New()}
+	switch {
+	case m.clock != nil:
+		n.Runtime.SetClock(m.clock.Peek) // read without moving it
+	case m.FollowContainers:
+		n.Runtime.SetClock(m.now)
+	}
 	a, err := agent.New(agent.Config{
 		Node:    name,
 		Runtime: n.Runtime,
@@ -167,6 +194,8 @@ func (m *Mesh) node(name string) (*Node, error) {
 		Deliver: func(ctx context.Context, r agent.Report) error { return m.deliver(ctx, n, r) },
 		Now:     m.now,
 		NewID:   uuid.NewV7,
+
+		FollowContainers: m.FollowContainers,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sim: start agent %s: %w", name, err)
@@ -211,9 +240,36 @@ func (m *Mesh) deliver(ctx context.Context, n *Node, r agent.Report) error {
 	}
 	_, err = m.Handler.RecordApply(ctx, commands.Delivery{
 		Report: r.Wire(), ApplyID: id, AppliedAt: r.AppliedAt, Correlation: r.Correlation,
-		Attempts: r.Attempts, LastError: r.LastError,
+		Attempts: r.Attempts, LastError: r.LastError, Workload: r.Workload,
 	})
 	return err
+}
+
+// Follow has node's agent follow how its containers run from now on
+// (agent.Agent.Follow), its runtime on the mesh's clock (read without
+// moving it): its reports carry what changed, as a real agent's do.
+func (m *Mesh) Follow(node string) (*Node, error) {
+	n, err := m.node(node)
+	if err != nil {
+		return nil, err
+	}
+	if m.clock != nil {
+		n.Runtime.SetClock(m.clock.Peek)
+	} else {
+		n.Runtime.SetClock(m.now)
+	}
+	n.Agent.Follow(true)
+	return n, nil
+}
+
+// Wait moves the mesh's simulated clock on by d (N minutes pass); a mesh
+// on another clock (WithClock) cannot.
+func (m *Mesh) Wait(d time.Duration) error {
+	if m.clock == nil {
+		return fmt.Errorf("sim: wait %s: the mesh runs on a clock it does not move", d)
+	}
+	m.clock.Advance(d)
+	return nil
 }
 
 // Push pushes node now, changed or not, as mesh push does

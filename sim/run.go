@@ -412,6 +412,12 @@ func (r *Run) Pass(ctx context.Context, p int) error {
 		}
 		r.truth.pass(node, p, applied && removed[node])
 	}
+	// The world makes the containers of the chosen nodes crash, or fail
+	// their health check, through a window (after the pass's applies, so
+	// that they exist), and stops at its end.
+	if err := r.workloadFaults(p); err != nil {
+		return err
+	}
 	// Reads recover between passes: the operators' commands of the next
 	// pass go through.
 	r.Mesh.Store.Recover()
@@ -431,6 +437,42 @@ func (r *Run) Pass(ctx context.Context, p int) error {
 	}
 	r.truth.endPass(p)
 	return r.endPass(ctx, st, start)
+}
+
+// workloadFaults starts the crash and unhealthy faults at the end of
+// their window's first pass, and ends them at the end of its last.
+func (r *Run) workloadFaults(p int) error {
+	for k, f := range r.cfg.Faults {
+		if f.Kind != FaultCrash && f.Kind != FaultUnhealthy {
+			continue
+		}
+		start, end := p == f.From, p == f.end(r.cfg.Passes)
+		if !start && !end {
+			continue
+		}
+		for _, node := range r.chosen[k] {
+			n, err := r.Mesh.Follow(node)
+			if err != nil {
+				return err
+			}
+			for _, c := range n.Runtime.Names() {
+				switch {
+				case start && f.Kind == FaultCrash:
+					err = n.Runtime.ExitAtStart(c, 1, c+": exited with code 1 (injected crash)")
+				case start:
+					err = n.Runtime.Unhealthy(c, "injected: health check failed")
+				case f.Kind == FaultCrash:
+					err = n.Runtime.RunsAgain(c)
+				default:
+					err = n.Runtime.Healthy(c)
+				}
+				if err != nil {
+					return fmt.Errorf("sim: pass %d: %s on %s: %w", p, f.Kind, node, err)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // composedTruth tells the truth what every registered node's compose of

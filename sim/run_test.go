@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"meshplane/events"
 	"meshplane/events/memstore"
 	"meshplane/sim"
 )
@@ -55,6 +56,8 @@ func TestDetectorScore(t *testing.T) {
 		{name: "lost reads flip rosters", nodes: 6, passes: 10, faults: "lossy:count=1,passes=3-8,every=2", flips: 5},
 		{name: "a store in recovery is no churn", nodes: 6, passes: 10, faults: "reads:count=1,passes=3-8,every=2;cut:count=2,passes=2-5", none: true},
 		{name: "joins and leaves are no churn", nodes: 6, passes: 10, faults: "join:count=2,passes=3-5;leave:count=2,passes=4-7;adopt:count=2,passes=1-6", none: true},
+		// A crash loop is the workload's: never a churn loop (rule 7).
+		{name: "crash loops and unhealthy containers are no churn", nodes: 6, passes: 10, faults: "crash:count=2,passes=2-7;unhealthy:count=1,passes=3-8", none: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -114,4 +117,23 @@ func TestPassesAreTheControllersPush(t *testing.T) {
 	if want := []int{0, 0, 0, 1, 1, 0, 0}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("push failures per pass %v, want %v", got, want)
 	}
+}
+
+// TestWorkloadFaults: the crash fault makes each container of its nodes a
+// crash loop, said as few episodes (never one event per restart), and the
+// unhealthy fault an unhealthy one; both end with the window.
+func TestWorkloadFaults(t *testing.T) {
+	r, _ := runSim(t, sim.Config{Nodes: 4, Modules: 4, Passes: 12, Seed: 3, Faults: mustFaults(t, "crash:count=1,passes=2-6;unhealthy:count=1,passes=2-6")})
+	evs, err := r.Mesh.Store.ReadAll(context.Background(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := map[string]int{}
+	for _, ev := range evs {
+		types[ev.Type]++
+	}
+	if types[events.TypeContainerCrashLooping] == 0 || types[events.TypeContainerUnhealthy] == 0 || types[events.TypeContainerRecovered] == 0 {
+		t.Fatalf("container events %v: want crash loops, unhealthy and recovered", types)
+	}
+	t.Logf("container events over 12 passes: %v", types)
 }

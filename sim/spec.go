@@ -25,9 +25,15 @@ const (
 	FaultMove    FaultKind = "move"    // modules move to another node (release, assign) during the window
 	FaultRollout FaultKind = "rollout" // every module gets a new image at the window's first pass: a full roll-out
 	FaultAdopt   FaultKind = "adopt"   // the chosen nodes are adopted with their first module's data found on disk; taken after the window
+	// FaultCrash: every container of the chosen nodes exits at every start
+	// through the window (a crash loop: the workload's, never churn).
+	FaultCrash FaultKind = "crash"
+	// FaultUnhealthy: every container of the chosen nodes fails its health
+	// check through the window.
+	FaultUnhealthy FaultKind = "unhealthy"
 )
 
-var faultKinds = []FaultKind{FaultReads, FaultLossy, FaultCut, FaultRemove, FaultJoin, FaultLeave, FaultBurst, FaultMove, FaultRollout, FaultAdopt}
+var faultKinds = []FaultKind{FaultReads, FaultLossy, FaultCut, FaultRemove, FaultJoin, FaultLeave, FaultBurst, FaultMove, FaultRollout, FaultAdopt, FaultCrash, FaultUnhealthy}
 
 // Fault is one fault of a SPEC: what, on how many nodes, when.
 type Fault struct {
@@ -117,6 +123,13 @@ const SpecHelp = `A fault SPEC is faults separated by ';', each KIND or KIND:KEY
             node replaces its containers once (a full roll-out). Legitimate.
   adopt     the chosen nodes are adopted at set-up with their first module's
             data found on disk (seed 002): held; taken after the window.
+  crash     every container of the chosen nodes exits with code 1 at every
+            start, from the end of the window's first pass to the end of its
+            last (the engine restarts it): their agents follow their
+            containers and report one crash loop each. The workload's: not
+            churn.
+  unhealthy every container of the chosen nodes fails its health check
+            through the window, as crash does: not churn.
 
   KEY       value
   rate      share of the nodes: 0.05 or 5% (default 1% of the nodes, at least 1)

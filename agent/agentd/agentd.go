@@ -19,11 +19,27 @@ import (
 // Runtimes an agent runs on (Config.Runtime, `mesh agent --runtime`), as a
 // mesh file's nodes name them (runtime:).
 const (
-	// RuntimeSim is the simulated runtime, in memory (the default).
+	// RuntimeSim is the simulated runtime, kept in a file: given only by
+	// name (--runtime sim), never a default on a real host.
 	RuntimeSim = "sim"
-	// RuntimeDocker is the Docker engine (package agent/docker).
+	// RuntimeDocker is the Docker engine (package agent/docker), the
+	// default when an engine answers (DefaultRuntime).
 	RuntimeDocker = "docker"
 )
+
+// DefaultRuntime is the runtime of an agent started with none named: Docker
+// when an engine answers where the environment names one (within 5 s),
+// else an error wrapping docker.ErrNoEngine that names --runtime sim. The
+// simulated runtime runs nothing, so an agent on it reports green for
+// anything: it is never a silent default.
+func DefaultRuntime(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := docker.Reachable(ctx); err != nil {
+		return "", fmt.Errorf("agent: no --runtime given, and %w; give --runtime docker once an engine answers, or --runtime sim for a simulated node (it runs nothing)", err)
+	}
+	return RuntimeDocker, nil
+}
 
 // Config is what an agent runs with; `mesh agent` fills one field per flag.
 type Config struct {
@@ -178,6 +194,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Node: creds.Node, Runtime: rt, Outbox: box, Source: link, Rosters: link, Reporter: reporter, DryRuns: link, Secrets: link,
 		Interval: cfg.Interval, RetryMax: cfg.RetryMax, ReportTimeout: cfg.ReportTimeout,
 		Logger: log, Applied: applied, Now: clock(cfg.ClockOffset),
+		FollowContainers: true,
 	})
 	if err == nil {
 		log.Info("agent: stopped")

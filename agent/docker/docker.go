@@ -58,9 +58,17 @@
 // # Following the engine
 //
 // Changes (agent.Watcher, watch.go) follows the engine's event stream for
-// this node's containers (die, stop, oom, destroy): a running agent makes a
-// pass at once when one is stopped or removed behind its back, rather than
+// this node's containers (die, stop, oom, destroy, start, health_status):
+// a running agent makes a pass at once when one is stopped, removed,
+// restarted by the engine or changes health behind its back, rather than
 // at its next drift check. What the runtime does itself is not a change.
+//
+// # How containers run
+//
+// InspectContainer and ContainerLogTail (agent.Inspector, state.go) say
+// what the engine says of a container: its status ("restarting" is not
+// running), exit code, OOM kill, restart count, times and health with the
+// last probe's output, and the last of its log.
 //
 // # Host paths
 //
@@ -183,6 +191,9 @@ type Runtime struct {
 
 	ownMu sync.Mutex
 	own   map[string]time.Time // container id → until when its events are the runtime's own (watch.go)
+	// ownStart holds the ids whose next start event is the runtime's own
+	// (watch.go).
+	ownStart map[string]bool
 
 	// hostsMu serialises writes of the containers' own hosts files with
 	// rewrites of their roster part (hosts.go).
@@ -373,8 +384,11 @@ func (r *Runtime) ListContainers(ctx context.Context) ([]agent.Container, error)
 }
 
 // stopped reports whether a container in state s exists but does not run
-// and can be started. A restarting or paused container is not stopped: the
-// engine, or an operator, is already at it.
+// and can be started by the agent. A restarting container does not run
+// either (it is between two crashes: InspectContainer says "restarting",
+// and the agent reports a crash loop), but it is not the agent's to start:
+// the engine's restart policy is already at it, and a start would race it.
+// A paused one is an operator's.
 func stopped(s container.ContainerState) bool {
 	switch s {
 	case container.StateCreated, container.StateExited, container.StateDead:
@@ -460,6 +474,7 @@ func (r *Runtime) StartContainer(ctx context.Context, name string) error {
 		return err
 	}
 	for _, c := range found {
+		r.startedMine(c.ID)
 		if err := r.eng.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
 			return fail("start", name, err)
 		}
@@ -570,6 +585,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, c agent.Container) error 
 			return r.undo(created.ID, fail("create", c.Name, fmt.Errorf("join network %s: %w", n, err)))
 		}
 	}
+	r.startedMine(created.ID)
 	if err := r.eng.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		return r.undo(created.ID, fail("create", c.Name, fmt.Errorf("start: %w", err)))
 	}

@@ -25,6 +25,7 @@ import (
 
 	"meshplane/agent"
 	"meshplane/agent/docker"
+	"meshplane/agent/runtimetest"
 	"meshplane/artifacts"
 	"meshplane/artifacts/imagebuild"
 )
@@ -40,6 +41,7 @@ var (
 	store     *httptest.Server // the artifact store holding the test image
 	storeDir  string
 	testRef   string // the test image by digest, at the store
+	healthRef string // the test image with a HEALTHCHECK, by digest
 )
 
 func TestMain(m *testing.M) {
@@ -107,6 +109,14 @@ func setup(t testing.TB) {
 		}
 		ref := addr + "/forge/meshtest@" + digest
 		testRef = ref
+		// The same program with a HEALTHCHECK, as an image's own config
+		// has one: healthy while /data/healthy can be read.
+		href, err := pushHealthImage(pctx, addr, dir, img)
+		if err != nil {
+			setupErr = fmt.Errorf("push the health image: %w", err)
+			return
+		}
+		healthRef = href
 	})
 	if setupErr != nil {
 		if os.Getenv("CI") == "true" {
@@ -137,7 +147,15 @@ type rtOption func(*docker.Options)
 
 // anyImage runs the test image whatever the declared reference (the
 // conformance suite names images no registry here has).
-func anyImage(o *docker.Options) { o.ResolveImage = func(string) string { return testRef } }
+// The suite's runtimetest.HealthImage is the image with a health check.
+func anyImage(o *docker.Options) {
+	o.ResolveImage = func(ref string) string {
+		if ref == runtimetest.HealthImage {
+			return healthRef
+		}
+		return testRef
+	}
+}
 
 func newRT(t testing.TB, opts ...rtOption) rt {
 	t.Helper()

@@ -20,6 +20,8 @@ import (
 //	stop     someone stopped it
 //	oom      the kernel killed it for memory
 //	destroy  someone removed it
+//	start    it started again (the engine's restart policy, or someone)
+//	health_status  its health check's verdict changed
 //
 // (A kill alone is not watched: a signal that ends the container is
 // followed by its die.) A running agent makes a pass at once (agent.Run,
@@ -46,6 +48,7 @@ var _ agent.Watcher = (*Runtime)(nil)
 // watchedActions are the container actions Changes reports.
 var watchedActions = []dockerevents.Action{
 	dockerevents.ActionDie, dockerevents.ActionStop, dockerevents.ActionOOM, dockerevents.ActionDestroy,
+	dockerevents.ActionStart, dockerevents.ActionHealthStatus,
 }
 
 // ownFor is how long an id the runtime acts on stays its own.
@@ -78,6 +81,29 @@ func (r *Runtime) isMine(id string, action dockerevents.Action) bool {
 		delete(r.own, id)
 	}
 	return time.Now().Before(until)
+}
+
+// startedMine marks the next start event of id as the runtime's own (a
+// create or a start it makes): only that one, so that the engine's restarts
+// after it are changes.
+func (r *Runtime) startedMine(id string) {
+	r.ownMu.Lock()
+	defer r.ownMu.Unlock()
+	if r.ownStart == nil {
+		r.ownStart = map[string]bool{}
+	}
+	r.ownStart[id] = true
+}
+
+// isMyStart reports, once, whether a start of id is the runtime's own.
+func (r *Runtime) isMyStart(id string) bool {
+	r.ownMu.Lock()
+	defer r.ownMu.Unlock()
+	if r.ownStart[id] {
+		delete(r.ownStart, id)
+		return true
+	}
+	return false
 }
 
 // eventFilter is what the stream is filtered by: this node's managed
@@ -162,6 +188,9 @@ func (r *Runtime) drain(ctx context.Context, msgs <-chan dockerevents.Message, e
 			return err
 		case m := <-msgs:
 			if !r.ours(m.Actor.Attributes) || r.isMine(m.Actor.ID, m.Action) {
+				continue
+			}
+			if m.Action == dockerevents.ActionStart && r.isMyStart(m.Actor.ID) {
 				continue
 			}
 			what := fmt.Sprintf("container %s: %s", m.Actor.Attributes[agent.LabelResource], m.Action)

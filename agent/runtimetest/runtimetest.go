@@ -19,6 +19,11 @@
 // outside the mesh would implements Stopper; the suite then checks that a
 // stopped container is listed Stopped and StartContainer runs it again.
 //
+// Every runtime is also an agent.Inspector; the state cases (state.go)
+// check a running container's state, and, for a runtime whose world
+// implements Crasher and HealthWorld, a crash loop and a failing health
+// check.
+//
 // RunPaths runs the path part of the suite alone (no container is made).
 // RunLinks is the symbolic-link part, for a runtime over a real filesystem
 // that implements Linker: a link at a path, or above it, is never
@@ -84,7 +89,7 @@ func mounts(t testing.TB, ctx context.Context, rt agent.Runtime) {
 
 // Run runs the suite against the runtimes open makes.
 func Run(t *testing.T, open func(t testing.TB) agent.Runtime) {
-	run(t, open, append(containerTests, pathTests...))
+	run(t, open, append(append(containerTests, stateTests...), pathTests...))
 }
 
 // RunPaths runs the part of the suite that touches only paths (Stat,

@@ -8,8 +8,11 @@
 // Besides the agent's interface it exposes what the world outside the mesh
 // can do to a node (MakeDirectory: a directory that was there before the
 // mesh; RemoveAllContainers: something removes every container;
-// StopContainer: an operator stops one), inspection
-// for tests (Container, Creates, Dir, File), and fault injection (FailNext).
+// StopContainer: an operator stops one; and how a container runs, in
+// world.go: ExitAtStart, CrashAfter, Unhealthy, Healthy, KillOOM,
+// RunsAgain, read back through agent.Inspector as an engine's state),
+// inspection for tests (Container, Creates, Dir, File), and fault
+// injection (FailNext).
 //
 // Managed containers are stored as Docker stores them: the spec as JSON in a
 // label, decoded again on every list, so a round trip through simruntime is
@@ -26,6 +29,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 	"unique"
 
 	"meshplane/agent"
@@ -43,6 +47,8 @@ const (
 	OpChmod  = "chmod"
 	OpWrite  = "write"
 	OpRead   = "read"
+	// OpInspect is InspectContainer and ContainerLogTail.
+	OpInspect = "inspect"
 )
 
 type container struct {
@@ -54,6 +60,14 @@ type container struct {
 	// only: never saved (a real engine would hold them in the process's
 	// environment, never in a label).
 	secretEnv []string
+
+	// How it runs (world.go), in memory only.
+	startedAt, finishedAt time.Time
+	restarts, exitCode    int
+	oom                   bool
+	logs                  string     // what its last run printed
+	crash                 *behaviour // the crash the world made it do; nil runs plainly
+	health, healthLog     string
 }
 
 type node struct {
@@ -89,7 +103,8 @@ type Runtime struct {
 	creates    map[string]int
 	faults     map[string]*fault
 	seq        int
-	path       string // the state file every change is written to (Open); "" in memory only (New)
+	path       string           // the state file every change is written to (Open); "" in memory only (New)
+	now        func() time.Time // the clock (SetClock); nil is the wall clock
 }
 
 var _ agent.Runtime = (*Runtime)(nil)
@@ -201,6 +216,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, c agent.Container) error 
 		image:     c.Spec.Image,
 		seq:       r.seq,
 		secretEnv: slices.Clone(c.SecretEnv),
+		startedAt: r.clock(),
 	}
 	r.creates[c.Name]++
 	return r.save()
@@ -238,7 +254,12 @@ func (r *Runtime) StartContainer(ctx context.Context, name string) error {
 	if !ok || c.labels[agent.LabelManaged] != "true" {
 		return fmt.Errorf("simruntime: start %s: managed container %w", name, agent.ErrNotFound)
 	}
-	c.stopped = false
+	if c.stopped {
+		c.stopped, c.startedAt = false, r.clock()
+		if c.crash != nil {
+			c.crash.since = c.startedAt
+		}
+	}
 	return r.save()
 }
 
@@ -413,7 +434,7 @@ func (r *Runtime) StopContainer(name string) error {
 	if !ok {
 		return fmt.Errorf("simruntime: stop %s: %w", name, agent.ErrNotFound)
 	}
-	c.stopped = true
+	c.stopped, c.crash, c.exitCode, c.finishedAt = true, nil, 0, r.clock()
 	return r.save()
 }
 

@@ -28,7 +28,7 @@ type agentOptions struct {
 func (e *env) agentCmd() *cobra.Command {
 	var o agentOptions
 	cmd := &cobra.Command{
-		Use:   "agent [--creds FILE] --data DIR [--runtime sim|docker] [--interval 1m]",
+		Use:   "agent [--creds FILE] --data DIR [--runtime docker|sim] [--interval 1m]",
 		Short: "run one node's agent: apply the latest declaration from the bus, report each apply",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -52,7 +52,7 @@ func (e *env) agentCmd() *cobra.Command {
 // for the agent it starts).
 func (o *agentOptions) flags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.creds, "creds", "", "the node's bus credential `file` (default: DATA/node.creds, written by mesh agent join)")
-	fs.StringVar(&o.runtime, "runtime", "sim", "the container runtime: sim (simulated, kept in DATA/sim-node.json) or docker")
+	fs.StringVar(&o.runtime, "runtime", "", "the container runtime: docker, or sim (simulated, kept in DATA/sim-node.json; it runs nothing); unset: docker when an engine answers, else the agent refuses to start")
 	fs.DurationVar(&o.interval, "interval", time.Minute, "apply the latest declaration again every `duration` (drift)")
 	fs.DurationVar(&o.heartbeat, "heartbeat", 5*time.Second, "say on the bus that the agent is alive every `duration` (keep it well under the controller's --silent-after)")
 	fs.StringSliceVar(&o.simFound, "sim-found", nil, "runtime sim: `directories` already on the simulated node when it starts (as a mesh file's found:)")
@@ -68,6 +68,13 @@ func (o *agentOptions) flags(fs *pflag.FlagSet) {
 // runAgentCmd runs mesh agent in the foreground until SIGINT or SIGTERM
 // (agentd.Run, the agent process assembled).
 func runAgentCmd(cmd *cobra.Command, o agentOptions) error {
+	if o.runtime == "" {
+		rt, err := agentd.DefaultRuntime(cmd.Context())
+		if err != nil {
+			return err
+		}
+		o.runtime = rt
+	}
 	labels, err := agentd.Labels(o.dockerLabels)
 	offset, err2 := agentd.ClockOffset(os.Getenv(agentd.ClockOffsetEnv))
 	cfg := agentd.Config{

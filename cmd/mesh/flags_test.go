@@ -68,7 +68,7 @@ func TestBadFlagValuesAreUsage(t *testing.T) {
 		{[]string{"agent", "--creds", "x", "--runtime", "lxc"}, "--runtime"},
 		{[]string{"agent", "--creds", "x", "--runtime", "docker", "--docker-label", "nolabel"}, "--docker-label"},
 		{[]string{"agent", "--creds", "x", "--runtime", "docker", "--docker-label", "meshplane.node=x"}, "--docker-label"},
-		{[]string{"agent", "--creds", "x", "--docker-label", "meshplane.data=x"}, "--docker-label"}, // not for sim
+		{[]string{"agent", "--creds", "x", "--runtime", "sim", "--docker-label", "meshplane.data=x"}, "--docker-label"}, // not for sim
 		{[]string{"scenario", "run", "--format", "xml", "x.feature"}, "--format"},
 		{[]string{"scenario", "run", "--store", "mysql", "x.feature"}, "--store"},
 		{[]string{"sim", "--store", "mysql"}, "--store"},

@@ -101,6 +101,7 @@ func scrapes(t *testing.T) map[string]*prometheus.Registry {
 	store := memstore.New()
 	t.Cleanup(func() { store.Close() })
 	mesh := sim.New(store)
+	mesh.FollowContainers = true // the container series
 	if err := mesh.Generate(ctx, sim.Workload{Nodes: 3, Modules: 3, Containers: 1, ModulesPerNode: 1, AdoptedEvery: 2}, 20); err != nil {
 		t.Fatal(err)
 	}
