@@ -49,6 +49,7 @@ const (
 	OpRead   = "read"
 	// OpInspect is InspectContainer and ContainerLogTail.
 	OpInspect = "inspect"
+	OpRename  = "rename"
 )
 
 type container struct {
@@ -105,6 +106,9 @@ type Runtime struct {
 	seq        int
 	path       string           // the state file every change is written to (Open); "" in memory only (New)
 	now        func() time.Time // the clock (SetClock); nil is the wall clock
+	// images is what the world made every container of an image do
+	// (world.go: ImageCrashes, ImageUnhealthy), in memory only.
+	images map[string]imageWorld
 }
 
 var _ agent.Runtime = (*Runtime)(nil)
@@ -217,6 +221,17 @@ func (r *Runtime) CreateContainer(ctx context.Context, c agent.Container) error 
 		seq:       r.seq,
 		secretEnv: slices.Clone(c.SecretEnv),
 		startedAt: r.clock(),
+	}
+	if w, ok := r.images[c.Spec.Image]; ok {
+		nc := r.containers[c.Name]
+		if w.crash != nil {
+			b := *w.crash
+			b.since = nc.startedAt
+			nc.crash = &b
+		}
+		if w.unhealthy != nil {
+			nc.health, nc.healthLog = agent.HealthUnhealthy, *w.unhealthy
+		}
 	}
 	r.creates[c.Name]++
 	return r.save()
