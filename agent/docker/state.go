@@ -19,7 +19,10 @@ import (
 // restart count, the times, the health and its last probe's output), and
 // the engine's log for the tail a dead container leaves.
 
-var _ agent.Inspector = (*Runtime)(nil)
+var (
+	_ agent.Inspector = (*Runtime)(nil)
+	_ agent.Renamer   = (*Runtime)(nil)
+)
 
 // LogsEngine is the part of the Docker client that reads a container's log
 // (*client.Client implements it). An Options.Engine without it has no log

@@ -111,7 +111,10 @@ type Runtime struct {
 	images map[string]imageWorld
 }
 
-var _ agent.Runtime = (*Runtime)(nil)
+var (
+	_ agent.Runtime = (*Runtime)(nil)
+	_ agent.Renamer = (*Runtime)(nil)
+)
 
 // New returns an empty node: no containers, and a disk holding only "/",
 // in memory only (Open keeps one in a file).
