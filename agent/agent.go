@@ -214,7 +214,18 @@ func (a *Agent) Apply(ctx context.Context, d declaration.Declaration) (Report, e
 			res.failed[name] = err
 		}
 	}
-	rep, err := a.keepWith(ctx, d, plan, res, a.workload(ctx, d))
+	w := a.workload(ctx, d)
+	if len(res.rollouts) > 0 {
+		if w == nil {
+			w = &wire.Workload{}
+		}
+		for _, r := range d.Resources {
+			if f, ok := res.rollouts[r.Name]; ok {
+				w.Rollouts = append(w.Rollouts, events.RolloutFailure{Module: r.Module, Container: r.Name, Why: events.BoundText(f.Why, events.MaxReportMessage)})
+			}
+		}
+	}
+	rep, err := a.keepWith(ctx, d, plan, res, w)
 	return rep, err
 }
 

@@ -92,6 +92,10 @@ func TestStartFirst(t *testing.T) {
 				!strings.Contains(rep.Outcome.Failed[0].Error, "the old one keeps running") {
 				t.Fatalf("failed %+v\nwant web failing with %q", rep.Outcome.Failed, tt.want)
 			}
+			if w := rep.Workload; w == nil || len(w.Rollouts) != 1 || w.Rollouts[0].Module != "forge" || w.Rollouts[0].Container != "web" || w.Rollouts[0].Why == "" ||
+				!strings.Contains(rep.Outcome.Failed[0].Error, w.Rollouts[0].Why) {
+				t.Fatalf("the report's failed roll-outs: %+v", rep.Workload)
+			}
 			if !ok || c.Image != "forge:1" || !rt.Running("web") {
 				t.Fatalf("the old container: %+v running %v, want forge:1 running", c, rt.Running("web"))
 			}
@@ -103,6 +107,9 @@ func TestStartFirst(t *testing.T) {
 			rep, err = ag.Apply(context.Background(), d2)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if rep.Workload != nil && len(rep.Workload.Rollouts) != 0 {
+				t.Fatalf("the next pass reports the failed roll-out again: %+v", rep.Workload.Rollouts)
 			}
 			if rt.Creates("web"+agent.RolloutSuffix) != creates || len(rep.Outcome.Failed) != 1 || !strings.Contains(rep.Outcome.Failed[0].Error, "not tried again") {
 				t.Fatalf("the next pass: creates %d → %d, failed %+v", creates, rt.Creates("web"+agent.RolloutSuffix), rep.Outcome.Failed)

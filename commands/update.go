@@ -26,8 +26,10 @@ import (
 // healthy, then stop the old one and give the new its name. A container
 // that publishes a port or runs in the node's network cannot roll out
 // start-first (the new one could not bind what the old one holds): the
-// node does not compose, naming it. on_failure revert is refused as not
-// supported yet, since nothing would do what it says.
+// node does not compose, naming it. A failed roll-out is recorded as
+// rollout.failed by the report door (push.go, rolloutsFailed); with
+// on_failure revert the controller then reverts the module to before the
+// roll-out, and a revert that fails too stops there.
 
 // maxUpdateWait bounds min_healthy and healthy_deadline.
 const maxUpdateWait = 24 * time.Hour
@@ -80,7 +82,6 @@ func validUpdate(u *events.UpdatePolicy) error {
 	switch u.OnFailure {
 	case events.UpdatePause:
 	case events.UpdateRevert:
-		return specErr("update.on_failure", "revert is not supported yet: a failed roll-out is not reverted by itself (mesh revert does it by hand)")
 	default:
 		return specErr("update.on_failure", "%s is not a failure action (want %s or %s)", quote(u.OnFailure), events.UpdatePause, events.UpdateRevert)
 	}

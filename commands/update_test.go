@@ -48,7 +48,8 @@ func TestParseModuleFileUpdate(t *testing.T) {
 		{name: "an unknown order", file: "module: forge\nupdate: {order: blue-green}\n", err: `update.order: "blue-green" is not an order (want stop-first or start-first)`},
 		{name: "start-first", file: "module: forge\nupdate: {order: start-first}\n",
 			want: &events.UpdatePolicy{Order: "start-first", MinHealthyMS: def.MinHealthyMS, HealthyDeadlineMS: def.HealthyDeadlineMS, OnFailure: def.OnFailure}},
-		{name: "revert, not yet", file: "module: forge\nupdate: {on_failure: revert}\n", err: "update.on_failure: revert is not supported yet"},
+		{name: "revert", file: "module: forge\nupdate: {on_failure: revert}\n",
+			want: &events.UpdatePolicy{Order: def.Order, MinHealthyMS: def.MinHealthyMS, HealthyDeadlineMS: def.HealthyDeadlineMS, OnFailure: "revert"}},
 		{name: "an unknown action", file: "module: forge\nupdate: {on_failure: retry}\n", err: `update.on_failure: "retry" is not a failure action`},
 		{name: "not a mapping", file: "module: forge\nupdate: stop-first\n", err: "f.yaml:2: update"},
 	}
