@@ -194,6 +194,7 @@ func (m *Mesh) node(name string) (*Node, error) {
 		Deliver: func(ctx context.Context, r agent.Report) error { return m.deliver(ctx, n, r) },
 		Now:     m.now,
 		NewID:   uuid.NewV7,
+		Sleep:   m.sleep,
 
 		FollowContainers: m.FollowContainers,
 	})
@@ -260,6 +261,24 @@ func (m *Mesh) Follow(node string) (*Node, error) {
 	}
 	n.Agent.Follow(true)
 	return n, nil
+}
+
+// sleep is an agent's wait (a start-first roll-out waiting for its new
+// container): on the simulated clock it moves the clock on, never the
+// wall clock's time; on another clock (WithClock) it is a timer.
+func (m *Mesh) sleep(ctx context.Context, d time.Duration) error {
+	if m.clock == nil {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		}
+	}
+	m.clock.Advance(d)
+	return ctx.Err()
 }
 
 // Wait moves the mesh's simulated clock on by d (N minutes pass); a mesh
