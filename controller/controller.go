@@ -463,7 +463,7 @@ func (c *Controller) RecordReport(ctx context.Context, d commands.Delivery) ([]e
 	if err := c.folded(ctx, evs); err != nil {
 		return evs, err
 	}
-	c.revertFailedRollouts(ctx, evs)
+	c.RevertFailedRollouts(ctx, evs)
 	return evs, nil
 }
 

@@ -56,12 +56,14 @@ func (c *Controller) Revert(ctx context.Context, req api.RevertRequest) (api.Rev
 	return out, nil
 }
 
-// revertFailedRollouts reverts, for each rollout.failed among evs whose
+// RevertFailedRollouts reverts, for each rollout.failed among evs whose
 // action is revert (the module's on_failure: revert), its module to the
 // position before the roll-out, its events' causation naming the failed
 // roll-out (commands.RevertCause). A revert that cannot be made is logged
 // and left: the rollout.failed stands, and nothing is tried again.
-func (c *Controller) revertFailedRollouts(ctx context.Context, evs []events.Event) {
+// RecordReport calls it; a simulation that records reports through the
+// handler (package sim) calls it after.
+func (c *Controller) RevertFailedRollouts(ctx context.Context, evs []events.Event) {
 	for _, ev := range evs {
 		if ev.Type != events.TypeRolloutFailed {
 			continue

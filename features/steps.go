@@ -158,6 +158,7 @@ func Initialize(sc *godog.ScenarioContext, opts Options) {
 	revertSteps(sc)
 	publishSteps(sc)
 	workloadSteps(sc)
+	rolloutSteps(sc)
 }
 
 func newWorld(opts Options) (*World, error) {

@@ -239,11 +239,17 @@ func (m *Mesh) deliver(ctx context.Context, n *Node, r agent.Report) error {
 	if err != nil {
 		return fmt.Errorf("sim: report from %s: apply id %q: %w", n.Name, r.Outcome.ApplyID, err)
 	}
-	_, err = m.Handler.RecordApply(ctx, commands.Delivery{
+	evs, err := m.Handler.RecordApply(ctx, commands.Delivery{
 		Report: r.Wire(), ApplyID: id, AppliedAt: r.AppliedAt, Correlation: r.Correlation,
 		Attempts: r.Attempts, LastError: r.LastError, Workload: r.Workload,
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	// A failed roll-out of a module that says on_failure: revert is
+	// reverted, as the controller does on a report it records.
+	m.Controller.RevertFailedRollouts(ctx, evs)
+	return nil
 }
 
 // Follow has node's agent follow how its containers run from now on
