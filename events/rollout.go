@@ -36,13 +36,18 @@ type RolloutFailure struct {
 	Why       string `json:"why"`
 }
 
-// Check checks f's form (the report door).
+// Check checks f's form (the report door): a module and a container
+// within MaxReportName, Why within MaxReportMessage, each valid UTF-8
+// with no control character (Why may have newlines and tabs: the agent
+// escapes the rest).
 func (f RolloutFailure) Check() error {
-	switch {
-	case f.Module == "" || f.Container == "":
-		return fmt.Errorf("rollout failure: no module or container: %w", ErrInvalid)
-	case len(f.Why) > MaxReportMessage || !utf8.ValidString(f.Why):
-		return fmt.Errorf("rollout failure of %q: why is over %d bytes or not UTF-8: %w", f.Container, MaxReportMessage, ErrInvalid)
+	for _, n := range []struct{ name, v string }{{"module", f.Module}, {"container", f.Container}} {
+		if n.v == "" || len(n.v) > MaxReportName || !utf8.ValidString(n.v) || hasControl(n.v, false) {
+			return fmt.Errorf("rollout failure: %s %q: empty, over %d bytes or not text: %w", n.name, n.v, MaxReportName, ErrInvalid)
+		}
+	}
+	if len(f.Why) > MaxReportMessage || !utf8.ValidString(f.Why) || hasControl(f.Why, true) {
+		return fmt.Errorf("rollout failure of %q: why is over %d bytes or not text (invalid UTF-8 or a control character): %w", f.Container, MaxReportMessage, ErrInvalid)
 	}
 	return nil
 }
