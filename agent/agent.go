@@ -57,6 +57,10 @@ type Config struct {
 	FollowContainers bool
 	// MinHealthy is the Follower's (0: events.MinHealthy).
 	MinHealthy time.Duration
+	// Sleep waits d on Now's clock while a start-first roll-out waits for
+	// its new container (rollout.go); nil is a timer. A simulation that
+	// moves its own clock moves it here.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Agent applies declarations to its node and reports the outcome. It is safe
@@ -159,12 +163,23 @@ func (a *Agent) Apply(ctx context.Context, d declaration.Declaration) (Report, e
 	default:
 		plan = Diff(d, obs, a.state)
 		values, failed := a.secretsFor(ctx, plan)
-		res = execute(ctx, a.cfg.Runtime, plan, values)
+		res = execute(ctx, a.cfg.Runtime, clock{now: a.cfg.Now, sleep: a.cfg.Sleep, failed: a.state.Failed}, plan, values)
 		for name, err := range failed {
 			res.failed[name] = err
 		}
 	}
-	rep, err := a.keepWith(ctx, d, plan, res, a.workload(ctx, d))
+	w := a.workload(ctx, d)
+	if len(res.rollouts) > 0 {
+		if w == nil {
+			w = &wire.Workload{}
+		}
+		for _, r := range d.Resources {
+			if f, ok := res.rollouts[r.Name]; ok {
+				w.Rollouts = append(w.Rollouts, events.RolloutFailure{Module: r.Module, Container: r.Name, Why: events.BoundText(f.Why, events.MaxReportMessage)})
+			}
+		}
+	}
+	rep, err := a.keepWith(ctx, d, plan, res, w)
 	return rep, err
 }
 
@@ -257,8 +272,10 @@ func (a *Agent) keepWith(ctx context.Context, d declaration.Declaration, plan Pl
 	rep.HeldSince, rep.SameDeclaration = compactAgainst(a.state.Last, rep.Outcome)
 
 	last := lastAfter(a.state.Last, rep)
+	failedBefore := a.state.Failed
 	a.state = NextState(a.state, d, res.made)
 	a.state.Last = last
+	a.state.Failed = nextFailed(failedBefore, d, res.rollouts)
 	// The report and the State in one record: one durable write.
 	if err := a.cfg.Outbox.Keep(rep, a.state); err != nil {
 		return rep, fmt.Errorf("agent: apply %s: %w", d.ID, err)
@@ -349,8 +366,9 @@ func Observe(ctx context.Context, rt Runtime, d declaration.Declaration) (Observ
 
 // result is what carrying out a plan did.
 type result struct {
-	failed map[string]error // by resource (or removed container) name
-	made   []string         // directory paths made
+	failed   map[string]error // by resource (or removed container) name
+	made     []string         // directory paths made
+	rollouts map[string]FailedRollout
 }
 
 // unobserved is the plan and result of an apply whose node could not be
@@ -373,7 +391,7 @@ func unobserved(d declaration.Declaration, cause error) (Plan, result) {
 //
 // values are the secrets' values of the containers it creates; a step whose
 // secrets are missing from it is not carried out (secretsFor failed it).
-func execute(ctx context.Context, rt Runtime, plan Plan, values map[string]string) result {
+func execute(ctx context.Context, rt Runtime, clk clock, plan Plan, values map[string]string) result {
 	res := result{failed: map[string]error{}}
 	if plan.Hosts.Write {
 		if err := rt.WriteFile(ctx, declaration.HostsPath, []byte(plan.Hosts.Content), HostsMode); err != nil {
@@ -415,9 +433,20 @@ func execute(ctx context.Context, rt Runtime, plan Plan, values map[string]strin
 			res.failed[s.Name] = err
 			continue
 		}
-		err := do(ctx, rt, s, values)
+		if f, ok := clk.failed[s.Name]; ok && startFirst(rt, s) && f.Digest == s.Resource.Digest {
+			res.failed[s.Name] = fmt.Errorf("replace %s start-first: not tried again: this build's roll-out failed (%s): %w", s.Name, f.Why, ErrUnhealthy)
+			continue
+		}
+		err := do(ctx, rt, clk, s, values)
 		if err != nil {
 			res.failed[s.Name] = err
+			var rf *rolloutFailure
+			if errors.As(err, &rf) {
+				if res.rollouts == nil {
+					res.rollouts = map[string]FailedRollout{}
+				}
+				res.rollouts[s.Name] = FailedRollout{Digest: s.Resource.Digest, Why: rf.why}
+			}
 			continue
 		}
 		if s.Kind == declaration.KindDirectory && s.Action == Create {
@@ -428,7 +457,7 @@ func execute(ctx context.Context, rt Runtime, plan Plan, values map[string]strin
 }
 
 // do carries out one step. Its error names the step.
-func do(ctx context.Context, rt Runtime, s Step, values map[string]string) error {
+func do(ctx context.Context, rt Runtime, clk clock, s Step, values map[string]string) error {
 	r := s.Resource
 	switch s.Action {
 	case Reject:
@@ -447,6 +476,9 @@ func do(ctx context.Context, rt Runtime, s Step, values map[string]string) error
 				return fmt.Errorf("start %s: %w", r.Name, err)
 			}
 			return nil
+		}
+		if startFirst(rt, s) {
+			return replaceStartFirst(ctx, rt, clk, c)
 		}
 		if s.Action == Replace {
 			if err := rt.RemoveContainer(ctx, r.Name); err != nil && !errors.Is(err, ErrNotFound) {

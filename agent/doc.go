@@ -25,7 +25,12 @@
 // (depends_on, depends.go) is created after them, and, for service_healthy
 // on a runtime that can tell (HealthWaiter), once they are healthy, waited
 // for at most DependencyWait; one whose dependency failed or is not healthy
-// fails naming it, and its running container is left as it is.
+// fails naming it, and its running container is left as it is. A
+// container whose module rolls out start-first (declaration.Rollout) is
+// replaced, on a runtime that can inspect and rename (rollout.go), by a new
+// container that proved itself healthy first under a temporary name; one
+// that did not is removed, the old one runs on, and that build is not
+// tried again while it is the one declared (State.Failed).
 //
 // What counts as a change (docs/design.md rules 2, 4, 5):
 //   - A container is unchanged when its digest and spec equal the ones it was

@@ -25,6 +25,8 @@ type (
 	Plan      = nodeplan.Plan
 	Container = nodeplan.Container
 	PathInfo  = nodeplan.PathInfo
+
+	FailedRollout = nodeplan.FailedRollout
 )
 
 // Actions (nodeplan.Action).

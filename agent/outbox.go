@@ -132,18 +132,19 @@ type record struct {
 
 // logState is State as the log stores it.
 type logState struct {
-	Made []string `json:"made"`
-	Last Last     `json:"last"`
+	Made   []string                 `json:"made"`
+	Last   Last                     `json:"last"`
+	Failed map[string]FailedRollout `json:"failed_rollouts,omitempty"`
 }
 
 func toLogState(s State) *logState {
-	return &logState{Made: append([]string{}, s.Made...), Last: s.Last}
+	return &logState{Made: append([]string{}, s.Made...), Last: s.Last, Failed: maps.Clone(s.Failed)}
 }
 
 func (s *logState) state() State {
 	made := slices.Clone(s.Made)
 	slices.Sort(made)
-	return State{Made: compact(made), Last: s.Last}
+	return State{Made: compact(made), Last: s.Last, Failed: maps.Clone(s.Failed)}
 }
 
 // encodeRecord is r's line, its newline included.

@@ -131,6 +131,10 @@ const (
 	LabelSpec     = "meshplane.spec"
 	LabelNode     = "meshplane.node"
 	LabelResource = "meshplane.resource"
+	// LabelRolloutOf is on the new container of a start-first roll-out
+	// (LabelResource NAME.next): the resource it becomes once renamed to
+	// it (Renamer), as labels cannot change.
+	LabelRolloutOf = "meshplane.rollout-of"
 )
 
 // LabelData is the label `mesh up` puts on what it makes on an engine (the

@@ -436,6 +436,9 @@ func (m *mesh) container(n Node, mod Module, c events.ContainerSpec) (*declarati
 	if err := options(n, mod, c, spec); err != nil {
 		return nil, nil, err
 	}
+	if err := rollout(n, mod, c, spec); err != nil {
+		return nil, nil, err
+	}
 	return spec, warnings, nil
 }
 

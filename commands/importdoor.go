@@ -32,6 +32,8 @@ import (
 //   - a container state event (container.*) is of its stream's node, has
 //     the form the report door takes (events.ContainerChange.Check) and
 //     names a declaration composed for the node;
+//   - a failed roll-out (rollout.failed) has its failures' form, a known
+//     action, and names a declaration composed for the node;
 //   - a module is taken only on an adopted node;
 //   - after node.removed (module.removed) nothing of the node (module)
 //     comes but its registration (definition) anew;
@@ -137,6 +139,24 @@ func (im *Import) door(ev events.Event, p events.Payload, s subject) ([]Need, er
 			if err := needDecl(c.Declaration); err != nil {
 				return nil, err
 			}
+		}
+		return needs, nil
+	}
+	if r, ok := p.(events.RolloutFailed); ok {
+		// A failed roll-out, as the report door records it: each failure's
+		// form, a known action, and a declaration composed for the node.
+		for _, f := range r.Containers {
+			if err := f.Check(); err != nil {
+				return nil, err
+			}
+		}
+		switch r.Action {
+		case events.RolloutRevert, events.RolloutGaveUp, events.RolloutStopped:
+		default:
+			return nil, fmt.Errorf("a failed roll-out's action %s: want %s, %s or %s", quote(r.Action), events.RolloutRevert, events.RolloutGaveUp, events.RolloutStopped)
+		}
+		if err := needDecl(r.Declaration); err != nil {
+			return nil, err
 		}
 		return needs, nil
 	}

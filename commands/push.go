@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -369,6 +372,19 @@ func (h *Handler) RecordApply(ctx context.Context, d Delivery) ([]events.Event, 
 		}
 		batch = append(batch, ev)
 	}
+	failed, err := h.rolloutsFailed(ctx, d)
+	if err != nil {
+		return nil, fmt.Errorf("commands: record apply %s: %w", d.ApplyID, err)
+	}
+	for i, f := range failed {
+		ev, err := h.reg.New(stream, f, events.Meta{
+			ID: rolloutID(d.ApplyID, i), At: d.AppliedAt, Actor: "agent:" + node, Correlation: d.Correlation, Causation: d.ApplyID.String(),
+		})
+		if err != nil {
+			return nil, refuse(events.RefusedMalformed, "apply report %s from %s: failed roll-out %d: %v", d.ApplyID, node, i, err)
+		}
+		batch = append(batch, ev)
+	}
 	stored, err := h.store.Append(ctx, stream, events.Any, batch...)
 	if errors.Is(err, events.ErrIDConflict) && len(batch) > 1 {
 		// Recorded before, and the acknowledgement was lost: the late note
@@ -475,6 +491,57 @@ func (h *Handler) recordedBefore(ctx context.Context, node string, apply events.
 // again records nothing new.
 func workloadID(apply uuid.UUID, i int) uuid.UUID {
 	return uuid.NewSHA1(apply, []byte(fmt.Sprintf("workload/%d", i)))
+}
+
+func rolloutID(apply uuid.UUID, i int) uuid.UUID {
+	return uuid.NewSHA1(apply, []byte(fmt.Sprintf("rollout/%d", i)))
+}
+
+// RolloutCausePrefix begins the causation of a revert the controller makes
+// after a failed roll-out: "rollout.failed:<its event id>".
+const RolloutCausePrefix = events.TypeRolloutFailed + ":"
+
+// rolloutsFailed is the rollout.failed of each module whose roll-out d's
+// pass says failed, with what the mesh does about it: revert (the
+// module's on_failure: revert) to the position before the module's last
+// definition or deploy; give up (pause); or stop, when that last change
+// was itself a revert after a failed roll-out (never a revert loop).
+func (h *Handler) rolloutsFailed(ctx context.Context, d Delivery) ([]events.RolloutFailed, error) {
+	if d.Workload == nil || len(d.Workload.Rollouts) == 0 {
+		return nil, nil
+	}
+	by := map[string][]events.RolloutFailure{}
+	for _, f := range d.Workload.Rollouts {
+		by[f.Module] = append(by[f.Module], f)
+	}
+	var out []events.RolloutFailed
+	for _, module := range slices.Sorted(maps.Keys(by)) {
+		rf := events.RolloutFailed{Node: d.Report.Node, Module: module, Declaration: d.Report.Declaration, Containers: by[module], Action: events.RolloutGaveUp}
+		m, err := h.Module(ctx, module)
+		if err != nil {
+			return nil, err
+		}
+		if u := m.Spec.Update; u != nil && u.OnFailure == events.UpdateRevert {
+			evs, err := h.store.ReadStream(ctx, events.ModuleStream(module), 0, 0)
+			if err != nil {
+				return nil, fmt.Errorf("read %s: %w", events.ModuleStream(module), err)
+			}
+			var last events.Event
+			for _, ev := range evs {
+				if ev.Type == events.TypeModuleDefined || ev.Type == events.TypeModuleDeployed {
+					last = ev
+				}
+			}
+			switch {
+			case strings.HasPrefix(last.Causation, RolloutCausePrefix):
+				rf.Action = events.RolloutStopped
+			case last.Position > 1:
+				rf.Action, rf.RevertTo = events.RolloutRevert, last.Position-1
+			}
+		}
+		out = append(out, rf)
+	}
+	return out, nil
 }
 
 func lateID(apply uuid.UUID) uuid.UUID {

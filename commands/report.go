@@ -176,6 +176,14 @@ func CheckReport(d Delivery, decl *DeclarationFacts, now time.Time) error {
 					id, short(r.Node), quote(c.Container), short(r.Declaration))
 			}
 		}
+		if d.Workload != nil {
+			for _, f := range d.Workload.Rollouts {
+				if !has[f.Container] {
+					return refuse(events.RefusedCounts, "apply report %s from %s: workload: failed roll-out of container %s, which declaration %s does not have",
+						id, short(r.Node), quote(f.Container), short(r.Declaration))
+				}
+			}
+		}
 	}
 	return nil
 }

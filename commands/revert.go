@@ -60,6 +60,9 @@ func (m Moment) Includes(ev events.Event) bool {
 type RevertModule struct {
 	Module string
 	To     Moment
+	// After is the id of the rollout.failed this revert answers (the
+	// controller's, on_failure: revert); "" for mesh revert.
+	After string
 }
 
 func (c RevertModule) Stream() string { return events.ModuleStream(c.Module) }
@@ -68,7 +71,13 @@ func (RevertModule) command()         {}
 // RevertCause is the causation of the events a revert appends: the command
 // that caused them, "revert forge --to 41" (or "--to" a time in RFC 3339).
 // The events it names stay as they are: a revert adds, it never rewrites.
+//
+// A revert after a failed roll-out names it instead:
+// "rollout.failed:<its event id>" (RolloutCausePrefix).
 func RevertCause(c RevertModule) string {
+	if c.After != "" {
+		return RolloutCausePrefix + c.After
+	}
 	return "revert " + c.Module + " --to " + c.To.String()
 }
 

@@ -1,10 +1,12 @@
 package commands
 
 import (
+	"fmt"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"meshplane/declaration"
 	"meshplane/events"
 )
 
@@ -18,10 +20,16 @@ import (
 // and kept whole in module.defined, so that a change of it is a change of
 // the module.
 //
-// What the mesh acts on today is stop-first (what every roll-out has
-// always done): order start-first and on_failure revert are refused as
-// not supported yet, since nothing would do what they say; min_healthy
-// and healthy_deadline are recorded and checked.
+// Compose hands the block to the agent with each of the module's
+// containers (declaration.Rollout, rollout below): start-first has the
+// agent start the new container under a temporary name, wait until it is
+// healthy, then stop the old one and give the new its name. A container
+// that publishes a port or runs in the node's network cannot roll out
+// start-first (the new one could not bind what the old one holds): the
+// node does not compose, naming it. A failed roll-out is recorded as
+// rollout.failed by the report door (push.go, rolloutsFailed); with
+// on_failure revert the controller then reverts the module to before the
+// roll-out, and a revert that fails too stops there.
 
 // maxUpdateWait bounds min_healthy and healthy_deadline.
 const maxUpdateWait = 24 * time.Hour
@@ -68,14 +76,12 @@ func validUpdate(u *events.UpdatePolicy) error {
 	switch u.Order {
 	case events.UpdateStopFirst:
 	case events.UpdateStartFirst:
-		return specErr("update.order", "start-first is not supported yet: the agent replaces a container stop-first (the old one stops, then the new one starts)")
 	default:
 		return specErr("update.order", "%s is not an order (want %s or %s)", quote(u.Order), events.UpdateStopFirst, events.UpdateStartFirst)
 	}
 	switch u.OnFailure {
 	case events.UpdatePause:
 	case events.UpdateRevert:
-		return specErr("update.on_failure", "revert is not supported yet: a failed roll-out is not reverted by itself (mesh revert does it by hand)")
 	default:
 		return specErr("update.on_failure", "%s is not a failure action (want %s or %s)", quote(u.OnFailure), events.UpdatePause, events.UpdateRevert)
 	}
@@ -90,6 +96,35 @@ func validUpdate(u *events.UpdatePolicy) error {
 	if u.MinHealthyMS >= u.HealthyDeadlineMS {
 		return specErr("update.min_healthy", "%v is not below healthy_deadline %v: no container could be healthy in time",
 			time.Duration(u.MinHealthyMS)*time.Millisecond, time.Duration(u.HealthyDeadlineMS)*time.Millisecond)
+	}
+	return nil
+}
+
+// rollout composes the module's update block into spec (compose). A
+// start-first container whose new copy would collide with the old one on
+// the node (a published host port, the node's own network) is a module
+// that cannot do what it says on this node: the node does not compose.
+func rollout(n Node, mod Module, c events.ContainerSpec, spec *declaration.Container) error {
+	u := mod.Spec.Update
+	if u == nil {
+		return nil
+	}
+	if u.Order == events.UpdateStartFirst {
+		why := ""
+		switch {
+		case spec.NetworkMode == "host":
+			why = "runs in the node's network (network: host), where the new container's ports are the old one's"
+		case len(spec.Publish) > 0:
+			why = fmt.Sprintf("publishes host port %d, which the old container holds while the new one starts", spec.Publish[0].HostPort)
+		}
+		if why != "" {
+			return &IncoherentError{Node: n.Name, Reason: fmt.Sprintf("module %s's container %s rolls out start-first and %s on node %s (say update: {order: stop-first})", mod.Name, c.Name, why, n.Name)}
+		}
+	}
+	spec.Rollout = &declaration.Rollout{
+		Order:           u.Order,
+		MinHealthy:      time.Duration(u.MinHealthyMS) * time.Millisecond,
+		HealthyDeadline: time.Duration(u.HealthyDeadlineMS) * time.Millisecond,
 	}
 	return nil
 }

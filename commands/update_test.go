@@ -1,11 +1,13 @@
 package commands
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"meshplane/declaration"
 	"meshplane/events"
@@ -44,8 +46,10 @@ func TestParseModuleFileUpdate(t *testing.T) {
 		{name: "over a day", file: "module: forge\nupdate: {healthy_deadline: 25h}\n", err: "update.healthy_deadline: 25h0m0s: want above 0 and at most 24h0m0s"},
 		{name: "min_healthy not below the deadline", file: "module: forge\nupdate: {min_healthy: 5m, healthy_deadline: 5m}\n", err: "update.min_healthy: 5m0s is not below healthy_deadline 5m0s"},
 		{name: "an unknown order", file: "module: forge\nupdate: {order: blue-green}\n", err: `update.order: "blue-green" is not an order (want stop-first or start-first)`},
-		{name: "start-first, not yet", file: "module: forge\nupdate: {order: start-first}\n", err: "update.order: start-first is not supported yet"},
-		{name: "revert, not yet", file: "module: forge\nupdate: {on_failure: revert}\n", err: "update.on_failure: revert is not supported yet"},
+		{name: "start-first", file: "module: forge\nupdate: {order: start-first}\n",
+			want: &events.UpdatePolicy{Order: "start-first", MinHealthyMS: def.MinHealthyMS, HealthyDeadlineMS: def.HealthyDeadlineMS, OnFailure: def.OnFailure}},
+		{name: "revert", file: "module: forge\nupdate: {on_failure: revert}\n",
+			want: &events.UpdatePolicy{Order: def.Order, MinHealthyMS: def.MinHealthyMS, HealthyDeadlineMS: def.HealthyDeadlineMS, OnFailure: "revert"}},
 		{name: "an unknown action", file: "module: forge\nupdate: {on_failure: retry}\n", err: `update.on_failure: "retry" is not a failure action`},
 		{name: "not a mapping", file: "module: forge\nupdate: stop-first\n", err: "f.yaml:2: update"},
 	}
@@ -97,5 +101,57 @@ func TestUpdateIsPartOfTheModule(t *testing.T) {
 	var se *SpecError
 	if err := ValidateSpec(bad); !errors.As(err, &se) || se.Field != "update.min_healthy" {
 		t.Errorf("a block without its durations from the API: %v", err)
+	}
+}
+
+// TestComposeRollout: a module's update block reaches each of its
+// containers as the agent acts on it; a module without one composes as
+// before; start-first where the new container would collide with the old
+// one on the node (a published port, the node's network) does not compose,
+// saying why.
+func TestComposeRollout(t *testing.T) {
+	start := &events.UpdatePolicy{Order: events.UpdateStartFirst, MinHealthyMS: 2_000, HealthyDeadlineMS: 60_000, OnFailure: events.UpdatePause}
+	plain := events.ContainerSpec{Name: "web", Image: "forge:1"}
+	tests := []struct {
+		name   string
+		c      events.ContainerSpec
+		update *events.UpdatePolicy
+		want   *declaration.Rollout
+		err    string
+	}{
+		{name: "no block", c: plain},
+		{name: "start-first", c: plain, update: start,
+			want: &declaration.Rollout{Order: "start-first", MinHealthy: 2 * time.Second, HealthyDeadline: time.Minute}},
+		{name: "stop-first publishing", c: events.ContainerSpec{Name: "web", Image: "forge:1", Publish: []events.Publish{{Port: "http", Container: 8080}}},
+			update: &events.UpdatePolicy{Order: events.UpdateStopFirst, MinHealthyMS: 10_000, HealthyDeadlineMS: 300_000, OnFailure: events.UpdatePause},
+			want:   &declaration.Rollout{Order: "stop-first", MinHealthy: 10 * time.Second, HealthyDeadline: 5 * time.Minute}},
+		{name: "start-first publishing", c: events.ContainerSpec{Name: "web", Image: "forge:1", Publish: []events.Publish{{Port: "http", Container: 8080}}}, update: start,
+			err: "module forge's container web rolls out start-first and publishes host port 8443, which the old container holds while the new one starts on node novox"},
+		{name: "start-first in the node's network", c: events.ContainerSpec{Name: "web", Image: "forge:1", Network: "host"}, update: start,
+			err: "module forge's container web rolls out start-first and runs in the node's network (network: host)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newFakeMesh().apply(events.NodeRegistered{Node: "novox"},
+				events.NodeSettingSet{Node: "novox", Key: events.SettingPrivateAddress, Value: "10.1.0.3"},
+				events.NodeSettingSet{Node: "novox", Key: "port.http", Value: "8443"},
+				events.ModuleDefined{Module: "forge", Spec: events.ModuleSpec{Containers: []events.ContainerSpec{tt.c}, Update: tt.update}},
+				events.ModuleAssigned{Module: "forge", Node: "novox"})
+			c, err := Compose(context.Background(), m, "novox", "")
+			if tt.err != "" {
+				var ie *IncoherentError
+				if !errors.As(err, &ie) || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v\nwant an IncoherentError containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			web, _ := c.Declaration.Resource("web")
+			if !reflect.DeepEqual(web.Container.Rollout, tt.want) {
+				t.Fatalf("rollout %+v, want %+v", web.Container.Rollout, tt.want)
+			}
+		})
 	}
 }

@@ -460,7 +460,11 @@ func (c *Controller) RecordReport(ctx context.Context, d commands.Delivery) ([]e
 	if err != nil {
 		return nil, err
 	}
-	return evs, c.folded(ctx, evs)
+	if err := c.folded(ctx, evs); err != nil {
+		return evs, err
+	}
+	c.RevertFailedRollouts(ctx, evs)
+	return evs, nil
 }
 
 // RecordRefusal records a report message refused at the door (by the bus,

@@ -55,3 +55,31 @@ func (c *Controller) Revert(ctx context.Context, req api.RevertRequest) (api.Rev
 	}
 	return out, nil
 }
+
+// RevertFailedRollouts reverts, for each rollout.failed among evs whose
+// action is revert (the module's on_failure: revert), its module to the
+// position before the roll-out, its events' causation naming the failed
+// roll-out (commands.RevertCause). A revert that cannot be made is logged
+// and left: the rollout.failed stands, and nothing is tried again.
+// RecordReport calls it; a simulation that records reports through the
+// handler (package sim) calls it after.
+func (c *Controller) RevertFailedRollouts(ctx context.Context, evs []events.Event) {
+	for _, ev := range evs {
+		if ev.Type != events.TypeRolloutFailed {
+			continue
+		}
+		p, err := c.reg.Decode(ev)
+		rf, ok := p.(events.RolloutFailed)
+		if err != nil || !ok || rf.Action != events.RolloutRevert || rf.RevertTo == 0 {
+			continue
+		}
+		cmd := commands.RevertModule{Module: rf.Module, To: commands.Moment{Position: rf.RevertTo}, After: ev.ID.String()}
+		if _, err := c.execute(ctx, RolloutOperator, cmd); err != nil {
+			c.log.Error("controller: revert after a failed roll-out", "module", rf.Module, "node", rf.Node, "rollout", ev.ID, "error", err)
+		}
+	}
+}
+
+// RolloutOperator is the operator the controller's own reverts after a
+// failed roll-out are recorded as ("operator:rollout").
+const RolloutOperator = "rollout"

@@ -110,7 +110,25 @@ type Container struct {
 	Tmpfs           []string      `json:"tmpfs,omitempty"`
 	ReadOnly        bool          `json:"read_only,omitempty"`
 	DependsOn       []Dependency  `json:"depends_on,omitempty"`
+	// Rollout is how the agent replaces it (its module's update block);
+	// nil is stop-first with nothing waited for, as before the block.
+	Rollout *Rollout `json:"rollout,omitempty"`
 }
+
+// Rollout is a module's update block as the agent acts on it: Order
+// (RolloutStartFirst or RolloutStopFirst), how long a container without a
+// health check must run to be healthy, and how long a roll-out may take.
+type Rollout struct {
+	Order           string        `json:"order"`
+	MinHealthy      time.Duration `json:"min_healthy"`
+	HealthyDeadline time.Duration `json:"healthy_deadline"`
+}
+
+// Roll-out orders (Rollout.Order).
+const (
+	RolloutStopFirst  = "stop-first"  // the old container stops, then the new one starts
+	RolloutStartFirst = "start-first" // the new one starts and is healthy, then the old one stops
+)
 
 // Healthcheck is the engine's health check of a container: Test is
 // [CMD, ...], [CMD-SHELL, "..."] or [NONE] (the image's own disabled); a

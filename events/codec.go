@@ -73,6 +73,7 @@ func NewRegistry() *Registry {
 	registerTyped[ContainerExited](r)
 	registerTyped[ContainerOOMKilled](r)
 	registerTyped[ContainerVanished](r)
+	registerTyped[RolloutFailed](r)
 	return r
 }
 

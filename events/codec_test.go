@@ -200,6 +200,8 @@ func TestVocabulary(t *testing.T) {
 			Removed: []events.RosterRoute{{Name: "cache.z", Node: "novox"}}},
 		events.DeclarationComposed{Node: "novox", Declaration: "novox/3", Digest: "sha256:01", RosterRevision: 2,
 			Resources: []events.ResourceRef{{Name: "ca", Kind: "container", Module: "m", Digest: "sha256:02"}}},
+		events.RolloutFailed{Node: "novox", Module: "forge", Declaration: "novox/3", Action: events.RolloutRevert, RevertTo: 41,
+			Containers: []events.RolloutFailure{{Module: "forge", Container: "web", Why: "exited with code 1: cat: x"}}},
 	}
 	for _, state := range slices.Sorted(maps.Keys(events.WorkloadTypes)) {
 		c := events.ContainerChange{Node: "novox", Module: "forge", Container: "web", Declaration: "novox/3", State: state, At: testAt.UTC(),

@@ -159,6 +159,7 @@ func Initialize(sc *godog.ScenarioContext, opts Options) {
 	publishSteps(sc)
 	bindingSteps(sc)
 	workloadSteps(sc)
+	rolloutSteps(sc)
 }
 
 func newWorld(opts Options) (*World, error) {

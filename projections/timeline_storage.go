@@ -283,6 +283,8 @@ func modules(e *entry) []string {
 		return []string{v.Module}
 	case events.NodeRemoved:
 		return v.Drained
+	case events.RolloutFailed:
+		return []string{v.Module}
 	case *events.DeclarationComposed, events.DeclarationPushed:
 		return e.decl.mods()
 	case *tlApply:

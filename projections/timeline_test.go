@@ -270,3 +270,28 @@ func TestTimelineJoins(t *testing.T) {
 		}
 	}
 }
+
+// TestTimelineFailedRollouts: a failed roll-out reads as what the mesh did
+// about it, two different outcomes and the stop of a revert loop, under
+// its node and its module.
+func TestTimelineFailedRollouts(t *testing.T) {
+	web := []events.RolloutFailure{{Module: "forge", Container: "web", Why: "exited with code 1: cat: /no/such/file"}}
+	tl := newGen(t).
+		add("node-n1", "agent:n1", "", events.RolloutFailed{Node: "n1", Module: "forge", Declaration: "n1/3", Containers: web, Action: events.RolloutGaveUp}).
+		add("node-n1", "agent:n1", "", events.RolloutFailed{Node: "n1", Module: "forge", Declaration: "n1/4", Containers: web, Action: events.RolloutRevert, RevertTo: 41}).
+		add("node-n1", "agent:n1", "", events.RolloutFailed{Node: "n1", Module: "forge", Declaration: "n1/5", Containers: web, Action: events.RolloutStopped}).
+		folded().Timeline
+	es := tl.Query(Filter{Module: "forge"})
+	if len(es) != 3 {
+		t.Fatalf("%d entries for forge, want 3: %+v", len(es), es)
+	}
+	for i, want := range []string{
+		"roll-out of forge on n1 failed (web: exited with code 1: cat: /no/such/file): gave up, nothing reverted (on_failure: pause)",
+		"roll-out of forge on n1 failed (web: exited with code 1: cat: /no/such/file): reverting the module to position 41 (on_failure: revert)",
+		"roll-out of forge on n1 failed (web: exited with code 1: cat: /no/such/file): it was the revert of a failed roll-out: stopped there, nothing reverted again",
+	} {
+		if es[i].Summary != want || es[i].Node != "n1" {
+			t.Errorf("entry %d: %q on %q, want %q on n1", i, es[i].Summary, es[i].Node, want)
+		}
+	}
+}

@@ -152,8 +152,31 @@ func summarize(e *entry) string {
 		return fmt.Sprintf("node %s removed", e.node)
 	case events.ModuleRemoved:
 		return fmt.Sprintf("module %s removed", v.Module)
+	case events.RolloutFailed:
+		return rolloutLine(v)
 	}
 	return e.typ
+}
+
+// rolloutLine is a rollout.failed's summary: "roll-out of forge on novox
+// failed (web: exited with code 1: …): gave up, nothing reverted".
+func rolloutLine(v events.RolloutFailed) string {
+	why := make([]string, 0, len(v.Containers))
+	for i, c := range v.Containers {
+		if i == summaryNames {
+			why = append(why, fmt.Sprintf("and %d more", len(v.Containers)-i))
+			break
+		}
+		why = append(why, c.Container+": "+c.Why)
+	}
+	s := fmt.Sprintf("roll-out of %s on %s failed (%s): ", v.Module, v.Node, strings.Join(why, "; "))
+	switch v.Action {
+	case events.RolloutRevert:
+		return s + fmt.Sprintf("reverting the module to position %d (on_failure: revert)", v.RevertTo)
+	case events.RolloutStopped:
+		return s + "it was the revert of a failed roll-out: stopped there, nothing reverted again"
+	}
+	return s + "gave up, nothing reverted (on_failure: pause)"
 }
 
 // refusedLine is a report.refused's summary: "report from n1 refused

@@ -78,6 +78,7 @@ var eventWords = map[string]string{
 	events.TypeContainerExited:          "saw a container exit on",
 	events.TypeContainerOOMKilled:       "saw a container killed for memory on",
 	events.TypeContainerVanished:        "saw a container vanish from",
+	events.TypeRolloutFailed:            "saw a roll-out fail on",
 }
 
 // streamSubject is what a stream is of, in words: "node novox", "module

@@ -194,6 +194,7 @@ func (m *Mesh) node(name string) (*Node, error) {
 		Deliver: func(ctx context.Context, r agent.Report) error { return m.deliver(ctx, n, r) },
 		Now:     m.now,
 		NewID:   uuid.NewV7,
+		Sleep:   m.sleep,
 
 		FollowContainers: m.FollowContainers,
 	})
@@ -238,11 +239,17 @@ func (m *Mesh) deliver(ctx context.Context, n *Node, r agent.Report) error {
 	if err != nil {
 		return fmt.Errorf("sim: report from %s: apply id %q: %w", n.Name, r.Outcome.ApplyID, err)
 	}
-	_, err = m.Handler.RecordApply(ctx, commands.Delivery{
+	evs, err := m.Handler.RecordApply(ctx, commands.Delivery{
 		Report: r.Wire(), ApplyID: id, AppliedAt: r.AppliedAt, Correlation: r.Correlation,
 		Attempts: r.Attempts, LastError: r.LastError, Workload: r.Workload,
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	// A failed roll-out of a module that says on_failure: revert is
+	// reverted, as the controller does on a report it records.
+	m.Controller.RevertFailedRollouts(ctx, evs)
+	return nil
 }
 
 // Follow has node's agent follow how its containers run from now on
@@ -260,6 +267,24 @@ func (m *Mesh) Follow(node string) (*Node, error) {
 	}
 	n.Agent.Follow(true)
 	return n, nil
+}
+
+// sleep is an agent's wait (a start-first roll-out waiting for its new
+// container): on the simulated clock it moves the clock on, never the
+// wall clock's time; on another clock (WithClock) it is a timer.
+func (m *Mesh) sleep(ctx context.Context, d time.Duration) error {
+	if m.clock == nil {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			return nil
+		}
+	}
+	m.clock.Advance(d)
+	return ctx.Err()
 }
 
 // Wait moves the mesh's simulated clock on by d (N minutes pass); a mesh

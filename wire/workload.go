@@ -24,6 +24,10 @@ import (
 // (recorded as report.refused, as a report is).
 type Workload struct {
 	Changes []events.ContainerChange `json:"changes"`
+	// Rollouts are the start-first roll-outs the pass tried that failed
+	// (their new containers removed, the old ones running): recorded as
+	// rollout.failed, one a module. Absent when none.
+	Rollouts []events.RolloutFailure `json:"rollouts,omitempty"`
 }
 
 // MaxWorkloadChanges bounds the changes one report carries: two per
@@ -39,6 +43,14 @@ func (w *Workload) Check(node string) error {
 	}
 	if len(w.Changes) > MaxWorkloadChanges {
 		return fmt.Errorf("workload: %d changes, over the limit of %d: %w", len(w.Changes), MaxWorkloadChanges, events.ErrInvalid)
+	}
+	if len(w.Rollouts) > MaxWorkloadChanges {
+		return fmt.Errorf("workload: %d failed roll-outs, over the limit of %d: %w", len(w.Rollouts), MaxWorkloadChanges, events.ErrInvalid)
+	}
+	for i, f := range w.Rollouts {
+		if err := f.Check(); err != nil {
+			return fmt.Errorf("workload: rollouts[%d]: %w", i, err)
+		}
 	}
 	for i, c := range w.Changes {
 		if err := c.Check(); err != nil {

@@ -98,6 +98,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -129,6 +130,7 @@ type Engine interface {
 	ContainerStart(ctx context.Context, containerID string, options container.StartOptions) error
 	ContainerStop(ctx context.Context, containerID string, options container.StopOptions) error
 	ContainerRemove(ctx context.Context, containerID string, options container.RemoveOptions) error
+	ContainerRename(ctx context.Context, containerID, newContainerName string) error
 	ContainerInspect(ctx context.Context, containerID string) (container.InspectResponse, error)
 	NetworkInspect(ctx context.Context, networkID string, options network.InspectOptions) (network.Inspect, error)
 	NetworkCreate(ctx context.Context, name string, options network.CreateOptions) (network.CreateResponse, error)
@@ -350,6 +352,55 @@ func (r *Runtime) refuseOther(kind, en string, labels map[string]string) error {
 var ownLabels = map[string]bool{
 	agent.LabelManaged: true, agent.LabelNode: true, agent.LabelResource: true,
 	agent.LabelModule: true, agent.LabelDigest: true, agent.LabelSpec: true,
+	agent.LabelRolloutOf: true,
+}
+
+// rolloutOf is the resource the container name becomes when it is a
+// start-first roll-out's new container (NAME.next), else "".
+func rolloutOf(name string) string {
+	if base, ok := strings.CutSuffix(name, agent.RolloutSuffix); ok && base != "" {
+		return base
+	}
+	return ""
+}
+
+// resourceOf is the resource a managed container is: its label's, unless
+// it is a start-first roll-out's new container the agent renamed to the
+// resource it was made for (RenameContainer: labels cannot change).
+func (r *Runtime) resourceOf(s container.Summary) string {
+	if of := s.Labels[agent.LabelRolloutOf]; of != "" && slices.Contains(s.Names, "/"+r.EngineName(of)) {
+		return of
+	}
+	return s.Labels[agent.LabelResource]
+}
+
+// RenameContainer implements agent.Renamer: the engine renames the
+// container, and it is listed and found as the resource to from then on
+// when it was made as to's start-first roll-out (NAME.next); any other
+// rename is refused, since a container's labels name it for good.
+func (r *Runtime) RenameContainer(ctx context.Context, from, to string) error {
+	if err := agent.ValidateContainerName(to); err != nil {
+		return fmt.Errorf("docker: rename %s: %w", from, err)
+	}
+	if rolloutOf(from) != to {
+		return fmt.Errorf("docker: rename %s to %s: only a roll-out's new container is renamed, to what it was made for: %w", from, to, agent.ErrInvalid)
+	}
+	found, err := r.findAll(ctx, "rename", from)
+	if err != nil {
+		return err
+	}
+	if len(found) != 1 {
+		return fmt.Errorf("docker: rename %s: %d containers carry its labels: %w", from, len(found), agent.ErrInvalid)
+	}
+	if _, err := r.findAll(ctx, "rename", to); err == nil {
+		return fmt.Errorf("docker: rename %s to %s: container %w", from, to, agent.ErrExists)
+	} else if !errors.Is(err, agent.ErrNotFound) {
+		return err
+	}
+	if err := r.eng.ContainerRename(ctx, found[0].ID, r.EngineName(to)); err != nil {
+		return fail("rename", from, err)
+	}
+	return nil
 }
 
 // ListContainers implements agent.Runtime: one ContainerList call.
@@ -370,7 +421,7 @@ func (r *Runtime) ListContainers(ctx context.Context) ([]agent.Container, error)
 			continue // a filter the engine did not apply is not trusted
 		}
 		c := agent.Container{
-			Name:    s.Labels[agent.LabelResource],
+			Name:    r.resourceOf(s),
 			Module:  s.Labels[agent.LabelModule],
 			Digest:  s.Labels[agent.LabelDigest],
 			Stopped: stopped(s.State),
@@ -418,18 +469,22 @@ func (r *Runtime) findAll(ctx context.Context, op, name string) ([]container.Sum
 	if err := agent.ValidateContainerName(name); err != nil {
 		return nil, fmt.Errorf("docker: %s: %w", op, err)
 	}
-	list, err := r.eng.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
-		filters.Arg("label", agent.LabelManaged+"=true"),
-		filters.Arg("label", agent.LabelNode+"="+r.opt.Node),
-		filters.Arg("label", agent.LabelResource+"="+name),
-	)})
-	if err != nil {
-		return nil, fail(op, name, err)
-	}
 	var found []container.Summary
-	for _, c := range list {
-		if r.ours(c.Labels) && c.Labels[agent.LabelResource] == name {
-			found = append(found, c)
+	// By its own label, and, for a start-first roll-out's new container
+	// renamed to name, by the resource it became (resourceOf).
+	for _, label := range []string{agent.LabelResource, agent.LabelRolloutOf} {
+		list, err := r.eng.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(
+			filters.Arg("label", agent.LabelManaged+"=true"),
+			filters.Arg("label", agent.LabelNode+"="+r.opt.Node),
+			filters.Arg("label", label+"="+name),
+		)})
+		if err != nil {
+			return nil, fail(op, name, err)
+		}
+		for _, c := range list {
+			if r.ours(c.Labels) && r.resourceOf(c) == name && !slices.ContainsFunc(found, func(f container.Summary) bool { return f.ID == c.ID }) {
+				found = append(found, c)
+			}
 		}
 	}
 	if len(found) == 0 {
@@ -550,10 +605,11 @@ func (r *Runtime) CreateContainer(ctx context.Context, c agent.Container) error 
 		Image: img,
 		Env:   append(slices.Clip(c.Spec.Env), c.SecretEnv...), // the secrets' values: never in a label
 		Labels: r.labelsWith(map[string]string{
-			agent.LabelResource: c.Name,
-			agent.LabelModule:   c.Module,
-			agent.LabelDigest:   c.Digest,
-			agent.LabelSpec:     string(spec),
+			agent.LabelResource:  c.Name,
+			agent.LabelRolloutOf: rolloutOf(c.Name),
+			agent.LabelModule:    c.Module,
+			agent.LabelDigest:    c.Digest,
+			agent.LabelSpec:      string(spec),
 		}),
 	}
 	if len(c.Spec.Command) > 0 {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	dockerevents "github.com/docker/docker/api/types/events"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"meshplane/agent"
@@ -19,7 +21,10 @@ import (
 // restart count, the times, the health and its last probe's output), and
 // the engine's log for the tail a dead container leaves.
 
-var _ agent.Inspector = (*Runtime)(nil)
+var (
+	_ agent.Inspector = (*Runtime)(nil)
+	_ agent.Renamer   = (*Runtime)(nil)
+)
 
 // LogsEngine is the part of the Docker client that reads a container's log
 // (*client.Client implements it). An Options.Engine without it has no log
@@ -51,9 +56,46 @@ func (r *Runtime) InspectContainer(ctx context.Context, name string) (agent.Cont
 		// its die event carried (followed while the agent runs, watch.go).
 		if code, ok := r.lastExit(ids[0]); ok {
 			st.ExitCode = code
+		} else if code, ok := r.pastExit(ctx, ids[0], st.StartedAt); ok {
+			st.ExitCode = code
 		}
 	}
 	return st, nil
+}
+
+// pastExit asks the engine's event history for the exit code of id's last
+// die event before started (its latest start), when no watch saw it: a
+// runtime asked without following the engine (a roll-out's wait, a test)
+// still says why a crash loop crashes. Bounded to two seconds; not found
+// is false.
+func (r *Runtime) pastExit(ctx context.Context, id string, started time.Time) (int, bool) {
+	ee, ok := r.eng.(EventsEngine)
+	if !ok || started.IsZero() {
+		return 0, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	msgs, errs := ee.Events(ctx, dockerevents.ListOptions{
+		Since:   strconv.FormatInt(started.Add(-time.Hour).Unix(), 10),
+		Until:   strconv.FormatInt(started.Unix()+1, 10),
+		Filters: filters.NewArgs(filters.Arg("container", id), filters.Arg("event", string(dockerevents.ActionDie))),
+	})
+	code, found := 0, false
+	for {
+		select {
+		case m, open := <-msgs:
+			if !open {
+				return code, found
+			}
+			if n, err := strconv.Atoi(m.Actor.Attributes["exitCode"]); err == nil {
+				code, found = n, true
+			}
+		case <-errs:
+			return code, found // the history ended (io.EOF) or could not be read
+		case <-ctx.Done():
+			return code, found
+		}
+	}
 }
 
 // stateOf is the agent's reading of the engine's inspection.

@@ -49,6 +49,7 @@ const (
 	OpRead   = "read"
 	// OpInspect is InspectContainer and ContainerLogTail.
 	OpInspect = "inspect"
+	OpRename  = "rename"
 )
 
 type container struct {
@@ -106,9 +107,15 @@ type Runtime struct {
 	path       string               // the state file every change is written to (Open); "" in memory only (New)
 	now        func() time.Time     // the clock (SetClock); nil is the wall clock
 	crashes    map[string]behaviour // by container name: what a container made under it does (world.go)
+	// images is what the world made every container of an image do
+	// (world.go: ImageCrashes, ImageUnhealthy), in memory only.
+	images map[string]imageWorld
 }
 
-var _ agent.Runtime = (*Runtime)(nil)
+var (
+	_ agent.Runtime = (*Runtime)(nil)
+	_ agent.Renamer = (*Runtime)(nil)
+)
 
 // New returns an empty node: no containers, and a disk holding only "/",
 // in memory only (Open keeps one in a file).
@@ -222,6 +229,17 @@ func (r *Runtime) CreateContainer(ctx context.Context, c agent.Container) error 
 	if b, ok := r.crashes[c.Name]; ok {
 		b.since = r.containers[c.Name].startedAt
 		r.containers[c.Name].crash = &b
+	}
+	if w, ok := r.images[c.Spec.Image]; ok {
+		nc := r.containers[c.Name]
+		if w.crash != nil {
+			b := *w.crash
+			b.since = nc.startedAt
+			nc.crash = &b
+		}
+		if w.unhealthy != nil {
+			nc.health, nc.healthLog = agent.HealthUnhealthy, *w.unhealthy
+		}
 	}
 	r.creates[c.Name]++
 	return r.save()

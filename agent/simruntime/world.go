@@ -263,3 +263,63 @@ func (r *Runtime) managed(op, name string) (*container, error) {
 	}
 	return c, nil
 }
+
+// imageWorld is what every container of an image does from its start.
+type imageWorld struct {
+	crash     *behaviour
+	unhealthy *string
+}
+
+// ImageCrashes makes every container created from image from now on
+// crash with code after running for after (0: at its start), printing
+// log each time: a build that does not work.
+func (r *Runtime) ImageCrashes(image string, after time.Duration, code int, log string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if after < 0 {
+		return fmt.Errorf("simruntime: crash image %s: negative time %s: %w", image, after, agent.ErrInvalid)
+	}
+	if r.images == nil {
+		r.images = map[string]imageWorld{}
+	}
+	w := r.images[image]
+	w.crash = &behaviour{exitCode: code, crashAfter: after, log: log}
+	r.images[image] = w
+	return nil
+}
+
+// ImageUnhealthy makes every container created from image from now on
+// fail its health check, its last probe printing output.
+func (r *Runtime) ImageUnhealthy(image, output string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.images == nil {
+		r.images = map[string]imageWorld{}
+	}
+	w := r.images[image]
+	w.unhealthy = &output
+	r.images[image] = w
+	return nil
+}
+
+// RenameContainer implements agent.Renamer.
+func (r *Runtime) RenameContainer(ctx context.Context, from, to string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.begin(ctx, OpRename, from); err != nil {
+		return err
+	}
+	if err := agent.ValidateContainerName(to); err != nil {
+		return fmt.Errorf("simruntime: rename %s: %w", from, err)
+	}
+	c, err := r.managed("rename", from)
+	if err != nil {
+		return err
+	}
+	if _, ok := r.containers[to]; ok {
+		return fmt.Errorf("simruntime: rename %s to %s: container %w", from, to, agent.ErrExists)
+	}
+	delete(r.containers, from)
+	r.containers[to] = c
+	return r.save()
+}

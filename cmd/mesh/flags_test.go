@@ -51,6 +51,7 @@ func TestBadFlagValuesAreUsage(t *testing.T) {
 		{[]string{"up", "--interval", "soon"}, "--interval"},
 		{[]string{"agent", "--creds", "x", "--interval", "0s"}, "--interval"},
 		{[]string{"artifact", "push", "m", "n", "x.tar", "--timeout", "-1s"}, "--timeout"},
+		{[]string{"deploy", "forge", "--wait", "--timeout", "0s"}, "--timeout"},
 		// Numbers.
 		{[]string{"up", "--passes", "0"}, "--passes"},
 		{[]string{"up", "--passes", "two"}, "--passes"},

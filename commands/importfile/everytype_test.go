@@ -59,6 +59,8 @@ func everyTypeTail(t *testing.T, store events.Store, at time.Time) {
 			State: events.WorkloadOOMKilled, At: at.Add(5 * time.Minute), ExitCode: 137})},
 		{ns, "agent:" + node, events.ContainerPayload(events.ContainerChange{Node: node, Module: mod, Container: "everymod-web", Declaration: node + "/1",
 			State: events.WorkloadVanished, At: at.Add(6 * time.Minute)})},
+		{ns, "controller", events.RolloutFailed{Node: node, Module: mod, Declaration: node + "/1", Action: events.RolloutGaveUp,
+			Containers: []events.RolloutFailure{{Module: mod, Container: "everymod-web", Why: "exit code 1"}}}},
 		{ns, "controller", events.ReportRefused{Node: node, Reason: events.RefusedMalformed, Detail: "does not decode", Digest: sha, Size: 12}},
 		{ns, "controller", events.ReportThrottled{Node: node, Deferred: 3, From: at, To: at.Add(time.Second), Rate: 10, Burst: 20}},
 		{ns, by, events.NodeJoinTokenIssued{Node: node, TokenID: hex64[:16], SecretSHA256: hex64, ExpiresAt: at.Add(time.Hour), By: by}},

@@ -58,6 +58,22 @@ var optionFields = []struct {
 		}
 		return strings.Join(words, " ")
 	}},
+	{"update.order", func(c declaration.Container) string {
+		return rolloutWord(c, func(r *declaration.Rollout) string { return r.Order })
+	}},
+	{"update.min_healthy", func(c declaration.Container) string {
+		return rolloutWord(c, func(r *declaration.Rollout) string { return r.MinHealthy.String() })
+	}},
+	{"update.healthy_deadline", func(c declaration.Container) string {
+		return rolloutWord(c, func(r *declaration.Rollout) string { return r.HealthyDeadline.String() })
+	}},
+}
+
+func rolloutWord(c declaration.Container, f func(*declaration.Rollout) string) string {
+	if c.Rollout == nil {
+		return ""
+	}
+	return f(c.Rollout)
 }
 
 // dur is s, or "" when absent.
@@ -132,7 +148,7 @@ func optionChanges(have, want declaration.Container) []Change {
 func optionsEqual(a, b declaration.Container) bool {
 	of := func(c declaration.Container) string {
 		return declaration.Digest([]any{c.Healthcheck, c.NetworkMode, c.Publish, c.Restart, c.StopGracePeriod, c.Memory,
-			c.NanoCPUs, c.Entrypoint, c.User, c.CapAdd, c.Tmpfs, c.ReadOnly, c.DependsOn})
+			c.NanoCPUs, c.Entrypoint, c.User, c.CapAdd, c.Tmpfs, c.ReadOnly, c.DependsOn, c.Rollout})
 	}
 	return of(a) == of(b)
 }

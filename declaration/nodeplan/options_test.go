@@ -46,6 +46,9 @@ func TestOptionChanges(t *testing.T) {
 			c.DependsOn = []declaration.Dependency{{Container: "db", Condition: "service_healthy"}}
 		}), []nodeplan.Change{{Field: "entrypoint", To: "/bin/sh -c"}, {Field: "user", To: "999"}, {Field: "cap_add", To: "NET_ADMIN"},
 			{Field: "tmpfs", To: "/tmp"}, {Field: "read_only", To: "true"}, {Field: "depends_on", To: "db (service_healthy)"}}},
+		{"the update block", base, with(func(c *declaration.Container) {
+			c.Rollout = &declaration.Rollout{Order: "start-first", MinHealthy: 10 * time.Second, HealthyDeadline: 5 * time.Minute}
+		}), []nodeplan.Change{{Field: "update.order", To: "start-first"}, {Field: "update.min_healthy", To: "10s"}, {Field: "update.healthy_deadline", To: "5m0s"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

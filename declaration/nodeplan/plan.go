@@ -71,6 +71,17 @@ type State struct {
 	// Last is what the agent's reports so far said that the next report may
 	// name instead of repeating (the compact form of events.ApplyReported).
 	Last Last `json:"last"`
+	// Failed is, by container, the build whose start-first roll-out
+	// failed (rollout.go): not tried again while it is the one declared,
+	// so a build that crashes is never started again at every pass.
+	Failed map[string]FailedRollout `json:"failed_rollouts,omitempty"`
+}
+
+// FailedRollout is a container's build (its resource digest) whose
+// start-first roll-out failed, and why.
+type FailedRollout struct {
+	Digest string `json:"digest"`
+	Why    string `json:"why"`
 }
 
 // Last is what a compact report may refer to.
