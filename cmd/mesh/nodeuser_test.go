@@ -11,6 +11,7 @@ import (
 
 	"meshplane/api/httpapi"
 	"meshplane/bus"
+	"meshplane/internal/meshtest"
 )
 
 // dialAsNode connects to the bus as creds' node user, the way an agent
@@ -49,7 +50,7 @@ func checkOtherNodeRefused(t *testing.T, ctx context.Context, js jetstream.JetSt
 		}
 	})
 	t.Run("publish "+theirs+"'s report", func(t *testing.T) {
-		br, err := bus.ReportOf(theirs, agentReportFor(theirs))
+		br, err := bus.ReportOf(theirs, meshtest.AgentReportFor(theirs))
 		if err != nil {
 			t.Fatal(err)
 		}

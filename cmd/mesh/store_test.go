@@ -16,6 +16,7 @@ import (
 
 	"meshplane/events"
 	"meshplane/events/boltstore"
+	"meshplane/internal/meshtest"
 )
 
 // TestMain lets a test run the mesh binary's main in a child process: the
@@ -35,8 +36,8 @@ func TestMain(m *testing.M) {
 		os.Exit(testAgents()) // push_procs_bench_test.go's
 	}
 	code := m.Run()
-	removeBinary() // process_test.go's
-	if err := closePG(); err != nil {
+	meshtest.RemoveBinary() // what the process tests built
+	if err := meshtest.ClosePG(); err != nil {
 		fmt.Fprintf(os.Stderr, "pgtest: close: %v\n", err)
 		if code == 0 {
 			code = 1

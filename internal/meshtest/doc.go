@@ -1,0 +1,8 @@
+// Package meshtest holds the helpers of the tests that run meshplane's
+// controller and agents, for tests only: the mesh binary built once and run
+// as controller, agent and CLI processes (BuiltBinary, StartCtl, CLI), a
+// controllerd.Run in a goroutine with simulated nodes (StartDaemon,
+// StartNode), a PostgreSQL database on a throwaway cluster (PgDatabase) and
+// the Docker engine a test needs (NeedEngine). cmd/mesh's tests and the
+// end-to-end tests in test/ share them.
+package meshtest
