@@ -21,16 +21,12 @@ import (
 
 // TestMain lets a test run the mesh binary's main in a child process: the
 // test binary, re-run with MESH_TEST_MAIN=1, is mesh (see runChild); with
-// MESH_TEST_CONTROLLER=1 a controller (testController), with
 // MESH_TEST_AGENTS a process of agents (testAgents).
 func TestMain(m *testing.M) {
 	if os.Getenv("MESH_TEST_MAIN") == "1" {
 		os.Args = append([]string{"mesh"}, os.Args[1:]...)
 		main()
 		return
-	}
-	if os.Getenv("MESH_TEST_CONTROLLER") == "1" {
-		os.Exit(testController())
 	}
 	if os.Getenv("MESH_TEST_AGENTS") != "" {
 		os.Exit(testAgents()) // push_procs_bench_test.go's

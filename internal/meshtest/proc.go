@@ -217,7 +217,7 @@ func CLI(t testing.TB, env []string, args ...string) (code int, stdout, stderr s
 func MustCLI(t testing.TB, env []string, args ...string) string {
 	t.Helper()
 	code, out, errOut := CLI(t, env, args...)
-	if code != exitOK {
+	if code != ExitOK {
 		t.Fatalf("mesh %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
 	}
 	return out
@@ -295,5 +295,8 @@ func StoreEvents(t testing.TB, data string) []events.Event {
 	return evs
 }
 
-// exitOK is cmd/mesh's exit code for success.
-const exitOK = 0
+// ExitOK and ExitFailed are cmd/mesh's exit codes: success, a command that ran and failed.
+const (
+	ExitOK     = 0
+	ExitFailed = 1
+)

@@ -1,4 +1,4 @@
-package main
+package test
 
 // Issue 19's "the leader's link goes down" across hosts: PostgreSQL on a
 // host of the private link, three controllers on hosts of their own (one
@@ -68,7 +68,7 @@ type hostsCtl struct {
 // host ("" when it does not answer).
 func (c *hostsCtl) role(t testing.TB) string {
 	code, out, _ := c.cli(t, c.ctl, "info", "-o", "json")
-	if code != exitOK {
+	if code != meshtest.ExitOK {
 		return ""
 	}
 	var info api.Info

@@ -1,4 +1,4 @@
-package main
+package test
 
 import (
 	"errors"
@@ -54,7 +54,7 @@ func TestExternalNATSCluster(t *testing.T) {
 	if !strings.Contains(conf, "operator: ") || !strings.Contains(conf, "resolver_preload") {
 		t.Fatalf("mesh bus account printed no server configuration:\n%s", conf)
 	}
-	accountDir := filepath.Join(data, busAccountDir)
+	accountDir := filepath.Join(data, "bus-account") // cmd/mesh's busAccountDir
 
 	// Three servers: the operator's own blocks, and the fragment.
 	clients, routes := make([]string, 3), make([]string, 3)
@@ -155,7 +155,7 @@ include meshplane.conf
 	// mesh bus check against the cluster, as an operator would run it.
 	if code, out, errOut := meshtest.CLI(t, nil, "bus", "check", "--nats", strings.Join(urls, ","),
 		"--nats-creds", filepath.Join(accountDir, bus.ControllerCredsFile),
-		"--nats-account-seed", filepath.Join(accountDir, "signing.nk")); code != exitOK || strings.Count(out, "\nok  ") != 4 || !strings.HasPrefix(out, "ok  ") {
+		"--nats-account-seed", filepath.Join(accountDir, "signing.nk")); code != meshtest.ExitOK || strings.Count(out, "\nok  ") != 4 || !strings.HasPrefix(out, "ok  ") {
 		t.Fatalf("mesh bus check on the external cluster: exit %d\n%s%s", code, out, errOut)
 	} else {
 		t.Logf("mesh bus check on the external cluster:\n%s", out)
@@ -188,7 +188,7 @@ include meshplane.conf
 	}
 	meshtest.MustCLI(t, env, "node", "register", "n1")
 	meshtest.MustCLI(t, env, "node", "adopt", "n1")
-	meshtest.MustCLI(t, env, "module", "define", "../../examples/modules/searxng.yaml")
+	meshtest.MustCLI(t, env, "module", "define", "../examples/modules/searxng.yaml")
 	meshtest.MustCLI(t, env, "assign", "searxng", "n1")
 	meshtest.MustCLI(t, env, "take", "searxng", "n1")
 	meshtest.StartAgentProc(t, credsFile, t.TempDir())
@@ -206,7 +206,7 @@ include meshplane.conf
 	killed := time.Now()
 	testwait.Eventually(t, 60*time.Second, func() error {
 		code, out, errOut := meshtest.CLI(t, env, "push", "n1")
-		if code != exitOK {
+		if code != meshtest.ExitOK {
 			return fmt.Errorf("push: exit %d\n%s%s", code, out, errOut)
 		}
 		return nil

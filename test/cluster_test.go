@@ -1,4 +1,4 @@
-package main
+package test
 
 import (
 	"context"
@@ -82,7 +82,7 @@ func startClusterCtls(t *testing.T, db, trust string, n int) []*clusterCtl {
 func (c *clusterCtl) role(t *testing.T) string {
 	t.Helper()
 	code, out, _ := meshtest.CLI(t, []string{"MESH_SERVER=" + c.URL, "MESH_TOKEN=" + c.Token}, "info", "-o", "json")
-	if code != exitOK {
+	if code != meshtest.ExitOK {
 		return ""
 	}
 	var info api.Info
@@ -152,7 +152,7 @@ func TestClusterFailover(t *testing.T) {
 		meshtest.MustCLI(t, env, "node", "register", n, "--creds", creds, "--bus-url", home[n].bus)
 		meshtest.MustCLI(t, env, "node", "adopt", n)
 	}
-	meshtest.MustCLI(t, env, "module", "define", "../../examples/modules/searxng.yaml")
+	meshtest.MustCLI(t, env, "module", "define", "../examples/modules/searxng.yaml")
 	for _, n := range nodes {
 		meshtest.MustCLI(t, env, "assign", "searxng", n)
 		meshtest.MustCLI(t, env, "take", "searxng", n)

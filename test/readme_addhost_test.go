@@ -1,4 +1,4 @@
-package main
+package test
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ import (
 // cut.
 func addHostLines(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}

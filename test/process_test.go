@@ -1,4 +1,4 @@
-package main
+package test
 
 // Tests with real processes: the mesh binary, built once (go build -o,
 // without -race, so the children start fast), run as a controller (mesh up),
@@ -263,7 +263,7 @@ func TestProcessAPIToken(t *testing.T) {
 		})
 	}
 	env := []string{"MESH_SERVER=" + c.URL, "MESH_TOKEN=" + strings.Repeat("0", 64)}
-	if code, out, errOut := meshtest.CLI(t, env, "node", "register", "intruder"); code == exitOK {
+	if code, out, errOut := meshtest.CLI(t, env, "node", "register", "intruder"); code == meshtest.ExitOK {
 		t.Errorf("node register with a wrong token: exit 0\n%s%s", out, errOut)
 	}
 	checkStoreStill(t, ctx, c.Client, before)
@@ -277,8 +277,8 @@ func TestProcessUpOnce(t *testing.T) {
 	data := t.TempDir()
 	for _, run := range []string{"first", "again"} {
 		code, out, errOut := meshtest.CLI(t, nil, "up", "--once", "--data", data, "--listen", "127.0.0.1:0", "--bus-listen", "127.0.0.1:0",
-			"--modules", "../../examples/modules", "--mesh", "../../examples/mesh.yaml")
-		if code != exitOK {
+			"--modules", "../examples/modules", "--mesh", "../examples/mesh.yaml")
+		if code != meshtest.ExitOK {
 			t.Fatalf("%s: exit %d\n%s%s", run, code, out, errOut)
 		}
 		for _, want := range []string{"novox    sync in-sync", "g14      sync in-sync", "applied novox/", "applied g14/"} {

@@ -1,4 +1,4 @@
-package main
+package test
 
 import (
 	"bufio"
@@ -153,8 +153,8 @@ func TestLeaderFailover(t *testing.T) {
 		}
 	}
 
-	code, out, errOut := mesh(t, "info", "--server", standby.url, "--token-file", standby.tokenFile)
-	if code != exitOK || !regexp.MustCompile(`(?m)^role\s+standby$`).MatchString(out) {
+	code, out, errOut := meshtest.CLI(t, nil, "info", "--server", standby.url, "--token-file", standby.tokenFile)
+	if code != meshtest.ExitOK || !regexp.MustCompile(`(?m)^role\s+standby$`).MatchString(out) {
 		t.Fatalf("mesh info on the standby: exit %d\n%s%s", code, out, errOut)
 	}
 

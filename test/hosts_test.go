@@ -1,4 +1,4 @@
-package main
+package test
 
 // A fleet across hosts (issue 19, §4): the controller on one host of a
 // private link, agents on three others (package hosttest: Linux network
@@ -110,7 +110,7 @@ func (m *hostsMesh) cli(t testing.TB, h *hosttest.Host, args ...string) (code in
 func (m *hostsMesh) mustCLI(t testing.TB, h *hosttest.Host, args ...string) string {
 	t.Helper()
 	code, out, errOut := m.cli(t, h, args...)
-	if code != exitOK {
+	if code != meshtest.ExitOK {
 		t.Fatalf("on %s: mesh %s: exit %d\n%s%s", h, strings.Join(args, " "), code, out, errOut)
 	}
 	return out
