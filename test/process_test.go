@@ -227,13 +227,13 @@ func TestProcessOtherNodesCreds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js := dialAsNode(t, cr)
+	js := meshtest.DialAsNode(t, cr)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	before := storeHead(t, ctx, c.Client)
-	checkOtherNodeRefused(t, ctx, js, "n2", "n1")
+	before := meshtest.StoreHead(t, ctx, c.Client)
+	meshtest.CheckOtherNodeRefused(t, ctx, js, "n2", "n1")
 	time.Sleep(200 * time.Millisecond) // what was published would be recorded by now
-	checkStoreStill(t, ctx, c.Client, before)
+	meshtest.CheckStoreStill(t, ctx, c.Client, before)
 	c.Stop(t)
 }
 
@@ -242,7 +242,7 @@ func TestProcessOtherNodesCreds(t *testing.T) {
 func TestProcessAPIToken(t *testing.T) {
 	c := meshtest.StartCtl(t, t.TempDir(), freeport.Addr(t), freeport.Addr(t))
 	ctx := context.Background()
-	before := storeHead(t, ctx, c.Client)
+	before := meshtest.StoreHead(t, ctx, c.Client)
 	for _, tc := range []struct{ method, path, body string }{
 		{"GET", "/v1/status", ""},
 		{"POST", "/v1/nodes", `{"operator":"x","nodes":["intruder"]}`},
@@ -266,7 +266,7 @@ func TestProcessAPIToken(t *testing.T) {
 	if code, out, errOut := meshtest.CLI(t, env, "node", "register", "intruder"); code == meshtest.ExitOK {
 		t.Errorf("node register with a wrong token: exit 0\n%s%s", out, errOut)
 	}
-	checkStoreStill(t, ctx, c.Client, before)
+	meshtest.CheckStoreStill(t, ctx, c.Client, before)
 	c.Stop(t)
 }
 

@@ -3,6 +3,7 @@
 // as controller, agent and CLI processes (BuiltBinary, StartCtl, CLI), a
 // controllerd.Run in a goroutine with simulated nodes (StartDaemon,
 // StartNode), a PostgreSQL database on a throwaway cluster (PgDatabase) and
-// the Docker engine a test needs (NeedEngine). cmd/mesh's tests and the
-// end-to-end tests in test/ share them.
+// the Docker engine a test needs (NeedEngine), a node's own bus connection
+// (DialAsNode). cmd/mesh's tests, controllerd's and the end-to-end tests in
+// test/ share them.
 package meshtest

@@ -252,7 +252,7 @@ func ProcSetUp(t testing.TB, c *CtlProc, nodes ...string) map[string]string {
 			t.Fatalf("credentials %s: %v, mode %v; want mode 0600", creds[n], err, st.Mode())
 		}
 	}
-	MustCLI(t, env, "module", "define", "../../examples/modules/searxng.yaml")
+	MustCLI(t, env, "module", "define", RepoPath(t, "examples/modules/searxng.yaml"))
 	for _, n := range nodes {
 		MustCLI(t, env, "assign", "searxng", n)
 		MustCLI(t, env, "take", "searxng", n)
@@ -300,3 +300,24 @@ const (
 	ExitOK     = 0
 	ExitFailed = 1
 )
+
+// RepoPath is rel in the repository, from the directory of whichever
+// package's test runs (cmd/mesh, test, controllerd): the nearest directory
+// up holding go.mod.
+func RepoPath(t testing.TB, rel string) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, rel)
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			t.Fatalf("no go.mod above the test's directory for %s", rel)
+		}
+		dir = up
+	}
+}

@@ -1,4 +1,4 @@
-package test
+package controllerd_test
 
 import (
 	"context"
@@ -73,7 +73,7 @@ func TestDaemonForgedReports(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(agentConn.Close)
-	js := dialAsNode(t, creds)
+	js := meshtest.DialAsNode(t, creds)
 	publish := func(t *testing.T, b []byte) error {
 		t.Helper()
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -1,4 +1,4 @@
-package test
+package controllerd_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package test
+package controllerd_test
 
 import (
 	"context"
@@ -152,12 +152,12 @@ func TestDaemonOtherNodesCreds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js := dialAsNode(t, creds)
+	js := meshtest.DialAsNode(t, creds)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	before := storeHead(t, ctx, d.Client)
+	before := meshtest.StoreHead(t, ctx, d.Client)
 
-	checkOtherNodeRefused(t, ctx, js, "n2", "n1")
+	meshtest.CheckOtherNodeRefused(t, ctx, js, "n2", "n1")
 	t.Run("an undecodable report on its own subject", func(t *testing.T) {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
@@ -184,7 +184,7 @@ func TestDaemonOtherNodesCreds(t *testing.T) {
 	// refused on n2's own stream (issue 17: refused for good, and kept
 	// visible), once: the store grew by that one event.
 	testwait.Eventually(t, 10*time.Second, func() error {
-		if after := storeHead(t, ctx, d.Client); after != before+1 {
+		if after := meshtest.StoreHead(t, ctx, d.Client); after != before+1 {
 			return fmt.Errorf("the store grew from %d to %d events, want the one refusal", before, after)
 		}
 		return nil
@@ -206,7 +206,7 @@ func TestDaemonOtherNodesCreds(t *testing.T) {
 func TestDaemonAPIToken(t *testing.T) {
 	d := meshtest.StartDaemon(t, t.TempDir(), "")
 	ctx := context.Background()
-	before := storeHead(t, ctx, d.Client)
+	before := meshtest.StoreHead(t, ctx, d.Client)
 	for _, tc := range []struct {
 		name, header string
 	}{
@@ -241,7 +241,7 @@ func TestDaemonAPIToken(t *testing.T) {
 	if _, err := bad.Status(ctx, api.StatusRequest{}); !errors.Is(err, httpapi.ErrUnauthorized) {
 		t.Errorf("a read with a wrong token: %v, want ErrUnauthorized", err)
 	}
-	checkStoreStill(t, ctx, d.Client, before)
+	meshtest.CheckStoreStill(t, ctx, d.Client, before)
 }
 
 // TestDaemonRefusesToStart: what controllerd.Run and agentd.Run refuse before
