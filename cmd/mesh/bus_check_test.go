@@ -13,6 +13,7 @@ import (
 
 	"meshplane/bus"
 	"meshplane/controllerd"
+	"meshplane/internal/meshtest"
 )
 
 // busCheckVaries is what changes from run to run in mesh bus check's
@@ -25,8 +26,8 @@ var busCheckVaries = regexp.MustCompile(`\d+\.\d+\.\d+ \(at least`)
 // says FAIL on that line and exits 1.
 func TestBusCheck(t *testing.T) {
 	dir := t.TempDir()
-	d := startDaemon(t, dir, "")
-	code, out, errOut := mesh(t, "bus", "check", "--data", dir, "--nats", strings.Join(d.ready.BusURLs, ","))
+	d := meshtest.StartDaemon(t, dir, "")
+	code, out, errOut := mesh(t, "bus", "check", "--data", dir, "--nats", strings.Join(d.Ready.BusURLs, ","))
 	if code != exitOK {
 		t.Fatalf("mesh bus check: exit %d\n%s%s", code, out, errOut)
 	}
@@ -40,7 +41,7 @@ func TestBusCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect(strings.Join(d.ready.BusURLs, ","), nats.UserJWTAndSeed(u.JWT, u.Seed))
+	nc, err := nats.Connect(strings.Join(d.Ready.BusURLs, ","), nats.UserJWTAndSeed(u.JWT, u.Seed))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestBusCheck(t *testing.T) {
 	if _, err := js.UpdateStream(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
-	code, out, _ = mesh(t, "bus", "check", "--data", dir, "--nats", strings.Join(d.ready.BusURLs, ","))
+	code, out, _ = mesh(t, "bus", "check", "--data", dir, "--nats", strings.Join(d.Ready.BusURLs, ","))
 	if code != exitFailed || !strings.Contains(out, "FAIL  stream KV_mesh-declarations: republish none, want $KV.mesh-declarations.> to mesh.decl.>") {
 		t.Fatalf("mesh bus check on a bucket without RePublish: exit %d\n%s", code, out)
 	}

@@ -15,6 +15,7 @@ import (
 	"meshplane/bus"
 	"meshplane/controllerd"
 	"meshplane/declaration"
+	"meshplane/internal/meshtest"
 )
 
 // BenchmarkPushToRecorded measures a push to every node until every node's
@@ -129,7 +130,7 @@ func (r *recordings) latencies() (fromPush, fromPut []time.Duration) {
 
 func benchPushToRecorded(b *testing.B, n int, memOutbox bool) {
 	rec := &recordings{}
-	d := startDaemon(b, b.TempDir(), "", func(c *controllerd.Config) {
+	d := meshtest.StartDaemon(b, b.TempDir(), "", func(c *controllerd.Config) {
 		c.Recorded, c.Pushed = rec.recorded, rec.pushed
 	})
 	nodes := make([]string, n)
@@ -139,7 +140,7 @@ func benchPushToRecorded(b *testing.B, n int, memOutbox bool) {
 	ctx := context.Background()
 	// 500 a request: 5,000 in one outlast the client's timeout.
 	for batch := range slices.Chunk(nodes, 500) {
-		if _, err := d.client.RegisterNodes(ctx, api.RegisterNodesRequest{Operator: testOperator, Nodes: batch}); err != nil {
+		if _, err := d.Client.RegisterNodes(ctx, api.RegisterNodesRequest{Operator: meshtest.TestOperator, Nodes: batch}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -147,10 +148,10 @@ func benchPushToRecorded(b *testing.B, n int, memOutbox bool) {
 	credsDir := b.TempDir()
 	for _, node := range nodes {
 		path := filepath.Join(credsDir, node+".creds")
-		if err := controllerd.RegisterCreds(d.cfg.Data, node, path, d.ready.BusURLs, nil); err != nil {
+		if err := controllerd.RegisterCreds(d.Cfg.Data, node, path, d.Ready.BusURLs, nil); err != nil {
 			b.Fatal(err)
 		}
-		startNode(b, path, b.TempDir(), func(c *agentd.Config) {
+		meshtest.StartNode(b, path, b.TempDir(), func(c *agentd.Config) {
 			c.Applied = nil
 			if memOutbox {
 				c.Outbox = agent.NewMemOutbox()

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"meshplane/internal/meshtest"
 )
 
 // testTooling are the packages written for tests only: the shipped binary
@@ -19,6 +21,7 @@ var testTooling = []string{
 	"meshplane/agent/runtimetest",
 	"meshplane/events/storetest",
 	"meshplane/internal/jsontest",
+	"meshplane/internal/meshtest",
 	"meshplane/events/esdbstore/esdbdouble",
 }
 
@@ -47,7 +50,7 @@ func TestBinaryLinksNoTestTooling(t *testing.T) {
 // `mesh version` to a scenario run, may start it (godog's builder once ran
 // `go env GOTOOLDIR` in an init, on every run of every verb).
 func TestBinaryRunsNoGo(t *testing.T) {
-	bin := meshBinary.get(t)
+	bin := meshtest.MeshBinary.Get(t)
 	dir := t.TempDir()
 	fakeBin := filepath.Join(dir, "bin")
 	marker := filepath.Join(dir, "go-was-run")

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"meshplane/internal/meshtest"
 	"meshplane/secrets"
 )
 
@@ -65,12 +66,12 @@ func TestImportRefusedWritesNothing(t *testing.T) {
 // longer than limit.
 func runMesh(t *testing.T, tmp string, stdin []byte, limit time.Duration, args ...string) (int, string) {
 	t.Helper()
-	cmd := exec.Command(binary(t), args...)
+	cmd := exec.Command(meshtest.Binary(t), args...)
 	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
-	var out lockedBuffer
+	var out meshtest.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -152,17 +153,17 @@ func TestProcessImportReadsOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			args := append([]string{tc.args[0], fifo}, tc.args[1:]...)
-			p := startProc(t, []string{"TMPDIR=" + tmp}, args...)
+			p := meshtest.StartProc(t, []string{"TMPDIR=" + tmp}, args...)
 			time.Sleep(time.Second) // reading, then waiting on the FIFO
-			p.cmd.Process.Signal(tc.sig)
+			p.Cmd.Process.Signal(tc.sig)
 			select {
-			case <-p.done:
+			case <-p.Done:
 			case <-time.After(20 * time.Second):
-				t.Fatalf("mesh %s: still running 20 s after %v\n%s", strings.Join(args, " "), tc.sig, p.out)
+				t.Fatalf("mesh %s: still running 20 s after %v\n%s", strings.Join(args, " "), tc.sig, p.Out)
 			}
 			w.Close()
-			if p.cmd.ProcessState.ExitCode() == exitOK {
-				t.Errorf("mesh %s stopped by %v: exit 0\n%s", strings.Join(args, " "), tc.sig, p.out)
+			if p.Cmd.ProcessState.ExitCode() == exitOK {
+				t.Errorf("mesh %s stopped by %v: exit 0\n%s", strings.Join(args, " "), tc.sig, p.Out)
 			}
 		}
 		if _, err := os.Stat(filepath.Join(dir, "fifo")); !errors.Is(err, os.ErrNotExist) {

@@ -17,6 +17,7 @@ import (
 	"meshplane/events/boltstore"
 	"meshplane/events/memstore"
 	"meshplane/events/pgstore"
+	"meshplane/internal/meshtest"
 	"meshplane/projections"
 )
 
@@ -87,7 +88,7 @@ func TestExportImportAcrossStores(t *testing.T) {
 		{"postgres", func(t *testing.T) ([2]string, events.Store, []string) {
 			// A --data that does not exist: the import needs none, and
 			// makes none (before, it failed writing a secret key there).
-			url, dir := pgDatabase(t), filepath.Join(t.TempDir(), "none")
+			url, dir := meshtest.PgDatabase(t), filepath.Join(t.TempDir(), "none")
 			outs := [2]string{mustMesh(t, "import", file, "--store", url, "--data", dir), mustMesh(t, "import", file, "--store", url, "--data", dir)}
 			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("an import into postgres made --data %s (%v)", dir, err)

@@ -17,6 +17,7 @@ import (
 	"meshplane/agent/agentd"
 	"meshplane/events"
 	"meshplane/events/boltstore"
+	"meshplane/internal/meshtest"
 	"meshplane/projections/snapstore"
 	"meshplane/storeverify"
 )
@@ -223,7 +224,7 @@ func TestDamagedLocalFilesChildProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	child := func(dir string, args ...string) (int, string, string) {
-		cmd := exec.Command(binary(t), append(args, "--data", dir)...) // without -race: it starts fast
+		cmd := exec.Command(meshtest.Binary(t), append(args, "--data", dir)...) // without -race: it starts fast
 		var out, errOut bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		err := cmd.Run()

@@ -14,6 +14,7 @@ import (
 	"meshplane/api"
 	"meshplane/events"
 	"meshplane/internal/freeport"
+	"meshplane/internal/meshtest"
 	"meshplane/internal/testwait"
 )
 
@@ -56,23 +57,23 @@ func sample(body, name string) (float64, bool) {
 // its own.
 func TestDaemonMetrics(t *testing.T) {
 	ctx := context.Background()
-	d := startDaemon(t, t.TempDir(), "")
-	daemonSetUp(t, d.client, []string{"n1"})
+	d := meshtest.StartDaemon(t, t.TempDir(), "")
+	meshtest.DaemonSetUp(t, d.Client, []string{"n1"})
 	agentAt := "127.0.0.1:" + strconv.Itoa(freeport.Port(t))
-	n1 := startNode(t, d.creds(t, "n1"), t.TempDir(), func(c *agentd.Config) { c.Metrics = agentAt })
-	if _, err := d.client.Push(ctx, api.PushRequest{Operator: testOperator}); err != nil {
+	n1 := meshtest.StartNode(t, d.Creds(t, "n1"), t.TempDir(), func(c *agentd.Config) { c.Metrics = agentAt })
+	if _, err := d.Client.Push(ctx, api.PushRequest{Operator: meshtest.TestOperator}); err != nil {
 		t.Fatal(err)
 	}
-	inSync(t, d.client, "n1")
+	meshtest.InSync(t, d.Client, "n1")
 
-	url := d.ready.APIURL + "/metrics"
+	url := d.Ready.APIURL + "/metrics"
 	for _, tc := range []struct {
 		name, token string
 		status      int
 	}{
 		{"no token", "", http.StatusUnauthorized},
 		{"another token", "nope", http.StatusUnauthorized},
-		{"the API token", d.ready.Token, http.StatusOK},
+		{"the API token", d.Ready.Token, http.StatusOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if code, body := scrape(t, url, tc.token); code != tc.status {
@@ -83,7 +84,7 @@ func TestDaemonMetrics(t *testing.T) {
 
 	// Every event the store holds, counted by type (the controller
 	// started on an empty store), as the timeline lists them.
-	page, err := d.client.Timeline(ctx, api.TimelineRequest{Limit: api.MaxTimelineLimit})
+	page, err := d.Client.Timeline(ctx, api.TimelineRequest{Limit: api.MaxTimelineLimit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestDaemonMetrics(t *testing.T) {
 		t.Fatalf("the timeline has no push or apply: %v", want)
 	}
 	testwait.Eventually(t, 20*time.Second, func() error {
-		_, body := scrape(t, url, d.ready.Token)
+		_, body := scrape(t, url, d.Ready.Token)
 		for typ, n := range want {
 			name := fmt.Sprintf("meshplane_events_appended_total{type=%q}", typ)
 			if got, ok := sample(body, name); !ok || got != float64(n) {
@@ -117,7 +118,7 @@ func TestDaemonMetrics(t *testing.T) {
 		if code != http.StatusOK {
 			return fmt.Errorf("agent metrics: status %d", code)
 		}
-		applies := len(n1.applies())
+		applies := len(n1.Applies())
 		if got, _ := sample(body, `meshplane_agent_applies_total{node="n1"}`); got != float64(applies) || applies == 0 {
 			return fmt.Errorf("agent applies = %v, the agent made %d", got, applies)
 		}

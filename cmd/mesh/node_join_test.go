@@ -10,6 +10,7 @@ import (
 	"meshplane/api"
 	"meshplane/bus"
 	"meshplane/controllerd"
+	"meshplane/internal/meshtest"
 )
 
 // TestNodeJoinTokenAndRevoke: against a running controller, join-token
@@ -20,13 +21,13 @@ import (
 // naming it, before anything is written.
 func TestNodeJoinTokenAndRevoke(t *testing.T) {
 	data := t.TempDir()
-	d := startDaemon(t, data, "")
+	d := meshtest.StartDaemon(t, data, "")
 	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte(d.ready.Token), 0o600); err != nil {
+	if err := os.WriteFile(tokenFile, []byte(d.Ready.Token), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("MESH_OPERATOR", "ana")
-	srv := []string{"--server", d.ready.APIURL, "--token-file", tokenFile}
+	srv := []string{"--server", d.Ready.APIURL, "--token-file", tokenFile}
 
 	code, out, errOut := mesh(t, append([]string{"node", "join-token", "n4", "--ttl", "10m"}, srv...)...)
 	if code != 0 {
@@ -34,11 +35,11 @@ func TestNodeJoinTokenAndRevoke(t *testing.T) {
 	}
 	tokLine := strings.TrimSpace(out)
 	tok, err := api.ParseJoinToken(tokLine)
-	if err != nil || strings.Count(out, "\n") != 1 || tok.Node != "n4" || tok.URL != d.ready.APIURL {
+	if err != nil || strings.Count(out, "\n") != 1 || tok.Node != "n4" || tok.URL != d.Ready.APIURL {
 		t.Fatalf("join-token printed %q: %+v, %v", out, tok, err)
 	}
 	hint := strings.ReplaceAll(errOut, tokLine, "TOKEN")
-	hint = strings.ReplaceAll(hint, d.ready.APIURL, "URL")
+	hint = strings.ReplaceAll(hint, d.Ready.APIURL, "URL")
 	hint = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`).ReplaceAllString(hint, "TIME")
 	golden(t, "node_join_token", hint, data)
 

@@ -12,6 +12,7 @@ import (
 	"meshplane/bus"
 	"meshplane/controllerd"
 	"meshplane/internal/freeport"
+	"meshplane/internal/meshtest"
 	"meshplane/internal/testwait"
 )
 
@@ -25,9 +26,9 @@ import (
 func TestNodeRevokeUnrecordedCreds(t *testing.T) {
 	data := t.TempDir()
 	busAt := freeport.Addr(t)
-	c := startCtl(t, data, freeport.Addr(t), busAt)
-	defer c.stop(t)
-	env := c.env()
+	c := meshtest.StartCtl(t, data, freeport.Addr(t), busAt)
+	defer c.Stop(t)
+	env := c.Env()
 	urls := []string{"nats://" + busAt}
 	creds := filepath.Join(t.TempDir(), "n1.creds")
 	if err := controllerd.RegisterCreds(data, "n1", creds, urls, nil); err != nil {
@@ -41,15 +42,15 @@ func TestNodeRevokeUnrecordedCreds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustCLI(t, env, "node", "register", "n1")
-	agent := startAgentProc(t, creds, t.TempDir())
-	mustCLI(t, env, "push", "n1")
-	procInSync(t, env, "n1")
+	meshtest.MustCLI(t, env, "node", "register", "n1")
+	agent := meshtest.StartAgentProc(t, creds, t.TempDir())
+	meshtest.MustCLI(t, env, "push", "n1")
+	meshtest.ProcInSync(t, env, "n1")
 
-	if out := mustCLI(t, env, "node", "revoke", "n1"); !strings.Contains(out, "no bus user left to revoke") {
+	if out := meshtest.MustCLI(t, env, "node", "revoke", "n1"); !strings.Contains(out, "no bus user left to revoke") {
 		t.Fatalf("node revoke n1 with nothing recorded printed %q", out)
 	}
-	if code, out, errOut := cli(t, env, "node", "revoke", "n1", "--creds", other); code != exitUsage || !strings.Contains(errOut, "n2's, not n1's") {
+	if code, out, errOut := meshtest.CLI(t, env, "node", "revoke", "n1", "--creds", other); code != exitUsage || !strings.Contains(errOut, "n2's, not n1's") {
 		t.Errorf("node revoke n1 --creds n2's file: exit %d\n%s%s; want usage naming the node", code, out, errOut)
 	}
 
@@ -71,7 +72,7 @@ func TestNodeRevokeUnrecordedCreds(t *testing.T) {
 	}
 	defer nc.Close()
 
-	if out := mustCLI(t, env, "node", "revoke", "n1", "--creds", creds); out != "revoked "+pub+" of node n1\n" {
+	if out := meshtest.MustCLI(t, env, "node", "revoke", "n1", "--creds", creds); out != "revoked "+pub+" of node n1\n" {
 		t.Fatalf("node revoke n1 --creds: %q, want the key revoked", out)
 	}
 	select {
@@ -92,12 +93,12 @@ func TestNodeRevokeUnrecordedCreds(t *testing.T) {
 		t.Error("n1's revoked user connects again")
 	}
 	testwait.Eventually(t, 20*time.Second, func() error {
-		if o := strings.ToLower(agent.out.String()); !strings.Contains(o, "revoked") && !strings.Contains(o, "authorization violation") {
+		if o := strings.ToLower(agent.Out.String()); !strings.Contains(o, "revoked") && !strings.Contains(o, "authorization violation") {
 			return errors.New("the agent of n1 does not say its user was refused")
 		}
 		return nil
 	})
-	if show := mustCLI(t, env, "node", "show", "n1"); !strings.Contains(show, pub+"  revoked") {
+	if show := meshtest.MustCLI(t, env, "node", "show", "n1"); !strings.Contains(show, pub+"  revoked") {
 		t.Errorf("node show n1 does not list %s revoked:\n%s", pub, show)
 	}
 }

@@ -14,12 +14,13 @@ import (
 	"time"
 
 	"meshplane/controller"
+	"meshplane/internal/meshtest"
 	"meshplane/internal/testwait"
 	"meshplane/meshup"
 )
 
 // panicBinary builds the mesh binary with the panic hook once (panicBin).
-func panicBinary(t testing.TB) string { return panicBin.get(t) }
+func panicBinary(t testing.TB) string { return meshtest.PanicBin.Get(t) }
 
 // alive reports whether process pid exists (a zombie counts: up waits for
 // the agents it stops, so one of its own left a zombie only if it did not).
@@ -38,7 +39,7 @@ func TestProcessLoopPanicExits70(t *testing.T) {
 		t.Run(where, func(t *testing.T) {
 			data := t.TempDir()
 			trigger := filepath.Join(t.TempDir(), "panic-now")
-			p := startBinary(t, bin, []string{"MESH_TEST_PANIC=" + where + "@" + trigger, "MESH_SERVER=", "MESH_TOKEN="},
+			p := meshtest.StartBinary(t, bin, []string{"MESH_TEST_PANIC=" + where + "@" + trigger, "MESH_SERVER=", "MESH_TOKEN="},
 				"up", "--data", data, "--listen", "127.0.0.1:0", "--bus-listen", "127.0.0.1:0",
 				"--modules", "../../examples/modules", "--mesh", "../../examples/mesh.yaml")
 			pids := map[string]int{}
@@ -51,11 +52,11 @@ func TestProcessLoopPanicExits70(t *testing.T) {
 			})
 			testwait.Eventually(t, 60*time.Second, func() error {
 				select {
-				case <-p.done:
-					t.Fatalf("mesh up exited before the panic: %v\n%s", p.err, p.out)
+				case <-p.Done:
+					t.Fatalf("mesh up exited before the panic: %v\n%s", p.Err, p.Out)
 				default:
 				}
-				for _, m := range agentLine.FindAllStringSubmatch(p.out.String(), -1) {
+				for _, m := range agentLine.FindAllStringSubmatch(p.Out.String(), -1) {
 					pid, _ := strconv.Atoi(m[2])
 					pids[m[1]] = pid
 				}
@@ -72,7 +73,7 @@ func TestProcessLoopPanicExits70(t *testing.T) {
 			})
 			for n, pid := range pids {
 				if !alive(pid) {
-					t.Fatalf("agent %s (pid %d) is not running before the panic\n%s", n, pid, p.out)
+					t.Fatalf("agent %s (pid %d) is not running before the panic\n%s", n, pid, p.Out)
 				}
 			}
 			if _, err := controller.ReadInfo(data); err != nil {
@@ -83,15 +84,15 @@ func TestProcessLoopPanicExits70(t *testing.T) {
 				t.Fatal(err)
 			}
 			select {
-			case <-p.done:
+			case <-p.Done:
 			case <-time.After(60 * time.Second):
-				t.Fatalf("mesh up did not stop within 60 s of the panic\n%s", p.out)
+				t.Fatalf("mesh up did not stop within 60 s of the panic\n%s", p.Out)
 			}
 			var xe *exec.ExitError
-			if !errors.As(p.err, &xe) || xe.ExitCode() != exitPanic {
-				t.Fatalf("mesh up: %v, want exit %d\n%s", p.err, exitPanic, p.out)
+			if !errors.As(p.Err, &xe) || xe.ExitCode() != exitPanic {
+				t.Fatalf("mesh up: %v, want exit %d\n%s", p.Err, exitPanic, p.Out)
 			}
-			out := p.out.String()
+			out := p.Out.String()
 			for _, want := range []string{
 				"mesh up: " + where + ": panic: safego: panic injected at " + where,
 				"goroutine ", "runtime/debug.Stack()", // the stack

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"meshplane/api"
+	"meshplane/internal/meshtest"
 	"meshplane/internal/testwait"
 )
 
@@ -19,16 +20,16 @@ import (
 // the agent said.
 func TestDaemonPlanAsksTheAgents(t *testing.T) {
 	ctx := context.Background()
-	d := startDaemon(t, t.TempDir(), "")
-	daemonSetUp(t, d.client, []string{"n1", "n2"})
-	n1 := startNode(t, d.creds(t, "n1"), t.TempDir())
-	if _, err := d.client.Push(ctx, api.PushRequest{Operator: testOperator}); err != nil {
+	d := meshtest.StartDaemon(t, t.TempDir(), "")
+	meshtest.DaemonSetUp(t, d.Client, []string{"n1", "n2"})
+	n1 := meshtest.StartNode(t, d.Creds(t, "n1"), t.TempDir())
+	if _, err := d.Client.Push(ctx, api.PushRequest{Operator: meshtest.TestOperator}); err != nil {
 		t.Fatalf("push: %v", err)
 	}
-	before := inSync(t, d.client, "n1").Nodes[0].Pushed.Declaration
-	applied := len(n1.applies())
+	before := meshtest.InSync(t, d.Client, "n1").Nodes[0].Pushed.Declaration
+	applied := len(n1.Applies())
 
-	resp, err := d.client.Plan(ctx, api.PlanRequest{After: []string{"release searxng n1"}})
+	resp, err := d.Client.Plan(ctx, api.PlanRequest{After: []string{"release searxng n1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,16 +46,16 @@ func TestDaemonPlanAsksTheAgents(t *testing.T) {
 	if p2.Source != api.PlanByDeclarations || p2.NoAnswer == "" {
 		t.Fatalf("n2 (no agent) was planned by %s (%q)", p2.Source, p2.NoAnswer)
 	}
-	if st := inSync(t, d.client, "n1"); st.Nodes[0].Pushed.Declaration != before {
+	if st := meshtest.InSync(t, d.Client, "n1"); st.Nodes[0].Pushed.Declaration != before {
 		t.Fatalf("the plan pushed: %+v", st.Nodes[0].Pushed)
 	}
 
 	// The release, for real: its push is applied as the agent said.
-	if _, err := d.client.Release(ctx, api.ModuleNodeRequest{Operator: testOperator, Module: "searxng", Node: "n1"}); err != nil {
+	if _, err := d.Client.Release(ctx, api.ModuleNodeRequest{Operator: meshtest.TestOperator, Module: "searxng", Node: "n1"}); err != nil {
 		t.Fatal(err)
 	}
 	testwait.Eventually(t, 30*time.Second, func() error {
-		rs := n1.applies()
+		rs := n1.Applies()
 		if len(rs) <= applied || rs[len(rs)-1].Outcome.Declaration != p1.Declaration {
 			return errors.New("n1 has not applied " + p1.Declaration)
 		}

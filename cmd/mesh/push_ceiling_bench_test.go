@@ -22,6 +22,7 @@ import (
 	"meshplane/declaration"
 	"meshplane/events"
 	"meshplane/events/memstore"
+	"meshplane/internal/meshtest"
 	"meshplane/sim"
 )
 
@@ -83,19 +84,19 @@ func seedNodeCommands(node string) (cs []commands.Command, found []string) {
 }
 
 // doAPI runs c through the controller's HTTP API, as the CLI would.
-func doAPI(ctx context.Context, d *testDaemon, c commands.Command) error {
+func doAPI(ctx context.Context, d *meshtest.TestDaemon, c commands.Command) error {
 	var err error
 	switch c := c.(type) {
 	case commands.AdoptNode:
-		_, err = d.client.AdoptNode(ctx, api.NodeRequest{Operator: testOperator, Node: c.Node})
+		_, err = d.Client.AdoptNode(ctx, api.NodeRequest{Operator: meshtest.TestOperator, Node: c.Node})
 	case commands.SetNodeSetting:
-		_, err = d.client.SetSetting(ctx, api.SetSettingRequest{Operator: testOperator, Node: c.Node, Key: c.Key, Value: c.Value})
+		_, err = d.Client.SetSetting(ctx, api.SetSettingRequest{Operator: meshtest.TestOperator, Node: c.Node, Key: c.Key, Value: c.Value})
 	case commands.DefineModule:
-		_, err = d.client.DefineModules(ctx, api.DefineModulesRequest{Operator: testOperator, Modules: []api.ModuleDefinition{{Module: c.Module, Spec: c.Spec}}})
+		_, err = d.Client.DefineModules(ctx, api.DefineModulesRequest{Operator: meshtest.TestOperator, Modules: []api.ModuleDefinition{{Module: c.Module, Spec: c.Spec}}})
 	case commands.AssignModule:
-		_, err = d.client.Assign(ctx, api.ModuleNodeRequest{Operator: testOperator, Module: c.Module, Node: c.Node})
+		_, err = d.Client.Assign(ctx, api.ModuleNodeRequest{Operator: meshtest.TestOperator, Module: c.Module, Node: c.Node})
 	case commands.TakeModule:
-		_, err = d.client.Take(ctx, api.ModuleNodeRequest{Operator: testOperator, Module: c.Module, Node: c.Node})
+		_, err = d.Client.Take(ctx, api.ModuleNodeRequest{Operator: meshtest.TestOperator, Module: c.Module, Node: c.Node})
 	default:
 		err = fmt.Errorf("doAPI: %T not mapped", c)
 	}
@@ -282,7 +283,7 @@ func rawAgent(ctx context.Context, s *bus.Server, node string) error {
 // held) and keeps its report on disk.
 func benchPushToRecordedSeed(b *testing.B, n int) {
 	rec := &recordings{}
-	d := startDaemon(b, b.TempDir(), "", func(c *controllerd.Config) {
+	d := meshtest.StartDaemon(b, b.TempDir(), "", func(c *controllerd.Config) {
 		c.Recorded, c.Pushed = rec.recorded, rec.pushed
 	})
 	nodes := make([]string, n)
@@ -290,7 +291,7 @@ func benchPushToRecordedSeed(b *testing.B, n int) {
 		nodes[i] = fmt.Sprintf("node-%04d", i)
 	}
 	ctx := context.Background()
-	if _, err := d.client.RegisterNodes(ctx, api.RegisterNodesRequest{Operator: testOperator, Nodes: nodes}); err != nil {
+	if _, err := d.Client.RegisterNodes(ctx, api.RegisterNodesRequest{Operator: meshtest.TestOperator, Nodes: nodes}); err != nil {
 		b.Fatal(err)
 	}
 	found := make([][]string, n)
@@ -313,13 +314,13 @@ func benchPushToRecordedSeed(b *testing.B, n int) {
 	}
 	all := rec.reset(n)
 	credsDir := b.TempDir()
-	agents := make([]*node, n)
+	agents := make([]*meshtest.Node, n)
 	for i, name := range nodes {
 		path := filepath.Join(credsDir, name+".creds")
-		if err := controllerd.RegisterCreds(d.cfg.Data, name, path, d.ready.BusURLs, nil); err != nil {
+		if err := controllerd.RegisterCreds(d.Cfg.Data, name, path, d.Ready.BusURLs, nil); err != nil {
 			b.Fatal(err)
 		}
-		agents[i] = startNode(b, path, b.TempDir(), func(c *agentd.Config) {
+		agents[i] = meshtest.StartNode(b, path, b.TempDir(), func(c *agentd.Config) {
 			for _, p := range found[i] {
 				if err := c.Sim.MakeDirectory(p, 0o755); err != nil {
 					b.Fatal(err)
@@ -335,7 +336,7 @@ func benchPushToRecordedSeed(b *testing.B, n int) {
 	runPushRounds(b, d, rec, n)
 	// What was measured is seed 002's node: 346 declared, 16 held.
 	for i, a := range agents {
-		rs := a.applies()
+		rs := a.Applies()
 		if len(rs) == 0 {
 			b.Fatalf("%s applied nothing", nodes[i])
 		}
@@ -347,7 +348,7 @@ func benchPushToRecordedSeed(b *testing.B, n int) {
 
 // runPushRounds is the timed loop of the system cases: b.N forced pushes
 // of every node, each until every node's report of it is recorded.
-func runPushRounds(b *testing.B, d *testDaemon, rec *recordings, n int) {
+func runPushRounds(b *testing.B, d *meshtest.TestDaemon, rec *recordings, n int) {
 	ctx := context.Background()
 	var p50, p99, total, push, putP50, putP99 time.Duration
 	defer profileTimed(b)()
@@ -355,7 +356,7 @@ func runPushRounds(b *testing.B, d *testDaemon, rec *recordings, n int) {
 	for range b.N {
 		all := rec.reset(n)
 		start := time.Now()
-		if _, err := d.client.Push(ctx, api.PushRequest{Operator: testOperator}); err != nil {
+		if _, err := d.Client.Push(ctx, api.PushRequest{Operator: meshtest.TestOperator}); err != nil {
 			b.Fatal(err)
 		}
 		push += time.Since(start)

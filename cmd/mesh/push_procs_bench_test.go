@@ -18,6 +18,7 @@ import (
 	"meshplane/agent/simruntime"
 	"meshplane/api"
 	"meshplane/controllerd"
+	"meshplane/internal/meshtest"
 )
 
 // benchPushToRecordedProcs is benchPushToRecorded with the agents in procs
@@ -31,7 +32,7 @@ import (
 // one-process cases do: the same method and the same metrics.
 func benchPushToRecordedProcs(b *testing.B, n, procs int) {
 	rec := &recordings{}
-	d := startDaemon(b, b.TempDir(), "", func(c *controllerd.Config) {
+	d := meshtest.StartDaemon(b, b.TempDir(), "", func(c *controllerd.Config) {
 		c.Recorded, c.Pushed = rec.recorded, rec.pushed
 	})
 	nodes := make([]string, n)
@@ -40,7 +41,7 @@ func benchPushToRecordedProcs(b *testing.B, n, procs int) {
 	}
 	ctx := context.Background()
 	for batch := range slices.Chunk(nodes, 500) {
-		if _, err := d.client.RegisterNodes(ctx, api.RegisterNodesRequest{Operator: testOperator, Nodes: batch}); err != nil {
+		if _, err := d.Client.RegisterNodes(ctx, api.RegisterNodesRequest{Operator: meshtest.TestOperator, Nodes: batch}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -48,7 +49,7 @@ func benchPushToRecordedProcs(b *testing.B, n, procs int) {
 	for part := range slices.Chunk(nodes, (n+procs-1)/procs) {
 		dir := b.TempDir()
 		for _, node := range part {
-			if err := controllerd.RegisterCreds(d.cfg.Data, node, filepath.Join(dir, node+".creds"), d.ready.BusURLs, nil); err != nil {
+			if err := controllerd.RegisterCreds(d.Cfg.Data, node, filepath.Join(dir, node+".creds"), d.Ready.BusURLs, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -155,7 +156,7 @@ func testAgents() int {
 		cfg := agentd.Config{
 			Creds: filepath.Join(dir, node+".creds"), Data: data, Runtime: agentd.RuntimeSim, Interval: time.Hour,
 			RetryMax: 100 * time.Millisecond, ReportTimeout: 2 * time.Second,
-			Logger: daemonLogger(), Sim: simruntime.New(),
+			Logger: meshtest.DaemonLogger(), Sim: simruntime.New(),
 		}
 		wg.Go(func() {
 			if err := agentd.Run(ctx, cfg); err != nil {

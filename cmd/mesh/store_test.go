@@ -16,11 +16,11 @@ import (
 
 	"meshplane/events"
 	"meshplane/events/boltstore"
+	"meshplane/internal/meshtest"
 )
 
 // TestMain lets a test run the mesh binary's main in a child process: the
 // test binary, re-run with MESH_TEST_MAIN=1, is mesh (see runChild); with
-// MESH_TEST_CONTROLLER=1 a controller (testController), with
 // MESH_TEST_AGENTS a process of agents (testAgents).
 func TestMain(m *testing.M) {
 	if os.Getenv("MESH_TEST_MAIN") == "1" {
@@ -28,15 +28,12 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
-	if os.Getenv("MESH_TEST_CONTROLLER") == "1" {
-		os.Exit(testController())
-	}
 	if os.Getenv("MESH_TEST_AGENTS") != "" {
 		os.Exit(testAgents()) // push_procs_bench_test.go's
 	}
 	code := m.Run()
-	removeBinary() // process_test.go's
-	if err := closePG(); err != nil {
+	meshtest.RemoveBinary() // what the process tests built
+	if err := meshtest.ClosePG(); err != nil {
 		fmt.Fprintf(os.Stderr, "pgtest: close: %v\n", err)
 		if code == 0 {
 			code = 1

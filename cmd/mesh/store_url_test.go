@@ -1,54 +1,18 @@
 package main
 
 import (
-	"context"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"meshplane/events/pgstore/pgtest"
+	"meshplane/internal/meshtest"
 )
-
-// The PostgreSQL cluster of this package's tests, started by the first test
-// that needs one and stopped by TestMain.
-var (
-	pgOnce sync.Once
-	pgSrv  *pgtest.Server
-	pgErr  error
-)
-
-// pgDatabase is a fresh database on the package's cluster. Without
-// PostgreSQL the test fails under CI and skips loudly elsewhere.
-func pgDatabase(t *testing.T) string {
-	t.Helper()
-	pgOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		pgSrv, pgErr = pgtest.Start(ctx)
-	})
-	if pgErr != nil {
-		if pgtest.InCI() {
-			t.Fatalf("pgtest: cannot start PostgreSQL under CI: %v", pgErr)
-		}
-		t.Skipf("pgtest: SKIPPED: %v", pgErr)
-	}
-	return pgSrv.Database(t)
-}
-
-func closePG() error {
-	if pgSrv == nil {
-		return nil
-	}
-	return pgSrv.Close()
-}
 
 // TestStorePostgres runs write and read verbs against --store postgres://:
 // migrate first (twice: the second applies nothing), then the example
 // mesh, then the reads see it.
 func TestStorePostgres(t *testing.T) {
-	url := pgDatabase(t)
+	url := meshtest.PgDatabase(t)
 	dir := t.TempDir()
 	steps := []struct {
 		args []string
@@ -93,9 +57,9 @@ func TestStorePasswordNotShown(t *testing.T) {
 // saying where to look with the store named (its password left out), and
 // the command it prints answers.
 func TestUpOnceSaysWhichStore(t *testing.T) {
-	db := pgDatabase(t)
+	db := meshtest.PgDatabase(t)
 	data := t.TempDir()
-	code, out, errOut := cli(t, nil, "up", "--once", "--data", data, "--store", db, "--listen", "127.0.0.1:0", "--bus-listen", "127.0.0.1:0",
+	code, out, errOut := meshtest.CLI(t, nil, "up", "--once", "--data", data, "--store", db, "--listen", "127.0.0.1:0", "--bus-listen", "127.0.0.1:0",
 		"--modules", "../../examples/modules", "--mesh", "../../examples/mesh.yaml")
 	if code != exitOK {
 		t.Fatalf("up --once --store: exit %d\n%s%s", code, out, errOut)
@@ -108,7 +72,7 @@ func TestUpOnceSaysWhichStore(t *testing.T) {
 	if !strings.Contains(out, want) {
 		t.Fatalf("up's last lines do not say %q:\n%s", want, out)
 	}
-	code, out, errOut = cli(t, nil, "status", "--data", data, "--store", db)
+	code, out, errOut = meshtest.CLI(t, nil, "status", "--data", data, "--store", db)
 	if code != exitOK || !strings.Contains(out, "novox") {
 		t.Fatalf("the status it names: exit %d\n%s%s", code, out, errOut)
 	}

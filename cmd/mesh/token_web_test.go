@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"meshplane/internal/freeport"
+	"meshplane/internal/meshtest"
 )
 
 // TestProcessTokenPageAndMetrics: against a running mesh up, a token made
@@ -19,11 +20,11 @@ import (
 // naming the revocation), while the bootstrap token is still taken.
 func TestProcessTokenPageAndMetrics(t *testing.T) {
 	data := t.TempDir()
-	c := startCtl(t, data, freeport.Addr(t), freeport.Addr(t))
-	defer c.stop(t)
-	boot := append(c.env(), "MESH_OPERATOR=root")
-	mustCLI(t, boot, "node", "register", "n1")
-	secret := strings.TrimSpace(mustCLI(t, boot, "token", "create", "carol"))
+	c := meshtest.StartCtl(t, data, freeport.Addr(t), freeport.Addr(t))
+	defer c.Stop(t)
+	boot := append(c.Env(), "MESH_OPERATOR=root")
+	meshtest.MustCLI(t, boot, "node", "register", "n1")
+	secret := strings.TrimSpace(meshtest.MustCLI(t, boot, "token", "create", "carol"))
 	if !strings.HasPrefix(secret, "mtk_") {
 		t.Fatalf("token create printed %q", secret)
 	}
@@ -32,7 +33,7 @@ func TestProcessTokenPageAndMetrics(t *testing.T) {
 	defer cancel()
 	get := func(path, token string) (int, string) {
 		t.Helper()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url+path, nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL+path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,7 +63,7 @@ func TestProcessTokenPageAndMetrics(t *testing.T) {
 	}
 
 	// The event stream, held with carol's token while it is revoked.
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url+"/ui/events", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL+"/ui/events", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func TestProcessTokenPageAndMetrics(t *testing.T) {
 	}
 
 	revokedAt := time.Now()
-	mustCLI(t, boot, "token", "revoke", "carol")
+	meshtest.MustCLI(t, boot, "token", "revoke", "carol")
 	ended := time.After(5 * time.Second)
 wait:
 	for {
@@ -115,7 +116,7 @@ wait:
 		}
 	}
 	for _, path := range []string{"/ui/status", "/metrics"} {
-		if code, _ := get(path, c.token); code != http.StatusOK {
+		if code, _ := get(path, c.Token); code != http.StatusOK {
 			t.Errorf("GET %s with the bootstrap token after the revocation: %d, want 200", path, code)
 		}
 	}

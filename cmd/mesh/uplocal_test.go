@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,15 +15,14 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 	"go.yaml.in/yaml/v3"
 
 	"meshplane/agent"
-	"meshplane/agent/docker"
 	"meshplane/api"
 	"meshplane/artifacts/imagebuild"
 	"meshplane/internal/freeport"
+	"meshplane/internal/meshtest"
 	"meshplane/internal/testwait"
 	"meshplane/meshup"
 	"meshplane/projections"
@@ -69,35 +66,11 @@ func localExample(t *testing.T, node string) (path, storeAt string) {
 	return path, storeAt
 }
 
-func randomNodeName(t *testing.T) string {
-	b := make([]byte, 4)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return "l" + hex.EncodeToString(b)
-}
-
 // upLocal runs `mesh up --once` on the example with the mesh file path.
 func upLocal(t *testing.T, env []string, data, path string) (int, string, string) {
 	t.Helper()
-	return cli(t, env, "up", "--once", "--data", data, "--listen", "127.0.0.1:0", "--bus-listen", "127.0.0.1:0",
+	return meshtest.CLI(t, env, "up", "--once", "--data", data, "--listen", "127.0.0.1:0", "--bus-listen", "127.0.0.1:0",
 		"--modules", "../../examples/local/modules", "--mesh", path)
-}
-
-// needEngine fails the test under CI=true when no Docker engine answers a
-// ping, and elsewhere skips it, loudly. A socket file alone proves nothing:
-// a stopped dockerd leaves it behind.
-func needEngine(t *testing.T) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	err := docker.Reachable(ctx)
-	cancel()
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no Docker engine under CI: %v", err)
-		}
-		t.Skipf("SKIPPED: %v (run scripts/ensure-docker.sh as root)", err)
-	}
 }
 
 // TestProcessUpOnceDocker: the README's first command with an engine
@@ -108,16 +81,16 @@ func needEngine(t *testing.T) {
 // finds everything done. Without an engine the test fails under CI=true,
 // and elsewhere skips, loudly.
 func TestProcessUpOnceDocker(t *testing.T) {
-	needEngine(t)
+	meshtest.NeedEngine(t)
 	eng, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	node := randomNodeName(t)
+	node := meshtest.RandomNodeName(t)
 	path, storeAt := localExample(t, node)
 	byNode := filters.NewArgs(filters.Arg("label", agent.LabelNode+"="+node))
-	t.Cleanup(func() { removeNode(t, eng, byNode, storeAt) })
+	t.Cleanup(func() { meshtest.RemoveNode(t, eng, byNode, storeAt) })
 	data := t.TempDir()
 
 	var last string
@@ -146,7 +119,7 @@ func TestProcessUpOnceDocker(t *testing.T) {
 	}
 
 	var st []api.NodeStatus
-	if err := json.Unmarshal([]byte(mustCLI(t, nil, "status", "-o", "json", "--data", data, node)), &st); err != nil {
+	if err := json.Unmarshal([]byte(meshtest.MustCLI(t, nil, "status", "-o", "json", "--data", data, node)), &st); err != nil {
 		t.Fatal(err)
 	}
 	if len(st) != 1 || st[0].Health != projections.HealthConverged || st[0].Sync != projections.SyncInSync {
@@ -217,38 +190,11 @@ func TestProcessUpOnceDocker(t *testing.T) {
 	checkCleanup(t, eng, node, data, last)
 }
 
-// removeNode removes what the test's node made on the engine, as the
-// cleanup up prints does, and the image it pulled.
-func removeNode(t *testing.T, eng *client.Client, byNode filters.Args, storeAt string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cs, err := eng.ContainerList(ctx, container.ListOptions{All: true, Filters: byNode})
-	if err != nil {
-		t.Logf("cleanup: %v", err)
-	}
-	for _, c := range cs {
-		if err := eng.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}); err != nil {
-			t.Logf("cleanup: remove %s: %v", c.ID, err)
-		}
-	}
-	if _, err := eng.NetworksPrune(ctx, byNode); err != nil {
-		t.Logf("cleanup: networks: %v", err)
-	}
-	imgs, _ := eng.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("reference", storeAt+"/*/*"))})
-	for _, im := range imgs {
-		for _, ref := range im.RepoDigests {
-			if strings.HasPrefix(ref, storeAt+"/") {
-				_, _ = eng.ImageRemove(ctx, ref, image.RemoveOptions{})
-			}
-		}
-	}
-}
-
 // TestProcessUpOnceNoEngine: with no engine where DOCKER_HOST points, `mesh
 // up --once` on the example says so in one line, runs the local node on the
 // simulated runtime, and every node converges.
 func TestProcessUpOnceNoEngine(t *testing.T) {
-	node := randomNodeName(t)
+	node := meshtest.RandomNodeName(t)
 	path, _ := localExample(t, node)
 	dead := "unix://" + filepath.Join(t.TempDir(), "no-docker.sock")
 	code, out, errOut := upLocal(t, []string{"DOCKER_HOST=" + dead}, t.TempDir(), path)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"meshplane/api"
+	"meshplane/internal/meshtest"
 	"meshplane/projections"
 )
 
@@ -18,7 +19,7 @@ import (
 // (issue 20: each used to start from an empty node and recreate
 // everything, a second heavy pass with no command between, a churn loop).
 func TestProcessUpOnceTwiceDoesNotChurn(t *testing.T) {
-	node := randomNodeName(t)
+	node := meshtest.RandomNodeName(t)
 	path, _ := localExample(t, node)
 	env := []string{"DOCKER_HOST=unix://" + filepath.Join(t.TempDir(), "no-docker.sock")}
 	data := t.TempDir()
@@ -27,7 +28,7 @@ func TestProcessUpOnceTwiceDoesNotChurn(t *testing.T) {
 			t.Fatalf("run %d: exit %d\n%s%s", run, code, out, errOut)
 		}
 	}
-	code, out, errOut := cli(t, env, "status", "-o", "json", "--data", data)
+	code, out, errOut := meshtest.CLI(t, env, "status", "-o", "json", "--data", data)
 	if code != exitOK {
 		t.Fatalf("status: exit %d\n%s%s", code, out, errOut)
 	}
@@ -56,7 +57,7 @@ func TestProcessUpOnceTwiceDoesNotChurn(t *testing.T) {
 			t.Errorf("%s: the second run's apply changed something: %s (created %v, replaced %v, removed %v)", n.Node, n.Applied.Summary, r.Created, r.Replaced, r.Removed)
 		}
 	}
-	_, churn, _ := cli(t, env, "churn", "--data", data)
+	_, churn, _ := meshtest.CLI(t, env, "churn", "--data", data)
 	if !strings.HasPrefix(churn, "no churn") {
 		t.Errorf("churn after a second run:\n%s", churn)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"meshplane/internal/meshtest"
 	"meshplane/internal/testwait"
 )
 
@@ -45,16 +46,16 @@ func TestProcessUpKilledLeavesNoOrphans(t *testing.T) {
 	env := []string{"DOCKER_HOST=unix://" + t.TempDir() + "/no-docker.sock"}
 	upArgs := []string{"up", "--data", data, "--listen", "127.0.0.1:0", "--bus-listen", "127.0.0.1:0",
 		"--modules", "../../examples/modules", "--mesh", "../../examples/mesh.yaml"}
-	started := func(p *proc) map[string]int {
+	started := func(p *meshtest.Proc) map[string]int {
 		t.Helper()
 		var pids map[string]int
 		testwait.Eventually(t, 60*time.Second, func() error {
 			select {
-			case <-p.done:
-				t.Fatalf("mesh up exited: %v\n%s", p.err, p.out)
+			case <-p.Done:
+				t.Fatalf("mesh up exited: %v\n%s", p.Err, p.Out)
 			default:
 			}
-			if pids = agentPIDs(p.out.String()); len(pids) < 2 {
+			if pids = agentPIDs(p.Out.String()); len(pids) < 2 {
 				return fmt.Errorf("agents started: %v", pids)
 			}
 			return nil
@@ -69,9 +70,9 @@ func TestProcessUpKilledLeavesNoOrphans(t *testing.T) {
 		return pids
 	}
 
-	first := startProc(t, env, upArgs...)
+	first := meshtest.StartProc(t, env, upArgs...)
 	old := started(first)
-	first.kill() // SIGKILL: no clean stop of its agents
+	first.Kill() // SIGKILL: no clean stop of its agents
 	testwait.Eventually(t, 20*time.Second, func() error {
 		for n, pid := range old {
 			if running(pid) {
@@ -81,22 +82,22 @@ func TestProcessUpKilledLeavesNoOrphans(t *testing.T) {
 		return nil
 	})
 
-	second := startProc(t, env, upArgs...)
+	second := meshtest.StartProc(t, env, upArgs...)
 	pids := started(second)
 	time.Sleep(3 * time.Second) // an agent refused its directory exits at once
 	for n, pid := range pids {
 		if !running(pid) {
-			t.Errorf("agent %s pid %d of the second up is not running\n%s", n, pid, second.out)
+			t.Errorf("agent %s pid %d of the second up is not running\n%s", n, pid, second.Out)
 		}
 	}
-	if s := second.out.String(); strings.Contains(s, "another agent runs") {
+	if s := second.Out.String(); strings.Contains(s, "another agent runs") {
 		t.Errorf("the second up met another agent:\n%s", s)
 	}
-	_ = second.cmd.Process.Signal(syscall.SIGTERM)
+	_ = second.Cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-second.done:
+	case <-second.Done:
 	case <-time.After(60 * time.Second):
-		t.Fatalf("the second up did not stop\n%s", second.out)
+		t.Fatalf("the second up did not stop\n%s", second.Out)
 	}
 	for n, pid := range pids {
 		if running(pid) {

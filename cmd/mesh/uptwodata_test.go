@@ -11,6 +11,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"meshplane/agent"
+	"meshplane/internal/meshtest"
 )
 
 // TestProcessUpOnceDockerTwoDataDirs: two data directories on one engine,
@@ -22,18 +23,18 @@ import (
 // a churn loop). Without an engine the test fails under CI=true, and
 // elsewhere skips, loudly.
 func TestProcessUpOnceDockerTwoDataDirs(t *testing.T) {
-	needEngine(t)
+	meshtest.NeedEngine(t)
 	eng, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer eng.Close()
-	node := randomNodeName(t)
+	node := meshtest.RandomNodeName(t)
 	byNode := filters.NewArgs(filters.Arg("label", agent.LabelNode+"="+node))
 	datas := []string{t.TempDir(), t.TempDir()}
 	for i, data := range datas {
 		path, storeAt := localExample(t, node) // each its own artifact store's port
-		t.Cleanup(func() { removeNode(t, eng, byNode, storeAt) })
+		t.Cleanup(func() { meshtest.RemoveNode(t, eng, byNode, storeAt) })
 		code, out, errOut := upLocal(t, nil, data, path)
 		if code != exitOK {
 			t.Fatalf("data directory %d: exit %d\n%s%s", i+1, code, out, errOut)
@@ -41,7 +42,7 @@ func TestProcessUpOnceDockerTwoDataDirs(t *testing.T) {
 		if want := fmt.Sprintf("%-8s sync in-sync    health starting", node); !strings.Contains(out, want) { // run less than min_healthy
 			t.Errorf("data directory %d: output does not say %q:\n%s", i+1, want, out)
 		}
-		_, churn, _ := cli(t, nil, "churn", "--data", data)
+		_, churn, _ := meshtest.CLI(t, nil, "churn", "--data", data)
 		if !strings.HasPrefix(churn, "no churn") {
 			t.Errorf("data directory %d: churn:\n%s", i+1, churn)
 		}

@@ -1,4 +1,4 @@
-package main
+package meshtest
 
 import (
 	"context"
@@ -13,10 +13,10 @@ import (
 	"meshplane/bus"
 )
 
-// dialAsNode connects to the bus as creds' node user, the way an agent
+// DialAsNode connects to the bus as creds' node user, the way an agent
 // would but without one, so a test can try what that user may not do.
 // Refusals are expected and not logged; the connection closes when t ends.
-func dialAsNode(t *testing.T, creds bus.Creds) jetstream.JetStream {
+func DialAsNode(t *testing.T, creds bus.Creds) jetstream.JetStream {
 	t.Helper()
 	nc, err := nats.Connect(strings.Join(creds.URLs, ","), nats.UserJWTAndSeed(creds.JWT, creds.Seed),
 		nats.CustomInboxPrefix(bus.NodeInbox(creds.Node)),
@@ -32,10 +32,10 @@ func dialAsNode(t *testing.T, creds bus.Creds) jetstream.JetStream {
 	return js
 }
 
-// checkOtherNodeRefused runs two subtests over js, connected as node
+// CheckOtherNodeRefused runs two subtests over js, connected as node
 // mine's user: reading node theirs's declaration and publishing a report
 // on theirs's subject must both be refused.
-func checkOtherNodeRefused(t *testing.T, ctx context.Context, js jetstream.JetStream, mine, theirs string) {
+func CheckOtherNodeRefused(t *testing.T, ctx context.Context, js jetstream.JetStream, mine, theirs string) {
 	t.Helper()
 	t.Run("read "+theirs+"'s declaration", func(t *testing.T) {
 		gctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -49,7 +49,7 @@ func checkOtherNodeRefused(t *testing.T, ctx context.Context, js jetstream.JetSt
 		}
 	})
 	t.Run("publish "+theirs+"'s report", func(t *testing.T) {
-		br, err := bus.ReportOf(theirs, agentReportFor(theirs))
+		br, err := bus.ReportOf(theirs, AgentReportFor(theirs))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,8 +65,8 @@ func checkOtherNodeRefused(t *testing.T, ctx context.Context, js jetstream.JetSt
 	})
 }
 
-// storeHead is the position of the last event in c's controller's store.
-func storeHead(t *testing.T, ctx context.Context, c *httpapi.Client) uint64 {
+// StoreHead is the position of the last event in c's controller's store.
+func StoreHead(t *testing.T, ctx context.Context, c *httpapi.Client) uint64 {
 	t.Helper()
 	i, err := c.Info(ctx)
 	if err != nil {
@@ -75,11 +75,11 @@ func storeHead(t *testing.T, ctx context.Context, c *httpapi.Client) uint64 {
 	return i.StoreHead
 }
 
-// checkStoreStill fails t if c's controller's store has grown past before
+// CheckStoreStill fails t if c's controller's store has grown past before
 // (a storeHead taken earlier).
-func checkStoreStill(t *testing.T, ctx context.Context, c *httpapi.Client, before uint64) {
+func CheckStoreStill(t *testing.T, ctx context.Context, c *httpapi.Client, before uint64) {
 	t.Helper()
-	if after := storeHead(t, ctx, c); after != before {
+	if after := StoreHead(t, ctx, c); after != before {
 		t.Errorf("the store grew from %d to %d events", before, after)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"meshplane/agent"
 	"meshplane/artifacts"
 	"meshplane/artifacts/imagebuild"
+	"meshplane/internal/meshtest"
 	"meshplane/internal/testwait"
 	"meshplane/projections"
 )
@@ -34,7 +35,7 @@ import (
 // converged), and the engine runs the container, labelled for the node.
 // Under CI=true a missing engine is a failure.
 func TestHostsDockerRuntime(t *testing.T) {
-	needEngine(t)
+	meshtest.NeedEngine(t)
 	eng, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
 		t.Fatal(err)
@@ -67,9 +68,9 @@ func TestHostsDockerRuntime(t *testing.T) {
 	}
 	ref := storeAt + "/hosts/demo@" + digest
 
-	node := randomNodeName(t)
+	node := meshtest.RandomNodeName(t)
 	byNode := filters.NewArgs(filters.Arg("label", agent.LabelNode+"="+node))
-	t.Cleanup(func() { removeNode(t, eng, byNode, storeAt) })
+	t.Cleanup(func() { meshtest.RemoveNode(t, eng, byNode, storeAt) })
 
 	m := startHostsMesh(t, 1)
 	host := m.net.Host(1)
@@ -82,7 +83,7 @@ func TestHostsDockerRuntime(t *testing.T) {
 	data := t.TempDir()
 	args, env := m.joinHost(t, host, node, data)
 	args = append([]string{"agent", "--data", data, "--runtime", "docker", "--docker-root", t.TempDir(), "--interval", "10m"}, args...)
-	a := host.Start(t, append([]string{"MESH_SERVER=", "MESH_TOKEN=", "MESH_DATA="}, env...), binary(t), args...)
+	a := host.Start(t, append([]string{"MESH_SERVER=", "MESH_TOKEN=", "MESH_DATA="}, env...), meshtest.Binary(t), args...)
 	m.mustCLI(t, m.ctl, "assign", module, node)
 	m.mustCLI(t, m.ctl, "push", node)
 	testwait.Eventually(t, 2*time.Minute, func() error {

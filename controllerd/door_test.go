@@ -1,4 +1,4 @@
-package main
+package controllerd_test
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 	"meshplane/commands"
 	"meshplane/controllerd"
 	"meshplane/events"
+	"meshplane/internal/meshtest"
 	"meshplane/internal/testwait"
 	"meshplane/projections"
 )
@@ -43,19 +44,19 @@ import (
 // record a good report.
 func TestDaemonForgedReports(t *testing.T) {
 	ctx := context.Background()
-	logs := &lockedBuffer{}
+	logs := &meshtest.LockedBuffer{}
 	data := t.TempDir()
-	d := startDaemon(t, data, "", func(c *controllerd.Config) {
+	d := meshtest.StartDaemon(t, data, "", func(c *controllerd.Config) {
 		c.Logger = slog.New(slog.NewJSONHandler(logs, nil))
 		c.ReportLimit = bus.RateLimit{Rate: 200, Burst: 20, Every: 200 * time.Millisecond}
 	})
-	reg, err := d.client.RegisterNodes(ctx, api.RegisterNodesRequest{Operator: testOperator, Nodes: []string{"n1", "n2"}})
+	reg, err := d.Client.RegisterNodes(ctx, api.RegisterNodesRequest{Operator: meshtest.TestOperator, Nodes: []string{"n1", "n2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	n2Event := reg.Results[1].Events[0].ID // node.registered, on node-n2
-	daemonSetUp(t, d.client, []string{"n1", "n2"})
-	st := must(d.client.Status(ctx, api.StatusRequest{Nodes: []string{"n1", "n2"}}))(t)
+	meshtest.DaemonSetUp(t, d.Client, []string{"n1", "n2"})
+	st := must(d.Client.Status(ctx, api.StatusRequest{Nodes: []string{"n1", "n2"}}))(t)
 	if len(st.Nodes) != 2 || st.Nodes[0].Pushed == nil || st.Nodes[1].Pushed == nil {
 		t.Fatalf("status %+v: want both nodes pushed", st.Nodes)
 	}
@@ -63,7 +64,7 @@ func TestDaemonForgedReports(t *testing.T) {
 
 	// n1's real credentials, as `mesh node register n1 --creds` writes them:
 	// an agent's connection, and a raw one for what no agent would send.
-	creds, err := bus.LoadCreds(d.creds(t, "n1"))
+	creds, err := bus.LoadCreds(d.Creds(t, "n1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func TestDaemonForgedReports(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(agentConn.Close)
-	js := dialAsNode(t, creds)
+	js := meshtest.DialAsNode(t, creds)
 	publish := func(t *testing.T, b []byte) error {
 		t.Helper()
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -82,7 +83,7 @@ func TestDaemonForgedReports(t *testing.T) {
 	}
 	wire := func(r bus.Report) []byte { // as is, unchecked
 		r.Version = 1
-		return marshal(t, r)
+		return meshtest.Marshal(t, r)
 	}
 	good := func() bus.Report {
 		id := uuid.Must(uuid.NewV7())
@@ -97,7 +98,7 @@ func TestDaemonForgedReports(t *testing.T) {
 	if _, err := agentConn.PublishReport(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	waitTimeline(t, d.client, "n1", events.TypeApplyReported, 1)
+	waitTimeline(t, d.Client, "n1", events.TypeApplyReported, 1)
 
 	// What each refused message is, and the reason it must be refused for.
 	type forged struct {
@@ -178,7 +179,7 @@ func TestDaemonForgedReports(t *testing.T) {
 	}
 
 	// A node with credentials and no registration: nothing recorded, counted.
-	ghostCreds, err := bus.LoadCreds(d.creds(t, "ghost"))
+	ghostCreds, err := bus.LoadCreds(d.Creds(t, "ghost"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +196,7 @@ func TestDaemonForgedReports(t *testing.T) {
 
 	// Exactly one report.refused per refused message, in order, each with
 	// its reason and its message's digest and size.
-	es := waitTimeline(t, d.client, "n1", events.TypeReportRefused, len(refused))
+	es := waitTimeline(t, d.Client, "n1", events.TypeReportRefused, len(refused))
 	for i, f := range refused {
 		e := es[i]
 		want := fmt.Sprintf("report from n1 refused (%s): ", f.reason)
@@ -208,16 +209,16 @@ func TestDaemonForgedReports(t *testing.T) {
 		}
 	}
 	checkUp(t, d)
-	if applies := timeline(t, d.client, "n1", events.TypeApplyReported); len(applies) != 1 {
+	if applies := timeline(t, d.Client, "n1", events.TypeApplyReported); len(applies) != 1 {
 		t.Fatalf("%d apply.reported on n1, want only the good one", len(applies))
 	}
-	n1 := must(d.client.NodeShow(ctx, "n1"))(t).Status
+	n1 := must(d.Client.NodeShow(ctx, "n1"))(t).Status
 	if last := refused[len(refused)-1]; n1.Health != projections.HealthFailing || n1.ReportRefused == nil || n1.ReportRefused.Reason != last.reason {
 		t.Errorf("n1's status after the refusals: health %s, refused %+v; want failing, %s", n1.Health, n1.ReportRefused, last.reason)
 	}
 	// No event names ghost: its timeline is refused as an unknown node.
 	var rej *commands.Rejection
-	if page, err := d.client.Timeline(ctx, api.TimelineRequest{Node: "ghost", Limit: 10}); !errors.As(err, &rej) || rej.Code != commands.CodeNodeUnknown {
+	if page, err := d.Client.Timeline(ctx, api.TimelineRequest{Node: "ghost", Limit: 10}); !errors.As(err, &rej) || rej.Code != commands.CodeNodeUnknown {
 		t.Errorf("ghost's timeline: %+v, %v; want refused, %s", page.Entries, err, commands.CodeNodeUnknown)
 	}
 	noneOutstanding(t, d, data)
@@ -247,11 +248,11 @@ func TestDaemonForgedReports(t *testing.T) {
 		t.Errorf("the stream took %d of 300 reports in a burst: want its 64 of n1's at least", took)
 	}
 	t.Logf("the stream took %d of the 300 (the rest an agent keeps in its outbox)", took)
-	waitTimeline(t, d.client, "n1", events.TypeApplyReported, 1+took)
+	waitTimeline(t, d.Client, "n1", events.TypeApplyReported, 1+took)
 	// Said once a window (200 ms here, a minute by default) while n1's
 	// reports were deferred.
 	testwait.Eventually(t, 10*time.Second, func() error {
-		th := timeline(t, d.client, "n1", events.TypeReportThrottled)
+		th := timeline(t, d.Client, "n1", events.TypeReportThrottled)
 		if len(th) == 0 {
 			return errors.New("no report.throttled on n1")
 		}
@@ -278,7 +279,7 @@ func TestDaemonForgedReports(t *testing.T) {
 		t.Fatal(err)
 	}
 	testwait.Eventually(t, 30*time.Second, func() error {
-		ns, err := d.client.NodeShow(ctx, "n1")
+		ns, err := d.Client.NodeShow(ctx, "n1")
 		if err != nil {
 			return err
 		}
@@ -287,8 +288,8 @@ func TestDaemonForgedReports(t *testing.T) {
 		}
 		return nil
 	})
-	waitTimeline(t, d.client, "n1", events.TypeReportRefused, len(refused)) // the first again refused nothing
-	waitTimeline(t, d.client, "n1", events.TypeApplyReported, 2+took)       // nor appended anything
+	waitTimeline(t, d.Client, "n1", events.TypeReportRefused, len(refused)) // the first again refused nothing
+	waitTimeline(t, d.Client, "n1", events.TypeApplyReported, 2+took)       // nor appended anything
 	checkUp(t, d)
 	noneOutstanding(t, d, data)
 }
@@ -332,22 +333,22 @@ func waitTimeline(t *testing.T, c *httpapi.Client, node, typ string, n int) []ap
 }
 
 // checkUp fails t unless the controller answers /v1/info.
-func checkUp(t *testing.T, d *testDaemon) {
+func checkUp(t *testing.T, d *meshtest.TestDaemon) {
 	t.Helper()
 	select {
-	case err := <-d.done:
-		d.done <- err
+	case err := <-d.Done:
+		d.Done <- err
 		t.Fatalf("the controller stopped: %v", err)
 	default:
 	}
-	if _, err := d.client.Info(context.Background()); err != nil {
+	if _, err := d.Client.Info(context.Background()); err != nil {
 		t.Fatalf("the controller does not answer: %v", err)
 	}
 }
 
 // noneOutstanding checks, as the controller's bus user, that the reports
 // consumer holds nothing: none pending, unacknowledged or redelivered.
-func noneOutstanding(t *testing.T, d *testDaemon, data string) {
+func noneOutstanding(t *testing.T, d *meshtest.TestDaemon, data string) {
 	t.Helper()
 	auth, err := bus.LoadAuthority(filepath.Join(data, controllerd.BusDir))
 	if err != nil {
@@ -359,7 +360,7 @@ func noneOutstanding(t *testing.T, d *testDaemon, data string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	bc, err := bus.DialController(ctx, bus.ControllerConnConfig{URLs: d.ready.BusURLs, User: u})
+	bc, err := bus.DialController(ctx, bus.ControllerConnConfig{URLs: d.Ready.BusURLs, User: u})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,15 +379,15 @@ func noneOutstanding(t *testing.T, d *testDaemon, data string) {
 
 // eventuallyMetrics waits until the controller's /metrics counts the
 // refusals in want by reason (every other reason 0).
-func eventuallyMetrics(t *testing.T, d *testDaemon, want map[string]int) {
+func eventuallyMetrics(t *testing.T, d *meshtest.TestDaemon, want map[string]int) {
 	t.Helper()
 	line := regexp.MustCompile(`(?m)^meshplane_reports_refused_total\{reason="([a-z-]+)"\} (\d+)$`)
 	testwait.Eventually(t, 10*time.Second, func() error {
-		req, err := http.NewRequest(http.MethodGet, d.ready.APIURL+"/metrics", nil)
+		req, err := http.NewRequest(http.MethodGet, d.Ready.APIURL+"/metrics", nil)
 		if err != nil {
 			return err
 		}
-		req.Header.Set("Authorization", "Bearer "+d.ready.Token)
+		req.Header.Set("Authorization", "Bearer "+d.Ready.Token)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return err

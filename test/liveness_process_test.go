@@ -1,4 +1,4 @@
-package main
+package test
 
 import (
 	"context"
@@ -10,15 +10,16 @@ import (
 	"meshplane/api"
 	"meshplane/events"
 	"meshplane/internal/freeport"
+	"meshplane/internal/meshtest"
 	"meshplane/internal/testwait"
 )
 
 // livenessCounts counts n1's node.went-silent and node.came-back in the
 // running controller's timeline.
-func livenessCounts(t *testing.T, c *ctlProc, node string) (silent, back int) {
+func livenessCounts(t *testing.T, c *meshtest.CtlProc, node string) (silent, back int) {
 	t.Helper()
 	for _, typ := range []string{events.TypeNodeWentSilent, events.TypeNodeCameBack} {
-		page, err := c.client.Timeline(context.Background(), api.TimelineRequest{Node: node, Type: typ, Limit: api.MaxTimelineLimit})
+		page, err := c.Client.Timeline(context.Background(), api.TimelineRequest{Node: node, Type: typ, Limit: api.MaxTimelineLimit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,29 +44,29 @@ func livenessCounts(t *testing.T, c *ctlProc, node string) (silent, back int) {
 // one node.went-silent however long it stays away; started again, it is
 // back at once with one node.came-back; `mesh status` shows LAST SEEN.
 func TestProcessAgentSilentAndBack(t *testing.T) {
-	c := startCtl(t, t.TempDir(), freeport.Addr(t), freeport.Addr(t), "--silent-after", "2s")
-	creds := procSetUp(t, c, "n1")
+	c := meshtest.StartCtl(t, t.TempDir(), freeport.Addr(t), freeport.Addr(t), "--silent-after", "2s")
+	creds := meshtest.ProcSetUp(t, c, "n1")
 	data := t.TempDir()
-	a := startAgentProc(t, creds["n1"], data, "--heartbeat", "300ms")
-	mustCLI(t, c.env(), "push", "n1")
-	procInSync(t, c.env(), "n1")
+	a := meshtest.StartAgentProc(t, creds["n1"], data, "--heartbeat", "300ms")
+	meshtest.MustCLI(t, c.Env(), "push", "n1")
+	meshtest.ProcInSync(t, c.Env(), "n1")
 	testwait.Eventually(t, 30*time.Second, func() error {
-		if st := statusJSON(t, c.env(), "n1"); st.LastSeen == nil || st.Sync == api.SyncUnreachable {
+		if st := meshtest.StatusJSON(t, c.Env(), "n1"); st.LastSeen == nil || st.Sync == api.SyncUnreachable {
 			return fmt.Errorf("n1: sync %s, last seen %v", st.Sync, st.LastSeen)
 		}
 		return nil
 	})
-	if out := mustCLI(t, c.env(), "status", "n1"); !strings.Contains(out, "LAST SEEN") {
+	if out := meshtest.MustCLI(t, c.Env(), "status", "n1"); !strings.Contains(out, "LAST SEEN") {
 		t.Fatalf("status lacks LAST SEEN:\n%s", out)
 	}
 	// Before the agent's first heartbeat (the set-up took a while) n1 may
 	// have gone silent once already, and come back.
 	silent0, back0 := livenessCounts(t, c, "n1")
 
-	a.stop(t)
+	a.Stop(t)
 	stopped := time.Now()
 	testwait.Eventually(t, 20*time.Second, func() error {
-		if st := statusJSON(t, c.env(), "n1"); st.Sync != api.SyncUnreachable {
+		if st := meshtest.StatusJSON(t, c.Env(), "n1"); st.Sync != api.SyncUnreachable {
 			return fmt.Errorf("n1: sync %s", st.Sync)
 		}
 		return nil
@@ -75,13 +76,13 @@ func TestProcessAgentSilentAndBack(t *testing.T) {
 	if s, b := livenessCounts(t, c, "n1"); s != silent0+1 || b != back0 {
 		t.Fatalf("after the stop: %d went-silent, %d came-back; want %d and %d", s, b, silent0+1, back0)
 	}
-	if out := mustCLI(t, c.env(), "node", "show", "n1"); !strings.Contains(out, "sync     unreachable") || !strings.Contains(out, "seen     ") {
+	if out := meshtest.MustCLI(t, c.Env(), "node", "show", "n1"); !strings.Contains(out, "sync     unreachable") || !strings.Contains(out, "seen     ") {
 		t.Fatalf("node show:\n%s", out)
 	}
 
-	startAgentProc(t, creds["n1"], data, "--heartbeat", "300ms")
+	meshtest.StartAgentProc(t, creds["n1"], data, "--heartbeat", "300ms")
 	testwait.Eventually(t, 30*time.Second, func() error {
-		if st := statusJSON(t, c.env(), "n1"); st.Sync == api.SyncUnreachable {
+		if st := meshtest.StatusJSON(t, c.Env(), "n1"); st.Sync == api.SyncUnreachable {
 			return fmt.Errorf("n1: sync %s", st.Sync)
 		}
 		return nil
@@ -90,5 +91,5 @@ func TestProcessAgentSilentAndBack(t *testing.T) {
 	if s, b := livenessCounts(t, c, "n1"); s != silent0+1 || b != back0+1 {
 		t.Fatalf("back: %d went-silent, %d came-back; want %d and %d", s, b, silent0+1, back0+1)
 	}
-	c.stop(t)
+	c.Stop(t)
 }

@@ -1,4 +1,4 @@
-package main
+package test
 
 // Issue 19's "the leader's link goes down" across hosts: PostgreSQL on a
 // host of the private link, three controllers on hosts of their own (one
@@ -26,6 +26,7 @@ import (
 	"meshplane/events/pgstore"
 	"meshplane/events/pgstore/pgtest"
 	"meshplane/internal/hosttest"
+	"meshplane/internal/meshtest"
 	"meshplane/internal/testtls"
 	"meshplane/internal/testwait"
 )
@@ -67,7 +68,7 @@ type hostsCtl struct {
 // host ("" when it does not answer).
 func (c *hostsCtl) role(t testing.TB) string {
 	code, out, _ := c.cli(t, c.ctl, "info", "-o", "json")
-	if code != exitOK {
+	if code != meshtest.ExitOK {
 		return ""
 	}
 	var info api.Info
@@ -90,7 +91,7 @@ func (c *hostsCtl) role(t testing.TB) string {
 func TestHostsFailover(t *testing.T) {
 	began := time.Now()
 	nt := hosttest.New(t, 7)
-	bin := binary(t)
+	bin := meshtest.Binary(t)
 	dbURL, localURL := hostsPostgres(t, nt.Host(0))
 
 	ctlHosts := []*hosttest.Host{nt.Host(1), nt.Host(2), nt.Host(3)}
@@ -311,7 +312,7 @@ func TestHostsJoinToFirstReport(t *testing.T) {
 	start := time.Now()
 	m.mustCLI(t, h, "agent", "join", m.url, "--token", token, "--data", data, "--no-start")
 	joined := time.Since(start)
-	h.Start(t, []string{"MESH_SERVER=", "MESH_TOKEN=", "MESH_DATA="}, binary(t), "agent", "--data", data, "--runtime", "sim", "--interval", "10m")
+	h.Start(t, []string{"MESH_SERVER=", "MESH_TOKEN=", "MESH_DATA="}, meshtest.Binary(t), "agent", "--data", data, "--runtime", "sim", "--interval", "10m")
 	m.mustCLI(t, m.ctl, "push", "j1")
 	testwait.Eventually(t, 30*time.Second, func() error {
 		if st := m.status(t, m.ctl, "j1"); st.Applied == nil {
@@ -349,7 +350,7 @@ func startAgentOn(t *testing.T, c *hostsCtl, h *hosttest.Host, node, addr string
 		t.Fatal(err)
 	}
 	args = append([]string{"agent", "--data", a.data, "--runtime", "sim", "--interval", "10m"}, args...)
-	a.proc = h.Start(t, append([]string{"MESH_SERVER=", "MESH_TOKEN=", "MESH_DATA="}, env...), binary(t), args...)
+	a.proc = h.Start(t, append([]string{"MESH_SERVER=", "MESH_TOKEN=", "MESH_DATA="}, env...), meshtest.Binary(t), args...)
 	return a
 }
 

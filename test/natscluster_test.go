@@ -1,4 +1,4 @@
-package main
+package test
 
 import (
 	"errors"
@@ -18,6 +18,7 @@ import (
 	"meshplane/events/pgstore/pgtest"
 	"meshplane/internal/atomicfile"
 	"meshplane/internal/freeport"
+	"meshplane/internal/meshtest"
 	"meshplane/internal/testwait"
 )
 
@@ -49,11 +50,11 @@ func natsServer(t *testing.T) string {
 func TestExternalNATSCluster(t *testing.T) {
 	bin := natsServer(t)
 	data := t.TempDir()
-	conf := mustCLI(t, nil, "bus", "account", "--data", data)
+	conf := meshtest.MustCLI(t, nil, "bus", "account", "--data", data)
 	if !strings.Contains(conf, "operator: ") || !strings.Contains(conf, "resolver_preload") {
 		t.Fatalf("mesh bus account printed no server configuration:\n%s", conf)
 	}
-	accountDir := filepath.Join(data, busAccountDir)
+	accountDir := filepath.Join(data, "bus-account") // cmd/mesh's busAccountDir
 
 	// Three servers: the operator's own blocks, and the fragment.
 	clients, routes := make([]string, 3), make([]string, 3)
@@ -90,7 +91,7 @@ include meshplane.conf
 		}
 		cmd := exec.Command(bin, "-c", "server.conf")
 		cmd.Dir = dir
-		out := &lockedBuffer{}
+		out := &meshtest.LockedBuffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -120,27 +121,27 @@ include meshplane.conf
 	// The controller, as the verb's help says.
 	ctlData := t.TempDir()
 	started := time.Now()
-	p := startProc(t, nil, "up", "--data", ctlData, "--listen", "127.0.0.1:0", "--interval", "1h",
+	p := meshtest.StartProc(t, nil, "up", "--data", ctlData, "--listen", "127.0.0.1:0", "--interval", "1h",
 		"--nats", strings.Join(urls, ","),
 		"--nats-creds", filepath.Join(accountDir, bus.ControllerCredsFile),
 		"--nats-account-seed", filepath.Join(accountDir, "signing.nk"),
 		"--nats-operator-seed", filepath.Join(accountDir, bus.OperatorSigningFile),
 		"--nats-system-creds", filepath.Join(accountDir, bus.SystemCredsFile))
-	c := &ctlProc{proc: p, data: ctlData}
+	c := &meshtest.CtlProc{Proc: p, Data: ctlData}
 	testwait.Eventually(t, 60*time.Second, func() error {
 		select {
-		case <-p.done:
-			t.Fatalf("the controller exited: %v\n%s", p.err, p.out)
+		case <-p.Done:
+			t.Fatalf("the controller exited: %v\n%s", p.Err, p.Out)
 		default:
 		}
 		info, err := controller.ReadInfo(ctlData)
 		if err != nil {
 			return err
 		}
-		if info.PID != p.cmd.Process.Pid {
+		if info.PID != p.Cmd.Process.Pid {
 			return errors.New("controller.json is another process's")
 		}
-		c.url = info.URL
+		c.URL = info.URL
 		return nil
 	})
 	t.Logf("the controller serves on the external cluster %v after its start", time.Since(started).Round(time.Millisecond))
@@ -148,13 +149,13 @@ include meshplane.conf
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.token = strings.TrimSpace(string(tok))
-	env := c.env()
+	c.Token = strings.TrimSpace(string(tok))
+	env := c.Env()
 
 	// mesh bus check against the cluster, as an operator would run it.
-	if code, out, errOut := cli(t, nil, "bus", "check", "--nats", strings.Join(urls, ","),
+	if code, out, errOut := meshtest.CLI(t, nil, "bus", "check", "--nats", strings.Join(urls, ","),
 		"--nats-creds", filepath.Join(accountDir, bus.ControllerCredsFile),
-		"--nats-account-seed", filepath.Join(accountDir, "signing.nk")); code != exitOK || strings.Count(out, "\nok  ") != 4 || !strings.HasPrefix(out, "ok  ") {
+		"--nats-account-seed", filepath.Join(accountDir, "signing.nk")); code != meshtest.ExitOK || strings.Count(out, "\nok  ") != 4 || !strings.HasPrefix(out, "ok  ") {
 		t.Fatalf("mesh bus check on the external cluster: exit %d\n%s%s", code, out, errOut)
 	} else {
 		t.Logf("mesh bus check on the external cluster:\n%s", out)
@@ -185,33 +186,33 @@ include meshplane.conf
 	if err := bus.WriteCreds(credsFile, nc); err != nil {
 		t.Fatal(err)
 	}
-	mustCLI(t, env, "node", "register", "n1")
-	mustCLI(t, env, "node", "adopt", "n1")
-	mustCLI(t, env, "module", "define", "../../examples/modules/searxng.yaml")
-	mustCLI(t, env, "assign", "searxng", "n1")
-	mustCLI(t, env, "take", "searxng", "n1")
-	startAgentProc(t, credsFile, t.TempDir())
-	mustCLI(t, env, "push", "n1")
-	procInSync(t, env, "n1")
+	meshtest.MustCLI(t, env, "node", "register", "n1")
+	meshtest.MustCLI(t, env, "node", "adopt", "n1")
+	meshtest.MustCLI(t, env, "module", "define", "../examples/modules/searxng.yaml")
+	meshtest.MustCLI(t, env, "assign", "searxng", "n1")
+	meshtest.MustCLI(t, env, "take", "searxng", "n1")
+	meshtest.StartAgentProc(t, credsFile, t.TempDir())
+	meshtest.MustCLI(t, env, "push", "n1")
+	meshtest.ProcInSync(t, env, "n1")
 	t.Logf("n1's report recorded %v after the controller's start", time.Since(started).Round(time.Millisecond))
 
 	// A host joins with a token, and is revoked.
-	externalJoinAndRevoke(t, env, c.url, urls)
+	externalJoinAndRevoke(t, env, c.URL, urls)
 
 	// One server killed: the bucket and the stream (R3) carry on.
-	before := statusJSON(t, env, "n1")
+	before := meshtest.StatusJSON(t, env, "n1")
 	_ = srvs[0].Process.Kill()
 	<-done[0]
 	killed := time.Now()
 	testwait.Eventually(t, 60*time.Second, func() error {
-		code, out, errOut := cli(t, env, "push", "n1")
-		if code != exitOK {
+		code, out, errOut := meshtest.CLI(t, env, "push", "n1")
+		if code != meshtest.ExitOK {
 			return fmt.Errorf("push: exit %d\n%s%s", code, out, errOut)
 		}
 		return nil
 	})
 	testwait.Eventually(t, 60*time.Second, func() error {
-		st := statusJSON(t, env, "n1")
+		st := meshtest.StatusJSON(t, env, "n1")
 		if st.Applied == nil || before.Applied == nil || !st.Applied.At.After(before.Applied.At) {
 			return fmt.Errorf("n1: applied %+v, before the kill %+v", st.Applied, before.Applied)
 		}
@@ -228,13 +229,13 @@ include meshplane.conf
 // new one is refused, the agent says so, and its next push is not applied.
 func externalJoinAndRevoke(t *testing.T, env []string, apiURL string, urls []string) {
 	t.Helper()
-	mustCLI(t, env, "node", "register", "n2")
-	mustCLI(t, env, "node", "adopt", "n2")
-	mustCLI(t, env, "assign", "searxng", "n2")
-	mustCLI(t, env, "take", "searxng", "n2")
-	token := strings.TrimSpace(mustCLI(t, env, "node", "join-token", "n2"))
+	meshtest.MustCLI(t, env, "node", "register", "n2")
+	meshtest.MustCLI(t, env, "node", "adopt", "n2")
+	meshtest.MustCLI(t, env, "assign", "searxng", "n2")
+	meshtest.MustCLI(t, env, "take", "searxng", "n2")
+	token := strings.TrimSpace(meshtest.MustCLI(t, env, "node", "join-token", "n2"))
 	data := t.TempDir()
-	mustCLI(t, []string{"MESH_SERVER=", "MESH_TOKEN="}, "agent", "join", apiURL, "--token", token, "--data", data, "--no-start")
+	meshtest.MustCLI(t, []string{"MESH_SERVER=", "MESH_TOKEN="}, "agent", "join", apiURL, "--token", token, "--data", data, "--no-start")
 	creds, err := bus.LoadCreds(filepath.Join(data, "node.creds"))
 	if err != nil {
 		t.Fatal(err)
@@ -242,9 +243,9 @@ func externalJoinAndRevoke(t *testing.T, env []string, apiURL string, urls []str
 	if strings.Join(creds.URLs, ",") != strings.Join(urls, ",") {
 		t.Errorf("n2's credentials name %v, want the cluster's %v", creds.URLs, urls)
 	}
-	agent := startProc(t, []string{"MESH_SERVER=", "MESH_TOKEN="}, "agent", "--data", data, "--runtime", "sim")
-	mustCLI(t, env, "push", "n2")
-	procInSync(t, env, "n2")
+	agent := meshtest.StartProc(t, []string{"MESH_SERVER=", "MESH_TOKEN="}, "agent", "--data", data, "--runtime", "sim")
+	meshtest.MustCLI(t, env, "push", "n2")
+	meshtest.ProcInSync(t, env, "n2")
 
 	// A connection of n2's user, beside the agent's.
 	closed := make(chan error, 1)
@@ -264,10 +265,10 @@ func externalJoinAndRevoke(t *testing.T, env []string, apiURL string, urls []str
 		t.Fatalf("n2's user cannot connect before the revoke: %v", err)
 	}
 	defer nc.Close()
-	before := statusJSON(t, env, "n2")
+	before := meshtest.StatusJSON(t, env, "n2")
 
 	revoked := time.Now()
-	out := mustCLI(t, env, "node", "revoke", "n2")
+	out := meshtest.MustCLI(t, env, "node", "revoke", "n2")
 	if !strings.HasPrefix(out, "revoked U") {
 		t.Errorf("node revoke n2 printed %q", out)
 	}
@@ -284,14 +285,14 @@ func externalJoinAndRevoke(t *testing.T, env []string, apiURL string, urls []str
 		t.Errorf("n2's revoked user is refused with %v; want an authorization error", err)
 	}
 	testwait.Eventually(t, 20*time.Second, func() error {
-		if o := strings.ToLower(agent.out.String()); !strings.Contains(o, "revoked") && !strings.Contains(o, "authorization violation") {
+		if o := strings.ToLower(agent.Out.String()); !strings.Contains(o, "revoked") && !strings.Contains(o, "authorization violation") {
 			return errors.New("the agent of n2 does not say its user was refused")
 		}
 		return nil
 	})
-	mustCLI(t, env, "push", "n2")
+	meshtest.MustCLI(t, env, "push", "n2")
 	time.Sleep(3 * time.Second)
-	if st := statusJSON(t, env, "n2"); st.Applied != nil && before.Applied != nil && st.Applied.At.After(before.Applied.At) {
+	if st := meshtest.StatusJSON(t, env, "n2"); st.Applied != nil && before.Applied != nil && st.Applied.At.After(before.Applied.At) {
 		t.Errorf("n2 applied a push after its revocation: %+v", st.Applied)
 	}
 }

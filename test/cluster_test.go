@@ -1,4 +1,4 @@
-package main
+package test
 
 import (
 	"context"
@@ -18,13 +18,14 @@ import (
 	"meshplane/events"
 	"meshplane/events/pgstore"
 	"meshplane/internal/freeport"
+	"meshplane/internal/meshtest"
 	"meshplane/internal/testwait"
 )
 
 // clusterCtl is one controller process of a clustered bus: mesh up on a
 // shared PostgreSQL store, its embedded server routed to the others'.
 type clusterCtl struct {
-	*ctlProc
+	*meshtest.CtlProc
 	bus string // its bus's client URL
 }
 
@@ -46,33 +47,33 @@ func startClusterCtls(t *testing.T, db, trust string, n int) []*clusterCtl {
 			}
 		}
 		data := t.TempDir()
-		p := startProc(t, nil, "up", "--data", data, "--store", db, "--listen", "127.0.0.1:0",
+		p := meshtest.StartProc(t, nil, "up", "--data", data, "--store", db, "--listen", "127.0.0.1:0",
 			"--bus-listen", buses[i], "--bus-cluster", routes[i], "--bus-peers", strings.Join(peers, ","),
 			"--bus-trust", trust, "--interval", "1h")
-		ctls[i] = &clusterCtl{ctlProc: &ctlProc{proc: p, data: data}, bus: "nats://" + buses[i]}
+		ctls[i] = &clusterCtl{CtlProc: &meshtest.CtlProc{Proc: p, Data: data}, bus: "nats://" + buses[i]}
 	}
 	for _, c := range ctls {
 		testwait.Eventually(t, 60*time.Second, func() error {
 			select {
-			case <-c.done:
-				t.Fatalf("a controller exited: %v\n%s", c.err, c.out)
+			case <-c.Done:
+				t.Fatalf("a controller exited: %v\n%s", c.Err, c.Out)
 			default:
 			}
-			info, err := controller.ReadInfo(c.data)
+			info, err := controller.ReadInfo(c.Data)
 			if err != nil {
 				return err
 			}
-			if info.PID != c.cmd.Process.Pid {
+			if info.PID != c.Cmd.Process.Pid {
 				return errors.New("controller.json is another process's")
 			}
-			c.url = info.URL
+			c.URL = info.URL
 			return nil
 		})
-		tok, err := os.ReadFile(filepath.Join(c.data, "api-token"))
+		tok, err := os.ReadFile(filepath.Join(c.Data, "api-token"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.token = strings.TrimSpace(string(tok))
+		c.Token = strings.TrimSpace(string(tok))
 	}
 	return ctls
 }
@@ -80,8 +81,8 @@ func startClusterCtls(t *testing.T, db, trust string, n int) []*clusterCtl {
 // role is c's role as `mesh info` says ("" if it does not answer).
 func (c *clusterCtl) role(t *testing.T) string {
 	t.Helper()
-	code, out, _ := cli(t, []string{"MESH_SERVER=" + c.url, "MESH_TOKEN=" + c.token}, "info", "-o", "json")
-	if code != exitOK {
+	code, out, _ := meshtest.CLI(t, []string{"MESH_SERVER=" + c.URL, "MESH_TOKEN=" + c.Token}, "info", "-o", "json")
+	if code != meshtest.ExitOK {
 		return ""
 	}
 	var info api.Info
@@ -102,7 +103,7 @@ func (c *clusterCtl) role(t *testing.T) string {
 // twice, and the agents of the dead server reconnect to another without a
 // restart.
 func TestClusterFailover(t *testing.T) {
-	db := pgDatabase(t)
+	db := meshtest.PgDatabase(t)
 	// The trust root, made once and given to every controller: a copy of
 	// the first controller's DATA/bus seeds, as an operator would make.
 	trustData := t.TempDir()
@@ -128,37 +129,37 @@ func TestClusterFailover(t *testing.T) {
 		}
 		return nil
 	})
-	env := leader.env()
+	env := leader.Env()
 	env[2] = "MESH_DATA=" + trustData // node register --creds mints from the trust root
 
 	// Every controller's DATA/bus-urls names the servers its own knew
 	// when it started serving: its own and at least one peer (a majority
 	// was routed: its JetStream had a leader).
 	for _, c := range ctls {
-		urls, err := controllerd.ReadBusURLs(c.data)
+		urls, err := controllerd.ReadBusURLs(c.Data)
 		if err != nil || len(urls) < 2 || urls[0] != c.bus {
-			t.Errorf("%s/bus-urls: %v, %v; want its own bus %s first and a peer's", c.data, urls, err, c.bus)
+			t.Errorf("%s/bus-urls: %v, %v; want its own bus %s first and a peer's", c.Data, urls, err, c.bus)
 		}
 	}
 
 	nodes := []string{"n1", "n2", "n3", "n4", "n5", "n6"}
 	home := map[string]*clusterCtl{}
 	dir := t.TempDir()
-	agents := map[string]*proc{}
+	agents := map[string]*meshtest.Proc{}
 	for i, n := range nodes {
 		home[n] = ctls[i%3]
 		creds := filepath.Join(dir, n+".creds")
-		mustCLI(t, env, "node", "register", n, "--creds", creds, "--bus-url", home[n].bus)
-		mustCLI(t, env, "node", "adopt", n)
+		meshtest.MustCLI(t, env, "node", "register", n, "--creds", creds, "--bus-url", home[n].bus)
+		meshtest.MustCLI(t, env, "node", "adopt", n)
 	}
-	mustCLI(t, env, "module", "define", "../../examples/modules/searxng.yaml")
+	meshtest.MustCLI(t, env, "module", "define", "../examples/modules/searxng.yaml")
 	for _, n := range nodes {
-		mustCLI(t, env, "assign", "searxng", n)
-		mustCLI(t, env, "take", "searxng", n)
-		agents[n] = startAgentProc(t, filepath.Join(dir, n+".creds"), t.TempDir())
+		meshtest.MustCLI(t, env, "assign", "searxng", n)
+		meshtest.MustCLI(t, env, "take", "searxng", n)
+		agents[n] = meshtest.StartAgentProc(t, filepath.Join(dir, n+".creds"), t.TempDir())
 	}
-	mustCLI(t, env, "push")
-	procInSync(t, env, nodes...)
+	meshtest.MustCLI(t, env, "push")
+	meshtest.ProcInSync(t, env, nodes...)
 
 	s, err := pgstore.Open(context.Background(), db, pgstore.WithoutMigrate())
 	if err != nil {
@@ -181,12 +182,12 @@ func TestClusterFailover(t *testing.T) {
 	}
 
 	// A push to every node, and the leader killed while its reports come.
-	mustCLI(t, env, "push")
-	if err := leader.cmd.Process.Kill(); err != nil {
+	meshtest.MustCLI(t, env, "push")
+	if err := leader.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	<-leader.done
+	<-leader.Done
 	var standbys []*clusterCtl
 	for _, c := range ctls {
 		if c != leader {
@@ -201,12 +202,12 @@ func TestClusterFailover(t *testing.T) {
 			}
 		}
 		if next == nil && time.Since(killed) > 10*time.Second {
-			t.Fatalf("no standby leads within 10s of the leader's SIGKILL:\n%s\n%s", standbys[0].out, standbys[1].out)
+			t.Fatalf("no standby leads within 10s of the leader's SIGKILL:\n%s\n%s", standbys[0].Out, standbys[1].Out)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Logf("a standby leads %v after the leader's SIGKILL", time.Since(killed).Round(time.Millisecond))
-	env = next.env()
+	env = next.Env()
 	env[2] = "MESH_DATA=" + trustData
 
 	// Every node's report of the push the leader died in is recorded, and
@@ -214,19 +215,19 @@ func TestClusterFailover(t *testing.T) {
 	// server among them: they reconnected to another on their own).
 	reported("the push the leader died in", 1)
 	t.Logf("every node's report of the push recorded %v after the SIGKILL", time.Since(killed).Round(time.Millisecond))
-	mustCLI(t, env, "push")
+	meshtest.MustCLI(t, env, "push")
 	reported("the next push", 2)
 	t.Logf("and of the next push %v after the SIGKILL", time.Since(killed).Round(time.Millisecond))
-	procInSync(t, env, nodes...)
+	meshtest.ProcInSync(t, env, nodes...)
 
 	for n, a := range agents {
 		select {
-		case <-a.done:
-			t.Errorf("agent %s exited: %v\n%s", n, a.err, a.out)
+		case <-a.Done:
+			t.Errorf("agent %s exited: %v\n%s", n, a.Err, a.Out)
 		default:
 		}
-		if home[n] == leader && !strings.Contains(a.out.String(), "reconnected") {
-			t.Errorf("agent %s of the dead server does not say it reconnected:\n%s", n, a.out)
+		if home[n] == leader && !strings.Contains(a.Out.String(), "reconnected") {
+			t.Errorf("agent %s of the dead server does not say it reconnected:\n%s", n, a.Out)
 		}
 	}
 

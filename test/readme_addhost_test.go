@@ -1,4 +1,4 @@
-package main
+package test
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"meshplane/internal/hosttest"
+	"meshplane/internal/meshtest"
 	"meshplane/internal/testwait"
 )
 
@@ -22,7 +23,7 @@ import (
 // cut.
 func addHostLines(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,12 +84,12 @@ func TestReadmeAddHost(t *testing.T) {
 	if len(lines) != 3 {
 		t.Fatalf("the README's Add a host has %d command lines, want 3: %q", len(lines), lines)
 	}
-	needEngine(t)
+	meshtest.NeedEngine(t)
 	m := startHostsMesh(t, 1)
 	host := m.net.Host(1)
 
 	bin := t.TempDir()
-	if err := os.Symlink(binary(t), filepath.Join(bin, "mesh")); err != nil {
+	if err := os.Symlink(meshtest.Binary(t), filepath.Join(bin, "mesh")); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(bin, "sudo"), []byte("#!/bin/sh\nexec \"$@\"\n"), 0o755); err != nil {
@@ -150,7 +151,7 @@ func TestReadmeAddHost(t *testing.T) {
 
 	// The printed line, run on the host as the README says.
 	cmd := onHost(context.Background(), host, work, lib, bin, agentLine)
-	var agentOut lockedBuffer
+	var agentOut meshtest.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &agentOut, &agentOut
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package main
+package test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"meshplane/api"
 	"meshplane/api/httpapi"
+	"meshplane/internal/meshtest"
 )
 
 // BenchmarkPushToRecordedHosts is BenchmarkPushToRecorded with every part
@@ -43,7 +44,7 @@ func BenchmarkPushToRecordedHosts(b *testing.B) {
 	ctx := context.Background()
 	// Every agent's first apply recorded (a joined node's declaration is
 	// pushed by the next push, as TestHostsJoinToFirstReport does).
-	if _, err := c.Push(ctx, api.PushRequest{Operator: testOperator}); err != nil {
+	if _, err := c.Push(ctx, api.PushRequest{Operator: meshtest.TestOperator}); err != nil {
 		b.Fatal(err)
 	}
 	m.awaitApplied(b, c, nodes, time.Time{}, 2*time.Minute)
@@ -52,7 +53,7 @@ func BenchmarkPushToRecordedHosts(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		start := time.Now()
-		if _, err := c.Push(ctx, api.PushRequest{Operator: testOperator}); err != nil {
+		if _, err := c.Push(ctx, api.PushRequest{Operator: meshtest.TestOperator}); err != nil {
 			b.Fatal(err)
 		}
 		push += time.Since(start)

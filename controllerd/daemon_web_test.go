@@ -1,4 +1,4 @@
-package main
+package controllerd_test
 
 import (
 	"bufio"
@@ -10,21 +10,22 @@ import (
 	"time"
 
 	"meshplane/api"
+	"meshplane/internal/meshtest"
 )
 
 // TestDaemonServesThePage: the controller serves the page at / beside the
 // API, under the API's token, and stops cleanly (and at once) while a page
 // follows its event stream.
 func TestDaemonServesThePage(t *testing.T) {
-	d := startDaemon(t, t.TempDir(), "")
+	d := meshtest.StartDaemon(t, t.TempDir(), "")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := d.client.RegisterNodes(ctx, api.RegisterNodesRequest{Operator: testOperator, Nodes: []string{"n1"}}); err != nil {
+	if _, err := d.Client.RegisterNodes(ctx, api.RegisterNodesRequest{Operator: meshtest.TestOperator, Nodes: []string{"n1"}}); err != nil {
 		t.Fatal(err)
 	}
 	get := func(path, token string) (*http.Response, string) {
 		t.Helper()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.ready.APIURL+path, nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.Ready.APIURL+path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,8 +51,8 @@ func TestDaemonServesThePage(t *testing.T) {
 		{"the page, without a token", "/", "", 200, `id="token"`},
 		{"its script", "/static/app.js", "", 200, "sessionStorage"},
 		{"a fragment without the token", "/ui/status", "", 401, ""},
-		{"a fragment with the token", "/ui/status", d.ready.Token, 200, `data-status-node="n1"`},
-		{"the API, as before", "/v1/info", d.ready.Token, 200, `"role":"leader"`},
+		{"a fragment with the token", "/ui/status", d.Ready.Token, 200, `data-status-node="n1"`},
+		{"the API, as before", "/v1/info", d.Ready.Token, 200, `"role":"leader"`},
 		{"the API without the token", "/v1/info", "", 401, "unauthorized"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,11 +66,11 @@ func TestDaemonServesThePage(t *testing.T) {
 		})
 	}
 
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.ready.APIURL+"/ui/events", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.Ready.APIURL+"/ui/events", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+d.ready.Token)
+	req.Header.Set("Authorization", "Bearer "+d.Ready.Token)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +89,7 @@ func TestDaemonServesThePage(t *testing.T) {
 	// The stream is open: the controller stops cleanly all the same
 	// (stop fails the test on an error, such as a shutdown that timed out
 	// waiting for the stream), and the stream ends.
-	d.stop(t)
+	d.Stop(t)
 	if _, err := io.Copy(io.Discard, rd); err != nil && ctx.Err() != nil {
 		t.Fatalf("the stream did not end with the controller: %v", err)
 	}

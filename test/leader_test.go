@@ -1,4 +1,4 @@
-package main
+package test
 
 import (
 	"bufio"
@@ -24,6 +24,7 @@ import (
 	"meshplane/controllerd"
 	"meshplane/events"
 	"meshplane/events/pgstore"
+	"meshplane/internal/meshtest"
 )
 
 // testController is the test binary run as a controller process (TestMain,
@@ -126,7 +127,7 @@ func (p *controllerProc) role(ctx context.Context) string {
 // refuses writes; SIGKILL the leader and the standby leads within 10s, a
 // command succeeds, and no declaration was pushed twice for one change.
 func TestLeaderFailover(t *testing.T) {
-	db := pgDatabase(t)
+	db := meshtest.PgDatabase(t)
 	ctx := context.Background()
 	a := startControllerProc(t, db)
 	// Alone on the database, it leads from its first answer: it took the
@@ -152,8 +153,8 @@ func TestLeaderFailover(t *testing.T) {
 		}
 	}
 
-	code, out, errOut := mesh(t, "info", "--server", standby.url, "--token-file", standby.tokenFile)
-	if code != exitOK || !regexp.MustCompile(`(?m)^role\s+standby$`).MatchString(out) {
+	code, out, errOut := meshtest.CLI(t, nil, "info", "--server", standby.url, "--token-file", standby.tokenFile)
+	if code != meshtest.ExitOK || !regexp.MustCompile(`(?m)^role\s+standby$`).MatchString(out) {
 		t.Fatalf("mesh info on the standby: exit %d\n%s%s", code, out, errOut)
 	}
 

@@ -1,4 +1,4 @@
-package main
+package test
 
 // A fleet across hosts (issue 19, §4): the controller on one host of a
 // private link, agents on three others (package hosttest: Linux network
@@ -25,6 +25,7 @@ import (
 	"meshplane/api/httpapi"
 	"meshplane/events"
 	"meshplane/internal/hosttest"
+	"meshplane/internal/meshtest"
 	"meshplane/internal/testtls"
 	"meshplane/internal/testwait"
 )
@@ -53,7 +54,7 @@ type hostsMesh struct {
 func startHostsMesh(t testing.TB, hosts int) *hostsMesh {
 	t.Helper()
 	nt := hosttest.New(t, 1+hosts) // first: it skips where it cannot run
-	bin := binary(t)
+	bin := meshtest.Binary(t)
 	m := &hostsMesh{net: nt, ctl: nt.Host(0), data: t.TempDir()}
 	pki := testtls.New(t, m.ctl.Addr().String())
 	m.caFile = filepath.Join(t.TempDir(), "ca.pem")
@@ -90,7 +91,7 @@ func (m *hostsMesh) cli(t testing.TB, h *hosttest.Host, args ...string) (code in
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := h.Command(ctx, binary(t), append(args, "--tls-ca", m.caFile)...)
+	cmd := h.Command(ctx, meshtest.Binary(t), append(args, "--tls-ca", m.caFile)...)
 	cmd.Env = append(os.Environ(), "MESH_SERVER="+m.url, "MESH_TOKEN="+m.token, "MESH_DATA="+m.data)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
@@ -109,7 +110,7 @@ func (m *hostsMesh) cli(t testing.TB, h *hosttest.Host, args ...string) (code in
 func (m *hostsMesh) mustCLI(t testing.TB, h *hosttest.Host, args ...string) string {
 	t.Helper()
 	code, out, errOut := m.cli(t, h, args...)
-	if code != exitOK {
+	if code != meshtest.ExitOK {
 		t.Fatalf("on %s: mesh %s: exit %d\n%s%s", h, strings.Join(args, " "), code, out, errOut)
 	}
 	return out
@@ -166,7 +167,7 @@ func (m *hostsMesh) startAgentWith(t testing.TB, h *hosttest.Host, node string, 
 	args, env := m.joinHost(t, h, node, a.data)
 	env = append(env, more...)
 	args = append(append([]string{"agent", "--data", a.data, "--runtime", "sim"}, args...), extra...)
-	a.proc = h.Start(t, append([]string{"MESH_SERVER=", "MESH_TOKEN=", "MESH_DATA="}, env...), binary(t), args...)
+	a.proc = h.Start(t, append([]string{"MESH_SERVER=", "MESH_TOKEN=", "MESH_DATA="}, env...), meshtest.Binary(t), args...)
 	return a
 }
 
@@ -284,7 +285,7 @@ func TestHostsOnAPrivateLink(t *testing.T) {
 	// meanwhile.
 	h1 := agents["h1"]
 	m.mustCLI(t, m.ctl, "assign", "extra1", "h1")
-	push := m.ctl.Start(t, nil, binary(t), "push", "h1", "--tls-ca", m.caFile,
+	push := m.ctl.Start(t, nil, meshtest.Binary(t), "push", "h1", "--tls-ca", m.caFile,
 		"--server", m.url, "--token-file", filepath.Join(m.data, httpapi.TokenFile))
 	h1.host.LinkDown()
 	select {
@@ -348,7 +349,7 @@ func TestHostsOnAPrivateLink(t *testing.T) {
 	// is back, and the agent's later send of it (attempts 1 and more) is
 	// answered "delivered before" and appends nothing.
 	applies, lates := map[string]int{}, map[string]int{}
-	for _, ev := range storeEvents(t, m.data) {
+	for _, ev := range meshtest.StoreEvents(t, m.data) {
 		if ev.Stream != "node-h1" {
 			continue
 		}
