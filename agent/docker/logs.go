@@ -38,6 +38,30 @@ const maxFrame = 1 << 20
 // ReadLogs implements agent.LogReader. q is as agent.LogQuery.Check
 // leaves it.
 func (r *Runtime) ReadLogs(ctx context.Context, name string, q agent.LogQuery) (agent.LogChunk, error) {
+	// The engine ends a follow at once on a container that is not running
+	// (one in its restart back-off, between two crashes): while the wait
+	// lasts and nothing came, ask again.
+	end := time.Now().Add(time.Duration(q.WaitMillis) * time.Millisecond)
+	for {
+		ch, err := r.readLogs(ctx, name, q)
+		left := time.Until(end)
+		if err != nil || len(ch.Data) > 0 || q.WaitMillis <= 0 || left <= followAgain {
+			return ch, err
+		}
+		select {
+		case <-ctx.Done():
+			return ch, nil
+		case <-time.After(followAgain):
+		}
+		q.WaitMillis = int((left - followAgain) / time.Millisecond)
+	}
+}
+
+// followAgain is how long a follow that the engine ended with nothing
+// waits before it asks again.
+const followAgain = 250 * time.Millisecond
+
+func (r *Runtime) readLogs(ctx context.Context, name string, q agent.LogQuery) (agent.LogChunk, error) {
 	if err := done(ctx, "logs", name); err != nil {
 		return agent.LogChunk{}, err
 	}
