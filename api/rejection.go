@@ -76,7 +76,7 @@ const MaxOperatorLen = 128
 // either end. The refusal is a *Rejection (invalid) naming the rule.
 func CheckOperator(name string) error {
 	bad := func(format string, args ...any) error {
-		return reject(CodeInvalid, "operator %s: %s", quoteInput(name), fmt.Sprintf(format, args...))
+		return reject(CodeInvalid, "operator %s: %s", QuoteInput(name), fmt.Sprintf(format, args...))
 	}
 	switch {
 	case strings.TrimSpace(name) == "":
@@ -96,16 +96,18 @@ func CheckOperator(name string) error {
 	return nil
 }
 
-// maxQuoted is how much of an input a message quotes.
-const maxQuoted = 40
+// MaxQuoted is how much of a name or other input a message quotes: enough
+// to recognise it, never a megabyte of it.
+const MaxQuoted = 40
 
-// quoteInput quotes s for a message, shortened to its first maxQuoted
-// bytes (on a rune boundary) with its length when it is longer.
-func quoteInput(s string) string {
-	if len(s) <= maxQuoted {
+// QuoteInput quotes s for a message, shortened to its first MaxQuoted
+// bytes (on a rune boundary) with its length when it is longer: the one
+// quoting of an input in a rejection, the API's and the write side's.
+func QuoteInput(s string) string {
+	if len(s) <= MaxQuoted {
 		return fmt.Sprintf("%q", s)
 	}
-	cut := maxQuoted
+	cut := MaxQuoted
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
@@ -120,13 +122,13 @@ func ReadMoment(s string) (position uint64, at time.Time, err error) {
 	if s != "" && strings.Trim(s, "0123456789") == "" {
 		p, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			return 0, time.Time{}, reject(CodeInvalid, "%s is not a store position: %v", quoteInput(s), err)
+			return 0, time.Time{}, reject(CodeInvalid, "%s is not a store position: %v", QuoteInput(s), err)
 		}
 		return p, time.Time{}, nil
 	}
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
-		return 0, time.Time{}, reject(CodeInvalid, "%s is neither a time (RFC 3339: 2026-09-29T22:46:00Z) nor a store position (a whole number)", quoteInput(s))
+		return 0, time.Time{}, reject(CodeInvalid, "%s is neither a time (RFC 3339: 2026-09-29T22:46:00Z) nor a store position (a whole number)", QuoteInput(s))
 	}
 	return 0, t.UTC(), nil
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"unicode/utf8"
 
 	"meshplane/api"
 )
@@ -54,22 +53,11 @@ const MaxOperatorLen = api.MaxOperatorLen
 // (api.CheckOperator).
 func CheckOperator(name string) error { return api.CheckOperator(name) }
 
-// maxQuoted is how much of a name or other input a message quotes: enough
-// to recognise it, never a megabyte of it.
-const maxQuoted = 40
+// maxQuoted is how much of an input a message quotes (api.MaxQuoted).
+const maxQuoted = api.MaxQuoted
 
-// quote quotes s for a message, shortened to its first maxQuoted bytes (on a
-// rune boundary) with its length when it is longer.
-func quote(s string) string {
-	if len(s) <= maxQuoted {
-		return fmt.Sprintf("%q", s)
-	}
-	cut := maxQuoted
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%q… (%d bytes)", s[:cut], len(s))
-}
+// quote quotes s for a message (api.QuoteInput).
+func quote(s string) string { return api.QuoteInput(s) }
 
 // short is s for a message, shortened as quote does but unquoted when it
 // fits and needs no escaping.
