@@ -162,23 +162,9 @@ func (n *Node) Applies() []agent.Report {
 // InSync waits until every node's status reads in-sync.
 func InSync(t testing.TB, c *httpapi.Client, nodes ...string) api.StatusResponse {
 	t.Helper()
-	var st api.StatusResponse
-	testwait.Eventually(t, 30*time.Second, func() error {
-		var err error
-		if st, err = c.Status(context.Background(), api.StatusRequest{Nodes: nodes}); err != nil {
-			return err
-		}
-		for _, n := range st.Nodes {
-			if n.Sync != projections.SyncInSync {
-				return errors.New("node " + n.Node + " is " + n.Sync)
-			}
-		}
-		if len(st.Nodes) != len(nodes) {
-			return errors.New("status lists " + strconv.Itoa(len(st.Nodes)) + " nodes")
-		}
-		return nil
+	return waitStatus(t, c, 30*time.Second, nodes, func(n api.NodeStatus) string {
+		return is(n.Sync, projections.SyncInSync)
 	})
-	return st
 }
 
 // Converged waits until every node of nodes is converged: its containers
@@ -186,16 +172,36 @@ func InSync(t testing.TB, c *httpapi.Client, nodes ...string) api.StatusResponse
 // after it said so.
 func Converged(t testing.TB, c *httpapi.Client, nodes ...string) api.StatusResponse {
 	t.Helper()
+	return waitStatus(t, c, 40*time.Second, nodes, func(n api.NodeStatus) string {
+		return is(n.Health, projections.HealthConverged)
+	})
+}
+
+// is is "" when got is want, else got: what waitStatus says of a node.
+func is(got, want string) string {
+	if got == want {
+		return ""
+	}
+	return got
+}
+
+// waitStatus waits, within d, until status lists every node of nodes and
+// not says "" of each; not says what a node is instead.
+func waitStatus(t testing.TB, c *httpapi.Client, d time.Duration, nodes []string, not func(api.NodeStatus) string) api.StatusResponse {
+	t.Helper()
 	var st api.StatusResponse
-	testwait.Eventually(t, 40*time.Second, func() error {
+	testwait.Eventually(t, d, func() error {
 		var err error
 		if st, err = c.Status(context.Background(), api.StatusRequest{Nodes: nodes}); err != nil {
 			return err
 		}
 		for _, n := range st.Nodes {
-			if n.Health != projections.HealthConverged {
-				return errors.New("node " + n.Node + " is " + n.Health)
+			if s := not(n); s != "" {
+				return errors.New("node " + n.Node + " is " + s)
 			}
+		}
+		if len(st.Nodes) != len(nodes) {
+			return errors.New("status lists " + strconv.Itoa(len(st.Nodes)) + " nodes")
 		}
 		return nil
 	})
